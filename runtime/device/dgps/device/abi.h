@@ -1,0 +1,68 @@
+// The argument block every generated DGPS kernel takes, shared by host (runtime) and device code.
+// It is compiled by both the host compiler and NVRTC, so it uses only fixed-width scalar types.
+//
+// Layouts follow flash-linear-attention (docs/spec.md "Tensors"):
+//   q, k            [B, T, H,  K]   input dtype (bf16 or fp16), contiguous
+//   v               [B, T, HV, V]   input dtype
+//   g               [B, T, HV] (scalar decay) or [B, T, HV, K] (diagonal decay), fp32, natural log
+//   beta            [B, T, HV]      fp32
+//   precond_g       [B, T, H]       fp32, natural log (accumulator gate, or OSDN's log retention)
+//   precond_beta    [B, T, H]       fp32 (accumulator gain)
+//   precond_center  [H]             fp32 (c_h of the squash)
+//   o               [B, T, HV, V]   input dtype
+//   initial_state / final_state                 [N, HV, K, V] fp32
+//   initial_precond_state / final_precond_state [N, H, K]     fp32
+//   cu_seqlens      [N + 1]         int64; when non-null, B == 1 and sequences are packed along T.
+// Pointers a spec does not use are null. Index arithmetic on these pointers is 64-bit.
+#pragma once
+
+#ifndef __CUDACC_RTC__
+#include <cstdint>
+#endif
+
+namespace dgps {
+
+struct ForwardArgs {
+  const void* q;
+  const void* k;
+  const void* v;
+  const float* g;
+  const float* beta;
+  const float* precond_g;
+  const float* precond_beta;
+  const float* precond_center;
+  const float* initial_state;
+  const float* initial_precond_state;
+  const int64_t* cu_seqlens;
+  void* o;
+  float* final_state;
+  float* final_precond_state;
+  void* workspace;           ///< scratch of the size the manifest's workspace rule gives; may be null if 0.
+  int64_t batch;             ///< B (1 when cu_seqlens is set).
+  int64_t seq_len;           ///< T (total packed tokens when cu_seqlens is set).
+  int64_t num_seqs;          ///< N = B, or len(cu_seqlens) − 1.
+  int64_t heads_qk;          ///< H.
+  int64_t heads_v;           ///< HV.
+  float scale;               ///< query scale.
+};
+
+/// Single-token decode: q,k [B,1,H,K] (or [B,H,K]), v [B,1,HV,V]; states are updated in place.
+struct DecodeArgs {
+  const void* q;
+  const void* k;
+  const void* v;
+  const float* g;
+  const float* beta;
+  const float* precond_g;
+  const float* precond_beta;
+  const float* precond_center;
+  float* state;              ///< [B, HV, K, V] fp32, read and written.
+  float* precond_state;      ///< [B, H, K] fp32, read and written; null without a preconditioner.
+  void* o;                   ///< [B, 1, HV, V]
+  int64_t batch;
+  int64_t heads_qk;
+  int64_t heads_v;
+  float scale;
+};
+
+}  // namespace dgps
