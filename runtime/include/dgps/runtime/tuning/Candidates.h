@@ -1,0 +1,83 @@
+// Candidate generation and static pruning: the cartesian product of the manifest's tunables, minus
+// every configuration that cannot run on this device for this shape, optionally cut to the top N of a
+// cost model. Every dropped configuration keeps the reason it was dropped (logged by the tuner's
+// final table, C33: "a logged reason for rejected variants").
+//
+// Precision is not an axis here: it is a correctness constraint fixed in the ProblemKey (C09).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dgps/runtime/tuning/Fingerprint.h"
+#include "dgps/runtime/tuning/ProblemKey.h"
+#include "dgps/runtime/tuning/TileConfig.h"
+
+namespace dgps::tuning {
+
+/// The allowed values of each tunable axis, as listed in the package manifest for one kernel family.
+struct Tunables {
+  std::vector<int> chunk;
+  std::vector<int> block_v;
+  std::vector<int> warps;
+  std::vector<int> stages;
+};
+
+/// Dynamic shared memory one thread block of `config` needs for `shape`, bytes; supplied by the
+/// kernels' launch rules. A negative value means the launch rules refuse the pair outright.
+using SmemEstimator = std::function<std::int64_t(const TileConfig&, const ProblemShape&)>;
+
+/// Extra capability predicate of a specialised variant (C33): nullopt when `config` can handle
+/// `shape`, otherwise the reason it cannot (e.g. "wgmma variant needs K == 128").
+using CapabilityCheck =
+    std::function<std::optional<std::string>(const TileConfig&, const ProblemShape&)>;
+
+/// Estimated run time of `config` (any unit; only the order matters). Lower is better.
+using CostModel =
+    std::function<double(const TileConfig&, const ProblemShape&, const DeviceFingerprint&)>;
+
+struct PruneOptions {
+  /// Forces the chunk length, e.g. when a backward pass must reuse the forward's saved A/h (C21).
+  std::optional<int> pinned_chunk;
+  /// Shared-memory rule; when empty, no shared-memory check is made (the compile step still catches
+  /// over-limit kernels, at higher cost).
+  SmemEstimator smem_bytes;
+  CapabilityCheck capability;
+  /// Cost-model pre-filter: when set and keep_top > 0, only the keep_top cheapest survivors are kept
+  /// (ties by simplerThan()).
+  CostModel cost_model;
+  int keep_top = 0;
+};
+
+struct PrunedCandidate {
+  TileConfig config;
+  std::string reason;  ///< e.g. "block_v 64 > V 32", "shared memory 240 KiB > opt-in limit 227 KiB"
+};
+
+struct CandidateSet {
+  std::vector<TileConfig> kept;          ///< in simplicity order (simplerThan), duplicates removed.
+  std::vector<PrunedCandidate> pruned;   ///< in generation order.
+};
+
+/// Static rules, in this order (the first that fails is the reason):
+///   every value positive; chunk a power of two; chunk == pinned_chunk when pinned;
+///   block_v <= V; block_v divides V or V % 16 == 0 (the kernels mask a ragged last tile only in
+///   16-element steps); warps * 32 <= max_threads_per_block; smem_bytes(config, shape) >= 0 and
+///   <= smem_per_block_optin; capability(config, shape) has no objection.
+/// Device limits of 0 in the fingerprint mean "unknown" and skip that check.
+CandidateSet generateCandidates(const Tunables& tunables, const ProblemShape& shape,
+                                const DeviceFingerprint& device, const PruneOptions& options);
+
+/// A deliberately simple ranking model for the pre-filter, good only for discarding clearly poor
+/// tiles: waves of (sequence, value head, value tile) blocks, times the serial chunk steps of one
+/// block's state pass, times each step's work (KKT chunk*chunk*K plus state update chunk*K*block_v),
+/// divided by a throughput factor that grows sub-linearly with warps and stages. Resident blocks per
+/// SM are limited by shared memory (when an estimator is given) and by registers (assuming 128 per
+/// thread). Decode uses one token per block.
+double simpleCostModel(const TileConfig& config, const ProblemShape& shape,
+                       const DeviceFingerprint& device, const SmemEstimator& smem = nullptr);
+
+}  // namespace dgps::tuning

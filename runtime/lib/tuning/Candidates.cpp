@@ -1,0 +1,126 @@
+#include "dgps/runtime/tuning/Candidates.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cmath>
+#include <numeric>
+
+namespace dgps::tuning {
+namespace {
+
+bool isPowerOfTwo(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+std::string kib(std::int64_t bytes) {
+  const double k = static_cast<double>(bytes) / 1024.0;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f KiB", k);
+  return buf;
+}
+
+/// The first static rule `c` breaks, or "" when it passes them all.
+std::string staticRejection(const TileConfig& c, const ProblemShape& shape,
+                            const DeviceFingerprint& dev, const PruneOptions& opt) {
+  if (c.chunk <= 0 || c.block_v <= 0 || c.warps <= 0 || c.stages <= 0)
+    return "non-positive tunable value";
+  if (!isPowerOfTwo(c.chunk)) return "chunk " + std::to_string(c.chunk) + " is not a power of two";
+  if (opt.pinned_chunk && c.chunk != *opt.pinned_chunk)
+    return "chunk " + std::to_string(c.chunk) + " != pinned chunk " +
+           std::to_string(*opt.pinned_chunk) + " (shared with the backward pass, C21)";
+  if (c.block_v > shape.V)
+    return "block_v " + std::to_string(c.block_v) + " > V " + std::to_string(shape.V);
+  if (shape.V % c.block_v != 0 && shape.V % 16 != 0)
+    return "block_v " + std::to_string(c.block_v) + " does not divide V " +
+           std::to_string(shape.V) + " and V is not a multiple of 16";
+  if (dev.max_threads_per_block > 0 && c.threads() > dev.max_threads_per_block)
+    return std::to_string(c.threads()) + " threads > max threads per block " +
+           std::to_string(dev.max_threads_per_block);
+  if (opt.smem_bytes) {
+    const std::int64_t smem = opt.smem_bytes(c, shape);
+    if (smem < 0) return "launch rules refuse this tile for the shape";
+    if (dev.smem_per_block_optin > 0 && smem > dev.smem_per_block_optin)
+      return "shared memory " + kib(smem) + " > opt-in limit per block " +
+             kib(dev.smem_per_block_optin);
+  }
+  if (opt.capability) {
+    if (auto why = opt.capability(c, shape)) return "variant cannot handle the shape: " + *why;
+  }
+  return {};
+}
+
+}  // namespace
+
+CandidateSet generateCandidates(const Tunables& t, const ProblemShape& shape,
+                                const DeviceFingerprint& dev, const PruneOptions& opt) {
+  CandidateSet set;
+  std::vector<TileConfig> seen;
+  for (int chunk : t.chunk)
+    for (int bv : t.block_v)
+      for (int warps : t.warps)
+        for (int stages : t.stages) {
+          const TileConfig c{chunk, bv, warps, stages};
+          if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;  // manifest repeats
+          seen.push_back(c);
+          if (std::string why = staticRejection(c, shape, dev, opt); !why.empty())
+            set.pruned.push_back({c, std::move(why)});
+          else
+            set.kept.push_back(c);
+        }
+  std::sort(set.kept.begin(), set.kept.end(), simplerThan);
+
+  if (opt.cost_model && opt.keep_top > 0 &&
+      set.kept.size() > static_cast<std::size_t>(opt.keep_top)) {
+    std::vector<std::pair<double, TileConfig>> ranked;
+    for (const TileConfig& c : set.kept) {
+      double cost = opt.cost_model(c, shape, dev);
+      if (!std::isfinite(cost)) cost = HUGE_VAL;
+      ranked.push_back({cost, c});
+    }
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    set.kept.clear();
+    for (std::size_t i = 0; i < ranked.size(); ++i) {
+      if (i < static_cast<std::size_t>(opt.keep_top)) {
+        set.kept.push_back(ranked[i].second);
+      } else {
+        set.pruned.push_back({ranked[i].second, "cost model rank " + std::to_string(i + 1) +
+                                                    " outside the top " +
+                                                    std::to_string(opt.keep_top)});
+      }
+    }
+    std::sort(set.kept.begin(), set.kept.end(), simplerThan);
+  }
+  return set;
+}
+
+double simpleCostModel(const TileConfig& c, const ProblemShape& shape,
+                       const DeviceFingerprint& dev, const SmemEstimator& smem) {
+  const double seqs = std::max(1, shape.sequences);
+  const double vTiles = std::ceil(static_cast<double>(std::max(1, shape.V)) / std::max(1, c.block_v));
+  const double blocks = seqs * std::max(1, shape.HV) * vTiles;
+
+  // Resident blocks per SM: registers (assume 128 per thread) and shared memory, at least 1.
+  double perSm = 16;
+  if (dev.regs_per_sm > 0) perSm = std::min(perSm, std::floor(dev.regs_per_sm / (128.0 * c.threads())));
+  if (smem && dev.smem_per_sm > 0) {
+    const std::int64_t bytes = smem(c, shape);
+    if (bytes > 0) perSm = std::min(perSm, std::floor(static_cast<double>(dev.smem_per_sm) / bytes));
+  }
+  perSm = std::max(1.0, perSm);
+  const double sms = std::max(1, dev.sm_count);
+  const double waves = std::ceil(blocks / (sms * perSm));
+
+  const double K = std::max(1, shape.K);
+  double steps, stepWork;
+  if (shape.kind == KernelFamily::Decode) {
+    steps = 1;
+    stepWork = K * c.block_v;
+  } else {
+    const double tokensPerSeq = std::max<double>(1.0, static_cast<double>(shape.tokens) / seqs);
+    steps = std::ceil(tokensPerSeq / c.chunk);
+    stepWork = static_cast<double>(c.chunk) * c.chunk * K + static_cast<double>(c.chunk) * K * c.block_v;
+  }
+  const double throughput = std::sqrt(static_cast<double>(c.warps)) * (1.0 + 0.15 * (c.stages - 1));
+  return waves * steps * stepWork / throughput;
+}
+
+}  // namespace dgps::tuning
