@@ -158,6 +158,11 @@ struct Spec {
 
   std::vector<KernelKind> kernels = {KernelKind::ChunkForward, KernelKind::Decode};
   TuningSpace tuning;
+
+  /// Accept gain/preconditioner combinations whose write eigenvalue can leave [-1, 1] (or whose
+  /// OSDN d-scan can diverge) with a warning instead of an error: for ablations such as the paper's
+  /// x=8 sweep (field case C10b). Validation only; excluded from the spec hash (SpecParser.h).
+  bool allow_unstable = false;
 };
 
 const char* toString(DecayKind);
@@ -173,6 +178,25 @@ const char* toString(KernelKind);
 /// True when the write key differs from the read key (ATK preconditioner): math.md §4.1.
 inline bool hasAsymmetricKeys(const Spec& s) {
   return s.precond.kind == PrecondKind::Diagonal && s.precond.side == PrecondSide::Key;
+}
+
+// Which optional parts of a Spec are in effect. Fields outside their part keep their defaults, are
+// left out of the canonical form and the hash, and are rejected by the parser when written (a value
+// for a disabled feature is a contradiction, not a no-op). The parser also sets
+// initial/final_precond_state to false without a preconditioner, and varlen to false without a
+// chunk_forward kernel.
+inline bool hasPrecond(const Spec& s) { return s.precond.kind == PrecondKind::Diagonal; }
+inline bool usesSquash(const Spec& s) {
+  return hasPrecond(s) && s.precond.source == PrecondSource::EmaSqSquash;
+}
+inline bool usesHypergrad(const Spec& s) {
+  return hasPrecond(s) && s.precond.source == PrecondSource::HypergradOgd;
+}
+inline bool hasGainInput(const Spec& s) { return s.gain.kind == GainKind::Scalar; }
+inline bool hasKernel(const Spec& s, KernelKind k) {
+  for (KernelKind x : s.kernels)
+    if (x == k) return true;
+  return false;
 }
 
 }  // namespace dgps

@@ -1,0 +1,51 @@
+// dgps-spec: the MLIR-free command line of the spec language and the float64 reference.
+//   dgps-spec check SPEC                       validate; print class, hash, tensors, canonical form
+//   dgps-spec reference SPEC --inputs F --out G run the float64 reference on safetensors inputs
+//   dgps-spec demo SPEC                        reference on generated inputs, print a summary
+// Exit status: 0 success, 1 bad spec / bad input, 2 bad command line. No exception escapes main.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "dgps/dsl/CheckCommand.h"
+#include "dgps/dsl/Reference.h"
+
+int main(int argc, char** argv) {
+  try {
+    CLI::App app{"dgps-spec: check DGPS spec files and run the float64 reference semantics"};
+    app.require_subcommand(1);
+
+    std::string checkSpec;
+    CLI::App* check = app.add_subcommand("check", "validate a spec; print its DGPS class, hash, "
+                                                  "tensors and canonical form");
+    check->add_option("SPEC", checkSpec, "spec file (YAML)")->required();
+
+    std::string refSpec, refInputs, refOut;
+    CLI::App* reference = app.add_subcommand("reference", "run the float64 reference on inputs "
+                                                          "from a safetensors file");
+    reference->add_option("SPEC", refSpec, "spec file (YAML)")->required();
+    reference->add_option("--inputs", refInputs, "input tensors (safetensors)")->required();
+    reference->add_option("--out", refOut, "output file (safetensors, f64)")->required();
+
+    std::string demoSpec;
+    CLI::App* demo = app.add_subcommand("demo", "run the float64 reference on generated inputs");
+    demo->add_option("SPEC", demoSpec, "spec file (YAML)")->required();
+
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      const int rc = app.exit(e);
+      return rc == 0 ? 0 : 2;
+    }
+    if (check->parsed()) return dgps::runCheckCommand(checkSpec, std::cout, std::cerr);
+    if (reference->parsed())
+      return dgps::runReferenceCommand(refSpec, refInputs, refOut, std::cout, std::cerr);
+    if (demo->parsed()) return dgps::runDemoCommand(demoSpec, std::cout, std::cerr);
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "dgps-spec: internal error: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "dgps-spec: internal error\n";
+  }
+  return 1;
+}
