@@ -58,6 +58,12 @@ bool usableSamples(const std::vector<float>& ms) {
   return true;
 }
 
+/// Add a note to a row's message, keeping what earlier steps said (e.g. the spill note).
+void addNote(CandidateReport& row, const std::string& note) {
+  if (note.empty()) return;
+  row.message = row.message.empty() ? note : row.message + "; " + note;
+}
+
 void setSummary(CandidateReport& row, const std::vector<double>& samples) {
   const SampleSummary s = summarize(samples);
   row.median_ms = s.median;
@@ -250,7 +256,7 @@ TuneResult Autotuner::tune(const DeviceFingerprint& device, const ProblemKey& ke
     for (CandidateReport& r : rows)
       if (r.status == TrialStatus::Ok) {
         r.status = TrialStatus::Skipped;
-        r.message = "not tried: the GPU context was lost after " + contextLostBy + " failed";
+        addNote(r, "not tried: the GPU context was lost after " + contextLostBy + " failed");
       }
     return finish(Status::error(
         "autotuning aborted: candidate " + contextLostBy +
@@ -270,11 +276,11 @@ TuneResult Autotuner::tune(const DeviceFingerprint& device, const ProblemKey& ke
       });
       row.max_rel_err = s.max_rel_err;
       row.status = s.status;
-      row.message = s.message;
+      addNote(row, s.message);
       if (s.status == TrialStatus::Ok && !(s.max_rel_err <= options_.max_rel_err)) {
         row.status = TrialStatus::WrongResult;
-        row.message = "max relative error " + fmt(s.max_rel_err, "%.3g") + " > tolerance " +
-                      fmt(options_.max_rel_err, "%.3g");
+        addNote(row, "max relative error " + fmt(s.max_rel_err, "%.3g") + " > tolerance " +
+                         fmt(options_.max_rel_err, "%.3g"));
       }
       report(TunePhase::Screen, ++done, static_cast<int>(alive.size()), row);
       if (!checkContext(row)) return contextLost();
@@ -293,10 +299,10 @@ TuneResult Autotuner::tune(const DeviceFingerprint& device, const ProblemKey& ke
       });
       if (t.status != TrialStatus::Ok) {
         row.status = t.status;
-        row.message = t.message;
+        addNote(row, t.message.empty() ? "timing failed" : t.message);
       } else if (!usableSamples(t.ms)) {
         row.status = TrialStatus::TimingError;
-        row.message = "timing returned no samples or a non-finite / non-positive one";
+        addNote(row, "timing returned no samples or a non-finite / non-positive one");
       } else {
         samples[i].assign(t.ms.begin(), t.ms.end());
         setSummary(row, samples[i]);
@@ -339,7 +345,8 @@ TuneResult Autotuner::tune(const DeviceFingerprint& device, const ProblemKey& ke
         });
         if (t.status != TrialStatus::Ok || !usableSamples(t.ms)) {
           row.status = t.status != TrialStatus::Ok ? t.status : TrialStatus::TimingError;
-          row.message = "re-timing failed: " + (t.message.empty() ? std::string("unusable samples") : t.message);
+          addNote(row, "re-timing failed: " +
+                           (t.message.empty() ? std::string("unusable samples") : t.message));
         } else {
           again[i].insert(again[i].end(), t.ms.begin(), t.ms.end());
         }

@@ -57,15 +57,17 @@ Status appendLine(const std::string& path, const std::string& line) {
   if (std::string err = posix::makeParentDirs(path); !err.empty())
     return Status::error("cannot append to tuning database '" + path + "': " + err);
 
-  posix::LockedFile file(path, O_WRONLY | O_APPEND | O_CREAT, /*exclusive=*/true);
+  // O_RDWR, not O_WRONLY: the last byte is read back below.
+  posix::LockedFile file(path, O_RDWR | O_APPEND | O_CREAT, /*exclusive=*/true);
   if (!file.ok()) return Status::error(file.error());
 
   // Under the exclusive lock nobody else appends, so the end we inspect is the end we write to.
   std::string data;
   struct stat st {};
   if (::fstat(file.fd(), &st) == 0 && st.st_size > 0) {
-    char last = '\n';
-    if (::pread(file.fd(), &last, 1, st.st_size - 1) == 1 && last != '\n') data = "\n";
+    // If the last byte cannot be read, a spare newline costs only a blank line (skipped on read).
+    char last = 0;
+    if (::pread(file.fd(), &last, 1, st.st_size - 1) != 1 || last != '\n') data = "\n";
   }
   data += line;
   data += '\n';

@@ -1,0 +1,157 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "TestUtil.h"
+#include "dgps/runtime/tuning/Candidates.h"
+
+namespace dgps::tuning {
+namespace {
+
+ProblemShape shape(int K, int V) {
+  ProblemShape s;
+  s.sequences = 2;
+  s.tokens = 4096;
+  s.H = 16;
+  s.HV = 32;
+  s.K = K;
+  s.V = V;
+  return s;
+}
+
+/// A toy launch rule with the structure of the real ones: K x block_v state tile in fp32, a
+/// chunk x K key tile and chunk x block_v value tile per stage in bf16, a chunk x chunk fp32 KKT block.
+std::int64_t toySmem(const TileConfig& c, const ProblemShape& s) {
+  return 4LL * s.K * c.block_v + 2LL * c.stages * c.chunk * (s.K + c.block_v) + 4LL * c.chunk * c.chunk;
+}
+
+const PrunedCandidate* findPruned(const CandidateSet& set, const TileConfig& c) {
+  for (const auto& p : set.pruned)
+    if (p.config == c) return &p;
+  return nullptr;
+}
+
+bool kept(const CandidateSet& set, const TileConfig& c) {
+  return std::find(set.kept.begin(), set.kept.end(), c) != set.kept.end();
+}
+
+TEST(Candidates, StaticRulesWithReasons) {
+  Tunables t{{32, 48, 64}, {16, 32, 64, 128}, {4, 8, 64}, {1, 2, 4}};
+  DeviceFingerprint dev = test::h200();
+  dev.smem_per_block_optin = 100 * 1024;  // a ~99 KB-smem GPU (C15)
+  PruneOptions opt;
+  opt.smem_bytes = toySmem;
+  const CandidateSet set = generateCandidates(t, shape(128, 64), dev, opt);
+
+  EXPECT_EQ(set.kept.size() + set.pruned.size(), 3u * 4u * 3u * 3u);
+  auto reason = [&](const TileConfig& c) {
+    const PrunedCandidate* p = findPruned(set, c);
+    return p ? p->reason : std::string("<kept>");
+  };
+  EXPECT_NE(reason({48, 32, 4, 1}).find("not a power of two"), std::string::npos);
+  EXPECT_NE(reason({64, 128, 4, 1}).find("block_v 128 > V 64"), std::string::npos);
+  EXPECT_NE(reason({64, 32, 64, 1}).find("2048 threads > max threads per block 1024"), std::string::npos);
+  // 4*128*64 + 2*4*64*(128+64) + 4*64*64 = 32768 + 98304 + 16384 = 147456 bytes > 100 KiB.
+  EXPECT_NE(reason({64, 64, 4, 4}).find("shared memory 144.0 KiB > opt-in limit per block 100.0 KiB"),
+            std::string::npos);
+  EXPECT_TRUE(kept(set, {64, 64, 4, 1}));
+  EXPECT_TRUE(kept(set, {32, 16, 8, 2}));
+
+  // Every kept config satisfies every rule, checked independently here.
+  for (const TileConfig& c : set.kept) {
+    EXPECT_LE(c.block_v, 64);
+    EXPECT_LE(c.warps * 32, 1024);
+    EXPECT_LE(toySmem(c, shape(128, 64)), 100 * 1024);
+    EXPECT_NE(c.chunk, 48);
+  }
+  EXPECT_TRUE(std::is_sorted(set.kept.begin(), set.kept.end(), simplerThan));
+}
+
+TEST(Candidates, BlockVMustDivideVUnlessVIsAMultipleOf16) {
+  Tunables t{{64}, {32, 48, 64}, {4}, {1}};
+  const DeviceFingerprint dev = test::h200();
+  // V = 120 (PDN-1B KDA, C13): 120 % 16 != 0, so only divisors of 120 fit; none of these do.
+  CandidateSet s120 = generateCandidates(t, shape(120, 120), dev, {});
+  EXPECT_TRUE(s120.kept.empty());
+  ASSERT_EQ(s120.pruned.size(), 3u);
+  EXPECT_NE(s120.pruned[0].reason.find("does not divide V 120"), std::string::npos);
+  // V = 96 is a multiple of 16: a ragged last tile is allowed.
+  CandidateSet s96 = generateCandidates(t, shape(128, 96), dev, {});
+  EXPECT_EQ(s96.kept.size(), 3u);
+  // V = 40: 40 % 16 != 0, and only block_v values dividing 40 are kept.
+  Tunables t40{{64}, {8, 16, 20, 32}, {4}, {1}};
+  CandidateSet s40 = generateCandidates(t40, shape(64, 40), dev, {});
+  ASSERT_EQ(s40.kept.size(), 2u);
+  EXPECT_EQ(s40.kept[0].block_v, 8);
+  EXPECT_EQ(s40.kept[1].block_v, 20);
+}
+
+TEST(Candidates, PinnedChunkCapabilityAndDuplicates) {
+  Tunables t{{16, 32, 64, 64}, {64}, {4, 4}, {1}};
+  PruneOptions opt;
+  opt.pinned_chunk = 32;  // backward reuses the forward's A [.., BT] (C21)
+  opt.capability = [](const TileConfig& c, const ProblemShape& s) -> std::optional<std::string> {
+    if (c.chunk == 32 && s.K != 128) return std::string("wgmma variant needs K == 128");
+    return std::nullopt;
+  };
+  CandidateSet ok = generateCandidates(t, shape(128, 128), test::h200(), opt);
+  ASSERT_EQ(ok.kept.size(), 1u);
+  EXPECT_EQ(ok.kept[0], (TileConfig{32, 64, 4, 1}));
+  EXPECT_EQ(ok.pruned.size(), 2u);  // 16 and 64 (the duplicates collapse)
+  EXPECT_NE(ok.pruned[0].reason.find("pinned chunk 32"), std::string::npos);
+
+  CandidateSet refused = generateCandidates(t, shape(120, 128), test::h200(), opt);
+  EXPECT_TRUE(refused.kept.empty());
+  EXPECT_NE(findPruned(refused, {32, 64, 4, 1})->reason.find("wgmma variant needs K == 128"),
+            std::string::npos);
+}
+
+TEST(Candidates, NegativeSmemEstimateMeansRefused) {
+  Tunables t{{64}, {64}, {4}, {1, 2}};
+  PruneOptions opt;
+  opt.smem_bytes = [](const TileConfig& c, const ProblemShape&) -> std::int64_t {
+    return c.stages == 2 ? -1 : 1024;
+  };
+  CandidateSet s = generateCandidates(t, shape(64, 64), test::h200(), opt);
+  ASSERT_EQ(s.kept.size(), 1u);
+  EXPECT_EQ(s.kept[0].stages, 1);
+  EXPECT_NE(s.pruned[0].reason.find("launch rules refuse"), std::string::npos);
+}
+
+TEST(Candidates, CostModelKeepsTopN) {
+  Tunables t{{32, 64}, {32, 64}, {4, 8}, {1, 2}};
+  PruneOptions opt;
+  // An independent toy model: cost = block_v * chunk / warps, ties by simplicity.
+  opt.cost_model = [](const TileConfig& c, const ProblemShape&, const DeviceFingerprint&) {
+    return static_cast<double>(c.block_v * c.chunk) / c.warps;
+  };
+  opt.keep_top = 3;
+  CandidateSet s = generateCandidates(t, shape(128, 128), test::h200(), opt);
+  ASSERT_EQ(s.kept.size(), 3u);
+  EXPECT_EQ(s.pruned.size(), 13u);
+  // Cheapest is 32*32/8 = 128 (stages 1 and 2); six configs tie at 256, and the tie goes to the
+  // simplest (stages 1, then 4 warps): {chunk 32, block_v 32, warps 4, stages 1}.
+  const std::vector<TileConfig> want = {{32, 32, 8, 1}, {32, 32, 8, 2}, {32, 32, 4, 1}};
+  for (const TileConfig& w : want) EXPECT_TRUE(kept(s, w)) << w.str();
+  bool sawRankReason = false;
+  for (const auto& p : s.pruned) sawRankReason |= p.reason.find("outside the top 3") != std::string::npos;
+  EXPECT_TRUE(sawRankReason);
+}
+
+TEST(Candidates, SimpleCostModelPrefersFullerGpuAndIsFinite) {
+  const DeviceFingerprint dev = test::h200();
+  ProblemShape small = shape(128, 128);
+  small.sequences = 1;
+  small.HV = 8;  // 8 heads: far below one wave
+  // With few blocks, a narrower value tile (more blocks, same waves) costs no more.
+  EXPECT_LE(simpleCostModel({64, 32, 4, 1}, small, dev), simpleCostModel({64, 128, 4, 1}, small, dev));
+  ProblemShape decode = small;
+  decode.kind = KernelFamily::Decode;
+  decode.tokens = 1;
+  const double c = simpleCostModel({64, 64, 4, 1}, decode, dev, toySmem);
+  EXPECT_TRUE(std::isfinite(c));
+  EXPECT_GT(c, 0);
+}
+
+}  // namespace
+}  // namespace dgps::tuning

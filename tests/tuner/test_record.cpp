@@ -1,0 +1,135 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "TestUtil.h"
+#include "dgps/runtime/tuning/TuningRecord.h"
+
+namespace dgps::tuning {
+namespace {
+
+using nlohmann::json;
+
+TuningRecord roundTrip(const TuningRecord& r) {
+  TuningRecord back;
+  std::string error;
+  EXPECT_TRUE(parseJsonLine(toJsonLine(r), &back, &error)) << error;
+  return back;
+}
+
+TEST(TuningRecord, RoundTripsEveryField) {
+  TuningRecord r = test::sampleRecord({32, 64, 8, 3}, 0.4321, "2025-06-01T10:00:00.123Z");
+  r.candidates_tried = 17;
+  r.host = "gpu-node-3";
+  const std::string line = toJsonLine(r);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  EXPECT_EQ(line.rfind("{\"version\":1,\"fingerprint\":", 0), 0u) << line;  // readable order
+  const TuningRecord b = roundTrip(r);
+  EXPECT_EQ(b.version, 1);
+  EXPECT_TRUE(identityMatches(b.fingerprint, r.fingerprint));
+  EXPECT_EQ(b.fingerprint.smem_per_block_optin, r.fingerprint.smem_per_block_optin);
+  EXPECT_EQ(b.fingerprint.smem_per_sm, r.fingerprint.smem_per_sm);
+  EXPECT_EQ(b.fingerprint.regs_per_sm, r.fingerprint.regs_per_sm);
+  EXPECT_EQ(b.fingerprint.max_threads_per_block, r.fingerprint.max_threads_per_block);
+  EXPECT_EQ(b.fingerprint.l2_bytes, r.fingerprint.l2_bytes);
+  EXPECT_EQ(b.key, r.key);
+  EXPECT_EQ(b.config, r.config);
+  EXPECT_DOUBLE_EQ(b.median_ms, r.median_ms);
+  EXPECT_DOUBLE_EQ(b.p20_ms, r.p20_ms);
+  EXPECT_DOUBLE_EQ(b.p80_ms, r.p80_ms);
+  EXPECT_EQ(b.candidates_tried, 17);
+  EXPECT_EQ(b.date, r.date);
+  EXPECT_EQ(b.host, "gpu-node-3");
+}
+
+TEST(TuningRecord, UnknownExtraFieldsAreIgnored) {
+  json j = json::parse(toJsonLine(test::sampleRecord({64, 64, 4, 1}, 1.0, "2025-01-01T00:00:00.000Z")));
+  j["note"] = "added by a later version";
+  j["key"]["future_field"] = 3;
+  TuningRecord r;
+  std::string error;
+  EXPECT_TRUE(parseJsonLine(j.dump(), &r, &error)) << error;
+}
+
+struct BadCase {
+  const char* what;
+  std::function<void(json&)> mutate;
+  const char* expected;  // substring of the error
+};
+
+TEST(TuningRecord, InvalidRecordsNameTheField) {
+  const std::vector<BadCase> cases = {
+      {"warps as string", [](json& j) { j["config"]["warps"] = "four"; }, "field 'config.warps'"},
+      {"missing K", [](json& j) { j["key"].erase("K"); }, "field 'key.K'"},
+      {"bad bucket", [](json& j) { j["key"]["t_bucket"] = "<=100"; }, "field 'key.t_bucket'"},
+      {"bad dtype", [](json& j) { j["key"]["dtype"] = "fp8"; }, "field 'key.dtype'"},
+      {"empty nvrtc", [](json& j) { j["fingerprint"]["nvrtc_version"] = ""; },
+       "field 'fingerprint.nvrtc_version'"},
+      {"negative time", [](json& j) { j["median_ms"] = -1.0; }, "field 'median_ms'"},
+      {"p20 above median", [](json& j) { j["p20_ms"] = 5.0; }, "p20_ms <= median_ms"},
+      {"bad date", [](json& j) { j["date"] = "yesterday"; }, "field 'date'"},
+      {"newer version", [](json& j) { j["version"] = 2; }, "newer than this reader"},
+      {"fingerprint not object", [](json& j) { j["fingerprint"] = 3; }, "field 'fingerprint'"},
+      {"zero sm count", [](json& j) { j["fingerprint"]["sm_count"] = 0; }, "field 'fingerprint.sm_count'"},
+  };
+  for (const BadCase& c : cases) {
+    SCOPED_TRACE(c.what);
+    json j = json::parse(toJsonLine(test::sampleRecord({64, 64, 4, 1}, 1.0, "2025-01-01T00:00:00.000Z")));
+    c.mutate(j);
+    TuningRecord r;
+    std::string error;
+    EXPECT_FALSE(parseJsonLine(j.dump(), &r, &error));
+    EXPECT_NE(error.find(c.expected), std::string::npos) << error;
+  }
+  TuningRecord r;
+  std::string error;
+  EXPECT_FALSE(parseJsonLine("{\"version\":1,\"fingerp", &r, &error));
+  EXPECT_NE(error.find("not a complete JSON object"), std::string::npos) << error;
+  EXPECT_FALSE(parseJsonLine("[1,2,3]", &r, &error));
+  EXPECT_NE(error.find("expected a JSON object"), std::string::npos) << error;
+}
+
+TEST(TuningRecord, DatesAreFixedWidthUtc) {
+  const std::string now = utcNow();
+  EXPECT_TRUE(isRecordDate(now)) << now;
+  EXPECT_TRUE(isRecordDate("2025-12-31T23:59:59.999Z"));
+  EXPECT_FALSE(isRecordDate("2025-12-31T23:59:59Z"));
+  EXPECT_FALSE(isRecordDate("2025-12-31 23:59:59.999Z"));
+  EXPECT_FALSE(hostName().empty());
+}
+
+TEST(Fingerprint, IdentityAndReasons) {
+  const DeviceFingerprint a = test::h200();
+  DeviceFingerprint b = a;
+  b.smem_per_sm = 1;  // limits are not identity
+  b.l2_bytes = 1;
+  EXPECT_TRUE(identityMatches(a, b));
+  EXPECT_EQ(identityMismatch(a, b), "");
+
+  b = a;
+  b.nvrtc_version = "12.8";
+  EXPECT_FALSE(identityMatches(b, a));
+  EXPECT_TRUE(sameHardware(b, a));
+  EXPECT_EQ(identityMismatch(b, a), "nvrtc_version '12.8' != '13.0'");
+
+  b = a;
+  b.name = "NVIDIA H100 80GB HBM3";
+  b.codegen_version = "dgps-0.0.9";
+  EXPECT_FALSE(sameHardware(b, a));
+  const std::string why = identityMismatch(b, a);
+  EXPECT_NE(why.find("name"), std::string::npos);
+  EXPECT_NE(why.find("codegen_version 'dgps-0.0.9' != 'dgps-0.1.0'"), std::string::npos);
+
+  for (auto mutate : std::vector<std::function<void(DeviceFingerprint&)>>{
+           [](DeviceFingerprint& f) { f.compute_capability = "9.0"; },
+           [](DeviceFingerprint& f) { f.sm_count = 114; },
+           [](DeviceFingerprint& f) { f.driver_version = "12.9"; }}) {
+    b = a;
+    mutate(b);
+    EXPECT_FALSE(identityMatches(a, b));
+    EXPECT_FALSE(identityMismatch(a, b).empty());
+  }
+}
+
+}  // namespace
+}  // namespace dgps::tuning
