@@ -1,0 +1,107 @@
+// A generated package: the folder `dgpsc compile` writes (generated/<name>/):
+//   manifest.yaml  what the package holds (format below), validated strictly by parseManifest;
+//   spec.yaml      the canonical spec, parsed with dgps::parseSpecFile (dsl/SpecParser.h);
+//   kernels.cu     the CUDA source NVRTC compiles (the manifest's `source`).
+//
+// manifest.yaml (dgps_package: 1):
+//   dgps_package: 1                  format version (only 1 is understood)
+//   codegen_version: 1               emitter version (>= 1)
+//   name: pgdn                       [a-z][a-z0-9_]*; equals the spec's name
+//   spec_hash: "0123456789abcdef"    16 lowercase hex digits: the dsl's hash of the canonical spec
+//   source: kernels.cu               file names inside the package folder
+//   spec: spec.yaml
+//   features: {decay: none|scalar|diagonal, gain: none|scalar, precond: none|diagonal,
+//              precond_side: key|query, precond_source: ema_sq_squash|hypergrad_ogd, solve: linear|delta}
+//   dims: {key: [..], value: [..]}   supported K and V (each 1..256)
+//   dtypes: {inputs: [bf16, f16], state: f32}
+//   io: {initial_state, final_state, initial_precond_state, final_precond_state, varlen: bool}
+//   forward: {roles: [..], symbols: [..]}   kernels launched in order for the chunked forward
+//   decode: {symbol: ..}                    the single-token decode kernel
+//   tunables: {chunk: [..], block_v: [..], warps: [..], stages: [..]}
+//   default_config: {chunk, block_v, warps, stages}   each a member of its tunables list
+//   plan: {bytes_per_token_head: <num>, flops_per_token_head: <num>}
+// `forward` or `decode` may be absent when the spec does not list that kernel. Every error names the
+// file, the line:column, the key, what was expected and what came.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dgps/dsl/Spec.h"
+#include "dgps/runtime/TileConfig.h"
+
+namespace dgps {
+
+struct PackageFeatures {
+  DecayKind decay = DecayKind::None;
+  GainKind gain = GainKind::None;
+  PrecondKind precond = PrecondKind::None;
+  PrecondSide precond_side = PrecondSide::Key;
+  PrecondSource precond_source = PrecondSource::EmaSqSquash;
+  SolveKind solve = SolveKind::Delta;
+};
+
+struct PackageIo {
+  bool initial_state = false;
+  bool final_state = false;
+  bool initial_precond_state = false;
+  bool final_precond_state = false;
+  bool varlen = false;
+};
+
+struct Manifest {
+  int dgps_package = 1;
+  int codegen_version = 1;
+  std::string name;
+  std::string spec_hash;
+  std::string source;
+  std::string spec;
+  PackageFeatures features;
+  std::vector<int> key_dims;
+  std::vector<int> value_dims;
+  std::vector<DType> input_dtypes;
+  DType state_dtype = DType::F32;
+  PackageIo io;
+  bool has_forward = false;
+  std::vector<std::string> forward_roles;
+  std::vector<std::string> forward_symbols;
+  bool has_decode = false;
+  std::string decode_symbol;
+  TuningSpace tunables;
+  TileConfig default_config;
+  double bytes_per_token_head = 0;
+  double flops_per_token_head = 0;
+};
+
+/// Parses and validates manifest text; `file` names it in errors. Throws RuntimeError{Package}.
+Manifest parseManifest(const std::string& text, const std::string& file);
+/// Reads `path` and parses it. Throws RuntimeError{Package} (also for an unreadable file).
+Manifest readManifest(const std::string& path);
+
+/// An opened package: manifest, parsed spec and kernel source, cross-checked against each other.
+class Package {
+ public:
+  /// Opens the package folder. Throws RuntimeError{Package} naming the file and the problem: missing
+  /// files, a corrupt manifest, a spec with diagnostics, or a manifest that disagrees with the spec
+  /// (name, features, dims, dtypes, io, kernels, tunables).
+  static Package open(const std::string& directory);
+
+  const std::string& directory() const { return dir_; }
+  const Manifest& manifest() const { return manifest_; }
+  const Spec& spec() const { return spec_; }
+  const std::string& source() const { return source_; }
+  std::string sourcePath() const { return dir_ + "/" + manifest_.source; }
+  const std::string& name() const { return manifest_.name; }
+
+  /// Checks `config` against the manifest's tunables; throws RuntimeError{InvalidArgument} naming
+  /// the field, its value and the allowed list.
+  void checkConfig(const TileConfig& config) const;
+
+ private:
+  std::string dir_;
+  Manifest manifest_;
+  Spec spec_;
+  std::string source_;
+};
+
+}  // namespace dgps

@@ -1,0 +1,120 @@
+// The DGPS runtime: opens a generated package, JIT-compiles it with NVRTC for the GPU that owns the
+// caller's tensors (CUBIN cache on disk, module cache per device context), validates every tensor and
+// launches the chunked forward or the decode step on the caller's stream.
+//
+//   dgps::Package pkg = dgps::Package::open("generated/pgdn");
+//   dgps::Runtime rt;                         // cache in $DGPS_CACHE_DIR or ~/.cache/dgps
+//   dgps::ForwardTensors t;                   // device views, FLA layouts (TensorView.h)
+//   t.q = {q_ptr, dgps::ScalarType::BF16, {B, T, H, K}, /*device=*/0};  ...
+//   dgps::LaunchOptions opts; opts.stream = my_stream;
+//   rt.forward(pkg, t, opts);                 // returns after enqueueing; nothing is synchronised
+//
+// Guarantees: nothing is launched unless every tensor passed validation (Validation.h); launches go to
+// `LaunchOptions::stream` (field case C29: the caller's stream, never an implicit one) in the primary
+// context of the tensors' device, whatever device is current (C30); the calling thread's current
+// context is restored. Thread-safe: one Runtime may be shared by threads and streams.
+// Errors: RuntimeError (Error.h) with one message; InvalidArgument means nothing was launched.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dgps/runtime/Jit.h"
+#include "dgps/runtime/Package.h"
+#include "dgps/runtime/TensorView.h"
+#include "dgps/runtime/TileConfig.h"
+#include "dgps/runtime/Validation.h"
+
+namespace dgps {
+
+/// Picks a tile configuration for a forward call when LaunchOptions::config is empty (the tuning
+/// database plugs in here). Returning nullopt falls back to the manifest's default_config.
+using ForwardConfigResolver =
+    std::function<std::optional<TileConfig>(const Package&, const ForwardProblem&, int device)>;
+
+struct RuntimeOptions {
+  std::string cache_dir;  ///< binary cache folder; "" = BinaryCache::defaultDirectory().
+  /// Before a launch, ask the driver which device each pointer lives on (cuPointerGetAttribute) and
+  /// reject a pointer that is not device memory of the declared device. Cheap; turn off only for
+  /// pointers the driver cannot attribute (e.g. some IPC imports).
+  bool check_pointers = true;
+  ForwardConfigResolver forward_config;
+};
+
+struct LaunchOptions {
+  /// CUstream to launch on; nullptr is the legacy default stream (only if that is what you use).
+  void* stream = nullptr;
+  /// Tile configuration; empty = RuntimeOptions::forward_config, then the manifest's default_config.
+  std::optional<TileConfig> config;
+  /// Copies cu_seqlens to the host (synchronising `stream`) and checks cu[0] == 0, non-decreasing,
+  /// cu[N] == T before launching. Off by default: it costs a device read and breaks graph capture.
+  bool check_cu_seqlens = false;
+};
+
+/// One kernel of a loaded variant, with the driver's and ptxas' view of its resources.
+struct KernelInfo {
+  std::string role;    ///< "chunk_local", ..., or "decode".
+  std::string symbol;
+  int registers = -1;           ///< CU_FUNC_ATTRIBUTE_NUM_REGS
+  int local_bytes = -1;         ///< CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES (0 required; C28)
+  int static_shared_bytes = -1; ///< CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+  int max_threads = -1;         ///< CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+};
+
+/// What a prepared (compiled and loaded) variant is.
+struct VariantInfo {
+  std::string cache_key;
+  JitTarget target;
+  bool from_cache = false;  ///< the image came from the disk cache
+  std::vector<KernelResourceUsage> ptxas;  ///< per kernel, from the compile log (empty for PTX)
+  std::vector<KernelInfo> kernels;
+};
+
+/// The macros a package variant is compiled with: DGPS_K, DGPS_V, DGPS_INPUT_BF16 or DGPS_INPUT_F16,
+/// DGPS_CHUNK, DGPS_BLOCK_V, DGPS_WARPS, DGPS_STAGES.
+std::vector<std::string> variantDefines(std::int64_t key_dim, std::int64_t value_dim, ScalarType input_dtype,
+                                        const TileConfig& config);
+
+/// The NVRTC request for one variant of a package (no GPU needed: dgps-jit-check uses it).
+JitRequest variantRequest(const Package& package, std::int64_t key_dim, std::int64_t value_dim,
+                          ScalarType input_dtype, const TileConfig& config, const JitTarget& target);
+
+class Runtime {
+ public:
+  explicit Runtime(RuntimeOptions options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  /// Chunked forward over whole sequences (math.md §2-§3; kernels in the manifest's forward roles).
+  /// Validates, resolves the tile configuration, compiles/loads on first use, launches every role in
+  /// order on options.stream. Throws RuntimeError.
+  void forward(const Package& package, const ForwardTensors& tensors, const LaunchOptions& options = {});
+
+  /// One decode step: reads and updates state (and precond_state) in place, writes o.
+  void decode(const Package& package, const DecodeTensors& tensors, const LaunchOptions& options = {});
+
+  /// Scratch bytes forward needs for `problem` and `config` (pass at least this much as
+  /// ForwardTensors::workspace to avoid internal allocation, e.g. under CUDA graph capture).
+  std::size_t forwardWorkspaceBytes(const Package& package, const ForwardProblem& problem,
+                                    const TileConfig& config) const;
+
+  /// The configuration forward would use for `problem` when none is given.
+  TileConfig resolveForwardConfig(const Package& package, const ForwardProblem& problem) const;
+
+  /// Compiles (or fetches from the caches) and loads one variant on `device`; returns its resources.
+  VariantInfo prepare(const Package& package, std::int64_t key_dim, std::int64_t value_dim, ScalarType input_dtype,
+                      const TileConfig& config, int device);
+
+  const JitCompiler& compiler() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dgps

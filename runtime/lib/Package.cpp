@@ -1,0 +1,471 @@
+#include "dgps/runtime/Package.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "dgps/dsl/SpecParser.h"
+#include "dgps/runtime/Error.h"
+
+namespace dgps {
+namespace {
+
+[[noreturn]] void packageError(const std::string& msg) { throw RuntimeError(RuntimeErrorCode::Package, msg); }
+
+// Strict reader of one manifest: every accessor checks the node's type and value and fails with
+// "<file>:<line>:<col>: <key>: expected <what>, got <what came>".
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+
+  [[noreturn]] void fail(const YAML::Node& at, const std::string& key, const std::string& msg) const {
+    std::ostringstream os;
+    os << file_;
+    if (at.IsDefined() && at.Mark().line >= 0) os << ":" << at.Mark().line + 1 << ":" << at.Mark().column + 1;
+    os << ": " << (key.empty() ? std::string("manifest") : key) << ": " << msg;
+    packageError(os.str());
+  }
+
+  static std::string describe(const YAML::Node& n) {
+    if (!n.IsDefined() || n.IsNull()) return "nothing";
+    if (n.IsScalar()) return "'" + n.Scalar() + "'";
+    if (n.IsSequence()) return "a list";
+    if (n.IsMap()) return "a mapping";
+    return "an unknown node";
+  }
+
+  // The map `node` must have exactly the keys `required` plus any of `optional`, each once.
+  void checkKeys(const YAML::Node& node, const std::string& key, const std::vector<std::string>& required,
+                 const std::vector<std::string>& optional = {}) const {
+    if (!node.IsMap()) fail(node, key, "expected a mapping, got " + describe(node));
+    std::set<std::string> seen;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      std::string k = it->first.IsScalar() ? it->first.Scalar() : "?";
+      std::string full = key.empty() ? k : key + "." + k;
+      bool known = std::find(required.begin(), required.end(), k) != required.end() ||
+                   std::find(optional.begin(), optional.end(), k) != optional.end();
+      if (!known) fail(it->first, full, "unknown key (expected one of: " + join(required, optional) + ")");
+      if (!seen.insert(k).second) fail(it->first, full, "duplicate key");
+    }
+    for (const auto& r : required) {
+      if (!seen.count(r)) fail(node, key.empty() ? r : key + "." + r, "missing required key");
+    }
+  }
+
+  std::string str(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) fail(n, key, "expected a string, got " + describe(n));
+    return n.Scalar();
+  }
+
+  long long integer(const YAML::Node& n, const std::string& key, long long lo, long long hi) const {
+    static const std::regex re(R"(^[+-]?[0-9]{1,18}$)");
+    if (!n.IsScalar() || !std::regex_match(n.Scalar(), re)) fail(n, key, "expected an integer, got " + describe(n));
+    long long v = std::stoll(n.Scalar());
+    if (v < lo || v > hi) {
+      fail(n, key, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + n.Scalar());
+    }
+    return v;
+  }
+
+  double number(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) fail(n, key, "expected a number, got " + describe(n));
+    const std::string& s = n.Scalar();
+    char* end = nullptr;
+    double v = std::strtod(s.c_str(), &end);
+    if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) || v < 0) {
+      fail(n, key, "expected a finite number >= 0, got '" + s + "'");
+    }
+    return v;
+  }
+
+  bool boolean(const YAML::Node& n, const std::string& key) const {
+    if (n.IsScalar() && (n.Scalar() == "true" || n.Scalar() == "false")) return n.Scalar() == "true";
+    fail(n, key, "expected true or false, got " + describe(n));
+  }
+
+  template <typename E>
+  E enumeration(const YAML::Node& n, const std::string& key, const std::vector<std::pair<std::string, E>>& values) const {
+    std::string names;
+    for (const auto& v : values) names += (names.empty() ? "" : "|") + v.first;
+    if (n.IsScalar()) {
+      for (const auto& v : values) {
+        if (v.first == n.Scalar()) return v.second;
+      }
+    }
+    fail(n, key, "expected one of " + names + ", got " + describe(n));
+  }
+
+  std::vector<int> intList(const YAML::Node& n, const std::string& key, int lo, int hi) const {
+    if (!n.IsSequence() || n.size() == 0) fail(n, key, "expected a non-empty list of integers, got " + describe(n));
+    std::vector<int> out;
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      int v = int(integer(n[i], key + "[" + std::to_string(i) + "]", lo, hi));
+      if (std::find(out.begin(), out.end(), v) != out.end()) {
+        fail(n[i], key + "[" + std::to_string(i) + "]", "duplicate value " + std::to_string(v));
+      }
+      out.push_back(v);
+    }
+    return out;
+  }
+
+  std::vector<std::string> identList(const YAML::Node& n, const std::string& key) const {
+    static const std::regex ident(R"(^[A-Za-z_][A-Za-z0-9_]*$)");
+    if (!n.IsSequence() || n.size() == 0) fail(n, key, "expected a non-empty list of names, got " + describe(n));
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      std::string k = key + "[" + std::to_string(i) + "]";
+      std::string s = str(n[i], k);
+      if (!std::regex_match(s, ident)) fail(n[i], k, "expected a C identifier, got '" + s + "'");
+      out.push_back(s);
+    }
+    return out;
+  }
+
+  // A plain file name inside the package folder (no folders, no "..").
+  std::string fileName(const YAML::Node& n, const std::string& key) const {
+    static const std::regex re(R"(^[A-Za-z0-9_][A-Za-z0-9_.-]*$)");
+    std::string s = str(n, key);
+    if (!std::regex_match(s, re) || s == "..") {
+      fail(n, key, "expected a file name inside the package folder (no '/' or '..'), got '" + s + "'");
+    }
+    return s;
+  }
+
+ private:
+  static std::string join(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    std::string s;
+    for (const auto& x : a) s += (s.empty() ? "" : ", ") + x;
+    for (const auto& x : b) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  }
+  std::string file_;
+};
+
+template <typename E>
+std::vector<std::pair<std::string, E>> enumValues(std::initializer_list<E> list) {
+  std::vector<std::pair<std::string, E>> out;
+  for (E e : list) out.emplace_back(toString(e), e);
+  return out;
+}
+
+void parseTunables(const Reader& r, const YAML::Node& n, Manifest& m) {
+  r.checkKeys(n, "tunables", {"chunk", "block_v", "warps", "stages"});
+  m.tunables.chunk = r.intList(n["chunk"], "tunables.chunk", 1, 1024);
+  m.tunables.block_v = r.intList(n["block_v"], "tunables.block_v", 1, 1024);
+  m.tunables.warps = r.intList(n["warps"], "tunables.warps", 1, 32);
+  m.tunables.stages = r.intList(n["stages"], "tunables.stages", 1, 16);
+}
+
+void parseDefaultConfig(const Reader& r, const YAML::Node& n, Manifest& m) {
+  r.checkKeys(n, "default_config", {"chunk", "block_v", "warps", "stages"});
+  auto member = [&](const char* k, const std::vector<int>& allowed) {
+    std::string key = std::string("default_config.") + k;
+    int v = int(r.integer(n[k], key, 1, 1024));
+    if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
+      std::string list;
+      for (int a : allowed) list += (list.empty() ? "" : ", ") + std::to_string(a);
+      r.fail(n[k], key, "expected a value from tunables." + std::string(k) + " [" + list + "], got " + std::to_string(v));
+    }
+    return v;
+  };
+  m.default_config.chunk = member("chunk", m.tunables.chunk);
+  m.default_config.block_v = member("block_v", m.tunables.block_v);
+  m.default_config.warps = member("warps", m.tunables.warps);
+  m.default_config.stages = member("stages", m.tunables.stages);
+}
+
+}  // namespace
+
+Manifest parseManifest(const std::string& text, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    packageError(file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                 ": malformed YAML: " + e.msg);
+  }
+  Reader r(file);
+  Manifest m;
+  try {
+    r.checkKeys(root, "",
+                {"dgps_package", "codegen_version", "name", "spec_hash", "source", "spec", "features", "dims",
+                 "dtypes", "io", "tunables", "default_config", "plan"},
+                {"forward", "decode"});
+    m.dgps_package = int(r.integer(root["dgps_package"], "dgps_package", 1, 1000000));
+    if (m.dgps_package != 1) {
+      r.fail(root["dgps_package"], "dgps_package",
+             "expected 1 (the package format this runtime reads), got " + std::to_string(m.dgps_package));
+    }
+    m.codegen_version = int(r.integer(root["codegen_version"], "codegen_version", 1, 1000000));
+    m.name = r.str(root["name"], "name");
+    if (!std::regex_match(m.name, std::regex("^[a-z][a-z0-9_]*$"))) {
+      r.fail(root["name"], "name", "expected an identifier [a-z][a-z0-9_]*, got '" + m.name + "'");
+    }
+    m.spec_hash = r.str(root["spec_hash"], "spec_hash");
+    if (!std::regex_match(m.spec_hash, std::regex("^[0-9a-f]{16}$"))) {
+      r.fail(root["spec_hash"], "spec_hash", "expected 16 lowercase hex digits, got '" + m.spec_hash + "'");
+    }
+    m.source = r.fileName(root["source"], "source");
+    m.spec = r.fileName(root["spec"], "spec");
+
+    const YAML::Node f = root["features"];
+    r.checkKeys(f, "features", {"decay", "gain", "precond", "precond_side", "precond_source", "solve"});
+    m.features.decay = r.enumeration(f["decay"], "features.decay",
+                                     enumValues({DecayKind::None, DecayKind::Scalar, DecayKind::Diagonal}));
+    m.features.gain = r.enumeration(f["gain"], "features.gain", enumValues({GainKind::None, GainKind::Scalar}));
+    m.features.precond =
+        r.enumeration(f["precond"], "features.precond", enumValues({PrecondKind::None, PrecondKind::Diagonal}));
+    m.features.precond_side = r.enumeration(f["precond_side"], "features.precond_side",
+                                            enumValues({PrecondSide::Key, PrecondSide::Query}));
+    m.features.precond_source =
+        r.enumeration(f["precond_source"], "features.precond_source",
+                      enumValues({PrecondSource::EmaSqSquash, PrecondSource::HypergradOgd}));
+    m.features.solve = r.enumeration(f["solve"], "features.solve", enumValues({SolveKind::Linear, SolveKind::Delta}));
+
+    const YAML::Node d = root["dims"];
+    r.checkKeys(d, "dims", {"key", "value"});
+    m.key_dims = r.intList(d["key"], "dims.key", 1, 256);
+    m.value_dims = r.intList(d["value"], "dims.value", 1, 256);
+
+    const YAML::Node t = root["dtypes"];
+    r.checkKeys(t, "dtypes", {"inputs", "state"});
+    const YAML::Node in = t["inputs"];
+    if (!in.IsSequence() || in.size() == 0) r.fail(in, "dtypes.inputs", "expected a non-empty list of bf16|f16, got " + Reader::describe(in));
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      DType dt = r.enumeration(in[i], "dtypes.inputs[" + std::to_string(i) + "]", enumValues({DType::BF16, DType::F16}));
+      if (std::find(m.input_dtypes.begin(), m.input_dtypes.end(), dt) != m.input_dtypes.end()) {
+        r.fail(in[i], "dtypes.inputs[" + std::to_string(i) + "]", "duplicate dtype");
+      }
+      m.input_dtypes.push_back(dt);
+    }
+    m.state_dtype = r.enumeration(t["state"], "dtypes.state", enumValues({DType::F32}));
+
+    const YAML::Node io = root["io"];
+    r.checkKeys(io, "io", {"initial_state", "final_state", "initial_precond_state", "final_precond_state", "varlen"});
+    m.io.initial_state = r.boolean(io["initial_state"], "io.initial_state");
+    m.io.final_state = r.boolean(io["final_state"], "io.final_state");
+    m.io.initial_precond_state = r.boolean(io["initial_precond_state"], "io.initial_precond_state");
+    m.io.final_precond_state = r.boolean(io["final_precond_state"], "io.final_precond_state");
+    m.io.varlen = r.boolean(io["varlen"], "io.varlen");
+    if (m.features.precond == PrecondKind::None && (m.io.initial_precond_state || m.io.final_precond_state)) {
+      r.fail(io, "io", "precond state inputs/outputs are set but features.precond is none");
+    }
+
+    if (root["forward"]) {
+      const YAML::Node fw = root["forward"];
+      r.checkKeys(fw, "forward", {"roles", "symbols"});
+      m.has_forward = true;
+      m.forward_roles = r.identList(fw["roles"], "forward.roles");
+      m.forward_symbols = r.identList(fw["symbols"], "forward.symbols");
+      if (m.forward_roles.size() != m.forward_symbols.size()) {
+        r.fail(fw["symbols"], "forward.symbols",
+               "expected one symbol per role (" + std::to_string(m.forward_roles.size()) + "), got " +
+                   std::to_string(m.forward_symbols.size()));
+      }
+    }
+    if (root["decode"]) {
+      const YAML::Node de = root["decode"];
+      r.checkKeys(de, "decode", {"symbol"});
+      m.has_decode = true;
+      m.decode_symbol = r.str(de["symbol"], "decode.symbol");
+      if (!std::regex_match(m.decode_symbol, std::regex("^[A-Za-z_][A-Za-z0-9_]*$"))) {
+        r.fail(de["symbol"], "decode.symbol", "expected a C identifier, got '" + m.decode_symbol + "'");
+      }
+    }
+    if (!m.has_forward && !m.has_decode) r.fail(root, "forward", "a package needs a forward or a decode kernel; neither is listed");
+
+    parseTunables(r, root["tunables"], m);
+    parseDefaultConfig(r, root["default_config"], m);
+
+    const YAML::Node p = root["plan"];
+    r.checkKeys(p, "plan", {"bytes_per_token_head", "flops_per_token_head"});
+    m.bytes_per_token_head = r.number(p["bytes_per_token_head"], "plan.bytes_per_token_head");
+    m.flops_per_token_head = r.number(p["flops_per_token_head"], "plan.flops_per_token_head");
+  } catch (const YAML::Exception& e) {
+    // yaml-cpp can still throw on odd documents (e.g. a key that is itself a mapping); keep it one error.
+    packageError(file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+  return m;
+}
+
+namespace {
+bool readFile(const std::string& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+template <typename T>
+std::string listString(const std::vector<T>& v) {
+  std::ostringstream os;
+  os << "[";
+  for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+  os << "]";
+  return os.str();
+}
+std::string dtypeList(const std::vector<DType>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += std::string(i ? ", " : "") + toString(v[i]);
+  return s + "]";
+}
+template <typename T>
+std::vector<T> sorted(std::vector<T> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// The manifest describes the same layer as the spec; a mismatch means the package was edited by hand
+// or assembled from two compiler runs.
+void crossCheck(const Manifest& m, const Spec& s, const std::string& mpath, const std::string& spath) {
+  auto mismatch = [&](const std::string& key, const std::string& manifest_value, const std::string& spec_value) {
+    packageError(mpath + ": " + key + " is " + manifest_value + " but " + spath + " says " + spec_value +
+                 " (the package is inconsistent; regenerate it with dgpsc compile)");
+  };
+  if (m.name != s.name) mismatch("name", m.name, s.name);
+  if (m.features.decay != s.decay.kind) mismatch("features.decay", toString(m.features.decay), toString(s.decay.kind));
+  if (m.features.gain != s.gain.kind) mismatch("features.gain", toString(m.features.gain), toString(s.gain.kind));
+  if (m.features.precond != s.precond.kind) {
+    mismatch("features.precond", toString(m.features.precond), toString(s.precond.kind));
+  }
+  if (s.precond.kind == PrecondKind::Diagonal) {
+    if (m.features.precond_side != s.precond.side) {
+      mismatch("features.precond_side", toString(m.features.precond_side), toString(s.precond.side));
+    }
+    if (m.features.precond_source != s.precond.source) {
+      mismatch("features.precond_source", toString(m.features.precond_source), toString(s.precond.source));
+    }
+  }
+  if (m.features.solve != s.solve.kind) mismatch("features.solve", toString(m.features.solve), toString(s.solve.kind));
+  if (sorted(m.key_dims) != sorted(s.key_dims)) mismatch("dims.key", listString(m.key_dims), listString(s.key_dims));
+  if (sorted(m.value_dims) != sorted(s.value_dims)) {
+    mismatch("dims.value", listString(m.value_dims), listString(s.value_dims));
+  }
+  if (sorted(m.input_dtypes) != sorted(s.input_dtypes)) {
+    mismatch("dtypes.inputs", dtypeList(m.input_dtypes), dtypeList(s.input_dtypes));
+  }
+  if (m.state_dtype != s.state_dtype) mismatch("dtypes.state", toString(m.state_dtype), toString(s.state_dtype));
+  auto b = [](bool x) { return std::string(x ? "true" : "false"); };
+  if (m.io.initial_state != s.initial_state) mismatch("io.initial_state", b(m.io.initial_state), b(s.initial_state));
+  if (m.io.final_state != s.final_state) mismatch("io.final_state", b(m.io.final_state), b(s.final_state));
+  if (m.io.initial_precond_state != s.initial_precond_state) {
+    mismatch("io.initial_precond_state", b(m.io.initial_precond_state), b(s.initial_precond_state));
+  }
+  if (m.io.final_precond_state != s.final_precond_state) {
+    mismatch("io.final_precond_state", b(m.io.final_precond_state), b(s.final_precond_state));
+  }
+  if (m.io.varlen != s.varlen) mismatch("io.varlen", b(m.io.varlen), b(s.varlen));
+  if (m.has_forward != hasKernel(s, KernelKind::ChunkForward)) {
+    mismatch("forward", m.has_forward ? "present" : "absent",
+             hasKernel(s, KernelKind::ChunkForward) ? "kernels includes chunk_forward" : "no chunk_forward kernel");
+  }
+  if (m.has_decode != hasKernel(s, KernelKind::Decode)) {
+    mismatch("decode", m.has_decode ? "present" : "absent",
+             hasKernel(s, KernelKind::Decode) ? "kernels includes decode" : "no decode kernel");
+  }
+  auto tun = [&](const char* k, const std::vector<int>& a, const std::vector<int>& bb) {
+    if (sorted(a) != sorted(bb)) mismatch(std::string("tunables.") + k, listString(a), listString(bb));
+  };
+  tun("chunk", m.tunables.chunk, s.tuning.chunk);
+  tun("block_v", m.tunables.block_v, s.tuning.block_v);
+  tun("warps", m.tunables.warps, s.tuning.warps);
+  tun("stages", m.tunables.stages, s.tuning.stages);
+}
+}  // namespace
+
+Manifest readManifest(const std::string& path) {
+  std::string text;
+  if (!readFile(path, text)) packageError(path + ": cannot read the package manifest (missing or unreadable)");
+  return parseManifest(text, path);
+}
+
+Package Package::open(const std::string& directory) {
+  Package p;
+  p.dir_ = directory;
+  while (p.dir_.size() > 1 && p.dir_.back() == '/') p.dir_.pop_back();
+  std::string mpath = p.dir_ + "/manifest.yaml";
+  p.manifest_ = readManifest(mpath);
+  std::string spath = p.dir_ + "/" + p.manifest_.spec;
+  ParseResult parsed = parseSpecFile(spath);
+  if (!parsed.ok()) {
+    std::string msg = spath + ": the package's spec does not parse:";
+    int shown = 0;
+    for (const auto& d : parsed.diagnostics) {
+      if (d.severity != Severity::Error) continue;
+      msg += "\n  " + formatDiagnostic(d);
+      if (++shown == 5) break;
+    }
+    packageError(msg);
+  }
+  p.spec_ = *parsed.spec;
+  crossCheck(p.manifest_, p.spec_, mpath, spath);
+  if (!readFile(p.sourcePath(), p.source_)) {
+    packageError(mpath + ": source: " + p.sourcePath() + " is missing or unreadable");
+  }
+  if (p.source_.empty()) packageError(p.sourcePath() + ": the kernel source is empty");
+  for (const auto& sym : p.manifest_.forward_symbols) {
+    if (p.source_.find(sym) == std::string::npos) {
+      packageError(mpath + ": forward.symbols: " + sym + " does not occur in " + p.sourcePath());
+    }
+  }
+  if (p.manifest_.has_decode && p.source_.find(p.manifest_.decode_symbol) == std::string::npos) {
+    packageError(mpath + ": decode.symbol: " + p.manifest_.decode_symbol + " does not occur in " + p.sourcePath());
+  }
+  return p;
+}
+
+void Package::checkConfig(const TileConfig& c) const {
+  auto check = [&](const char* key, int v, const std::vector<int>& allowed) {
+    if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
+      throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                         "tile config for package " + name() + ": " + key + "=" + std::to_string(v) +
+                             " is not in the package's tunables." + key + " " + listString(allowed));
+    }
+  };
+  check("chunk", c.chunk, manifest_.tunables.chunk);
+  check("block_v", c.block_v, manifest_.tunables.block_v);
+  check("warps", c.warps, manifest_.tunables.warps);
+  check("stages", c.stages, manifest_.tunables.stages);
+}
+
+std::string toString(const TileConfig& c) {
+  return "chunk=" + std::to_string(c.chunk) + ",block_v=" + std::to_string(c.block_v) +
+         ",warps=" + std::to_string(c.warps) + ",stages=" + std::to_string(c.stages);
+}
+
+TileConfig parseTileConfig(const std::string& text, const TileConfig& base) {
+  TileConfig c = base;
+  std::istringstream in(text);
+  std::string item;
+  static const std::regex re(R"(^\s*([a-z_]+)\s*=\s*([0-9]{1,6})\s*$)");
+  while (std::getline(in, item, ',')) {
+    if (item.find_first_not_of(" \t") == std::string::npos) continue;
+    std::smatch m;
+    if (!std::regex_match(item, m, re)) {
+      throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                         "tile config \"" + text + "\": cannot parse \"" + item +
+                             "\" (expected key=value with key in chunk, block_v, warps, stages)");
+    }
+    int v = std::stoi(m[2]);
+    std::string k = m[1];
+    if (k == "chunk") c.chunk = v;
+    else if (k == "block_v") c.block_v = v;
+    else if (k == "warps") c.warps = v;
+    else if (k == "stages") c.stages = v;
+    else {
+      throw RuntimeError(RuntimeErrorCode::InvalidArgument, "tile config \"" + text + "\": unknown key \"" + k +
+                                                                "\" (expected chunk, block_v, warps or stages)");
+    }
+  }
+  return c;
+}
+
+}  // namespace dgps

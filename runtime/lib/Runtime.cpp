@@ -1,0 +1,405 @@
+#include "dgps/runtime/Runtime.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "LaunchPlan.h"
+#include "dgps/device/abi.h"
+#include "dgps/runtime/CudaDriver.h"
+#include "dgps/runtime/Error.h"
+
+namespace dgps {
+
+std::vector<std::string> variantDefines(std::int64_t key_dim, std::int64_t value_dim, ScalarType input_dtype,
+                                        const TileConfig& c) {
+  if (input_dtype != ScalarType::BF16 && input_dtype != ScalarType::F16) {
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       std::string("input dtype must be bf16 or f16 for a kernel variant, got ") + toString(input_dtype));
+  }
+  return {"DGPS_K=" + std::to_string(key_dim),
+          "DGPS_V=" + std::to_string(value_dim),
+          input_dtype == ScalarType::BF16 ? "DGPS_INPUT_BF16=1" : "DGPS_INPUT_F16=1",
+          "DGPS_CHUNK=" + std::to_string(c.chunk),
+          "DGPS_BLOCK_V=" + std::to_string(c.block_v),
+          "DGPS_WARPS=" + std::to_string(c.warps),
+          "DGPS_STAGES=" + std::to_string(c.stages)};
+}
+
+JitRequest variantRequest(const Package& package, std::int64_t key_dim, std::int64_t value_dim, ScalarType input_dtype,
+                          const TileConfig& config, const JitTarget& target) {
+  JitRequest r;
+  r.source = package.source();
+  r.source_name = package.name() + "/" + package.manifest().source;
+  r.defines = variantDefines(key_dim, value_dim, input_dtype, config);
+  r.target = target;
+  return r;
+}
+
+namespace {
+
+CUdeviceptr devptr(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p)); }
+
+struct LoadedModule {
+  CUcontext context = nullptr;
+  int device = 0;
+  CUmodule module = nullptr;
+  std::map<std::string, CUfunction> functions;
+  std::map<std::string, std::size_t> shared_opt_in;  ///< dynamic smem limit already set per symbol
+  VariantInfo info;
+};
+
+struct Workspace {
+  int device = 0;
+  DeviceBuffer buffer;
+};
+
+std::string loadFailureHint(CUresult r) {
+  switch (r) {
+    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+      return " (the PTX is newer than the driver supports: NVRTC is newer than the driver; update the driver or "
+             "use an NVRTC no newer than it)";
+    case CUDA_ERROR_NO_BINARY_FOR_GPU:
+    case CUDA_ERROR_INVALID_IMAGE:
+      return " (the image was built for another architecture)";
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+struct Runtime::Impl {
+  RuntimeOptions options;
+  JitCompiler jit;
+  std::mutex mu;
+  std::map<std::pair<CUcontext, std::string>, std::shared_ptr<LoadedModule>> modules;
+  std::map<std::pair<CUcontext, CUstream>, std::shared_ptr<Workspace>> workspaces;
+  std::map<int, JitTarget> targets;
+
+  explicit Impl(RuntimeOptions o) : options(std::move(o)), jit(BinaryCache(options.cache_dir)) {}
+
+  ~Impl() {
+    for (auto& kv : modules) {
+      try {
+        DeviceContextGuard guard(kv.second->device);
+        cudaDriver().cuModuleUnload(kv.second->module);
+      } catch (...) {
+        // A dead context (after a kernel fault) cannot unload; the driver reclaims it at exit.
+      }
+    }
+  }
+
+  JitTarget targetFor(int device) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = targets.find(device);
+      if (it != targets.end()) return it->second;
+    }
+    JitTarget t = selectJitTarget(deviceComputeCapability(device), nvrtcEnvironment().supported_archs);
+    std::lock_guard<std::mutex> lock(mu);
+    targets[device] = t;
+    return t;
+  }
+
+  // Compiles (disk cache) and loads (module cache) one variant in the current context of `device`.
+  std::shared_ptr<LoadedModule> load(const Package& pkg, std::int64_t K, std::int64_t V, ScalarType dtype,
+                                     const TileConfig& config, int device, CUcontext ctx) {
+    JitRequest req = variantRequest(pkg, K, V, dtype, config, targetFor(device));
+    std::string key = jit.cacheKey(req);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = modules.find({ctx, key});
+      if (it != modules.end()) return it->second;
+    }
+    // Compile outside the lock: NVRTC takes seconds, and other variants may be compiled meanwhile.
+    JitBinary bin = jit.compile(req);
+    const CudaDriver& d = cudaDriver();
+    auto m = std::make_shared<LoadedModule>();
+    m->context = ctx;
+    m->device = device;
+    CUresult r = d.cuModuleLoadData(&m->module, bin.image.c_str());
+    if (r != CUDA_SUCCESS) {
+      throw RuntimeError(RuntimeErrorCode::Cuda,
+                         "cuModuleLoadData failed for " + req.source_name + " (" + req.target.arch + ", " +
+                             toString(config) + ") on device " + std::to_string(device) + ": " + cudaErrorText(r) +
+                             loadFailureHint(r) + "; " + nvrtcEnvironment().describe());
+    }
+    m->info.cache_key = bin.key;
+    m->info.target = req.target;
+    m->info.from_cache = bin.from_cache;
+    m->info.ptxas = bin.usage;
+    auto addFunction = [&](const std::string& role, const std::string& symbol) {
+      CUfunction f = nullptr;
+      CUresult fr = d.cuModuleGetFunction(&f, m->module, symbol.c_str());
+      if (fr != CUDA_SUCCESS) {
+        d.cuModuleUnload(m->module);
+        throw RuntimeError(RuntimeErrorCode::Package,
+                           "package " + pkg.name() + ": kernel symbol " + symbol + " (role " + role + ") is not in the "
+                           "compiled " + pkg.manifest().source + ": " + cudaErrorText(fr) +
+                           " (kernels must be extern \"C\" __global__ with the manifest's names)");
+      }
+      m->functions[symbol] = f;
+      KernelInfo k;
+      k.role = role;
+      k.symbol = symbol;
+      d.cuFuncGetAttribute(&k.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
+      d.cuFuncGetAttribute(&k.local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);
+      d.cuFuncGetAttribute(&k.static_shared_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
+      d.cuFuncGetAttribute(&k.max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
+      m->info.kernels.push_back(k);
+    };
+    const Manifest& man = pkg.manifest();
+    for (std::size_t i = 0; i < man.forward_symbols.size(); ++i) addFunction(man.forward_roles[i], man.forward_symbols[i]);
+    if (man.has_decode) addFunction("decode", man.decode_symbol);
+
+    std::lock_guard<std::mutex> lock(mu);
+    auto inserted = modules.emplace(std::make_pair(ctx, key), m);
+    if (!inserted.second) {
+      d.cuModuleUnload(m->module);  // another thread loaded the same variant first
+      return inserted.first->second;
+    }
+    return m;
+  }
+
+  // The scratch buffer for (context, stream), grown on demand. Launches on one stream are ordered, so
+  // reuse across calls on that stream is safe; growth waits for the stream before freeing.
+  CUdeviceptr workspace(int device, CUcontext ctx, CUstream stream, std::size_t bytes) {
+    const CudaDriver& d = cudaDriver();
+    std::lock_guard<std::mutex> lock(mu);
+    auto& slot = workspaces[{ctx, stream}];
+    if (!slot) slot = std::make_shared<Workspace>();
+    if (slot->buffer.size() >= bytes) return slot->buffer.ptr();
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    checkCuda(d.cuStreamIsCapturing(stream, &capture), "cuStreamIsCapturing");
+    if (capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+      throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                         "forward needs a workspace of " + std::to_string(bytes) +
+                             " bytes while the stream is being captured into a CUDA graph, where the runtime cannot "
+                             "allocate; pass ForwardTensors::workspace (size from Runtime::forwardWorkspaceBytes)");
+    }
+    if (slot->buffer.size() > 0) checkCuda(d.cuStreamSynchronize(stream), "cuStreamSynchronize (workspace growth)");
+    slot->buffer = DeviceBuffer();
+    // Round up so that slowly growing T does not reallocate on every call.
+    std::size_t rounded = (bytes + (std::size_t(1) << 20) - 1) & ~((std::size_t(1) << 20) - 1);
+    slot->buffer = DeviceBuffer(device, rounded);
+    slot->device = device;
+    return slot->buffer.ptr();
+  }
+
+  // Each given pointer must be device memory of the tensors' device (C30: catches a tensor on another
+  // GPU, or host memory, before a kernel dereferences it).
+  void checkPointer(const char* call, const char* name, const TensorView& t) {
+    if (!options.check_pointers || !t.data) return;
+    int ordinal = -1;
+    CUresult r = cudaDriver().cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, devptr(t.data));
+    if (r != CUDA_SUCCESS) {
+      throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                         std::string(call) + ": tensor '" + name + "': pointer " + std::to_string(devptr(t.data)) +
+                             " is not CUDA device memory known to the driver (" + cudaErrorText(r) + ")");
+    }
+    if (ordinal != t.device) {
+      throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                         std::string(call) + ": tensor '" + name + "': declared on device " + std::to_string(t.device) +
+                             " but its memory is on device " + std::to_string(ordinal));
+    }
+  }
+
+  void checkStream(const char* call, CUstream stream, CUcontext ctx, int device) {
+    if (!stream) return;
+    CUcontext sctx = nullptr;
+    CUresult r = cudaDriver().cuStreamGetCtx(stream, &sctx);
+    if (r != CUDA_SUCCESS) {
+      throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                         std::string(call) + ": the stream is not a valid CUDA stream (" + cudaErrorText(r) + ")");
+    }
+    if (sctx != ctx) {
+      throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                         std::string(call) + ": the stream belongs to another context than the primary context of "
+                                             "device " + std::to_string(device) + ", where the tensors live");
+    }
+  }
+
+  void checkCuSeqlens(const TensorView& cu, std::int64_t T, CUstream stream) {
+    const CudaDriver& d = cudaDriver();
+    std::vector<std::int64_t> host(std::size_t(cu.numel()));
+    checkCuda(d.cuMemcpyDtoHAsync(host.data(), devptr(cu.data), host.size() * sizeof(std::int64_t), stream),
+              "cuMemcpyDtoHAsync(cu_seqlens)");
+    checkCuda(d.cuStreamSynchronize(stream), "cuStreamSynchronize(cu_seqlens)");
+    auto bad = [&](const std::string& m) {
+      throw RuntimeError(RuntimeErrorCode::InvalidArgument, "forward: tensor 'cu_seqlens': " + m);
+    };
+    if (host.front() != 0) bad("must start at 0, got " + std::to_string(host.front()));
+    for (std::size_t i = 1; i < host.size(); ++i) {
+      if (host[i] < host[i - 1]) {
+        bad("must be non-decreasing, but cu_seqlens[" + std::to_string(i) + "] = " + std::to_string(host[i]) +
+            " < cu_seqlens[" + std::to_string(i - 1) + "] = " + std::to_string(host[i - 1]));
+      }
+    }
+    if (host.back() != T) bad("must end at T = " + std::to_string(T) + ", got " + std::to_string(host.back()));
+  }
+
+  void launch(const LoadedModule& m, const detail::KernelLaunch& k, CUstream stream, void* args, int device) {
+    const CudaDriver& d = cudaDriver();
+    auto it = m.functions.find(k.symbol);
+    if (it == m.functions.end()) {
+      throw RuntimeError(RuntimeErrorCode::Package, "launch plan names kernel " + k.symbol + " that the package lacks");
+    }
+    CUfunction f = it->second;
+    if (k.shared_bytes > 48 * 1024) {
+      std::lock_guard<std::mutex> lock(mu);
+      auto& done = const_cast<LoadedModule&>(m).shared_opt_in[k.symbol];
+      if (done < k.shared_bytes) {
+        int optin = 0;
+        CUdevice dev = 0;
+        d.cuCtxGetDevice(&dev);
+        d.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev);
+        if (k.shared_bytes > std::size_t(optin)) {
+          throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                             "kernel " + k.symbol + " needs " + std::to_string(k.shared_bytes) +
+                                 " bytes of shared memory, device " + std::to_string(device) + " allows " +
+                                 std::to_string(optin) + " per block; choose a smaller tile configuration");
+        }
+        checkCuda(d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(k.shared_bytes)),
+                  "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) for " + k.symbol);
+        done = k.shared_bytes;
+      }
+    }
+    void* params[] = {args};
+    CUresult r = d.cuLaunchKernel(f, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2],
+                                  unsigned(k.shared_bytes), stream, params, nullptr);
+    if (r != CUDA_SUCCESS) {
+      std::ostringstream os;
+      os << "launch of " << k.symbol << " (role " << k.role << ") with grid [" << k.grid[0] << "," << k.grid[1] << ","
+         << k.grid[2] << "] block [" << k.block[0] << "," << k.block[1] << "," << k.block[2] << "] shared "
+         << k.shared_bytes << " B on device " << device;
+      checkCuda(r, os.str());
+    }
+  }
+};
+
+Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+Runtime::~Runtime() = default;
+
+const JitCompiler& Runtime::compiler() const { return impl_->jit; }
+
+TileConfig Runtime::resolveForwardConfig(const Package& package, const ForwardProblem& problem) const {
+  if (impl_->options.forward_config) {
+    if (auto c = impl_->options.forward_config(package, problem, problem.device)) return *c;
+  }
+  return package.manifest().default_config;
+}
+
+std::size_t Runtime::forwardWorkspaceBytes(const Package& package, const ForwardProblem& problem,
+                                           const TileConfig& config) const {
+  return detail::planForward(package, problem, config).workspace_bytes;
+}
+
+VariantInfo Runtime::prepare(const Package& package, std::int64_t key_dim, std::int64_t value_dim,
+                             ScalarType input_dtype, const TileConfig& config, int device) {
+  package.checkConfig(config);
+  DeviceContextGuard guard(device);
+  return impl_->load(package, key_dim, value_dim, input_dtype, config, device, guard.context())->info;
+}
+
+void Runtime::forward(const Package& package, const ForwardTensors& t, const LaunchOptions& options) {
+  if (!package.manifest().has_forward) {
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument, "forward: package " + package.name() + " has no forward kernels");
+  }
+  const ForwardProblem p = validateForward(package, t);
+  const TileConfig config = options.config ? *options.config : resolveForwardConfig(package, p);
+  package.checkConfig(config);
+  const detail::ForwardPlan plan = detail::planForward(package, p, config);
+  if (t.workspace.given() && t.workspace.nbytes() < plan.workspace_bytes) {
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "forward: tensor 'workspace': " + std::to_string(t.workspace.nbytes()) + " bytes given, " +
+                           std::to_string(plan.workspace_bytes) + " needed for " + toString(config));
+  }
+
+  DeviceContextGuard guard(p.device);
+  CUstream stream = static_cast<CUstream>(options.stream);
+  impl_->checkStream("forward", stream, guard.context(), p.device);
+  const std::pair<const char*, const TensorView*> named[] = {
+      {"q", &t.q}, {"k", &t.k}, {"v", &t.v}, {"g", &t.g}, {"beta", &t.beta}, {"precond_g", &t.precond_g},
+      {"precond_beta", &t.precond_beta}, {"precond_center", &t.precond_center}, {"initial_state", &t.initial_state},
+      {"initial_precond_state", &t.initial_precond_state}, {"cu_seqlens", &t.cu_seqlens}, {"o", &t.o},
+      {"final_state", &t.final_state}, {"final_precond_state", &t.final_precond_state}, {"workspace", &t.workspace}};
+  for (const auto& n : named) impl_->checkPointer("forward", n.first, *n.second);
+  if (options.check_cu_seqlens && p.varlen) impl_->checkCuSeqlens(t.cu_seqlens, p.seq_len, stream);
+
+  auto module = impl_->load(package, p.key_dim, p.value_dim, p.input_dtype, config, p.device, guard.context());
+
+  ForwardArgs a;
+  std::memset(&a, 0, sizeof(a));
+  a.q = t.q.data;
+  a.k = t.k.data;
+  a.v = t.v.data;
+  a.g = static_cast<const float*>(t.g.data);
+  a.beta = static_cast<const float*>(t.beta.data);
+  a.precond_g = static_cast<const float*>(t.precond_g.data);
+  a.precond_beta = static_cast<const float*>(t.precond_beta.data);
+  a.precond_center = static_cast<const float*>(t.precond_center.data);
+  a.initial_state = static_cast<const float*>(t.initial_state.data);
+  a.initial_precond_state = static_cast<const float*>(t.initial_precond_state.data);
+  a.cu_seqlens = static_cast<const std::int64_t*>(t.cu_seqlens.data);
+  a.o = t.o.data;
+  a.final_state = static_cast<float*>(t.final_state.data);
+  a.final_precond_state = static_cast<float*>(t.final_precond_state.data);
+  a.workspace = nullptr;
+  if (plan.workspace_bytes > 0) {
+    a.workspace = t.workspace.given()
+                      ? t.workspace.data
+                      : reinterpret_cast<void*>(static_cast<std::uintptr_t>(
+                            impl_->workspace(p.device, guard.context(), stream, plan.workspace_bytes)));
+  }
+  a.batch = p.batch;
+  a.seq_len = p.seq_len;
+  a.num_seqs = p.num_seqs;
+  a.heads_qk = p.heads_qk;
+  a.heads_v = p.heads_v;
+  a.scale = p.scale;
+  for (const auto& k : plan.kernels) impl_->launch(*module, k, stream, &a, p.device);
+}
+
+void Runtime::decode(const Package& package, const DecodeTensors& t, const LaunchOptions& options) {
+  if (!package.manifest().has_decode) {
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument, "decode: package " + package.name() + " has no decode kernel");
+  }
+  const DecodeProblem p = validateDecode(package, t);
+  const TileConfig config = options.config ? *options.config : package.manifest().default_config;
+  package.checkConfig(config);
+  const detail::KernelLaunch launch = detail::planDecode(package, p, config);
+
+  DeviceContextGuard guard(p.device);
+  CUstream stream = static_cast<CUstream>(options.stream);
+  impl_->checkStream("decode", stream, guard.context(), p.device);
+  const std::pair<const char*, const TensorView*> named[] = {
+      {"q", &t.q}, {"k", &t.k}, {"v", &t.v}, {"g", &t.g}, {"beta", &t.beta}, {"precond_g", &t.precond_g},
+      {"precond_beta", &t.precond_beta}, {"precond_center", &t.precond_center}, {"state", &t.state},
+      {"precond_state", &t.precond_state}, {"o", &t.o}};
+  for (const auto& n : named) impl_->checkPointer("decode", n.first, *n.second);
+
+  auto module = impl_->load(package, p.key_dim, p.value_dim, p.input_dtype, config, p.device, guard.context());
+  DecodeArgs a;
+  std::memset(&a, 0, sizeof(a));
+  a.q = t.q.data;
+  a.k = t.k.data;
+  a.v = t.v.data;
+  a.g = static_cast<const float*>(t.g.data);
+  a.beta = static_cast<const float*>(t.beta.data);
+  a.precond_g = static_cast<const float*>(t.precond_g.data);
+  a.precond_beta = static_cast<const float*>(t.precond_beta.data);
+  a.precond_center = static_cast<const float*>(t.precond_center.data);
+  a.state = static_cast<float*>(t.state.data);
+  a.precond_state = static_cast<float*>(t.precond_state.data);
+  a.o = t.o.data;
+  a.batch = p.batch;
+  a.heads_qk = p.heads_qk;
+  a.heads_v = p.heads_v;
+  a.scale = p.scale;
+  impl_->launch(*module, launch, stream, &a, p.device);
+}
+
+}  // namespace dgps

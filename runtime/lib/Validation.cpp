@@ -1,0 +1,361 @@
+#include "dgps/runtime/Validation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+
+#include "dgps/runtime/Error.h"
+
+namespace dgps {
+
+bool specTakesPrecondGate(const Spec& s) {
+  return (usesSquash(s) && s.precond.squash.has_gate) || (usesHypergrad(s) && s.precond.hypergrad.has_retention);
+}
+bool specTakesPrecondGain(const Spec& s) { return usesSquash(s) && s.precond.squash.has_gain; }
+bool specTakesPrecondCenter(const Spec& s) { return usesSquash(s); }
+
+std::int64_t TensorView::numel() const {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) {
+    if (d < 0) return -1;
+    if (d != 0 && n > (std::int64_t(1) << 62) / d) return -1;  // overflow: reported by validation
+    n *= d;
+  }
+  return n;
+}
+
+bool TensorView::isContiguous() const {
+  if (strides.empty()) return true;
+  if (strides.size() != shape.size()) return false;
+  std::int64_t expect = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] != 1 && strides[i] != expect) return false;
+    expect *= shape[i];
+  }
+  return true;
+}
+
+namespace {
+
+std::string shapeStr(const std::vector<std::int64_t>& s) { return shapeToString(s); }
+
+std::string pointerStr(const void* p) {
+  std::ostringstream os;
+  os << p;
+  return os.str();
+}
+
+enum class Kind { Activation, Float32, Index64 };
+
+// What the call expects of one named tensor.
+struct Slot {
+  const char* name;
+  const TensorView* view;
+  bool taken;      ///< the spec reads/writes this tensor
+  bool required;   ///< must be given when taken
+  std::vector<std::int64_t> shape;
+  std::string layout;   ///< "[B,T,HV,K]"
+  std::string meaning;  ///< "decay diagonal: one natural-log decay per key channel"
+  std::string why_not;  ///< when not taken: why ("decay is none")
+  Kind kind;
+};
+
+class Checker {
+ public:
+  Checker(const char* call, const Spec& spec) : call_(call), spec_(spec) {}
+
+  [[noreturn]] void fail(const std::string& tensor, const std::string& msg) const {
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       std::string(call_) + ": tensor '" + tensor + "': " + msg);
+  }
+
+  // Checks the generic properties of a given tensor (pointer, contiguity, alignment, device, size).
+  void basics(const char* name, const TensorView& t, std::size_t align) {
+    if (t.numel() < 0) fail(name, "invalid shape " + shapeStr(t.shape) + " (negative or overflowing dims)");
+    if (!t.data && t.numel() > 0) fail(name, "data pointer is null but the shape is " + shapeStr(t.shape));
+    if (!t.isContiguous()) {
+      std::vector<std::int64_t> rm(t.shape.size(), 1);
+      for (std::size_t i = t.shape.size(); i-- > 1;) rm[i - 1] = rm[i] * t.shape[i];
+      fail(name, "must be contiguous (row-major strides " + shapeStr(rm) + " for shape " + shapeStr(t.shape) +
+                     "), got strides " + shapeStr(t.strides) + "; the kernels take no strides, make a contiguous copy");
+    }
+    if (reinterpret_cast<std::uintptr_t>(t.data) % align != 0) {
+      fail(name, "data pointer " + pointerStr(t.data) + " is not " + std::to_string(align) +
+                     "-byte aligned (the kernels use vector loads)");
+    }
+    if (t.device < 0) fail(name, "device ordinal " + std::to_string(t.device) + " is negative");
+    if (device_ < 0) {
+      device_ = t.device;
+      device_from_ = name;
+    } else if (t.device != device_) {
+      fail(name, "is on device " + std::to_string(t.device) + " but '" + device_from_ + "' is on device " +
+                     std::to_string(device_) + "; all tensors of one call must be on the same device");
+    }
+  }
+
+  void slot(const Slot& s, ScalarType activation) {
+    const TensorView& t = *s.view;
+    if (!s.taken) {
+      if (t.given()) {
+        fail(s.name, "is not taken by spec '" + spec_.name + "' (" + s.why_not + "), but a tensor of shape " +
+                         shapeStr(t.shape) + " was given; leave it empty");
+      }
+      return;
+    }
+    if (!t.given()) {
+      if (s.required) {
+        fail(s.name, "is required (" + s.meaning + "): expected shape " + s.layout + " = " + shapeStr(s.shape) +
+                         ", dtype " + dtypeName(s.kind, activation) + "; got none");
+      }
+      return;
+    }
+    if (t.shape != s.shape) {
+      fail(s.name, "expected shape " + s.layout + " = " + shapeStr(s.shape) + " (" + s.meaning + "), got " +
+                       shapeStr(t.shape));
+    }
+    ScalarType want = s.kind == Kind::Activation ? activation : s.kind == Kind::Index64 ? ScalarType::I64 : ScalarType::F32;
+    if (t.dtype != want) {
+      fail(s.name, std::string("expected dtype ") + toString(want) +
+                       (s.kind == Kind::Activation ? " (the dtype of q)" : "") + ", got " + toString(t.dtype));
+    }
+    basics(s.name, t, s.kind == Kind::Index64 ? 8 : 16);
+  }
+
+  static std::string dtypeName(Kind k, ScalarType activation) {
+    return k == Kind::Activation ? toString(activation) : k == Kind::Index64 ? "i64" : "f32";
+  }
+
+  int device() const { return device_; }
+
+ private:
+  const char* call_;
+  const Spec& spec_;
+  int device_ = -1;
+  std::string device_from_;
+};
+
+std::string listStr(const std::vector<int>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// q's dtype must be one the package was built for.
+ScalarType checkActivationDtype(Checker& c, const Spec& spec, const TensorView& q) {
+  for (DType d : spec.input_dtypes) {
+    if (toScalarType(d) == q.dtype) return q.dtype;
+  }
+  std::string allowed;
+  for (DType d : spec.input_dtypes) allowed += (allowed.empty() ? "" : " or ") + std::string(toString(d));
+  c.fail("q", std::string("dtype ") + toString(q.dtype) + " is not an input dtype of spec '" + spec.name +
+                  "' (expected " + allowed + ")");
+}
+
+// Head and dimension rules shared by forward and decode (field cases C15, C20).
+void checkHeadsAndDims(Checker& c, const Spec& spec, std::int64_t H, std::int64_t K, std::int64_t HV, std::int64_t V,
+                       const char* qdims, const char* vdims) {
+  if (H < 1) c.fail("q", std::string("H (dim ") + qdims + ") must be >= 1, got " + std::to_string(H));
+  if (spec.heads_qk > 0 && H != spec.heads_qk) {
+    c.fail("q", "H = " + std::to_string(H) + " but spec '" + spec.name + "' fixes heads_qk = " +
+                    std::to_string(spec.heads_qk));
+  }
+  if (std::find(spec.key_dims.begin(), spec.key_dims.end(), K) == spec.key_dims.end()) {
+    c.fail("q", "K = " + std::to_string(K) + " is not a key dim of spec '" + spec.name + "' (supported: " +
+                    listStr(spec.key_dims) + ")");
+  }
+  if (HV < 1 || HV % H != 0) {
+    c.fail("v", "HV = " + std::to_string(HV) + " value heads (dim " + vdims + ") is not a positive multiple of H = " +
+                    std::to_string(H) + " key heads (GVA needs HV % H == 0)");
+  }
+  if (HV / H != spec.gva_ratio) {
+    c.fail("v", "HV / H = " + std::to_string(HV) + " / " + std::to_string(H) + " = " + std::to_string(HV / H) +
+                    " but spec '" + spec.name + "' was compiled for gva_ratio " + std::to_string(spec.gva_ratio) +
+                    " (HV = " + std::to_string(spec.gva_ratio) + " * H)");
+  }
+  if (std::find(spec.value_dims.begin(), spec.value_dims.end(), V) == spec.value_dims.end()) {
+    c.fail("v", "V = " + std::to_string(V) + " is not a value dim of spec '" + spec.name + "' (supported: " +
+                    listStr(spec.value_dims) + ")");
+  }
+}
+
+std::string decayMeaning(const Spec& s) {
+  return s.decay.kind == DecayKind::Diagonal ? "decay diagonal: one natural-log decay per key channel"
+                                             : "decay scalar: one natural-log decay per value head";
+}
+
+float queryScale(const Spec& spec, std::int64_t K) {
+  return spec.scale ? float(*spec.scale) : float(1.0 / std::sqrt(double(K)));
+}
+
+}  // namespace
+
+ForwardProblem validateForward(const Spec& spec, const ForwardTensors& t) {
+  Checker c("forward", spec);
+  if (!hasKernel(spec, KernelKind::ChunkForward)) {
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "forward: spec '" + spec.name + "' has no chunk_forward kernel (kernels lists only decode)");
+  }
+  if (!t.q.given()) c.fail("q", "is required: expected shape [B,T,H,K]; got none");
+  if (t.q.shape.size() != 4) c.fail("q", "expected rank 4 [B,T,H,K], got shape " + shapeStr(t.q.shape));
+  if (!t.v.given()) c.fail("v", "is required: expected shape [B,T,HV,V]; got none");
+  if (t.v.shape.size() != 4) c.fail("v", "expected rank 4 [B,T,HV,V], got shape " + shapeStr(t.v.shape));
+  ForwardProblem p;
+  p.batch = t.q.shape[0];
+  p.seq_len = t.q.shape[1];
+  p.heads_qk = t.q.shape[2];
+  p.key_dim = t.q.shape[3];
+  p.heads_v = t.v.shape[2];
+  p.value_dim = t.v.shape[3];
+  if (p.batch < 1) c.fail("q", "B (dim 0) must be >= 1, got " + std::to_string(p.batch));
+  if (p.seq_len < 1) c.fail("q", "T (dim 1) must be >= 1, got " + std::to_string(p.seq_len));
+  p.input_dtype = checkActivationDtype(c, spec, t.q);
+  checkHeadsAndDims(c, spec, p.heads_qk, p.key_dim, p.heads_v, p.value_dim, "2 of q", "2 of v");
+
+  const bool precond = hasPrecond(spec);
+  p.varlen = t.cu_seqlens.given();
+  if (p.varlen && spec.varlen) {
+    if (t.cu_seqlens.shape.size() != 1 || t.cu_seqlens.shape[0] < 2) {
+      c.fail("cu_seqlens", "expected shape [N+1] with N >= 1, got " + shapeStr(t.cu_seqlens.shape));
+    }
+    if (p.batch != 1) {
+      c.fail("q", "B = " + std::to_string(p.batch) + " but cu_seqlens is given: packed sequences need B == 1");
+    }
+    p.num_seqs = t.cu_seqlens.shape[0] - 1;
+  } else {
+    p.num_seqs = p.batch;
+  }
+  const std::int64_t B = p.batch, T = p.seq_len, H = p.heads_qk, HV = p.heads_v, K = p.key_dim, V = p.value_dim,
+                     N = p.num_seqs;
+  const std::string pname = spec.name;
+
+  std::vector<Slot> slots = {
+      {"q", &t.q, true, true, {B, T, H, K}, "[B,T,H,K]", "queries", "", Kind::Activation},
+      {"k", &t.k, true, true, {B, T, H, K}, "[B,T,H,K]", "keys", "", Kind::Activation},
+      {"v", &t.v, true, true, {B, T, HV, V}, "[B,T,HV,V]", "values", "", Kind::Activation},
+      {"g", &t.g, spec.decay.kind != DecayKind::None, true,
+       spec.decay.kind == DecayKind::Diagonal ? std::vector<std::int64_t>{B, T, HV, K} : std::vector<std::int64_t>{B, T, HV},
+       spec.decay.kind == DecayKind::Diagonal ? "[B,T,HV,K]" : "[B,T,HV]", decayMeaning(spec), "decay is none",
+       Kind::Float32},
+      {"beta", &t.beta, spec.gain.kind == GainKind::Scalar, true, {B, T, HV}, "[B,T,HV]",
+       "gain scalar: one write strength per value head", "gain is none", Kind::Float32},
+      {"precond_g", &t.precond_g, specTakesPrecondGate(spec), true, {B, T, H}, "[B,T,H]",
+       usesSquash(spec) ? "log-decay of the squash accumulator" : "log retention of the hypergradient state",
+       precond ? "the preconditioner has no gate/retention input" : "precond is none", Kind::Float32},
+      {"precond_beta", &t.precond_beta, specTakesPrecondGain(spec), true, {B, T, H}, "[B,T,H]",
+       "gain of the squash accumulator", precond ? "the preconditioner has no gain input" : "precond is none",
+       Kind::Float32},
+      {"precond_center", &t.precond_center, specTakesPrecondCenter(spec), true, {H}, "[H]",
+       "log-space centre c_h of the squash", precond ? "hypergrad_ogd has no squash centre" : "precond is none",
+       Kind::Float32},
+      {"cu_seqlens", &t.cu_seqlens, spec.varlen, false, {N + 1}, "[N+1]", "packed sequence boundaries",
+       "varlen is false", Kind::Index64},
+      {"initial_state", &t.initial_state, spec.initial_state, false, {N, HV, K, V}, "[N,HV,K,V]",
+       "initial memory state", "initial_state is false", Kind::Float32},
+      {"initial_precond_state", &t.initial_precond_state, precond && spec.initial_precond_state, false, {N, H, K},
+       "[N,H,K]", "initial preconditioner state",
+       precond ? "initial_precond_state is false" : "precond is none", Kind::Float32},
+      {"o", &t.o, true, true, {B, T, HV, V}, "[B,T,HV,V]", "output", "", Kind::Activation},
+      {"final_state", &t.final_state, spec.final_state, false, {N, HV, K, V}, "[N,HV,K,V]", "final memory state",
+       "final_state is false", Kind::Float32},
+      {"final_precond_state", &t.final_precond_state, precond && spec.final_precond_state, false, {N, H, K},
+       "[N,H,K]", "final preconditioner state", precond ? "final_precond_state is false" : "precond is none",
+       Kind::Float32},
+  };
+  for (const Slot& s : slots) c.slot(s, p.input_dtype);
+  if (t.workspace.given()) {
+    if (t.workspace.shape.size() != 1) c.fail("workspace", "expected a 1-D buffer, got shape " + shapeStr(t.workspace.shape));
+    c.basics("workspace", t.workspace, 16);
+  }
+  // Outputs that alias inputs would be read after being overwritten by an earlier kernel.
+  if (t.o.data && (t.o.data == t.q.data || t.o.data == t.k.data || t.o.data == t.v.data)) {
+    c.fail("o", "aliases an input (q, k or v); the forward needs a separate output buffer");
+  }
+  p.has_initial_state = t.initial_state.given();
+  p.has_final_state = t.final_state.given();
+  p.has_initial_precond_state = t.initial_precond_state.given();
+  p.has_final_precond_state = t.final_precond_state.given();
+  p.device = c.device();
+  p.scale = queryScale(spec, K);
+  return p;
+}
+
+ForwardProblem validateForward(const Package& package, const ForwardTensors& t) {
+  return validateForward(package.spec(), t);
+}
+
+DecodeProblem validateDecode(const Spec& spec, const DecodeTensors& t) {
+  Checker c("decode", spec);
+  if (!hasKernel(spec, KernelKind::Decode)) {
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "decode: spec '" + spec.name + "' has no decode kernel (kernels lists only chunk_forward)");
+  }
+  if (!t.q.given()) c.fail("q", "is required: expected shape [B,1,H,K] or [B,H,K]; got none");
+  const std::size_t rank = t.q.shape.size();
+  if (rank != 3 && rank != 4) c.fail("q", "expected shape [B,1,H,K] or [B,H,K], got " + shapeStr(t.q.shape));
+  DecodeProblem p;
+  p.time_dim = rank == 4;
+  if (p.time_dim && t.q.shape[1] != 1) {
+    c.fail("q", "decode takes one token: expected [B,1,H,K], got " + shapeStr(t.q.shape) +
+                    " (use forward for several tokens)");
+  }
+  const std::size_t off = p.time_dim ? 1 : 0;
+  if (!t.v.given()) c.fail("v", p.time_dim ? "is required: expected [B,1,HV,V]; got none" : "is required: expected [B,HV,V]; got none");
+  if (t.v.shape.size() != rank) {
+    c.fail("v", std::string("expected ") + (p.time_dim ? "[B,1,HV,V]" : "[B,HV,V]") + " (same rank as q), got " +
+                    shapeStr(t.v.shape));
+  }
+  p.batch = t.q.shape[0];
+  p.heads_qk = t.q.shape[1 + off];
+  p.key_dim = t.q.shape[2 + off];
+  p.heads_v = t.v.shape[1 + off];
+  p.value_dim = t.v.shape[2 + off];
+  if (p.batch < 1) c.fail("q", "B (dim 0) must be >= 1, got " + std::to_string(p.batch));
+  p.input_dtype = checkActivationDtype(c, spec, t.q);
+  checkHeadsAndDims(c, spec, p.heads_qk, p.key_dim, p.heads_v, p.value_dim, p.time_dim ? "2 of q" : "1 of q",
+                    p.time_dim ? "2 of v" : "1 of v");
+  const std::int64_t B = p.batch, H = p.heads_qk, HV = p.heads_v, K = p.key_dim, V = p.value_dim;
+  auto tok = [&](std::vector<std::int64_t> rest) {
+    std::vector<std::int64_t> s = {B};
+    if (p.time_dim) s.push_back(1);
+    s.insert(s.end(), rest.begin(), rest.end());
+    return s;
+  };
+  auto lay = [&](const std::string& rest) { return std::string("[B,") + (p.time_dim ? "1," : "") + rest + "]"; };
+  const bool precond = hasPrecond(spec);
+  std::vector<Slot> slots = {
+      {"q", &t.q, true, true, tok({H, K}), lay("H,K"), "query of the new token", "", Kind::Activation},
+      {"k", &t.k, true, true, tok({H, K}), lay("H,K"), "key of the new token", "", Kind::Activation},
+      {"v", &t.v, true, true, tok({HV, V}), lay("HV,V"), "value of the new token", "", Kind::Activation},
+      {"g", &t.g, spec.decay.kind != DecayKind::None, true,
+       spec.decay.kind == DecayKind::Diagonal ? tok({HV, K}) : tok({HV}),
+       spec.decay.kind == DecayKind::Diagonal ? lay("HV,K") : lay("HV"), decayMeaning(spec), "decay is none",
+       Kind::Float32},
+      {"beta", &t.beta, spec.gain.kind == GainKind::Scalar, true, tok({HV}), lay("HV"), "gain scalar", "gain is none",
+       Kind::Float32},
+      {"precond_g", &t.precond_g, specTakesPrecondGate(spec), true, tok({H}), lay("H"),
+       usesSquash(spec) ? "log-decay of the squash accumulator" : "log retention of the hypergradient state",
+       precond ? "the preconditioner has no gate/retention input" : "precond is none", Kind::Float32},
+      {"precond_beta", &t.precond_beta, specTakesPrecondGain(spec), true, tok({H}), lay("H"),
+       "gain of the squash accumulator", precond ? "the preconditioner has no gain input" : "precond is none",
+       Kind::Float32},
+      {"precond_center", &t.precond_center, specTakesPrecondCenter(spec), true, {H}, "[H]",
+       "log-space centre c_h of the squash", precond ? "hypergrad_ogd has no squash centre" : "precond is none",
+       Kind::Float32},
+      {"state", &t.state, true, true, {B, HV, K, V}, "[B,HV,K,V]", "memory state, updated in place", "",
+       Kind::Float32},
+      {"precond_state", &t.precond_state, precond, true, {B, H, K}, "[B,H,K]",
+       "preconditioner state, updated in place", "precond is none", Kind::Float32},
+      {"o", &t.o, true, true, tok({HV, V}), lay("HV,V"), "output of the new token", "", Kind::Activation},
+  };
+  for (const Slot& s : slots) c.slot(s, p.input_dtype);
+  p.device = c.device();
+  p.scale = queryScale(spec, K);
+  return p;
+}
+
+DecodeProblem validateDecode(const Package& package, const DecodeTensors& t) {
+  return validateDecode(package.spec(), t);
+}
+
+}  // namespace dgps

@@ -1,0 +1,26 @@
+// dgps-jit-check: NVRTC compile-only check of generated packages. For every package, every input dtype,
+// key dim and value dim (and, with all_configs, every point of the tunables), compile kernels.cu for the
+// target and read ptxas' resource report; a compile error, a manifest symbol missing from the image,
+// spills or any local memory (stack frame) fails the check (field case C28). No GPU is needed.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace dgps {
+
+struct JitCheckOptions {
+  std::vector<std::string> packages;  ///< package folders
+  std::string arch = "sm_90a";
+  std::string cache_dir;              ///< "" = default binary cache
+  bool all_configs = false;           ///< sweep the whole tuning space, not only default_config
+  std::string config;                 ///< "chunk=64,..." overrides on default_config (ignored with all_configs)
+  int jobs = 1;                       ///< parallel NVRTC compiles
+};
+
+/// Runs the check, prints one line per kernel to `out` and problems to `err`. Returns the exit code:
+/// 0 all clean, 1 any failure (including an unopenable package). Never throws.
+int runJitCheck(const JitCheckOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace dgps
