@@ -1,0 +1,205 @@
+// Pieces shared by the forward roles and decode: the Traits -> FeatureSet mapping, sequence/chunk
+// addressing (varlen without host syncs), tile loaders, the preconditioner formulas (math.md §3.3, §5.2)
+// and tensor-core fragment helpers.
+#pragma once
+
+#include "dgps/device/config.cuh"
+#include "dgps/device/launch_rules.h"
+#include "dgps/device/platform.cuh"
+
+namespace dgps {
+
+template <class Tr>
+DGPS_HD constexpr launch::FeatureSet features() {
+  launch::FeatureSet f;
+  f.decay = Tr::kDecay;
+  f.gain = Tr::kGain ? 1 : 0;
+  f.precond = Tr::kPrecond;
+  f.side = Tr::kPrecondSide;
+  f.source = Tr::kPrecondSource;
+  f.solve = Tr::kSolve;
+  return f;
+}
+
+/// Compile-time checks of a Traits struct written by the emitter.
+template <class Tr>
+struct TraitsCheck {
+  static_assert(Tr::kDecay >= 0 && Tr::kDecay <= 2, "Traits::kDecay must be 0 (none), 1 (scalar) or 2 (diagonal)");
+  static_assert(Tr::kPrecond == 0 || Tr::kPrecond == 1, "Traits::kPrecond must be 0 or 1");
+  static_assert(Tr::kPrecondSide == 0 || Tr::kPrecondSide == 1, "Traits::kPrecondSide must be 0 (key) or 1 (query)");
+  static_assert(Tr::kPrecondSource == 0 || Tr::kPrecondSource == 1,
+                "Traits::kPrecondSource must be 0 (ema_sq_squash) or 1 (hypergrad_ogd)");
+  static_assert(Tr::kSolve == 0 || Tr::kSolve == 1, "Traits::kSolve must be 0 (linear) or 1 (delta)");
+  static_assert(Tr::kTiming == 0 || Tr::kTiming == 1, "Traits::kTiming must be 0 (pre) or 1 (post)");
+  static constexpr bool ok = true;
+};
+
+namespace dev {
+
+using Act_t = Act<cfg::kInputF16>;
+
+/// The launch-rules view of a forward call (must match what the runtime passed on the host).
+template <class Tr>
+DGPS_DEV launch::ProblemShape shape_of(const ForwardArgs& a) {
+  launch::ProblemShape s;
+  s.B = a.batch;
+  s.T = a.seq_len;
+  s.N = a.num_seqs;
+  s.H = a.heads_qk;
+  s.HV = a.heads_v;
+  s.K = cfg::K;
+  s.V = cfg::V;
+  s.varlen = a.cu_seqlens != nullptr ? 1 : 0;
+  s.f16 = cfg::kInputF16 ? 1 : 0;
+  return s;
+}
+DGPS_DEV launch::TileConfig tile_of() {
+  launch::TileConfig t;
+  t.chunk = cfg::C;
+  t.block_v = DGPS_BLOCK_V;
+  t.warps = cfg::WARPS;
+  t.stages = cfg::STAGES;
+  return t;
+}
+
+/// One sequence: rows [bos, bos + len) of the flattened [B*T] (or packed) token axis.
+struct Seq {
+  int64_t bos = 0;
+  int64_t len = 0;
+};
+
+DGPS_DEV Seq seq_of(const ForwardArgs& a, int64_t n) {
+  Seq s;
+  if (a.cu_seqlens != nullptr) {
+    s.bos = a.cu_seqlens[n];
+    s.len = a.cu_seqlens[n + 1] - s.bos;
+  } else {
+    s.bos = n * a.seq_len;
+    s.len = a.seq_len;
+  }
+  return s;
+}
+
+/// Slot of chunk 0 of sequence n (launch_rules.h chunkSlots explains the varlen bound).
+DGPS_DEV int64_t first_slot(const ForwardArgs& a, int64_t n, int64_t bos) {
+  const int64_t C = cfg::C;
+  return a.cu_seqlens != nullptr ? bos / C + n : n * ((a.seq_len + C - 1) / C);
+}
+
+/// Maps a chunk slot to (sequence n, chunk c). Returns false for slots that hold no chunk (varlen slack).
+DGPS_DEV bool slot_to_chunk(const ForwardArgs& a, int64_t slot, int64_t& n, int64_t& c, Seq& s) {
+  const int64_t C = cfg::C;
+  if (a.cu_seqlens == nullptr) {
+    const int64_t nt = (a.seq_len + C - 1) / C;
+    if (nt == 0) return false;
+    n = slot / nt;
+    c = slot - n * nt;
+    if (n >= a.num_seqs) return false;
+  } else {
+    // largest n with floor(cu[n]/C) + n <= slot (that function of n is strictly increasing)
+    int64_t lo = 0, hi = a.num_seqs - 1;
+    if (hi < 0) return false;
+    while (lo < hi) {
+      const int64_t mid = (lo + hi + 1) >> 1;
+      if (a.cu_seqlens[mid] / C + mid <= slot) lo = mid; else hi = mid - 1;
+    }
+    n = lo;
+    c = slot - (a.cu_seqlens[n] / C + n);
+    if (c < 0) return false;
+  }
+  s = seq_of(a, n);
+  return c * C < s.len;
+}
+
+/// cp.async of `rows` x `cols` 16-bit elements (cols % 8 == 0) from global rows spaced `gstride` elements into
+/// a smem tile with pitch `spitch`; rows >= valid_rows and columns >= valid_cols are zero-filled. The smem
+/// tile has `pad_cols` columns in total (>= cols), all written.
+template <int ROWS, int PAD_COLS>
+DGPS_DEV void load_tile16(uint16_t* s, int spitch, const uint16_t* g, int64_t gstride, int valid_rows, int valid_cols) {
+  constexpr int CH = PAD_COLS / 8;  // 16-byte chunks per row
+  for (int e = tid(); e < ROWS * CH; e += nthreads()) {
+    const int r = e / CH, ch = e - r * CH;
+    const bool ok = r < valid_rows && ch * 8 < valid_cols;
+    const uint16_t* src = ok ? g + (int64_t)r * gstride + ch * 8 : g;
+    cp_async16(s + r * spitch + ch * 8, src, ok);
+  }
+}
+
+/// Same for 32-bit elements (cols % 4 == 0), 4 per chunk.
+template <int ROWS, int PAD_COLS>
+DGPS_DEV void load_tile32(float* s, int spitch, const float* g, int64_t gstride, int valid_rows, int valid_cols) {
+  constexpr int CH = PAD_COLS / 4;
+  for (int e = tid(); e < ROWS * CH; e += nthreads()) {
+    const int r = e / CH, ch = e - r * CH;
+    const bool ok = r < valid_rows && ch * 4 < valid_cols;
+    const float* src = ok ? g + (int64_t)r * gstride + ch * 4 : g;
+    cp_async16(s + r * spitch + ch * 4, src, ok);
+  }
+}
+
+/// In-place fp16 -> bf16 re-encoding of a smem tile (fp16 inputs feed bf16 tensor-core products).
+template <int ROWS, int COLS>
+DGPS_DEV void f16_to_bf16_tile(uint16_t* s, int spitch) {
+  for (int e = tid(); e < ROWS * COLS / 2; e += nthreads()) {
+    const int r = e / (COLS / 2), c2 = e - r * (COLS / 2);
+    uint32_t* p = reinterpret_cast<uint32_t*>(s + r * spitch + 2 * c2);
+    const uint32_t x = *p;
+    *p = pack_bf16(f16_to_f32((uint16_t)(x & 0xffffu)), f16_to_f32((uint16_t)(x >> 16)));
+  }
+}
+
+// ---- preconditioner formulas -------------------------------------------------------------------------------
+/// ema_sq_squash read-out (math.md §3.3): M = exp(−ln(x)·s), s = r/(1+|r|), r = ln(A + eps) − c.
+template <class Tr>
+DGPS_DEV float squash_m(float A, float center, float neg_log2x) {
+  const float r = log_(A + Tr::kSquashEps) - center;
+  const float s = r / (1.f + fabs_(r));
+  return ex2(neg_log2x * s);
+}
+template <class Tr>
+DGPS_DEV float squash_neg_log2x() {
+  return -lg2(Tr::kSquashX);
+}
+/// hypergrad_ogd projection after each update (spec clamp_min / clamp_max).
+template <class Tr>
+DGPS_DEV float osdn_clamp(float d) {
+  if (Tr::kClampMin) d = fmax_(d, Tr::kClampMinV);
+  if (Tr::kClampMax) d = fmin_(d, Tr::kClampMaxV);
+  return d;
+}
+
+// ---- tensor-core fragments (mma.m16n8k16, bf16) ------------------------------------------------------------
+// Accumulator tile 16x8 per lane: c[0],c[1] at (row g, cols 2t, 2t+1), c[2],c[3] at (row g+8, same cols),
+// g = lane/4, t = lane%4. An A fragment (16x16) packs rows g/g+8 and cols 2t.. / 8+2t.. of two adjacent
+// accumulator tiles, so accumulators become A operands in registers.
+DGPS_DEV void acc_to_a(uint32_t a[4], const float c0[4], const float c1[4]) {
+  a[0] = pack_bf16(c0[0], c0[1]);
+  a[1] = pack_bf16(c0[2], c0[3]);
+  a[2] = pack_bf16(c1[0], c1[1]);
+  a[3] = pack_bf16(c1[2], c1[3]);
+}
+
+/// A fragment of a row-major [m][k] bf16 smem tile at (row0, col0).
+DGPS_DEV void lds_a(uint32_t a[4], const uint16_t* s, int pitch, int row0, int col0) {
+  const int l = lane(), mi = l >> 3, rr = l & 7;
+  ldsm_x4(a, s + (row0 + (mi & 1) * 8 + rr) * pitch + col0 + (mi >> 1) * 8);
+}
+/// B fragments of two adjacent n-tiles (n0..n0+15) from an [n][k] (k contiguous) smem tile:
+/// b[0],b[1] for n-tile n0, b[2],b[3] for n0+8.
+DGPS_DEV void lds_b_nk(uint32_t b[4], const uint16_t* s, int pitch, int n0, int k0) {
+  const int l = lane(), mi = l >> 3, rr = l & 7;
+  ldsm_x4(b, s + (n0 + (mi >> 1) * 8 + rr) * pitch + k0 + (mi & 1) * 8);
+}
+/// B fragments of two adjacent n-tiles from a [k][n] (n contiguous) smem tile (transposing load).
+DGPS_DEV void lds_b_kn(uint32_t b[4], const uint16_t* s, int pitch, int k0, int n0) {
+  const int l = lane(), mi = l >> 3, rr = l & 7;
+  ldsm_x4_trans(b, s + (k0 + (mi & 1) * 8 + rr) * pitch + n0 + (mi >> 1) * 8);
+}
+/// A fragment of the transpose of a row-major [k][m] smem tile, i.e. A(m, k) = s[k][m] (transposing load).
+DGPS_DEV void lds_at(uint32_t a[4], const uint16_t* s, int pitch, int k0, int m0) {
+  const int l = lane(), mi = l >> 3, rr = l & 7;
+  ldsm_x4_trans(a, s + (k0 + (mi >> 1) * 8 + rr) * pitch + m0 + (mi & 1) * 8);
+}
+
+}  // namespace dev
+}  // namespace dgps

@@ -1,0 +1,369 @@
+// Forward role chunk_local: everything of one chunk that does not depend on the memory state, for one
+// (chunk slot, value head). Fully parallel (grid = chunk slots x HV). math.md §4.1 (scalar/no decay) and
+// §4.3 (per-channel decay), with separate read (rows) and write (columns) keys.
+//
+// Writes to the workspace (launch_rules.h WorkspaceLayout):
+//   tok[s][hv][i]  = {cq, ck, w, β, rq, rk, G2, 0}: cq = scale·rq·2^{G2_i}, ck = rk·2^{G2_i},
+//                    w = rk·2^{G2_C − G2_i} (scalar decay; without decay the 2^ factors are 1; with diagonal
+//                    decay they are applied per channel by state_output), rq/rk the l2norm factors, G2 the
+//                    chunk-local inclusive cumsum of g in log2 units; row C = {2^{G2_C}}.
+//   aqk[s][hv]     = tril_0(scale · Q̂ K_wᵀ ⊙ Γ)   (Q̂ = P⊙q̂ for ATQ), bf16, lower 16x16 tiles
+//   tb[s][hv]      = 𝒯·diag(β), 𝒯 = (I + tril_{-1}(diag(β) K̂_r K_wᵀ ⊙ Γ))^{-1}   (delta solve), bf16
+// Pad rows of a partial last chunk are zero (k = q = β = 0, g = 0 so Γ carries the last real token's
+// cumsum): they are exact no-ops (field case C16). Every exp of a gate difference is masked with a select
+// before the exp (C01); the per-channel case never forms exp(G_i)·exp(−G_j) beyond a proven range (C02/C04).
+#pragma once
+
+#include "dgps/device/common.cuh"
+#include "dgps/device/tri_inverse.cuh"
+
+namespace dgps {
+namespace dev {
+
+/// One 16x16 output tile: acc += rows[r0..r0+16) · cols[c0..c0+16)ᵀ over all KP channels.
+template <int KP, int PITCH>
+DGPS_DEV void tile_rows_cols(float acc[2][4], const uint16_t* rows, int r0, const uint16_t* cols, int c0) {
+#pragma unroll
+  for (int ks = 0; ks < KP / 16; ++ks) {
+    uint32_t A[4], B[4];
+    lds_a(A, rows, PITCH, r0, 16 * ks);
+    lds_b_nk(B, cols, PITCH, c0, 16 * ks);
+    mma_bf16(acc[0], A, B[0], B[1]);
+    mma_bf16(acc[1], A, B[2], B[3]);
+  }
+}
+
+/// Epilogue of one tile (block row I, block col J) of the KKT (part 0) or Q·Kᵀ (part 1) product.
+/// `gate(i, j)` returns the decay factor for i >= j (1 when the gating is inside the operands).
+template <class Tr, class Gate>
+DGPS_DEV void store_tile(int part, int I, int J, const float acc[2][4], const float* sTok, float* sA, int lda,
+                         uint16_t* aqk, float scale, Gate gate) {
+  const int g = lane() >> 2, t = lane() & 3;
+#pragma unroll
+  for (int h8 = 0; h8 < 2; ++h8) {
+    const int i = 16 * I + g + 8 * h8;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      const int j = 16 * J + 8 * nt + 2 * t;
+      float v[2];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int jj = j + e;
+        const float x = acc[nt][2 * h8 + e];
+        if (part == 0) {
+          v[e] = i > jj ? x * sTok[i * 8 + 3] * sTok[i * 8 + 5] * sTok[jj * 8 + 5] * gate(i, jj) : 0.f;
+        } else {
+          v[e] = i >= jj ? x * scale * sTok[i * 8 + 4] * sTok[jj * 8 + 5] * gate(i, jj) : 0.f;
+        }
+      }
+      if (part == 0) {
+        sA[i * lda + j] = v[0];
+        sA[i * lda + j + 1] = v[1];
+      } else {
+        *reinterpret_cast<uint32_t*>(aqk + i * cfg::C + j) = pack_bf16(v[0], v[1]);
+      }
+    }
+  }
+}
+
+}  // namespace dev
+
+template <class Tr>
+DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
+  using namespace dev;
+  static_assert(TraitsCheck<Tr>::ok, "");
+  constexpr launch::FeatureSet F = features<Tr>();
+  constexpr int C = cfg::C, K = cfg::K, KP = cfg::KP, NB = C / 16;
+  constexpr int PQ = launch::bf16Pitch(KP), PA = launch::f32Pitch(C), PG = launch::f32Pitch(KP);
+  constexpr launch::ChunkLocalSmem L = launch::chunkLocalSmem(F, K, C);
+  constexpr bool kDelta = Tr::kSolve == 1;
+  constexpr bool kPre = Tr::kPrecond == 1;
+  constexpr bool kATK = kPre && Tr::kPrecondSide == 0;
+  constexpr bool kDiag = Tr::kDecay == 2;
+  constexpr int NW = cfg::WARPS;
+
+  const launch::WorkspaceLayout W = launch::workspaceLayout(F, shape_of<Tr>(a), tile_of());
+  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
+  const int64_t slot = block_x() / HV, hv = block_x() - slot * HV, h = hv / ratio;
+  int64_t n = 0, c = 0;
+  Seq sq;
+  if (!slot_to_chunk(a, slot, n, c, sq)) return;
+  const int64_t t0 = sq.bos + c * C;
+  const int Lr = (int)lmin(C, sq.len - c * C);
+
+  unsigned char* sm = dyn_smem();
+  uint16_t* sQ = smem_at<uint16_t>(sm, L.q);
+  uint16_t* sK = smem_at<uint16_t>(sm, L.k);
+  uint16_t* sKw = smem_at<uint16_t>(sm, L.kw);  // == sK unless ATK
+  float* sA = smem_at<float>(sm, L.A);
+  float* sX = smem_at<float>(sm, L.X);
+  float* sTok = smem_at<float>(sm, L.tok);  // [C][8] cq ck w β rq rk G2 -
+  float* sPin = sTok + C * 8;               // [C][4] precond per-token inputs
+  float* sPst = smem_at<float>(sm, L.pstate);
+  unsigned char* ws = static_cast<unsigned char*>(a.workspace);
+  const int64_t sh = slot * HV + hv;
+
+  // ---- 1. loads ----
+  load_tile16<C, KP>(sQ, PQ, static_cast<const uint16_t*>(a.q) + (t0 * H + h) * K, H * K, Lr, K);
+  load_tile16<C, KP>(sK, PQ, static_cast<const uint16_t*>(a.k) + (t0 * H + h) * K, H * K, Lr, K);
+  if (kPre) {
+    const float* pst = reinterpret_cast<const float*>(ws + W.pst) + (slot * H + h) * K;
+    load_tile32<1, KP>(sPst, KP, pst, K, 1, K);
+  }
+  cp_async_commit();
+  for (int i = tid(); i < C; i += nthreads()) {
+    const bool ok = i < Lr;
+    const int64_t row = t0 + i;
+    const float gi = (ok && Tr::kDecay == 1) ? a.g[row * HV + hv] : 0.f;
+    sTok[i * 8 + 3] = ok ? (Tr::kGain ? a.beta[row * HV + hv] : 1.f) : 0.f;
+    sTok[i * 8 + 6] = gi * kLog2e;
+    if (kPre) {
+      if (Tr::kPrecondSource == 0) {
+        sPin[i * 4 + 0] = (ok && Tr::kSquashGate) ? exp_(a.precond_g[row * H + h]) : 1.f;
+        sPin[i * 4 + 1] = ok ? (Tr::kSquashGain ? a.precond_beta[row * H + h] : 1.f) : 0.f;
+      } else {
+        sPin[i * 4 + 0] = (ok && Tr::kRetention) ? exp_(a.precond_g[row * H + h]) : 1.f;
+        sPin[i * 4 + 1] = ok ? reinterpret_cast<const float*>(ws + W.pcoef)[(slot * H + h) * C + i] : 0.f;
+      }
+    }
+  }
+  cp_async_wait<0>();
+  sync_threads();
+  if (cfg::kInputF16) {
+    f16_to_bf16_tile<C, KP>(sQ, PQ);
+    f16_to_bf16_tile<C, KP>(sK, PQ);
+    sync_threads();
+  }
+
+  // ---- 2. l2norm factors, gate cumsum ----
+  for (int r = warp(); r < 2 * C; r += NW) {
+    const int i = r < C ? r : r - C;
+    const uint32_t* row = reinterpret_cast<const uint32_t*>((r < C ? sK : sQ) + i * PQ);
+    float ss = 0.f;
+    for (int e = lane(); e < KP / 2; e += 32) {
+      const uint32_t x = row[e];
+      ss += bf16_lo(x) * bf16_lo(x) + bf16_hi(x) * bf16_hi(x);
+    }
+    ss = warp_sum(ss);
+    const float rs = i < Lr ? (Tr::kL2Norm ? rsqrt(ss + Tr::kL2Eps) : 1.f) : 0.f;
+    if (lane() == 0) sTok[i * 8 + (r < C ? 5 : 4)] = rs;
+  }
+  if (Tr::kDecay == 1 && warp() == NW - 1) {
+    float carry = 0.f;
+    for (int base = 0; base < C; base += 32) {
+      const int i = base + lane();
+      float x = sTok[i * 8 + 6];
+      x = warp_inclusive_scan(x) + carry;
+      sTok[i * 8 + 6] = x;
+      carry = shfl(x, 31);
+    }
+  }
+  float* sG = kDiag ? smem_at<float>(sm, L.G) : nullptr;
+  if (kDiag) {
+    // per-channel inclusive cumsum (log2 units); pad rows add 0 so they carry the last real token's value
+    const float* gp = a.g + (t0 * HV + hv) * K;
+    for (int d = tid(); d < KP; d += nthreads()) {
+      float G = 0.f;
+      for (int i = 0; i < C; ++i) {
+        if (d < K && i < Lr) G += gp[(int64_t)i * HV * K + d] * kLog2e;
+        sG[i * PG + d] = G;
+      }
+    }
+  }
+  sync_threads();
+
+  // ---- 3. per-token factors -> tok workspace ----
+  {
+    const float G2C = sTok[(C - 1) * 8 + 6];
+    float* tokw = reinterpret_cast<float*>(ws + W.tok) + sh * (C + 1) * 8;
+    for (int i = tid(); i <= C; i += nthreads()) {
+      if (i == C) {
+        tokw[C * 8 + 0] = Tr::kDecay == 1 ? ex2(G2C) : 1.f;
+#pragma unroll
+        for (int e = 1; e < 8; ++e) tokw[C * 8 + e] = 0.f;
+        continue;
+      }
+      const float rq = sTok[i * 8 + 4], rk = sTok[i * 8 + 5], G2 = sTok[i * 8 + 6];
+      const float eg = Tr::kDecay == 1 ? ex2(G2) : 1.f;
+      const float ew = Tr::kDecay == 1 ? ex2(G2C - G2) : 1.f;
+      sTok[i * 8 + 0] = a.scale * rq * eg;
+      sTok[i * 8 + 1] = rk * eg;
+      sTok[i * 8 + 2] = rk * ew;
+      sTok[i * 8 + 7] = 0.f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) tokw[i * 8 + e] = sTok[i * 8 + e];
+    }
+  }
+
+  // ---- 4. preconditioner multiplier P: write key P⊙k (ATK) or read query P⊙q (ATQ) ----
+  if (kPre) {
+    const float center = (Tr::kPrecondSource == 0 && a.precond_center != nullptr) ? a.precond_center[h] : 0.f;
+    const float nl2x = squash_neg_log2x<Tr>();
+    for (int d = tid(); d < KP; d += nthreads()) {
+      float st = d < K ? sPst[d] : 0.f;
+      for (int i = 0; i < C; ++i) {
+        const float kv = bf16_to_f32(sK[i * PQ + d]);
+        float P = 1.f;
+        if (i < Lr && d < K) {
+          const float kh = kv * sTok[i * 8 + 5];
+          if (Tr::kPrecondSource == 0) {
+            st = sPin[i * 4 + 0] * st + sPin[i * 4 + 1] * kh * kh;
+            P = squash_m<Tr>(st, center, nl2x);
+          } else {
+            const float dn = osdn_clamp<Tr>(sPin[i * 4 + 0] * st + sPin[i * 4 + 1] * kh * kh);
+            P = Tr::kTiming == 0 ? st : dn;
+            st = dn;
+          }
+        }
+        if (kATK) {
+          sKw[i * PQ + d] = f32_to_bf16(P * kv);
+        } else {
+          sQ[i * PQ + d] = f32_to_bf16(P * bf16_to_f32(sQ[i * PQ + d]));
+        }
+      }
+    }
+  }
+  sync_threads();
+
+  uint16_t* aqk = reinterpret_cast<uint16_t*>(ws + W.aqk) + sh * C * C;
+
+  if (!kDiag) {
+    // ---- 5. tensor-core products [K̂ ; Q̂] · K_wᵀ, lower 16x16 tiles ----
+    constexpr int NTRI = NB * (NB + 1) / 2;
+    constexpr int NTILE = (kDelta ? 2 : 1) * NTRI;
+    constexpr int PER = (NTILE + NW - 1) / NW;
+    float acc[PER][2][4];
+#pragma unroll
+    for (int u = 0; u < PER; ++u) {
+      const int tt = warp() + NW * u;
+#pragma unroll
+      for (int x = 0; x < 2; ++x)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[u][x][e] = 0.f;
+      if (tt < NTILE) {
+        const int part = kDelta ? (tt < NTRI ? 0 : 1) : 1;
+        int idx = kDelta && tt >= NTRI ? tt - NTRI : tt;
+        int I = 0;
+        while (idx > I) {
+          idx -= I + 1;
+          ++I;
+        }
+        const int J = idx;
+        tile_rows_cols<KP, PQ>(acc[u], part == 0 ? sK : sQ, 16 * I, sKw, 16 * J);
+      }
+    }
+    sync_threads();  // sA aliases the operand tiles
+    const float* tokc = sTok;
+    auto gate = [tokc](int i, int j) -> float {
+      if (Tr::kDecay != 1) return 1.f;
+      const float dg = i >= j ? tokc[i * 8 + 6] - tokc[j * 8 + 6] : -1e30f;  // select before exp (C01)
+      return ex2(dg);
+    };
+#pragma unroll
+    for (int u = 0; u < PER; ++u) {
+      const int tt = warp() + NW * u;
+      if (tt < NTILE) {
+        const int part = kDelta ? (tt < NTRI ? 0 : 1) : 1;
+        int idx = kDelta && tt >= NTRI ? tt - NTRI : tt;
+        int I = 0;
+        while (idx > I) {
+          idx -= I + 1;
+          ++I;
+        }
+        store_tile<Tr>(part, I, idx, acc[u], sTok, sA, PA, aqk, a.scale, gate);
+      }
+    }
+  } else {
+    // ---- 5'. per-channel decay (math.md §4.3): block row I uses reference row r = 16I; rows carry
+    // 2^{G_i − G_r} <= 1, columns 2^{G_r − G_j} (<= 1 for j < r). The diagonal block's columns carry factors
+    // >= 1, safe while the block's decay span is <= 100 (log2); otherwise that block is recomputed directly.
+    uint16_t* sKr = smem_at<uint16_t>(sm, L.krow);
+    uint16_t* sQr = smem_at<uint16_t>(sm, L.qrow);
+    uint16_t* sKc = smem_at<uint16_t>(sm, L.kcol);
+    for (int e = tid(); e < C * KP; e += nthreads()) {
+      const int i = e / KP, d = e - i * KP;
+      const int r = i & ~15;
+      const float f = ex2(sG[i * PG + d] - sG[r * PG + d]);
+      sKr[i * PQ + d] = f32_to_bf16(bf16_to_f32(sK[i * PQ + d]) * f);
+      sQr[i * PQ + d] = f32_to_bf16(bf16_to_f32(sQ[i * PQ + d]) * f);
+    }
+    float* sSpan = sX;  // NB floats: per diagonal block, max over channels of G_r − G_{r+15}
+    if (tid() < 32) {
+      for (int I = 0; I < NB; ++I) {
+        float m = 0.f;
+        for (int d = lane(); d < KP; d += 32) m = fmax_(m, sG[(16 * I) * PG + d] - sG[(16 * I + 15) * PG + d]);
+        m = warp_max(m);
+        if (lane() == 0) sSpan[I] = m;
+      }
+    }
+    sync_threads();
+    unsigned unsafe = 0;
+    for (int I = 0; I < NB; ++I) unsafe |= (sSpan[I] <= 100.f ? 0u : 1u) << I;
+    sync_threads();  // sSpan (= sX) is reused by the inverse
+    const float* tokc = sTok;
+    auto one = [](int, int) -> float { return 1.f; };
+    for (int I = 0; I < NB; ++I) {
+      const int r = 16 * I;
+      for (int e = tid(); e < (r + 16) * KP; e += nthreads()) {
+        const int j = e / KP, d = e - j * KP;
+        const float dg = fmin_(sG[r * PG + d] - sG[j * PG + d], 100.f);
+        sKc[j * PQ + d] = f32_to_bf16(bf16_to_f32(sKw[j * PQ + d]) * ex2(dg));
+      }
+      sync_threads();
+      const int ntile = (kDelta ? 2 : 1) * (I + 1);
+      for (int tt = warp(); tt < ntile; tt += NW) {
+        const int part = kDelta ? (tt <= I ? 0 : 1) : 1;
+        const int J = kDelta && tt > I ? tt - I - 1 : tt;
+        float acc[2][4];
+#pragma unroll
+        for (int x = 0; x < 2; ++x)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[x][e] = 0.f;
+        tile_rows_cols<KP, PQ>(acc, part == 0 ? sKr : sQr, r, sKc, 16 * J);
+        if (!(J == I && ((unsafe >> I) & 1u))) store_tile<Tr>(part, I, J, acc, tokc, sA, PA, aqk, a.scale, one);
+      }
+      sync_threads();
+    }
+    // unsafe diagonal blocks: direct per-element evaluation, exp of (G_i − G_j) <= 0 only
+    for (int I = 0; I < NB; ++I) {
+      if (!((unsafe >> I) & 1u)) continue;
+      for (int e = tid(); e < 2 * 256; e += nthreads()) {
+        const int part = e >> 8, i = 16 * I + ((e >> 4) & 15), j = 16 * I + (e & 15);
+        if (part == 0 && !kDelta) continue;
+        float s = 0.f;
+        if (j <= i) {
+          const uint16_t* ri = (part == 0 ? sK : sQ) + i * PQ;
+          for (int d = 0; d < K; ++d)
+            s += bf16_to_f32(ri[d]) * bf16_to_f32(sKw[j * PQ + d]) * ex2(sG[i * PG + d] - sG[j * PG + d]);
+        }
+        if (part == 0) {
+          sA[i * PA + j] = i > j ? s * sTok[i * 8 + 3] * sTok[i * 8 + 5] * sTok[j * 8 + 5] : 0.f;
+        } else {
+          aqk[i * C + j] = f32_to_bf16(i >= j ? s * a.scale * sTok[i * 8 + 4] * sTok[j * 8 + 5] : 0.f);
+        }
+      }
+    }
+  }
+
+  // ---- 6. 𝒯 = (I + 𝒜)^{-1}, store 𝒯·diag(β) ----
+  if (kDelta) {
+    sync_threads();
+    invert_unit_lower<C>(sA, PA, sX);
+    uint16_t* tb = reinterpret_cast<uint16_t*>(ws + W.tb) + sh * C * C;
+    for (int e = tid(); e < NB * (NB + 1) / 2 * 16 * 8; e += nthreads()) {
+      int tile = e >> 7;
+      const int r = (e >> 3) & 15, cp = e & 7;
+      int I = 0;
+      while (tile > I) {
+        tile -= I + 1;
+        ++I;
+      }
+      const int i = 16 * I + r, j = 16 * tile + 2 * cp;
+      const float v0 = j <= i ? sA[i * PA + j] * sTok[j * 8 + 3] : 0.f;
+      const float v1 = j + 1 <= i ? sA[i * PA + j + 1] * sTok[(j + 1) * 8 + 3] : 0.f;
+      *reinterpret_cast<uint32_t*>(tb + i * C + j) = pack_bf16(v0, v1);
+    }
+  }
+}
+
+}  // namespace dgps

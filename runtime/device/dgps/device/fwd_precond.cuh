@@ -1,0 +1,205 @@
+// Forward roles that produce the diagonal preconditioner's state at every chunk start, so chunk_local and
+// state_output can rebuild the write key (ATK) or read query (ATQ) of any chunk on the fly; the
+// preconditioned key itself never goes to device memory.
+//
+//   precond_summary (ema_sq_squash only; grid = chunk slots x H, fully parallel):
+//       psum[s][h][:] = accumulator scanned from 0 over chunk s: a <- γ_i a + β^a_i k̂_i²   (math.md §3.3, §5.1)
+//       pgam[s][h]    = exp(Σ_i precond_g_i)  (1 without the accumulator gate)
+//   precond_scan, ema_sq_squash (grid = N x H, one thread per channel, sequential over chunks):
+//       pst[s][h][:] = A at the start of chunk s;  A <- pgam·A + psum;  final A -> final_precond_state
+//   precond_scan, hypergrad_ogd (grid = ceil(N·H / 4), one warp per (sequence, key head), sequential over
+//   tokens; math.md §5.2 option 3):
+//       pst[s][h][:] = d at the start of chunk s;  pcoef[s][h][i] = κ_t ε_t = (η β_t/‖k̂_t‖²)(1 − β_t⟨d_t,u_t⟩)
+//       (0 when ‖k̂_t‖² = 0), so that inside a chunk d_{t+1} = clamp(ρ_t d_t + pcoef_t u_t) is elementwise.
+#pragma once
+
+#include "dgps/device/common.cuh"
+
+namespace dgps {
+
+template <class Tr>
+DGPS_DEV void fwd_precond_summary(const ForwardArgs& a) {
+  using namespace dev;
+  static_assert(TraitsCheck<Tr>::ok, "");
+  static_assert(Tr::kPrecond == 1 && Tr::kPrecondSource == 0, "precond_summary is the ema_sq_squash role");
+  constexpr launch::FeatureSet F = features<Tr>();
+  constexpr int C = cfg::C, K = cfg::K, KP = cfg::KP, PQ = launch::bf16Pitch(KP);
+  const launch::WorkspaceLayout W = launch::workspaceLayout(F, shape_of<Tr>(a), tile_of());
+  const int64_t H = a.heads_qk;
+  const int64_t slot = block_x() / H, h = block_x() - slot * H;
+  int64_t n = 0, c = 0;
+  Seq sq;
+  if (!slot_to_chunk(a, slot, n, c, sq)) return;
+  const int64_t t0 = sq.bos + c * C;
+  const int L = (int)lmin(C, sq.len - c * C);
+
+  unsigned char* sm = dyn_smem();
+  uint16_t* sK = smem_at<uint16_t>(sm, 0);
+  float* sTok = smem_at<float>(sm, C * PQ * 2);  // [C][4]: γ, β^a, rk, g^a
+
+  load_tile16<C, KP>(sK, PQ, static_cast<const uint16_t*>(a.k) + (t0 * H + h) * K, H * K, L, K);
+  cp_async_commit();
+  for (int i = tid(); i < C; i += nthreads()) {
+    const int64_t row = t0 + i;
+    const float ga = (i < L && Tr::kSquashGate) ? a.precond_g[row * H + h] : 0.f;
+    sTok[i * 4 + 0] = exp_(ga);
+    sTok[i * 4 + 1] = i < L ? (Tr::kSquashGain ? a.precond_beta[row * H + h] : 1.f) : 0.f;
+    sTok[i * 4 + 3] = ga;
+  }
+  cp_async_wait<0>();
+  sync_threads();
+  if (cfg::kInputF16) {
+    f16_to_bf16_tile<C, KP>(sK, PQ);
+    sync_threads();
+  }
+  for (int r = warp(); r < C; r += nthreads() / 32) {
+    const uint32_t* row = reinterpret_cast<const uint32_t*>(sK + r * PQ);
+    float ss = 0.f;
+    for (int e = lane(); e < KP / 2; e += 32) {
+      const uint32_t x = row[e];
+      ss += bf16_lo(x) * bf16_lo(x) + bf16_hi(x) * bf16_hi(x);
+    }
+    ss = warp_sum(ss);
+    if (lane() == 0) sTok[r * 4 + 2] = Tr::kL2Norm ? rsqrt(ss + Tr::kL2Eps) : 1.f;
+  }
+  sync_threads();
+  float* psum = reinterpret_cast<float*>(static_cast<unsigned char*>(a.workspace) + W.psum);
+  float* pgam = reinterpret_cast<float*>(static_cast<unsigned char*>(a.workspace) + W.pgam);
+  for (int d = tid(); d < K; d += nthreads()) {
+    float acc = 0.f;
+    for (int i = 0; i < L; ++i) {
+      const float kh = bf16_to_f32(sK[i * PQ + d]) * sTok[i * 4 + 2];
+      acc = sTok[i * 4 + 0] * acc + sTok[i * 4 + 1] * kh * kh;
+    }
+    psum[(slot * H + h) * K + d] = acc;
+  }
+  if (warp() == 0) {
+    float s = 0.f;
+    for (int i = lane(); i < C; i += 32) s += sTok[i * 4 + 3];
+    s = warp_sum(s);
+    if (lane() == 0) pgam[slot * H + h] = exp_(s);
+  }
+}
+
+template <class Tr>
+DGPS_DEV void fwd_precond_scan_squash(const ForwardArgs& a) {
+  using namespace dev;
+  constexpr launch::FeatureSet F = features<Tr>();
+  constexpr int C = cfg::C, K = cfg::K;
+  const launch::WorkspaceLayout W = launch::workspaceLayout(F, shape_of<Tr>(a), tile_of());
+  const int64_t H = a.heads_qk;
+  const int64_t n = block_x() / H, h = block_x() - n * H;
+  const Seq sq = seq_of(a, n);
+  const int64_t s0 = first_slot(a, n, sq.bos);
+  const int64_t nch = (sq.len + C - 1) / C;
+  unsigned char* ws = static_cast<unsigned char*>(a.workspace);
+  float* pst = reinterpret_cast<float*>(ws + W.pst);
+  const float* psum = reinterpret_cast<const float*>(ws + W.psum);
+  const float* pgam = reinterpret_cast<const float*>(ws + W.pgam);
+  for (int d = tid(); d < K; d += nthreads()) {
+    float A = a.initial_precond_state != nullptr ? a.initial_precond_state[(n * H + h) * K + d] : 0.f;
+    for (int64_t c = 0; c < nch; ++c) {
+      const int64_t s = s0 + c;
+      pst[(s * H + h) * K + d] = A;
+      A = pgam[s * H + h] * A + psum[(s * H + h) * K + d];
+    }
+    if (a.final_precond_state != nullptr) a.final_precond_state[(n * H + h) * K + d] = A;
+  }
+}
+
+template <class Tr>
+DGPS_DEV void fwd_precond_scan_hypergrad(const ForwardArgs& a) {
+  using namespace dev;
+  constexpr launch::FeatureSet F = features<Tr>();
+  constexpr int C = cfg::C, K = cfg::K;
+  constexpr int J = (K + 31) / 32;  // channels per lane: d = lane + 32 j
+  const launch::WorkspaceLayout W = launch::workspaceLayout(F, shape_of<Tr>(a), tile_of());
+  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
+  const int64_t pair = block_x() * 4 + warp();
+  if (pair >= a.num_seqs * H) return;  // whole warp leaves together
+  const int64_t n = pair / H, h = pair - n * H;
+  const Seq sq = seq_of(a, n);
+  const int64_t s0 = first_slot(a, n, sq.bos);
+  unsigned char* ws = static_cast<unsigned char*>(a.workspace);
+  float* pst = reinterpret_cast<float*>(ws + W.pst);
+  float* pcoef = reinterpret_cast<float*>(ws + W.pcoef);
+  const uint16_t* kp = static_cast<const uint16_t*>(a.k);
+  const int l = lane();
+
+  float d[J];
+#pragma unroll
+  for (int j = 0; j < J; ++j) {
+    const int ch = l + 32 * j;
+    d[j] = ch < K ? (a.initial_precond_state != nullptr ? a.initial_precond_state[(n * H + h) * K + ch] : Tr::kInit)
+                  : 0.f;
+  }
+  float kn[J];  // prefetched next key row
+#pragma unroll
+  for (int j = 0; j < J; ++j) {
+    const int ch = l + 32 * j;
+    kn[j] = (sq.len > 0 && ch < K) ? Act_t::load(kp[(sq.bos * H + h) * K + ch]) : 0.f;
+  }
+  for (int64_t i = 0; i < sq.len; ++i) {
+    const int64_t row = sq.bos + i;
+    float kv[J];
+#pragma unroll
+    for (int j = 0; j < J; ++j) kv[j] = kn[j];
+    if (i + 1 < sq.len) {
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+        const int ch = l + 32 * j;
+        kn[j] = ch < K ? Act_t::load(kp[((row + 1) * H + h) * K + ch]) : 0.f;
+      }
+    }
+    const float beta = Tr::kGain ? a.beta[row * HV + h * ratio] : 1.f;
+    const float rho = Tr::kRetention ? exp_(a.precond_g[row * H + h]) : 1.f;
+    const int64_t s = s0 + i / C;
+    const int ic = (int)(i % C);
+    if (ic == 0) {
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        if (l + 32 * j < K) pst[(s * H + h) * K + l + 32 * j] = d[j];
+    }
+    float ss = 0.f;
+#pragma unroll
+    for (int j = 0; j < J; ++j) ss += kv[j] * kv[j];
+    ss = warp_sum(ss);
+    const float rk = Tr::kL2Norm ? rsqrt(ss + Tr::kL2Eps) : 1.f;
+    float u[J], nk = 0.f, du = 0.f;
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      const float kh = kv[j] * rk;
+      u[j] = kh * kh;
+      nk += u[j];
+      du += d[j] * u[j];
+    }
+    nk = warp_sum(nk);
+    du = warp_sum(du);
+    const float coef = nk > 0.f ? Tr::kEta * beta / nk * (1.f - beta * du) : 0.f;
+    if (l == 0) pcoef[(s * H + h) * C + ic] = coef;
+#pragma unroll
+    for (int j = 0; j < J; ++j) d[j] = osdn_clamp<Tr>(rho * d[j] + coef * u[j]);
+  }
+  // zero the unused tail of the last chunk's coefficients (state_output loads the whole row)
+  if (sq.len % C != 0) {
+    const int64_t s = s0 + sq.len / C;
+    for (int ic = (int)(sq.len % C) + l; ic < C; ic += 32) pcoef[(s * H + h) * C + ic] = 0.f;
+  }
+  if (a.final_precond_state != nullptr) {
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+      if (l + 32 * j < K) a.final_precond_state[(n * H + h) * K + l + 32 * j] = d[j];
+  }
+}
+
+template <class Tr>
+DGPS_DEV void fwd_precond_scan(const ForwardArgs& a) {
+  static_assert(TraitsCheck<Tr>::ok, "");
+  static_assert(Tr::kPrecond == 1, "precond_scan is only generated for preconditioned specs");
+  if (Tr::kPrecondSource == 0)
+    fwd_precond_scan_squash<Tr>(a);
+  else
+    fwd_precond_scan_hypergrad<Tr>(a);
+}
+
+}  // namespace dgps

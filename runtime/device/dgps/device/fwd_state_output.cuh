@@ -1,0 +1,352 @@
+// Forward role state_output: the sequential part. One CTA per (sequence, value head, value tile of BV
+// columns); one warp per 16 value columns, each owning Sᵀ[16 x KP] in fp32 registers (compile-time sized,
+// field case C28). Per chunk (math.md §4.1, transposed so accumulators feed the next product in registers):
+//   XQᵀ = Sᵀ Q_opᵀ,  XKᵀ = Sᵀ K_opᵀ                       (one pass over S, bf16 operands, fp32 accumulate)
+//   Nᵀ  = (Vᵀ − XKᵀ·diag(ck)) (𝒯 diag β)ᵀ    (delta)      Nᵀ = Vᵀ diag(β)   (linear)
+//   Oᵀ  = XQᵀ·diag(cq) + Nᵀ Aqkᵀ                           -> o (bf16/fp16)
+//   Sᵀ  ← Sᵀ·D_C + (Nᵀ diag(w)) K_w                         (D_C = 2^{G2_C}, or per channel)
+// Operands: raw q/k tiles when the per-token factors cq/ck/w (tok workspace) carry the gating and l2norm;
+// re-written bf16 operands when a factor varies per channel (diagonal decay, ATK write key P⊙k, ATQ query
+// P⊙q), rebuilt here from the chunk-start preconditioner state so P⊙k never touches device memory.
+// The state enters tensor-core products as bf16 also for fp16 inputs (|S| may exceed 65504, field case C06).
+// Partial last chunks: zero pad rows are exact no-ops; the final decay is the last real token's (C16).
+#pragma once
+
+#include "dgps/device/common.cuh"
+
+namespace dgps {
+
+template <class Tr>
+DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
+  using namespace dev;
+  static_assert(TraitsCheck<Tr>::ok, "");
+  constexpr launch::FeatureSet F = features<Tr>();
+  constexpr int C = cfg::C, K = cfg::K, V = cfg::V, KP = cfg::KP, BV = cfg::BV, NCT = C / 8;
+  constexpr int PQ = launch::bf16Pitch(KP), PV = launch::bf16Pitch(BV), PC = launch::bf16Pitch(C);
+  constexpr launch::StateOutputSmem L = launch::stateOutputSmem(F, K, V, C, BV, cfg::STAGES, cfg::kInputF16);
+  constexpr bool kDelta = Tr::kSolve == 1;
+  constexpr bool kPre = Tr::kPrecond == 1;
+  constexpr bool kATK = kPre && Tr::kPrecondSide == 0;
+  constexpr bool kATQ = kPre && Tr::kPrecondSide == 1;
+  constexpr bool kDiag = Tr::kDecay == 2;
+  constexpr bool kQop = launch::soNeedQop(F), kKop = launch::soNeedKop(F), kKw = launch::soNeedKw(F);
+  constexpr bool kProcess = kQop || kKop || kKw;
+
+  const launch::WorkspaceLayout W = launch::workspaceLayout(F, shape_of<Tr>(a), tile_of());
+  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
+  constexpr int64_t VT = (V + BV - 1) / BV;
+  const int64_t bid = block_x();
+  const int64_t vt = bid % VT, nh = bid / VT, hv = nh % HV, n = nh / HV, h = hv / ratio;
+  const Seq sq = seq_of(a, n);
+  const int64_t s0 = first_slot(a, n, sq.bos);
+  const int64_t nch = (sq.len + C - 1) / C;
+  const int w = warp(), l = lane(), g = l >> 2, t = l & 3;
+  const int v0 = (int)vt * BV;
+  const int vw = v0 + 16 * w;  // first value column of this warp
+
+  unsigned char* sm = dyn_smem();
+  unsigned char* ws = static_cast<unsigned char*>(a.workspace);
+  const uint16_t* qg = static_cast<const uint16_t*>(a.q);
+  const uint16_t* kg = static_cast<const uint16_t*>(a.k);
+  const uint16_t* vg = static_cast<const uint16_t*>(a.v);
+  uint16_t* og = static_cast<uint16_t*>(a.o);
+
+  // ---- state Sᵀ: rows v = vw + g (+8), columns d = 8 nt + 2t (+1) ----
+  float S[KP / 8][4];
+  {
+    const float* s0p = a.initial_state != nullptr ? a.initial_state + (n * HV + hv) * (int64_t)K * V : nullptr;
+#pragma unroll
+    for (int nt = 0; nt < KP / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int v = vw + g + 8 * (e >> 1), d = 8 * nt + 2 * t + (e & 1);
+        S[nt][e] = (s0p != nullptr && v < V && d < K) ? s0p[(int64_t)d * V + v] : 0.f;
+      }
+  }
+
+  auto issue = [&](int64_t c) {
+    unsigned char* st = sm + (c % cfg::STAGES) * L.stage_bytes;
+    const int64_t t0 = sq.bos + c * C, slot = s0 + c, sh = slot * HV + hv;
+    const int Lr = (int)lmin(C, sq.len - c * C);
+    load_tile16<C, KP>(smem_at<uint16_t>(st, L.q), PQ, qg + (t0 * H + h) * K, H * K, Lr, K);
+    load_tile16<C, KP>(smem_at<uint16_t>(st, L.k), PQ, kg + (t0 * H + h) * K, H * K, Lr, K);
+    load_tile16<C, BV>(smem_at<uint16_t>(st, L.v), PV, vg + (t0 * HV + hv) * V + v0, HV * V, Lr, V - v0);
+    if (kDelta)
+      load_tile16<C, C>(smem_at<uint16_t>(st, L.tb), PC, reinterpret_cast<const uint16_t*>(ws + W.tb) + sh * C * C,
+                        C, C, C);
+    load_tile16<C, C>(smem_at<uint16_t>(st, L.aqk), PC, reinterpret_cast<const uint16_t*>(ws + W.aqk) + sh * C * C,
+                      C, C, C);
+    load_tile32<C + 1, 8>(smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws + W.tok) + sh * (C + 1) * 8,
+                          8, C + 1, 8);
+    if (kDiag) load_tile32<C, KP>(smem_at<float>(st, L.g), KP, a.g + (t0 * HV + hv) * K, HV * K, Lr, K);
+    if (kPre) {
+      load_tile32<1, KP>(smem_at<float>(st, L.pst), KP, reinterpret_cast<const float*>(ws + W.pst) + (slot * H + h) * K,
+                         K, 1, K);
+      if (Tr::kPrecondSource == 1)
+        load_tile32<1, C>(smem_at<float>(st, L.ptok), C, reinterpret_cast<const float*>(ws + W.pcoef) + (slot * H + h) * C,
+                          C, 1, C);
+    }
+  };
+
+  if (nch > 0) {
+    issue(0);
+    cp_async_commit();
+  }
+  for (int64_t c = 0; c < nch; ++c) {
+    unsigned char* st = sm + (c % cfg::STAGES) * L.stage_bytes;
+    const int64_t t0 = sq.bos + c * C;
+    const int Lr = (int)lmin(C, sq.len - c * C);
+    if (cfg::STAGES == 2) {
+      if (c + 1 < nch) issue(c + 1);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    sync_threads();
+    uint16_t* sQ = smem_at<uint16_t>(st, L.q);
+    uint16_t* sK = smem_at<uint16_t>(st, L.k);
+    uint16_t* sV = smem_at<uint16_t>(st, L.v);
+    const uint16_t* sTb = smem_at<uint16_t>(st, L.tb);
+    const uint16_t* sAqk = smem_at<uint16_t>(st, L.aqk);
+    const float* sTok = smem_at<float>(st, L.tok);
+    float* sDec = smem_at<float>(sm, L.dec);
+
+    // ---- processing: fp16 re-encoding, per-channel gating, preconditioner multiplier ----
+    if (cfg::kInputF16) {
+      f16_to_bf16_tile<C, KP>(sQ, PQ);
+      f16_to_bf16_tile<C, KP>(sK, PQ);
+      f16_to_bf16_tile<C, BV>(sV, PV);
+      if (!kProcess) sync_threads();
+    }
+    if (kProcess) {
+      float* sPt = smem_at<float>(sm, L.ptmp);  // [C][4]: γ/ρ, β^a/coef
+      if (kPre) {
+        for (int i = tid(); i < C; i += nthreads()) {
+          const bool ok = i < Lr;
+          const int64_t row = t0 + i;
+          if (Tr::kPrecondSource == 0) {
+            sPt[i * 4 + 0] = (ok && Tr::kSquashGate) ? exp_(a.precond_g[row * H + h]) : 1.f;
+            sPt[i * 4 + 1] = ok ? (Tr::kSquashGain ? a.precond_beta[row * H + h] : 1.f) : 0.f;
+          } else {
+            sPt[i * 4 + 0] = (ok && Tr::kRetention) ? exp_(a.precond_g[row * H + h]) : 1.f;
+            sPt[i * 4 + 1] = ok ? smem_at<float>(st, L.ptok)[i] : 0.f;
+          }
+        }
+      }
+      float* sG = smem_at<float>(st, L.g);
+      if (kDiag) {
+        for (int d = tid(); d < KP; d += nthreads()) {
+          float G = 0.f;
+          for (int i = 0; i < C; ++i) {
+            G += sG[i * KP + d] * kLog2e;
+            sG[i * KP + d] = G;
+          }
+          sDec[d] = ex2(G);
+        }
+      }
+      sync_threads();
+      uint16_t* sQop = kQop ? smem_at<uint16_t>(sm, L.qop) : sQ;
+      uint16_t* sKop = kKop ? smem_at<uint16_t>(sm, L.kop) : sK;
+      uint16_t* sKw = kKw ? smem_at<uint16_t>(sm, L.kw) : sK;
+      const float* sPst = smem_at<float>(st, L.pst);
+      const float center = (kPre && Tr::kPrecondSource == 0 && a.precond_center != nullptr) ? a.precond_center[h] : 0.f;
+      const float nl2x = squash_neg_log2x<Tr>();
+      for (int d = tid(); d < KP; d += nthreads()) {
+        float pstate = (kPre && d < K) ? sPst[d] : 0.f;
+        const float GC = kDiag ? sG[(C - 1) * KP + d] : 0.f;
+        for (int i = 0; i < C; ++i) {
+          const float kv = bf16_to_f32(sK[i * PQ + d]);
+          float P = 1.f;
+          if (kPre && i < Lr && d < K) {
+            const float kh = kv * sTok[i * 8 + 5];
+            if (Tr::kPrecondSource == 0) {
+              pstate = sPt[i * 4 + 0] * pstate + sPt[i * 4 + 1] * kh * kh;
+              P = squash_m<Tr>(pstate, center, nl2x);
+            } else {
+              const float dn = osdn_clamp<Tr>(sPt[i * 4 + 0] * pstate + sPt[i * 4 + 1] * kh * kh);
+              P = Tr::kTiming == 0 ? pstate : dn;
+              pstate = dn;
+            }
+          }
+          const float eg = kDiag ? ex2(sG[i * KP + d]) : 1.f;
+          const float ew = kDiag ? ex2(GC - sG[i * KP + d]) : 1.f;
+          if (kQop) sQop[i * PQ + d] = f32_to_bf16(bf16_to_f32(sQ[i * PQ + d]) * (kATQ ? P : 1.f) * eg);
+          if (kKop) sKop[i * PQ + d] = f32_to_bf16(kv * eg);
+          if (kKw) sKw[i * PQ + d] = f32_to_bf16(kv * (kATK ? P : 1.f) * ew);
+        }
+      }
+      sync_threads();
+    }
+    const uint16_t* sQop = kQop ? smem_at<uint16_t>(sm, L.qop) : sQ;
+    const uint16_t* sKop = kKop ? smem_at<uint16_t>(sm, L.kop) : sK;
+    const uint16_t* sKw = kKw ? smem_at<uint16_t>(sm, L.kw) : sK;
+
+    // ---- XQᵀ, XKᵀ = Sᵀ [Q_op; K_op]ᵀ ----
+    float XQ[NCT][4], XK[NCT][4];
+#pragma unroll
+    for (int nt = 0; nt < NCT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) XQ[nt][e] = XK[nt][e] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < KP / 16; ++ks) {
+      uint32_t A[4];
+      acc_to_a(A, S[2 * ks], S[2 * ks + 1]);
+#pragma unroll
+      for (int p = 0; p < C / 16; ++p) {
+        uint32_t b[4];
+        lds_b_nk(b, sQop, PQ, 16 * p, 16 * ks);
+        mma_bf16(XQ[2 * p], A, b[0], b[1]);
+        mma_bf16(XQ[2 * p + 1], A, b[2], b[3]);
+        if (kDelta) {
+          lds_b_nk(b, sKop, PQ, 16 * p, 16 * ks);
+          mma_bf16(XK[2 * p], A, b[0], b[1]);
+          mma_bf16(XK[2 * p + 1], A, b[2], b[3]);
+        }
+      }
+    }
+
+    // ---- Nᵀ ----
+    float N[NCT][4];
+#pragma unroll
+    for (int nt = 0; nt < NCT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) N[nt][e] = 0.f;
+    {
+      uint32_t RA[C / 16][4];
+#pragma unroll
+      for (int p = 0; p < C / 16; ++p) {
+        uint32_t vt4[4];  // Vᵀ pairs: [0] (v g, i 16p+2t..), [1] (v g+8, ..), [2] (v g, i 16p+8+2t..), [3] (v g+8, ..)
+        lds_at(vt4, sV, PV, 16 * p, 16 * w);
+        float R[2][4];
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+          const int i0 = 16 * p + 8 * hf + 2 * t;
+          const float x00 = bf16_lo(vt4[2 * hf]), x01 = bf16_hi(vt4[2 * hf]);
+          const float x10 = bf16_lo(vt4[2 * hf + 1]), x11 = bf16_hi(vt4[2 * hf + 1]);
+          if (kDelta) {
+            const float c0 = sTok[i0 * 8 + 1], c1 = sTok[(i0 + 1) * 8 + 1];
+            R[hf][0] = x00 - c0 * XK[2 * p + hf][0];
+            R[hf][1] = x01 - c1 * XK[2 * p + hf][1];
+            R[hf][2] = x10 - c0 * XK[2 * p + hf][2];
+            R[hf][3] = x11 - c1 * XK[2 * p + hf][3];
+          } else {
+            const float b0 = sTok[i0 * 8 + 3], b1 = sTok[(i0 + 1) * 8 + 3];
+            N[2 * p + hf][0] = b0 * x00;
+            N[2 * p + hf][1] = b1 * x01;
+            N[2 * p + hf][2] = b0 * x10;
+            N[2 * p + hf][3] = b1 * x11;
+          }
+        }
+        if (kDelta) acc_to_a(RA[p], R[0], R[1]);
+      }
+      if (kDelta) {
+#pragma unroll
+        for (int p = 0; p < C / 16; ++p)
+#pragma unroll
+          for (int ks = 0; ks <= p; ++ks) {
+            uint32_t b[4];
+            lds_b_nk(b, sTb, PC, 16 * p, 16 * ks);
+            mma_bf16(N[2 * p], RA[ks], b[0], b[1]);
+            mma_bf16(N[2 * p + 1], RA[ks], b[2], b[3]);
+          }
+      }
+    }
+
+    // ---- Oᵀ = XQᵀ diag(cq) + Nᵀ Aqkᵀ ----
+    uint32_t NA[C / 16][4];
+#pragma unroll
+    for (int ks = 0; ks < C / 16; ++ks) acc_to_a(NA[ks], N[2 * ks], N[2 * ks + 1]);
+#pragma unroll
+    for (int nt = 0; nt < NCT; ++nt) {
+      const int i0 = 8 * nt + 2 * t;
+      const float c0 = sTok[i0 * 8 + 0], c1 = sTok[(i0 + 1) * 8 + 0];
+      XQ[nt][0] *= c0;
+      XQ[nt][1] *= c1;
+      XQ[nt][2] *= c0;
+      XQ[nt][3] *= c1;
+    }
+#pragma unroll
+    for (int p = 0; p < C / 16; ++p)
+#pragma unroll
+      for (int ks = 0; ks <= p; ++ks) {
+        uint32_t b[4];
+        lds_b_nk(b, sAqk, PC, 16 * p, 16 * ks);
+        mma_bf16(XQ[2 * p], NA[ks], b[0], b[1]);
+        mma_bf16(XQ[2 * p + 1], NA[ks], b[2], b[3]);
+      }
+    // stage O through this warp's 16 columns of the V tile (only this warp reads/writes them)
+    sync_warp();
+#pragma unroll
+    for (int nt = 0; nt < NCT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = 8 * nt + 2 * t + (e & 1), vl = 16 * w + g + 8 * (e >> 1);
+        sV[i * PV + vl] = Act_t::store(XQ[nt][e]);
+      }
+    sync_warp();
+    for (int e = l; e < Lr * 2; e += 32) {
+      const int i = e >> 1, half = e & 1;
+      const int vcol = vw + 8 * half;
+      if (vcol < V) {
+        const U4 x = *reinterpret_cast<const U4*>(sV + i * PV + 16 * w + 8 * half);
+        *reinterpret_cast<U4*>(og + ((t0 + i) * HV + hv) * V + vcol) = x;
+      }
+    }
+
+    // ---- Sᵀ ← Sᵀ D_C + (Nᵀ diag(w)) K_w ----
+    if (Tr::kDecay == 1) {
+      const float dec = sTok[C * 8 + 0];
+#pragma unroll
+      for (int nt = 0; nt < KP / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) S[nt][e] *= dec;
+    } else if (kDiag) {
+#pragma unroll
+      for (int nt = 0; nt < KP / 8; ++nt) {
+        const float d0 = sDec[8 * nt + 2 * t], d1 = sDec[8 * nt + 2 * t + 1];
+        S[nt][0] *= d0;
+        S[nt][1] *= d1;
+        S[nt][2] *= d0;
+        S[nt][3] *= d1;
+      }
+    }
+#pragma unroll
+    for (int ks = 0; ks < C / 16; ++ks) {
+      const int j0 = 16 * ks + 2 * t, j1 = j0 + 8;
+      const float w00 = sTok[j0 * 8 + 2], w01 = sTok[(j0 + 1) * 8 + 2];
+      const float w10 = sTok[j1 * 8 + 2], w11 = sTok[(j1 + 1) * 8 + 2];
+      NA[ks][0] = pack_bf16(N[2 * ks][0] * w00, N[2 * ks][1] * w01);
+      NA[ks][1] = pack_bf16(N[2 * ks][2] * w00, N[2 * ks][3] * w01);
+      NA[ks][2] = pack_bf16(N[2 * ks + 1][0] * w10, N[2 * ks + 1][1] * w11);
+      NA[ks][3] = pack_bf16(N[2 * ks + 1][2] * w10, N[2 * ks + 1][3] * w11);
+    }
+#pragma unroll
+    for (int qd = 0; qd < KP / 16; ++qd)
+#pragma unroll
+      for (int ks = 0; ks < C / 16; ++ks) {
+        uint32_t b[4];
+        lds_b_kn(b, sKw, PQ, 16 * ks, 16 * qd);
+        mma_bf16(S[2 * qd], NA[ks], b[0], b[1]);
+        mma_bf16(S[2 * qd + 1], NA[ks], b[2], b[3]);
+      }
+    sync_threads();  // this stage (and the processed operands) may be overwritten from here on
+    if (cfg::STAGES == 1 && c + 1 < nch) {
+      issue(c + 1);
+      cp_async_commit();
+    }
+  }
+
+  if (a.final_state != nullptr) {
+    float* sf = a.final_state + (n * HV + hv) * (int64_t)K * V;
+#pragma unroll
+    for (int nt = 0; nt < KP / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int v = vw + g + 8 * (e >> 1), d = 8 * nt + 2 * t + (e & 1);
+        if (v < V && d < K) sf[(int64_t)d * V + v] = S[nt][e];
+      }
+  }
+}
+
+}  // namespace dgps

@@ -1,0 +1,336 @@
+// Launch geometry of the DGPS kernels: which forward roles run, in what order, and each role's grid,
+// block, dynamic shared memory and the one workspace buffer they share. Compiled by the host compiler
+// (runtime) and by NVRTC/nvcc (the kernels use the same layout functions), so it holds only plain structs
+// and constexpr functions; no CUDA types, no includes.
+//
+// How the runtime uses it (README.md beside this file has the full contract):
+//   int roles[kMaxRoles]; int n = forwardRoles(features, roles);
+//   for i < n: g = forwardGeometry(roles[i], features, shape, tile);
+//              launch dgps_<name>_fwd_<roleName(roles[i])> with g.grid, g.block, g.smem_bytes on one stream;
+//   workspace: one buffer of workspaceBytes(features, shape, tile) bytes (16-byte aligned; no zeroing needed).
+//   decode:    g = decodeGeometry(features, shape, tile); launch dgps_<name>_decode.
+// Kernels with smem_bytes > 48 KiB need CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES raised first.
+// Grid counts are in grid.x only (2^31 - 1 limit); grid.y = grid.z = 1.
+#pragma once
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define DGPS_HD __host__ __device__
+#else
+#define DGPS_HD
+#endif
+
+namespace dgps {
+namespace launch {
+
+// ---- inputs -----------------------------------------------------------------------------------------
+/// The spec's axes, as the Traits of the generated source spell them (dsl Spec.h enums in this order).
+struct FeatureSet {
+  int decay = 0;    ///< 0 none, 1 scalar (g [B,T,HV]), 2 diagonal (g [B,T,HV,K])
+  int gain = 0;     ///< 0 gain 1, 1 beta [B,T,HV]
+  int precond = 0;  ///< 0 none, 1 diagonal
+  int side = 0;     ///< 0 key (ATK), 1 query (ATQ)
+  int source = 0;   ///< 0 ema_sq_squash, 1 hypergrad_ogd
+  int solve = 1;    ///< 0 linear (Hebbian), 1 delta
+};
+
+/// Sizes of one call. For decode, T and N are ignored (one token per batch row).
+struct ProblemShape {
+  long long B = 1;    ///< batch (1 with varlen)
+  long long T = 0;    ///< tokens per sequence, or total packed tokens with varlen
+  long long N = 1;    ///< sequences: B, or len(cu_seqlens) - 1
+  long long H = 1;    ///< key/query heads
+  long long HV = 1;   ///< value heads (multiple of H)
+  long long K = 128;  ///< key head dim (must equal the DGPS_K the kernels were compiled with)
+  long long V = 128;  ///< value head dim (DGPS_V)
+  int varlen = 0;     ///< cu_seqlens given
+  int f16 = 0;        ///< q, k, v, o are fp16 (DGPS_INPUT_F16); bf16 otherwise
+};
+
+/// One tuning candidate; the same values are passed to NVRTC as DGPS_CHUNK, DGPS_BLOCK_V, DGPS_WARPS,
+/// DGPS_STAGES.
+struct TileConfig {
+  int chunk = 64;
+  int block_v = 64;
+  int warps = 4;
+  int stages = 2;
+};
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+struct Geometry {
+  Dim3 grid;
+  Dim3 block;
+  unsigned long long smem_bytes = 0;  ///< dynamic shared memory
+};
+
+// ---- roles -----------------------------------------------------------------------------------------------
+enum Role : int {
+  kPrecondSummary = 0,  ///< ema_sq_squash: per-chunk summary of the accumulator (fully parallel)
+  kPrecondScan = 1,     ///< preconditioner state at every chunk start (sequential per sequence and key head)
+  kChunkLocal = 2,      ///< per chunk: norms, gate cumsum, write key, KKT, triangular inverse, masked Q·Kᵀ
+  kStateOutput = 3,     ///< per (sequence, value head, value tile): sequential state pass and output
+};
+constexpr int kMaxRoles = 4;
+
+DGPS_HD inline const char* roleName(int role) {
+  return role == kPrecondSummary ? "precond_summary"
+         : role == kPrecondScan  ? "precond_scan"
+         : role == kChunkLocal   ? "chunk_local"
+         : role == kStateOutput  ? "state_output"
+                                 : "unknown";
+}
+
+/// The forward roles of `f`, in launch order; returns their count.
+DGPS_HD inline int forwardRoles(const FeatureSet& f, int roles[kMaxRoles]) {
+  int n = 0;
+  if (f.precond == 1) {
+    if (f.source == 0) roles[n++] = kPrecondSummary;
+    roles[n++] = kPrecondScan;
+  }
+  roles[n++] = kChunkLocal;
+  roles[n++] = kStateOutput;
+  return n;
+}
+
+// ---- small arithmetic ----------------------------------------------------------------------------------
+DGPS_HD constexpr long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
+DGPS_HD constexpr long long align_up(long long a, long long b) { return cdiv(a, b) * b; }
+DGPS_HD constexpr int pad16(int x) { return (x + 15) / 16 * 16; }
+
+/// Number of chunk slots: B·ceil(T/C), or with varlen the device-side bound ceil(T/C) + N. With varlen,
+/// sequence n's chunk c lives in slot floor(cu[n]/C) + n + c (injective and below this bound), so no
+/// host sync is needed to read cu_seqlens.
+DGPS_HD constexpr long long chunkSlots(const ProblemShape& s, int C) {
+  return s.varlen ? cdiv(s.T, C) + s.N : s.B * cdiv(s.T, C);
+}
+
+// ---- workspace -------------------------------------------------------------------------------------------
+/// Byte offsets into the workspace (each 256-aligned); `total` is the size to allocate. Unused parts have
+/// size 0. Per chunk slot s and value head hv (or key head h for the preconditioner):
+///   tb    bf16 [S][HV][C][C]   T·diag(β), T = (I + 𝒜)^{-1} (delta solve only; lower 16x16 tiles written)
+///   aqk   bf16 [S][HV][C][C]   scale·tril(Q Kwᵀ ⊙ Γ) (lower 16x16 tiles written)
+///   tok   f32  [S][HV][C+1][8] per token {cq, ck, w, β, rq, rk, G2, 0}; row C = {2^G2_C, 0...}
+///   pst   f32  [S][H][K]       preconditioner state (A or d) at the chunk start
+///   psum  f32  [S][H][K]       ema_sq_squash: chunk summary a_c (scan from 0 over the chunk)
+///   pgam  f32  [S][H]          ema_sq_squash: exp(Σ precond_g) over the chunk
+///   pcoef f32  [S][H][C]       hypergrad_ogd: per-token step coefficient κ_t ε_t
+struct WorkspaceLayout {
+  long long slots = 0;
+  long long tb = 0, aqk = 0, tok = 0, pst = 0, psum = 0, pgam = 0, pcoef = 0;
+  long long total = 0;
+};
+
+DGPS_HD constexpr WorkspaceLayout workspaceLayout(const FeatureSet& f, const ProblemShape& s, const TileConfig& t) {
+  WorkspaceLayout w;
+  const long long C = t.chunk;
+  w.slots = chunkSlots(s, t.chunk);
+  long long off = 0;
+  const long long cc = w.slots * s.HV * C * C * 2;
+  w.tb = off;
+  off += f.solve == 1 ? align_up(cc, 256) : 0;
+  w.aqk = off;
+  off += align_up(cc, 256);
+  w.tok = off;
+  off += align_up(w.slots * s.HV * (C + 1) * 8 * 4, 256);
+  const bool pre = f.precond == 1;
+  w.pst = off;
+  off += pre ? align_up(w.slots * s.H * s.K * 4, 256) : 0;
+  w.psum = off;
+  off += (pre && f.source == 0) ? align_up(w.slots * s.H * s.K * 4, 256) : 0;
+  w.pgam = off;
+  off += (pre && f.source == 0) ? align_up(w.slots * s.H * 4, 256) : 0;
+  w.pcoef = off;
+  off += (pre && f.source == 1) ? align_up(w.slots * s.H * C * 4, 256) : 0;
+  w.total = off;
+  return w;
+}
+
+DGPS_HD constexpr unsigned long long workspaceBytes(const FeatureSet& f, const ProblemShape& s, const TileConfig& t) {
+  return (unsigned long long)workspaceLayout(f, s, t).total;
+}
+
+// ---- shared-memory layouts (byte offsets; the kernels carve their dynamic smem with these) --------------
+/// Row pitch (elements) of a bf16 tile with `cols` columns: +8 elements (16 bytes) against bank conflicts
+/// of ldmatrix.
+DGPS_HD constexpr int bf16Pitch(int cols) { return cols + 8; }
+DGPS_HD constexpr int f32Pitch(int cols) { return cols + 4; }
+
+struct ChunkLocalSmem {
+  int q = 0, k = 0, kw = 0;   ///< bf16 [C][KP+8]: query (or P⊙q), key, write-key operand (P⊙k)
+  int krow = 0, qrow = 0, kcol = 0;  ///< bf16 [C][KP+8]: diagonal decay: gated key / query rows, gated columns
+  int G = 0;                  ///< f32 [C][KP+4]: diagonal decay: per-channel log2 cumsum
+  int A = 0;                  ///< f32 [C][C+4]: KKT block, inverted in place into T
+  int X = 0;                  ///< f32 [C/16][16][16]: inverse scratch
+  int tok = 0;                ///< f32 [C][8] per-token scalars; [C][4] preconditioner inputs at tok + C*32
+  int pstate = 0;             ///< f32 [KP]: preconditioner state at the chunk start
+  int total = 0;
+};
+
+DGPS_HD constexpr ChunkLocalSmem chunkLocalSmem(const FeatureSet& f, int K, int C) {
+  ChunkLocalSmem m;
+  const int KP = pad16(K);
+  const int tile = C * bf16Pitch(KP) * 2;
+  int off = 0;
+  m.q = off;
+  off += tile;
+  m.k = off;
+  off += tile;
+  const bool asym = f.precond == 1 && f.side == 0;
+  m.kw = asym ? off : m.k;
+  off += asym ? tile : 0;
+  if (f.decay == 2) {
+    m.krow = off;
+    off += tile;
+    m.qrow = off;
+    off += tile;
+    m.kcol = off;
+    off += tile;
+    m.G = off;
+    off += C * f32Pitch(KP) * 4;
+    m.A = off;  // separate: the operands are still read while earlier block rows are finished
+    off += C * f32Pitch(C) * 4;
+  } else {
+    m.A = 0;  // aliases q/k: written only after every warp finished its tensor-core products
+    const int a_end = C * f32Pitch(C) * 4;
+    off = off > a_end ? off : a_end;
+  }
+  m.X = off;
+  off += (C / 16) * 256 * 4;
+  m.tok = off;
+  off += C * 8 * 4 + C * 4 * 4;
+  m.pstate = off;
+  off += KP * 4;
+  m.total = off;
+  return m;
+}
+
+/// state_output, one pipeline stage (offsets relative to the stage) and the stage-independent parts.
+struct StateOutputSmem {
+  int q = 0, k = 0, v = 0, tb = 0, aqk = 0, tok = 0, g = 0, pst = 0, ptok = 0;
+  int stage_bytes = 0;
+  int stages = 1;
+  int qop = 0, kop = 0, kw = 0;  ///< processed operands (after the stages); equal to -1 when unused
+  int dec = 0;                   ///< f32 [KP] per-channel decay of the state (diagonal decay)
+  int ptmp = 0;                  ///< f32 [C][4] per-token preconditioner factors
+  int total = 0;
+};
+
+/// Which processed (re-written) bf16 operands state_output needs.
+/// (fp16 inputs are re-encoded to bf16 in place in the stage buffers and need none of these.)
+DGPS_HD constexpr bool soNeedQop(const FeatureSet& f) { return f.decay == 2 || (f.precond == 1 && f.side == 1); }
+DGPS_HD constexpr bool soNeedKop(const FeatureSet& f) { return f.solve == 1 && f.decay == 2; }
+DGPS_HD constexpr bool soNeedKw(const FeatureSet& f) { return f.decay == 2 || (f.precond == 1 && f.side == 0); }
+
+DGPS_HD constexpr StateOutputSmem stateOutputSmem(const FeatureSet& f, int K, int V, int C, int BV, int stages,
+                                                  bool f16) {
+  StateOutputSmem m;
+  (void)V;
+  (void)f16;
+  const int KP = pad16(K);
+  int off = 0;
+  m.q = off;
+  off += C * bf16Pitch(KP) * 2;
+  m.k = off;
+  off += C * bf16Pitch(KP) * 2;
+  m.v = off;
+  off += C * bf16Pitch(BV) * 2;
+  m.tb = off;
+  off += f.solve == 1 ? C * bf16Pitch(C) * 2 : 0;
+  m.aqk = off;
+  off += C * bf16Pitch(C) * 2;
+  m.tok = off;
+  off += (C + 1) * 8 * 4;
+  m.g = off;
+  off += f.decay == 2 ? C * KP * 4 : 0;
+  m.pst = off;
+  off += f.precond == 1 ? KP * 4 : 0;
+  m.ptok = off;
+  off += f.precond == 1 ? C * 2 * 4 : 0;
+  off = (int)align_up(off, 128);
+  m.stage_bytes = off;
+  m.stages = stages;
+  off *= stages;
+  const int tile = C * bf16Pitch(KP) * 2;
+  m.qop = soNeedQop(f) ? off : -1;
+  off += soNeedQop(f) ? tile : 0;
+  m.kop = soNeedKop(f) ? off : -1;
+  off += soNeedKop(f) ? tile : 0;
+  m.kw = soNeedKw(f) ? off : -1;
+  off += soNeedKw(f) ? tile : 0;
+  m.dec = off;
+  off += KP * 4;
+  m.ptmp = off;
+  off += C * 4 * 4;
+  m.total = off;
+  return m;
+}
+
+// ---- geometry ----------------------------------------------------------------------------------------------
+DGPS_HD constexpr int precondScanThreads(const FeatureSet& f, int K) {
+  // ema_sq_squash: one thread per channel; hypergrad_ogd: one warp per (sequence, key head), 4 per CTA.
+  return f.source == 1 ? 128 : (pad16(K) <= 32 ? 32 : (pad16(K) + 31) / 32 * 32);
+}
+
+DGPS_HD inline Geometry forwardGeometry(int role, const FeatureSet& f, const ProblemShape& s, const TileConfig& t) {
+  Geometry g;
+  const long long slots = chunkSlots(s, t.chunk);
+  const int KP = pad16((int)s.K);
+  const int VP = pad16((int)s.V);
+  const int BV = t.block_v < VP ? t.block_v : VP;
+  switch (role) {
+    case kPrecondSummary:
+      g.grid.x = (unsigned)(slots * s.H);
+      g.block.x = (unsigned)(t.warps * 32);
+      g.smem_bytes = (unsigned long long)(t.chunk * bf16Pitch(KP) * 2 + t.chunk * 4 * 4);
+      break;
+    case kPrecondScan:
+      if (f.source == 1) {
+        g.grid.x = (unsigned)cdiv(s.N * s.H, 4);
+        g.block.x = 128;
+        g.smem_bytes = 0;
+      } else {
+        g.grid.x = (unsigned)(s.N * s.H);
+        g.block.x = (unsigned)precondScanThreads(f, (int)s.K);
+        g.smem_bytes = 0;
+      }
+      break;
+    case kChunkLocal:
+      g.grid.x = (unsigned)(slots * s.HV);
+      g.block.x = (unsigned)(t.warps * 32);
+      g.smem_bytes = (unsigned long long)chunkLocalSmem(f, (int)s.K, t.chunk).total;
+      break;
+    case kStateOutput:
+    default:
+      g.grid.x = (unsigned)(s.N * s.HV * cdiv(s.V, BV));
+      g.block.x = (unsigned)(BV / 16 * 32);
+      g.smem_bytes = (unsigned long long)stateOutputSmem(f, (int)s.K, (int)s.V, t.chunk, BV, t.stages, s.f16 != 0).total;
+      break;
+  }
+  return g;
+}
+
+/// Decode (128 threads): one CTA per (batch row, key head) when preconditioned (the CTA owns the key head's
+/// preconditioner state and loops over its value heads and value tiles), otherwise one CTA per
+/// (batch row, value head, value tile of block_v columns).
+/// Decode value tile: 32 columns (8 threads x float4 per row, 16 row groups of 128 threads).
+DGPS_HD constexpr int decodeTile(const ProblemShape& s, const TileConfig& t) {
+  (void)s;
+  (void)t;
+  return 32;
+}
+/// f32 smem of decode: k̂, write key, read query, per-channel decay [KP each], cross-warp partial sums
+/// [4 warps][2][32], scalars [32].
+DGPS_HD constexpr int decodeSmemBytes(int K) { return (4 * pad16(K) + 4 * 2 * 32 + 32) * 4; }
+DGPS_HD inline Geometry decodeGeometry(const FeatureSet& f, const ProblemShape& s, const TileConfig& t) {
+  Geometry g;
+  const long long tiles = cdiv(s.V, decodeTile(s, t));
+  g.grid.x = (unsigned)(f.precond == 1 ? s.B * s.H : s.B * s.HV * tiles);
+  g.block.x = 128;
+  g.smem_bytes = (unsigned long long)decodeSmemBytes((int)s.K);
+  return g;
+}
+
+}  // namespace launch
+}  // namespace dgps

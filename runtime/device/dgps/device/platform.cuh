@@ -1,0 +1,239 @@
+// The only place with inline PTX: thread indices, barriers, warp shuffles, tensor-core MMA, ldmatrix,
+// cp.async, fast special functions and bf16/fp16 conversions.
+//
+// NVRTC has no standard headers, so nothing here includes one; bf16/fp16 are carried as raw uint16_t bits
+// and converted with `cvt` PTX. When DGPS_EMU is defined (the CPU emulator of tests/gpu_kernels), every
+// primitive forwards to the emulator's hooks instead, so the same kernel source runs on a CPU for debugging.
+#pragma once
+
+#if defined(__CUDACC_RTC__)
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+#elif !defined(DGPS_EMU)
+#include <cstdint>
+#endif
+
+#include "dgps/device/abi.h"
+
+#if defined(DGPS_EMU)
+#include "emu_hooks.h"  // provided by tests/gpu_kernels/emu on the include path
+#define DGPS_DEV inline
+#else
+#define DGPS_DEV __device__ __forceinline__
+#endif
+
+namespace dgps {
+namespace dev {
+
+// ---- thread geometry ------------------------------------------------------------------------------
+#if defined(DGPS_EMU)
+DGPS_DEV int tid() { return (int)dgps_emu::thread_x(); }
+DGPS_DEV int nthreads() { return (int)dgps_emu::block_dim_x(); }
+DGPS_DEV int64_t block_x() { return (int64_t)dgps_emu::block_x(); }
+DGPS_DEV int64_t grid_x() { return (int64_t)dgps_emu::grid_x(); }
+DGPS_DEV unsigned char* dyn_smem() { return dgps_emu::dyn_smem(); }
+DGPS_DEV void sync_threads() { dgps_emu::sync_threads(); }
+DGPS_DEV void sync_warp() { dgps_emu::sync_warp(); }
+/// Named barrier `id` (1..15) over `count` threads (a multiple of 32): all wait.
+DGPS_DEV void bar_sync(int id, int count) { dgps_emu::bar_sync(id, count); }
+/// Named barrier arrive without waiting.
+DGPS_DEV void bar_arrive(int id, int count) { dgps_emu::bar_arrive(id, count); }
+#else
+DGPS_DEV int tid() { return (int)threadIdx.x; }
+DGPS_DEV int nthreads() { return (int)blockDim.x; }
+DGPS_DEV int64_t block_x() { return (int64_t)blockIdx.x; }
+DGPS_DEV int64_t grid_x() { return (int64_t)gridDim.x; }
+DGPS_DEV unsigned char* dyn_smem() {
+  extern __shared__ __align__(16) unsigned char dgps_dyn_smem[];
+  return dgps_dyn_smem;
+}
+DGPS_DEV void sync_threads() { __syncthreads(); }
+DGPS_DEV void sync_warp() { __syncwarp(); }
+DGPS_DEV void bar_sync(int id, int count) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory"); }
+DGPS_DEV void bar_arrive(int id, int count) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory"); }
+#endif
+DGPS_DEV int lane() { return tid() & 31; }
+DGPS_DEV int warp() { return tid() >> 5; }
+
+// ---- warp shuffles (full mask: every call site is reached by all 32 lanes) ----------------------
+#if defined(DGPS_EMU)
+DGPS_DEV float shfl_xor(float v, int m) { return dgps_emu::shfl_xor_f(v, m); }
+DGPS_DEV float shfl(float v, int src) { return dgps_emu::shfl_f(v, src); }
+DGPS_DEV float shfl_up(float v, int d) { return dgps_emu::shfl_up_f(v, d); }
+#else
+DGPS_DEV float shfl_xor(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+DGPS_DEV float shfl(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+DGPS_DEV float shfl_up(float v, int d) { return __shfl_up_sync(0xffffffffu, v, d); }
+#endif
+DGPS_DEV float warp_sum(float v) {
+#pragma unroll
+  for (int m = 16; m >= 1; m >>= 1) v += shfl_xor(v, m);
+  return v;
+}
+DGPS_DEV float warp_max(float v) {
+#pragma unroll
+  for (int m = 16; m >= 1; m >>= 1) {
+    const float o = shfl_xor(v, m);
+    v = o > v ? o : v;
+  }
+  return v;
+}
+/// Inclusive prefix sum over the 32 lanes.
+DGPS_DEV float warp_inclusive_scan(float v) {
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const float o = shfl_up(v, d);
+    if (lane() >= d) v += o;
+  }
+  return v;
+}
+
+// ---- special functions ------------------------------------------------------------------------------
+// Approximate (MUFU) forms: relative error ~2^-22, far below the bf16 tolerance of the outputs.
+#if defined(DGPS_EMU)
+DGPS_DEV float ex2(float x) { return dgps_emu::ex2(x); }
+DGPS_DEV float lg2(float x) { return dgps_emu::lg2(x); }
+DGPS_DEV float rsqrt(float x) { return dgps_emu::rsqrt(x); }
+DGPS_DEV float rcp(float x) { return dgps_emu::rcp(x); }
+#else
+DGPS_DEV float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+DGPS_DEV float lg2(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+DGPS_DEV float rsqrt(float x) {
+  float y;
+  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+DGPS_DEV float rcp(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+#endif
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+/// e^x for x <= 0 (or moderate x); exp(-inf) = 0.
+DGPS_DEV float exp_(float x) { return ex2(x * kLog2e); }
+DGPS_DEV float log_(float x) { return lg2(x) * kLn2; }
+DGPS_DEV float fabs_(float x) { return x < 0.f ? -x : x; }
+DGPS_DEV float fmax_(float a, float b) { return a > b ? a : b; }
+DGPS_DEV float fmin_(float a, float b) { return a < b ? a : b; }
+
+// ---- bf16 / fp16 <-> fp32 -----------------------------------------------------------------------------
+#if defined(DGPS_EMU)
+DGPS_DEV float bf16_to_f32(uint16_t h) { return dgps_emu::bf16_to_f32(h); }
+DGPS_DEV float f16_to_f32(uint16_t h) { return dgps_emu::f16_to_f32(h); }
+DGPS_DEV uint16_t f32_to_bf16(float x) { return dgps_emu::f32_to_bf16(x); }
+DGPS_DEV uint16_t f32_to_f16(float x) { return dgps_emu::f32_to_f16(x); }
+DGPS_DEV uint32_t float_bits(float x) { return dgps_emu::float_bits(x); }
+DGPS_DEV float bits_float(uint32_t x) { return dgps_emu::bits_float(x); }
+#else
+DGPS_DEV float bf16_to_f32(uint16_t h) { return __uint_as_float(((uint32_t)h) << 16); }
+DGPS_DEV float f16_to_f32(uint16_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+DGPS_DEV uint16_t f32_to_bf16(float x) {
+  uint16_t h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
+  return h;
+}
+DGPS_DEV uint16_t f32_to_f16(float x) {
+  uint16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+  return h;
+}
+DGPS_DEV uint32_t float_bits(float x) { return __float_as_uint(x); }
+DGPS_DEV float bits_float(uint32_t x) { return __uint_as_float(x); }
+#endif
+/// Two floats -> packed bf16x2 (lo in the low half), round to nearest even.
+DGPS_DEV uint32_t pack_bf16(float lo, float hi) {
+  return (uint32_t)f32_to_bf16(lo) | ((uint32_t)f32_to_bf16(hi) << 16);
+}
+DGPS_DEV float bf16_lo(uint32_t p) { return bf16_to_f32((uint16_t)(p & 0xffffu)); }
+DGPS_DEV float bf16_hi(uint32_t p) { return bf16_to_f32((uint16_t)(p >> 16)); }
+
+/// The activation dtype (q, k, v, o) chosen by DGPS_INPUT_F16 / DGPS_INPUT_BF16.
+template <bool F16>
+struct Act {
+  DGPS_DEV static float load(uint16_t h) { return F16 ? f16_to_f32(h) : bf16_to_f32(h); }
+  DGPS_DEV static uint16_t store(float x) { return F16 ? f32_to_f16(x) : f32_to_bf16(x); }
+};
+
+// ---- shared-memory addresses, ldmatrix, mma ------------------------------------------------------------
+#if defined(DGPS_EMU)
+/// ldmatrix .x4: lane l supplies the row address of matrix l/8, row l%8; r[i] = fragment of matrix i.
+DGPS_DEV void ldsm_x4(uint32_t r[4], const void* p) { dgps_emu::ldsm_x4(r, p, false); }
+DGPS_DEV void ldsm_x4_trans(uint32_t r[4], const void* p) { dgps_emu::ldsm_x4(r, p, true); }
+/// D = A(16x16, row) * B(16x8, col) + D, bf16 operands, fp32 accumulate.
+DGPS_DEV void mma_bf16(float d[4], const uint32_t a[4], const uint32_t b0, const uint32_t b1) {
+  dgps_emu::mma_bf16(d, a, b0, b1);
+}
+/// 16-byte global->shared async copy; zero-fills the 16 bytes when !valid (no global read then).
+DGPS_DEV void cp_async16(void* smem, const void* gmem, bool valid) { dgps_emu::cp_async16(smem, gmem, valid); }
+DGPS_DEV void cp_async_commit() { dgps_emu::cp_async_commit(); }
+template <int N>
+DGPS_DEV void cp_async_wait() { dgps_emu::cp_async_wait(N); }
+#else
+DGPS_DEV uint32_t smem_u32(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
+DGPS_DEV void ldsm_x4(uint32_t r[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+DGPS_DEV void ldsm_x4_trans(uint32_t r[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+DGPS_DEV void mma_bf16(float d[4], const uint32_t a[4], const uint32_t b0, const uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+DGPS_DEV void cp_async16(void* smem, const void* gmem, bool valid) {
+  const int n = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem), "r"(n)
+               : "memory");
+}
+DGPS_DEV void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+DGPS_DEV void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+#endif
+
+// ---- small helpers ----------------------------------------------------------------------------------------
+/// 16-byte vector for copies (no dependency on CUDA's vector_types).
+struct alignas(16) U4 {
+  uint32_t x, y, z, w;
+};
+struct alignas(16) F4 {
+  float x, y, z, w;
+};
+DGPS_DEV int imin(int a, int b) { return a < b ? a : b; }
+DGPS_DEV int imax(int a, int b) { return a > b ? a : b; }
+DGPS_DEV int64_t lmin(int64_t a, int64_t b) { return a < b ? a : b; }
+template <class T>
+DGPS_DEV T* smem_at(unsigned char* base, int64_t byte_offset) {
+  return reinterpret_cast<T*>(base + byte_offset);
+}
+
+}  // namespace dev
+}  // namespace dgps

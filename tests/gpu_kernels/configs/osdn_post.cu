@@ -1,0 +1,30 @@
+// Test stand-in for emitter output (tests/gpu_kernels/gen_configs.py): spec "osdn_post".
+#include "dgps/device/dgps.cuh"
+namespace {
+struct Traits {
+  static constexpr bool kL2Norm = true;
+  static constexpr float kL2Eps = 1e-06f;
+  static constexpr float kSquashX = 1.5f;
+  static constexpr float kSquashEps = 1e-06f;
+  static constexpr bool kSquashGate = true;
+  static constexpr bool kSquashGain = true;
+  static constexpr float kEta = 0.5f;
+  static constexpr bool kRetention = false;
+  static constexpr int kTiming = 1;
+  static constexpr float kInit = 1.0f;
+  static constexpr bool kClampMin = true;
+  static constexpr bool kClampMax = true;
+  static constexpr float kClampMinV = 0.25f;
+  static constexpr float kClampMaxV = 2.0f;
+  static constexpr int kDecay = 1;
+  static constexpr bool kGain = true;
+  static constexpr int kPrecond = 1;
+  static constexpr int kPrecondSide = 0;
+  static constexpr int kPrecondSource = 1;
+  static constexpr int kSolve = 1;
+};
+}  // namespace
+extern "C" __global__ void dgps_osdn_post_fwd_precond_scan(dgps::ForwardArgs a) { dgps::fwd_precond_scan<Traits>(a); }
+extern "C" __global__ void dgps_osdn_post_fwd_chunk_local(dgps::ForwardArgs a) { dgps::fwd_chunk_local<Traits>(a); }
+extern "C" __global__ void dgps_osdn_post_fwd_state_output(dgps::ForwardArgs a) { dgps::fwd_state_output<Traits>(a); }
+extern "C" __global__ void dgps_osdn_post_decode(dgps::DecodeArgs a) { dgps::decode<Traits>(a); }
