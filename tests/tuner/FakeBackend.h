@@ -34,6 +34,7 @@ struct Behaviour {
   bool compile_error = false;
   bool compile_throws = false;
   bool compile_hangs = false;  ///< blocks until cancelled or the deadline passes.
+  bool compile_kills_context = false;  ///< module load hits a sticky error.
   bool faults = false;         ///< screen() faults (isolated: context survives).
   bool kills_context = false;  ///< a fault that also leaves contextHealthy() false.
   Bug bug = Bug::None;
@@ -75,6 +76,10 @@ class FakeBackend : public TrialBackend {
     if (b.compile_hangs) {
       while (!control.cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       return {TrialStatus::Timeout, "cancelled", -1, -1};
+    }
+    if (b.compile_kills_context) {
+      dead_ = true;
+      return {TrialStatus::CompileError, "cuModuleLoadData: CUDA_ERROR_LAUNCH_FAILED", -1, -1};
     }
     if (b.compile_error) return {TrialStatus::CompileError, "error: too many resources requested\nmore", -1, -1};
     return {TrialStatus::Ok, "", 96, b.local_bytes};
@@ -164,7 +169,7 @@ class FakeBackend : public TrialBackend {
   std::vector<float> a_, x_, out_;
   std::vector<double> ref_;
   std::mutex mutex_;
-  bool dead_ = false;
+  std::atomic<bool> dead_{false};
 };
 
 }  // namespace dgps::tuning::test

@@ -116,7 +116,7 @@ TEST_F(AutotunerTest, FailuresAreRecordedAndTuningContinues) {
   b[good2] = {0.7};
   FakeBackend backend(b, seed());
   TunerOptions o = fastOptions();
-  o.compile_timeout = std::chrono::milliseconds(150);
+  o.compile_timeout = std::chrono::milliseconds(300);
   const TuneResult r = Autotuner(backend, o).tune(test::h200(), test::sampleKey(), keptOf(b));
 
   ASSERT_TRUE(r.status) << r.status.message;
@@ -157,6 +157,21 @@ TEST_F(AutotunerTest, ContextKillingFaultAbortsWithoutRecording) {
   TuningDb reread(db.path());
   ASSERT_TRUE(reread.load());
   EXPECT_TRUE(reread.records().empty());
+}
+
+TEST_F(AutotunerTest, ContextLostWhileCompilingAbortsBeforeAnyTrial) {
+  const TileConfig a{32, 32, 4, 1}, bad{32, 64, 4, 1};
+  Behaviours b;
+  b[a] = {0.5};
+  b[bad] = {0.1};
+  b[bad].compile_kills_context = true;
+  FakeBackend backend(b, seed());
+  const TuneResult r = Autotuner(backend, fastOptions()).tune(test::h200(), test::sampleKey(), keptOf(b));
+  EXPECT_FALSE(r.status);
+  EXPECT_NE(r.status.message.find("compiling/loading"), std::string::npos) << r.status.message;
+  EXPECT_EQ(row(r, a).status, TrialStatus::Skipped);
+  EXPECT_EQ(backend.runs.load(), 0);
+  EXPECT_TRUE(backend.timeCalls.empty());
 }
 
 // Equal-within-noise candidates resolve to the simpler one whatever the input order; a clearly

@@ -238,18 +238,21 @@ TuneResult Autotuner::tune(const DeviceFingerprint& device, const ProblemKey& ke
                                                  ? std::string(" (the tuning space is empty)")
                                                  : "; first reason: " + candidates.pruned[0].reason)));
 
+  // Any non-Ok call may have been a fault that killed an in-process context (C25).
+  std::string contextLostBy;
+
   // 1-2. Compile, spill filter.
   const int total = static_cast<int>(rows.size());
   compileAll(backend_, options_, rows, [&](int done, const CandidateReport& row) {
     report(TunePhase::Compile, done, total, row);
   });
   if (options_.reject_spills) filterSpills(rows);
+  // Loading a module can also hit a sticky error; do not trial anything on a dead context.
+  if (!backend_.contextHealthy()) contextLostBy = "compiling/loading the candidates";
 
-  // Any non-Ok call may have been a fault that killed an in-process context (C25).
-  std::string contextLostBy;
   auto checkContext = [&](const CandidateReport& row) {
     if (row.status != TrialStatus::Ok && contextLostBy.empty() && !backend_.contextHealthy())
-      contextLostBy = row.config.str();
+      contextLostBy = "candidate " + row.config.str();
     return contextLostBy.empty();
   };
   auto contextLost = [&] {
@@ -259,11 +262,12 @@ TuneResult Autotuner::tune(const DeviceFingerprint& device, const ProblemKey& ke
         addNote(r, "not tried: the GPU context was lost after " + contextLostBy + " failed");
       }
     return finish(Status::error(
-        "autotuning aborted: candidate " + contextLostBy +
-        " faulted and the backend's CUDA context is no longer usable; nothing was recorded. The "
-        "backend must screen candidates in isolation (child process or fresh context), see "
-        "TrialBackend.h"));
+        "autotuning aborted: the backend's CUDA context is no longer usable after " + contextLostBy +
+        " failed; nothing was recorded. The backend must screen candidates in isolation (child "
+        "process or fresh context), see TrialBackend.h"));
   };
+
+  if (!contextLostBy.empty()) return contextLost();
 
   // 3. Screen: one poisoned run + comparison with the trusted result.
   {
