@@ -1,0 +1,452 @@
+// CPU emulator (see emu_hooks.h). Cooperative fibers with a hand-written x86-64 context switch.
+#include "emu_hooks.h"
+
+#include <sys/mman.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+extern "C" void dgps_emu_switch(void** save_sp, void* new_sp);
+asm(R"(
+.text
+.globl dgps_emu_switch
+.type dgps_emu_switch,@function
+dgps_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+.size dgps_emu_switch, .-dgps_emu_switch
+)");
+
+namespace dgps_emu {
+namespace {
+
+constexpr size_t kStack = 512 * 1024;
+constexpr int kMaxThreads = 1024;
+
+struct Copy {
+  void* dst;
+  const void* src;
+  bool valid;
+};
+
+enum State { kReady, kBlocked, kDone };
+
+struct Fiber {
+  void* sp = nullptr;
+  unsigned char* stack = nullptr;
+  State state = kReady;
+  unsigned tid = 0;
+  std::vector<std::vector<Copy>> groups;  // committed cp.async groups, oldest first
+  std::vector<Copy> open;                 // not yet committed
+};
+
+struct Slot {
+  unsigned char in[64];
+  unsigned char out[64];
+};
+
+struct Warp {
+  int arrived = 0;
+  int kind = -1;
+  unsigned gen = 0;
+  Slot slots[2][32];
+  std::vector<int> waiters;
+};
+
+struct Barrier {
+  int arrived = 0;
+  int expected = 0;
+  std::vector<int> waiters;
+};
+
+struct Block {
+  unsigned nthreads = 0;
+  unsigned long long bid = 0, grid = 0;
+  std::vector<unsigned char> smem;
+  std::vector<Fiber> fibers;
+  std::vector<Warp> warps;
+  Barrier bars[16];
+  const std::function<void()>* fn = nullptr;
+  std::string error;
+};
+
+Block* g_block = nullptr;
+Fiber* g_cur = nullptr;
+void* g_sched_sp = nullptr;
+unsigned char* g_stacks = nullptr;
+
+struct EmuError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void fail(const std::string& m) {
+  if (g_block->error.empty()) g_block->error = m;
+  // Stop this fiber for good; the scheduler sees the error and abandons the block.
+  g_cur->state = kDone;
+  dgps_emu_switch(&g_cur->sp, g_sched_sp);
+}
+
+void yield_blocked() {
+  g_cur->state = kBlocked;
+  dgps_emu_switch(&g_cur->sp, g_sched_sp);
+}
+
+void wake(std::vector<int>& w) {
+  for (int t : w) g_block->fibers[t].state = kReady;
+  w.clear();
+}
+
+void run_copies(std::vector<Copy>& g) {
+  for (const Copy& c : g) {
+    if (c.valid) std::memcpy(c.dst, c.src, 16);
+    else std::memset(c.dst, 0, 16);
+  }
+}
+
+void finish_copies(Fiber& f) {
+  if (!f.open.empty()) {
+    f.groups.push_back(f.open);
+    f.open.clear();
+  }
+  for (auto& g : f.groups) run_copies(g);
+  f.groups.clear();
+}
+
+void fiber_main() {
+  (*g_block->fn)();
+  finish_copies(*g_cur);
+  g_cur->state = kDone;
+  dgps_emu_switch(&g_cur->sp, g_sched_sp);
+  std::abort();  // never resumed
+}
+
+void init_fiber(Fiber& f, unsigned char* stack) {
+  f.stack = stack;
+  uintptr_t top = reinterpret_cast<uintptr_t>(stack + kStack) & ~uintptr_t(15);
+  void** sp = reinterpret_cast<void**>(top);
+  *--sp = nullptr;                                    // fake return address of fiber_main
+  *--sp = reinterpret_cast<void*>(&fiber_main);       // popped by `ret`
+  for (int i = 0; i < 6; ++i) *--sp = nullptr;        // rbp rbx r12 r13 r14 r15
+  f.sp = sp;
+}
+
+int live_in_warp(int w) {
+  int n = 0;
+  for (int t = 32 * w; t < 32 * w + 32 && t < (int)g_block->nthreads; ++t)
+    if (g_block->fibers[t].state != kDone) ++n;
+  return n;
+}
+
+template <class F>
+void collective(int kind, const void* in, size_t n, void* out, size_t on, F compute) {
+  const int t = (int)g_cur->tid, w = t / 32, ln = t % 32;
+  Warp& W = g_block->warps[w];
+  if (W.arrived == 0) W.kind = kind;
+  else if (W.kind != kind) fail("divergent warp collective in warp " + std::to_string(w));
+  const int par = W.gen & 1;
+  std::memcpy(W.slots[par][ln].in, in, n);
+  const unsigned my_gen = W.gen;
+  ++W.arrived;
+  if (live_in_warp(w) != 32) fail("warp collective with exited lanes in warp " + std::to_string(w));
+  if (W.arrived == 32) {
+    compute(W.slots[par]);
+    W.arrived = 0;
+    ++W.gen;
+    wake(W.waiters);
+  } else {
+    W.waiters.push_back(t);
+    while (W.gen == my_gen) yield_blocked();
+  }
+  std::memcpy(out, W.slots[par][ln].out, on);
+}
+
+uint16_t lo16(uint32_t x) { return (uint16_t)(x & 0xffffu); }
+uint16_t hi16(uint32_t x) { return (uint16_t)(x >> 16); }
+
+}  // namespace
+
+unsigned thread_x() { return g_cur->tid; }
+unsigned block_dim_x() { return g_block->nthreads; }
+unsigned long long block_x() { return g_block->bid; }
+unsigned long long grid_x() { return g_block->grid; }
+unsigned char* dyn_smem() { return g_block->smem.data(); }
+
+void bar_sync(int id, int count) {
+  Barrier& b = g_block->bars[id];
+  if (b.arrived == 0) b.expected = count;
+  else if (b.expected != count) fail("barrier " + std::to_string(id) + " used with different counts");
+  if (++b.arrived == b.expected) {
+    b.arrived = 0;
+    wake(b.waiters);
+  } else {
+    b.waiters.push_back((int)g_cur->tid);
+    yield_blocked();
+  }
+}
+void bar_arrive(int id, int count) {
+  Barrier& b = g_block->bars[id];
+  if (b.arrived == 0) b.expected = count;
+  if (++b.arrived == b.expected) {
+    b.arrived = 0;
+    wake(b.waiters);
+  }
+}
+void sync_threads() {
+  int live = 0;
+  for (auto& f : g_block->fibers)
+    if (f.state != kDone) ++live;
+  bar_sync(0, live);
+}
+void sync_warp() {
+  char dummy = 0;
+  collective(1, &dummy, 1, &dummy, 1, [](Slot*) {});
+}
+float shfl_xor_f(float v, int m) {
+  float r;
+  collective(2, &v, 4, &r, 4, [m](Slot* s) {
+    for (int l = 0; l < 32; ++l) std::memcpy(s[l].out, s[l ^ m].in, 4);
+  });
+  return r;
+}
+float shfl_f(float v, int src) {
+  float r;
+  int pl[2];
+  std::memcpy(pl, &v, 4);
+  pl[1] = src;
+  collective(3, pl, 8, &r, 4, [](Slot* s) {
+    for (int l = 0; l < 32; ++l) {
+      int src2;
+      std::memcpy(&src2, s[l].in + 4, 4);
+      std::memcpy(s[l].out, s[src2 & 31].in, 4);
+    }
+  });
+  return r;
+}
+float shfl_up_f(float v, int d) {
+  float r;
+  collective(4, &v, 4, &r, 4, [d](Slot* s) {
+    for (int l = 0; l < 32; ++l) std::memcpy(s[l].out, s[l >= d ? l - d : l].in, 4);
+  });
+  return r;
+}
+
+float ex2(float x) { return std::exp2(x); }
+float lg2(float x) { return std::log2(x); }
+float rsqrt(float x) { return 1.0f / std::sqrt(x); }
+float rcp(float x) { return 1.0f / x; }
+
+uint32_t float_bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
+float bits_float(uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+float bf16_to_f32(uint16_t h) { return bits_float((uint32_t)h << 16); }
+uint16_t f32_to_bf16(float x) {
+  uint32_t u = float_bits(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+float f16_to_f32(uint16_t h) {
+  const uint32_t s = (h >> 15) & 1u, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  float v;
+  if (e == 0) v = std::ldexp((float)m, -24);
+  else if (e == 31) v = m ? NAN : INFINITY;
+  else v = std::ldexp((float)(m | 0x400u), (int)e - 25);
+  return s ? -v : v;
+}
+uint16_t f32_to_f16(float x) {
+  if (std::isnan(x)) return 0x7e00;
+  const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  float a = std::fabs(x);
+  if (a >= 65520.f) return sign | 0x7c00;  // rounds to inf
+  if (a < std::ldexp(1.f, -25)) return sign;  // rounds to 0 (ties-to-even at 2^-25 -> 0)
+  int e;
+  std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1)
+  int exp16 = e - 1 + 15;
+  if (exp16 <= 0) {  // subnormal: units of 2^-24
+    const float q = std::nearbyint(a * std::ldexp(1.f, 24));
+    return sign | (uint16_t)q;
+  }
+  const float mant = a * std::ldexp(1.f, -(e - 1)) - 1.f;  // [0,1)
+  float q = std::nearbyint(mant * 1024.f);
+  if (q >= 1024.f) {
+    q = 0.f;
+    ++exp16;
+  }
+  if (exp16 >= 31) return sign | 0x7c00;
+  return sign | (uint16_t)(exp16 << 10) | (uint16_t)q;
+}
+
+void ldsm_x4(uint32_t r[4], const void* p, bool trans) {
+  const uint16_t* ptr = static_cast<const uint16_t*>(p);
+  uint32_t out[4];
+  collective(trans ? 6 : 5, &ptr, sizeof(ptr), out, sizeof(out), [trans](Slot* s) {
+    for (int L = 0; L < 32; ++L) {
+      uint32_t res[4];
+      for (int i = 0; i < 4; ++i) {
+        uint16_t e0, e1;
+        if (!trans) {
+          const uint16_t* row;
+          std::memcpy(&row, s[8 * i + L / 4].in, sizeof(row));
+          e0 = row[2 * (L % 4)];
+          e1 = row[2 * (L % 4) + 1];
+        } else {
+          const uint16_t *r0, *r1;
+          std::memcpy(&r0, s[8 * i + 2 * (L % 4)].in, sizeof(r0));
+          std::memcpy(&r1, s[8 * i + 2 * (L % 4) + 1].in, sizeof(r1));
+          e0 = r0[L / 4];
+          e1 = r1[L / 4];
+        }
+        res[i] = (uint32_t)e0 | ((uint32_t)e1 << 16);
+      }
+      std::memcpy(s[L].out, res, sizeof(res));
+    }
+  });
+  std::memcpy(r, out, sizeof(out));
+}
+
+void mma_bf16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+  uint32_t in[6] = {a[0], a[1], a[2], a[3], b0, b1};
+  unsigned char pl[40];
+  std::memcpy(pl, in, 24);
+  std::memcpy(pl + 24, d, 16);
+  float out[4];
+  collective(7, pl, 40, out, 16, [](Slot* s) {
+    float A[16][16], B[16][8], Cm[16][8];
+    for (int L = 0; L < 32; ++L) {
+      uint32_t r[6];
+      float c[4];
+      std::memcpy(r, s[L].in, 24);
+      std::memcpy(c, s[L].in + 24, 16);
+      const int g = L / 4, t = L % 4;
+      A[g][2 * t] = bf16_to_f32(lo16(r[0]));
+      A[g][2 * t + 1] = bf16_to_f32(hi16(r[0]));
+      A[g + 8][2 * t] = bf16_to_f32(lo16(r[1]));
+      A[g + 8][2 * t + 1] = bf16_to_f32(hi16(r[1]));
+      A[g][2 * t + 8] = bf16_to_f32(lo16(r[2]));
+      A[g][2 * t + 9] = bf16_to_f32(hi16(r[2]));
+      A[g + 8][2 * t + 8] = bf16_to_f32(lo16(r[3]));
+      A[g + 8][2 * t + 9] = bf16_to_f32(hi16(r[3]));
+      B[2 * t][g] = bf16_to_f32(lo16(r[4]));
+      B[2 * t + 1][g] = bf16_to_f32(hi16(r[4]));
+      B[2 * t + 8][g] = bf16_to_f32(lo16(r[5]));
+      B[2 * t + 9][g] = bf16_to_f32(hi16(r[5]));
+      Cm[g][2 * t] = c[0];
+      Cm[g][2 * t + 1] = c[1];
+      Cm[g + 8][2 * t] = c[2];
+      Cm[g + 8][2 * t + 1] = c[3];
+    }
+    for (int L = 0; L < 32; ++L) {
+      const int g = L / 4, t = L % 4;
+      float o[4];
+      for (int e = 0; e < 4; ++e) {
+        const int row = g + 8 * (e >> 1), col = 2 * t + (e & 1);
+        double acc = Cm[row][col];
+        for (int k = 0; k < 16; ++k) acc += (double)A[row][k] * (double)B[k][col];
+        o[e] = (float)acc;
+      }
+      std::memcpy(s[L].out, o, 16);
+    }
+  });
+  std::memcpy(d, out, 16);
+}
+
+void cp_async16(void* smem, const void* gmem, bool valid) {
+  const uintptr_t sa = reinterpret_cast<uintptr_t>(smem), ga = reinterpret_cast<uintptr_t>(gmem);
+  if ((sa & 15) || (valid && (ga & 15))) fail("cp.async with a misaligned 16-byte address");
+  g_cur->open.push_back({smem, gmem, valid});
+}
+void cp_async_commit() {
+  g_cur->groups.push_back(g_cur->open);
+  g_cur->open.clear();
+}
+void cp_async_wait(int n) {
+  while ((int)g_cur->groups.size() > n) {
+    run_copies(g_cur->groups.front());
+    g_cur->groups.erase(g_cur->groups.begin());
+  }
+}
+
+bool launch(const std::function<void()>& kernel, unsigned long long grid, unsigned block, size_t smem, char* err,
+            size_t errlen) {
+  if (block == 0 || block > (unsigned)kMaxThreads || block % 32 != 0) {
+    std::snprintf(err, errlen, "emu: block size %u not supported", block);
+    return false;
+  }
+  if (g_stacks == nullptr) {
+    g_stacks = static_cast<unsigned char*>(mmap(nullptr, kStack * kMaxThreads, PROT_READ | PROT_WRITE,
+                                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+    if (g_stacks == MAP_FAILED) {
+      std::snprintf(err, errlen, "emu: cannot map fiber stacks");
+      return false;
+    }
+  }
+  for (unsigned long long b = 0; b < grid; ++b) {
+    Block blk;
+    blk.nthreads = block;
+    blk.bid = b;
+    blk.grid = grid;
+    blk.smem.assign(smem + 16, 0xFF);
+    blk.fibers.resize(block);
+    blk.warps.resize(block / 32);
+    blk.fn = &kernel;
+    for (unsigned t = 0; t < block; ++t) {
+      blk.fibers[t].tid = t;
+      init_fiber(blk.fibers[t], g_stacks + (size_t)t * kStack);
+    }
+    g_block = &blk;
+    for (;;) {
+      bool progress = false, all_done = true;
+      for (auto& f : blk.fibers) {
+        if (f.state == kDone) continue;
+        all_done = false;
+        if (f.state != kReady) continue;
+        progress = true;
+        g_cur = &f;
+        dgps_emu_switch(&g_sched_sp, f.sp);
+        if (!blk.error.empty()) break;
+      }
+      if (!blk.error.empty()) {
+        std::snprintf(err, errlen, "emu: block %llu: %s", b, blk.error.c_str());
+        g_block = nullptr;
+        return false;
+      }
+      if (all_done) break;
+      if (!progress) {
+        int blocked = 0;
+        for (auto& f : blk.fibers) blocked += f.state == kBlocked;
+        std::snprintf(err, errlen, "emu: block %llu: deadlock (%d threads blocked at a barrier/collective)", b, blocked);
+        g_block = nullptr;
+        return false;
+      }
+    }
+    g_block = nullptr;
+  }
+  return true;
+}
+
+}  // namespace dgps_emu

@@ -1,0 +1,47 @@
+// CPU emulator of the CUDA execution model for the DGPS kernels (tests only). Every CUDA thread runs as a
+// fiber on one OS thread; barriers and warp-collective operations (shuffles, ldmatrix, mma.sync) switch
+// fibers. Semantics follow the PTX ISA: fragment layouts of ldmatrix/mma.m16n8k16, cp.async completing at
+// cp.async.wait_group (zero-fill when the source size is 0). Used to debug the kernels on a machine without a
+// GPU; divergent collectives, deadlocks and exited lanes in collectives are reported as errors.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+namespace dgps_emu {
+
+unsigned thread_x();
+unsigned block_dim_x();
+unsigned long long block_x();
+unsigned long long grid_x();
+unsigned char* dyn_smem();
+void sync_threads();
+void sync_warp();
+void bar_sync(int id, int count);
+void bar_arrive(int id, int count);
+float shfl_xor_f(float v, int m);
+float shfl_f(float v, int src);
+float shfl_up_f(float v, int d);
+float ex2(float x);
+float lg2(float x);
+float rsqrt(float x);
+float rcp(float x);
+float bf16_to_f32(uint16_t h);
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_bf16(float x);
+uint16_t f32_to_f16(float x);
+uint32_t float_bits(float x);
+float bits_float(uint32_t x);
+void ldsm_x4(uint32_t r[4], const void* p, bool trans);
+void mma_bf16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
+void cp_async16(void* smem, const void* gmem, bool valid);
+void cp_async_commit();
+void cp_async_wait(int n);
+
+/// Runs `kernel` (called once per thread) over grid x block threads with `smem` bytes of dynamic shared
+/// memory (filled with 0xFF so reads of unwritten smem give NaN). Returns false and fills `err` on a detected
+/// error (deadlock, divergent collective).
+bool launch(const std::function<void()>& kernel, unsigned long long grid, unsigned block, size_t smem, char* err,
+            size_t errlen);
+
+}  // namespace dgps_emu
