@@ -1,0 +1,107 @@
+//===- Passes.td - the DGPS pipeline ---------------------------*- tablegen -*-===//
+//
+// The pipeline, in order (dgpsc runs it; dgps-opt runs any part of it):
+//
+//   YAML ─dsl─▶ Spec ─import─▶ dgps IR ─canonicalize─▶ dgps IR
+//     ─dgps-lower-to-chunk─▶ chunk IR ─canonicalize─▶ chunk IR
+//     ─chunk-fuse-preconditioner─▶ ─chunk-partition-kernels─▶ kernel plan ─emit─▶ package
+//
+// `canonicalize` is MLIR's canonicalizer with the dialects' patterns: on dgps.recurrence it drops
+// the parameters of an absent preconditioner and turns an identity preconditioner (squash x = 1,
+// a hypergradient step that never moves d) into `none`; on chunk ops it removes zero gates and
+// unit gains, so PGDN with its preconditioner off lowers to exactly GDN's IR.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DGPS_TRANSFORMS_PASSES_TD
+#define DGPS_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def LowerToChunk : Pass<"dgps-lower-to-chunk", "::mlir::ModuleOp"> {
+  let summary = "Lower each dgps.recurrence to the chunkwise WY algorithm in the chunk dialect";
+  let description = [{
+    Replaces `dgps.recurrence @name` by `func.func @name_forward` whose body loads the inputs,
+    normalises q and k, builds the read key k̂ and the write key k̃ as separate values, and
+    chains kkt → solve_tril → wy_recompute → state_pass → qk_attn → output (math.md §4.1). The lowering is
+    uniform: an absent decay becomes a zero gate, an absent gain a unit gain, and the
+    preconditioner is a token-by-token scan (accum_scan + squash_apply, or hypergrad_scan +
+    diag_apply); canonicalisation and fusion clean these up.
+
+    Before:
+    ```mlir
+    dgps.recurrence @gdn {decay = #dgps.decay<scalar>, gain = #dgps.gain<scalar>,
+                          precond = #dgps.precond<none>, solve = #dgps.solve<delta>, ...}
+    ```
+    After:
+    ```mlir
+    func.func @gdn_forward() attributes {chunk.chunk_size = 64 : i64, ...} {
+      %k = chunk.load "k" : !chunk.tensor<[B, T, H, K], bf16>
+      %kr = chunk.l2norm %k {eps = 1.0e-06 : f64} : ... -> !chunk.tensor<[B, T, H, K], f32>
+      %G = chunk.gate_cumsum %g : ...
+      %A = chunk.kkt read %kr, write %kr gain %beta gate %G : ...
+      %T = chunk.solve_tril %A : ...
+      %w, %u = chunk.wy_recompute %T, read %kr, value %v gain %beta gate %G : ...
+      %vn, %h, %S = chunk.state_pass w %w, u %u, write %kr gate %G init %S0 : ...
+      %Aqk = chunk.qk_attn query %qr, write %kr gate %G : ...
+      %o = chunk.output query %qr, vnew %vn, states %h, attn %Aqk gate %G : ...
+      chunk.store "o", %o : ...
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["::dgps::chunk::ChunkDialect", "::mlir::func::FuncDialect"];
+}
+
+def FusePreconditioner : Pass<"chunk-fuse-preconditioner", "::mlir::func::FuncOp"> {
+  let summary = "Turn token-by-token preconditioner scans into chunk-start states plus in-chunk apply";
+  let description = [{
+    The preconditioned key must never be written to device memory. A token-by-token scan produces
+    a [B,T,H,K] tensor; this pass rewrites it into a tiny pre-pass that keeps only one K-vector per
+    chunk (the chunk-start state) and an op that recomputes the multiplier where the key is loaded
+    (math.md §5.1 option (a) and §5.2 "per-token reduction form").
+
+    Before:
+    ```mlir
+    %A, %Af = chunk.accum_scan %kr gate %ga gain %ba init %A0 : ...
+    %kw = chunk.squash_apply %kr, accum %A, center %c {eps = 1.0e-06, x = 1.5} : ...
+    ```
+    After:
+    ```mlir
+    %a, %sa = chunk.accum_summary %kr gate %ga gain %ba : ... -> (!f32_bnthk, !f32_bnth)
+    %As, %Af = chunk.accum_pass %a, %sa init %A0 : ...
+    %kw = chunk.accum_apply %kr, key %kr gate %ga gain %ba start %As, center %c {...} : ...
+    ```
+    and likewise hypergrad_scan + diag_apply → hypergrad_pass (chunk-start d and the per-token
+    step coefficients, so the in-chunk rebuild has no K-reduction) + hypergrad_apply.
+  }];
+}
+
+def PartitionKernels : Pass<"chunk-partition-kernels", "::mlir::ModuleOp"> {
+  let summary = "Group chunk ops into the kernels of the plan and estimate its cost";
+  let description = [{
+    Assigns every stage to a kernel role of the device library (launch order):
+    precond_summary (ema_sq_squash chunk summaries), precond_scan (chunk-start preconditioner
+    states), chunk_local (KKT, solve_tril, masked Q·K̃ᵀ; parallel over chunks) and state_output
+    (W and U formed on the fly, the sequential state pass, the output). Cheap prologue ops (load,
+    l2norm, gate_cumsum, accum_apply, hypergrad_apply) are recomputed in every kernel that needs
+    them; values produced by one kernel and used by another become kernel results of `global`
+    type (device-memory buffers). Sets the default tile configuration (`tile`) on every kernel and
+    the estimate (`chunk.plan`) on the function, and reports the estimate as a remark:
+    device-memory bytes and FLOPs per token and value head, counting every recompute (math.md
+    §4.4/§4.5 style, at the spec's largest key/value dims and C = the default chunk; PlanCost.h).
+    Fails with an error if a preconditioned key or query would cross a kernel boundary.
+
+    Before: a flat function body. After (PGDN):
+    ```mlir
+    %a, %sa = chunk.kernel "precond_summary" -> !f32_bnthk_global, !f32_bnth_global {...}
+    %As = chunk.kernel "precond_scan" -> !f32_bnthk_global {... chunk.store "final_precond_state" ...}
+    %T, %Aqk = chunk.kernel "chunk_local" -> !bf16_bthvc_global, !bf16_bthvc_global {
+      ... %kw = chunk.accum_apply ... start %As ...      // k̃ rebuilt on chip
+      ... chunk.kkt read %kr, write %kw ...
+    }
+    chunk.kernel "state_output" {... chunk.store "o", %o ...}
+    ```
+  }];
+}
+
+#endif

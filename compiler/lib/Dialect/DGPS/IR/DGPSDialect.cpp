@@ -1,0 +1,128 @@
+// The dgps dialect: registration, the spec verifier (the same rules as dsl's spec validation) and
+// the canonicalisation of dgps.recurrence.
+#include "dgps/Dialect/DGPS/IR/DGPS.h"
+#include "dgps/Dialect/DGPS/IR/SpecConversion.h"
+#include "dgps/dsl/SpecParser.h"
+
+#include <cmath>
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace dgps::ir;
+
+#include "dgps/Dialect/DGPS/IR/DGPSDialect.cpp.inc"
+#include "dgps/Dialect/DGPS/IR/DGPSEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dgps/Dialect/DGPS/IR/DGPSAttrs.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "dgps/Dialect/DGPS/IR/DGPSOps.cpp.inc"
+
+void DGPSDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dgps/Dialect/DGPS/IR/DGPSAttrs.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "dgps/Dialect/DGPS/IR/DGPSOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Verifier
+//===----------------------------------------------------------------------===//
+
+LogicalResult RecurrenceOp::verify() {
+  // Structure the Spec conversion relies on; the value rules are dsl's.
+  if (getPrecond() == PrecondKind::Diagonal) {
+    if (!getPrecondSide()) return emitOpError() << "diagonal preconditioner needs precond_side";
+    if (!getPrecondSource()) return emitOpError() << "diagonal preconditioner needs precond_source";
+    bool squash = *getPrecondSource() == PrecondSource::EmaSqSquash;
+    if (squash && !getSquashAttr())
+      return emitOpError() << "precond_source ema_sq_squash needs the `squash` parameters";
+    if (!squash && !getHypergradAttr())
+      return emitOpError() << "precond_source hypergrad_ogd needs the `hypergrad` parameters";
+    if (squash && getHypergradAttr())
+      return emitOpError() << "`hypergrad` parameters given with precond_source ema_sq_squash";
+    if (!squash && getSquashAttr())
+      return emitOpError() << "`squash` parameters given with precond_source hypergrad_ogd";
+  }
+  for (Attribute a : getInputDtypes()) {
+    Type t = cast<TypeAttr>(a).getValue();
+    if (!t.isBF16() && !t.isF16() && !t.isF32())
+      return emitOpError() << "input dtype " << t << " is not supported; expected bf16 or f16";
+  }
+  if (!getStateDtype().isBF16() && !getStateDtype().isF16() && !getStateDtype().isF32())
+    return emitOpError() << "state dtype " << getStateDtype() << " is not supported; expected f32";
+
+  // The same rules as the YAML language (dsl/lib/SpecValidate.cpp), one error at a time.
+  for (const Diagnostic& d : validateSpec(exportSpec(*this))) {
+    if (d.severity != Severity::Error) continue;
+    InFlightDiagnostic diag = emitOpError();
+    if (!d.path.empty()) diag << d.path << ": ";
+    diag << d.message;
+    if (!d.expected.empty()) diag << " [expected: " << d.expected << "]";
+    return diag;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Canonicalisation
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// True when the preconditioner multiplies by exactly 1 for every token: a hypergradient step of
+/// size 0 without retention keeps d at its initial value 1 (no initial state, no clamp). (The
+/// squash cannot be the identity: the language requires x > 1.)
+bool isIdentityPreconditioner(RecurrenceOp op) {
+  if (op.getPrecond() != PrecondKind::Diagonal || !op.getPrecondSource()) return false;
+  if (*op.getPrecondSource() != PrecondSource::HypergradOgd) return false;
+  HypergradAttr hg = op.getHypergradAttr();
+  return hg && hg.getEta().getValueAsDouble() == 0.0 && !hg.getRetention().getValue() &&
+         hg.getInit().getValueAsDouble() == 1.0 && !hg.getClampMin() && !hg.getClampMax() &&
+         !op.getIo().getInitialPrecondState().getValue();
+}
+
+}  // namespace
+
+LogicalResult RecurrenceOp::canonicalize(RecurrenceOp op, PatternRewriter& rewriter) {
+  MLIRContext* ctx = op.getContext();
+  bool identity = isIdentityPreconditioner(op);
+  bool noPrecond = identity || op.getPrecond() == PrecondKind::None;
+  IOAttr io = op.getIo();
+  bool dropParams = noPrecond && (op.getPrecondSideAttr() || op.getPrecondSourceAttr() ||
+                                  op.getSquashAttr() || op.getHypergradAttr());
+  bool dropStates = noPrecond && (io.getInitialPrecondState().getValue() ||
+                                  io.getFinalPrecondState().getValue());
+  // Unit gain has no range: normalise it so that equal models print equal IR.
+  bool resetGain = op.getGain() == GainKind::None &&
+                   (op.getGainLo().convertToDouble() != 0.0 || op.getGainHi().convertToDouble() != 1.0);
+  if (!identity && !dropParams && !dropStates && !resetGain) return failure();
+
+  rewriter.modifyOpInPlace(op, [&] {
+    if (identity) op.setPrecond(PrecondKind::None);
+    if (dropParams) {
+      // An absent preconditioner has no side, source or parameters.
+      op.removePrecondSideAttr();
+      op.removePrecondSourceAttr();
+      op.removeSquashAttr();
+      op.removeHypergradAttr();
+    }
+    if (dropStates) {
+      BoolAttr no = BoolAttr::get(ctx, false);
+      op.setIoAttr(IOAttr::get(ctx, io.getInitialState(), io.getFinalState(), no, no, io.getVarlen()));
+    }
+    if (resetGain) {
+      op.setGainLo(llvm::APFloat(0.0));
+      op.setGainHi(llvm::APFloat(1.0));
+    }
+  });
+  return success();
+}

@@ -1,0 +1,23 @@
+// The DGPS pass pipeline (Passes.td lists the stages) and dialect registration for the tools.
+#include "dgps/Dialect/Chunk/IR/Chunk.h"
+#include "dgps/Dialect/DGPS/IR/DGPS.h"
+#include "dgps/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace dgps {
+
+void registerDialects(mlir::DialectRegistry& registry) {
+  registry.insert<ir::DGPSDialect, chunk::ChunkDialect, mlir::func::FuncDialect>();
+}
+
+void buildPipeline(mlir::OpPassManager& pm, Stage until) {
+  pm.addPass(mlir::createCanonicalizerPass());
+  if (until == Stage::Dgps) return;
+  pm.addPass(createLowerToChunk());
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addNestedPass<mlir::func::FuncOp>(createFusePreconditioner());
+  if (until == Stage::Chunk) return;
+  pm.addPass(createPartitionKernels());
+}
+
+}  // namespace dgps

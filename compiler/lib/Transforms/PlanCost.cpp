@@ -1,0 +1,116 @@
+// Byte and FLOP counting of a kernel plan (PlanCost.h).
+#include "dgps/Transforms/PlanCost.h"
+
+#include <algorithm>
+
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace dgps::chunk;
+
+namespace dgps {
+
+double PlanCost::bytes() const {
+  double s = 0;
+  for (const KernelCost& k : kernels) s += k.bytes;
+  return s;
+}
+
+double PlanCost::flops() const {
+  double s = 0;
+  for (const KernelCost& k : kernels) s += k.flops;
+  return s;
+}
+
+double bytesPerTokenHead(ChunkTensorType t, const CostPoint& at) {
+  double perToken;
+  if (t.hasDim(Dim::T))
+    perToken = 1.0;
+  else if (t.hasDim(Dim::NT))
+    perToken = 1.0 / static_cast<double>(at.C);
+  else
+    return 0.0;  // per sequence or per head: amortised over the sequence
+  double elems = 1.0;
+  for (Dim d : t.getDims()) {
+    switch (d) {
+      case Dim::K: elems *= static_cast<double>(at.K); break;
+      case Dim::V: elems *= static_cast<double>(at.V); break;
+      case Dim::C: elems *= static_cast<double>(at.C); break;
+      case Dim::H: elems /= static_cast<double>(at.gvaRatio); break;
+      default: break;
+    }
+  }
+  Type e = t.getElementType();
+  double size = (e.isBF16() || e.isF16()) ? 2.0 : 4.0;
+  return size * elems * perToken;
+}
+
+double flopsPerTokenHead(Operation* op, const CostPoint& at) {
+  const double K = static_cast<double>(at.K), V = static_cast<double>(at.V), C = static_cast<double>(at.C);
+  const double perKeyHead = 1.0 / static_cast<double>(at.gvaRatio);
+  auto diagonalGate = [](Value g) { return g && cast<ChunkTensorType>(g.getType()).hasDim(Dim::K); };
+  return llvm::TypeSwitch<Operation*, double>(op)
+      .Case([&](L2NormOp) { return 3 * K * perKeyHead; })
+      .Case([&](GateCumsumOp o) { return diagonalGate(o.getGate()) ? K : 1.0; })
+      .Case([&](KKTOp) { return 2 * C * K; })                  // 2C²K per chunk
+      .Case([&](SolveTrilOp) { return C * C / 2; })            // ≈ C³/2 per chunk
+      .Case([&](WYRecomputeOp) { return 2 * C * K + 2 * C * V; })
+      .Case([&](GainScaleOp) { return V; })
+      .Case([&](StatePassOp) { return 4 * K * V; })            // W·h and K̃ᵀ·v_new
+      .Case([&](QKAttnOp) { return 2 * C * K; })                // masked Q·K̃ᵀ, 2C²K per chunk
+      .Case([&](OutputOp) { return 2 * K * V + 2 * C * V; })    // Q·h and Aqk·v_new
+      .Case([&](AccumScanOp) { return 3 * K * perKeyHead; })
+      .Case([&](SquashApplyOp) { return 10 * K * perKeyHead; })
+      .Case([&](AccumSummaryOp) { return 3 * K * perKeyHead; })
+      .Case([&](AccumPassOp) { return 2 * K / C * perKeyHead; })
+      .Case([&](AccumApplyOp) { return (2 * C * K + 10 * K) * perKeyHead; })  // intra matmul + squash
+      .Case([&](HypergradScanOp) { return 7 * K * perKeyHead; })
+      .Case([&](HypergradPassOp) { return 7 * K * perKeyHead; })
+      .Case([&](HypergradApplyOp) { return 4 * K * perKeyHead; })
+      .Case([&](DiagApplyOp) { return K * perKeyHead; })
+      .Default([](Operation*) { return 0.0; });
+}
+
+CostPoint costPointOf(func::FuncOp fn) {
+  CostPoint at;
+  auto maxOf = [](Attribute a, int64_t dflt) {
+    auto arr = dyn_cast_or_null<DenseI64ArrayAttr>(a);
+    if (!arr || arr.empty()) return dflt;
+    return *std::max_element(arr.asArrayRef().begin(), arr.asArrayRef().end());
+  };
+  at.K = maxOf(fn->getAttr(kKeyDimsAttr), at.K);
+  at.V = maxOf(fn->getAttr(kValueDimsAttr), at.V);
+  if (auto c = fn->getAttrOfType<IntegerAttr>(kChunkSizeAttr)) at.C = c.getInt();
+  if (auto g = fn->getAttrOfType<IntegerAttr>(kGvaAttr)) at.gvaRatio = std::max<int64_t>(1, g.getInt());
+  return at;
+}
+
+PlanCost estimatePlan(func::FuncOp fn, const CostPoint& at) {
+  PlanCost cost;
+  cost.at = at;
+  for (KernelOp kernel : fn.getBody().getOps<KernelOp>()) {
+    KernelCost kc;
+    kc.role = kernel.getRole().str();
+    llvm::SetVector<Value> readBuffers;
+    llvm::StringSet<> loaded;
+    kernel.getBody().walk([&](Operation* op) {
+      kc.flops += flopsPerTokenHead(op, at);
+      if (auto load = dyn_cast<LoadOp>(op)) {
+        if (loaded.insert(load.getName()).second)
+          kc.bytes += bytesPerTokenHead(cast<ChunkTensorType>(load.getType()), at);
+      } else if (auto store = dyn_cast<StoreOp>(op)) {
+        kc.bytes += bytesPerTokenHead(cast<ChunkTensorType>(store.getValue().getType()), at);
+      }
+      for (Value v : op->getOperands())
+        if (!kernel.getBody().isAncestor(v.getParentRegion())) readBuffers.insert(v);
+    });
+    for (Value v : readBuffers) kc.bytes += bytesPerTokenHead(cast<ChunkTensorType>(v.getType()), at);
+    for (Value r : kernel.getBuffers()) kc.bytes += bytesPerTokenHead(cast<ChunkTensorType>(r.getType()), at);
+    cost.kernels.push_back(kc);
+  }
+  return cost;
+}
+
+}  // namespace dgps
