@@ -160,7 +160,7 @@ std::optional<CachedImage> BinaryCache::decode(const std::string& b, const std::
   e.is_ptx = kind == 1;
   e.image = b.substr(kHeaderFixed + key_len, image_len);
   e.log = b.substr(kHeaderFixed + key_len + image_len, log_len);
-  if (checksum(key, std::uint32_t(kind), e.image, e.log) != b.substr(48, 32)) return fail("checksum mismatch");
+  if (checksum(key, std::uint32_t(kind), e.image, e.log) != b.substr(40, 32)) return fail("checksum mismatch");
   if (e.image.empty()) return fail("empty image");
   return e;
 }

@@ -1,19 +1,122 @@
 #include "LaunchPlan.h"
 
+#include <limits>
+
+#include "dgps/device/launch_rules.h"
 #include "dgps/runtime/Error.h"
 
 namespace dgps {
 namespace detail {
+namespace {
 
-// Placeholder until runtime/device/dgps/device/launch_rules.h (the kernels' geometry rules) lands.
-ForwardPlan planForward(const Package& package, const ForwardProblem&, const TileConfig&) {
-  throw RuntimeError(RuntimeErrorCode::Package,
-                     "package " + package.name() + ": no launch rules in this build (runtime/device/dgps/device/launch_rules.h missing)");
+// The spec's axes in launch_rules.h's encoding (explicit, so reordering a dsl enum cannot shift them).
+launch::FeatureSet featuresOf(const Spec& s) {
+  launch::FeatureSet f;
+  f.decay = s.decay.kind == DecayKind::None ? 0 : s.decay.kind == DecayKind::Scalar ? 1 : 2;
+  f.gain = s.gain.kind == GainKind::Scalar ? 1 : 0;
+  f.precond = s.precond.kind == PrecondKind::Diagonal ? 1 : 0;
+  f.side = s.precond.side == PrecondSide::Query ? 1 : 0;
+  f.source = s.precond.source == PrecondSource::HypergradOgd ? 1 : 0;
+  f.solve = s.solve.kind == SolveKind::Delta ? 1 : 0;
+  return f;
 }
 
-KernelLaunch planDecode(const Package& package, const DecodeProblem&, const TileConfig&) {
-  throw RuntimeError(RuntimeErrorCode::Package,
-                     "package " + package.name() + ": no launch rules in this build (runtime/device/dgps/device/launch_rules.h missing)");
+launch::TileConfig tileOf(const TileConfig& c) {
+  launch::TileConfig t;
+  t.chunk = c.chunk;
+  t.block_v = c.block_v;
+  t.warps = c.warps;
+  t.stages = c.stages;
+  return t;
+}
+
+KernelLaunch toLaunch(const std::string& role, const std::string& symbol, const launch::Geometry& g) {
+  KernelLaunch k;
+  k.role = role;
+  k.symbol = symbol;
+  k.grid = {g.grid.x, g.grid.y, g.grid.z};
+  k.block = {g.block.x, g.block.y, g.block.z};
+  k.shared_bytes = std::size_t(g.smem_bytes);
+  return k;
+}
+
+// The rules count blocks in grid.x only; refuse a problem whose block count would not fit (it would
+// otherwise wrap around in the unsigned conversion and silently skip work).
+void checkGridCount(const char* call, const std::string& role, long long blocks) {
+  const long long limit = std::numeric_limits<int>::max();  // 2^31 - 1, CUDA's grid.x limit
+  if (blocks > limit || blocks < 1) {
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       std::string(call) + ": the problem needs " + std::to_string(blocks) + " thread blocks for " +
+                           role + ", beyond CUDA's grid limit of 2^31-1; split the batch");
+  }
+}
+
+}  // namespace
+
+ForwardPlan planForward(const Package& package, const ForwardProblem& p, const TileConfig& config) {
+  const Manifest& m = package.manifest();
+  const launch::FeatureSet f = featuresOf(package.spec());
+  launch::ProblemShape s;
+  s.B = p.batch;
+  s.T = p.seq_len;
+  s.N = p.num_seqs;
+  s.H = p.heads_qk;
+  s.HV = p.heads_v;
+  s.K = p.key_dim;
+  s.V = p.value_dim;
+  s.varlen = p.varlen ? 1 : 0;
+  s.f16 = p.input_dtype == ScalarType::F16 ? 1 : 0;
+  const launch::TileConfig t = tileOf(config);
+
+  int roles[launch::kMaxRoles];
+  const int n = launch::forwardRoles(f, roles);
+  std::vector<std::string> expected;
+  for (int i = 0; i < n; ++i) expected.push_back(launch::roleName(roles[i]));
+  if (expected != m.forward_roles) {
+    std::string want, have;
+    for (const auto& r : expected) want += (want.empty() ? "" : ", ") + r;
+    for (const auto& r : m.forward_roles) have += (have.empty() ? "" : ", ") + r;
+    throw RuntimeError(RuntimeErrorCode::Package,
+                       package.directory() + "/manifest.yaml: forward.roles is [" + have +
+                           "] but this runtime's launch rules run [" + want +
+                           "] for these features (the package and the runtime's device library disagree; regenerate "
+                           "the package with the matching dgpsc)");
+  }
+  const long long slots = launch::chunkSlots(s, t.chunk);
+  const long long vp = (s.V + 15) / 16 * 16;
+  const long long bv = t.block_v < vp ? t.block_v : vp;
+  ForwardPlan plan;
+  for (int i = 0; i < n; ++i) {
+    long long blocks = 0;
+    switch (roles[i]) {
+      case launch::kPrecondSummary: blocks = slots * s.H; break;
+      case launch::kPrecondScan: blocks = f.source == 1 ? launch::cdiv(s.N * s.H, 4) : s.N * s.H; break;
+      case launch::kChunkLocal: blocks = slots * s.HV; break;
+      default: blocks = s.N * s.HV * launch::cdiv(s.V, bv); break;
+    }
+    checkGridCount("forward", expected[std::size_t(i)], blocks);
+    plan.kernels.push_back(
+        toLaunch(expected[std::size_t(i)], m.forward_symbols[std::size_t(i)], launch::forwardGeometry(roles[i], f, s, t)));
+  }
+  plan.workspace_bytes = std::size_t(launch::workspaceBytes(f, s, t));
+  return plan;
+}
+
+KernelLaunch planDecode(const Package& package, const DecodeProblem& p, const TileConfig& config) {
+  const launch::FeatureSet f = featuresOf(package.spec());
+  launch::ProblemShape s;
+  s.B = p.batch;
+  s.T = 1;
+  s.N = p.batch;
+  s.H = p.heads_qk;
+  s.HV = p.heads_v;
+  s.K = p.key_dim;
+  s.V = p.value_dim;
+  s.f16 = p.input_dtype == ScalarType::F16 ? 1 : 0;
+  const launch::TileConfig t = tileOf(config);
+  const long long tiles = launch::cdiv(s.V, launch::decodeTile(s, t));
+  checkGridCount("decode", "decode", f.precond == 1 ? s.B * s.H : s.B * s.HV * tiles);
+  return toLaunch("decode", package.manifest().decode_symbol, launch::decodeGeometry(f, s, t));
 }
 
 }  // namespace detail

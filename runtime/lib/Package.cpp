@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "dgps/dsl/Canonical.h"
 #include "dgps/dsl/SpecParser.h"
 #include "dgps/runtime/Error.h"
 
@@ -406,6 +407,11 @@ Package Package::open(const std::string& directory) {
     packageError(msg);
   }
   p.spec_ = *parsed.spec;
+  const std::string hash = specHash(p.spec_);
+  if (hash != p.manifest_.spec_hash) {
+    packageError(mpath + ": spec_hash is \"" + p.manifest_.spec_hash + "\" but " + spath + " hashes to \"" + hash +
+                 "\" (the spec was edited after the package was generated; regenerate it with dgpsc compile)");
+  }
   crossCheck(p.manifest_, p.spec_, mpath, spath);
   if (!readFile(p.sourcePath(), p.source_)) {
     packageError(mpath + ": source: " + p.sourcePath() + " is missing or unreadable");

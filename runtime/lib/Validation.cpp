@@ -66,8 +66,10 @@ class Checker {
   Checker(const char* call, const Spec& spec) : call_(call), spec_(spec) {}
 
   [[noreturn]] void fail(const std::string& tensor, const std::string& msg) const {
+    // "tensor 'g' is required ..." reads as a sentence; everything else is "tensor 'g': <problem>".
+    const bool sentence = msg.rfind("is ", 0) == 0 || msg.rfind("aliases ", 0) == 0;
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,
-                       std::string(call_) + ": tensor '" + tensor + "': " + msg);
+                       std::string(call_) + ": tensor '" + tensor + "'" + (sentence ? " " : ": ") + msg);
   }
 
   // Checks the generic properties of a given tensor (pointer, contiguity, alignment, device, size).

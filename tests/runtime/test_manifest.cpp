@@ -1,0 +1,167 @@
+// Manifest parsing: the contract's format is accepted; every kind of corruption is ONE RuntimeError
+// {Package} naming the file, the key and what was expected; random corruption never crashes.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "RuntimeTestUtil.h"
+#include "dgps/runtime/Error.h"
+#include "dgps/runtime/Package.h"
+
+namespace dgps {
+namespace {
+
+const char* kValid = R"(dgps_package: 1
+codegen_version: 1
+name: pgdn
+spec_hash: "0123456789abcdef"
+source: kernels.cu
+spec: spec.yaml
+features: {decay: scalar, gain: scalar, precond: diagonal, precond_side: key, precond_source: ema_sq_squash, solve: delta}
+dims: {key: [64, 128], value: [64, 128]}
+dtypes: {inputs: [bf16, f16], state: f32}
+io: {initial_state: true, final_state: true, initial_precond_state: true, final_precond_state: false, varlen: true}
+forward: {roles: [precond_scan, chunk_local, state_output], symbols: [dgps_pgdn_fwd_precond_scan, dgps_pgdn_fwd_chunk_local, dgps_pgdn_fwd_state_output]}
+decode: {symbol: dgps_pgdn_decode}
+tunables: {chunk: [64], block_v: [32, 64], warps: [4, 8], stages: [1, 2]}
+default_config: {chunk: 64, block_v: 64, warps: 4, stages: 1}
+plan: {bytes_per_token_head: 1536, flops_per_token_head: 2.5e5}
+)";
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  auto i = s.find(from);
+  EXPECT_NE(i, std::string::npos) << "fixture text lacks: " << from;
+  if (i != std::string::npos) s.replace(i, from.size(), to);
+  return s;
+}
+
+// Parses `text` expecting a Package error whose message contains every needle.
+void expectError(const std::string& text, std::vector<std::string> needles) {
+  try {
+    parseManifest(text, "pkg/manifest.yaml");
+    ADD_FAILURE() << "no error for:\n" << text;
+  } catch (const RuntimeError& e) {
+    EXPECT_EQ(e.code(), RuntimeErrorCode::Package);
+    std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("pkg/manifest.yaml", 0), 0u) << msg;
+    for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "missing '" << n << "' in: " << msg;
+  }
+}
+
+TEST(Manifest, ParsesTheContractFormat) {
+  Manifest m = parseManifest(kValid, "m.yaml");
+  EXPECT_EQ(m.name, "pgdn");
+  EXPECT_EQ(m.spec_hash, "0123456789abcdef");
+  EXPECT_EQ(m.features.decay, DecayKind::Scalar);
+  EXPECT_EQ(m.features.precond, PrecondKind::Diagonal);
+  EXPECT_EQ(m.features.precond_side, PrecondSide::Key);
+  EXPECT_EQ(m.features.precond_source, PrecondSource::EmaSqSquash);
+  EXPECT_EQ(m.features.solve, SolveKind::Delta);
+  EXPECT_EQ(m.key_dims, (std::vector<int>{64, 128}));
+  EXPECT_EQ(m.input_dtypes, (std::vector<DType>{DType::BF16, DType::F16}));
+  EXPECT_TRUE(m.io.initial_precond_state);
+  EXPECT_FALSE(m.io.final_precond_state);
+  ASSERT_EQ(m.forward_roles.size(), 3u);
+  EXPECT_EQ(m.forward_roles[1], "chunk_local");
+  EXPECT_EQ(m.forward_symbols[2], "dgps_pgdn_fwd_state_output");
+  EXPECT_TRUE(m.has_decode);
+  EXPECT_EQ(m.decode_symbol, "dgps_pgdn_decode");
+  EXPECT_EQ(m.tunables.warps, (std::vector<int>{4, 8}));
+  EXPECT_EQ(m.default_config, (TileConfig{64, 64, 4, 1}));
+  EXPECT_DOUBLE_EQ(m.flops_per_token_head, 2.5e5);
+}
+
+TEST(Manifest, DecodeOnlyPackageHasNoForward) {
+  std::string t = kValid;
+  auto a = t.find("forward:");
+  auto b = t.find('\n', a);
+  t.erase(a, b - a + 1);
+  Manifest m = parseManifest(t, "m.yaml");
+  EXPECT_FALSE(m.has_forward);
+  EXPECT_TRUE(m.has_decode);
+}
+
+TEST(Manifest, CorruptionsNameFileKeyAndExpectation) {
+  expectError("", {"manifest", "expected a mapping"});
+  expectError("- 1\n- 2\n", {"expected a mapping", "a list"});
+  expectError("dgps_package: [1\n", {"malformed YAML"});
+  expectError(replace(kValid, "dgps_package: 1", "dgps_package: 2"), {"dgps_package", "expected 1", "got 2"});
+  expectError(replace(kValid, "codegen_version: 1\n", ""), {"codegen_version", "missing required key"});
+  expectError(replace(kValid, "name: pgdn", "name: PGDN!"), {":3:", "name", "[a-z][a-z0-9_]*", "PGDN!"});
+  expectError(replace(kValid, "\"0123456789abcdef\"", "\"0123\""), {"spec_hash", "16 lowercase hex digits", "0123"});
+  expectError(replace(kValid, "source: kernels.cu", "source: ../../etc/passwd"), {"source", "no '/' or '..'"});
+  expectError(replace(kValid, "decay: scalar", "decay: exponential"),
+              {"features.decay", "none|scalar|diagonal", "'exponential'"});
+  expectError(replace(kValid, "solve: delta}", "solve: delta, extra: 1}"), {"features.extra", "unknown key"});
+  expectError(replace(kValid, "key: [64, 128]", "key: [64, 512]"), {"dims.key[1]", "[1, 256]", "512"});
+  expectError(replace(kValid, "key: [64, 128]", "key: []"), {"dims.key", "non-empty list"});
+  expectError(replace(kValid, "key: [64, 128]", "key: [64, 64]"), {"dims.key[1]", "duplicate"});
+  expectError(replace(kValid, "key: [64, 128]", "key: [64, x]"), {"dims.key[1]", "expected an integer", "'x'"});
+  expectError(replace(kValid, "inputs: [bf16, f16]", "inputs: [f32]"), {"dtypes.inputs[0]", "bf16|f16", "'f32'"});
+  expectError(replace(kValid, "state: f32", "state: bf16"), {"dtypes.state", "f32", "'bf16'"});
+  expectError(replace(kValid, "varlen: true", "varlen: yes"), {"io.varlen", "true or false", "'yes'"});
+  expectError(replace(kValid, "precond: diagonal", "precond: none"), {"io", "precond state"});
+  expectError(replace(kValid, ", dgps_pgdn_fwd_state_output]", "]"), {"forward.symbols", "one symbol per role"});
+  expectError(replace(kValid, "symbol: dgps_pgdn_decode", "symbol: 9lives"), {"decode.symbol", "C identifier"});
+  expectError(replace(kValid, "symbols: [dgps_pgdn_fwd_precond_scan", "symbols: [a-b"), {"forward.symbols[0]", "C identifier"});
+  expectError(replace(kValid, "default_config: {chunk: 64, block_v: 64", "default_config: {chunk: 64, block_v: 128"),
+              {"default_config.block_v", "tunables.block_v [32, 64]", "128"});
+  expectError(replace(kValid, "warps: [4, 8]", "warps: 4"), {"tunables.warps", "non-empty list"});
+  expectError(replace(kValid, "bytes_per_token_head: 1536", "bytes_per_token_head: -1"),
+              {"plan.bytes_per_token_head", ">= 0"});
+  expectError(replace(kValid, "flops_per_token_head: 2.5e5", "flops_per_token_head: .nan"),
+              {"plan.flops_per_token_head", "finite"});
+  expectError(replace(kValid, "plan:", "bonus: 1\nplan:"), {"bonus", "unknown key"});
+  expectError(replace(kValid, "name: pgdn\n", "name: pgdn\nname: pgdn\n"), {"name", "duplicate key"});
+  expectError(replace(kValid, "features: {", "features: ["), {});
+}
+
+TEST(Manifest, NoForwardAndNoDecodeIsAnError) {
+  std::string t = kValid;
+  for (const char* key : {"forward:", "decode:"}) {
+    auto a = t.find(key);
+    t.erase(a, t.find('\n', a) - a + 1);
+  }
+  expectError(t, {"forward", "neither"});
+}
+
+// Random truncation, byte flips and insertions: parse either succeeds or throws RuntimeError{Package};
+// nothing else escapes and nothing crashes.
+TEST(Manifest, RandomCorruptionNeverCrashes) {
+  std::mt19937 rng(12345);
+  const std::string base = kValid;
+  int errors = 0;
+  for (int i = 0; i < 600; ++i) {
+    std::string t = base;
+    switch (i % 3) {
+      case 0: t.resize(rng() % t.size()); break;
+      case 1:
+        for (int j = 0; j < 3; ++j) t[rng() % t.size()] = char(rng() % 256);
+        break;
+      case 2: t.insert(rng() % t.size(), std::string(1, "{}[]:,'\"\n-&*!|>#%@`"[rng() % 19])); break;
+    }
+    try {
+      parseManifest(t, "fuzz.yaml");
+    } catch (const RuntimeError& e) {
+      EXPECT_EQ(e.code(), RuntimeErrorCode::Package);
+      EXPECT_EQ(std::string(e.what()).rfind("fuzz.yaml", 0), 0u) << e.what();
+      ++errors;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "unexpected exception type: " << e.what() << "\nfor:\n" << t;
+    }
+  }
+  EXPECT_GT(errors, 300);  // most corruptions must be caught
+}
+
+TEST(TileConfigText, ParsesOverridesAndRejectsJunk) {
+  TileConfig base{64, 64, 4, 1};
+  EXPECT_EQ(parseTileConfig("block_v=32, warps=8", base), (TileConfig{64, 32, 8, 1}));
+  EXPECT_EQ(parseTileConfig("", base), base);
+  EXPECT_EQ(toString(TileConfig{64, 32, 8, 2}), "chunk=64,block_v=32,warps=8,stages=2");
+  EXPECT_THROW(parseTileConfig("tile=3", base), RuntimeError);
+  EXPECT_THROW(parseTileConfig("chunk=", base), RuntimeError);
+  EXPECT_THROW(parseTileConfig("chunk=-4", base), RuntimeError);
+}
+
+}  // namespace
+}  // namespace dgps

@@ -1,0 +1,123 @@
+// Package::open: manifest + spec + source are loaded and cross-checked; each inconsistency is one
+// RuntimeError{Package} naming the file and the disagreeing key.
+#include <gtest/gtest.h>
+
+#include "RuntimeTestUtil.h"
+#include "dgps/runtime/Error.h"
+#include "dgps/runtime/Package.h"
+
+namespace dgps {
+namespace {
+
+using test::TempDir;
+
+std::string openError(const std::string& dir) {
+  try {
+    Package::open(dir);
+  } catch (const RuntimeError& e) {
+    EXPECT_EQ(e.code(), RuntimeErrorCode::Package);
+    return e.what();
+  }
+  ADD_FAILURE() << "package opened: " << dir;
+  return "";
+}
+
+void edit(const std::string& path, const std::string& from, const std::string& to) {
+  std::string s = test::readFile(path);
+  auto i = s.find(from);
+  ASSERT_NE(i, std::string::npos) << from;
+  s.replace(i, from.size(), to);
+  test::writeFile(path, s);
+}
+
+TEST(Package, OpensTheTinyFixture) {
+  TempDir tmp;
+  std::string dir = test::writeTinyPackage(tmp / "tiny");
+  Package p = Package::open(dir + "/");
+  EXPECT_EQ(p.name(), "tiny");
+  EXPECT_EQ(p.directory(), dir);
+  EXPECT_EQ(p.spec().decay.kind, DecayKind::Scalar);
+  EXPECT_EQ(p.manifest().forward_symbols,
+            (std::vector<std::string>{"dgps_tiny_fwd_chunk_local", "dgps_tiny_fwd_state_output"}));
+  EXPECT_NE(p.source().find("dgps_tiny_decode"), std::string::npos);
+  EXPECT_EQ(p.sourcePath(), dir + "/kernels.cu");
+  EXPECT_NO_THROW(p.checkConfig(TileConfig{64, 32, 4, 1}));
+}
+
+TEST(Package, ConfigOutsideTunablesIsRejected) {
+  TempDir tmp;
+  Package p = Package::open(test::writeTinyPackage(tmp / "tiny"));
+  try {
+    p.checkConfig(TileConfig{64, 128, 4, 1});
+    FAIL();
+  } catch (const RuntimeError& e) {
+    EXPECT_EQ(e.code(), RuntimeErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("block_v=128 is not in the package's tunables.block_v [32, 64]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Package, MissingFilesAreNamed) {
+  TempDir tmp;
+  EXPECT_NE(openError(tmp / "nothing").find("nothing/manifest.yaml: cannot read"), std::string::npos);
+  std::string dir = test::writeTinyPackage(tmp / "a");
+  std::remove((dir + "/kernels.cu").c_str());
+  EXPECT_NE(openError(dir).find("kernels.cu is missing"), std::string::npos);
+  dir = test::writeTinyPackage(tmp / "b");
+  std::remove((dir + "/spec.yaml").c_str());
+  EXPECT_NE(openError(dir).find("spec.yaml"), std::string::npos);
+}
+
+TEST(Package, SpecHashMismatchMeansTheSpecWasEdited) {
+  TempDir tmp;
+  std::string dir = test::writeTinyPackage(tmp / "tiny");
+  edit(dir + "/spec.yaml", "eps: 1e-6", "eps: 1e-5");
+  std::string msg = openError(dir);
+  EXPECT_NE(msg.find("spec_hash"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("regenerate"), std::string::npos) << msg;
+}
+
+TEST(Package, ManifestThatDisagreesWithTheSpecIsRejected) {
+  struct Case {
+    const char* from;
+    const char* to;
+    const char* key;
+  } cases[] = {
+      {"dims: {key: [64]", "dims: {key: [64, 128]", "dims.key"},
+      {"decay: scalar", "decay: diagonal", "features.decay"},
+      {"varlen: true", "varlen: false", "io.varlen"},
+      {"inputs: [bf16, f16]", "inputs: [bf16]", "dtypes.inputs"},
+      {"block_v: [32, 64]", "block_v: [64]", "tunables.block_v"},
+      {"decode: {symbol: dgps_tiny_decode}\n", "", "decode"},
+  };
+  for (const auto& c : cases) {
+    TempDir tmp;
+    std::string dir = test::writeTinyPackage(tmp / "tiny");
+    edit(dir + "/manifest.yaml", c.from, c.to);
+    std::string msg = openError(dir);
+    EXPECT_NE(msg.find(std::string(c.key) + " is"), std::string::npos) << c.key << ": " << msg;
+  }
+}
+
+TEST(Package, SymbolsMustOccurInTheSource) {
+  TempDir tmp;
+  std::string src = test::tinyKernelsCu();
+  auto i = src.find("dgps_tiny_decode");
+  src.replace(i, 16, "dgps_tiny_step");  // the kernel's only occurrence
+  std::string dir = test::writeTinyPackage(tmp / "tiny", src);
+  std::string msg = openError(dir);
+  EXPECT_NE(msg.find("decode.symbol: dgps_tiny_decode does not occur"), std::string::npos) << msg;
+}
+
+TEST(Package, UnparsableSpecShowsItsDiagnostics) {
+  TempDir tmp;
+  std::string dir = test::writeTinyPackage(tmp / "tiny");
+  edit(dir + "/spec.yaml", "kind: delta", "kind: newton");
+  std::string msg = openError(dir);
+  EXPECT_NE(msg.find("does not parse"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("solve.kind"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace dgps
