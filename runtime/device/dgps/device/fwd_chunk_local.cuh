@@ -129,20 +129,15 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   }
   cp_async_wait<0>();
   sync_threads();
-  if (cfg::kInputF16) {
-    f16_to_bf16_tile<C, KP>(sQ, PQ);
-    f16_to_bf16_tile<C, KP>(sK, PQ);
-    sync_threads();
-  }
 
-  // ---- 2. l2norm factors, gate cumsum ----
+  // ---- 2. l2norm factors (fp32 from the raw input bits), gate cumsum ----
   for (int r = warp(); r < 2 * C; r += NW) {
     const int i = r < C ? r : r - C;
-    const uint32_t* row = reinterpret_cast<const uint32_t*>((r < C ? sK : sQ) + i * PQ);
+    const uint16_t* row = (r < C ? sK : sQ) + i * PQ;
     float ss = 0.f;
-    for (int e = lane(); e < KP / 2; e += 32) {
-      const uint32_t x = row[e];
-      ss += bf16_lo(x) * bf16_lo(x) + bf16_hi(x) * bf16_hi(x);
+    for (int e = lane(); e < KP; e += 32) {
+      const float x = Act_t::load(row[e]);
+      ss += x * x;
     }
     ss = warp_sum(ss);
     const float rs = i < Lr ? (Tr::kL2Norm ? rsqrt(ss + Tr::kL2Eps) : 1.f) : 0.f;
@@ -202,7 +197,7 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
     for (int d = tid(); d < KP; d += nthreads()) {
       float st = d < K ? sPst[d] : 0.f;
       for (int i = 0; i < C; ++i) {
-        const float kv = bf16_to_f32(sK[i * PQ + d]);
+        const float kv = Act_t::load(sK[i * PQ + d]);
         float P = 1.f;
         if (i < Lr && d < K) {
           const float kh = kv * sTok[i * 8 + 5];
@@ -218,8 +213,18 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
         if (kATK) {
           sKw[i * PQ + d] = f32_to_bf16(P * kv);
         } else {
-          sQ[i * PQ + d] = f32_to_bf16(P * bf16_to_f32(sQ[i * PQ + d]));
+          sQ[i * PQ + d] = f32_to_bf16(P * Act_t::load(sQ[i * PQ + d]));
         }
+      }
+    }
+  }
+  if (cfg::kInputF16) {
+    // fp16 inputs feed bf16 tensor-core products: re-encode what the multiplier pass did not rewrite
+    // (each thread converts only the channels it owned above, so no barrier is needed in between)
+    for (int d = tid(); d < KP; d += nthreads()) {
+      for (int i = 0; i < C; ++i) {
+        sK[i * PQ + d] = f32_to_bf16(f16_to_f32(sK[i * PQ + d]));
+        if (!(kPre && !kATK)) sQ[i * PQ + d] = f32_to_bf16(f16_to_f32(sQ[i * PQ + d]));
       }
     }
   }

@@ -48,16 +48,13 @@ DGPS_DEV void fwd_precond_summary(const ForwardArgs& a) {
   }
   cp_async_wait<0>();
   sync_threads();
-  if (cfg::kInputF16) {
-    f16_to_bf16_tile<C, KP>(sK, PQ);
-    sync_threads();
-  }
+  // fp32 from the raw input bits (bf16 or fp16): the accumulator never sees a re-rounded key
   for (int r = warp(); r < C; r += nthreads() / 32) {
-    const uint32_t* row = reinterpret_cast<const uint32_t*>(sK + r * PQ);
+    const uint16_t* row = sK + r * PQ;
     float ss = 0.f;
-    for (int e = lane(); e < KP / 2; e += 32) {
-      const uint32_t x = row[e];
-      ss += bf16_lo(x) * bf16_lo(x) + bf16_hi(x) * bf16_hi(x);
+    for (int e = lane(); e < KP; e += 32) {
+      const float x = Act_t::load(row[e]);
+      ss += x * x;
     }
     ss = warp_sum(ss);
     if (lane() == 0) sTok[r * 4 + 2] = Tr::kL2Norm ? rsqrt(ss + Tr::kL2Eps) : 1.f;
@@ -68,7 +65,7 @@ DGPS_DEV void fwd_precond_summary(const ForwardArgs& a) {
   for (int d = tid(); d < K; d += nthreads()) {
     float acc = 0.f;
     for (int i = 0; i < L; ++i) {
-      const float kh = bf16_to_f32(sK[i * PQ + d]) * sTok[i * 4 + 2];
+      const float kh = Act_t::load(sK[i * PQ + d]) * sTok[i * 4 + 2];
       acc = sTok[i * 4 + 0] * acc + sTok[i * 4 + 1] * kh * kh;
     }
     psum[(slot * H + h) * K + d] = acc;

@@ -112,13 +112,8 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
     const float* sTok = smem_at<float>(st, L.tok);
     float* sDec = smem_at<float>(sm, L.dec);
 
-    // ---- processing: fp16 re-encoding, per-channel gating, preconditioner multiplier ----
-    if (cfg::kInputF16) {
-      f16_to_bf16_tile<C, KP>(sQ, PQ);
-      f16_to_bf16_tile<C, KP>(sK, PQ);
-      f16_to_bf16_tile<C, BV>(sV, PV);
-      if (!kProcess) sync_threads();
-    }
+    // ---- processing: per-channel gating, preconditioner multiplier (from the raw input bits), then the
+    // fp16 -> bf16 re-encoding of the raw tiles ----
     if (kProcess) {
       float* sPt = smem_at<float>(sm, L.ptmp);  // [C][4]: γ/ρ, β^a/coef
       if (kPre) {
@@ -156,7 +151,7 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
         float pstate = (kPre && d < K) ? sPst[d] : 0.f;
         const float GC = kDiag ? sG[(C - 1) * KP + d] : 0.f;
         for (int i = 0; i < C; ++i) {
-          const float kv = bf16_to_f32(sK[i * PQ + d]);
+          const float kv = Act_t::load(sK[i * PQ + d]);
           float P = 1.f;
           if (kPre && i < Lr && d < K) {
             const float kh = kv * sTok[i * 8 + 5];
@@ -171,13 +166,19 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
           }
           const float eg = kDiag ? ex2(sG[i * KP + d]) : 1.f;
           const float ew = kDiag ? ex2(GC - sG[i * KP + d]) : 1.f;
-          if (kQop) sQop[i * PQ + d] = f32_to_bf16(bf16_to_f32(sQ[i * PQ + d]) * (kATQ ? P : 1.f) * eg);
+          if (kQop) sQop[i * PQ + d] = f32_to_bf16(Act_t::load(sQ[i * PQ + d]) * (kATQ ? P : 1.f) * eg);
           if (kKop) sKop[i * PQ + d] = f32_to_bf16(kv * eg);
           if (kKw) sKw[i * PQ + d] = f32_to_bf16(kv * (kATK ? P : 1.f) * ew);
         }
       }
-      sync_threads();
+      if (cfg::kInputF16) sync_threads();
     }
+    if (cfg::kInputF16) {
+      f16_to_bf16_tile<C, KP>(sQ, PQ);
+      f16_to_bf16_tile<C, KP>(sK, PQ);
+      f16_to_bf16_tile<C, BV>(sV, PV);
+    }
+    if (kProcess || cfg::kInputF16) sync_threads();
     const uint16_t* sQop = kQop ? smem_at<uint16_t>(sm, L.qop) : sQ;
     const uint16_t* sKop = kKop ? smem_at<uint16_t>(sm, L.kop) : sK;
     const uint16_t* sKw = kKw ? smem_at<uint16_t>(sm, L.kw) : sK;
