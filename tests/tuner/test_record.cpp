@@ -24,6 +24,7 @@ TEST(TuningRecord, RoundTripsEveryField) {
   const std::string line = toJsonLine(r);
   EXPECT_EQ(line.find('\n'), std::string::npos);
   EXPECT_EQ(line.rfind("{\"version\":1,\"fingerprint\":", 0), 0u) << line;  // readable order
+  EXPECT_NE(line.find("\"median_ms\":0.4321,"), std::string::npos) << line;  // not 0.43210000000000004
   const TuningRecord b = roundTrip(r);
   EXPECT_EQ(b.version, 1);
   EXPECT_TRUE(identityMatches(b.fingerprint, r.fingerprint));

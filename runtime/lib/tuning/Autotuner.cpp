@@ -278,7 +278,9 @@ TuneResult Autotuner::tune(const DeviceFingerprint& device, const ProblemKey& ke
       const ScreenResult s = guarded<ScreenResult>(TrialStatus::Fault, [&] {
         return backend_.screen(row.config);
       });
-      row.max_rel_err = s.max_rel_err;
+      // An error size exists only for runs that produced output.
+      if (s.status == TrialStatus::Ok || s.status == TrialStatus::WrongResult)
+        row.max_rel_err = s.max_rel_err;
       row.status = s.status;
       addNote(row, s.message);
       if (s.status == TrialStatus::Ok && !(s.max_rel_err <= options_.max_rel_err)) {
@@ -381,9 +383,10 @@ TuneResult Autotuner::tune(const DeviceFingerprint& device, const ProblemKey& ke
   rec.fingerprint = device;
   rec.key = key;
   rec.config = rows[winner].config;
-  rec.median_ms = rows[winner].median_ms;
-  rec.p20_ms = rows[winner].p20_ms;
-  rec.p80_ms = rows[winner].p80_ms;
+  // Stored precision, so the returned record equals what a later lookup reads back.
+  rec.median_ms = roundToNs(rows[winner].median_ms);
+  rec.p20_ms = roundToNs(rows[winner].p20_ms);
+  rec.p80_ms = roundToNs(rows[winner].p80_ms);
   rec.candidates_tried = total;
   rec.date = utcNow();
   rec.host = hostName();

@@ -1,5 +1,7 @@
 #include "dgps/runtime/tuning/TrialBackend.h"
 
+#include <limits>
+
 namespace dgps::tuning {
 
 const char* toString(TrialStatus s) {
@@ -19,7 +21,8 @@ const char* toString(TrialStatus s) {
 
 ScreenResult TrialBackend::screen(const TileConfig& config) {
   const RunResult run = runOnce(config);
-  if (run.status != TrialStatus::Ok) return {run.status, 0.0, run.message};
+  if (run.status != TrialStatus::Ok)
+    return {run.status, std::numeric_limits<double>::quiet_NaN(), run.message};
   const Validation v = validate(config);
   return {v.ok ? TrialStatus::Ok : TrialStatus::WrongResult, v.max_rel_err, v.message};
 }

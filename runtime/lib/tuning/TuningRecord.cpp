@@ -5,6 +5,7 @@
 #include <cctype>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 
@@ -15,15 +16,17 @@ namespace dgps::tuning {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
+double roundToNs(double ms) { return std::round(ms * 1e6) / 1e6; }
+
 std::string toJsonLine(const TuningRecord& r) {
   ordered_json j;
   j["version"] = r.version;
   j["fingerprint"] = json_codec::encode(r.fingerprint);
   j["key"] = json_codec::encode(r.key);
   j["config"] = json_codec::encode(r.config);
-  j["median_ms"] = r.median_ms;
-  j["p20_ms"] = r.p20_ms;
-  j["p80_ms"] = r.p80_ms;
+  j["median_ms"] = roundToNs(r.median_ms);
+  j["p20_ms"] = roundToNs(r.p20_ms);
+  j["p80_ms"] = roundToNs(r.p80_ms);
   j["candidates_tried"] = r.candidates_tried;
   j["date"] = r.date;
   j["host"] = r.host;

@@ -64,8 +64,8 @@ struct CandidateSet {
 
 /// Static rules, in this order (the first that fails is the reason):
 ///   every value positive; chunk a power of two; chunk == pinned_chunk when pinned;
-///   block_v <= V; block_v divides V or V % 16 == 0 (the kernels mask a ragged last tile only in
-///   16-element steps); warps * 32 <= max_threads_per_block; smem_bytes(config, shape) >= 0 and
+///   block_v <= V; block_v divides V or V % 16 == 0 (a ragged last value tile is masked, which the
+///   launch-rule contract allows only when V is a multiple of 16); warps * 32 <= max_threads_per_block; smem_bytes(config, shape) >= 0 and
 ///   <= smem_per_block_optin; capability(config, shape) has no objection.
 /// Device limits of 0 in the fingerprint mean "unknown" and skip that check.
 CandidateSet generateCandidates(const Tunables& tunables, const ProblemShape& shape,

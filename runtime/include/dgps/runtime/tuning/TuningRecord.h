@@ -40,6 +40,10 @@ std::string toJsonLine(const TuningRecord& record);
 /// expectation), e.g. "field 'config.warps': expected a positive integer, got \"four\"".
 bool parseJsonLine(const std::string& line, TuningRecord* out, std::string* error);
 
+/// Milliseconds rounded to whole nanoseconds, the precision records are stored with: far below
+/// timing noise, and lines stay readable ("0.489859" rather than "0.489859014749527").
+double roundToNs(double ms);
+
 /// The current UTC time in the record's date format.
 std::string utcNow();
 /// True when `date` has the exact format "YYYY-MM-DDTHH:MM:SS.mmmZ".
