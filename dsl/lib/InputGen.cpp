@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 
 namespace dgps {
@@ -20,32 +21,43 @@ class Sampler {
   std::normal_distribution<double> dist_{0.0, 1.0};
 };
 
-// One value of the input `name` (a float slot other than q, k, v).
-double sampleValue(const Spec& spec, const std::string& name, Sampler& rnd) {
-  if (name == "g" || name == "precond_g") return -softplus(rnd.normal(-2.0, 1.0));
+// The sampler of input `name` (a float slot; q, k, v included), chosen once per tensor.
+std::function<double(Sampler&)> samplerFor(const Spec& spec, const std::string& name) {
+  if (name == "g" || name == "precond_g") return [](Sampler& r) { return -softplus(r.normal(-2.0, 1.0)); };
   if (name == "beta") {
     const double lo = spec.gain.lo, hi = spec.gain.hi;
-    return std::isfinite(hi) ? lo + (hi - lo) * sigmoid(rnd.normal()) : lo + softplus(rnd.normal());
+    if (std::isfinite(hi)) return [lo, hi](Sampler& r) { return lo + (hi - lo) * sigmoid(r.normal()); };
+    return [lo](Sampler& r) { return lo + softplus(r.normal()); };
   }
-  if (name == "precond_beta") return sigmoid(rnd.normal());
-  if (name == "precond_center") return spec.precond.squash.center_init + 0.1 * rnd.normal();
-  if (name == "initial_state") return 0.1 * rnd.normal();
+  if (name == "precond_beta") return [](Sampler& r) { return sigmoid(r.normal()); };
+  if (name == "precond_center") {
+    const double c = spec.precond.squash.center_init;
+    return [c](Sampler& r) { return c + 0.1 * r.normal(); };
+  }
+  if (name == "initial_state") return [](Sampler& r) { return 0.1 * r.normal(); };
   if (name == "initial_precond_state") {
-    if (spec.precond.source == PrecondSource::EmaSqSquash) return 0.5 * std::fabs(rnd.normal());
-    const HypergradParams& hp = spec.precond.hypergrad;
-    double d = hp.init * (1.0 + 0.1 * rnd.normal());
-    if (hp.clamp_min) d = std::max(d, *hp.clamp_min);
-    if (hp.clamp_max) d = std::min(d, *hp.clamp_max);
-    return d;
+    if (spec.precond.source == PrecondSource::EmaSqSquash) return [](Sampler& r) { return 0.5 * std::fabs(r.normal()); };
+    const HypergradParams hp = spec.precond.hypergrad;
+    return [hp](Sampler& r) {
+      double d = hp.init * (1.0 + 0.1 * r.normal());
+      if (hp.clamp_min) d = std::max(d, *hp.clamp_min);
+      if (hp.clamp_max) d = std::min(d, *hp.clamp_max);
+      return d;
+    };
   }
-  return rnd.normal();
+  return [](Sampler& r) { return r.normal(); };
 }
 
-// Rounding can push a sampled gain onto the edge of its range (sigmoid → 1.0 in bf16); keep it inside.
-double clampToContract(const Spec& spec, const std::string& name, double x) {
-  if (name == "g" || name == "precond_g") return std::min(x, 0.0);
-  if (name == "beta") return std::min(std::max(x, spec.gain.lo), spec.gain.hi);
-  return x;
+// Rounding to f32 can push a sampled value past the edge of its contract (a gain bound that f32 cannot
+// represent); gains are kept a relative 1e-6 of the range inside it, which f32 rounding cannot cross.
+std::function<double(double)> contractFor(const Spec& spec, const std::string& name) {
+  if (name == "g" || name == "precond_g") return [](double x) { return std::min(x, 0.0); };
+  if (name == "beta") {
+    const double lo = spec.gain.lo, hi = spec.gain.hi;
+    const double margin = std::isfinite(hi) ? 1e-6 * (hi - lo) : 1e-6 * std::max(1.0, std::fabs(lo));
+    return [lo, hi, margin](double x) { return std::min(std::max(x, lo + margin), hi - margin); };
+  }
+  return [](double x) { return x; };
 }
 
 }  // namespace
@@ -55,8 +67,9 @@ ReferenceInputs generateInputs(const Spec& spec, const ProblemShape& shape, std:
   if (!isFloating(activation_dtype)) {
     throw DataError(std::string("generateInputs: activation dtype must be floating, got ") + toString(activation_dtype));
   }
-  if (!isFloating(options.float_dtype)) {
-    throw DataError(std::string("generateInputs: float dtype must be floating, got ") + toString(options.float_dtype));
+  if (options.float_dtype != ScalarType::F32 && options.float_dtype != ScalarType::F64) {
+    throw DataError(std::string("generateInputs: float_dtype must be f32 or f64 (the dtypes gates, gains and "
+                                "states accept), got ") + toString(options.float_dtype));
   }
   checkReferenceSpec(spec);
   checkProblemShape(spec, shape);
@@ -73,10 +86,11 @@ ReferenceInputs generateInputs(const Spec& spec, const ProblemShape& shape, std:
       continue;
     }
     const ScalarType dt = slot.type == SlotType::Activation ? activation_dtype : options.float_dtype;
+    const auto sample = samplerFor(spec, slot.name);
+    const auto contract = contractFor(spec, slot.name);
     Tensor t(dt, slot.shape);
     for (std::int64_t i = 0; i < t.numel(); ++i) {
-      t.set(i, sampleValue(spec, slot.name, rnd));
-      t.set(i, clampToContract(spec, slot.name, t.get(i)));
+      t.set(i, contract(sample(rnd)));
     }
     out.emplace(slot.name, std::move(t));
   }

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <set>
 #include <sstream>
 
@@ -67,15 +66,6 @@ bool acceptsDType(const Spec& spec, SlotType type, ScalarType t) {
 
 // ---- value contracts ----------------------------------------------------------------------------
 
-// Index of the first element violating `ok`, or -1.
-template <typename Pred>
-std::int64_t firstViolation(const Tensor& t, Pred ok) {
-  for (std::int64_t i = 0; i < t.numel(); ++i) {
-    if (!ok(t.get(i))) return i;
-  }
-  return -1;
-}
-
 std::string flatIndexString(const Tensor& t, std::int64_t flat) {
   std::vector<std::int64_t> idx(t.rank());
   for (std::size_t d = t.rank(); d-- > 0;) {
@@ -86,11 +76,14 @@ std::string flatIndexString(const Tensor& t, std::int64_t flat) {
   return shapeToString(idx);
 }
 
-void requireValues(const std::string& name, const Tensor& t, const std::string& rule,
-                   const std::function<bool(double)>& ok) {
-  const std::int64_t bad = firstViolation(t, ok);
-  if (bad >= 0) {
-    failInput(name, "expected " + rule + ", got " + fmt(t.get(bad)) + " at index " + flatIndexString(t, bad));
+template <typename Pred>
+void requireValues(const std::string& name, const Tensor& t, const std::string& rule, Pred ok) {
+  const std::vector<double> values = t.toDoubles();
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!ok(values[i])) {
+      failInput(name, "expected " + rule + ", got " + fmt(values[i]) + " at index " +
+                          flatIndexString(t, static_cast<std::int64_t>(i)));
+    }
   }
 }
 
@@ -435,49 +428,55 @@ class Preconditioner {
   std::vector<double> out_;
 };
 
-// One value head's memory S [K, V] (key-major).
+// One value head's memory S [K, V] (key-major). A token is two passes over S: decay fused with the
+// prediction Sᵀk^r, then the write fused with the read. The arithmetic and its order are those of the
+// unfused form (decay all, predict, write all, read), so results do not depend on the fusion.
 struct Memory {
   std::int64_t K, V;
   std::vector<double> S;
 
-  void decay(const Spec& spec, const Problem& p, std::int64_t b, std::int64_t t, std::int64_t hv) {
-    if (spec.decay.kind == DecayKind::Scalar) {
-      const double a = std::exp(p.g[static_cast<std::size_t>(p.perV(b, t, hv))]);
-      for (double& x : S) x *= a;
-    } else if (spec.decay.kind == DecayKind::Diagonal) {
-      const std::size_t g0 = static_cast<std::size_t>(p.perV(b, t, hv) * K);
-      for (std::int64_t i = 0; i < K; ++i) {
-        const double a = std::exp(p.g[g0 + static_cast<std::size_t>(i)]);
-        for (std::int64_t j = 0; j < V; ++j) S[static_cast<std::size_t>(i * V + j)] *= a;
-      }
-    }
-  }
-
-  // delta: e = β (v − Sᵀ k^r), S += k^w eᵀ;  linear: S += β k^w vᵀ.
-  void write(SolveKind solve, double beta, const double* v, const std::vector<double>& kr,
-             const std::vector<double>& kw, std::vector<double>& e) {
-    for (std::int64_t j = 0; j < V; ++j) e[static_cast<std::size_t>(j)] = v[j];
-    if (solve == SolveKind::Delta) {
-      for (std::int64_t i = 0; i < K; ++i) {
-        const double ki = kr[static_cast<std::size_t>(i)];
-        for (std::int64_t j = 0; j < V; ++j) e[static_cast<std::size_t>(j)] -= S[static_cast<std::size_t>(i * V + j)] * ki;
-      }
-    }
-    for (double& x : e) x *= beta;
+  /// decay: per-row factors D (K values; null for no decay); delta: e = β (v − (D S)ᵀ k^r), S = D S + k^w eᵀ;
+  /// linear: S = D S + β k^w vᵀ. Then o = Sᵀ q_read. `e` is scratch of V doubles.
+  void step(const double* decay, SolveKind solve, double beta, const double* v, const double* kr,
+            const double* kw, const double* qRead, double* __restrict e, double* __restrict o) {
+    double* __restrict s = S.data();
+    for (std::int64_t j = 0; j < V; ++j) e[j] = v[j];
     for (std::int64_t i = 0; i < K; ++i) {
-      const double ki = kw[static_cast<std::size_t>(i)];
-      for (std::int64_t j = 0; j < V; ++j) S[static_cast<std::size_t>(i * V + j)] += ki * e[static_cast<std::size_t>(j)];
+      double* __restrict row = s + i * V;
+      if (decay) {
+        const double a = decay[i];
+        for (std::int64_t j = 0; j < V; ++j) row[j] *= a;
+      }
+      if (solve == SolveKind::Delta) {
+        const double ki = kr[i];
+        for (std::int64_t j = 0; j < V; ++j) e[j] -= row[j] * ki;
+      }
     }
-  }
-
-  void read(const std::vector<double>& q, double* o) const {
+    for (std::int64_t j = 0; j < V; ++j) e[j] *= beta;
     for (std::int64_t j = 0; j < V; ++j) o[j] = 0.0;
     for (std::int64_t i = 0; i < K; ++i) {
-      const double qi = q[static_cast<std::size_t>(i)];
-      for (std::int64_t j = 0; j < V; ++j) o[j] += S[static_cast<std::size_t>(i * V + j)] * qi;
+      double* __restrict row = s + i * V;
+      const double ki = kw[i], qi = qRead[i];
+      for (std::int64_t j = 0; j < V; ++j) {
+        row[j] += ki * e[j];
+        o[j] += row[j] * qi;
+      }
     }
   }
 };
+
+// The per-row decay factors of value head hv at token t (false: no decay).
+bool decayFactors(const Spec& spec, const Problem& p, std::int64_t b, std::int64_t t, std::int64_t hv,
+                  std::vector<double>& out) {
+  if (spec.decay.kind == DecayKind::None) return false;
+  if (spec.decay.kind == DecayKind::Scalar) {
+    std::fill(out.begin(), out.end(), std::exp(p.g[static_cast<std::size_t>(p.perV(b, t, hv))]));
+  } else {
+    const std::size_t g0 = static_cast<std::size_t>(p.perV(b, t, hv) * p.s.key_dim);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = std::exp(p.g[g0 + i]);
+  }
+  return true;
+}
 
 // Output buffers in the layouts of ReferenceOutputs (empty when not produced).
 struct OutputBuffers {
@@ -503,7 +502,7 @@ void runSequenceHead(const Spec& spec, const Problem& p, std::int64_t n, std::in
   Preconditioner pre(spec, p, n, h);
 
   std::vector<double> qhat(static_cast<std::size_t>(K)), khat(qhat.size()), kw(qhat.size()), qr(qhat.size());
-  std::vector<double> e(static_cast<std::size_t>(V));
+  std::vector<double> e(static_cast<std::size_t>(V)), dec(static_cast<std::size_t>(K));
   for (std::int64_t t = t0; t < t1; ++t) {
     normalise(&p.q[static_cast<std::size_t>(p.qk(b, t, h))], K, spec.qk_l2norm, spec.l2norm_eps, scale, qhat);
     normalise(&p.k[static_cast<std::size_t>(p.qk(b, t, h))], K, spec.qk_l2norm, spec.l2norm_eps, 1.0, khat);
@@ -517,10 +516,11 @@ void runSequenceHead(const Spec& spec, const Problem& p, std::int64_t n, std::in
     for (std::int64_t r = 0; r < ratio; ++r) {
       const std::int64_t hv = h * ratio + r;
       Memory& m = mem[static_cast<std::size_t>(r)];
-      m.decay(spec, p, b, t, hv);
+      const bool decays = decayFactors(spec, p, b, t, hv, dec);
       const double beta = spec.gain.kind == GainKind::Scalar ? p.beta[static_cast<std::size_t>(p.perV(b, t, hv))] : 1.0;
-      m.write(spec.solve.kind, beta, &p.v[static_cast<std::size_t>(p.vIdx(b, t, hv))], khat, kw, e);
-      m.read(qr, &out.o[static_cast<std::size_t>(p.vIdx(b, t, hv))]);
+      const std::size_t vi = static_cast<std::size_t>(p.vIdx(b, t, hv));
+      m.step(decays ? dec.data() : nullptr, spec.solve.kind, beta, &p.v[vi], khat.data(), kw.data(), qr.data(),
+             e.data(), &out.o[vi]);
     }
   }
 

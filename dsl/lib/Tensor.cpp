@@ -157,8 +157,23 @@ I saturatingRound(double value) {
 
 std::uint16_t doubleToBf16Bits(double x) { return static_cast<std::uint16_t>(encodeBinary(x, 8, 7)); }
 std::uint16_t doubleToF16Bits(double x) { return static_cast<std::uint16_t>(encodeBinary(x, 5, 10)); }
-double bf16BitsToDouble(std::uint16_t b) { return decodeBinary(b, 8, 7); }
-double f16BitsToDouble(std::uint16_t b) { return decodeBinary(b, 5, 10); }
+// bf16 is the upper half of an f32, so widening is exact bit placement (NaN payloads included).
+double bf16BitsToDouble(std::uint16_t b) {
+  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// All 65536 f16 values, decoded once (decoding sits on the hot path of Tensor::get).
+double f16BitsToDouble(std::uint16_t b) {
+  static const std::vector<double> table = [] {
+    std::vector<double> t(1u << 16);
+    for (std::uint32_t i = 0; i < t.size(); ++i) t[i] = decodeBinary(i, 5, 10);
+    return t;
+  }();
+  return table[b];
+}
 
 std::string shapeToString(const std::vector<std::int64_t>& shape) {
   std::ostringstream os;

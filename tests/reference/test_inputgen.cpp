@@ -53,6 +53,13 @@ TEST(InputGen, RangesAreRealistic) {
   const Tensor& a0 = in.at("initial_precond_state");
   for (std::int64_t i = 0; i < a0.numel(); ++i) ASSERT_GE(a0.get(i), 0.0);
 
+  Spec narrow = gdn();  // a gain range whose bounds f32 cannot represent exactly
+  narrow.gain.lo = 0.1;
+  narrow.gain.hi = 0.3;
+  for (int rep = 0; rep < 20; ++rep) {
+    EXPECT_NO_THROW(runReference(narrow, generateInputs(narrow, shapeOf(1, 64, 2, 2, 4, 4), seed + rep, ScalarType::F32)));
+  }
+
   Spec m = mamba2();  // unbounded gain: positive values above lo
   const ReferenceInputs mi = generateInputs(m, shapeOf(1, 32, 2, 2, 4, 4), seed, ScalarType::F32);
   for (std::int64_t i = 0; i < mi.at("beta").numel(); ++i) ASSERT_GT(mi.at("beta").get(i), 0.0);
@@ -77,6 +84,9 @@ TEST(InputGen, DeterministicPerSeedAndOptionsRespected) {
   EXPECT_EQ(d.count("initial_precond_state"), 0u);
   EXPECT_EQ(d.at("beta").dtype(), ScalarType::F64);
   EXPECT_THROW(generateInputs(spec, shape, seed, ScalarType::I32), DataError);
+  InputGenOptions bf16Floats;
+  bf16Floats.float_dtype = ScalarType::BF16;  // gates and gains must be f32 or f64
+  EXPECT_THROW(generateInputs(spec, shape, seed, ScalarType::F32, bf16Floats), DataError);
   EXPECT_THROW(generateInputs(spec, shapeOf(2, 8, 2, 4, 4, 4), seed, ScalarType::F32), DataError);
 }
 
