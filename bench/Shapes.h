@@ -1,0 +1,48 @@
+// The problem shapes dgps-bench times, and whether a package can run them.
+//
+// Forward shapes are the two of anchors.md (FLA's measured anchors): B=8, T=4096 and B=1, T=32768, both
+// with H=16 query/key heads, K=V=128, bf16 inputs. Decode is one token for B=256 sequences, H=16,
+// K=V=128, fp32 state (anchors.md: FLA fused_recurrent_gated_delta_rule). Value heads follow the spec:
+// HV = H * gva_ratio (HV = H for every shipped spec).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dgps/dsl/Reference.h"
+#include "dgps/runtime/Package.h"
+
+namespace dgps {
+namespace bench {
+
+enum class Kind { Forward, Decode };
+const char* toString(Kind kind);  ///< "forward", "decode"
+
+struct BenchShape {
+  Kind kind = Kind::Forward;
+  std::int64_t batch = 1;     ///< B (decode: sequences stepped at once)
+  std::int64_t seq_len = 1;   ///< T (decode: 1)
+  std::int64_t heads_qk = 16; ///< H
+  std::int64_t key_dim = 128;
+  std::int64_t value_dim = 128;
+
+  /// "B8_T4096_H16_K128_V128" (forward) or "B256_H16_K128_V128" (decode): used in benchmark names.
+  std::string label() const;
+};
+
+/// The two forward shapes then the decode shape, in the order the table lists them.
+std::vector<BenchShape> standardShapes();
+
+/// HV for `spec` at `shape`: H times the spec's GVA ratio.
+std::int64_t valueHeads(const Spec& spec, const BenchShape& shape);
+
+/// The dsl problem shape (no cu_seqlens) of `shape` for `spec`.
+ProblemShape toProblemShape(const Spec& spec, const BenchShape& shape);
+
+/// Why `package` cannot be timed at `shape` (no such kernel, K/V/H/bf16 not supported), or nullopt.
+std::optional<std::string> unsupportedReason(const Package& package, const BenchShape& shape);
+
+}  // namespace bench
+}  // namespace dgps

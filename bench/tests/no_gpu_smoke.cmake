@@ -1,0 +1,22 @@
+# CPU smoke test of dgps-bench: with every CUDA device hidden it must print its "no CUDA device" line
+# and exit 0 (so CI can build and start it), and --dgps_help must work. Run: cmake -DEXE=... -P this.
+if(NOT EXE)
+  message(FATAL_ERROR "pass -DEXE=<path to dgps-bench>")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -E env CUDA_VISIBLE_DEVICES=-1 ${EXE}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "dgps-bench exited with ${rc} (expected 0)\nstdout:\n${out}\nstderr:\n${err}")
+endif()
+if(NOT out MATCHES "dgps-bench: no CUDA device \\(.+\\); nothing timed")
+  message(FATAL_ERROR "dgps-bench did not print its no-device line\nstdout:\n${out}\nstderr:\n${err}")
+endif()
+execute_process(COMMAND ${EXE} --dgps_help RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "--dgps_sweep")
+  message(FATAL_ERROR "dgps-bench --dgps_help failed (${rc})\n${out}\n${err}")
+endif()
+execute_process(COMMAND ${EXE} --dgps_no_such_flag RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "unknown flag --dgps_no_such_flag")
+  message(FATAL_ERROR "dgps-bench accepted an unknown flag (${rc})\n${out}\n${err}")
+endif()
+message(STATUS "dgps-bench no-GPU smoke: ok")

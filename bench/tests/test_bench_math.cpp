@@ -1,0 +1,247 @@
+// CPU tests of dgps-bench's arithmetic and bookkeeping: bytes floors and FLOP counts against hand
+// counts (math.md §4.4/§4.5, anchors.md's 537 MB), FLA anchors, the error measure of the correctness
+// guard, input tiling, flag parsing, the benchmark filter and the summary table's ratios.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "Anchors.h"
+#include "BenchCases.h"
+#include "BenchInputs.h"
+#include "BenchOptions.h"
+#include "CorrectnessGuard.h"
+#include "Floors.h"
+#include "Results.h"
+#include "Shapes.h"
+#include "dgps/dsl/SpecParser.h"
+
+namespace dgps {
+namespace bench {
+namespace {
+
+Spec shippedSpec(const std::string& name) {
+  ParseResult r = parseSpecFile(std::string(DGPS_SOURCE_DIR) + "/specs/" + name + ".yaml");
+  if (!r.ok()) throw std::runtime_error("specs/" + name + ".yaml does not parse");
+  return *r.spec;
+}
+
+BenchShape shape(int i) { return standardShapes().at(i); }
+
+TEST(BenchShapes, AnchorShapesAndLabels) {
+  const auto s = standardShapes();
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].label(), "B8_T4096_H16_K128_V128");
+  EXPECT_EQ(s[1].label(), "B1_T32768_H16_K128_V128");
+  EXPECT_EQ(s[2].label(), "B256_H16_K128_V128");
+  EXPECT_EQ(s[2].kind, Kind::Decode);
+}
+
+TEST(BenchFloors, GdnForwardBytesAreQkvoPlusGates) {
+  const Spec gdn = shippedSpec("gdn");
+  // anchors.md: q,k,v,o in bf16 at B=8, T=4096, H=16, K=V=128 are 537 MB; gates g, beta f32 [B,T,HV].
+  const double qkvo = 4.0 * 8 * 4096 * 16 * 128 * 2;
+  const double gates = 2.0 * 8 * 4096 * 16 * 4;
+  EXPECT_DOUBLE_EQ(qkvo, 536870912.0);
+  EXPECT_DOUBLE_EQ(forwardBytesFloor(gdn, shape(0)), qkvo + gates);
+  EXPECT_DOUBLE_EQ(forwardBytesFloor(gdn, shape(1)), qkvo + gates);  // same token count
+}
+
+TEST(BenchFloors, KdaCountsTheDiagonalGate) {
+  const Spec kda = shippedSpec("kda");
+  const double tokens = 8.0 * 4096 * 16;
+  const double expected = tokens * 128 * 2 * 4 + tokens * 128 * 4 + tokens * 4;  // q,k,v,o + g[...,K] + beta
+  EXPECT_DOUBLE_EQ(forwardBytesFloor(kda, shape(0)), expected);
+}
+
+TEST(BenchFloors, PgdnCountsPreconditionerInputs) {
+  const Spec pgdn = shippedSpec("pgdn");
+  const Spec gdn = shippedSpec("gdn");
+  const double tokens = 8.0 * 4096 * 16;
+  // precond_g and precond_beta [B,T,H] f32, precond_center [H] f32.
+  EXPECT_DOUBLE_EQ(forwardBytesFloor(pgdn, shape(0)) - forwardBytesFloor(gdn, shape(0)), 2 * tokens * 4 + 16 * 4);
+}
+
+TEST(BenchFloors, GdnDecodeIsStateReadAndWrite) {
+  const Spec gdn = shippedSpec("gdn");
+  const double state = 2.0 * 256 * 16 * 128 * 128 * 4;  // anchors.md: 0.191 ms = 2.82 TB/s of this
+  const double qkv = 3.0 * 256 * 16 * 128 * 2, o = 256.0 * 16 * 128 * 2, gates = 2.0 * 256 * 16 * 4;
+  EXPECT_DOUBLE_EQ(decodeBytesFloor(gdn, shape(2)), state + qkv + o + gates);
+  EXPECT_NEAR(state / 0.191e-3 / 1e12, 2.81, 0.01);
+}
+
+TEST(BenchFloors, MathFlopsMatchMathMd44) {
+  // math.md §4.4 at C=64, K=V=128: GDN ≈ 182 kFLOP, PGDN ≈ 199 kFLOP per token-head.
+  EXPECT_DOUBLE_EQ(mathForwardFlopsPerTokenHead(shippedSpec("gdn"), 128, 128, 64), 11665408.0 / 64);
+  EXPECT_DOUBLE_EQ(mathForwardFlopsPerTokenHead(shippedSpec("pgdn"), 128, 128, 64), 12713984.0 / 64);
+  EXPECT_NEAR(mathForwardFlopsPerTokenHead(shippedSpec("pgdn"), 128, 128, 64) /
+                  mathForwardFlopsPerTokenHead(shippedSpec("gdn"), 128, 128, 64),
+              1.09, 0.005);  // "ATK costs +9% of the tensor-core FLOPs"
+  EXPECT_DOUBLE_EQ(decodeFlopsPerHead(shippedSpec("gdn"), 128, 128), 6.0 * 128 * 128);
+}
+
+TEST(BenchAnchors, TableValues) {
+  EXPECT_DOUBLE_EQ(flaAnchor("gdn", shape(0), 16)->ms, 0.839);
+  EXPECT_DOUBLE_EQ(flaAnchor("deltanet", shape(1), 16)->ms, 1.57);
+  EXPECT_DOUBLE_EQ(flaAnchor("pkda", shape(1), 16)->ms, 3.957);
+  EXPECT_DOUBLE_EQ(flaAnchor("gdn", shape(2), 16)->ms, 0.191);
+  EXPECT_FALSE(flaAnchor("kda", shape(2), 16));     // no KDA decode anchor
+  EXPECT_FALSE(flaAnchor("osdn", shape(0), 16));    // FLA has no OSDN
+  EXPECT_FALSE(flaAnchor("gdn", shape(0), 32));     // GVA: not FLA's shape
+  EXPECT_NEAR(*flaRatio("pgdn", "gdn", shape(0)), 1.93, 0.005);
+  EXPECT_NEAR(*flaRatio("pkda", "kda", shape(0)), 1.49, 0.005);
+}
+
+TEST(BenchGuard, RelativeErrorAndNonFinite) {
+  Tensor want = Tensor::fromDoubles(ScalarType::F64, {4}, {1, 2, 3, 4});
+  Tensor same = Tensor::fromDoubles(ScalarType::BF16, {2, 2}, {1, 2, 3, 4});
+  EXPECT_DOUBLE_EQ(relativeError(same, want), 0.0);
+  Tensor off = Tensor::fromDoubles(ScalarType::F32, {4}, {1, 2, 3, 5});
+  EXPECT_NEAR(relativeError(off, want), 1.0 / std::sqrt(30.0), 1e-12);
+  Tensor nan = Tensor::fromDoubles(ScalarType::BF16, {4}, {1, std::nan(""), 3, 4});
+  EXPECT_TRUE(std::isnan(relativeError(nan, want)));
+  EXPECT_EQ(countNonFinite(nan), 1);
+  Tensor inf = Tensor::fromDoubles(ScalarType::F32, {3}, {INFINITY, -INFINITY, 0});
+  EXPECT_EQ(countNonFinite(inf), 2);
+  EXPECT_THROW(relativeError(Tensor(ScalarType::F32, {3}), want), DataError);
+}
+
+TEST(BenchInputs, ForwardTilesRepeatToTheFullShape) {
+  const Spec gdn = shippedSpec("gdn");
+  ProblemShape full;
+  full.batch = 2;
+  full.seq_len = 96;
+  full.heads_qk = 2;
+  full.heads_v = 2;
+  full.key_dim = 64;
+  full.value_dim = 64;
+  HostInputs h = forwardHostInputs(gdn, full, 40, 7);  // largest divisor of 96 <= 40 is 32
+  ASSERT_TRUE(h.tiles.count("q"));
+  EXPECT_EQ(h.tiles.at("q").shape(), (std::vector<std::int64_t>{1, 32, 2, 64}));
+  EXPECT_EQ(h.full_shapes.at("q"), (std::vector<std::int64_t>{2, 96, 2, 64}));
+  EXPECT_EQ(h.full_shapes.at("g"), (std::vector<std::int64_t>{2, 96, 2}));
+  EXPECT_FALSE(h.tiles.count("initial_state"));
+  // Never zeros: the generator's activations are N(0, 1).
+  double sum_sq = 0;
+  for (double x : h.tiles.at("k").toDoubles()) sum_sq += x * x;
+  EXPECT_GT(sum_sq, 0.5 * double(h.tiles.at("k").numel()));
+  // Without tiling, the tile is the full tensor.
+  HostInputs all = forwardHostInputs(gdn, full, 0, 7);
+  EXPECT_EQ(all.tiles.at("v").shape(), all.full_shapes.at("v"));
+}
+
+TEST(BenchInputs, DecodeHasStatesEvenWhenTheSpecHasNoInitialState) {
+  Spec pgdn = shippedSpec("pgdn");
+  pgdn.initial_state = false;
+  ProblemShape full;
+  full.batch = 64;
+  full.seq_len = 1;
+  full.heads_qk = 2;
+  full.heads_v = 2;
+  full.key_dim = 64;
+  full.value_dim = 64;
+  HostInputs h = decodeHostInputs(pgdn, full, 32, 3);
+  EXPECT_EQ(h.tiles.at("state").shape(), (std::vector<std::int64_t>{32, 2, 64, 64}));
+  EXPECT_EQ(h.full_shapes.at("state"), (std::vector<std::int64_t>{64, 2, 64, 64}));
+  EXPECT_EQ(h.full_shapes.at("precond_state"), (std::vector<std::int64_t>{64, 2, 64}));
+  EXPECT_EQ(h.full_shapes.at("q"), (std::vector<std::int64_t>{64, 1, 2, 64}));
+  for (double a : h.tiles.at("precond_state").toDoubles()) EXPECT_GE(a, 0.0);  // squash accumulator
+}
+
+TEST(BenchOptions, ParsesAndRemovesOwnFlags) {
+  BenchOptions o = defaultBenchOptions("gen");
+  std::vector<std::string> args = {"dgps-bench", "--dgps_reps=50", "--benchmark_filter=gdn", "--dgps_sweep=pgdn,gdn",
+                                   "--dgps_no_check", "--dgps_tol=2e-2"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(&a[0]);
+  argv.push_back(nullptr);
+  int argc = int(args.size());
+  std::string err;
+  ASSERT_TRUE(parseBenchOptions(&argc, argv.data(), &o, &err)) << err;
+  EXPECT_EQ(argc, 2);
+  EXPECT_STREQ(argv[1], "--benchmark_filter=gdn");
+  EXPECT_EQ(o.reps, 50);
+  EXPECT_EQ(o.sweep, (std::vector<std::string>{"pgdn", "gdn"}));
+  EXPECT_FALSE(o.sweep_all);
+  EXPECT_FALSE(o.check);
+  EXPECT_DOUBLE_EQ(o.tolerance, 2e-2);
+}
+
+TEST(BenchOptions, RejectsBadValuesAndUnknownFlags) {
+  for (const std::string bad : {"--dgps_reps=0", "--dgps_reps=ten", "--dgps_no_check=1", "--dgps_nope", "--dgps_tol="}) {
+    BenchOptions o = defaultBenchOptions("gen");
+    std::string arg = bad;
+    char* argv[] = {const_cast<char*>("dgps-bench"), &arg[0], nullptr};
+    int argc = 2;
+    std::string err;
+    EXPECT_FALSE(parseBenchOptions(&argc, argv, &o, &err)) << bad;
+    EXPECT_NE(err.find(bad.substr(0, bad.find('='))), std::string::npos) << err;
+  }
+}
+
+TEST(BenchCasesFilter, RegexAndNegation) {
+  PackageEntry e;
+  e.name = "x";
+  std::vector<BenchCase> cases(3);
+  cases[0].name = "BM_forward/gdn/B8_T4096_H16_K128_V128/default";
+  cases[1].name = "BM_forward/pgdn/B8_T4096_H16_K128_V128/default";
+  cases[2].name = "BM_decode/gdn/B256_H16_K128_V128/default";
+  for (auto& c : cases) c.entry = &e;
+  EXPECT_EQ(filterCases(cases, "").size(), 3u);
+  EXPECT_EQ(filterCases(cases, "all").size(), 3u);
+  EXPECT_EQ(filterCases(cases, "/gdn/").size(), 2u);
+  EXPECT_EQ(filterCases(cases, "-decode").size(), 2u);
+  EXPECT_EQ(filterCases(cases, "([").size(), 3u);  // unparsable: prepare everything
+}
+
+ResultRow row(const std::string& spec, int shape_index, const std::string& variant, double ms) {
+  ResultRow r;
+  r.spec = spec;
+  r.shape = shape(shape_index);
+  r.heads_v = 16;
+  r.variant = variant;
+  r.benchmark = spec + "/" + r.shape.label() + "/" + variant;
+  r.config = "C64 BV64 W4 S1";
+  r.status = "ok";
+  r.ms = ms;
+  r.p20_ms = ms * 0.99;
+  r.p80_ms = ms * 1.01;
+  r.bytes = 1e9;
+  r.flops = 1e9;
+  r.check_err = 3e-3;
+  if (auto a = flaAnchor(spec, r.shape, 16)) r.fla_ms = a->ms;
+  return r;
+}
+
+TEST(BenchSummary, RatiosPreferTunedAndTableHasEveryColumn) {
+  std::vector<ResultRow> rows = {row("gdn", 0, "default", 0.5), row("pgdn", 0, "default", 0.8),
+                                 row("pgdn", 0, "tuned", 0.6), row("gdn", 2, "default", 0.2)};
+  EXPECT_NEAR(specRatio(rows, "pgdn", "gdn", shape(0).label()), 1.2, 1e-12);
+  EXPECT_TRUE(std::isnan(specRatio(rows, "osdn", "deltanet", shape(0).label())));
+  ResultRow wrong = row("kda", 0, "default", NAN);
+  wrong.status = "wrong";
+  wrong.message = "wrong result at kda forward: o: ||out - ref|| / ||ref|| = 0.5 > tolerance 0.01";
+  rows.push_back(wrong);
+  SummaryInfo info;
+  info.gpu = "Test GPU";
+  info.commit = "abc1234";
+  info.date = "2026-11-29";
+  info.copy_bytes_per_s = 4e12;
+  info.timing = "median";
+  const std::string t = formatSummary(rows, {NotTimed{"mamba2", "decode B256_H16_K128_V128", "no decode"}}, info);
+  // GDN at B8: 1e9 bytes in 0.5 ms = 2000 GB/s, 2 TFLOP/s, floor 0.25 ms = 50%, FLA 0.839 / 0.5 = 1.68x.
+  EXPECT_NE(t.find("| gdn | forward | B8_T4096_H16_K128_V128 | default C64 BV64 W4 S1 | 0.500 [0.495, 0.505] | 2000 | "
+                   "2.0 | 50.0 | 1.68x (FLA 0.839) | 3.0e-03 |"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("pgdn/gdn: B8_T4096_H16_K128_V128 1.20 (FLA 1.93)"), std::string::npos) << t;
+  EXPECT_NE(t.find("WRONG"), std::string::npos);
+  EXPECT_NE(t.find("tolerance 0.01"), std::string::npos);
+  EXPECT_NE(t.find("mamba2 decode B256_H16_K128_V128: no decode"), std::string::npos);
+  EXPECT_NE(t.find("gdn B256_H16_K128_V128 default: 0.2000 ms"), std::string::npos) << t;
+}
+
+}  // namespace
+}  // namespace bench
+}  // namespace dgps
