@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -90,7 +91,10 @@ NvrtcEnvironment probe() {
 
   std::vector<std::string> candidates;
   auto add = [&](const std::string& d) {
-    if (!d.empty() && std::find(candidates.begin(), candidates.end(), d) == candidates.end()) candidates.push_back(d);
+    if (d.empty()) return;
+    char resolved[PATH_MAX];
+    const std::string c = ::realpath(d.c_str(), resolved) ? std::string(resolved) : d;  // readable paths in errors
+    if (std::find(candidates.begin(), candidates.end(), c) == candidates.end()) candidates.push_back(c);
   };
   add(envOr("DGPS_CUDA_INCLUDE_DIR"));
   if (!env.library_path.empty()) {

@@ -207,6 +207,12 @@ struct Runtime::Impl {
     }
   }
 
+  bool capturing(CUstream stream) {
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    checkCuda(cudaDriver().cuStreamIsCapturing(stream, &status), "cuStreamIsCapturing");
+    return status != CU_STREAM_CAPTURE_STATUS_NONE;
+  }
+
   void checkStream(const char* call, CUstream stream, CUcontext ctx, int device) {
     if (!stream) return;
     CUcontext sctx = nullptr;
@@ -326,7 +332,11 @@ void Runtime::forward(const Package& package, const ForwardTensors& t, const Lau
       {"precond_beta", &t.precond_beta}, {"precond_center", &t.precond_center}, {"initial_state", &t.initial_state},
       {"initial_precond_state", &t.initial_precond_state}, {"cu_seqlens", &t.cu_seqlens}, {"o", &t.o},
       {"final_state", &t.final_state}, {"final_precond_state", &t.final_precond_state}, {"workspace", &t.workspace}};
-  for (const auto& n : named) impl_->checkPointer("forward", n.first, *n.second);
+  // Under CUDA graph capture only stream work is legal; pointer attributes were checked by the
+  // warm-up call that every capture needs anyway (JIT and module loading cannot be captured either).
+  if (!impl_->capturing(stream)) {
+    for (const auto& n : named) impl_->checkPointer("forward", n.first, *n.second);
+  }
   if (options.check_cu_seqlens && p.varlen) impl_->checkCuSeqlens(t.cu_seqlens, p.seq_len, stream);
 
   auto module = impl_->load(package, p.key_dim, p.value_dim, p.input_dtype, config, p.device, guard.context());
@@ -379,7 +389,9 @@ void Runtime::decode(const Package& package, const DecodeTensors& t, const Launc
       {"q", &t.q}, {"k", &t.k}, {"v", &t.v}, {"g", &t.g}, {"beta", &t.beta}, {"precond_g", &t.precond_g},
       {"precond_beta", &t.precond_beta}, {"precond_center", &t.precond_center}, {"state", &t.state},
       {"precond_state", &t.precond_state}, {"o", &t.o}};
-  for (const auto& n : named) impl_->checkPointer("decode", n.first, *n.second);
+  if (!impl_->capturing(stream)) {
+    for (const auto& n : named) impl_->checkPointer("decode", n.first, *n.second);
+  }
 
   auto module = impl_->load(package, p.key_dim, p.value_dim, p.input_dtype, config, p.device, guard.context());
   DecodeArgs a;

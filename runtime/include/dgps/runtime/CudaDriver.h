@@ -60,7 +60,13 @@ namespace dgps {
   X(cuEventDestroy)                   \
   X(cuEventRecord)                    \
   X(cuEventSynchronize)               \
-  X(cuEventElapsedTime)
+  X(cuEventElapsedTime)               \
+  X(cuStreamBeginCapture)             \
+  X(cuStreamEndCapture)               \
+  X(cuGraphInstantiate)               \
+  X(cuGraphLaunch)                    \
+  X(cuGraphExecDestroy)               \
+  X(cuGraphDestroy)
 
 struct CudaDriver {
 #define DGPS_CUDA_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
