@@ -1,6 +1,7 @@
 // YAML -> Spec: node types, key names, enum values and the "does this key apply" rules. Value ranges
 // and cross-field rules live in SpecValidate.cpp. Every yaml-cpp call that can throw is wrapped, so
 // no exception leaves parseSpecString / parseSpecFile.
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -99,6 +101,9 @@ class Reader {
 
   void readDocument(const YAML::Node& root, Spec& s);
 
+  /// Paths the reader reported ("" when the document itself was not a mapping).
+  const std::set<std::string>& unread() const { return failed_; }
+
  private:
   SourceLoc at(const YAML::Node& n) const {
     SourceLoc l;
@@ -123,7 +128,7 @@ class Reader {
   }
 
   void typeError(const YAML::Node& v, const std::string& path, const std::string& what) {
-    error(at(v), path, "expected " + what + ", got " + describe(v), what);
+    error(at(v), path, "wrong type: got " + describe(v), what);
   }
 
   /// True if an error was reported at `path` or below it.
@@ -646,37 +651,97 @@ Diagnostic docError(const std::string& file, int line, int col, const std::strin
   return d;
 }
 
+/// Records, per YAML document, the position and kind of its root; parses nothing else.
+class DocumentScanner : public YAML::EventHandler {
+ public:
+  struct Doc {
+    YAML::Mark mark;
+    bool null = true;
+  };
+  std::vector<Doc> docs;
+
+  void OnDocumentStart(const YAML::Mark&) override { depth_ = 0, rootSeen_ = false; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { root(m, true); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { root(m, false); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override {
+    root(m, false);
+  }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    root(m, false);
+    ++depth_;
+  }
+  void OnSequenceEnd() override { --depth_; }
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    root(m, false);
+    ++depth_;
+  }
+  void OnMapEnd() override { --depth_; }
+
+ private:
+  void root(const YAML::Mark& m, bool null) {
+    if (depth_ == 0 && !rootSeen_) docs.push_back(Doc{m, null}), rootSeen_ = true;
+  }
+  int depth_ = 0;
+  bool rootSeen_ = false;
+};
+
+Diagnostic yamlError(const std::string& file, const YAML::Mark& m, const std::string& msg) {
+  return docError(file, m.line >= 0 ? m.line + 1 : 0, m.column >= 0 ? m.column + 1 : 0,
+                  "invalid YAML: " + msg, "a YAML mapping (docs/spec.md)");
+}
+
+/// Counts the documents in `text` without building them. yaml-cpp (0.7, 0.8) loops forever in
+/// LoadAll when a document starts with a token no node can start with, e.g. a stray ',' (yaml-cpp
+/// issue #1040, fixed upstream after 0.8 by PR #1319): such a token yields a null document without
+/// being consumed, again and again. Reading at most three documents and spotting two null roots at
+/// the same position turns that into one diagnostic. Returns false after reporting.
+bool checkDocuments(const std::string& text, const std::string& file, std::vector<Diagnostic>& out) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentScanner scan;
+  for (int i = 0; i < 3 && parser.HandleNextDocument(scan); ++i) {
+    const auto& d = scan.docs;
+    if (d.size() >= 2 && d[d.size() - 1].null && d[d.size() - 2].null &&
+        d[d.size() - 1].mark.pos == d[d.size() - 2].mark.pos) {
+      const YAML::Mark m = d.back().mark;
+      const char c = m.pos >= 0 && static_cast<size_t>(m.pos) < text.size() ? text[m.pos] : '?';
+      out.push_back(yamlError(file, m, std::string("unexpected '") + c + "' where a value must start"));
+      return false;
+    }
+  }
+  if (scan.docs.empty() || (scan.docs.size() == 1 && scan.docs[0].null)) {
+    out.push_back(docError(file, 1, 1, "empty spec",
+                           "a YAML mapping with at least name, decay, gain, precond, solve"));
+    return false;
+  }
+  if (scan.docs.size() > 1) {
+    const YAML::Mark m = scan.docs[1].mark;
+    out.push_back(docError(file, m.line >= 0 ? m.line + 1 : 1, m.column >= 0 ? m.column + 1 : 1,
+                           "a spec file holds one YAML document; found a second one here",
+                           "a single document (no second '---')"));
+    return false;
+  }
+  return true;
+}
+
 ParseResult parseImpl(const std::string& text, const std::string& filename) {
   ParseResult r;
-  std::vector<YAML::Node> docs;
+  YAML::Node root;
   try {
-    docs = YAML::LoadAll(text);
+    if (!checkDocuments(text, filename, r.diagnostics)) return r;
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    const int line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
-    const int col = e.mark.column >= 0 ? e.mark.column + 1 : 0;
-    r.diagnostics.push_back(docError(filename, line, col, "invalid YAML: " + e.msg,
-                                     "a YAML mapping (docs/spec.md)"));
-    return r;
-  }
-  if (docs.empty() || docs[0].IsNull()) {
-    r.diagnostics.push_back(docError(filename, 1, 1, "empty spec",
-                                     "a YAML mapping with at least name, decay, gain, precond, solve"));
-    return r;
-  }
-  if (docs.size() > 1) {
-    YAML::Mark m = docs[1].Mark();
-    r.diagnostics.push_back(docError(filename, m.line >= 0 ? m.line + 1 : 1,
-                                     m.column >= 0 ? m.column + 1 : 1,
-                                     "a spec file holds one YAML document; found " +
-                                         std::to_string(docs.size()),
-                                     "a single document (no second '---')"));
+    r.diagnostics.push_back(yamlError(filename, e.mark, e.msg));
     return r;
   }
   Spec s;
   detail::LocMap locs;
   Reader reader(filename, r.diagnostics, locs);
-  reader.readDocument(docs[0], s);
-  detail::validate(s, locs, filename, r.diagnostics);
+  reader.readDocument(root, s);
+  detail::validate(s, locs, reader.unread(), filename, r.diagnostics);
   std::stable_sort(r.diagnostics.begin(), r.diagnostics.end(),
                    [](const Diagnostic& a, const Diagnostic& b) {
                      return std::make_pair(a.line, a.column) < std::make_pair(b.line, b.column);
@@ -707,6 +772,12 @@ ParseResult parseSpecString(const std::string& text, const std::string& filename
 ParseResult parseSpecFile(const std::string& path) {
   std::string text;
   try {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      ParseResult r;
+      r.diagnostics.push_back(docError(path, 0, 0, "is a directory, not a spec file", "a YAML file"));
+      return r;
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) {
       ParseResult r;
@@ -734,7 +805,7 @@ ParseResult parseSpecFile(const std::string& path) {
 std::vector<Diagnostic> validateSpec(const Spec& spec) {
   std::vector<Diagnostic> out;
   try {
-    detail::validate(spec, detail::LocMap{}, spec.loc.file, out);
+    detail::validate(spec, detail::LocMap{}, {}, spec.loc.file, out);
   } catch (const std::exception& e) {
     out.push_back(docError(spec.loc.file, 0, 0, std::string("internal error while validating: ") + e.what()));
   }
