@@ -1,1 +1,150 @@
-// placeholder
+// manifest.yaml and spec.yaml of a generated package, the plan summary they are built from, and
+// writing the package directory.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "dgps/Dialect/Chunk/IR/Chunk.h"
+#include "dgps/Emit/Package.h"
+#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/Canonical.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+
+namespace dgps {
+
+namespace {
+
+template <typename T>
+std::string flowList(const std::vector<T>& v) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+  os << "]";
+  return os.str();
+}
+
+std::string dtypeList(const std::vector<DType>& v) {
+  std::vector<std::string> names;
+  for (DType d : v) names.push_back(toString(d));
+  return flowList(names);
+}
+
+const char* yamlBool(bool b) { return b ? "true" : "false"; }
+
+/// The device library's forward roles for this spec (launch_rules.h).
+std::vector<std::string> deviceRoles(const Spec& s) {
+  launch::FeatureSet f;
+  f.decay = s.decay.kind == DecayKind::None ? 0 : s.decay.kind == DecayKind::Scalar ? 1 : 2;
+  f.gain = s.gain.kind == GainKind::Scalar ? 1 : 0;
+  f.precond = s.precond.kind == PrecondKind::Diagonal ? 1 : 0;
+  f.side = s.precond.side == PrecondSide::Query ? 1 : 0;
+  f.source = s.precond.source == PrecondSource::HypergradOgd ? 1 : 0;
+  f.solve = s.solve.kind == SolveKind::Delta ? 1 : 0;
+  int roles[launch::kMaxRoles];
+  int n = launch::forwardRoles(f, roles);
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) out.push_back(launch::roleName(roles[i]));
+  return out;
+}
+
+}  // namespace
+
+FailureOr<PlanSummary> summarizePlan(const Spec& spec, ModuleOp plan) {
+  func::FuncOp fn;
+  for (func::FuncOp f : plan.getOps<func::FuncOp>())
+    if (f->hasAttr(chunk::kPlanAttr)) fn = f;
+  if (!fn) {
+    plan.emitError() << "is not a kernel plan: no function carries " << chunk::kPlanAttr
+                     << " (run --chunk-partition-kernels first)";
+    return failure();
+  }
+  PlanSummary s;
+  auto cost = fn->getAttrOfType<chunk::PlanAttr>(chunk::kPlanAttr);
+  s.bytes_per_token_head = cost.getBytesPerTokenHead();
+  s.flops_per_token_head = cost.getFlopsPerTokenHead();
+  bool first = true;
+  for (chunk::KernelOp k : fn.getBody().getOps<chunk::KernelOp>()) {
+    s.roles.push_back(k.getRole().str());
+    chunk::TileAttr t = k.getTile();
+    if (first) {
+      s.chunk = t.getChunk(), s.block_v = t.getBlockV(), s.warps = t.getWarps(), s.stages = t.getStages();
+      first = false;
+    }
+  }
+  std::vector<std::string> expected = deviceRoles(spec);
+  if (s.roles != expected) {
+    fn.emitError() << "the plan's kernel roles " << flowList(s.roles)
+                   << " are not the device library's roles for this spec " << flowList(expected)
+                   << " (runtime/device/dgps/device/launch_rules.h forwardRoles)";
+    return failure();
+  }
+  return s;
+}
+
+std::string emitManifest(const Spec& s, const PlanSummary& plan) {
+  std::ostringstream os;
+  os << "dgps_package: 1\n";
+  os << "codegen_version: " << kCodegenVersion << "\n";
+  os << "name: " << s.name << "\n";
+  os << "spec_hash: \"" << specHash(s) << "\"\n";
+  os << "source: kernels.cu\n";
+  os << "spec: spec.yaml\n";
+  os << "features: {decay: " << toString(s.decay.kind) << ", gain: " << toString(s.gain.kind)
+     << ", precond: " << toString(s.precond.kind) << ", precond_side: " << toString(s.precond.side)
+     << ", precond_source: " << toString(s.precond.source) << ", solve: " << toString(s.solve.kind) << "}\n";
+  os << "dims: {key: " << flowList(s.key_dims) << ", value: " << flowList(s.value_dims) << "}\n";
+  os << "dtypes: {inputs: " << dtypeList(s.input_dtypes) << ", state: " << toString(s.state_dtype) << "}\n";
+  os << "io: {initial_state: " << yamlBool(s.initial_state) << ", final_state: " << yamlBool(s.final_state)
+     << ", initial_precond_state: " << yamlBool(s.initial_precond_state)
+     << ", final_precond_state: " << yamlBool(s.final_precond_state) << ", varlen: " << yamlBool(s.varlen) << "}\n";
+  if (hasKernel(s, KernelKind::ChunkForward)) {
+    std::vector<std::string> symbols;
+    for (const std::string& r : plan.roles) symbols.push_back("dgps_" + s.name + "_fwd_" + r);
+    os << "forward: {roles: " << flowList(plan.roles) << ", symbols: " << flowList(symbols) << "}\n";
+  }
+  if (hasKernel(s, KernelKind::Decode)) os << "decode: {symbol: dgps_" << s.name << "_decode}\n";
+  os << "tunables: {chunk: " << flowList(s.tuning.chunk) << ", block_v: " << flowList(s.tuning.block_v)
+     << ", warps: " << flowList(s.tuning.warps) << ", stages: " << flowList(s.tuning.stages) << "}\n";
+  os << "default_config: {chunk: " << plan.chunk << ", block_v: " << plan.block_v << ", warps: " << plan.warps
+     << ", stages: " << plan.stages << "}\n";
+  os << "plan: {bytes_per_token_head: " << plan.bytes_per_token_head
+     << ", flops_per_token_head: " << plan.flops_per_token_head << "}\n";
+  return os.str();
+}
+
+FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan) {
+  FailureOr<PlanSummary> summary = summarizePlan(spec, plan);
+  if (failed(summary)) return failure();
+  PackageFiles files;
+  files.kernels_cu = emitKernelsCu(spec, *summary);
+  files.spec_yaml = canonicalYaml(spec);
+  files.manifest_yaml = emitManifest(spec, *summary);
+  return files;
+}
+
+bool writePackage(const PackageFiles& files, const std::string& dir, std::string& error) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    error = "cannot create output directory '" + dir + "': " + ec.message();
+    return false;
+  }
+  const std::pair<const char*, const std::string*> entries[] = {
+      {"kernels.cu", &files.kernels_cu}, {"spec.yaml", &files.spec_yaml}, {"manifest.yaml", &files.manifest_yaml}};
+  for (const auto& [name, text] : entries) {
+    const std::string path = (fs::path(dir) / name).string();
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << *text;
+    out.close();
+    if (!out) {
+      error = "cannot write '" + path + "'";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace dgps

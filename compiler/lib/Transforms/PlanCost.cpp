@@ -75,13 +75,16 @@ double flopsPerTokenHead(Operation* op, const CostPoint& at) {
 
 CostPoint costPointOf(func::FuncOp fn) {
   CostPoint at;
-  auto maxOf = [](Attribute a, int64_t dflt) {
+  // 128 (the published models' head dim) when the spec supports it, so that plans of different
+  // specs compare at the same point; otherwise the spec's largest dim.
+  auto pointOf = [](Attribute a, int64_t dflt) {
     auto arr = dyn_cast_or_null<DenseI64ArrayAttr>(a);
     if (!arr || arr.empty()) return dflt;
+    if (llvm::is_contained(arr.asArrayRef(), int64_t{128})) return int64_t{128};
     return *std::max_element(arr.asArrayRef().begin(), arr.asArrayRef().end());
   };
-  at.K = maxOf(fn->getAttr(kKeyDimsAttr), at.K);
-  at.V = maxOf(fn->getAttr(kValueDimsAttr), at.V);
+  at.K = pointOf(fn->getAttr(kKeyDimsAttr), at.K);
+  at.V = pointOf(fn->getAttr(kValueDimsAttr), at.V);
   if (auto c = fn->getAttrOfType<IntegerAttr>(kChunkSizeAttr)) at.C = c.getInt();
   if (auto g = fn->getAttrOfType<IntegerAttr>(kGvaAttr)) at.gvaRatio = std::max<int64_t>(1, g.getInt());
   return at;

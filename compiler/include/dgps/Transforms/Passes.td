@@ -88,7 +88,7 @@ def PartitionKernels : Pass<"chunk-partition-kernels", "::mlir::ModuleOp"> {
     type (device-memory buffers). Sets the default tile configuration (`tile`) on every kernel and
     the estimate (`chunk.plan`) on the function, and reports the estimate as a remark:
     device-memory bytes and FLOPs per token and value head, counting every recompute (math.md
-    §4.4/§4.5 style, at the spec's largest key/value dims and C = the default chunk; PlanCost.h).
+    §4.4/§4.5 style, at K = V = 128 where the spec allows it and C = the default chunk; PlanCost.h).
     Fails with an error if a preconditioned key or query would cross a kernel boundary.
 
     Before: a flat function body. After (PGDN):

@@ -42,8 +42,8 @@ double bytesPerTokenHead(chunk::ChunkTensorType t, const CostPoint& at);
 /// FLOPs per token-head of one op (0 for load, store, splat).
 double flopsPerTokenHead(mlir::Operation* op, const CostPoint& at);
 
-/// The evaluation point of a function: the largest key and value dims of the spec, its chunk
-/// size and GVA ratio (function attributes set by --dgps-lower-to-chunk).
+/// The evaluation point of a function: K = V = 128 where the spec supports it (else its largest
+/// dims), its default chunk size and its GVA ratio (function attributes set by --dgps-lower-to-chunk).
 CostPoint costPointOf(mlir::func::FuncOp fn);
 
 /// The estimate of a partitioned function (one entry per chunk.kernel, in order).

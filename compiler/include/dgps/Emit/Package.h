@@ -1,0 +1,55 @@
+// The CUDA + manifest emitter: a kernel plan (chunk IR after --chunk-partition-kernels) and its spec
+// become a generated package directory that the runtime loads (runtime/include/dgps/runtime/Package.h):
+//
+//   kernels.cu     the spec's axes as a Traits struct and one extern "C" kernel per forward role of
+//                  the plan, plus decode; the kernels themselves are the device header library's
+//                  (runtime/device/dgps/device/README.md, "Contract with the emitter").
+//   spec.yaml      the canonical form of the spec (dsl/Canonical.h).
+//   manifest.yaml  package format 1: features, dims, dtypes, io, kernel roles and symbols, tunables,
+//                  the default tile configuration and the plan's cost estimate.
+//
+// Output is byte-for-byte deterministic: it depends only on the spec and the plan.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dgps/dsl/Spec.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+
+namespace dgps {
+
+/// Version of the generated code's shape; part of the header line and the manifest.
+inline constexpr int kCodegenVersion = 1;
+
+struct PackageFiles {
+  std::string kernels_cu;
+  std::string spec_yaml;
+  std::string manifest_yaml;
+};
+
+/// What the emitter reads off the plan.
+struct PlanSummary {
+  std::vector<std::string> roles;  ///< forward kernel roles, in launch order
+  int64_t chunk = 64, block_v = 64, warps = 4, stages = 1;  ///< default tile configuration
+  int64_t bytes_per_token_head = 0, flops_per_token_head = 0;
+};
+
+/// Reads the partitioned forward function of `plan`. Emits an error at the offending op and fails if
+/// the module is not a kernel plan, or if its roles are not the device library's roles for `spec`
+/// (launch_rules.h forwardRoles).
+mlir::FailureOr<PlanSummary> summarizePlan(const Spec& spec, mlir::ModuleOp plan);
+
+/// kernels.cu text (see the file comment of this header).
+std::string emitKernelsCu(const Spec& spec, const PlanSummary& plan);
+/// manifest.yaml text.
+std::string emitManifest(const Spec& spec, const PlanSummary& plan);
+
+/// All three files.
+mlir::FailureOr<PackageFiles> emitPackage(const Spec& spec, mlir::ModuleOp plan);
+
+/// Writes the files into `dir` (created if missing). Returns false and sets `error` on I/O failure.
+bool writePackage(const PackageFiles& files, const std::string& dir, std::string& error);
+
+}  // namespace dgps

@@ -1,0 +1,7 @@
+// Without --chunk-fuse-preconditioner the per-token accumulator A [B, T, H, K] would be a device-memory
+// buffer read by two kernels: the estimate shows what fusion saves (compare partition/pgdn.mlir).
+// RUN: %dgps-opt %S/../Inputs/pgdn.mlir --canonicalize --dgps-lower-to-chunk --canonicalize \
+// RUN:   --chunk-partition-kernels -mlir-print-op-on-diagnostic=false 2>&1 | %FileCheck %s
+
+// CHECK: remark: kernel plan for K=128 V=128 C=64 HV/H=1: 3920 bytes
+// CHECK: chunk.kernel "precond_scan" -> !f32_bthk_global
