@@ -87,8 +87,9 @@ std::string listOf(const std::vector<int>& v) {
 
 class Validator {
  public:
-  Validator(const Spec& s, const LocMap& locs, std::string file, std::vector<Diagnostic>& out)
-      : s_(s), locs_(locs), file_(std::move(file)), out_(out) {}
+  Validator(const Spec& s, const LocMap& locs, const std::set<std::string>& unread, std::string file,
+            std::vector<Diagnostic>& out)
+      : s_(s), locs_(locs), unread_(unread), file_(std::move(file)), out_(out) {}
 
   void run() {
     const bool clean = !hasErrors(out_);
@@ -122,8 +123,23 @@ class Validator {
 
   bool written(const std::string& path) const { return locs_.count(path) != 0; }
 
+  /// True if the reader reported `path`, one of its ancestors or one of its descendants.
+  bool unread(const std::string& path) const {
+    if (unread_.count("")) return true;
+    for (const std::string& u : unread_) {
+      const std::string& shorter = u.size() < path.size() ? u : path;
+      const std::string& longer = u.size() < path.size() ? path : u;
+      if (longer.compare(0, shorter.size(), shorter) == 0 &&
+          (longer.size() == shorter.size() || longer[shorter.size()] == '.' ||
+           longer[shorter.size()] == '['))
+        return true;
+    }
+    return false;
+  }
+
   void report(Severity sev, const std::string& path, const std::string& msg,
               const std::string& expected, bool atKey = false) {
+    if (unread(path)) return;
     const SourceLoc l = where(path, atKey);
     Diagnostic d;
     d.severity = sev;
@@ -331,6 +347,15 @@ class Validator {
             "precond.side: key, or precond.source: ema_sq_squash");
       return;
     }
+    if (usesHypergrad(s_) && s_.gva_ratio != 1) {
+      error(written("heads.gva_ratio") ? "heads.gva_ratio" : "precond.source",
+            "hypergrad_ogd needs heads.gva_ratio 1: its d update uses the write gain beta "
+            "[B,T,HV], but d is kept per key head [N,H,K] (math.md §5.2); got gva_ratio " +
+                std::to_string(s_.gva_ratio),
+            "heads.gva_ratio: 1, or precond.source: ema_sq_squash (its gain precond_beta is per key "
+            "head)");
+      return;
+    }
     if (s_.solve.kind == SolveKind::Delta) checkWriteEigenvalue(unstable, allowNote);
     if (usesHypergrad(s_)) checkDScan(unstable, allowNote);
   }
@@ -402,15 +427,16 @@ class Validator {
 
   const Spec& s_;
   const LocMap& locs_;
+  const std::set<std::string>& unread_;
   std::string file_;
   std::vector<Diagnostic>& out_;
 };
 
 }  // namespace
 
-void validate(const Spec& spec, const LocMap& locs, const std::string& file,
-              std::vector<Diagnostic>& out) {
-  Validator(spec, locs, file, out).run();
+void validate(const Spec& spec, const LocMap& locs, const std::set<std::string>& unread,
+              const std::string& file, std::vector<Diagnostic>& out) {
+  Validator(spec, locs, unread, file, out).run();
 }
 
 }  // namespace detail

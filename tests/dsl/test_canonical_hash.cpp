@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "DslTestUtil.h"
 
@@ -335,6 +336,33 @@ TEST(Canonical, RandomValidSpecsRoundTrip) {
     }
   }
   EXPECT_GT(valid, 500);  // the generator mostly produces valid specs
+}
+
+}  // namespace
+}  // namespace dgps
+
+namespace dgps {
+namespace {
+
+// The canonical text is a persistent format: hashes key kernel caches and package manifests. A change
+// to it must be deliberate (update the golden files and say so in docs/spec.md).
+TEST(Canonical, MatchesGoldenFiles) {
+  for (const char* stem : {"pgdn", "osdn_apf", "mamba2"}) {
+    const std::string golden = test::readText(test::testDir() + "/golden/" + stem + ".canonical.yaml");
+    ASSERT_FALSE(golden.empty()) << stem;
+    ParseResult r = parseSpecFile(test::specsDir() + "/" + stem + ".yaml");
+    ASSERT_TRUE(r.ok()) << test::allDiagnostics(r);
+    EXPECT_EQ(canonicalYaml(*r.spec), golden) << stem;
+    // The hash is FNV-1a of the canonical text without its description and allow_unstable lines,
+    // recomputed here from the golden text alone.
+    std::string hashed;
+    std::istringstream in(golden);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("description:", 0) != 0 && line.rfind("allow_unstable:", 0) != 0) hashed += line + "\n";
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(hashed)));
+    EXPECT_EQ(specHash(*r.spec), hex) << stem;
+  }
 }
 
 }  // namespace

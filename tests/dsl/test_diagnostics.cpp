@@ -194,6 +194,8 @@ const std::vector<BadCase>& badCases() {
        "name: t\ndecay: none\ngain: scalar\nprecond: {kind: diagonal, side: query, source: hypergrad_ogd}\n"
        "solve: delta\n",
        4, 33, "precond.side", "side query is not supported with source hypergrad_ogd"},
+      {"hypergrad_with_gva", HG + "heads: {gva_ratio: 2}\n", 8, 20, "heads.gva_ratio",
+       "hypergrad_ogd needs heads.gva_ratio 1"},
       {"dscan_eta_too_large", HG + "  hypergrad: {eta: 3}\n", 8, 20, "precond.hypergrad.eta",
        "stable only if eta*beta^2 <= 2"},
       {"dscan_eta_with_retention", HG + "  hypergrad: {eta: 1.5, retention: true}\n", 8, 20,
