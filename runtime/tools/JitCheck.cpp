@@ -98,8 +98,10 @@ int runJitCheck(const JitCheckOptions& o, std::ostream& out, std::ostream& err) 
     for (const auto& p : packages) {
       for (DType d : p.manifest().input_dtypes)
         for (int K : p.manifest().key_dims)
-          for (int V : p.manifest().value_dims)
+          for (int V : p.manifest().value_dims) {
+            if (o.square && K != V) continue;
             for (const TileConfig& c : configsOf(p, o)) variants.push_back(Variant{&p, toScalarType(d), K, V, c});
+          }
     }
     std::vector<std::string> reports(variants.size());
     std::vector<char> clean(variants.size(), 0);

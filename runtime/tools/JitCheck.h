@@ -16,6 +16,7 @@ struct JitCheckOptions {
   std::string cache_dir;              ///< "" = default binary cache
   bool all_configs = false;           ///< sweep the whole tuning space, not only default_config
   std::string config;                 ///< "chunk=64,..." overrides on default_config (ignored with all_configs)
+  bool square = false;                ///< only K == V pairs (the CI default: the largest pair bounds spills)
   int jobs = 1;                       ///< parallel NVRTC compiles
 };
 

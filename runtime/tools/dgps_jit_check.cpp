@@ -1,4 +1,4 @@
-// dgps-jit-check PACKAGE... [--arch sm_90a] [--all-configs] [--config k=v,...] [--jobs N] [--cache-dir D]
+// dgps-jit-check PACKAGE... [--arch sm_90a] [--all-configs] [--square] [--config k=v,...] [--jobs N] [--cache-dir D]
 // NVRTC compile-only check used by CI: prints registers, stack and spills per kernel; exit 1 on any
 // compile failure, spill or local memory.
 #include <CLI/CLI.hpp>
@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   app.add_option("--arch", o.arch, "target architecture (sm_90a, sm_80, compute_90, ...)");
   app.add_flag("--all-configs", o.all_configs, "check every point of the package's tunables");
   app.add_option("--config", o.config, "tile overrides on default_config, e.g. block_v=32,warps=8");
+  app.add_flag("--square", o.square, "only key dim == value dim pairs");
   app.add_option("--jobs,-j", o.jobs, "parallel compiles");
   app.add_option("--cache-dir", o.cache_dir, "binary cache folder (default $DGPS_CACHE_DIR or ~/.cache/dgps)");
   try {
