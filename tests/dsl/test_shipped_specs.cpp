@@ -174,3 +174,27 @@ TEST(ShippedSpecs, TensorSignaturesFollowAbi) {
 
 }  // namespace
 }  // namespace dgps
+
+namespace dgps {
+namespace {
+
+// Every ```yaml example in docs/spec.md is a complete, valid spec.
+TEST(Docs, EveryYamlExampleInSpecMdParses) {
+  const std::string doc = test::readText(std::string(DGPS_DOCS_DIR) + "/spec.md");
+  ASSERT_FALSE(doc.empty());
+  int blocks = 0;
+  for (size_t at = doc.find("```yaml\n"); at != std::string::npos; at = doc.find("```yaml\n", at)) {
+    at += 8;
+    const size_t end = doc.find("```", at);
+    ASSERT_NE(end, std::string::npos);
+    const std::string text = doc.substr(at, end - at);
+    ParseResult r = parseSpecString(text, "docs/spec.md example");
+    EXPECT_TRUE(r.ok()) << test::allDiagnostics(r) << text;
+    ++blocks;
+    at = end + 3;
+  }
+  EXPECT_GE(blocks, 12);
+}
+
+}  // namespace
+}  // namespace dgps
