@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,14 +24,20 @@ using LocMap = std::map<std::string, KeyLoc>;
 /// Value and combination rules (docs/spec.md "Validation"). `locs` holds the positions of keys that
 /// were written; rules about a key that was not written point at the nearest written ancestor, then at
 /// the axis' own loc. Appends to `out`.
-void validate(const Spec& spec, const LocMap& locs, const std::string& file,
-              std::vector<Diagnostic>& out);
+/// `unread` holds the paths the reader already reported (a wrong type, a missing key): rules about
+/// them or anything below them are skipped, so one mistake gives one message ("" skips everything).
+void validate(const Spec& spec, const LocMap& locs, const std::set<std::string>& unread,
+              const std::string& file, std::vector<Diagnostic>& out);
 
 /// Smallest edit distance (insert, delete, substitute, adjacent swap) between two strings.
 int editDistance(const std::string& a, const std::string& b);
 
 /// The candidate closest to `word` if it is close enough to be a plausible typo, else "".
 std::string nearest(const std::string& word, const std::vector<std::string>& candidates);
+
+/// `text` made safe for a one-line message: control characters escaped (\n, \t, \xNN) and anything
+/// beyond `max` bytes replaced by "...".
+std::string printable(const std::string& text, size_t max = 60);
 
 /// "a, b, c" / "a|b|c".
 std::string join(const std::vector<std::string>& items, const char* sep);

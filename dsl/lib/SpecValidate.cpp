@@ -4,6 +4,7 @@
 // runs only when phase 1 and the YAML reader found nothing, so one mistake gives one message.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <regex>
 
 #include "SpecInternal.h"
@@ -36,6 +37,24 @@ int dtypeRank(DType d) {
     case DType::F32: return 2;
   }
   return 3;
+}
+
+std::string printable(const std::string& text, size_t max) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (out.size() >= max) return out + "...";
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
 }
 
 std::string join(const std::vector<std::string>& items, const char* sep) {
@@ -191,7 +210,7 @@ class Validator {
     if (s_.name.empty())
       error("name", "must not be empty", "an identifier [a-z][a-z0-9_]*");
     else if (!std::regex_match(s_.name, re))
-      error("name", "'" + s_.name + "' is not an identifier (it names kernels and files)",
+      error("name", "'" + printable(s_.name) + "' is not an identifier (it names kernels and files)",
             "an identifier [a-z][a-z0-9_]* (lower case)");
     else if (s_.name.size() > 64)
       error("name", "longer than 64 characters", "an identifier of at most 64 characters");

@@ -1,6 +1,7 @@
 // YAML -> Spec: node types, key names, enum values and the "does this key apply" rules. Value ranges
 // and cross-field rules live in SpecValidate.cpp. Every yaml-cpp call that can throw is wrapped, so
 // no exception leaves parseSpecString / parseSpecFile.
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -78,7 +79,8 @@ std::string describe(const YAML::Node& n) {
     case YAML::NodeType::Sequence: return "a list";
     case YAML::NodeType::Null: return "nothing";
     case YAML::NodeType::Scalar:
-      return isQuoted(n) ? "the quoted string \"" + n.Scalar() + "\"" : "'" + n.Scalar() + "'";
+      return isQuoted(n) ? "the quoted string \"" + detail::printable(n.Scalar()) + "\""
+                         : "'" + detail::printable(n.Scalar()) + "'";
     default: return "an undefined node";
   }
 }
@@ -194,7 +196,7 @@ class Reader {
     x = std::strtod(t.c_str(), &end);
     if (end != t.c_str() + t.size() || !std::isfinite(x) || t.find_first_of("nNxX") != std::string::npos) {
       if (errno == ERANGE)
-        error(at(v), path, "number out of range: " + t, what);
+        error(at(v), path, "number out of range: " + detail::printable(t), what);
       else
         typeError(v, path, what);
       return false;
@@ -212,7 +214,7 @@ class Reader {
     long long x = t.empty() ? 0 : std::strtoll(t.c_str(), &end, 10);
     if (t.empty() || end != t.c_str() + t.size()) return typeError(v, path, "an integer"), false;
     if (errno == ERANGE || x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max()) {
-      error(at(v), path, "integer out of range: " + t, "an integer");
+      error(at(v), path, "integer out of range: " + detail::printable(t), "an integer");
       return false;
     }
     out = static_cast<int>(x);
@@ -225,7 +227,7 @@ class Reader {
     if (!v.IsScalar()) return typeError(v, path, "one of: " + allowed), false;
     for (const auto& p : table)
       if (v.Scalar() == p.first) return out = p.second, true;
-    std::string msg = "unknown value '" + v.Scalar() + "'";
+    std::string msg = "unknown value '" + detail::printable(v.Scalar()) + "'";
     std::string near = detail::nearest(v.Scalar(), names(table));
     if (!near.empty()) msg += "; did you mean '" + near + "'?";
     error(at(v), path, msg, "one of: " + allowed);
@@ -326,17 +328,17 @@ bool Reader::readMap(const YAML::Node& node, const std::string& path,
     const std::string name = k.Scalar();
     const std::string kp = childPath(path, name);
     if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
-      std::string msg = "unknown key '" + name + "'";
+      std::string msg = "unknown key '" + detail::printable(name) + "'";
       std::string near = detail::nearest(name, allowed);
       if (!near.empty()) msg += "; did you mean '" + near + "'?";
-      error(at(k), kp, msg, (path.empty() ? "top-level keys: " : "keys of '" + path + "': ") +
+      error(at(k), childPath(path, detail::printable(name)), msg, (path.empty() ? "top-level keys: " : "keys of '" + path + "': ") +
                                 detail::join(allowed, ", "));
       continue;
     }
     auto prev = out.find(name);
     if (prev != out.end()) {
       error(at(k), kp,
-            "duplicate key '" + name + "' (first written at line " +
+            "duplicate key '" + detail::printable(name) + "' (first written at line " +
                 std::to_string(at(prev->second.key).line) + ")",
             "each key once");
       continue;
@@ -690,7 +692,7 @@ class DocumentScanner : public YAML::EventHandler {
 
 Diagnostic yamlError(const std::string& file, const YAML::Mark& m, const std::string& msg) {
   return docError(file, m.line >= 0 ? m.line + 1 : 0, m.column >= 0 ? m.column + 1 : 0,
-                  "invalid YAML: " + msg, "a YAML mapping (docs/spec.md)");
+                  "invalid YAML: " + detail::printable(msg, 200), "a YAML mapping (docs/spec.md)");
 }
 
 /// Counts the documents in `text` without building them. yaml-cpp (0.7, 0.8) loops forever in
@@ -708,7 +710,8 @@ bool checkDocuments(const std::string& text, const std::string& file, std::vecto
         d[d.size() - 1].mark.pos == d[d.size() - 2].mark.pos) {
       const YAML::Mark m = d.back().mark;
       const char c = m.pos >= 0 && static_cast<size_t>(m.pos) < text.size() ? text[m.pos] : '?';
-      out.push_back(yamlError(file, m, std::string("unexpected '") + c + "' where a value must start"));
+      out.push_back(yamlError(file, m, "unexpected '" + detail::printable(std::string(1, c)) +
+                                           "' where a value must start"));
       return false;
     }
   }
@@ -733,6 +736,9 @@ ParseResult parseImpl(const std::string& text, const std::string& filename) {
   try {
     if (!checkDocuments(text, filename, r.diagnostics)) return r;
     root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    r.diagnostics.push_back(yamlError(filename, e.mark, "nesting too deep for the YAML parser"));
+    return r;
   } catch (const YAML::Exception& e) {
     r.diagnostics.push_back(yamlError(filename, e.mark, e.msg));
     return r;

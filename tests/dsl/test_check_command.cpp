@@ -113,7 +113,8 @@ TEST_F(TempDir, MissingFileDirectoryAndGarbageReturnOne) {
 /// Random edits of a valid spec: delete, duplicate or replace a byte, swap two lines, truncate.
 std::string mutate(std::string text, std::mt19937_64& rng) {
   const int edits = 1 + static_cast<int>(rng() % 3);
-  static const std::string alphabet = " :-[]{},#\"'\n\t0123456789.aeinx_&*!|>%@`";
+  static const std::string alphabet = std::string(" :-[]{},#\"'\n\t0123456789.aeinx_&*!|>%@`?\\\r\x01\x7f") +
+                                      std::string(1, '\0');
   for (int e = 0; e < edits && !text.empty(); ++e) {
     const size_t at = rng() % text.size();
     switch (rng() % 5) {
@@ -149,6 +150,7 @@ TEST(Robustness, RandomEditsOfShippedSpecsNeverThrowAndAlwaysLocateErrors) {
         EXPECT_GE(d.line, 1) << formatDiagnostic(d) << "\n" << text;
         EXPECT_GE(d.column, 1) << formatDiagnostic(d) << "\n" << text;
         EXPECT_FALSE(d.message.empty());
+        EXPECT_EQ(formatDiagnostic(d).find('\n'), std::string::npos) << formatDiagnostic(d);
       }
       if (!r.ok()) {
         ++rejected;
@@ -163,6 +165,31 @@ TEST(Robustness, RandomEditsOfShippedSpecsNeverThrowAndAlwaysLocateErrors) {
     }
   }
   EXPECT_GT(rejected, 100);
+}
+
+TEST(Robustness, DeepNestingIsOneError) {
+  const std::string text = "name: " + std::string(50000, '[') + std::string(50000, ']') + "\n";
+  ParseResult r = parseSpecString(text, "deep.yaml");
+  ASSERT_FALSE(r.ok());
+  ASSERT_EQ(r.diagnostics.size(), 1u) << test::allDiagnostics(r);
+  EXPECT_NE(r.diagnostics[0].message.find("nesting too deep"), std::string::npos) << r.diagnostics[0].message;
+  EXPECT_EQ(r.diagnostics[0].line, 1);
+}
+
+TEST(Robustness, ControlCharactersAndLongValuesStayOnOneLine) {
+  const std::string longWord(5000, 'z');
+  for (const std::string& text : {
+           std::string("name: t\ndecay: \"sca\\nlar\"\ngain: none\nprecond: none\nsolve: delta\n"),
+           std::string("name: t\ndecay: ") + longWord + "\ngain: none\nprecond: none\nsolve: delta\n",
+           std::string("name: t\n\"we\\tird\\x01key\": 1\ndecay: none\ngain: none\nprecond: none\nsolve: delta\n"),
+       }) {
+    ParseResult r = parseSpecString(text, "ctl.yaml");
+    ASSERT_FALSE(r.ok());
+    ASSERT_EQ(r.diagnostics.size(), 1u) << test::allDiagnostics(r);
+    const std::string line = formatDiagnostic(r.diagnostics[0]);
+    EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+    EXPECT_LT(line.size(), 400u) << line;
+  }
 }
 
 }  // namespace
