@@ -9,6 +9,7 @@
 
 #include "Anchors.h"
 #include "Floors.h"
+#include "Watchdog.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/tuning/Stats.h"
 
@@ -29,9 +30,12 @@ void fail(benchmark::State& state, ResultRow& row, const std::string& status, co
 }
 
 // A CUDA fault that kills the context stops every later benchmark (they would all fail confusingly).
-std::string noteFailure(BenchContext& ctx, const std::exception& e) {
+std::string noteFailure(BenchContext& ctx, const BenchCase& c, const std::exception& e) {
   std::string msg = e.what();
-  if (ctx.context_lost.empty() && isStickyCudaError(msg)) ctx.context_lost = msg;
+  if (ctx.context_lost.empty() && isStickyCudaError(msg)) {
+    ctx.context_lost = msg;
+    ctx.context_lost_by = c.name;
+  }
   return msg;
 }
 
@@ -61,6 +65,7 @@ std::string finalCheck(BenchContext& ctx, PreparedCase& p, const BenchCase& c) {
 }
 
 void setCounters(benchmark::State& state, const ResultRow& row, double copy_bps) {
+  state.counters["ms"] = benchmark::Counter(row.ms);
   state.counters["p20_us"] = benchmark::Counter(row.p20_ms * 1e3);
   state.counters["p80_us"] = benchmark::Counter(row.p80_ms * 1e3);
   state.counters["GBps"] = benchmark::Counter(row.gbps());
@@ -71,11 +76,15 @@ void setCounters(benchmark::State& state, const ResultRow& row, double copy_bps)
 }
 
 void runCase(benchmark::State& state, const BenchCase& c) {
+  Watchdog::Scope scope("benchmark " + c.name);
   BenchContext& ctx = benchContext();
   ResultRow row = baseRow(c);
   if (!c.entry->package) return fail(state, row, "error", "package " + c.entry->dir + " did not open: " + c.entry->error);
   if (!ctx.context_lost.empty()) {
-    return fail(state, row, "error", "not run: an earlier benchmark lost the CUDA context (" + ctx.context_lost + ")");
+    // The pass after Google Benchmark's warm-up pass keeps the original error of the benchmark that faulted.
+    if (ctx.context_lost_by == c.name) return fail(state, row, "error", ctx.context_lost);
+    return fail(state, row, "error",
+                "not run: " + ctx.context_lost_by + " lost the CUDA context earlier (" + ctx.context_lost + ")");
   }
   PreparedCase* prepared = nullptr;
   try {
@@ -93,7 +102,7 @@ void runCase(benchmark::State& state, const BenchCase& c) {
     prepared = &ctx.prepareCase(c);
     warmUp(ctx, *prepared, c);
   } catch (const std::exception& e) {
-    return fail(state, row, "error", noteFailure(ctx, e));
+    return fail(state, row, "error", noteFailure(ctx, c, e));
   }
 
   const int reps = c.shape.kind == Kind::Forward ? ctx.options.reps : ctx.options.decode_reps;
@@ -104,7 +113,7 @@ void runCase(benchmark::State& state, const BenchCase& c) {
       all.insert(all.end(), ms.begin(), ms.end());
       state.SetIterationTime(tuning::quantile(ms, 0.5) * 1e-3);
     } catch (const std::exception& e) {
-      fail(state, row, "error", noteFailure(ctx, e));
+      fail(state, row, "error", noteFailure(ctx, c, e));
       break;
     }
   }
@@ -113,7 +122,7 @@ void runCase(benchmark::State& state, const BenchCase& c) {
     const std::string bad = finalCheck(ctx, *prepared, c);
     if (!bad.empty()) return fail(state, row, "wrong", bad);
   } catch (const std::exception& e) {
-    return fail(state, row, "error", noteFailure(ctx, e));
+    return fail(state, row, "error", noteFailure(ctx, c, e));
   }
   const tuning::SampleSummary s = tuning::summarize(all);
   row.ms = s.median;

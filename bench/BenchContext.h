@@ -95,7 +95,8 @@ class BenchContext {
   std::unique_ptr<Runtime> runtime;
   std::unique_ptr<GpuSession> session;
   double copy_bytes_per_s = 0;
-  std::string context_lost;  ///< the sticky CUDA error after which nothing more can run
+  std::string context_lost;     ///< the sticky CUDA error after which nothing more can run
+  std::string context_lost_by;  ///< the benchmark that hit it
 
   /// Opens every package folder (a folder with manifest.yaml) of options.generated_dir, sorted by
   /// name, keeping open errors. Returns false with *error when the folder cannot be listed.

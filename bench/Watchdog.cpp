@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace dgps {
 namespace bench {
@@ -22,9 +23,11 @@ struct State {
   bool stop = false;
   double limit_s = 300;
   std::function<void(const std::string&)> on_hang;
-  bool in_scope = false;
-  std::string what;
-  Clock::time_point since;
+  struct Entry {
+    std::string what;
+    Clock::time_point since;
+  };
+  std::vector<Entry> scopes;  // outermost first
 };
 
 State& state() {
@@ -37,10 +40,12 @@ void loop() {
   std::unique_lock<std::mutex> lock(s.mu);
   while (!s.stop) {
     s.cv.wait_for(lock, std::chrono::milliseconds(500));
-    if (s.stop || !s.in_scope) continue;
-    const double waited = std::chrono::duration<double>(Clock::now() - s.since).count();
+    if (s.stop || s.scopes.empty()) continue;
+    // The outermost scope is the oldest: it runs over first.
+    const double waited = std::chrono::duration<double>(Clock::now() - s.scopes.front().since).count();
     if (waited < s.limit_s) continue;
-    const std::string what = s.what;
+    std::string what = s.scopes.back().what;
+    if (s.scopes.size() > 1) what += " (during " + s.scopes.front().what + ")";
     auto on_hang = s.on_hang;
     lock.unlock();
     std::fprintf(stderr, "\ndgps-bench: %s has not finished after %.0f s (limit --dgps_hang_s=%.0f); giving up\n",
@@ -82,15 +87,13 @@ void Watchdog::stop() {
 Watchdog::Scope::Scope(const std::string& what) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  s.in_scope = true;
-  s.what = what;
-  s.since = Clock::now();
+  s.scopes.push_back(State::Entry{what, Clock::now()});
 }
 
 Watchdog::Scope::~Scope() {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  s.in_scope = false;
+  if (!s.scopes.empty()) s.scopes.pop_back();
 }
 
 }  // namespace bench

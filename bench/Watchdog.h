@@ -17,7 +17,8 @@ class Watchdog {
   /// Stops the guard thread (idempotent).
   static void stop();
 
-  /// Marks a GPU wait (or any step that must not hang) for its lifetime. Not nested.
+  /// Marks a GPU wait (or any step that must not hang) for its lifetime. Scopes nest (one thread);
+  /// the limit applies to the outermost, the message names the innermost.
   class Scope {
    public:
     explicit Scope(const std::string& what);

@@ -1,0 +1,320 @@
+// A fake CUDA driver (libcuda.so.1) for testing dgps-bench's host side on machines without a GPU.
+//
+// It implements the entry points the runtime loads (runtime/include/dgps/runtime/CudaDriver.h) over
+// host memory: allocations are malloc'd, copies and memsets are memcpy/memset, events record the host
+// clock, streams are synchronous. Kernels do not run: NVRTC really compiles the package (so the JIT
+// path is exercised), the fake only records launches. Its behaviour is picked by DGPS_FAKE_CUDA_MODE:
+//   noop   (default) launches do nothing: outputs keep their NaN poison, so the guard reports "wrong";
+//   zeros  forward/decode kernels write zeros to o (V = 128 assumed): finite, but wrong numbers;
+//   fault  the first package kernel launch makes every later call fail with CUDA_ERROR_ILLEGAL_ADDRESS,
+//          like a kernel that dereferenced a bad pointer;
+//   hang   the first wait after a package kernel launch never returns.
+// Never install it: a test puts its folder first on LD_LIBRARY_PATH.
+#include <cuda.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dgps/device/abi.h"
+
+namespace {
+
+struct Function {
+  std::string name;
+};
+
+struct Event {
+  std::chrono::steady_clock::time_point t;
+  bool recorded = false;
+};
+
+struct State {
+  std::mutex mu;
+  std::map<CUdeviceptr, std::size_t> allocations;  // base -> bytes
+  std::string mode;
+  bool faulted = false;
+  bool package_launched = false;
+};
+
+State& state() {
+  static State s;
+  static bool init = [] {
+    const char* m = std::getenv("DGPS_FAKE_CUDA_MODE");
+    s.mode = m ? m : "noop";
+    return true;
+  }();
+  (void)init;
+  return s;
+}
+
+thread_local std::vector<CUcontext> ctx_stack;
+CUcontext fakeContext() { return reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(0x1000)); }
+
+CUresult sticky() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.faulted ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
+}
+
+// A wait: hangs in "hang" mode once a package kernel ran.
+CUresult wait() {
+  State& s = state();
+  bool hang = false;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    hang = s.mode == "hang" && s.package_launched;
+  }
+  if (hang) std::this_thread::sleep_for(std::chrono::hours(1));
+  return sticky();
+}
+
+// Bytes of the allocation from `p` to its end (0 when `p` is not inside one).
+std::size_t bytesFrom(CUdeviceptr p) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.allocations.upper_bound(p);
+  if (it == s.allocations.begin()) return 0;
+  --it;
+  if (p >= it->first + it->second) return 0;
+  return it->first + it->second - p;
+}
+
+void zeroOutput(void* o, std::size_t bytes) {
+  const CUdeviceptr p = reinterpret_cast<CUdeviceptr>(o);
+  std::memset(o, 0, std::min(bytes, bytesFrom(p)));
+}
+
+}  // namespace
+
+CUresult cuInit(unsigned int) { return CUDA_SUCCESS; }
+// NVRTC 13 opens libcuda.so.1 itself and asks for the driver's private export tables; without this
+// symbol it crashes. Refusing makes it carry on as on a machine without a driver.
+extern "C" CUresult cuGetExportTable(const void** table, const CUuuid*) {
+  if (table) *table = nullptr;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult cuDriverGetVersion(int* v) {
+  *v = 13000;
+  return CUDA_SUCCESS;
+}
+CUresult cuGetErrorString(CUresult e, const char** s) {
+  *s = e == CUDA_SUCCESS ? "no error" : e == CUDA_ERROR_ILLEGAL_ADDRESS ? "an illegal memory access was encountered"
+                                                                        : "fake driver error";
+  return CUDA_SUCCESS;
+}
+CUresult cuGetErrorName(CUresult e, const char** s) {
+  switch (e) {
+    case CUDA_SUCCESS: *s = "CUDA_SUCCESS"; break;
+    case CUDA_ERROR_ILLEGAL_ADDRESS: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
+    case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
+    case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
+    default: *s = "CUDA_ERROR_UNKNOWN"; break;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetCount(int* n) {
+  *n = 1;
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGet(CUdevice* d, int ordinal) {
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
+  switch (a) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *v = 4 << 20; break;  // small: the flush buffer is memset often
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 232448; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *v = 233472; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: *v = 65536; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+    default: *v = 0; break;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetName(char* name, int len, CUdevice) {
+  std::strncpy(name, "Fake H200 (dgps-bench test driver)", std::size_t(len));
+  if (len > 0) name[len - 1] = '\0';
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceTotalMem(size_t* bytes, CUdevice) {
+  *bytes = size_t(141) << 30;
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice) {
+  *c = fakeContext();
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
+CUresult cuCtxPushCurrent(CUcontext c) {
+  ctx_stack.push_back(c);
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxPopCurrent(CUcontext* c) {
+  if (ctx_stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (c) *c = ctx_stack.back();
+  ctx_stack.pop_back();
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxGetCurrent(CUcontext* c) {
+  *c = ctx_stack.empty() ? nullptr : ctx_stack.back();
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxGetDevice(CUdevice* d) {
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxSynchronize(void) { return wait(); }
+CUresult cuModuleLoadData(CUmodule* m, const void* image) {
+  if (!image) return CUDA_ERROR_INVALID_VALUE;
+  *m = reinterpret_cast<CUmodule>(new int(0));
+  return sticky();
+}
+CUresult cuModuleUnload(CUmodule m) {
+  delete reinterpret_cast<int*>(m);
+  return CUDA_SUCCESS;
+}
+CUresult cuModuleGetFunction(CUfunction* f, CUmodule, const char* name) {
+  *f = reinterpret_cast<CUfunction>(new Function{name});
+  return CUDA_SUCCESS;
+}
+CUresult cuFuncGetAttribute(int* v, CUfunction_attribute a, CUfunction) {
+  *v = a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : a == CU_FUNC_ATTRIBUTE_NUM_REGS ? 128 : 0;
+  return CUDA_SUCCESS;
+}
+CUresult cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) { return CUDA_SUCCESS; }
+CUresult cuLaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                        void** params, void**) {
+  if (CUresult r = sticky()) return r;
+  const std::string& name = reinterpret_cast<Function*>(f)->name;
+  if (name.rfind("dgps_bench_", 0) == 0) return CUDA_SUCCESS;  // the bench's own helper kernels
+  State& s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.package_launched = true;
+    if (s.mode == "fault") {
+      s.faulted = true;
+      return CUDA_SUCCESS;  // like a real fault: reported by the next synchronising call
+    }
+  }
+  if (s.mode == "zeros") {
+    if (name.find("_fwd_") != std::string::npos) {
+      const auto* a = static_cast<const dgps::ForwardArgs*>(params[0]);
+      zeroOutput(a->o, std::size_t(a->batch * a->seq_len * a->heads_v) * 128 * 2);
+    } else if (name.find("_decode") != std::string::npos) {
+      const auto* a = static_cast<const dgps::DecodeArgs*>(params[0]);
+      zeroOutput(a->o, std::size_t(a->batch * a->heads_v) * 128 * 2);
+    }
+  }
+  return CUDA_SUCCESS;
+}
+CUresult cuMemAlloc(CUdeviceptr* p, size_t n) {
+  if (CUresult r = sticky()) return r;
+  void* mem = std::aligned_alloc(256, (n + 255) / 256 * 256);
+  if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
+  *p = reinterpret_cast<CUdeviceptr>(mem);
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.allocations[*p] = n;
+  return CUDA_SUCCESS;
+}
+CUresult cuMemFree(CUdeviceptr p) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.allocations.find(p);
+  if (it == s.allocations.end()) return CUDA_ERROR_INVALID_VALUE;
+  s.allocations.erase(it);
+  std::free(reinterpret_cast<void*>(p));
+  return CUDA_SUCCESS;
+}
+CUresult cuMemGetInfo(size_t* free_bytes, size_t* total) {
+  *free_bytes = size_t(140) << 30;
+  *total = size_t(141) << 30;
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
+  if (CUresult r = sticky()) return r;
+  if (bytesFrom(dst) < n) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(reinterpret_cast<void*>(dst), src, n);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
+  if (CUresult r = sticky()) return r;
+  if (bytesFrom(src) < n) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(dst, reinterpret_cast<const void*>(src), n);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream) { return cuMemcpyHtoD(dst, src, n); }
+CUresult cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream) { return cuMemcpyDtoH(dst, src, n); }
+CUresult cuMemsetD8(CUdeviceptr p, unsigned char v, size_t n) {
+  if (CUresult r = sticky()) return r;
+  if (bytesFrom(p) < n) return CUDA_ERROR_INVALID_VALUE;
+  std::memset(reinterpret_cast<void*>(p), v, n);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, CUstream) { return cuMemsetD8(p, v, n); }
+CUresult cuMemsetD32Async(CUdeviceptr p, unsigned int v, size_t n, CUstream) {
+  if (CUresult r = sticky()) return r;
+  if (bytesFrom(p) < 4 * n) return CUDA_ERROR_INVALID_VALUE;
+  auto* w = reinterpret_cast<unsigned int*>(p);
+  std::fill(w, w + n, v);
+  return CUDA_SUCCESS;
+}
+CUresult cuPointerGetAttribute(void* data, CUpointer_attribute a, CUdeviceptr p) {
+  if (a != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) return CUDA_ERROR_INVALID_VALUE;
+  if (bytesFrom(p) == 0) return CUDA_ERROR_INVALID_VALUE;
+  *static_cast<int*>(data) = 0;
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamCreate(CUstream* s, unsigned int) {
+  *s = reinterpret_cast<CUstream>(new int(0));
+  return sticky();
+}
+CUresult cuStreamDestroy(CUstream s) {
+  delete reinterpret_cast<int*>(s);
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamSynchronize(CUstream) { return wait(); }
+CUresult cuStreamIsCapturing(CUstream, CUstreamCaptureStatus* c) {
+  *c = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamGetCtx(CUstream, CUcontext* c) {
+  *c = fakeContext();
+  return CUDA_SUCCESS;
+}
+CUresult cuEventCreate(CUevent* e, unsigned int) {
+  *e = reinterpret_cast<CUevent>(new Event());
+  return CUDA_SUCCESS;
+}
+CUresult cuEventDestroy(CUevent e) {
+  delete reinterpret_cast<Event*>(e);
+  return CUDA_SUCCESS;
+}
+CUresult cuEventRecord(CUevent e, CUstream) {
+  if (CUresult r = sticky()) return r;
+  auto* ev = reinterpret_cast<Event*>(e);
+  ev->t = std::chrono::steady_clock::now();
+  ev->recorded = true;
+  return CUDA_SUCCESS;
+}
+CUresult cuEventSynchronize(CUevent) { return wait(); }
+CUresult cuEventElapsedTime(float* ms, CUevent a, CUevent b) {
+  if (CUresult r = sticky()) return r;
+  auto* x = reinterpret_cast<Event*>(a);
+  auto* y = reinterpret_cast<Event*>(b);
+  if (!x->recorded || !y->recorded) return CUDA_ERROR_NOT_READY;
+  *ms = std::chrono::duration<float, std::milli>(y->t - x->t).count();
+  return CUDA_SUCCESS;
+}
