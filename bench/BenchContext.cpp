@@ -113,6 +113,8 @@ bool BenchContext::discoverPackages(std::string* error) {
 
 void BenchContext::buildCases(const GpuInfo* gpu) {
   const bool sweep_any = options.sweep_all || !options.sweep.empty();
+  int looked_up = 0, tuned_found = 0;
+  std::string tuning_note;
   for (const PackageEntry& e : packages) {
     if (e.package) continue;
     BenchCase c;
@@ -141,6 +143,9 @@ void BenchContext::buildCases(const GpuInfo* gpu) {
       std::set<std::string> timed = {configKey(def.config)};
       if (gpu) {
         TunedLookup t = lookupTuned(pkg, shape, *gpu);
+        ++looked_up;
+        if (t.config) ++tuned_found;
+        if (tuning_note.empty() && !t.config) tuning_note = t.note;
         if (t.config && *t.config != def.config) {
           BenchCase tuned = def;
           tuned.name = base + "tuned";
@@ -167,6 +172,10 @@ void BenchContext::buildCases(const GpuInfo* gpu) {
         }
       }
     }
+  }
+  if (gpu) {
+    std::printf("dgps-bench: tuning database: records for %d of %d package/shape pairs%s%s\n", tuned_found, looked_up,
+                tuning_note.empty() ? "" : "; e.g. ", tuning_note.c_str());
   }
 }
 
