@@ -3,8 +3,7 @@
 // RUN: %dgps-opt %s -split-input-file --canonicalize | %FileCheck %s
 
 // CHECK-LABEL: dgps.recurrence @pgdn_off
-// CHECK-SAME: final_precond_state = false
-// CHECK-SAME: initial_precond_state = false
+// CHECK-SAME: io = #dgps.io<initial_state = true, final_state = true, initial_precond_state = false, final_precond_state = false, varlen = true>
 // CHECK-SAME: precond = #dgps.precond<none>
 // CHECK-NOT: precond_side
 // CHECK-NOT: precond_source
@@ -42,7 +41,7 @@ module attributes {dgps.target = "sm_90a"} {
 
 // A moving hypergradient preconditioner stays.
 // CHECK-LABEL: dgps.recurrence @osdn
-// CHECK-SAME: hypergrad = #dgps.hypergrad<eta = 5.000000e-01
+// CHECK-SAME: hypergrad = #dgps.hypergrad<eta = 5.000000e-01 : f64
 // CHECK-SAME: precond = #dgps.precond<diagonal>
 module attributes {dgps.target = "sm_90a"} {
   dgps.recurrence @osdn {decay = #dgps.decay<none>, gain = #dgps.gain<scalar>, gain_lo = 0.0, gain_hi = 1.0,

@@ -4,7 +4,7 @@
 // CHECK: module attributes {dgps.target = "sm_90a"}
 // CHECK: dgps.recurrence @osdn
 // CHECK-SAME: decay = #dgps.decay<none>
-// CHECK-SAME: hypergrad = #dgps.hypergrad<eta = 1.000000e+00, retention = true, timing = <post>, init = 1.000000e+00, clamp_min = 0.000000e+00, clamp_max = 2.000000e+00>
+// CHECK-SAME: hypergrad = #dgps.hypergrad<eta = 1.000000e+00 : f64, retention = true, timing = <post>, init = 1.000000e+00 : f64, clamp_min = 0.000000e+00 : f64, clamp_max = 2.000000e+00 : f64>
 // CHECK-SAME: precond = #dgps.precond<diagonal>
 // CHECK-SAME: precond_side = #dgps.side<key>
 // CHECK-SAME: precond_source = #dgps.source<hypergrad_ogd>

@@ -66,7 +66,7 @@ module attributes {dgps.target = "sm_90a"} {
 // CHECK: %[[U:.*]] = chunk.gain_scale %{{.*}} gain %{{.*}}
 // CHECK: chunk.state_pass u %[[U]], write %{{.*}} gate
 module attributes {dgps.target = "sm_90a"} {
-  dgps.recurrence @mamba2 {decay = #dgps.decay<scalar>, gain = #dgps.gain<scalar>, gain_lo = 0.0, gain_hi = 0x7FF0000000000000,
+  dgps.recurrence @mamba2 {decay = #dgps.decay<scalar>, gain = #dgps.gain<scalar>, gain_lo = 0.0, gain_hi = 0x7FF0000000000000 : f64,
       precond = #dgps.precond<none>, solve = #dgps.solve<linear>, qk_l2norm = false, l2norm_eps = 1.0e-6,
       heads_qk = 0, gva_ratio = 1, key_dims = array<i64: 128>, value_dims = array<i64: 128>,
       input_dtypes = [bf16], state_dtype = f32,
