@@ -42,10 +42,11 @@ struct Variant {
   int K = 128, V = 128;
   bool f16 = false;
   int C = 64, BV = 64, W = 4, S = 2;
+  std::string tag;  // extra build flavour (variants.txt 9th column), e.g. "nowg" = -DDGPS_NO_WGMMA
   std::string key() const {
     char b[160];
     std::snprintf(b, sizeof b, "%s_k%d_v%d_%s_c%d_bv%d_w%d_s%d", cfg.c_str(), K, V, f16 ? "f16" : "bf16", C, BV, W, S);
-    return b;
+    return tag.empty() ? std::string(b) : std::string(b) + "_" + tag;
   }
 };
 
@@ -485,8 +486,10 @@ struct Case {
   GateMode gm;
 };
 
-Variant var(const std::string& cfg, int K = 128, int V = 128, bool f16 = false, int C = 64, int BV = 64, int W = 4, int S = 2) {
+Variant var(const std::string& cfg, int K = 128, int V = 128, bool f16 = false, int C = 64, int BV = 64, int W = 4, int S = 2,
+            const std::string& tag = "") {
   Variant v;
+  v.tag = tag;
   v.cfg = cfg;
   v.K = K;
   v.V = V;
@@ -536,9 +539,12 @@ std::vector<Case> forward_cases(bool small) {
   add("BV128-s1-w8", var("gdn", 128, 128, false, 64, 128, 8, 1), 2, 150, 2, 2);
   add("BV32", var("gdn", 128, 128, false, 64, 32, 4, 2), 2, 150, 2, 2);
   add("W2", var("gdn", 128, 128, false, 64, 64, 2, 2), 2, 150, 2, 2);
+  add("mma.sync", var("gdn", 128, 128, false, 64, 128, 4, 2, "nowg"), 2, 150, 2, 2);
   add("BV128", var("pgdn", 128, 128, false, 64, 128, 4, 2), 2, 150, 2, 2);
   add("BV128-w8", var("kda", 128, 128, false, 64, 128, 8, 2), 2, 150, 2, 2);
-  add("BV128-w8", var("pkda", 128, 128, false, 64, 128, 8, 2), 2, 150, 2, 2);
+  add("BV128-w8", var("pkda", 128, 128, false, 64, 128, 8, 1), 2, 150, 2, 2);
+  add("S1", var("gdn", 128, 128, false, 64, 64, 4, 1), 2, 150, 2, 2);
+  add("S1", var("pgdn", 128, 128, false, 64, 64, 4, 1), 1, 150, 2, 4);
   // steep / masked gates (field cases C01, C04, C10)
   GateMode steep;
   steep.scale = 100.0;  // logsigmoid(U)/0.01
@@ -715,11 +721,12 @@ void run_timing(Harness& hx, const std::string& filter, std::vector<TimeRow>& ro
     std::vector<Variant> vs;
   };
   std::vector<Cfg> cfgs = {
-      {"gdn", 0.839, {var("gdn"), var("gdn", 128, 128, false, 64, 128, 4, 2), var("gdn", 128, 128, false, 64, 128, 8, 1)}},
-      {"pgdn", 1.622, {var("pgdn"), var("pgdn", 128, 128, false, 64, 128, 4, 2)}},
-      {"deltanet", 1.000, {var("deltanet"), var("deltanet", 128, 128, false, 64, 128, 4, 2)}},
+      {"gdn", 0.839, {var("gdn"), var("gdn", 128, 128, false, 64, 64, 4, 1), var("gdn", 128, 128, false, 64, 128, 4, 2),
+                      var("gdn", 128, 128, false, 64, 128, 8, 1), var("gdn", 128, 128, false, 64, 128, 4, 2, "nowg")}},
+      {"pgdn", 1.622, {var("pgdn"), var("pgdn", 128, 128, false, 64, 64, 4, 1), var("pgdn", 128, 128, false, 64, 128, 4, 2)}},
+      {"deltanet", 1.000, {var("deltanet"), var("deltanet", 128, 128, false, 64, 64, 4, 1), var("deltanet", 128, 128, false, 64, 128, 4, 2)}},
       {"kda", 1.788, {var("kda"), var("kda", 128, 128, false, 64, 128, 8, 2)}},
-      {"pkda", 2.658, {var("pkda"), var("pkda", 128, 128, false, 64, 128, 8, 2)}},
+      {"pkda", 2.658, {var("pkda"), var("pkda", 128, 128, false, 64, 128, 8, 1)}},
       {"osdn", 0.0, {var("osdn"), var("osdn", 128, 128, false, 64, 128, 4, 2)}},
   };
   const double bytes = 4.0 * B * T * H * 128 * 2;

@@ -17,10 +17,11 @@ mode="${1:-all}"
 shift || true
 
 variant_lines() { grep -v '^\s*#' "$HERE/variants.txt" | grep -v '^\s*$'; }
-key_of() { echo "${1}_k${2}_v${3}_${4}_c${5}_bv${6}_w${7}_s${8}"; }
+key_of() { if [ -n "${9:-}" ]; then echo "${1}_k${2}_v${3}_${4}_c${5}_bv${6}_w${7}_s${8}_${9}"; else echo "${1}_k${2}_v${3}_${4}_c${5}_bv${6}_w${7}_s${8}"; fi; }
 defs_of() {
   local dt=BF16; [ "$4" = f16 ] && dt=F16
-  echo "-DDGPS_K=$2 -DDGPS_V=$3 -DDGPS_INPUT_${dt}=1 -DDGPS_CHUNK=$5 -DDGPS_BLOCK_V=$6 -DDGPS_WARPS=$7 -DDGPS_STAGES=$8"
+  local extra=""; [ "${9:-}" = nowg ] && extra="-DDGPS_NO_WGMMA=1"
+  echo "-DDGPS_K=$2 -DDGPS_V=$3 -DDGPS_INPUT_${dt}=1 -DDGPS_CHUNK=$5 -DDGPS_BLOCK_V=$6 -DDGPS_WARPS=$7 -DDGPS_STAGES=$8 $extra"
 }
 
 build_host() {
@@ -34,12 +35,12 @@ build_host() {
 build_cubins() {
   mkdir -p "$B/cubin" "$B/log"
   local pids=() n=0
-  while read -r cfg K V dt C BV W S; do
-    local key; key=$(key_of "$cfg" "$K" "$V" "$dt" "$C" "$BV" "$W" "$S")
+  while read -r cfg K V dt C BV W S X; do
+    local key; key=$(key_of "$cfg" "$K" "$V" "$dt" "$C" "$BV" "$W" "$S" "${X:-}")
     if [ ! -f "$B/cubin/$key.cubin" ] || [ "$HERE/configs/$cfg.cu" -nt "$B/cubin/$key.cubin" ] || \
        [ -n "$(find "$ROOT/runtime/device/dgps/device" -newer "$B/cubin/$key.cubin" -print -quit)" ]; then
       # shellcheck disable=SC2046
-      "$B/nvrtc_compile" "$HERE/configs/$cfg.cu" "$B/cubin/$key.cubin" "$ROOT/runtime/device" $(defs_of "$cfg" "$K" "$V" "$dt" "$C" "$BV" "$W" "$S") \
+      "$B/nvrtc_compile" "$HERE/configs/$cfg.cu" "$B/cubin/$key.cubin" "$ROOT/runtime/device" $(defs_of "$cfg" "$K" "$V" "$dt" "$C" "$BV" "$W" "$S" "${X:-}") \
         --arch="$ARCH" --ptxas-v >"$B/log/$key.nvrtc.log" 2>&1 || { echo "NVRTC FAILED: $key"; cat "$B/log/$key.nvrtc.log"; exit 1; } &
       pids+=($!); n=$((n+1))
       if [ "${#pids[@]}" -ge "$JOBS" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
@@ -63,13 +64,13 @@ build_nvcc_check() {
 build_emu() {
   mkdir -p "$B/emu"
   local pids=()
-  while read -r cfg K V dt C BV W S; do
-    local key; key=$(key_of "$cfg" "$K" "$V" "$dt" "$C" "$BV" "$W" "$S")
+  while read -r cfg K V dt C BV W S X; do
+    local key; key=$(key_of "$cfg" "$K" "$V" "$dt" "$C" "$BV" "$W" "$S" "${X:-}")
     if [ ! -f "$B/emu/$key.so" ] || [ "$HERE/configs/$cfg.cu" -nt "$B/emu/$key.so" ] || \
        [ -n "$(find "$ROOT/runtime/device/dgps/device" "$HERE/emu" -newer "$B/emu/$key.so" -print -quit)" ]; then
       # shellcheck disable=SC2046
       g++ -O1 -g -std=c++17 -fPIC -shared -Wno-unknown-pragmas -include "$HERE/emu/emu_prelude.h" -I"$ROOT/runtime/device" \
-        -I"$HERE/emu" $(defs_of "$cfg" "$K" "$V" "$dt" "$C" "$BV" "$W" "$S") -x c++ "$HERE/configs/$cfg.cu" -o "$B/emu/$key.so" &
+        -DDGPS_EMU_WGMMA=1 -I"$HERE/emu" $(defs_of "$cfg" "$K" "$V" "$dt" "$C" "$BV" "$W" "$S" "${X:-}") -x c++ "$HERE/configs/$cfg.cu" -o "$B/emu/$key.so" &
       pids+=($!)
       if [ "${#pids[@]}" -ge "$JOBS" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
     fi

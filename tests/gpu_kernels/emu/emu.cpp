@@ -59,8 +59,8 @@ struct Fiber {
 };
 
 struct Slot {
-  unsigned char in[64];
-  unsigned char out[64];
+  unsigned char in[272];
+  unsigned char out[256];
 };
 
 struct Warp {
@@ -373,6 +373,69 @@ void mma_bf16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
     }
   });
   std::memcpy(d, out, 16);
+}
+
+uint32_t smem_u32(const void* p) {
+  const unsigned char* b = g_block->smem.data();
+  const unsigned char* q = static_cast<const unsigned char*>(p);
+  if (q < b || q >= b + g_block->smem.size()) fail("smem_u32 of a pointer outside shared memory");
+  return (uint32_t)(q - b);
+}
+
+void wgmma(float* d, int n, const uint32_t a[4], uint64_t desc) {
+  // B(k, n) of the K=16 slice: core matrix (k/8, n/8) at start + (k/8)·LBO + (n/8)·SBO, row n%8 at +16·(n%8),
+  // element k%8 at +2·(k%8) (no swizzle, K-major). Each warp's 16 rows depend only on its own A fragments.
+  const uint32_t start = (uint32_t)(desc & 0x3FFFu) << 4;
+  const uint32_t lbo = (uint32_t)((desc >> 16) & 0x3FFFu) << 4;
+  const uint32_t sbo = (uint32_t)((desc >> 32) & 0x3FFFu) << 4;
+  if ((desc >> 62) != 0) fail("emu wgmma: only the no-swizzle layout is emulated");
+  if (n % 8 != 0 || n > 128) fail("emu wgmma: unsupported N");
+  const size_t nb = (size_t)(n / 2) * 4;
+  unsigned char pl[16 + 256];
+  std::memcpy(pl, a, 16);
+  std::memcpy(pl + 16, d, nb);
+  float out[64];
+  const unsigned char* sm = g_block->smem.data();
+  const size_t smsz = g_block->smem.size();
+  collective(8, pl, 16 + nb, out, nb, [&](Slot* s) {
+    float A16[16][16];
+    for (int L = 0; L < 32; ++L) {
+      uint32_t r[4];
+      std::memcpy(r, s[L].in, 16);
+      const int g = L / 4, t = L % 4;
+      A16[g][2 * t] = bf16_to_f32(lo16(r[0]));
+      A16[g][2 * t + 1] = bf16_to_f32(hi16(r[0]));
+      A16[g + 8][2 * t] = bf16_to_f32(lo16(r[1]));
+      A16[g + 8][2 * t + 1] = bf16_to_f32(hi16(r[1]));
+      A16[g][2 * t + 8] = bf16_to_f32(lo16(r[2]));
+      A16[g][2 * t + 9] = bf16_to_f32(hi16(r[2]));
+      A16[g + 8][2 * t + 8] = bf16_to_f32(lo16(r[3]));
+      A16[g + 8][2 * t + 9] = bf16_to_f32(hi16(r[3]));
+    }
+    std::vector<float> B((size_t)16 * n);
+    for (int k = 0; k < 16; ++k)
+      for (int c = 0; c < n; ++c) {
+        const uint32_t off = start + (uint32_t)(k / 8) * lbo + (uint32_t)(c / 8) * sbo + (uint32_t)(c % 8) * 16 +
+                             (uint32_t)(k % 8) * 2;
+        uint16_t bv = 0x7fc0;
+        if (off + 2 <= smsz) std::memcpy(&bv, sm + off, 2);
+        B[(size_t)k * n + c] = bf16_to_f32(bv);
+      }
+    for (int L = 0; L < 32; ++L) {
+      const int g = L / 4, t = L % 4;
+      float dl[64];
+      std::memcpy(dl, s[L].in + 16, nb);
+      for (int i = 0; i < n / 8; ++i)
+        for (int e = 0; e < 4; ++e) {
+          const int row = g + 8 * (e >> 1), col = 8 * i + 2 * t + (e & 1);
+          double acc = dl[4 * i + e];
+          for (int k = 0; k < 16; ++k) acc += (double)A16[row][k] * (double)B[(size_t)k * n + col];
+          dl[4 * i + e] = (float)acc;
+        }
+      std::memcpy(s[L].out, dl, nb);
+    }
+  });
+  std::memcpy(d, out, nb);
 }
 
 void cp_async16(void* smem, const void* gmem, bool valid) {

@@ -148,6 +148,33 @@ DGPS_DEV void f16_to_bf16_tile(uint16_t* s, int spitch) {
   }
 }
 
+// ---- "core matrix" tiles: 8 rows x 8 bf16 (16 bytes) contiguous, core matrices ordered column-block major ----
+// Element (r, c) of an R-row tile sits at core_off<R>(r, c). This is the no-swizzle K-major layout of wgmma B
+// operands (LBO = 16·R bytes between column blocks, SBO = 128 bytes between row blocks) and every ldmatrix
+// 8x8 matrix is one contiguous, bank-conflict-free core matrix.
+template <int R>
+DGPS_DEV int core_off(int r, int c) {
+  return ((c >> 3) * (R >> 3) + (r >> 3)) * 64 + (r & 7) * 8 + (c & 7);
+}
+template <int ROWS, int PAD_COLS>
+DGPS_DEV void load_tile16_core(uint16_t* s, const uint16_t* g, int64_t gstride, int valid_rows, int valid_cols) {
+  constexpr int CH = PAD_COLS / 8;
+  for (int e = tid(); e < ROWS * CH; e += nthreads()) {
+    const int r = e / CH, ch = e - r * CH;
+    const bool ok = r < valid_rows && ch * 8 < valid_cols;
+    const uint16_t* src = ok ? g + (int64_t)r * gstride + ch * 8 : g;
+    cp_async16(s + core_off<ROWS>(r, ch * 8), src, ok);
+  }
+}
+/// In-place fp16 -> bf16 re-encoding of `n` contiguous elements (n even).
+DGPS_DEV void f16_to_bf16_lin(uint16_t* s, int n) {
+  for (int e = tid(); e < n / 2; e += nthreads()) {
+    uint32_t* p = reinterpret_cast<uint32_t*>(s + 2 * e);
+    const uint32_t x = *p;
+    *p = pack_bf16(f16_to_f32((uint16_t)(x & 0xffffu)), f16_to_f32((uint16_t)(x >> 16)));
+  }
+}
+
 // ---- preconditioner formulas -------------------------------------------------------------------------------
 /// ema_sq_squash read-out (math.md §3.3): M = exp(−ln(x)·s), s = r/(1+|r|), r = ln(A + eps) − c.
 template <class Tr>
@@ -194,6 +221,18 @@ DGPS_DEV void lds_b_nk(uint32_t b[4], const uint16_t* s, int pitch, int n0, int 
 DGPS_DEV void lds_b_kn(uint32_t b[4], const uint16_t* s, int pitch, int k0, int n0) {
   const int l = lane(), mi = l >> 3, rr = l & 7;
   ldsm_x4_trans(b, s + (k0 + (mi & 1) * 8 + rr) * pitch + n0 + (mi >> 1) * 8);
+}
+/// B fragments of two n-tiles from an [n][k] core tile with R rows (n = row).
+template <int R>
+DGPS_DEV void lds_b_nk_core(uint32_t b[4], const uint16_t* s, int n0, int k0) {
+  const int l = lane(), mi = l >> 3, rr = l & 7;
+  ldsm_x4(b, s + core_off<R>(n0 + (mi >> 1) * 8 + rr, k0 + (mi & 1) * 8));
+}
+/// B fragments of two n-tiles from a [k][n] core tile with R rows (k = row), transposing load.
+template <int R>
+DGPS_DEV void lds_b_kn_core(uint32_t b[4], const uint16_t* s, int k0, int n0) {
+  const int l = lane(), mi = l >> 3, rr = l & 7;
+  ldsm_x4_trans(b, s + core_off<R>(k0 + (mi & 1) * 8 + rr, n0 + (mi >> 1) * 8));
 }
 /// A fragment of the transpose of a row-major [k][m] smem tile, i.e. A(m, k) = s[k][m] (transposing load).
 DGPS_DEV void lds_at(uint32_t a[4], const uint16_t* s, int pitch, int k0, int m0) {

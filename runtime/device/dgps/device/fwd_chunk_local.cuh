@@ -33,12 +33,26 @@ DGPS_DEV void tile_rows_cols(float acc[2][4], const uint16_t* rows, int r0, cons
   }
 }
 
-/// Epilogue of one tile (block row I, block col J) of the KKT (part 0) or Q·Kᵀ (part 1) product.
-/// `gate(i, j)` returns the decay factor for i >= j (1 when the gating is inside the operands).
-template <class Tr, class Gate>
+/// Epilogue of one tile (block row I, block col J) of the KKT (part 0: 𝒜, fp32 to smem) or Q·Kᵀ (part 1:
+/// Aqk, bf16 to global). kGate: multiply by 2^{G2_i − G2_j} (scalar decay), masked by a select before the
+/// exponential (C01). Otherwise the gating is inside the operands.
+template <bool kGate>
 DGPS_DEV void store_tile(int part, int I, int J, const float acc[2][4], const float* sTok, float* sA, int lda,
-                         uint16_t* aqk, float scale, Gate gate) {
+                         uint16_t* aqk, float scale) {
   const int g = lane() >> 2, t = lane() & 3;
+  float rf[2], rg[2], cf[4], cg[4];
+#pragma unroll
+  for (int h8 = 0; h8 < 2; ++h8) {
+    const float* ti = sTok + (16 * I + g + 8 * h8) * 8;
+    rf[h8] = part == 0 ? ti[3] * ti[5] : scale * ti[4];
+    rg[h8] = ti[6];
+  }
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const float* tj = sTok + (16 * J + 8 * (c >> 1) + 2 * t + (c & 1)) * 8;
+    cf[c] = tj[5];
+    cg[c] = tj[6];
+  }
 #pragma unroll
   for (int h8 = 0; h8 < 2; ++h8) {
     const int i = 16 * I + g + 8 * h8;
@@ -48,13 +62,11 @@ DGPS_DEV void store_tile(int part, int I, int J, const float acc[2][4], const fl
       float v[2];
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int jj = j + e;
-        const float x = acc[nt][2 * h8 + e];
-        if (part == 0) {
-          v[e] = i > jj ? x * sTok[i * 8 + 3] * sTok[i * 8 + 5] * sTok[jj * 8 + 5] * gate(i, jj) : 0.f;
-        } else {
-          v[e] = i >= jj ? x * scale * sTok[i * 8 + 4] * sTok[jj * 8 + 5] * gate(i, jj) : 0.f;
-        }
+        const int c = 2 * nt + e;
+        const bool keep = part == 0 ? i > j + e : i >= j + e;
+        float f = rf[h8] * cf[c];
+        if (kGate) f *= ex2(keep ? rg[h8] - cg[c] : -1e30f);
+        v[e] = keep ? acc[nt][2 * h8 + e] * f : 0.f;
       }
       if (part == 0) {
         sA[i * lda + j] = v[0];
@@ -190,30 +202,43 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
     }
   }
 
-  // ---- 4. preconditioner multiplier P: write key P⊙k (ATK) or read query P⊙q (ATQ) ----
+  // ---- 4. preconditioner multiplier P: write key P⊙k (ATK) or read query P⊙q (ATQ). One thread per
+  // channel runs the fp32 recurrence; rows are batched by 8 so the read-outs (MUFU) overlap. ----
   if (kPre) {
     const float center = (Tr::kPrecondSource == 0 && a.precond_center != nullptr) ? a.precond_center[h] : 0.f;
     const float nl2x = squash_neg_log2x<Tr>();
     for (int d = tid(); d < KP; d += nthreads()) {
       float st = d < K ? sPst[d] : 0.f;
-      for (int i = 0; i < C; ++i) {
-        const float kv = Act_t::load(sK[i * PQ + d]);
-        float P = 1.f;
-        if (i < Lr && d < K) {
-          const float kh = kv * sTok[i * 8 + 5];
-          if (Tr::kPrecondSource == 0) {
-            st = sPin[i * 4 + 0] * st + sPin[i * 4 + 1] * kh * kh;
-            P = squash_m<Tr>(st, center, nl2x);
-          } else {
-            const float dn = osdn_clamp<Tr>(sPin[i * 4 + 0] * st + sPin[i * 4 + 1] * kh * kh);
-            P = Tr::kTiming == 0 ? st : dn;
-            st = dn;
+      for (int i0 = 0; i0 < C; i0 += 8) {
+        float kv[8], val[8];
+#pragma unroll
+        for (int u = 0; u < 8; ++u) kv[u] = Act_t::load(sK[(i0 + u) * PQ + d]);
+#pragma unroll
+        for (int u = 0; u < 8; ++u) {
+          const int i = i0 + u;
+          val[u] = Tr::kPrecondSource == 0 ? -1.f : 1.f;  // -1: no read-out (pad row / channel)
+          if (i < Lr && d < K) {
+            const float kh = kv[u] * sTok[i * 8 + 5];
+            if (Tr::kPrecondSource == 0) {
+              st = sPin[i * 4 + 0] * st + sPin[i * 4 + 1] * kh * kh;
+              val[u] = st;
+            } else {
+              const float dn = osdn_clamp<Tr>(sPin[i * 4 + 0] * st + sPin[i * 4 + 1] * kh * kh);
+              val[u] = Tr::kTiming == 0 ? st : dn;
+              st = dn;
+            }
           }
         }
-        if (kATK) {
-          sKw[i * PQ + d] = f32_to_bf16(P * kv);
-        } else {
-          sQ[i * PQ + d] = f32_to_bf16(P * Act_t::load(sQ[i * PQ + d]));
+#pragma unroll
+        for (int u = 0; u < 8; ++u) {
+          const int i = i0 + u;
+          float P = val[u];
+          if (Tr::kPrecondSource == 0) P = P >= 0.f ? squash_m<Tr>(P, center, nl2x) : 1.f;
+          if (kATK) {
+            sKw[i * PQ + d] = f32_to_bf16(P * kv[u]);
+          } else {
+            sQ[i * PQ + d] = f32_to_bf16(P * Act_t::load(sQ[i * PQ + d]));
+          }
         }
       }
     }
@@ -258,12 +283,6 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
       }
     }
     sync_threads();  // sA aliases the operand tiles
-    const float* tokc = sTok;
-    auto gate = [tokc](int i, int j) -> float {
-      if (Tr::kDecay != 1) return 1.f;
-      const float dg = i >= j ? tokc[i * 8 + 6] - tokc[j * 8 + 6] : -1e30f;  // select before exp (C01)
-      return ex2(dg);
-    };
 #pragma unroll
     for (int u = 0; u < PER; ++u) {
       const int tt = warp() + NW * u;
@@ -275,7 +294,7 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
           idx -= I + 1;
           ++I;
         }
-        store_tile<Tr>(part, I, idx, acc[u], sTok, sA, PA, aqk, a.scale, gate);
+        store_tile<Tr::kDecay == 1>(part, I, idx, acc[u], sTok, sA, PA, aqk, a.scale);
       }
     }
   } else {
@@ -305,8 +324,6 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
     unsigned unsafe = 0;
     for (int I = 0; I < NB; ++I) unsafe |= (sSpan[I] <= 100.f ? 0u : 1u) << I;
     sync_threads();  // sSpan (= sX) is reused by the inverse
-    const float* tokc = sTok;
-    auto one = [](int, int) -> float { return 1.f; };
     for (int I = 0; I < NB; ++I) {
       const int r = 16 * I;
       for (int e = tid(); e < (r + 16) * KP; e += nthreads()) {
@@ -325,7 +342,7 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) acc[x][e] = 0.f;
         tile_rows_cols<KP, PQ>(acc, part == 0 ? sKr : sQr, r, sKc, 16 * J);
-        if (!(J == I && ((unsafe >> I) & 1u))) store_tile<Tr>(part, I, J, acc, tokc, sA, PA, aqk, a.scale, one);
+        if (!(J == I && ((unsafe >> I) & 1u))) store_tile<false>(part, I, J, acc, sTok, sA, PA, aqk, a.scale);
       }
       sync_threads();
     }
@@ -353,7 +370,7 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   // ---- 6. 𝒯 = (I + 𝒜)^{-1}, store 𝒯·diag(β) ----
   if (kDelta) {
     sync_threads();
-    invert_unit_lower<C>(sA, PA, sX);
+    invert_unit_lower<C>(sA, PA);
     uint16_t* tb = reinterpret_cast<uint16_t*>(ws + W.tb) + sh * C * C;
     for (int e = tid(); e < NB * (NB + 1) / 2 * 16 * 8; e += nthreads()) {
       int tile = e >> 7;

@@ -64,6 +64,7 @@ DGPS_DEV void fwd_precond_summary(const ForwardArgs& a) {
   float* pgam = reinterpret_cast<float*>(static_cast<unsigned char*>(a.workspace) + W.pgam);
   for (int d = tid(); d < K; d += nthreads()) {
     float acc = 0.f;
+#pragma unroll 8
     for (int i = 0; i < L; ++i) {
       const float kh = Act_t::load(sK[i * PQ + d]) * sTok[i * 4 + 2];
       acc = sTok[i * 4 + 0] * acc + sTok[i * 4 + 1] * kh * kh;
@@ -95,10 +96,23 @@ DGPS_DEV void fwd_precond_scan_squash(const ForwardArgs& a) {
   const float* pgam = reinterpret_cast<const float*>(ws + W.pgam);
   for (int d = tid(); d < K; d += nthreads()) {
     float A = a.initial_precond_state != nullptr ? a.initial_precond_state[(n * H + h) * K + d] : 0.f;
-    for (int64_t c = 0; c < nch; ++c) {
-      const int64_t s = s0 + c;
-      pst[(s * H + h) * K + d] = A;
-      A = pgam[s * H + h] * A + psum[(s * H + h) * K + d];
+    for (int64_t c0 = 0; c0 < nch; c0 += 8) {
+      // the summaries do not depend on A: load 8 chunks ahead of the sequential update
+      float gam[8], sum[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        const int64_t s = s0 + c0 + u;
+        const bool ok = c0 + u < nch;
+        gam[u] = ok ? pgam[s * H + h] : 1.f;
+        sum[u] = ok ? psum[(s * H + h) * K + d] : 0.f;
+      }
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        if (c0 + u < nch) {
+          pst[((s0 + c0 + u) * H + h) * K + d] = A;
+          A = gam[u] * A + sum[u];
+        }
+      }
     }
     if (a.final_precond_state != nullptr) a.final_precond_state[(n * H + h) * K + d] = A;
   }
@@ -108,12 +122,12 @@ template <class Tr>
 DGPS_DEV void fwd_precond_scan_hypergrad(const ForwardArgs& a) {
   using namespace dev;
   constexpr launch::FeatureSet F = features<Tr>();
-  constexpr int C = cfg::C, K = cfg::K;
+  constexpr int C = cfg::C, K = cfg::K, KP = cfg::KP, PQ = launch::bf16Pitch(KP);
   constexpr int J = (K + 31) / 32;  // channels per lane: d = lane + 32 j
   const launch::WorkspaceLayout W = launch::workspaceLayout(F, shape_of<Tr>(a), tile_of());
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   const int64_t pair = block_x() * 4 + warp();
-  if (pair >= a.num_seqs * H) return;  // whole warp leaves together
+  if (pair >= a.num_seqs * H) return;  // whole warp leaves together; no CTA barriers below
   const int64_t n = pair / H, h = pair - n * H;
   const Seq sq = seq_of(a, n);
   const int64_t s0 = first_slot(a, n, sq.bos);
@@ -121,6 +135,7 @@ DGPS_DEV void fwd_precond_scan_hypergrad(const ForwardArgs& a) {
   float* pst = reinterpret_cast<float*>(ws + W.pst);
   float* pcoef = reinterpret_cast<float*>(ws + W.pcoef);
   const uint16_t* kp = static_cast<const uint16_t*>(a.k);
+  uint16_t* sKb = smem_at<uint16_t>(dyn_smem(), (int64_t)warp() * 32 * PQ * 2);  // this warp's 32 key rows
   const int l = lane();
 
   float d[J];
@@ -130,57 +145,59 @@ DGPS_DEV void fwd_precond_scan_hypergrad(const ForwardArgs& a) {
     d[j] = ch < K ? (a.initial_precond_state != nullptr ? a.initial_precond_state[(n * H + h) * K + ch] : Tr::kInit)
                   : 0.f;
   }
-  float kn[J];  // prefetched next key row
+  for (int64_t i0 = 0; i0 < sq.len; i0 += 32) {
+    const int nb = (int)lmin(32, sq.len - i0);
+    // block of 32 tokens: rows to smem (coalesced), then lane u owns token i0+u's scalars
+    sync_warp();
+    for (int e = l; e < 32 * (KP / 8); e += 32) {
+      const int r = e / (KP / 8), ch = e - r * (KP / 8);
+      const bool ok = r < nb && ch * 8 < K;
+      U4 x = {0u, 0u, 0u, 0u};
+      if (ok) x = *reinterpret_cast<const U4*>(kp + ((sq.bos + i0 + r) * H + h) * K + ch * 8);
+      *reinterpret_cast<U4*>(sKb + r * PQ + ch * 8) = x;
+    }
+    sync_warp();
+    float ss = 0.f;  // lane u: Σ k² of token u (row pitch keeps the column walk conflict-light)
+    for (int c = 0; c < K; ++c) {
+      const float x = Act_t::load(sKb[l * PQ + ((c + 2 * l) % K)]);
+      ss += x * x;
+    }
+    const int64_t rowu = sq.bos + i0 + l;
+    const bool oku = l < nb;
+    const float rk_u = Tr::kL2Norm ? rsqrt(ss + Tr::kL2Eps) : 1.f;
+    const float nk_u = ss * rk_u * rk_u;  // ‖k̂‖²
+    const float beta_u = (oku && Tr::kGain) ? a.beta[rowu * HV + h * ratio] : 1.f;
+    const float rho_u = (oku && Tr::kRetention) ? exp_(a.precond_g[rowu * H + h]) : 1.f;
+    float coef_mine = 0.f;
+    for (int u = 0; u < nb; ++u) {
+      const int64_t i = i0 + u;
+      const int64_t s = s0 + i / C;
+      if (i % C == 0) {
 #pragma unroll
-  for (int j = 0; j < J; ++j) {
-    const int ch = l + 32 * j;
-    kn[j] = (sq.len > 0 && ch < K) ? Act_t::load(kp[(sq.bos * H + h) * K + ch]) : 0.f;
-  }
-  for (int64_t i = 0; i < sq.len; ++i) {
-    const int64_t row = sq.bos + i;
-    float kv[J];
-#pragma unroll
-    for (int j = 0; j < J; ++j) kv[j] = kn[j];
-    if (i + 1 < sq.len) {
+        for (int j = 0; j < J; ++j)
+          if (l + 32 * j < K) pst[(s * H + h) * K + l + 32 * j] = d[j];
+      }
+      const float rk = shfl(rk_u, u), nk = shfl(nk_u, u), beta = shfl(beta_u, u), rho = shfl(rho_u, u);
+      float uu[J], du = 0.f;
 #pragma unroll
       for (int j = 0; j < J; ++j) {
-        const int ch = l + 32 * j;
-        kn[j] = ch < K ? Act_t::load(kp[((row + 1) * H + h) * K + ch]) : 0.f;
+        const float kh = (l + 32 * j < K ? Act_t::load(sKb[u * PQ + l + 32 * j]) : 0.f) * rk;
+        uu[j] = kh * kh;
+        du += d[j] * uu[j];
       }
+      du = warp_sum(du);
+      const float coef = nk > 0.f ? Tr::kEta * beta / nk * (1.f - beta * du) : 0.f;
+      if (l == u) coef_mine = coef;
+#pragma unroll
+      for (int j = 0; j < J; ++j) d[j] = osdn_clamp<Tr>(rho * d[j] + coef * uu[j]);
     }
-    const float beta = Tr::kGain ? a.beta[row * HV + h * ratio] : 1.f;
-    const float rho = Tr::kRetention ? exp_(a.precond_g[row * H + h]) : 1.f;
-    const int64_t s = s0 + i / C;
-    const int ic = (int)(i % C);
-    if (ic == 0) {
-#pragma unroll
-      for (int j = 0; j < J; ++j)
-        if (l + 32 * j < K) pst[(s * H + h) * K + l + 32 * j] = d[j];
+    // per-token coefficients of this block; zero for pad positions so a chunk row is always defined
+    {
+      const int64_t i = i0 + l;
+      const int64_t s = s0 + i / C;
+      const bool in_chunk_row = i < ((sq.len + C - 1) / C) * C;
+      if (in_chunk_row) pcoef[(s * H + h) * C + (i % C)] = l < nb ? coef_mine : 0.f;
     }
-    float ss = 0.f;
-#pragma unroll
-    for (int j = 0; j < J; ++j) ss += kv[j] * kv[j];
-    ss = warp_sum(ss);
-    const float rk = Tr::kL2Norm ? rsqrt(ss + Tr::kL2Eps) : 1.f;
-    float u[J], nk = 0.f, du = 0.f;
-#pragma unroll
-    for (int j = 0; j < J; ++j) {
-      const float kh = kv[j] * rk;
-      u[j] = kh * kh;
-      nk += u[j];
-      du += d[j] * u[j];
-    }
-    nk = warp_sum(nk);
-    du = warp_sum(du);
-    const float coef = nk > 0.f ? Tr::kEta * beta / nk * (1.f - beta * du) : 0.f;
-    if (l == 0) pcoef[(s * H + h) * C + ic] = coef;
-#pragma unroll
-    for (int j = 0; j < J; ++j) d[j] = osdn_clamp<Tr>(rho * d[j] + coef * u[j]);
-  }
-  // zero the unused tail of the last chunk's coefficients (state_output loads the whole row)
-  if (sq.len % C != 0) {
-    const int64_t s = s0 + sq.len / C;
-    for (int ic = (int)(sq.len % C) + l; ic < C; ic += 32) pcoef[(s * H + h) * C + ic] = 0.f;
   }
   if (a.final_precond_state != nullptr) {
 #pragma unroll

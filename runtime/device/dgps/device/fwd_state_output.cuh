@@ -22,7 +22,7 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
   static_assert(TraitsCheck<Tr>::ok, "");
   constexpr launch::FeatureSet F = features<Tr>();
   constexpr int C = cfg::C, K = cfg::K, V = cfg::V, KP = cfg::KP, BV = cfg::BV, NCT = C / 8;
-  constexpr int PQ = launch::bf16Pitch(KP), PV = launch::bf16Pitch(BV), PC = launch::bf16Pitch(C);
+  constexpr int PV = launch::bf16Pitch(BV), PC = launch::bf16Pitch(C);
   constexpr launch::StateOutputSmem L = launch::stateOutputSmem(F, K, V, C, BV, cfg::STAGES, cfg::kInputF16);
   constexpr bool kDelta = Tr::kSolve == 1;
   constexpr bool kPre = Tr::kPrecond == 1;
@@ -31,6 +31,8 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
   constexpr bool kDiag = Tr::kDecay == 2;
   constexpr bool kQop = launch::soNeedQop(F), kKop = launch::soNeedKop(F), kKw = launch::soNeedKw(F);
   constexpr bool kProcess = kQop || kKop || kKw;
+  // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
+  constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
 
   const launch::WorkspaceLayout W = launch::workspaceLayout(F, shape_of<Tr>(a), tile_of());
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
@@ -68,8 +70,8 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
     unsigned char* st = sm + (c % cfg::STAGES) * L.stage_bytes;
     const int64_t t0 = sq.bos + c * C, slot = s0 + c, sh = slot * HV + hv;
     const int Lr = (int)lmin(C, sq.len - c * C);
-    load_tile16<C, KP>(smem_at<uint16_t>(st, L.q), PQ, qg + (t0 * H + h) * K, H * K, Lr, K);
-    load_tile16<C, KP>(smem_at<uint16_t>(st, L.k), PQ, kg + (t0 * H + h) * K, H * K, Lr, K);
+    load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.q), qg + (t0 * H + h) * K, H * K, Lr, K);
+    load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.k), kg + (t0 * H + h) * K, H * K, Lr, K);
     load_tile16<C, BV>(smem_at<uint16_t>(st, L.v), PV, vg + (t0 * HV + hv) * V + v0, HV * V, Lr, V - v0);
     if (kDelta)
       load_tile16<C, C>(smem_at<uint16_t>(st, L.tb), PC, reinterpret_cast<const uint16_t*>(ws + W.tb) + sh * C * C,
@@ -78,7 +80,6 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
                       C, C, C);
     load_tile32<C + 1, 8>(smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws + W.tok) + sh * (C + 1) * 8,
                           8, C + 1, 8);
-    if (kDiag) load_tile32<C, KP>(smem_at<float>(st, L.g), KP, a.g + (t0 * HV + hv) * K, HV * K, Lr, K);
     if (kPre) {
       load_tile32<1, KP>(smem_at<float>(st, L.pst), KP, reinterpret_cast<const float*>(ws + W.pst) + (slot * H + h) * K,
                          K, 1, K);
@@ -116,6 +117,10 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
     // fp16 -> bf16 re-encoding of the raw tiles ----
     if (kProcess) {
       float* sPt = smem_at<float>(sm, L.ptmp);  // [C][4]: γ/ρ, β^a/coef
+      uint16_t* wQop = kQop ? smem_at<uint16_t>(sm, L.qop) : sQ;
+      uint16_t* wKop = kKop ? smem_at<uint16_t>(sm, L.kop) : sK;
+      uint16_t* wKw = kKw ? smem_at<uint16_t>(sm, L.kw) : sK;
+      float* sScr = kPre ? smem_at<float>(sm, L.pscr) : nullptr;  // [C][KP]
       if (kPre) {
         for (int i = tid(); i < C; i += nthreads()) {
           const bool ok = i < Lr;
@@ -128,54 +133,84 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
             sPt[i * 4 + 1] = ok ? smem_at<float>(st, L.ptok)[i] : 0.f;
           }
         }
-      }
-      float* sG = smem_at<float>(st, L.g);
-      if (kDiag) {
+        sync_threads();
+        // phase A: the preconditioner recurrence, one thread per channel (fp32 chain, loads batched by 8)
+        const float* sPst = smem_at<float>(st, L.pst);
         for (int d = tid(); d < KP; d += nthreads()) {
-          float G = 0.f;
-          for (int i = 0; i < C; ++i) {
-            G += sG[i * KP + d] * kLog2e;
-            sG[i * KP + d] = G;
-          }
-          sDec[d] = ex2(G);
-        }
-      }
-      sync_threads();
-      uint16_t* sQop = kQop ? smem_at<uint16_t>(sm, L.qop) : sQ;
-      uint16_t* sKop = kKop ? smem_at<uint16_t>(sm, L.kop) : sK;
-      uint16_t* sKw = kKw ? smem_at<uint16_t>(sm, L.kw) : sK;
-      const float* sPst = smem_at<float>(st, L.pst);
-      const float center = (kPre && Tr::kPrecondSource == 0 && a.precond_center != nullptr) ? a.precond_center[h] : 0.f;
-      const float nl2x = squash_neg_log2x<Tr>();
-      for (int d = tid(); d < KP; d += nthreads()) {
-        float pstate = (kPre && d < K) ? sPst[d] : 0.f;
-        const float GC = kDiag ? sG[(C - 1) * KP + d] : 0.f;
-        for (int i = 0; i < C; ++i) {
-          const float kv = Act_t::load(sK[i * PQ + d]);
-          float P = 1.f;
-          if (kPre && i < Lr && d < K) {
-            const float kh = kv * sTok[i * 8 + 5];
-            if (Tr::kPrecondSource == 0) {
-              pstate = sPt[i * 4 + 0] * pstate + sPt[i * 4 + 1] * kh * kh;
-              P = squash_m<Tr>(pstate, center, nl2x);
-            } else {
-              const float dn = osdn_clamp<Tr>(sPt[i * 4 + 0] * pstate + sPt[i * 4 + 1] * kh * kh);
-              P = Tr::kTiming == 0 ? pstate : dn;
-              pstate = dn;
+          float pstate = d < K ? sPst[d] : 0.f;
+          for (int i0 = 0; i0 < C; i0 += 8) {
+            float kh[8];
+#pragma unroll
+            for (int u = 0; u < 8; ++u) kh[u] = Act_t::load(sK[core_off<C>(i0 + u, d)]) * sTok[(i0 + u) * 8 + 5];
+#pragma unroll
+            for (int u = 0; u < 8; ++u) {
+              const int i = i0 + u;
+              float val = Tr::kPrecondSource == 0 ? 0.f : 1.f;
+              if (i < Lr && d < K) {
+                if (Tr::kPrecondSource == 0) {
+                  pstate = sPt[i * 4 + 0] * pstate + sPt[i * 4 + 1] * kh[u] * kh[u];
+                  val = pstate;
+                } else {
+                  const float dn = osdn_clamp<Tr>(sPt[i * 4 + 0] * pstate + sPt[i * 4 + 1] * kh[u] * kh[u]);
+                  val = Tr::kTiming == 0 ? pstate : dn;
+                  pstate = dn;
+                }
+              }
+              sScr[i * KP + d] = val;
             }
           }
-          const float eg = kDiag ? ex2(sG[i * KP + d]) : 1.f;
-          const float ew = kDiag ? ex2(GC - sG[i * KP + d]) : 1.f;
-          if (kQop) sQop[i * PQ + d] = f32_to_bf16(Act_t::load(sQ[i * PQ + d]) * (kATQ ? P : 1.f) * eg);
-          if (kKop) sKop[i * PQ + d] = f32_to_bf16(kv * eg);
-          if (kKw) sKw[i * PQ + d] = f32_to_bf16(kv * (kATK ? P : 1.f) * ew);
+        }
+        sync_threads();
+        // phase B: squash read-out and (without per-channel decay) the operand, elementwise over all threads
+        const float center = (Tr::kPrecondSource == 0 && a.precond_center != nullptr) ? a.precond_center[h] : 0.f;
+        const float nl2x = squash_neg_log2x<Tr>();
+        for (int e = tid(); e < C * KP; e += nthreads()) {
+          const int i = e / KP, d = e - i * KP;
+          float P = sScr[e];
+          if (Tr::kPrecondSource == 0) P = (i < Lr && d < K) ? squash_m<Tr>(P, center, nl2x) : 1.f;
+          if (kDiag) {
+            sScr[e] = P;
+          } else if (kATK) {
+            wKw[core_off<C>(i, d)] = f32_to_bf16(P * Act_t::load(sK[core_off<C>(i, d)]));
+          } else {
+            wQop[core_off<C>(i, d)] = f32_to_bf16(P * Act_t::load(sQ[core_off<C>(i, d)]));
+          }
+        }
+        if (kDiag) sync_threads();
+      }
+      if (kDiag) {
+        // per-channel gates straight from global g (two passes: the chunk total first, then the operands)
+        const float* gp = a.g + (t0 * HV + hv) * K;
+        for (int d = tid(); d < KP; d += nthreads()) {
+          float GC = 0.f;
+          if (d < K)
+            for (int i = 0; i < Lr; ++i) GC += gp[(int64_t)i * HV * K + d] * kLog2e;
+          sDec[d] = ex2(GC);
+          float G = 0.f;
+          for (int i0 = 0; i0 < C; i0 += 8) {
+            float gv[8];
+#pragma unroll
+            for (int u = 0; u < 8; ++u) gv[u] = (d < K && i0 + u < Lr) ? gp[(int64_t)(i0 + u) * HV * K + d] : 0.f;
+#pragma unroll
+            for (int u = 0; u < 8; ++u) {
+              const int i = i0 + u;
+              G += gv[u] * kLog2e;
+              const float eg = ex2(G), ew = ex2(GC - G);
+              const float P = kPre ? sScr[i * KP + d] : 1.f;
+              const int o = core_off<C>(i, d);
+              const float kv = Act_t::load(sK[o]);
+              wQop[o] = f32_to_bf16(Act_t::load(sQ[o]) * (kATQ ? P : 1.f) * eg);
+              if (kKop) wKop[o] = f32_to_bf16(kv * eg);
+              wKw[o] = f32_to_bf16(kv * (kATK ? P : 1.f) * ew);
+            }
+          }
         }
       }
       if (cfg::kInputF16) sync_threads();
     }
     if (cfg::kInputF16) {
-      f16_to_bf16_tile<C, KP>(sQ, PQ);
-      f16_to_bf16_tile<C, KP>(sK, PQ);
+      f16_to_bf16_lin(sQ, C * KP);
+      f16_to_bf16_lin(sK, C * KP);
       f16_to_bf16_tile<C, BV>(sV, PV);
     }
     if (kProcess || cfg::kInputF16) sync_threads();
@@ -183,26 +218,41 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
     const uint16_t* sKop = kKop ? smem_at<uint16_t>(sm, L.kop) : sK;
     const uint16_t* sKw = kKw ? smem_at<uint16_t>(sm, L.kw) : sK;
 
-    // ---- XQᵀ, XKᵀ = Sᵀ [Q_op; K_op]ᵀ ----
+    // ---- XQᵀ, XKᵀ = Sᵀ [Q_op; K_op]ᵀ: warpgroup MMA on sm_90a (B read once per warpgroup), else mma.sync ----
     float XQ[NCT][4], XK[NCT][4];
 #pragma unroll
     for (int nt = 0; nt < NCT; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) XQ[nt][e] = XK[nt][e] = 0.f;
+    if (kWG) {
+      // all A fragments first, so no register feeding a wgmma is written between fence and wait
+      uint32_t A[KP / 16][4];
 #pragma unroll
-    for (int ks = 0; ks < KP / 16; ++ks) {
-      uint32_t A[4];
-      acc_to_a(A, S[2 * ks], S[2 * ks + 1]);
+      for (int ks = 0; ks < KP / 16; ++ks) acc_to_a(A[ks], S[2 * ks], S[2 * ks + 1]);
+      wgmma_fence();
 #pragma unroll
-      for (int p = 0; p < C / 16; ++p) {
-        uint32_t b[4];
-        lds_b_nk(b, sQop, PQ, 16 * p, 16 * ks);
-        mma_bf16(XQ[2 * p], A, b[0], b[1]);
-        mma_bf16(XQ[2 * p + 1], A, b[2], b[3]);
-        if (kDelta) {
-          lds_b_nk(b, sKop, PQ, 16 * p, 16 * ks);
-          mma_bf16(XK[2 * p], A, b[0], b[1]);
-          mma_bf16(XK[2 * p + 1], A, b[2], b[3]);
+      for (int ks = 0; ks < KP / 16; ++ks) {
+        wgmma_m64n64k16(&XQ[0][0], A[ks], wgmma_desc(sQop + core_off<C>(0, 16 * ks), 16 * C, 128));
+        if (kDelta) wgmma_m64n64k16(&XK[0][0], A[ks], wgmma_desc(sKop + core_off<C>(0, 16 * ks), 16 * C, 128));
+      }
+      wgmma_commit();
+      wgmma_wait0();
+    } else {
+#pragma unroll
+      for (int ks = 0; ks < KP / 16; ++ks) {
+        uint32_t A[4];
+        acc_to_a(A, S[2 * ks], S[2 * ks + 1]);
+#pragma unroll
+        for (int p = 0; p < C / 16; ++p) {
+          uint32_t b[4];
+          lds_b_nk_core<C>(b, sQop, 16 * p, 16 * ks);
+          mma_bf16(XQ[2 * p], A, b[0], b[1]);
+          mma_bf16(XQ[2 * p + 1], A, b[2], b[3]);
+          if (kDelta) {
+            lds_b_nk_core<C>(b, sKop, 16 * p, 16 * ks);
+            mma_bf16(XK[2 * p], A, b[0], b[1]);
+            mma_bf16(XK[2 * p + 1], A, b[2], b[3]);
+          }
         }
       }
     }
@@ -327,7 +377,7 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
 #pragma unroll
       for (int ks = 0; ks < C / 16; ++ks) {
         uint32_t b[4];
-        lds_b_kn(b, sKw, PQ, 16 * ks, 16 * qd);
+        lds_b_kn_core<C>(b, sKw, 16 * ks, 16 * qd);
         mma_bf16(S[2 * qd], NA[ks], b[0], b[1]);
         mma_bf16(S[2 * qd + 1], NA[ks], b[2], b[3]);
       }

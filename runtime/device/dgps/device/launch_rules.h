@@ -208,10 +208,11 @@ DGPS_HD constexpr ChunkLocalSmem chunkLocalSmem(const FeatureSet& f, int K, int 
 
 /// state_output, one pipeline stage (offsets relative to the stage) and the stage-independent parts.
 struct StateOutputSmem {
-  int q = 0, k = 0, v = 0, tb = 0, aqk = 0, tok = 0, g = 0, pst = 0, ptok = 0;
+  int q = 0, k = 0, v = 0, tb = 0, aqk = 0, tok = 0, pst = 0, ptok = 0;
   int stage_bytes = 0;
   int stages = 1;
-  int qop = 0, kop = 0, kw = 0;  ///< processed operands (after the stages); equal to -1 when unused
+  int qop = 0, kop = 0, kw = 0;  ///< processed bf16 operands (after the stages); -1 when unused
+  int pscr = 0;                  ///< f32 [C][KP] preconditioner state / multiplier per (token, channel); -1 unused
   int dec = 0;                   ///< f32 [KP] per-channel decay of the state (diagonal decay)
   int ptmp = 0;                  ///< f32 [C][4] per-token preconditioner factors
   int total = 0;
@@ -230,10 +231,10 @@ DGPS_HD constexpr StateOutputSmem stateOutputSmem(const FeatureSet& f, int K, in
   (void)f16;
   const int KP = pad16(K);
   int off = 0;
-  m.q = off;
-  off += C * bf16Pitch(KP) * 2;
+  m.q = off;  // q and k tiles (and the processed operands) use the unpadded core-matrix layout
+  off += C * KP * 2;
   m.k = off;
-  off += C * bf16Pitch(KP) * 2;
+  off += C * KP * 2;
   m.v = off;
   off += C * bf16Pitch(BV) * 2;
   m.tb = off;
@@ -242,8 +243,6 @@ DGPS_HD constexpr StateOutputSmem stateOutputSmem(const FeatureSet& f, int K, in
   off += C * bf16Pitch(C) * 2;
   m.tok = off;
   off += (C + 1) * 8 * 4;
-  m.g = off;
-  off += f.decay == 2 ? C * KP * 4 : 0;
   m.pst = off;
   off += f.precond == 1 ? KP * 4 : 0;
   m.ptok = off;
@@ -252,13 +251,15 @@ DGPS_HD constexpr StateOutputSmem stateOutputSmem(const FeatureSet& f, int K, in
   m.stage_bytes = off;
   m.stages = stages;
   off *= stages;
-  const int tile = C * bf16Pitch(KP) * 2;
+  const int tile = C * KP * 2;
   m.qop = soNeedQop(f) ? off : -1;
   off += soNeedQop(f) ? tile : 0;
   m.kop = soNeedKop(f) ? off : -1;
   off += soNeedKop(f) ? tile : 0;
   m.kw = soNeedKw(f) ? off : -1;
   off += soNeedKw(f) ? tile : 0;
+  m.pscr = f.precond == 1 ? off : -1;
+  off += f.precond == 1 ? C * KP * 4 : 0;
   m.dec = off;
   off += KP * 4;
   m.ptmp = off;
@@ -266,6 +267,10 @@ DGPS_HD constexpr StateOutputSmem stateOutputSmem(const FeatureSet& f, int K, in
   m.total = off;
   return m;
 }
+
+/// Largest dynamic shared memory per CTA on sm_90 (H100/H200): 227 KiB. Candidates above the device's
+/// limit (cudaDevAttrMaxSharedMemoryPerBlockOptin) must be pruned by the tuner.
+constexpr unsigned long long kSm90MaxDynamicSmem = 232448;
 
 // ---- geometry ----------------------------------------------------------------------------------------------
 DGPS_HD constexpr int precondScanThreads(const FeatureSet& f, int K) {
@@ -289,7 +294,7 @@ DGPS_HD inline Geometry forwardGeometry(int role, const FeatureSet& f, const Pro
       if (f.source == 1) {
         g.grid.x = (unsigned)cdiv(s.N * s.H, 4);
         g.block.x = 128;
-        g.smem_bytes = 0;
+        g.smem_bytes = (unsigned long long)(4 * 32 * bf16Pitch(KP) * 2);  // 32 key rows per warp
       } else {
         g.grid.x = (unsigned)(s.N * s.H);
         g.block.x = (unsigned)precondScanThreads(f, (int)s.K);

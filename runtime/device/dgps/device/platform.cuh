@@ -219,6 +219,56 @@ DGPS_DEV void cp_async_wait() {
 }
 #endif
 
+// ---- Hopper warpgroup MMA (sm_90a): A from registers, B from shared memory via a matrix descriptor --------
+// Used when DGPS_USE_WGMMA is 1: automatically for sm_90a (NVRTC/nvcc -arch=sm_90a), off elsewhere, forced off
+// by -DDGPS_NO_WGMMA. B tiles use the no-swizzle "core matrix" layout (8 rows x 16 bytes contiguous, see
+// core_off in common.cuh): LBO = byte distance between core matrices adjacent in K, SBO = adjacent in N.
+#if !defined(DGPS_NO_WGMMA) && ((defined(__CUDA_ARCH_FEAT_SM90_ALL)) || (defined(DGPS_EMU) && defined(DGPS_EMU_WGMMA)))
+#define DGPS_USE_WGMMA 1
+#else
+#define DGPS_USE_WGMMA 0
+#endif
+
+#if defined(DGPS_EMU)
+DGPS_DEV uint32_t smem_u32(const void* p) { return dgps_emu::smem_u32(p); }
+#endif
+/// Matrix descriptor (no swizzle) of a bf16 tile at smem address `p`.
+DGPS_DEV uint64_t wgmma_desc(const void* p, uint32_t lbo_bytes, uint32_t sbo_bytes) {
+  const uint32_t a = smem_u32(p);
+  return (uint64_t)((a & 0x3FFFFu) >> 4) | ((uint64_t)((lbo_bytes & 0x3FFFFu) >> 4) << 16) |
+         ((uint64_t)((sbo_bytes & 0x3FFFFu) >> 4) << 32);
+}
+#if defined(DGPS_EMU)
+DGPS_DEV void wgmma_fence() {}
+DGPS_DEV void wgmma_commit() {}
+DGPS_DEV void wgmma_wait0() {}
+/// D[16 x 64 per warp] += A(regs) · B(desc), m64n64k16, bf16 -> f32.
+DGPS_DEV void wgmma_m64n64k16(float d[32], const uint32_t a[4], uint64_t desc) { dgps_emu::wgmma(d, 64, a, desc); }
+#elif DGPS_USE_WGMMA
+DGPS_DEV void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+DGPS_DEV void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+DGPS_DEV void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+DGPS_DEV void wgmma_m64n64k16(float d[32], const uint32_t a[4], uint64_t desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,"
+      "%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc)
+      : "memory");
+}
+#else
+// Not sm_90a: never called (callers test DGPS_USE_WGMMA at compile time); present so both branches compile.
+DGPS_DEV void wgmma_fence() {}
+DGPS_DEV void wgmma_commit() {}
+DGPS_DEV void wgmma_wait0() {}
+DGPS_DEV void wgmma_m64n64k16(float*, const uint32_t*, uint64_t) { asm volatile("trap;"); }
+#endif
+
 // ---- small helpers ----------------------------------------------------------------------------------------
 /// 16-byte vector for copies (no dependency on CUDA's vector_types).
 struct alignas(16) U4 {
