@@ -267,7 +267,7 @@ ForwardProblem validateForward(const Spec& spec, const ForwardTensors& t) {
   for (const Slot& s : slots) c.slot(s, p.input_dtype);
   if (t.workspace.given()) {
     if (t.workspace.shape.size() != 1) c.fail("workspace", "expected a 1-D buffer, got shape " + shapeStr(t.workspace.shape));
-    c.basics("workspace", t.workspace, 16);
+    c.basics("workspace", t.workspace, 256);  // launch_rules.h lays the workspace out in 256-byte blocks
   }
   // Outputs that alias inputs would be read after being overwritten by an earlier kernel.
   if (t.o.data && (t.o.data == t.q.data || t.o.data == t.k.data || t.o.data == t.v.data)) {

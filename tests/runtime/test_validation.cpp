@@ -292,6 +292,14 @@ TEST(Validation, MemoryPropertiesWithoutTouchingMemory) {
   EXPECT_EQ(validateForward(gdn, all1).device, 1);
 
   bad = t;
+  bad.workspace = TensorView(static_cast<char*>(fakePtr(90)) + 16, ScalarType::I32, {1024}, 0);
+  msg = errorOf([&] { validateForward(gdn, bad); });
+  EXPECT_HAS(msg, "tensor 'workspace': data pointer");
+  EXPECT_HAS(msg, "is not 256-byte aligned");
+  bad.workspace.data = fakePtr(90);
+  EXPECT_NO_THROW(validateForward(gdn, bad));
+
+  bad = t;
   bad.o.data = bad.q.data;
   msg = errorOf([&] { validateForward(gdn, bad); });
   EXPECT_HAS(msg, "tensor 'o' aliases an input");

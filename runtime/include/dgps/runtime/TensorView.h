@@ -52,7 +52,7 @@ struct ForwardTensors {
   TensorView o;                              ///< [B,T,HV,V], output, input dtype
   TensorView final_state;                    ///< [N,HV,K,V] f32, optional output
   TensorView final_precond_state;            ///< [N,H,K] f32, optional output
-  TensorView workspace;                      ///< optional caller-provided scratch (u8/any dtype, 1-D)
+  TensorView workspace;                      ///< optional caller scratch: 1-D, any dtype, 256-byte aligned
 };
 
 /// Tensors of one single-token decode step. q,k,v,o may be [B,1,H*,D] or [B,H*,D]; the per-token inputs
