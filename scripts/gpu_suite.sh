@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The one script for the GPU machine (see docs/performance.md): builds the runtime, tests and benchmarks
+# from this checkout with the compiler switched off (the GPU machine has no MLIR), runs the GPU test suite
+# and the benchmarks, optionally times flash-linear-attention beside us, and prints a short table last.
+# Full logs go to $OUT (or ./gpu-logs).
+#
+#   bash scripts/gpu_suite.sh [--skip-build] [--no-tests] [--no-bench] [--fla DIR]
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+logs=${OUT:-$root/gpu-logs}
+mkdir -p "$logs"
+build=${DGPS_BUILD_DIR:-$root/build-gpu}
+skip_build=0 run_tests=1 run_bench=1 fla=""
+while (($#)); do
+  case "$1" in
+    --skip-build) skip_build=1 ;;
+    --no-tests) run_tests=0 ;;
+    --no-bench) run_bench=0 ;;
+    --fla) fla=$2; shift ;;
+    *) echo "gpu_suite: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv > "$logs/gpu.txt" 2>&1
+echo "commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)" >> "$logs/gpu.txt"
+
+if ((!skip_build)); then
+  DGPS_BUILD_DIR=$build bash "$root/scripts/build.sh" --no-compiler > "$logs/build.log" 2>&1 \
+    || { tail -40 "$logs/build.log"; echo "gpu_suite: build failed"; exit 1; }
+fi
+
+status=0
+if ((run_tests)); then
+  (cd "$build" && ctest -L gpu --output-on-failure -j1 --timeout 300) > "$logs/gpu-tests.log" 2>&1 || status=1
+  grep -E "tests passed|Failed|\*\*\*" "$logs/gpu-tests.log" | tail -20
+fi
+if ((run_bench)) && [[ -x "$build/bench/dgps-bench" ]]; then
+  "$build/bench/dgps-bench" --benchmark_min_warmup_time=0.2 --benchmark_out="$logs/bench.json" \
+    --benchmark_out_format=json > "$logs/bench.log" 2>&1 || status=1
+fi
+if [[ -n "$fla" && -d "$fla/fla" ]]; then
+  PYTHONUNBUFFERED=1 python3 "$root/bench/anchor_bench.py" "$fla" fla "$logs/fla.json" > "$logs/fla.log" 2>&1 || true
+fi
+if [[ -f "$logs/bench.log" ]]; then
+  echo "== benchmarks (median; full JSON in bench.json)"
+  grep -E "^(BM_|-----|Benchmark)" "$logs/bench.log" | cut -c1-160
+fi
+exit $status
