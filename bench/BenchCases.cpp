@@ -2,6 +2,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <regex>
@@ -43,8 +45,21 @@ void warmUp(BenchContext& ctx, PreparedCase& p, const BenchCase& c) {
   for (const std::string& name : p.outputs) {
     if (name == "o") p.set.at(name).poison();
   }
-  for (int i = 0; i < ctx.options.warmup; ++i) p.launch();
+  // The host cost of one call (validation, pointer checks, module lookup) decides how long the GPU
+  // must be kept busy before each start event (timeLaunches' spin).
+  std::vector<double> host_us;
+  for (int i = 0; i < ctx.options.warmup; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    p.launch();
+    host_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
   ctx.session->synchronize("the warm-up of " + c.name);
+  p.host_launch_us = tuning::quantile(host_us, 0.5);
+}
+
+// Long enough that the host has enqueued the timed call before the GPU reaches the start event.
+double spinFor(const BenchContext& ctx, const PreparedCase& p) {
+  return std::max(ctx.options.spin_us, 3.0 * p.host_launch_us + 20.0);
 }
 
 // Step 5 of the header: one more launch from pristine state, every output element must be finite.
@@ -109,7 +124,7 @@ void runCase(benchmark::State& state, const BenchCase& c) {
   std::vector<double> all;
   for (auto _ : state) {
     try {
-      std::vector<double> ms = timeLaunches(*ctx.session, prepared->launch, reps, ctx.options.spin_us, c.name);
+      std::vector<double> ms = timeLaunches(*ctx.session, prepared->launch, reps, spinFor(ctx, *prepared), c.name);
       all.insert(all.end(), ms.begin(), ms.end());
       state.SetIterationTime(tuning::quantile(ms, 0.5) * 1e-3);
     } catch (const std::exception& e) {
@@ -130,6 +145,7 @@ void runCase(benchmark::State& state, const BenchCase& c) {
   row.p80_ms = s.p80;
   row.samples = s.count;
   setCounters(state, row, ctx.copy_bytes_per_s);
+  state.counters["host_us"] = benchmark::Counter(prepared->host_launch_us);
   ctx.results.record(row);
 }
 

@@ -10,7 +10,8 @@
 //      SetIterationTime (UseManualTime), so Google Benchmark's Time column is the median;
 //   5. after timing, put in-place state back, poison the outputs, run once more and require every
 //      output element finite at the full shape (catches unwritten tiles and overflow at scale);
-//   6. counters: ms (median), p20_us, p80_us, GBps, TFLOPs, floor_pct, vs_FLA (FLA ms / ours), check_err.
+//   6. counters: ms (median), p20_us, p80_us, GBps, TFLOPs, floor_pct, vs_FLA (FLA ms / ours), check_err,
+//      host_us (host time of one launch call: the runtime's per-call overhead, kept out of the events).
 // Each case runs its body twice (Google Benchmark's warm-up pass, set to one iteration, then the
 // measured pass); the expensive preparation is cached, so the second pass costs only the timing.
 #pragma once

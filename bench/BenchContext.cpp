@@ -325,8 +325,8 @@ SummaryInfo BenchContext::summaryInfo() const {
   s.copy_bytes_per_s = copy_bytes_per_s;
   s.timing = "median of " + std::to_string(options.reps) + " forward launches / " + std::to_string(options.decode_reps) +
              " decode steps after " + std::to_string(options.warmup) +
-             " warm-up launches, L2 flushed and a " + std::to_string(int(options.spin_us)) +
-             " us GPU spin before each start event";
+             " warm-up launches, L2 flushed and a GPU spin of >= " + std::to_string(int(options.spin_us)) +
+             " us (3x the host time of one call) before each start event";
   return s;
 }
 

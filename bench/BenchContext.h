@@ -84,6 +84,7 @@ struct PreparedCase {
   std::function<void()> launch;              ///< enqueues the timed call(s) on the session's stream
   std::function<void()> restore;             ///< puts in-place state back (decode), before the final check
   std::vector<std::string> outputs;          ///< tensors written by the call, checked finite afterwards
+  double host_launch_us = 0;                 ///< host time of one launch() call (median of the warm-up)
 };
 
 class BenchContext {

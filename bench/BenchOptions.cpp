@@ -170,7 +170,8 @@ Google Benchmark flags (--benchmark_filter, --benchmark_out, ...) work as usual;
   --dgps_reps=N             timed launches per forward benchmark (default 100)
   --dgps_decode_reps=N      timed decode steps (default 300)
   --dgps_warmup=N           untimed launches after the JIT compile (default 10)
-  --dgps_spin_us=US         GPU busy-wait before each start event so host launch overhead is not timed (100)
+  --dgps_spin_us=US         min GPU busy-wait before each start event, so host launch overhead is not timed
+                            (default 100; raised to 3x the measured host time of one call + 20)
   --dgps_tol=X              max relative error ||out-ref||/||ref|| of the float64 guard (default 1e-2, bf16)
   --dgps_no_check           skip the guard: rows are marked UNCHECKED (development only)
   --dgps_dry_run            list the benchmarks with their floors and exit, without touching the GPU

@@ -17,7 +17,8 @@ struct BenchOptions {
   int reps = 100;                     ///< --dgps_reps: timed launches per forward benchmark.
   int decode_reps = 300;              ///< --dgps_decode_reps: timed decode steps.
   int warmup = 10;                    ///< --dgps_warmup: untimed launches after the JIT compile.
-  double spin_us = 100;               ///< --dgps_spin_us: GPU busy-wait before each start event.
+  double spin_us = 100;               ///< --dgps_spin_us: minimum GPU busy-wait before each start event
+                                      ///< (raised to 3x the measured host time of one call + 20 us).
   double tolerance = 1e-2;            ///< --dgps_tol: max ‖out − ref‖/‖ref‖ for bf16 outputs.
   bool check = true;                  ///< --dgps_no_check: skip the float64 guard (rows say UNCHECKED).
   bool dry_run = false;               ///< --dgps_dry_run: list what would be timed, with floors; no GPU use.
