@@ -62,6 +62,16 @@ double spinFor(const BenchContext& ctx, const PreparedCase& p) {
   return std::max(ctx.options.spin_us, 3.0 * p.host_launch_us + 20.0);
 }
 
+// A slow kernel (tens of ms at T=32768) must not eat the device session: one timed launch estimates
+// the cost of a repetition, and the count is cut to fit --dgps_budget_s (never below 10).
+int repsWithinBudget(BenchContext& ctx, PreparedCase& p, const BenchCase& c, int reps) {
+  const double spin_ms = spinFor(ctx, p) * 1e-3;
+  const double one_ms = timeLaunches(*ctx.session, p.launch, 1, spinFor(ctx, p), c.name).front();
+  const double per_rep_ms = one_ms + spin_ms + 0.05;  // + the L2 flush
+  const int fit = int(ctx.options.budget_s * 1e3 / per_rep_ms);
+  return std::max(std::min(reps, fit), std::min(reps, 10));
+}
+
 // Step 5 of the header: one more launch from pristine state, every output element must be finite.
 std::string finalCheck(BenchContext& ctx, PreparedCase& p, const BenchCase& c) {
   p.restore();
@@ -120,7 +130,14 @@ void runCase(benchmark::State& state, const BenchCase& c) {
     return fail(state, row, "error", noteFailure(ctx, c, e));
   }
 
-  const int reps = c.shape.kind == Kind::Forward ? ctx.options.reps : ctx.options.decode_reps;
+  const int asked = c.shape.kind == Kind::Forward ? ctx.options.reps : ctx.options.decode_reps;
+  int reps = asked;
+  try {
+    reps = repsWithinBudget(ctx, *prepared, c, asked);
+    row.reps_cut = reps < asked;
+  } catch (const std::exception& e) {
+    return fail(state, row, "error", noteFailure(ctx, c, e));
+  }
   std::vector<double> all;
   for (auto _ : state) {
     try {

@@ -107,6 +107,7 @@ bool parseBenchOptions(int* argc, char** argv, BenchOptions* o, std::string* err
       {"--dgps_reps", {intFlag(&o->reps, 3, 100000), "an integer in [3, 100000]"}},
       {"--dgps_decode_reps", {intFlag(&o->decode_reps, 3, 100000), "an integer in [3, 100000]"}},
       {"--dgps_warmup", {intFlag(&o->warmup, 1, 100000), "an integer in [1, 100000]"}},
+      {"--dgps_budget_s", {doubleFlag(&o->budget_s, 0.01, 3600), "seconds in [0.01, 3600]"}},
       {"--dgps_spin_us", {doubleFlag(&o->spin_us, 0, 1e6), "microseconds in [0, 1e6]"}},
       {"--dgps_tol", {doubleFlag(&o->tolerance, 1e-9, 1), "a relative error in (0, 1]"}},
       {"--dgps_no_check", {boolFlag(&o->check, false), "no value"}},
@@ -170,6 +171,7 @@ Google Benchmark flags (--benchmark_filter, --benchmark_out, ...) work as usual;
   --dgps_reps=N             timed launches per forward benchmark (default 100)
   --dgps_decode_reps=N      timed decode steps (default 300)
   --dgps_warmup=N           untimed launches after the JIT compile (default 10)
+  --dgps_budget_s=S         time fewer reps (at least 10) when one pass of --dgps_reps would take longer (2)
   --dgps_spin_us=US         min GPU busy-wait before each start event, so host launch overhead is not timed
                             (default 100; raised to 3x the measured host time of one call + 20)
   --dgps_tol=X              max relative error ||out-ref||/||ref|| of the float64 guard (default 1e-2, bf16)

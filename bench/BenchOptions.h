@@ -17,6 +17,7 @@ struct BenchOptions {
   int reps = 100;                     ///< --dgps_reps: timed launches per forward benchmark.
   int decode_reps = 300;              ///< --dgps_decode_reps: timed decode steps.
   int warmup = 10;                    ///< --dgps_warmup: untimed launches after the JIT compile.
+  double budget_s = 2.0;              ///< --dgps_budget_s: fewer reps (>= 10) when one pass would take longer.
   double spin_us = 100;               ///< --dgps_spin_us: minimum GPU busy-wait before each start event
                                       ///< (raised to 3x the measured host time of one call + 20 us).
   double tolerance = 1e-2;            ///< --dgps_tol: max ‖out − ref‖/‖ref‖ for bf16 outputs.

@@ -48,7 +48,8 @@ void tableRow(std::ostringstream& os, const ResultRow& r, double copy_bps) {
   os << "| " << r.spec << " | " << toString(r.shape.kind) << " | " << r.shape.label() << " | " << r.variant << " "
      << r.config << " | ";
   if (r.timed()) {
-    os << fmt("%.3f", r.ms) << " [" << fmt("%.3f", r.p20_ms) << ", " << fmt("%.3f", r.p80_ms) << "] | "
+    os << fmt("%.3f", r.ms) << " [" << fmt("%.3f", r.p20_ms) << ", " << fmt("%.3f", r.p80_ms) << "]"
+       << (r.reps_cut ? " n=" + std::to_string(r.samples) : std::string()) << " | "
        << fmt("%.0f", r.gbps()) << " | " << fmt("%.1f", r.tflops()) << " | "
        << (copy_bps > 0 ? fmt("%.1f", r.floorPercent(copy_bps)) : std::string("–")) << " | ";
     if (std::isfinite(r.fla_ms)) {

@@ -32,6 +32,7 @@ struct ResultRow {
   double p20_ms = std::numeric_limits<double>::quiet_NaN();
   double p80_ms = std::numeric_limits<double>::quiet_NaN();
   int samples = 0;
+  bool reps_cut = false;   ///< fewer repetitions than asked, to fit --dgps_budget_s
   double bytes = 0;        ///< bytes floor
   double flops = 0;
   std::string flops_source;

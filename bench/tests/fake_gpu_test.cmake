@@ -75,9 +75,11 @@ file(WRITE "${WORK}/tuning.jsonl"
   "\"median_ms\":0.5,\"p20_ms\":0.49,\"p80_ms\":0.51,\"candidates_tried\":4,"
   "\"date\":\"2026-11-29T10:00:00.000Z\",\"host\":\"test\"}\n")
 set(env LD_LIBRARY_PATH=${FAKE_DIR} DGPS_CACHE_DIR=${WORK}/cache DGPS_TUNING_DB=${WORK}/tuning.jsonl)
-run(zeros 0 --dgps_no_check --dgps_table=${WORK}/table.md)
+#    The fake's forward "kernel" zeroes 134 MB on the host (tens of ms), so a 0.1 s budget cuts the
+#    asked 50 repetitions (never below 10) and the row says how many were timed.
+run(zeros 0 --dgps_no_check --dgps_table=${WORK}/table.md --dgps_reps=50 --dgps_budget_s=0.1)
 expect(zeros "\\| gdn \\| forward \\| B8_T4096_H16_K128_V128 \\| tuned C64 BV32 W4 S1 \\| [0-9]+\\.[0-9]+ \\[")
-expect(zeros "\\| gdn \\| forward \\| B8_T4096_H16_K128_V128 \\| default C64 BV64 W4 S1 \\| [0-9]+\\.[0-9]+ \\[")
+expect(zeros "\\| gdn \\| forward \\| B8_T4096_H16_K128_V128 \\| default C64 BV64 W4 S1 \\| [0-9.]+ \\[[0-9., ]+\\] n=[0-9]+ \\|")
 expect(zeros "\\| gdn \\| decode \\| B256_H16_K128_V128 \\| default C64 BV64 W4 S1 \\| [0-9]")
 expect(zeros "UNCHECKED")
 expect(zeros "gdn B256_H16_K128_V128 default: [0-9.]+ ms = [0-9.]+ TB/s")
