@@ -15,6 +15,8 @@
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
+#include <atomic>
 #include <vector>
 
 #include "backend.h"
@@ -562,39 +564,73 @@ std::vector<Case> forward_cases(bool small) {
 
 bool config_filter(const std::string& f, const std::string& s) { return f.empty() || s.find(f) != std::string::npos; }
 
+/// Runs fn(i) for i < n on all host cores (float64 references dominate the harness's wall time).
+template <class F>
+void parallel_for(size_t n, F fn) {
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> th;
+  for (unsigned w = 0; w < std::min<size_t>(hw, n); ++w)
+    th.emplace_back([&] {
+      for (size_t i; (i = next.fetch_add(1)) < n;) fn(i);
+    });
+  for (auto& x : th) x.join();
+}
+
 struct Tally {
   int pass = 0, fail = 0;
 };
 
 void run_forward_checks(Harness& hx, bool small, const std::string& filter, Tally& t, uint64_t& seed) {
+  struct Job {
+    Case c;
+    std::string label;
+    const Feat* f = nullptr;
+    uint64_t seed = 0;
+    Problem p;
+    RefOut ref;
+  };
+  std::vector<Job> jobs;
   for (const Case& c : forward_cases(small)) {
-    const std::string label = c.v.key() + " " + c.tag + " B" + std::to_string(c.B) + " T" + std::to_string(c.T) + " H" +
-                              std::to_string(c.H) + "/" + std::to_string(c.HV);
-    if (!config_filter(filter, label)) continue;
-    const Feat* f = find_config(c.v.cfg);
+    Job j;
+    j.c = c;
+    j.label = c.v.key() + " " + c.tag + " B" + std::to_string(c.B) + " T" + std::to_string(c.T) + " H" +
+              std::to_string(c.H) + "/" + std::to_string(c.HV);
+    if (!config_filter(filter, j.label)) continue;
+    j.f = find_config(c.v.cfg);
+    j.seed = ++seed;
+    jobs.push_back(std::move(j));
+  }
+  parallel_for(jobs.size(), [&](size_t i) {
+    Job& j = jobs[i];
     std::vector<int64_t> cu;
-    int64_t T = c.T;
-    if (!c.lens.empty()) {
+    int64_t T = j.c.T;
+    if (!j.c.lens.empty()) {
       cu.push_back(0);
-      for (int64_t l : c.lens) cu.push_back(cu.back() + l);
+      for (int64_t l : j.c.lens) cu.push_back(cu.back() + l);
       T = cu.back();
     }
-    const Problem p = make_problem(*f, c.B, T, c.H, c.HV, c.v.K, c.v.V, cu, c.s0, c.p0, c.v.f16, c.gm, ++seed);
-    const RefOut ref = reference(*f, p);
-    Harness::FwdResult r = hx.forward(c.v, *f, p, true);
+    j.p = make_problem(*j.f, j.c.B, T, j.c.H, j.c.HV, j.c.v.K, j.c.v.V, cu, j.c.s0, j.c.p0, j.c.v.f16, j.c.gm, j.seed);
+    j.ref = reference(*j.f, j.p);
+  });
+  for (Job& j : jobs) {
+    const Feat* f = j.f;
+    Harness::FwdResult r = hx.forward(j.c.v, *f, j.p, true);
     if (!r.ran) {
-      std::printf("FAIL %-60s : %s\n", label.c_str(), r.why.c_str());
+      std::printf("FAIL %-60s : %s\n", j.label.c_str(), r.why.c_str());
       ++t.fail;
       continue;
     }
-    const Err eo = compare(r.o, ref.o), es = compare(r.sT, ref.sT);
+    const Err eo = compare(r.o, j.ref.o), es = compare(r.sT, j.ref.sT);
     Err ep;
-    if (f->precond == 1) ep = compare(r.pT, ref.pT);
+    if (f->precond == 1) ep = compare(r.pT, j.ref.pT);
     const double tol = 1.5e-2;
     const bool ok = eo.rel <= tol && es.rel <= tol && ep.rel <= 1e-3 && eo.finite && es.finite && ep.finite;
-    std::printf("%s %-60s o %.2e (max %.2e)  S %.2e  P %.2e\n", ok ? "ok  " : "FAIL", label.c_str(), eo.rel, eo.maxrel,
-                es.rel, ep.rel);
+    std::printf("%s %-60s o %.2e (max %.2e)  S %.2e  P %.2e\n", ok ? "ok  " : "FAIL", j.label.c_str(), eo.rel,
+                eo.maxrel, es.rel, ep.rel);
     ++(ok ? t.pass : t.fail);
+    j.p = Problem();
+    j.ref = RefOut();
   }
 }
 
@@ -730,21 +766,33 @@ void run_timing(Harness& hx, const std::string& filter, std::vector<TimeRow>& ro
       {"osdn", 0.0, {var("osdn"), var("osdn", 128, 128, false, 64, 128, 4, 2)}},
   };
   const double bytes = 4.0 * B * T * H * 128 * 2;
-  for (const Cfg& c : cfgs) {
-    if (!config_filter(filter, std::string("time ") + c.name)) continue;
-    const Feat* f = find_config(c.name);
-    const Problem p = make_problem(*f, B, T, H, H, 128, 128, {}, false, false, false, GateMode(), ++seed);
+  std::vector<Cfg> sel;
+  for (const Cfg& c : cfgs)
+    if (config_filter(filter, std::string("time ") + c.name)) sel.push_back(c);
+  std::vector<Problem> probs(sel.size());
+  std::vector<RefOut> refs(sel.size());
+  std::vector<uint64_t> seeds(sel.size());
+  for (auto& x : seeds) x = ++seed;
+  parallel_for(sel.size(), [&](size_t i) {
+    const Feat* f = find_config(sel[i].name);
+    probs[i] = make_problem(*f, B, T, H, H, 128, 128, {}, false, false, false, GateMode(), seeds[i]);
     // spot check of sequence 0 against the float64 reference (T = 4096: long-sequence precision)
-    Problem p0 = p;
+    Problem p0 = probs[i];
     p0.B = 1;
     p0.q.resize((size_t)(T * H * 128));
     p0.k.resize(p0.q.size());
     p0.v.resize((size_t)(T * H * 128));
-    if (!p.g.empty()) p0.g.resize(p.g.size() / B);
-    if (!p.beta.empty()) p0.beta.resize(p.beta.size() / B);
-    if (!p.pg.empty()) p0.pg.resize(p.pg.size() / B);
-    if (!p.pb.empty()) p0.pb.resize(p.pb.size() / B);
-    const RefOut ref = reference(*f, p0);
+    if (!p0.g.empty()) p0.g.resize(p0.g.size() / B);
+    if (!p0.beta.empty()) p0.beta.resize(p0.beta.size() / B);
+    if (!p0.pg.empty()) p0.pg.resize(p0.pg.size() / B);
+    if (!p0.pb.empty()) p0.pb.resize(p0.pb.size() / B);
+    refs[i] = reference(*f, p0);
+  });
+  for (size_t ci = 0; ci < sel.size(); ++ci) {
+    const Cfg& c = sel[ci];
+    const Feat* f = find_config(c.name);
+    const Problem& p = probs[ci];
+    const RefOut& ref = refs[ci];
     float best = 1e30f;
     std::string bestv;
     std::vector<float> best_roles;

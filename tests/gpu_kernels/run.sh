@@ -29,7 +29,7 @@ build_host() {
   g++ -O2 -std=c++17 "$HERE/nvrtc_compile.cpp" -I"$CUDA/include" -L"$CUDA/lib64" -lnvrtc -Wl,-rpath,"$CUDA/lib64" \
     -o "$B/nvrtc_compile"
   g++ -O2 -std=c++17 -rdynamic -I"$ROOT/runtime/device" -I"$HERE" -I"$HERE/emu" \
-    "$HERE/harness.cpp" "$HERE/backend.cpp" "$HERE/emu/emu.cpp" -ldl -o "$B/harness"
+    "$HERE/harness.cpp" "$HERE/backend.cpp" "$HERE/emu/emu.cpp" -ldl -pthread -o "$B/harness"
 }
 
 build_cubins() {

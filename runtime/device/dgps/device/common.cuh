@@ -180,7 +180,7 @@ DGPS_DEV void f16_to_bf16_lin(uint16_t* s, int n) {
 template <class Tr>
 DGPS_DEV float squash_m(float A, float center, float neg_log2x) {
   const float r = log_(A + Tr::kSquashEps) - center;
-  const float s = r / (1.f + fabs_(r));
+  const float s = r * rcp(1.f + fabs_(r));
   return ex2(neg_log2x * s);
 }
 template <class Tr>

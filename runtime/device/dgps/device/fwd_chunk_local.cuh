@@ -122,6 +122,7 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
     const float* pst = reinterpret_cast<const float*>(ws + W.pst) + (slot * H + h) * K;
     load_tile32<1, KP>(sPst, KP, pst, K, 1, K);
   }
+  if (kDiag) load_tile32<C, KP>(smem_at<float>(sm, L.G), PG, a.g + (t0 * HV + hv) * K, HV * K, Lr, K);
   cp_async_commit();
   for (int i = tid(); i < C; i += nthreads()) {
     const bool ok = i < Lr;
@@ -143,17 +144,30 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   sync_threads();
 
   // ---- 2. l2norm factors (fp32 from the raw input bits), gate cumsum ----
-  for (int r = warp(); r < 2 * C; r += NW) {
-    const int i = r < C ? r : r - C;
-    const uint16_t* row = (r < C ? sK : sQ) + i * PQ;
-    float ss = 0.f;
-    for (int e = lane(); e < KP; e += 32) {
-      const float x = Act_t::load(row[e]);
-      ss += x * x;
+  {
+    // CH lanes per row, 8 elements (16 bytes) per lane; 32/CH rows per warp step
+    constexpr int CH = KP / 8;
+    constexpr int CHP = CH >= 32 ? 32 : (CH > 16 ? 32 : CH > 8 ? 16 : CH > 4 ? 8 : CH > 2 ? 4 : 2);
+    constexpr int RPW = 32 / CHP;
+    for (int r0 = warp() * RPW; r0 < 2 * C; r0 += NW * RPW) {
+      const int r = r0 + lane() / CHP, sub = lane() % CHP;
+      const int i = r < C ? r : r - C;
+      const uint16_t* row = (r < C ? sK : sQ) + i * PQ;
+      float ss = 0.f;
+      for (int ch = sub; ch < CH; ch += CHP) {
+        const U4 x = *reinterpret_cast<const U4*>(row + ch * 8);
+        const uint32_t wv[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float a0 = Act_t::load((uint16_t)(wv[e] & 0xffffu)), a1 = Act_t::load((uint16_t)(wv[e] >> 16));
+          ss += a0 * a0 + a1 * a1;
+        }
+      }
+#pragma unroll
+      for (int m = CHP / 2; m >= 1; m >>= 1) ss += shfl_xor(ss, m);
+      const float rs = i < Lr ? (Tr::kL2Norm ? rsqrt(ss + Tr::kL2Eps) : 1.f) : 0.f;
+      if (sub == 0) sTok[i * 8 + (r < C ? 5 : 4)] = rs;
     }
-    ss = warp_sum(ss);
-    const float rs = i < Lr ? (Tr::kL2Norm ? rsqrt(ss + Tr::kL2Eps) : 1.f) : 0.f;
-    if (lane() == 0) sTok[i * 8 + (r < C ? 5 : 4)] = rs;
   }
   if (Tr::kDecay == 1 && warp() == NW - 1) {
     float carry = 0.f;
@@ -167,12 +181,13 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   }
   float* sG = kDiag ? smem_at<float>(sm, L.G) : nullptr;
   if (kDiag) {
-    // per-channel inclusive cumsum (log2 units); pad rows add 0 so they carry the last real token's value
-    const float* gp = a.g + (t0 * HV + hv) * K;
+    // per-channel inclusive cumsum in place (log2 units); pad rows/channels were zero-filled, so pad rows
+    // carry the last real token's value
     for (int d = tid(); d < KP; d += nthreads()) {
       float G = 0.f;
+#pragma unroll 8
       for (int i = 0; i < C; ++i) {
-        if (d < K && i < Lr) G += gp[(int64_t)i * HV * K + d] * kLog2e;
+        G += sG[i * PG + d] * kLog2e;
         sG[i * PG + d] = G;
       }
     }
@@ -254,6 +269,47 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
     }
   }
   sync_threads();
+
+  // ---- 4'. operands of state_output that are not raw q/k (launch_rules.h WorkspaceLayout opq/opk/opw) ----
+  if (launch::needOpQ(F) || launch::needOpW(F)) {
+    constexpr int CH = K / 8;
+    uint16_t* opq = reinterpret_cast<uint16_t*>(ws + W.opq) + sh * C * K;
+    uint16_t* opk = reinterpret_cast<uint16_t*>(ws + W.opk) + sh * C * K;
+    uint16_t* opw = reinterpret_cast<uint16_t*>(ws + W.opw) + sh * C * K;
+    for (int e = tid(); e < C * CH; e += nthreads()) {
+      const int i = e / CH, d0 = (e - i * CH) * 8;
+      if (!kDiag) {
+        if (launch::needOpQ(F)) *reinterpret_cast<U4*>(opq + i * K + d0) = *reinterpret_cast<const U4*>(sQ + i * PQ + d0);
+        if (launch::needOpW(F)) *reinterpret_cast<U4*>(opw + i * K + d0) = *reinterpret_cast<const U4*>(sKw + i * PQ + d0);
+      } else {
+        const float* Gi = sG + i * PG + d0;
+        const float* GC = sG + (C - 1) * PG + d0;
+        uint32_t pq[4], pk[4], pw[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          float vq[2], vk[2], vw[2];
+#pragma unroll
+          for (int x = 0; x < 2; ++x) {
+            const int d = d0 + 2 * u + x;
+            const float eg = ex2(Gi[2 * u + x]), ew = ex2(GC[2 * u + x] - Gi[2 * u + x]);
+            vq[x] = bf16_to_f32(sQ[i * PQ + d]) * eg;
+            vk[x] = bf16_to_f32(sK[i * PQ + d]) * eg;
+            vw[x] = bf16_to_f32(sKw[i * PQ + d]) * ew;
+          }
+          pq[u] = pack_bf16(vq[0], vq[1]);
+          pk[u] = pack_bf16(vk[0], vk[1]);
+          pw[u] = pack_bf16(vw[0], vw[1]);
+        }
+        *reinterpret_cast<U4*>(opq + i * K + d0) = U4{pq[0], pq[1], pq[2], pq[3]};
+        if (launch::needOpK(F)) *reinterpret_cast<U4*>(opk + i * K + d0) = U4{pk[0], pk[1], pk[2], pk[3]};
+        *reinterpret_cast<U4*>(opw + i * K + d0) = U4{pw[0], pw[1], pw[2], pw[3]};
+      }
+    }
+    if (kDiag) {
+      float* pdec = reinterpret_cast<float*>(ws + W.pdec) + sh * K;
+      for (int d = tid(); d < K; d += nthreads()) pdec[d] = ex2(sG[(C - 1) * PG + d]);
+    }
+  }
 
   uint16_t* aqk = reinterpret_cast<uint16_t*>(ws + W.aqk) + sh * C * C;
 

@@ -168,6 +168,7 @@ DGPS_DEV void fwd_precond_scan_hypergrad(const ForwardArgs& a) {
     const float nk_u = ss * rk_u * rk_u;  // ‖k̂‖²
     const float beta_u = (oku && Tr::kGain) ? a.beta[rowu * HV + h * ratio] : 1.f;
     const float rho_u = (oku && Tr::kRetention) ? exp_(a.precond_g[rowu * H + h]) : 1.f;
+    const float kap_u = nk_u > 0.f ? Tr::kEta * beta_u / nk_u : 0.f;  // off the sequential chain
     float coef_mine = 0.f;
     for (int u = 0; u < nb; ++u) {
       const int64_t i = i0 + u;
@@ -177,7 +178,7 @@ DGPS_DEV void fwd_precond_scan_hypergrad(const ForwardArgs& a) {
         for (int j = 0; j < J; ++j)
           if (l + 32 * j < K) pst[(s * H + h) * K + l + 32 * j] = d[j];
       }
-      const float rk = shfl(rk_u, u), nk = shfl(nk_u, u), beta = shfl(beta_u, u), rho = shfl(rho_u, u);
+      const float rk = shfl(rk_u, u), kap = shfl(kap_u, u), beta = shfl(beta_u, u), rho = shfl(rho_u, u);
       float uu[J], du = 0.f;
 #pragma unroll
       for (int j = 0; j < J; ++j) {
@@ -186,7 +187,7 @@ DGPS_DEV void fwd_precond_scan_hypergrad(const ForwardArgs& a) {
         du += d[j] * uu[j];
       }
       du = warp_sum(du);
-      const float coef = nk > 0.f ? Tr::kEta * beta / nk * (1.f - beta * du) : 0.f;
+      const float coef = kap * (1.f - beta * du);
       if (l == u) coef_mine = coef;
 #pragma unroll
       for (int j = 0; j < J; ++j) d[j] = osdn_clamp<Tr>(rho * d[j] + coef * uu[j]);

@@ -6,8 +6,8 @@
 //   Oᵀ  = XQᵀ·diag(cq) + Nᵀ Aqkᵀ                           -> o (bf16/fp16)
 //   Sᵀ  ← Sᵀ·D_C + (Nᵀ diag(w)) K_w                         (D_C = 2^{G2_C}, or per channel)
 // Operands: raw q/k tiles when the per-token factors cq/ck/w (tok workspace) carry the gating and l2norm;
-// re-written bf16 operands when a factor varies per channel (diagonal decay, ATK write key P⊙k, ATQ query
-// P⊙q), rebuilt here from the chunk-start preconditioner state so P⊙k never touches device memory.
+// otherwise the tiles chunk_local prepared (opq/opk/opw: per-channel decay, ATK write key P⊙k, ATQ query P⊙q),
+// so this kernel does no per-element preparation at all: only loads, tensor-core products and the output.
 // The state enters tensor-core products as bf16 also for fp16 inputs (|S| may exceed 65504, field case C06).
 // Partial last chunks: zero pad rows are exact no-ops; the final decay is the last real token's (C16).
 #pragma once
@@ -25,12 +25,8 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
   constexpr int PV = launch::bf16Pitch(BV), PC = launch::bf16Pitch(C);
   constexpr launch::StateOutputSmem L = launch::stateOutputSmem(F, K, V, C, BV, cfg::STAGES, cfg::kInputF16);
   constexpr bool kDelta = Tr::kSolve == 1;
-  constexpr bool kPre = Tr::kPrecond == 1;
-  constexpr bool kATK = kPre && Tr::kPrecondSide == 0;
-  constexpr bool kATQ = kPre && Tr::kPrecondSide == 1;
   constexpr bool kDiag = Tr::kDecay == 2;
-  constexpr bool kQop = launch::soNeedQop(F), kKop = launch::soNeedKop(F), kKw = launch::soNeedKw(F);
-  constexpr bool kProcess = kQop || kKop || kKw;
+  constexpr bool kQop = launch::needOpQ(F), kKop = launch::needOpK(F), kKw = launch::needOpW(F);
   // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
 
@@ -70,8 +66,16 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
     unsigned char* st = sm + (c % cfg::STAGES) * L.stage_bytes;
     const int64_t t0 = sq.bos + c * C, slot = s0 + c, sh = slot * HV + hv;
     const int Lr = (int)lmin(C, sq.len - c * C);
-    load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.q), qg + (t0 * H + h) * K, H * K, Lr, K);
-    load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.k), kg + (t0 * H + h) * K, H * K, Lr, K);
+    const uint16_t* opbase = reinterpret_cast<const uint16_t*>(ws);
+    if (kQop)
+      load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.q), opbase + W.opq / 2 + sh * C * K, K, Lr, K);
+    else
+      load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.q), qg + (t0 * H + h) * K, H * K, Lr, K);
+    if (kKop)
+      load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.k), opbase + W.opk / 2 + sh * C * K, K, Lr, K);
+    else if (kDelta || !kKw)  // the raw key is the read operand (delta) or the write operand
+      load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.k), kg + (t0 * H + h) * K, H * K, Lr, K);
+    if (kKw) load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.kw), opbase + W.opw / 2 + sh * C * K, K, Lr, K);
     load_tile16<C, BV>(smem_at<uint16_t>(st, L.v), PV, vg + (t0 * HV + hv) * V + v0, HV * V, Lr, V - v0);
     if (kDelta)
       load_tile16<C, C>(smem_at<uint16_t>(st, L.tb), PC, reinterpret_cast<const uint16_t*>(ws + W.tb) + sh * C * C,
@@ -80,13 +84,8 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
                       C, C, C);
     load_tile32<C + 1, 8>(smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws + W.tok) + sh * (C + 1) * 8,
                           8, C + 1, 8);
-    if (kPre) {
-      load_tile32<1, KP>(smem_at<float>(st, L.pst), KP, reinterpret_cast<const float*>(ws + W.pst) + (slot * H + h) * K,
-                         K, 1, K);
-      if (Tr::kPrecondSource == 1)
-        load_tile32<1, C>(smem_at<float>(st, L.ptok), C, reinterpret_cast<const float*>(ws + W.pcoef) + (slot * H + h) * C,
-                          C, 1, C);
-    }
+    if (kDiag)
+      load_tile32<1, KP>(smem_at<float>(st, L.dec), KP, reinterpret_cast<const float*>(ws + W.pdec) + sh * K, K, 1, K);
   };
 
   if (nch > 0) {
@@ -105,118 +104,22 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
       cp_async_wait<0>();
     }
     sync_threads();
-    uint16_t* sQ = smem_at<uint16_t>(st, L.q);
-    uint16_t* sK = smem_at<uint16_t>(st, L.k);
+    uint16_t* sQop = smem_at<uint16_t>(st, L.q);
+    uint16_t* sKop = smem_at<uint16_t>(st, L.k);
+    uint16_t* sKw = smem_at<uint16_t>(st, L.kw);  // == sKop unless a prepared write operand exists
     uint16_t* sV = smem_at<uint16_t>(st, L.v);
     const uint16_t* sTb = smem_at<uint16_t>(st, L.tb);
     const uint16_t* sAqk = smem_at<uint16_t>(st, L.aqk);
     const float* sTok = smem_at<float>(st, L.tok);
-    float* sDec = smem_at<float>(sm, L.dec);
+    const float* sDec = smem_at<float>(st, L.dec);
 
-    // ---- processing: per-channel gating, preconditioner multiplier (from the raw input bits), then the
-    // fp16 -> bf16 re-encoding of the raw tiles ----
-    if (kProcess) {
-      float* sPt = smem_at<float>(sm, L.ptmp);  // [C][4]: γ/ρ, β^a/coef
-      uint16_t* wQop = kQop ? smem_at<uint16_t>(sm, L.qop) : sQ;
-      uint16_t* wKop = kKop ? smem_at<uint16_t>(sm, L.kop) : sK;
-      uint16_t* wKw = kKw ? smem_at<uint16_t>(sm, L.kw) : sK;
-      float* sScr = kPre ? smem_at<float>(sm, L.pscr) : nullptr;  // [C][KP]
-      if (kPre) {
-        for (int i = tid(); i < C; i += nthreads()) {
-          const bool ok = i < Lr;
-          const int64_t row = t0 + i;
-          if (Tr::kPrecondSource == 0) {
-            sPt[i * 4 + 0] = (ok && Tr::kSquashGate) ? exp_(a.precond_g[row * H + h]) : 1.f;
-            sPt[i * 4 + 1] = ok ? (Tr::kSquashGain ? a.precond_beta[row * H + h] : 1.f) : 0.f;
-          } else {
-            sPt[i * 4 + 0] = (ok && Tr::kRetention) ? exp_(a.precond_g[row * H + h]) : 1.f;
-            sPt[i * 4 + 1] = ok ? smem_at<float>(st, L.ptok)[i] : 0.f;
-          }
-        }
-        sync_threads();
-        // phase A: the preconditioner recurrence, one thread per channel (fp32 chain, loads batched by 8)
-        const float* sPst = smem_at<float>(st, L.pst);
-        for (int d = tid(); d < KP; d += nthreads()) {
-          float pstate = d < K ? sPst[d] : 0.f;
-          for (int i0 = 0; i0 < C; i0 += 8) {
-            float kh[8];
-#pragma unroll
-            for (int u = 0; u < 8; ++u) kh[u] = Act_t::load(sK[core_off<C>(i0 + u, d)]) * sTok[(i0 + u) * 8 + 5];
-#pragma unroll
-            for (int u = 0; u < 8; ++u) {
-              const int i = i0 + u;
-              float val = Tr::kPrecondSource == 0 ? 0.f : 1.f;
-              if (i < Lr && d < K) {
-                if (Tr::kPrecondSource == 0) {
-                  pstate = sPt[i * 4 + 0] * pstate + sPt[i * 4 + 1] * kh[u] * kh[u];
-                  val = pstate;
-                } else {
-                  const float dn = osdn_clamp<Tr>(sPt[i * 4 + 0] * pstate + sPt[i * 4 + 1] * kh[u] * kh[u]);
-                  val = Tr::kTiming == 0 ? pstate : dn;
-                  pstate = dn;
-                }
-              }
-              sScr[i * KP + d] = val;
-            }
-          }
-        }
-        sync_threads();
-        // phase B: squash read-out and (without per-channel decay) the operand, elementwise over all threads
-        const float center = (Tr::kPrecondSource == 0 && a.precond_center != nullptr) ? a.precond_center[h] : 0.f;
-        const float nl2x = squash_neg_log2x<Tr>();
-        for (int e = tid(); e < C * KP; e += nthreads()) {
-          const int i = e / KP, d = e - i * KP;
-          float P = sScr[e];
-          if (Tr::kPrecondSource == 0) P = (i < Lr && d < K) ? squash_m<Tr>(P, center, nl2x) : 1.f;
-          if (kDiag) {
-            sScr[e] = P;
-          } else if (kATK) {
-            wKw[core_off<C>(i, d)] = f32_to_bf16(P * Act_t::load(sK[core_off<C>(i, d)]));
-          } else {
-            wQop[core_off<C>(i, d)] = f32_to_bf16(P * Act_t::load(sQ[core_off<C>(i, d)]));
-          }
-        }
-        if (kDiag) sync_threads();
-      }
-      if (kDiag) {
-        // per-channel gates straight from global g (two passes: the chunk total first, then the operands)
-        const float* gp = a.g + (t0 * HV + hv) * K;
-        for (int d = tid(); d < KP; d += nthreads()) {
-          float GC = 0.f;
-          if (d < K)
-            for (int i = 0; i < Lr; ++i) GC += gp[(int64_t)i * HV * K + d] * kLog2e;
-          sDec[d] = ex2(GC);
-          float G = 0.f;
-          for (int i0 = 0; i0 < C; i0 += 8) {
-            float gv[8];
-#pragma unroll
-            for (int u = 0; u < 8; ++u) gv[u] = (d < K && i0 + u < Lr) ? gp[(int64_t)(i0 + u) * HV * K + d] : 0.f;
-#pragma unroll
-            for (int u = 0; u < 8; ++u) {
-              const int i = i0 + u;
-              G += gv[u] * kLog2e;
-              const float eg = ex2(G), ew = ex2(GC - G);
-              const float P = kPre ? sScr[i * KP + d] : 1.f;
-              const int o = core_off<C>(i, d);
-              const float kv = Act_t::load(sK[o]);
-              wQop[o] = f32_to_bf16(Act_t::load(sQ[o]) * (kATQ ? P : 1.f) * eg);
-              if (kKop) wKop[o] = f32_to_bf16(kv * eg);
-              wKw[o] = f32_to_bf16(kv * (kATK ? P : 1.f) * ew);
-            }
-          }
-        }
-      }
-      if (cfg::kInputF16) sync_threads();
-    }
     if (cfg::kInputF16) {
-      f16_to_bf16_lin(sQ, C * KP);
-      f16_to_bf16_lin(sK, C * KP);
+      // fp16 inputs feed bf16 tensor-core products; prepared operand tiles are bf16 already
+      if (!kQop) f16_to_bf16_lin(sQop, C * KP);
+      if (!kKop && (kDelta || !kKw)) f16_to_bf16_lin(sKop, C * KP);
       f16_to_bf16_tile<C, BV>(sV, PV);
+      sync_threads();
     }
-    if (kProcess || cfg::kInputF16) sync_threads();
-    const uint16_t* sQop = kQop ? smem_at<uint16_t>(sm, L.qop) : sQ;
-    const uint16_t* sKop = kKop ? smem_at<uint16_t>(sm, L.kop) : sK;
-    const uint16_t* sKw = kKw ? smem_at<uint16_t>(sm, L.kw) : sK;
 
     // ---- XQᵀ, XKᵀ = Sᵀ [Q_op; K_op]ᵀ: warpgroup MMA on sm_90a (B read once per warpgroup), else mma.sync ----
     float XQ[NCT][4], XK[NCT][4];

@@ -116,11 +116,23 @@ DGPS_HD constexpr long long chunkSlots(const ProblemShape& s, int C) {
 ///   psum  f32  [S][H][K]       ema_sq_squash: chunk summary a_c (scan from 0 over the chunk)
 ///   pgam  f32  [S][H]          ema_sq_squash: exp(Σ precond_g) over the chunk
 ///   pcoef f32  [S][H][C]       hypergrad_ogd: per-token step coefficient κ_t ε_t
+///   opq   bf16 [S][HV][C][K]   read query operand of state_output when it is not the raw q:
+///                              P⊙q (ATQ) times 2^{G_i} per channel (diagonal decay)
+///   opk   bf16 [S][HV][C][K]   read key operand k⊙2^{G_i} (diagonal decay, delta solve)
+///   opw   bf16 [S][HV][C][K]   write key operand P⊙k (ATK) times 2^{G_C − G_i} per channel (diagonal decay)
+///   pdec  f32  [S][HV][K]      diagonal decay: 2^{G_C} per channel (the chunk's state decay)
+/// The operands are prepared once by the fully parallel chunk_local, so the sequential state_output does no
+/// per-element work besides tensor-core products (recomputing them there cost 3-6x their bytes on H200).
 struct WorkspaceLayout {
   long long slots = 0;
-  long long tb = 0, aqk = 0, tok = 0, pst = 0, psum = 0, pgam = 0, pcoef = 0;
+  long long tb = 0, aqk = 0, tok = 0, pst = 0, psum = 0, pgam = 0, pcoef = 0, opq = 0, opk = 0, opw = 0, pdec = 0;
   long long total = 0;
 };
+
+/// Which prepared operand tiles a spec needs (see WorkspaceLayout).
+DGPS_HD constexpr bool needOpQ(const FeatureSet& f) { return f.decay == 2 || (f.precond == 1 && f.side == 1); }
+DGPS_HD constexpr bool needOpK(const FeatureSet& f) { return f.solve == 1 && f.decay == 2; }
+DGPS_HD constexpr bool needOpW(const FeatureSet& f) { return f.decay == 2 || (f.precond == 1 && f.side == 0); }
 
 DGPS_HD constexpr WorkspaceLayout workspaceLayout(const FeatureSet& f, const ProblemShape& s, const TileConfig& t) {
   WorkspaceLayout w;
@@ -143,6 +155,15 @@ DGPS_HD constexpr WorkspaceLayout workspaceLayout(const FeatureSet& f, const Pro
   off += (pre && f.source == 0) ? align_up(w.slots * s.H * 4, 256) : 0;
   w.pcoef = off;
   off += (pre && f.source == 1) ? align_up(w.slots * s.H * C * 4, 256) : 0;
+  const long long op = align_up(w.slots * s.HV * C * s.K * 2, 256);
+  w.opq = off;
+  off += needOpQ(f) ? op : 0;
+  w.opk = off;
+  off += needOpK(f) ? op : 0;
+  w.opw = off;
+  off += needOpW(f) ? op : 0;
+  w.pdec = off;
+  off += f.decay == 2 ? align_up(w.slots * s.HV * s.K * 4, 256) : 0;
   w.total = off;
   return w;
 }
@@ -208,33 +229,29 @@ DGPS_HD constexpr ChunkLocalSmem chunkLocalSmem(const FeatureSet& f, int K, int 
 
 /// state_output, one pipeline stage (offsets relative to the stage) and the stage-independent parts.
 struct StateOutputSmem {
-  int q = 0, k = 0, v = 0, tb = 0, aqk = 0, tok = 0, pst = 0, ptok = 0;
+  int q = 0, k = 0, kw = 0, v = 0, tb = 0, aqk = 0, tok = 0, dec = 0;  ///< offsets inside a stage
   int stage_bytes = 0;
   int stages = 1;
-  int qop = 0, kop = 0, kw = 0;  ///< processed bf16 operands (after the stages); -1 when unused
-  int pscr = 0;                  ///< f32 [C][KP] preconditioner state / multiplier per (token, channel); -1 unused
-  int dec = 0;                   ///< f32 [KP] per-channel decay of the state (diagonal decay)
-  int ptmp = 0;                  ///< f32 [C][4] per-token preconditioner factors
   int total = 0;
 };
 
-/// Which processed (re-written) bf16 operands state_output needs.
-/// (fp16 inputs are re-encoded to bf16 in place in the stage buffers and need none of these.)
-DGPS_HD constexpr bool soNeedQop(const FeatureSet& f) { return f.decay == 2 || (f.precond == 1 && f.side == 1); }
-DGPS_HD constexpr bool soNeedKop(const FeatureSet& f) { return f.solve == 1 && f.decay == 2; }
-DGPS_HD constexpr bool soNeedKw(const FeatureSet& f) { return f.decay == 2 || (f.precond == 1 && f.side == 0); }
-
+/// state_output: per pipeline stage the q (or opq) and k (or opk) tiles in the core-matrix layout, the opw tile
+/// (when the write key is not the raw key), the value tile, 𝒯·diag(β), Aqk, per-token factors and, for
+/// diagonal decay, the per-channel chunk decay.
 DGPS_HD constexpr StateOutputSmem stateOutputSmem(const FeatureSet& f, int K, int V, int C, int BV, int stages,
                                                   bool f16) {
   StateOutputSmem m;
   (void)V;
   (void)f16;
   const int KP = pad16(K);
+  const int tile = C * KP * 2;
   int off = 0;
-  m.q = off;  // q and k tiles (and the processed operands) use the unpadded core-matrix layout
-  off += C * KP * 2;
+  m.q = off;
+  off += tile;
   m.k = off;
-  off += C * KP * 2;
+  off += tile;
+  m.kw = needOpW(f) ? off : m.k;
+  off += needOpW(f) ? tile : 0;
   m.v = off;
   off += C * bf16Pitch(BV) * 2;
   m.tb = off;
@@ -243,28 +260,12 @@ DGPS_HD constexpr StateOutputSmem stateOutputSmem(const FeatureSet& f, int K, in
   off += C * bf16Pitch(C) * 2;
   m.tok = off;
   off += (C + 1) * 8 * 4;
-  m.pst = off;
-  off += f.precond == 1 ? KP * 4 : 0;
-  m.ptok = off;
-  off += f.precond == 1 ? C * 2 * 4 : 0;
+  m.dec = off;
+  off += f.decay == 2 ? KP * 4 : 0;
   off = (int)align_up(off, 128);
   m.stage_bytes = off;
   m.stages = stages;
-  off *= stages;
-  const int tile = C * KP * 2;
-  m.qop = soNeedQop(f) ? off : -1;
-  off += soNeedQop(f) ? tile : 0;
-  m.kop = soNeedKop(f) ? off : -1;
-  off += soNeedKop(f) ? tile : 0;
-  m.kw = soNeedKw(f) ? off : -1;
-  off += soNeedKw(f) ? tile : 0;
-  m.pscr = f.precond == 1 ? off : -1;
-  off += f.precond == 1 ? C * KP * 4 : 0;
-  m.dec = off;
-  off += KP * 4;
-  m.ptmp = off;
-  off += C * 4 * 4;
-  m.total = off;
+  m.total = off * stages;
   return m;
 }
 
