@@ -10,6 +10,9 @@ if(TARGET dgps_tuning)
   set_target_properties(dgps_tuning PROPERTIES EXPORT_NAME tuning)
   list(APPEND DGPS_EXPORT_TARGETS dgps_tuning)
 endif()
+if(TARGET dgps_tune)
+  list(APPEND DGPS_EXPORT_TARGETS dgps_tune)  # dgps::tune: tunePackage, TuningResolver (issue 5)
+endif()
 
 # nlohmann-json may come from .deps/include (GPU machine) as a plain INTERFACE target whose include
 # folder is inside the source tree; install a copy of the headers and point the exported target there.
