@@ -147,7 +147,6 @@ ResolverDecision TuningResolver::fromDatabase(const Package& package, const tuni
 
 ResolverDecision TuningResolver::tuneNow(const Package& package, const ForwardProblem& problem,
                                          const tuning::ProblemKey& key, ResolverDecision d) {
-  (void)key;
   TuneJob job = options_.job;
   job.device = problem.device;
   job.dtype = problem.input_dtype;
@@ -203,7 +202,11 @@ ResolverDecision TuningResolver::decide(const Package& package, const ForwardPro
   }
   const std::string fp_id = package.directory() + "|" + package.manifest().spec_hash + "|" + std::to_string(device);
   auto fit = state_->fingerprints.find(fp_id);
-  if (fit == state_->fingerprints.end()) fit = state_->fingerprints.emplace(fp_id, deviceFingerprint(package, device)).first;
+  if (fit == state_->fingerprints.end()) {
+    tuning::DeviceFingerprint fp =
+        options_.fingerprint ? options_.fingerprint(package, device) : deviceFingerprint(package, device);
+    fit = state_->fingerprints.emplace(fp_id, std::move(fp)).first;
+  }
   const tuning::DeviceFingerprint& fp = fit->second;
   d.key = problemKey(package, tuningShape(problem), fp.sm_count);
   d.db_path = dbPath();

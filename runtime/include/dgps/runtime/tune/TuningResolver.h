@@ -69,6 +69,9 @@ struct ResolverOptions {
   tuning::ProgressFn progress;   ///< progress of tuning runs (from the tuning thread)
   /// Called once per new decision (not for calls that reuse a remembered one).
   std::function<void(const ResolverDecision&)> on_decision;
+  /// Identity of (package, device); empty = deviceFingerprint(). Lets CPU tests (and callers that
+  /// already know the device) exercise the database logic without a GPU.
+  std::function<tuning::DeviceFingerprint(const Package&, int)> fingerprint;
 };
 
 class TuningResolver {

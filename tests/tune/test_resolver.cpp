@@ -1,0 +1,257 @@
+// The tuning resolver (RuntimeOptions::forward_config) over a real database file, with a stand-in device
+// fingerprint so the database logic runs without a GPU: modes, exact / nearest-bucket / foreign records,
+// one decision per key bucket (C26), unusable records, and the no-GPU fallback. Also the codegen identity
+// and candidate pruning against device limits.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "TuneTestUtil.h"
+#include "dgps/runtime/Error.h"
+#include "dgps/runtime/tune/RuntimeTrialBackend.h"
+#include "dgps/runtime/tune/TuningResolver.h"
+#include "dgps/runtime/CudaDriver.h"
+
+namespace dgps {
+namespace {
+
+using tune::ConfigSource;
+using tune::TuneMode;
+
+tuning::DeviceFingerprint fakeH200(const Package& pkg) {
+  tuning::DeviceFingerprint f;
+  f.name = "NVIDIA H200";
+  f.compute_capability = "9.0a";
+  f.sm_count = 132;
+  f.driver_version = "13.0";
+  f.nvrtc_version = "13.0";
+  f.codegen_version = tune::codegenIdentity(pkg);
+  f.smem_per_block_optin = 232448;
+  f.smem_per_sm = 233472;
+  f.regs_per_sm = 65536;
+  f.max_threads_per_block = 1024;
+  f.l2_bytes = 60 << 20;
+  return f;
+}
+
+ForwardProblem problem(std::int64_t B, std::int64_t T, std::int64_t H = 16, std::int64_t KV = 128) {
+  ForwardProblem p;
+  p.batch = p.num_seqs = B;
+  p.seq_len = T;
+  p.heads_qk = p.heads_v = H;
+  p.key_dim = p.value_dim = KV;
+  p.input_dtype = ScalarType::BF16;
+  p.scale = float(1.0 / std::sqrt(double(KV)));
+  return p;
+}
+
+class Resolver : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string dir = tunetest::shippedPackage("pgdn");
+    if (dir.empty()) GTEST_SKIP() << "generated/pgdn is absent";
+    pkg_ = Package::open(dir);
+    db_ = tmp_ / "tuning.jsonl";
+  }
+
+  // A record as tunePackage would write it for `p` on `fp`.
+  void record(const ForwardProblem& p, const tuning::DeviceFingerprint& fp, TileConfig config) {
+    tuning::TuningRecord r;
+    r.fingerprint = fp;
+    r.key = tune::problemKey(pkg_, tune::tuningShape(p), fp.sm_count);
+    r.config = tune::toTuningConfig(config);
+    r.median_ms = 0.5;
+    r.p20_ms = 0.49;
+    r.p80_ms = 0.51;
+    r.candidates_tried = 8;
+    r.date = tuning::utcNow();
+    r.host = "test";
+    tuning::TuningDb db(db_);
+    ASSERT_TRUE(db.append(r).ok);
+  }
+
+  std::shared_ptr<tune::TuningResolver> make(TuneMode mode) {
+    tune::ResolverOptions o;
+    o.mode = mode;
+    o.db_path = db_;
+    o.fingerprint = [this](const Package& p, int) {
+      ++fingerprints_;
+      return fakeH200(p);
+    };
+    o.on_decision = [this](const tune::ResolverDecision& d) { decisions_.push_back(d); };
+    return std::make_shared<tune::TuningResolver>(o);
+  }
+
+  tunetest::TempDir tmp_;
+  Package pkg_;
+  std::string db_;
+  int fingerprints_ = 0;
+  std::vector<tune::ResolverDecision> decisions_;
+};
+
+TileConfig cfg(int block_v, int warps, int stages) {
+  TileConfig c;
+  c.chunk = 64;
+  c.block_v = block_v;
+  c.warps = warps;
+  c.stages = stages;
+  return c;
+}
+
+TEST(TuneMode, EnvironmentIsParsedStrictly) {
+  {
+    tunetest::ScopedEnv env("DGPS_TUNE_MODE", nullptr);
+    EXPECT_EQ(tune::tuneModeFromEnv(), TuneMode::Recorded);
+  }
+  {
+    tunetest::ScopedEnv env("DGPS_TUNE_MODE", "tune");
+    EXPECT_EQ(tune::tuneModeFromEnv(), TuneMode::Tune);
+  }
+  {
+    tunetest::ScopedEnv env("DGPS_TUNE_MODE", "fast");
+    try {
+      tune::tuneModeFromEnv();
+      FAIL() << "no error for DGPS_TUNE_MODE=fast";
+    } catch (const RuntimeError& e) {
+      EXPECT_EQ(e.code(), RuntimeErrorCode::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("'fast'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("tune, recorded or default"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(tune::TuningResolver(), RuntimeError);
+  }
+}
+
+TEST_F(Resolver, DefaultModeNeverTouchesTheDeviceOrDatabase) {
+  record(problem(8, 4096), fakeH200(pkg_), cfg(32, 8, 2));
+  auto r = make(TuneMode::Default);
+  EXPECT_EQ(r->resolve(pkg_, problem(8, 4096), 0), pkg_.manifest().default_config);
+  EXPECT_EQ(fingerprints_, 0);
+  ASSERT_EQ(decisions_.size(), 1u);
+  EXPECT_EQ(decisions_[0].source, ConfigSource::DefaultForced);
+}
+
+TEST_F(Resolver, ExactRecordIsUsedAndTheBucketIsDecidedOnce) {
+  record(problem(8, 4096), fakeH200(pkg_), cfg(32, 8, 2));
+  auto r = make(TuneMode::Recorded);
+  // T varies call to call within one bucket (<= 4096): one decision, no re-reads (C26).
+  for (std::int64_t T : {4096, 3000, 2049, 4000}) EXPECT_EQ(r->resolve(pkg_, problem(8, T), 0), cfg(32, 8, 2)) << T;
+  ASSERT_EQ(decisions_.size(), 1u);
+  EXPECT_EQ(decisions_[0].source, ConfigSource::RecordExact);
+  EXPECT_EQ(decisions_[0].db_path, db_);
+  EXPECT_NE(decisions_[0].str().find("database (exact key)"), std::string::npos) << decisions_[0].str();
+  EXPECT_EQ(fingerprints_, 1);
+  EXPECT_EQ(r->tuningRuns(), 0);
+}
+
+TEST_F(Resolver, RuntimeHookUsesTheResolver) {
+  record(problem(8, 4096), fakeH200(pkg_), cfg(32, 4, 1));
+  RuntimeOptions ro;
+  ro.forward_config = tune::forwardConfigResolver(make(TuneMode::Recorded));
+  Runtime rt(ro);
+  EXPECT_EQ(rt.resolveForwardConfig(pkg_, problem(8, 4096)), cfg(32, 4, 1));
+}
+
+TEST_F(Resolver, NearestBucketWhenTheExactOneIsMissing) {
+  record(problem(8, 4096), fakeH200(pkg_), cfg(32, 8, 1));
+  auto r = make(TuneMode::Recorded);
+  EXPECT_EQ(r->resolve(pkg_, problem(8, 8000), 0), cfg(32, 8, 1));
+  ASSERT_EQ(decisions_.size(), 1u);
+  EXPECT_EQ(decisions_[0].source, ConfigSource::RecordNearestBucket);
+}
+
+TEST_F(Resolver, ForeignRecordsAreNeverUsedSilently) {
+  tuning::DeviceFingerprint other = fakeH200(pkg_);
+  other.nvrtc_version = "12.8";
+  record(problem(8, 4096), other, cfg(32, 8, 2));
+  tuning::DeviceFingerprint oldCodegen = fakeH200(pkg_);
+  oldCodegen.codegen_version = "cg1-0000000000000000";
+  record(problem(8, 4096), oldCodegen, cfg(32, 4, 2));
+  tunetest::WarningCapture warnings;
+  auto r = make(TuneMode::Recorded);
+  EXPECT_EQ(r->resolve(pkg_, problem(8, 4096), 0), pkg_.manifest().default_config);
+  ASSERT_EQ(decisions_.size(), 1u);
+  EXPECT_EQ(decisions_[0].source, ConfigSource::DefaultNoRecord);
+  EXPECT_NE(decisions_[0].note.find("2 record(s)"), std::string::npos) << decisions_[0].note;
+  EXPECT_TRUE(warnings.contains("measured elsewhere")) << "warnings: " << warnings.messages().size();
+  EXPECT_TRUE(warnings.contains("nvrtc_version") || warnings.contains("codegen_version"));
+}
+
+TEST_F(Resolver, UnlaunchableRecordFallsBackToTheDefault) {
+  record(problem(8, 4096), fakeH200(pkg_), cfg(16, 4, 1));  // block_v 16 is not in the manifest's tunables
+  tunetest::WarningCapture warnings;
+  auto r = make(TuneMode::Recorded);
+  EXPECT_EQ(r->resolve(pkg_, problem(8, 4096), 0), pkg_.manifest().default_config);
+  ASSERT_EQ(decisions_.size(), 1u);
+  EXPECT_EQ(decisions_[0].source, ConfigSource::DefaultAfterFailure);
+  EXPECT_TRUE(warnings.contains("cannot launch here")) << decisions_[0].note;
+}
+
+TEST_F(Resolver, RecordWrittenByAnotherProcessLaterIsPickedUp) {
+  auto r = make(TuneMode::Recorded);
+  EXPECT_EQ(r->resolve(pkg_, problem(8, 200), 0), pkg_.manifest().default_config);
+  record(problem(8, 4096), fakeH200(pkg_), cfg(32, 8, 2));
+  EXPECT_EQ(r->resolve(pkg_, problem(8, 4096), 0), cfg(32, 8, 2));  // a new key re-reads the file
+}
+
+TEST_F(Resolver, WithoutAGpuTheDefaultIsUsedAndWarnedOnce) {
+  std::string why;
+  if (cudaAvailable(&why)) GTEST_SKIP() << "this machine has a GPU";
+  tune::ResolverOptions o;
+  o.mode = TuneMode::Tune;
+  o.db_path = db_;
+  auto r = std::make_shared<tune::TuningResolver>(o);
+  tunetest::WarningCapture warnings;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(r->resolve(pkg_, problem(8, 4096), 0), pkg_.manifest().default_config);
+  EXPECT_EQ(warnings.messages().size(), 1u);
+  ASSERT_EQ(r->decisions().size(), 1u);
+  EXPECT_EQ(r->decisions()[0].source, ConfigSource::DefaultAfterFailure);
+  EXPECT_FALSE(std::ifstream(db_).good()) << "nothing recorded without a GPU";
+}
+
+TEST_F(Resolver, CodegenIdentityFollowsTheKernelSource) {
+  const std::string a = tune::codegenIdentity(pkg_);
+  EXPECT_EQ(a.rfind("cg" + std::to_string(pkg_.manifest().codegen_version) + "-", 0), 0u) << a;
+  EXPECT_EQ(a, tune::codegenIdentity(Package::open(pkg_.directory())));
+  tunetest::copyPackage(pkg_.directory(), tmp_ / "edited");
+  std::ofstream(tmp_ / "edited/kernels.cu", std::ios::app) << "// an edit\n";
+  EXPECT_NE(a, tune::codegenIdentity(Package::open(tmp_ / "edited")));
+}
+
+TEST_F(Resolver, CandidatesArePrunedByDeviceLimitsWithReasons) {
+  const tuning::ProblemShape shape = tune::tuningShape(problem(8, 4096));
+  tuning::DeviceFingerprint fp = fakeH200(pkg_);
+  const tuning::CandidateSet all = tune::forwardCandidates(pkg_, shape, fp);
+  const TuningSpace& t = pkg_.manifest().tunables;
+  EXPECT_EQ(all.kept.size() + all.pruned.size(), t.chunk.size() * t.block_v.size() * t.warps.size() * t.stages.size());
+  EXPECT_FALSE(all.kept.empty());
+  fp.smem_per_block_optin = 1024;  // a device with almost no shared memory
+  const tuning::CandidateSet none = tune::forwardCandidates(pkg_, shape, fp);
+  EXPECT_TRUE(none.kept.empty());
+  ASSERT_FALSE(none.pruned.empty());
+  EXPECT_NE(none.pruned[0].reason.find("shared memory"), std::string::npos) << none.pruned[0].reason;
+  fp = fakeH200(pkg_);
+  fp.max_threads_per_block = 128;  // 8 warps cannot launch
+  for (const auto& p : tune::forwardCandidates(pkg_, shape, fp).pruned)
+    EXPECT_NE(p.reason.find("threads"), std::string::npos) << p.reason;
+}
+
+TEST_F(Resolver, BackendRefusesUnusableOptions) {
+  Runtime rt;
+  tune::TrialBackendOptions o;
+  o.full.batch = 1;
+  o.full.seq_len = 64;
+  o.full.heads_qk = o.full.heads_v = 2;
+  o.full.key_dim = o.full.value_dim = 64;
+  o.isolate = true;  // but no helper path
+  EXPECT_THROW(tune::RuntimeTrialBackend(rt, pkg_, o), RuntimeError);
+  o.trial_helper = "/bin/true";
+  o.full.cu_seqlens = {0, 64};
+  EXPECT_THROW(tune::RuntimeTrialBackend(rt, pkg_, o), RuntimeError);
+  o.full.cu_seqlens.clear();
+  o.dtype = ScalarType::F32;
+  EXPECT_THROW(tune::RuntimeTrialBackend(rt, pkg_, o), RuntimeError);
+}
+
+}  // namespace
+}  // namespace dgps
