@@ -1,0 +1,276 @@
+// GPU tests of autotuning (issue 5; field cases C25, C26, C34), on generated/pgdn:
+//   * a deliberately wrong candidate is rejected (WrongResult) and a faulting one (illegal address) is
+//     survived (Fault): both are built from a test-only copy of the package whose kernels.cu gains a hook
+//     active for exactly those tile configurations (the shipped device library is untouched); the other
+//     candidates are still screened and timed in this process afterwards, the winner is one of them, and
+//     this process's CUDA context still computes correct results;
+//   * tune-then-reuse: a second tunePackage reuses the record without any trial; a resolver in
+//     `recorded` mode launches with it; a resolver in `tune` mode tunes once on first use and never again
+//     for calls in the same key bucket, and its launches match the float64 reference.
+// Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "GpuTestUtil.h"
+#include "dgps/runtime/CudaDriver.h"
+#include "dgps/runtime/Error.h"
+#include "dgps/runtime/Tune.h"
+
+namespace dgps {
+namespace {
+
+using tuning::TrialStatus;
+
+std::string readAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void copyPackageTo(const std::string& from, const std::string& to, const std::string& kernels_cu) {
+  ASSERT_EQ(std::system(("mkdir -p '" + to + "'").c_str()), 0);
+  for (const char* f : {"manifest.yaml", "spec.yaml"}) {
+    std::ofstream(to + "/" + f, std::ios::binary) << readAll(from + "/" + f);
+  }
+  std::ofstream(to + "/kernels.cu", std::ios::binary) << kernels_cu;
+}
+
+std::string macroTest(const TileConfig& c) {
+  return "DGPS_CHUNK == " + std::to_string(c.chunk) + " && DGPS_BLOCK_V == " + std::to_string(c.block_v) +
+         " && DGPS_WARPS == " + std::to_string(c.warps) + " && DGPS_STAGES == " + std::to_string(c.stages);
+}
+
+// kernels.cu with a hook at the top of every forward kernel: `wrong` doubles the query scale (o comes
+// out twice too large), `fault` writes through a null-page pointer (CUDA_ERROR_ILLEGAL_ADDRESS, which
+// kills the context that runs it). Returns "" if the source has no forward kernel to hook.
+std::string hookedSource(const std::string& source, const TileConfig& wrong, const TileConfig& fault) {
+  const std::string sig = "(dgps::ForwardArgs a) {";
+  std::string out;
+  std::size_t pos = 0, hooks = 0;
+  for (std::size_t at = source.find(sig); at != std::string::npos; at = source.find(sig, pos)) {
+    out += source.substr(pos, at - pos) + sig + " dgps_test_hook(a);";
+    pos = at + sig.size();
+    ++hooks;
+  }
+  out += source.substr(pos);
+  if (hooks == 0) return "";
+  const std::string hook =
+      "#if " + macroTest(wrong) + "\n#define DGPS_TEST_WRONG 1\n#endif\n"
+      "#if " + macroTest(fault) + "\n#define DGPS_TEST_FAULT 1\n#endif\n"
+      "__device__ __forceinline__ void dgps_test_hook(dgps::ForwardArgs& a) {\n"
+      "#ifdef DGPS_TEST_WRONG\n  a.scale *= 2.0f;\n#endif\n"
+      "#ifdef DGPS_TEST_FAULT\n  if (blockIdx.x == 0 && threadIdx.x == 0) *reinterpret_cast<volatile int*>(16) = 1;\n#endif\n"
+      "}\n";
+  // After the includes: the hook needs dgps::ForwardArgs.
+  const std::size_t inc = out.find("#include \"dgps/device/dgps.cuh\"");
+  const std::size_t eol = inc == std::string::npos ? std::string::npos : out.find('\n', inc);
+  if (eol == std::string::npos) return "";
+  return out.substr(0, eol + 1) + hook + out.substr(eol + 1);
+}
+
+class TuneGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    DGPS_REQUIRE_GPU();
+    dir_ = std::string(DGPS_SOURCE_DIR) + "/generated/pgdn";
+    if (!std::ifstream(dir_ + "/manifest.yaml").good()) GTEST_SKIP() << "generated/pgdn is absent";
+    pkg_ = std::make_unique<Package>(Package::open(dir_));
+    tmp_ = gputest::tempDir();
+    std::random_device rd;
+    seed_ = (std::uint64_t(rd()) << 32) | rd();
+  }
+
+  tune::TuneJob job(std::int64_t B, std::int64_t T, std::int64_t H) const {
+    tune::TuneJob j;
+    j.shape.batch = B;
+    j.shape.seq_len = T;
+    j.shape.heads_qk = j.shape.heads_v = H;
+    j.shape.key_dim = j.shape.value_dim = 128;
+    j.dtype = ScalarType::BF16;
+    j.db_path = tmp_ + "/tuning.jsonl";
+    j.cache_dir = DGPS_GPU_CACHE_DIR;
+    j.trial_helper = DGPS_TUNE_TRIAL_EXE;
+    j.seed = seed_;
+    j.tuner.warmup = 1;
+    j.tuner.reps = 5;
+    j.tuner.retime_rounds = 2;
+    j.tuner.retime_reps = 3;
+    return j;
+  }
+
+  // Forward on fresh inputs with `config` in this process, checked against the float64 reference.
+  void expectCorrectForward(Runtime& rt, const Package& pkg, const std::optional<TileConfig>& config) {
+    ProblemShape s;
+    s.batch = 2;
+    s.seq_len = 300;
+    s.heads_qk = s.heads_v = 4;
+    s.key_dim = s.value_dim = 128;
+    const ReferenceInputs in = generateInputs(pkg.spec(), s, seed_ + 1, ScalarType::BF16);
+    LaunchOptions lo;
+    lo.config = config;
+    const gputest::GpuOutputs got = gputest::gpuForward(rt, pkg, in, nullptr, &lo);
+    const ReferenceOutputs ref = runReference(pkg.spec(), in);
+    const gputest::ErrorStats e = gputest::compare(got.o, ref.o);
+    EXPECT_TRUE(e.finite && e.rel <= 1.5e-2) << "o: " << e.str();
+  }
+
+  std::string dir_, tmp_;
+  std::unique_ptr<Package> pkg_;
+  std::uint64_t seed_ = 0;
+};
+
+const tuning::CandidateReport* row(const tuning::TuneResult& r, const TileConfig& c) {
+  for (const auto& x : r.table)
+    if (tune::toRuntimeConfig(x.config) == c) return &x;
+  return nullptr;
+}
+
+TEST_F(TuneGpu, WrongCandidateIsRejectedAndFaultingOneIsSurvived) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  tune::TuneJob j = job(2, 1024, 4);
+  const tuning::DeviceFingerprint fp = tune::deviceFingerprint(*pkg_, 0);
+  const tuning::CandidateSet cands =
+      tune::forwardCandidates(*pkg_, tune::tuningShape(j.shape, j.dtype), fp);
+  if (cands.kept.size() < 3) GTEST_SKIP() << "needs 3 candidates, the manifest leaves " << cands.kept.size();
+  // The simplest candidate is screened first: make it the faulting one, so every later candidate runs
+  // after the fault, in the same tuner process.
+  const TileConfig fault = tune::toRuntimeConfig(cands.kept.front());
+  const TileConfig wrong = tune::toRuntimeConfig(cands.kept.back());
+  const std::string src = hookedSource(pkg_->source(), wrong, fault);
+  ASSERT_FALSE(src.empty()) << "generated/pgdn/kernels.cu has no forward kernel signature to hook";
+  const std::string bad_dir = tmp_ + "/pgdn_hooked";
+  copyPackageTo(dir_, bad_dir, src);
+  const Package bad = Package::open(bad_dir);
+
+  const tune::TuneOutcome out = tune::tunePackage(bad, j);
+  const tuning::TuneResult& r = out.result;
+  SCOPED_TRACE(tuning::formatTable(r));
+  ASSERT_TRUE(r.status.ok) << r.status.message;
+  ASSERT_TRUE(r.record);
+  EXPECT_FALSE(r.reused);
+
+  const tuning::CandidateReport* w = row(r, wrong);
+  const tuning::CandidateReport* f = row(r, fault);
+  ASSERT_TRUE(w && f);
+  EXPECT_EQ(w->status, TrialStatus::WrongResult) << w->message;
+  EXPECT_GT(w->max_rel_err, 0.1) << "o doubled must be far outside the tolerance";
+  EXPECT_EQ(f->status, TrialStatus::Fault) << f->message;
+  EXPECT_NE(f->message.find("ILLEGAL_ADDRESS"), std::string::npos) << f->message;
+
+  // Every other candidate was screened and timed after the fault, in this process.
+  int timed = 0;
+  for (const auto& x : r.table) {
+    const TileConfig c = tune::toRuntimeConfig(x.config);
+    if (c == wrong || c == fault || x.status == TrialStatus::Pruned) continue;
+    EXPECT_EQ(x.status, TrialStatus::Ok) << toString(c) << ": " << x.message;
+    if (x.status == TrialStatus::Ok) {
+      ++timed;
+      EXPECT_GT(x.median_ms, 0);
+      EXPECT_LE(x.p20_ms, x.median_ms);
+      EXPECT_LE(x.median_ms, x.p80_ms);
+      EXPECT_LE(x.max_rel_err, tune::defaultTolerance(ScalarType::BF16));
+    }
+  }
+  EXPECT_GE(timed, 1);
+  const TileConfig winner = tune::toRuntimeConfig(r.record->config);
+  EXPECT_NE(winner, wrong);
+  EXPECT_NE(winner, fault);
+
+  // The record is in the database, and this process's context is healthy.
+  tuning::TuningDb db(j.db_path);
+  ASSERT_TRUE(db.load().ok);
+  auto rec = db.findExact(out.fingerprint, out.key);
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(tune::toRuntimeConfig(rec->config), winner);
+  {
+    DeviceContextGuard guard(0);
+    EXPECT_EQ(cudaDriver().cuCtxSynchronize(), CUDA_SUCCESS);
+  }
+  RuntimeOptions ro;
+  ro.cache_dir = DGPS_GPU_CACHE_DIR;
+  Runtime rt(ro);
+  expectCorrectForward(rt, *pkg_, winner);
+}
+
+TEST_F(TuneGpu, TuneThenReuseWithoutRetuning) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const tune::TuneJob j = job(2, 2048, 4);
+  const tune::TuneOutcome first = tune::tunePackage(*pkg_, j);
+  SCOPED_TRACE(tuning::formatTable(first.result));
+  ASSERT_TRUE(first.result.status.ok) << first.result.status.message;
+  ASSERT_TRUE(first.result.record);
+  EXPECT_FALSE(first.result.reused);
+  EXPECT_EQ(first.fingerprint.codegen_version, tune::codegenIdentity(*pkg_));
+
+  // Same job again: the record is reused, nothing is compiled or timed.
+  int progress_events = 0;
+  const tune::TuneOutcome second =
+      tune::tunePackage(*pkg_, j, [&](const tuning::TuneProgress& p) { progress_events += p.phase != tuning::TunePhase::Done; });
+  ASSERT_TRUE(second.result.status.ok);
+  EXPECT_TRUE(second.result.reused);
+  EXPECT_EQ(progress_events, 0);
+  ASSERT_TRUE(second.result.record);
+  EXPECT_EQ(second.result.record->config, first.result.record->config);
+  const TileConfig winner = tune::toRuntimeConfig(first.result.record->config);
+
+  // A deployment in `recorded` mode launches with it (T varies inside the bucket).
+  {
+    tune::ResolverOptions o;
+    o.mode = tune::TuneMode::Recorded;
+    o.db_path = j.db_path;
+    auto resolver = std::make_shared<tune::TuningResolver>(o);
+    RuntimeOptions ro;
+    ro.cache_dir = DGPS_GPU_CACHE_DIR;
+    ro.forward_config = tune::forwardConfigResolver(resolver);
+    Runtime rt(ro);
+    ForwardProblem p;
+    p.batch = p.num_seqs = 2;
+    p.seq_len = 1500;
+    p.heads_qk = p.heads_v = 4;
+    p.key_dim = p.value_dim = 128;
+    p.input_dtype = ScalarType::BF16;
+    EXPECT_EQ(rt.resolveForwardConfig(*pkg_, p), winner);
+    ASSERT_EQ(resolver->decisions().size(), 1u);
+    EXPECT_EQ(resolver->decisions()[0].source, tune::ConfigSource::RecordExact) << resolver->decisions()[0].str();
+  }
+}
+
+TEST_F(TuneGpu, TuneModeTunesOnceOnFirstUseAndLaunchesCorrectly) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  tune::ResolverOptions o;
+  o.mode = tune::TuneMode::Tune;
+  o.db_path = tmp_ + "/first_use.jsonl";
+  o.job = job(1, 1, 1);  // template: isolation, helper, timing options
+  o.job.cache_dir = DGPS_GPU_CACHE_DIR;
+  auto resolver = std::make_shared<tune::TuningResolver>(o);
+  RuntimeOptions ro;
+  ro.cache_dir = DGPS_GPU_CACHE_DIR;
+  ro.forward_config = tune::forwardConfigResolver(resolver);
+  Runtime rt(ro);
+
+  expectCorrectForward(rt, *pkg_, std::nullopt);  // B=2 T=300 H=4: tunes now
+  EXPECT_EQ(resolver->tuningRuns(), 1);
+  ASSERT_EQ(resolver->decisions().size(), 1u);
+  EXPECT_EQ(resolver->decisions()[0].source, tune::ConfigSource::Tuned) << resolver->decisions()[0].str();
+  expectCorrectForward(rt, *pkg_, std::nullopt);  // same key: no new tuning (C26)
+  EXPECT_EQ(resolver->tuningRuns(), 1);
+  EXPECT_EQ(resolver->decisions().size(), 1u);
+
+  // A new resolver (a second run of the application) finds the record and does not tune.
+  auto again = std::make_shared<tune::TuningResolver>(o);
+  RuntimeOptions ro2 = ro;
+  ro2.forward_config = tune::forwardConfigResolver(again);
+  Runtime rt2(ro2);
+  expectCorrectForward(rt2, *pkg_, std::nullopt);
+  EXPECT_EQ(again->tuningRuns(), 0);
+  ASSERT_EQ(again->decisions().size(), 1u);
+  EXPECT_EQ(again->decisions()[0].source, tune::ConfigSource::RecordExact) << again->decisions()[0].str();
+}
+
+}  // namespace
+}  // namespace dgps
