@@ -48,16 +48,30 @@ DGPS_DEV void fwd_precond_summary(const ForwardArgs& a) {
   }
   cp_async_wait<0>();
   sync_threads();
-  // fp32 from the raw input bits (bf16 or fp16): the accumulator never sees a re-rounded key
-  for (int r = warp(); r < C; r += nthreads() / 32) {
-    const uint16_t* row = sK + r * PQ;
-    float ss = 0.f;
-    for (int e = lane(); e < KP; e += 32) {
-      const float x = Act_t::load(row[e]);
-      ss += x * x;
+  // fp32 from the raw input bits (bf16 or fp16): the accumulator never sees a re-rounded key.
+  // CHP lanes per row, 8 elements (16 bytes) per lane.
+  {
+    constexpr int CH = KP / 8;
+    constexpr int CHP = CH >= 32 ? 32 : (CH > 16 ? 32 : CH > 8 ? 16 : CH > 4 ? 8 : CH > 2 ? 4 : 2);
+    constexpr int RPW = 32 / CHP;
+    const int nw = nthreads() / 32;
+    for (int r0 = warp() * RPW; r0 < C; r0 += nw * RPW) {
+      const int r = r0 + lane() / CHP, sub = lane() % CHP;
+      const uint16_t* row = sK + r * PQ;
+      float ss = 0.f;
+      for (int ch = sub; ch < CH; ch += CHP) {
+        const U4 x = *reinterpret_cast<const U4*>(row + ch * 8);
+        const uint32_t wv[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float a0 = Act_t::load((uint16_t)(wv[e] & 0xffffu)), a1 = Act_t::load((uint16_t)(wv[e] >> 16));
+          ss += a0 * a0 + a1 * a1;
+        }
+      }
+#pragma unroll
+      for (int m = CHP / 2; m >= 1; m >>= 1) ss += shfl_xor(ss, m);
+      if (sub == 0) sTok[r * 4 + 2] = Tr::kL2Norm ? rsqrt(ss + Tr::kL2Eps) : 1.f;
     }
-    ss = warp_sum(ss);
-    if (lane() == 0) sTok[r * 4 + 2] = Tr::kL2Norm ? rsqrt(ss + Tr::kL2Eps) : 1.f;
   }
   sync_threads();
   float* psum = reinterpret_cast<float*>(static_cast<unsigned char*>(a.workspace) + W.psum);
