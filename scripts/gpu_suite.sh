@@ -32,18 +32,18 @@ fi
 
 status=0
 if ((run_tests)); then
-  (cd "$build" && ctest -L gpu --output-on-failure -j1 --timeout 300) > "$logs/gpu-tests.log" 2>&1 || status=1
+  (cd "$build" && DGPS_CACHE_DIR=${DGPS_CACHE_DIR:-$build/jit-cache} ctest -L gpu --output-on-failure -j1 --timeout 300) > "$logs/gpu-tests.log" 2>&1 || status=1
   grep -E "tests passed|Failed|\*\*\*" "$logs/gpu-tests.log" | tail -20
 fi
 if ((run_bench)) && [[ -x "$build/bench/dgps-bench" ]]; then
-  "$build/bench/dgps-bench" --benchmark_min_warmup_time=0.2 --benchmark_out="$logs/bench.json" \
+  DGPS_CACHE_DIR=${DGPS_CACHE_DIR:-$build/jit-cache} "$build/bench/dgps-bench" --benchmark_out="$logs/bench.json" \
     --benchmark_out_format=json > "$logs/bench.log" 2>&1 || status=1
 fi
 if [[ -n "$fla" && -d "$fla/fla" ]]; then
-  PYTHONUNBUFFERED=1 python3 "$root/bench/anchor_bench.py" "$fla" fla "$logs/fla.json" > "$logs/fla.log" 2>&1 || true
+  PYTHONUNBUFFERED=1 python3 "$fla/anchor_bench.py" "$fla" fla "$logs/fla.json" > "$logs/fla.log" 2>&1 || true
 fi
 if [[ -f "$logs/bench.log" ]]; then
-  echo "== benchmarks (median; full JSON in bench.json)"
-  grep -E "^(BM_|-----|Benchmark)" "$logs/bench.log" | cut -c1-160
+  echo "== benchmarks (median; full JSON in bench.json, full log in bench.log)"
+  sed -n '/^## dgps-bench summary/,$p' "$logs/bench.log"
 fi
 exit $status
