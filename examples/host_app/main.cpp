@@ -1,9 +1,15 @@
-// dgps-host-app [PACKAGE] [--batch B] [--tokens T] [--heads H] [--dtype bf16|f16] [--seed S]
+// dgps-host-app [PACKAGE] [--batch B] [--tokens T] [--heads H] [--dtype bf16|f16] [--seed S] [--tune] [--db PATH]
 //
 // What a deployment looks like: open a generated package, make inputs (here: random, realistic ones
 // from the dsl's input generator), run the chunked forward on the GPU through the runtime, and check it
 // against the float64 reference. Prints the max relative error of every output; exit 0 when they are
 // within tolerance (or when there is no GPU, after saying so), 1 otherwise.
+//
+// Tile configuration (issue 5): the runtime asks the tuning resolver (dgps/runtime/Tune.h). With --tune the
+// first run tunes this shape on this GPU (candidates screened in isolated dgps-tune-trial processes, timed,
+// winner appended to the tuning database) and a second run reuses the record without tuning. Without
+// --tune the mode comes from $DGPS_TUNE_MODE (default `recorded`: a record if there is one, else the
+// manifest default). The app prints which configuration it used and where it came from.
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
@@ -15,6 +21,7 @@
 #include "dgps/runtime/DeviceTensor.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Runtime.h"
+#include "dgps/runtime/Tune.h"
 
 namespace {
 
@@ -23,6 +30,8 @@ struct Args {
   std::int64_t batch = 2, tokens = 1000, heads = 4;
   std::string dtype = "bf16";
   std::uint64_t seed = 7;
+  bool tune = false;   ///< tune on first use (TuneMode::Tune) instead of $DGPS_TUNE_MODE
+  std::string db;      ///< tuning database; "" = $DGPS_TUNING_DB or ~/.cache/dgps/tuning.jsonl
 };
 
 bool parse(int argc, char** argv, Args& a) {
@@ -37,6 +46,8 @@ bool parse(int argc, char** argv, Args& a) {
     else if (s == "--heads") a.heads = std::stoll(next());
     else if (s == "--dtype") a.dtype = next();
     else if (s == "--seed") a.seed = std::stoull(next());
+    else if (s == "--tune") a.tune = true;
+    else if (s == "--db") a.db = next();
     else if (s == "-h" || s == "--help") return false;
     else if (!s.empty() && s[0] == '-') throw std::runtime_error("unknown option " + s);
     else a.package = s;
@@ -99,7 +110,16 @@ int run(const Args& a) {
   const bool precond_out = dgps::hasPrecond(spec) && spec.final_precond_state;
   if (precond_out) t.final_precond_state = final_precond.view();
 
-  dgps::Runtime runtime;  // binary cache in $DGPS_CACHE_DIR or ~/.cache/dgps
+  // The tile configuration comes from the tuning resolver (see the header comment).
+  dgps::tune::ResolverOptions tuning;
+  if (a.tune) tuning.mode = dgps::tune::TuneMode::Tune;
+  tuning.db_path = a.db;
+  dgps::tune::ProgressPrinter progress(std::cerr, false);
+  tuning.progress = [&progress](const dgps::tuning::TuneProgress& p) { progress(p); };
+  auto resolver = std::make_shared<dgps::tune::TuningResolver>(tuning);
+  dgps::RuntimeOptions options;  // binary cache in $DGPS_CACHE_DIR or ~/.cache/dgps
+  options.forward_config = dgps::tune::forwardConfigResolver(resolver);
+  dgps::Runtime runtime(options);
   runtime.forward(pkg, t);  // legacy default stream: this app has no other
   {
     dgps::DeviceContextGuard guard(device);
@@ -107,6 +127,12 @@ int run(const Args& a) {
   }
   std::cout << "ran forward on " << dgps::deviceName(device) << ": B=" << B << " T=" << T << " H=" << H
             << " HV=" << HV << " K=" << K << " V=" << V << " " << a.dtype << "\n";
+  if (auto tuned = resolver->lastTuning(); tuned && !tuned->result.reused) {
+    std::cout << dgps::tuning::formatTable(tuned->result);
+  }
+  for (const auto& d : resolver->decisions()) {
+    std::cout << "tile config (tuning mode " << dgps::tune::toString(resolver->mode()) << "): " << d.str() << "\n";
+  }
 
   dgps::ReferenceOutputs ref = dgps::runReference(spec, inputs);
   const double tol = 2e-2;
@@ -132,7 +158,8 @@ int main(int argc, char** argv) {
   try {
     Args a;
     if (!parse(argc, argv, a)) {
-      std::cout << "usage: dgps-host-app [PACKAGE] [--batch B] [--tokens T] [--heads H] [--dtype bf16|f16] [--seed S]\n";
+      std::cout << "usage: dgps-host-app [PACKAGE] [--batch B] [--tokens T] [--heads H] [--dtype bf16|f16] [--seed S] "
+                   "[--tune] [--db PATH]\n";
       return 0;
     }
     return run(a);

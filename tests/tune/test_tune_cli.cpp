@@ -10,7 +10,7 @@
 
 #include "TuneTestUtil.h"
 #include "dgps/runtime/CudaDriver.h"
-#include "dgps/runtime/tune/TuneCli.h"
+#include "TuneCommand.h"
 
 namespace dgps {
 namespace {

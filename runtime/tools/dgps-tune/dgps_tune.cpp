@@ -1,8 +1,8 @@
 // dgps-tune PACKAGE --shape B=8,T=4096,H=16,K=128,V=128 [--dtype bf16] [--db PATH] ...
-// Autotunes a generated package on this GPU and records the winner (see dgps/runtime/tune/TuneCli.h).
+// Autotunes a generated package on this GPU and records the winner (see TuneCommand.h).
 #include <iostream>
 
-#include "dgps/runtime/tune/TuneCli.h"
+#include "TuneCommand.h"
 
 int main(int argc, char** argv) {
   try {

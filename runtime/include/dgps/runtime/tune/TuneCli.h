@@ -1,13 +1,6 @@
-// The command-line side of tuning, shared by `dgps-tune` (runtime-only) and `dgpsc tune` (which compiles
-// a spec and then runs dgps-tune): the --shape syntax, the progress bar and the final report.
-//
-//   dgps-tune PACKAGE --shape B=8,T=4096,H=16,K=128,V=128 [--dtype bf16|f16] [--db PATH] [--device N]
-//             [--cache-dir DIR] [--force] [--in-process] [--warmup N] [--reps N] [--seed S]
-//             [--compile-timeout SEC] [--trial-timeout SEC] [--quiet]
-//
-// Exit status: 0 a winner was recorded (or an exact record reused); 1 tuning failed (no GPU, every
-// candidate failed, database unwritable); 2 bad command line or arguments that do not fit the package
-// (one message naming the argument, what came and what was expected). Nothing escapes.
+// The command-line side of tuning, shared by `dgps-tune` (runtime/tools/dgps-tune/TuneCommand.h; `dgpsc
+// tune` compiles a spec and then runs dgps-tune) and host applications: the --shape syntax and the
+// progress bar.
 #pragma once
 
 #include <cstdint>
@@ -49,10 +42,6 @@ class ProgressPrinter {
   bool terminal_;
   bool line_open_ = false;
 };
-
-/// The dgps-tune command (argv as main receives it). Writes the table and the result to `out`, progress
-/// and errors to `err`; returns the exit status above.
-int runTuneCommand(int argc, char** argv, std::ostream& out, std::ostream& err);
 
 }  // namespace tune
 }  // namespace dgps
