@@ -6,6 +6,9 @@
 //       of a stage (or after every pass) to stdout; the plan's cost estimate goes to stderr as a remark.
 //   dgpsc check SPEC
 //       the spec checker of dsl (classification, hash, tensors, canonical form).
+//   dgpsc tune SPEC --shape B=8,T=4096,H=16,K=128,V=128 [--dtype ..] [--db PATH] [--package-dir DIR] ...
+//       compile as `compile` does, then autotune the package on this GPU with the runtime's dgps-tune
+//       (a child process; see DgpscTune.h) and record the winner in the tuning database.
 //
 // Exit status: 0 success, 1 a bad spec / failing pass / I/O error (one diagnostic with a location),
 // 2 bad command line. Nothing escapes main.
@@ -14,6 +17,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "DgpscTune.h"
 #include "dgps/Dialect/DGPS/IR/SpecConversion.h"
 #include "dgps/Emit/Package.h"
 #include "dgps/Transforms/Passes.h"
@@ -124,12 +128,23 @@ int run(int argc, char** argv) {
   CLI::App* checkCmd = app.add_subcommand("check", "parse and validate SPEC, print its classification");
   checkCmd->add_option("spec", checkSpec, "spec file (YAML)")->required();
 
+  dgps::dgpsc::TuneArgs tuneArgs;
+  CLI::App* tuneCmd = dgps::dgpsc::addTuneSubcommand(app, tuneArgs);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (*compileCmd) return compile(co);
+  if (*tuneCmd) {
+    return dgps::dgpsc::runTune(tuneArgs, [](const std::string& spec, const std::string& out) {
+      CompileOptions c;
+      c.spec = spec;
+      c.out = out;
+      return compile(c);
+    });
+  }
   return dgps::runCheckCommand(checkSpec, std::cout, std::cerr);
 }
 
