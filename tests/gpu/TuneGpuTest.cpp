@@ -6,7 +6,8 @@
 //     this process's CUDA context still computes correct results;
 //   * tune-then-reuse: a second tunePackage reuses the record without any trial; a resolver in
 //     `recorded` mode launches with it; a resolver in `tune` mode tunes once on first use and never again
-//     for calls in the same key bucket, and its launches match the float64 reference.
+//     for calls in the same key bucket, and its launches match the float64 reference;
+//   * in-process screening (no helper) accepts every healthy candidate.
 // Skips without a GPU.
 #include <gtest/gtest.h>
 
@@ -237,6 +238,21 @@ TEST_F(TuneGpu, TuneThenReuseWithoutRetuning) {
     EXPECT_EQ(rt.resolveForwardConfig(*pkg_, p), winner);
     ASSERT_EQ(resolver->decisions().size(), 1u);
     EXPECT_EQ(resolver->decisions()[0].source, tune::ConfigSource::RecordExact) << resolver->decisions()[0].str();
+  }
+}
+
+TEST_F(TuneGpu, InProcessScreeningOnHealthyCandidates) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  tune::TuneJob j = job(1, 700, 2);
+  j.isolate = false;  // runOnce + validate in this process (dgps-tune --in-process)
+  j.force = true;
+  const tune::TuneOutcome out = tune::tunePackage(*pkg_, j);
+  SCOPED_TRACE(tuning::formatTable(out.result));
+  ASSERT_TRUE(out.result.status.ok) << out.result.status.message;
+  for (const auto& x : out.result.table) {
+    if (x.status == TrialStatus::Pruned) continue;
+    EXPECT_EQ(x.status, TrialStatus::Ok) << x.message;
+    EXPECT_LE(x.max_rel_err, tune::defaultTolerance(ScalarType::BF16));
   }
 }
 
