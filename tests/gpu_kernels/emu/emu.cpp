@@ -122,6 +122,7 @@ void run_copies(std::vector<Copy>& g) {
 }
 
 void finish_copies(Fiber& f) {
+  if (getenv("DGPS_EMU_DEBUG") && (!f.open.empty() || !f.groups.empty())) fprintf(stderr, "emu: thread %u exits with %zu open / %zu committed cp.async groups (block %llu)\n", f.tid, f.open.size(), f.groups.size(), g_block->bid);
   if (!f.open.empty()) {
     f.groups.push_back(f.open);
     f.open.clear();
@@ -473,7 +474,8 @@ bool launch(const std::function<void()>& kernel, unsigned long long grid, unsign
     blk.nthreads = block;
     blk.bid = b;
     blk.grid = grid;
-    blk.smem.assign(smem + 16, 0xFF);
+    blk.smem.assign(smem + 4096, 0xFF);
+    std::memset(blk.smem.data() + smem, 0xAB, 4096);  // canary: kernels must stay inside their dynamic smem
     blk.fibers.resize(block);
     blk.warps.resize(block / 32);
     blk.fn = &kernel;
@@ -498,7 +500,16 @@ bool launch(const std::function<void()>& kernel, unsigned long long grid, unsign
         g_block = nullptr;
         return false;
       }
-      if (all_done) break;
+      if (all_done) {
+        for (size_t i = smem; i < smem + 4096; ++i)
+          if (blk.smem[i] != 0xAB) {
+            std::snprintf(err, errlen, "emu: block %llu wrote shared memory beyond its %zu dynamic bytes (offset %zu)", b,
+                          smem, i);
+            g_block = nullptr;
+            return false;
+          }
+        break;
+      }
       if (!progress) {
         int blocked = 0;
         for (auto& f : blk.fibers) blocked += f.state == kBlocked;

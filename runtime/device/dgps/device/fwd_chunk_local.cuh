@@ -86,7 +86,7 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   static_assert(TraitsCheck<Tr>::ok, "");
   constexpr launch::FeatureSet F = features<Tr>();
   constexpr int C = cfg::C, K = cfg::K, KP = cfg::KP, NB = C / 16;
-  constexpr int PQ = launch::bf16Pitch(KP), PA = launch::f32Pitch(C), PG = launch::f32Pitch(KP);
+  constexpr int PQ = launch::bf16Pitch(KP), PA = launch::f32Pitch(C), PG = KP;
   constexpr launch::ChunkLocalSmem L = launch::chunkLocalSmem(F, K, C);
   constexpr bool kDelta = Tr::kSolve == 1;
   constexpr bool kPre = Tr::kPrecond == 1;
@@ -108,7 +108,6 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   uint16_t* sK = smem_at<uint16_t>(sm, L.k);
   uint16_t* sKw = smem_at<uint16_t>(sm, L.kw);  // == sK unless ATK
   float* sA = smem_at<float>(sm, L.A);
-  float* sX = smem_at<float>(sm, L.X);
   float* sTok = smem_at<float>(sm, L.tok);  // [C][8] cq ck w β rq rk G2 -
   float* sPin = sTok + C * 8;               // [C][4] precond per-token inputs
   float* sPst = smem_at<float>(sm, L.pstate);
@@ -172,10 +171,10 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   if (Tr::kDecay == 1 && warp() == NW - 1) {
     float carry = 0.f;
     for (int base = 0; base < C; base += 32) {
-      const int i = base + lane();
-      float x = sTok[i * 8 + 6];
+      const int i = base + lane();  // C may be 16: lanes past the chunk add 0 and write nothing
+      float x = i < C ? sTok[i * 8 + 6] : 0.f;
       x = warp_inclusive_scan(x) + carry;
-      sTok[i * 8 + 6] = x;
+      if (i < C) sTok[i * 8 + 6] = x;
       carry = shfl(x, 31);
     }
   }
@@ -357,17 +356,9 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
     // ---- 5'. per-channel decay (math.md §4.3): block row I uses reference row r = 16I; rows carry
     // 2^{G_i − G_r} <= 1, columns 2^{G_r − G_j} (<= 1 for j < r). The diagonal block's columns carry factors
     // >= 1, safe while the block's decay span is <= 100 (log2); otherwise that block is recomputed directly.
-    uint16_t* sKr = smem_at<uint16_t>(sm, L.krow);
-    uint16_t* sQr = smem_at<uint16_t>(sm, L.qrow);
+    uint16_t* sRows = smem_at<uint16_t>(sm, L.rows);  // rows 0-15: gated keys of block row I, 16-31: queries
     uint16_t* sKc = smem_at<uint16_t>(sm, L.kcol);
-    for (int e = tid(); e < C * KP; e += nthreads()) {
-      const int i = e / KP, d = e - i * KP;
-      const int r = i & ~15;
-      const float f = ex2(sG[i * PG + d] - sG[r * PG + d]);
-      sKr[i * PQ + d] = f32_to_bf16(bf16_to_f32(sK[i * PQ + d]) * f);
-      sQr[i * PQ + d] = f32_to_bf16(bf16_to_f32(sQ[i * PQ + d]) * f);
-    }
-    float* sSpan = sX;  // NB floats: per diagonal block, max over channels of G_r − G_{r+15}
+    float* sSpan = sTok + C * 12;  // NB floats: per diagonal block, max over channels of G_r − G_{r+15}
     if (tid() < 32) {
       for (int I = 0; I < NB; ++I) {
         float m = 0.f;
@@ -379,9 +370,15 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
     sync_threads();
     unsigned unsafe = 0;
     for (int I = 0; I < NB; ++I) unsafe |= (sSpan[I] <= 100.f ? 0u : 1u) << I;
-    sync_threads();  // sSpan (= sX) is reused by the inverse
     for (int I = 0; I < NB; ++I) {
       const int r = 16 * I;
+      for (int e = tid(); e < 32 * KP; e += nthreads()) {
+        const int rr = e / KP, d = e - rr * KP;
+        const int i = r + (rr & 15);
+        const float f = ex2(sG[i * PG + d] - sG[r * PG + d]);
+        const uint16_t* src = rr < 16 ? sK : sQ;
+        sRows[rr * PQ + d] = f32_to_bf16(bf16_to_f32(src[i * PQ + d]) * f);
+      }
       for (int e = tid(); e < (r + 16) * KP; e += nthreads()) {
         const int j = e / KP, d = e - j * KP;
         const float dg = fmin_(sG[r * PG + d] - sG[j * PG + d], 100.f);
@@ -397,7 +394,8 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
         for (int x = 0; x < 2; ++x)
 #pragma unroll
           for (int e = 0; e < 4; ++e) acc[x][e] = 0.f;
-        tile_rows_cols<KP, PQ>(acc, part == 0 ? sKr : sQr, r, sKc, 16 * J);
+        // tile_rows_cols reads rows [r0, r0+16) of the row operand: block row I's gated rows live at 0 / 16
+        tile_rows_cols<KP, PQ>(acc, sRows, part == 0 ? 0 : 16, sKc, 16 * J);
         if (!(J == I && ((unsafe >> I) & 1u))) store_tile<false>(part, I, J, acc, sTok, sA, PA, aqk, a.scale);
       }
       sync_threads();

@@ -180,11 +180,11 @@ DGPS_HD constexpr int f32Pitch(int cols) { return cols + 4; }
 
 struct ChunkLocalSmem {
   int q = 0, k = 0, kw = 0;   ///< bf16 [C][KP+8]: query (or P⊙q), key, write-key operand (P⊙k)
-  int krow = 0, qrow = 0, kcol = 0;  ///< bf16 [C][KP+8]: diagonal decay: gated key / query rows, gated columns
-  int G = 0;                  ///< f32 [C][KP+4]: diagonal decay: per-channel log2 cumsum
+  int rows = 0, kcol = 0;     ///< diagonal decay: bf16 [32][KP+8] gated key+query rows of one block row,
+                              ///< bf16 [C][KP+8] gated write columns
+  int G = 0;                  ///< f32 [C][KP]: diagonal decay: per-channel log2 cumsum
   int A = 0;                  ///< f32 [C][C+4]: KKT block, inverted in place into T
-  int X = 0;                  ///< f32 [C/16][16][16]: inverse scratch
-  int tok = 0;                ///< f32 [C][8] per-token scalars; [C][4] preconditioner inputs at tok + C*32
+  int tok = 0;                ///< f32 [C][8] per-token scalars; [C][4] preconditioner inputs; 16 spare floats
   int pstate = 0;             ///< f32 [KP]: preconditioner state at the chunk start
   int total = 0;
 };
@@ -202,14 +202,12 @@ DGPS_HD constexpr ChunkLocalSmem chunkLocalSmem(const FeatureSet& f, int K, int 
   m.kw = asym ? off : m.k;
   off += asym ? tile : 0;
   if (f.decay == 2) {
-    m.krow = off;
-    off += tile;
-    m.qrow = off;
-    off += tile;
+    m.rows = off;
+    off += 32 * bf16Pitch(KP) * 2;
     m.kcol = off;
     off += tile;
     m.G = off;
-    off += C * f32Pitch(KP) * 4;
+    off += C * KP * 4;
     m.A = off;  // separate: the operands are still read while earlier block rows are finished
     off += C * f32Pitch(C) * 4;
   } else {
@@ -217,12 +215,10 @@ DGPS_HD constexpr ChunkLocalSmem chunkLocalSmem(const FeatureSet& f, int K, int 
     const int a_end = C * f32Pitch(C) * 4;
     off = off > a_end ? off : a_end;
   }
-  m.X = off;
-  off += (C / 16) * 256 * 4;
   m.tok = off;
-  off += C * 8 * 4 + C * 4 * 4;
+  off += C * 8 * 4 + C * 4 * 4 + 16 * 4;
   m.pstate = off;
-  off += KP * 4;
+  off += f.precond == 1 ? KP * 4 : 0;
   m.total = off;
   return m;
 }
