@@ -15,4 +15,7 @@ jobs=${DGPS_JOBS:-$(nproc)}
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
 cmake -S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release "${args[@]}" >/dev/null
-cmake --build "$build" -j "$jobs"
+targets=()
+# DGPS_BUILD_TARGETS="a b": build only these targets (the GPU suite builds just what it runs).
+for t in ${DGPS_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$build" -j "$jobs" "${targets[@]}"

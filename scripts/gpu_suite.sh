@@ -26,13 +26,15 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv >
 echo "commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)" >> "$logs/gpu.txt"
 
 if ((!skip_build)); then
-  DGPS_BUILD_DIR=$build bash "$root/scripts/build.sh" --no-compiler > "$logs/build.log" 2>&1 \
+  [[ -d "$root/.deps/include" ]] || echo "gpu_suite: no .deps/include (run scripts/stage_device_deps.sh here first) — needed where nlohmann-json/CLI11 are not installed"
+  DGPS_BUILD_DIR=$build DGPS_BUILD_TARGETS="${DGPS_BUILD_TARGETS:-dgps_gpu_tests dgps_tune_gpu_tests dgps-tune-trial dgps-tune dgps-bench dgps-host-app dgps-run}" \
+    bash "$root/scripts/build.sh" --no-compiler > "$logs/build.log" 2>&1 \
     || { tail -40 "$logs/build.log"; echo "gpu_suite: build failed"; exit 1; }
 fi
 
 status=0
 if ((run_tests)); then
-  (cd "$build" && DGPS_CACHE_DIR=${DGPS_CACHE_DIR:-$build/jit-cache} ctest -L gpu --output-on-failure -j1 --timeout 300) > "$logs/gpu-tests.log" 2>&1 || status=1
+  (cd "$build" && DGPS_CACHE_DIR=${DGPS_CACHE_DIR:-$build/jit-cache} ctest -L gpu --output-on-failure -j${DGPS_GPU_TEST_JOBS:-6} --timeout 900) > "$logs/gpu-tests.log" 2>&1 || status=1
   grep -E "tests passed|Failed|\*\*\*" "$logs/gpu-tests.log" | tail -20
 fi
 if ((run_bench)) && [[ -x "$build/bench/dgps-bench" ]]; then
