@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <map>
 #include <mutex>
 #include <sstream>
 
@@ -145,23 +146,34 @@ std::string deviceName(int device) {
   return name;
 }
 
+namespace {
+// The primary context of `device`, retained once for the life of the process. Releasing it when a guard
+// ends would destroy the context — and free every allocation and module in it — whenever no other guard
+// happens to hold it, so device buffers and loaded kernels would die between two calls.
+CUcontext retainedPrimaryContext(int device, CUdevice handle) {
+  static std::mutex mutex;
+  static std::map<int, CUcontext> contexts;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = contexts.find(device);
+  if (it != contexts.end()) return it->second;
+  CUcontext ctx = nullptr;
+  checkCuda(cudaDriver().cuDevicePrimaryCtxRetain(&ctx, handle),
+            "cuDevicePrimaryCtxRetain(device " + std::to_string(device) + ")");
+  contexts.emplace(device, ctx);
+  return ctx;
+}
+}  // namespace
+
 DeviceContextGuard::DeviceContextGuard(int device) {
   const CudaDriver& d = cudaDriver();
   device_ = deviceHandle(device);
-  checkCuda(d.cuDevicePrimaryCtxRetain(&context_, device_),
-            "cuDevicePrimaryCtxRetain(device " + std::to_string(device) + ")");
-  CUresult r = d.cuCtxPushCurrent(context_);
-  if (r != CUDA_SUCCESS) {
-    d.cuDevicePrimaryCtxRelease(device_);
-    checkCuda(r, "cuCtxPushCurrent(device " + std::to_string(device) + ")");
-  }
+  context_ = retainedPrimaryContext(device, device_);
+  checkCuda(d.cuCtxPushCurrent(context_), "cuCtxPushCurrent(device " + std::to_string(device) + ")");
 }
 
 DeviceContextGuard::~DeviceContextGuard() {
-  const CudaDriver& d = cudaDriver();
   CUcontext popped = nullptr;
-  d.cuCtxPopCurrent(&popped);
-  d.cuDevicePrimaryCtxRelease(device_);
+  cudaDriver().cuCtxPopCurrent(&popped);
 }
 
 DeviceBuffer::DeviceBuffer(int device, std::size_t bytes) : device_(device), bytes_(bytes) {

@@ -106,9 +106,10 @@ ComputeCapability deviceComputeCapability(int device);
 /// The device's name, e.g. "NVIDIA H200".
 std::string deviceName(int device);
 
-/// Makes the primary context of `device` current for the guard's lifetime (retain + push; pop +
-/// release on destruction), so modules, allocations and launches go to the device that owns the
-/// tensors even when the caller's current device differs (field case C30).
+/// Makes the primary context of `device` current for the guard's lifetime (push; pop on destruction),
+/// so modules, allocations and launches go to the device that owns the tensors even when the caller's
+/// current device differs (field case C30). The primary context is retained once per process and never
+/// released here: releasing the last retain would destroy it with every buffer and module inside.
 class DeviceContextGuard {
  public:
   explicit DeviceContextGuard(int device);
