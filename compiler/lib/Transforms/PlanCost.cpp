@@ -90,27 +90,50 @@ CostPoint costPointOf(func::FuncOp fn) {
   return at;
 }
 
+/// Whether a global buffer of the plan is one of the device library's workspace buffers (DeviceTraffic
+/// counts those); any other (e.g. the unfused per-token accumulator) has no place in the library.
+static bool isLibraryBuffer(Value v) {
+  if (auto k = v.getDefiningOp<KernelOp>())  // a buffer: look at the value its kernel yields
+    v = cast<YieldOp>(k.getBody().front().getTerminator()).getValues()[cast<OpResult>(v).getResultNumber()];
+  Operation* def = v.getDefiningOp();
+  return def && (isa<SolveTrilOp, QKAttnOp, AccumSummaryOp, AccumPassOp, HypergradPassOp>(def) ||
+                 isPreconditionerApply(def));
+}
+
 PlanCost estimatePlan(func::FuncOp fn, const CostPoint& at) {
   PlanCost cost;
   cost.at = at;
-  for (KernelOp kernel : fn.getBody().getOps<KernelOp>()) {
+  launch::TileConfig tile;
+  tile.chunk = static_cast<int>(at.C);
+  SmallVector<KernelOp> kernels(fn.getBody().getOps<KernelOp>());
+  if (!kernels.empty()) {
+    TileAttr t = kernels.front().getTile();
+    tile = {static_cast<int>(t.getChunk()), static_cast<int>(t.getBlockV()), static_cast<int>(t.getWarps()),
+            static_cast<int>(t.getStages())};
+  }
+  DeviceTraffic traffic = deviceTraffic(featuresOf(fn), precondInputsOf(fn), representativeShape(at), tile);
+  cost.buffers = traffic.buffers;
+  for (KernelOp kernel : kernels) {
     KernelCost kc;
     kc.role = kernel.getRole().str();
-    llvm::SetVector<Value> readBuffers;
-    llvm::StringSet<> loaded;
+    for (const KernelCost& t : traffic.kernels)
+      if (t.role == kc.role) kc.bytes = t.bytes;
+    llvm::SetVector<Value> extraRead;
     kernel.getBody().walk([&](Operation* op) {
       kc.flops += flopsPerTokenHead(op, at);
-      if (auto load = dyn_cast<LoadOp>(op)) {
-        if (loaded.insert(load.getName()).second)
-          kc.bytes += bytesPerTokenHead(cast<ChunkTensorType>(load.getType()), at);
-      } else if (auto store = dyn_cast<StoreOp>(op)) {
-        kc.bytes += bytesPerTokenHead(cast<ChunkTensorType>(store.getValue().getType()), at);
-      }
       for (Value v : op->getOperands())
-        if (!kernel.getBody().isAncestor(v.getParentRegion())) readBuffers.insert(v);
+        if (!kernel.getBody().isAncestor(v.getParentRegion()) && !isLibraryBuffer(v)) extraRead.insert(v);
     });
-    for (Value v : readBuffers) kc.bytes += bytesPerTokenHead(cast<ChunkTensorType>(v.getType()), at);
-    for (Value r : kernel.getBuffers()) kc.bytes += bytesPerTokenHead(cast<ChunkTensorType>(r.getType()), at);
+    for (Value v : extraRead) kc.bytes += bytesPerTokenHead(cast<ChunkTensorType>(v.getType()), at);
+    auto yield = cast<YieldOp>(kernel.getBody().front().getTerminator());
+    for (auto [inner, r] : llvm::zip(yield.getValues(), kernel.getBuffers()))
+      if (!isLibraryBuffer(inner)) {
+        kc.bytes += bytesPerTokenHead(cast<ChunkTensorType>(r.getType()), at);
+        std::string name;
+        llvm::raw_string_ostream os(name);
+        os << inner.getDefiningOp()->getName().getStringRef();
+        cost.extraBuffers.push_back(os.str());
+      }
     cost.kernels.push_back(kc);
   }
   return cost;

@@ -1,7 +1,11 @@
 // Cost estimate of a kernel plan, per token and value head (math.md §4.4 FLOP counting, §4.5 byte
-// counting), for the fused pipeline as partitioned: every kernel's device-memory reads (inputs it
-// loads, buffers of earlier kernels) and writes (its buffers, outputs), and every op's FLOPs
-// including recomputation in several kernels.
+// counting). FLOPs: every op of the partitioned IR, including recomputation in several kernels.
+// Bytes: what the shipped device library moves (deviceTraffic): its workspace buffers sized by
+// launch_rules.h's workspaceLayout (tb, aqk, tok, pst, psum, pgam, pcoef, opq, opk, opw, pdec) at a
+// representative shape (representativeShape), each written once and read by its consumer kernel as
+// often as that kernel's grid loads it, plus the inputs each kernel loads and the outputs it stores.
+// A global buffer of the IR that the library's workspace has no place for (e.g. the unfused per-token
+// accumulator) is added from its IR type, written once and read once per reading kernel.
 //
 // Conventions: bf16/f16 = 2 bytes, f32 = 4; a [.., T, ..] tensor counts per token, a [.., NT, ..]
 // tensor 1/C per token, per-sequence tensors (states, [N, ..]) and per-head parameters ([H]) are
@@ -14,6 +18,7 @@
 #include <vector>
 
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
+#include "dgps/device/launch_rules.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace dgps {
@@ -29,12 +34,51 @@ struct KernelCost {
   double flops = 0;  ///< FLOPs per token-head
 };
 
+/// One workspace buffer of the device library (launch_rules.h WorkspaceLayout), per token-head.
+struct BufferTraffic {
+  std::string name;    ///< the layout's field name: tb, aqk, tok, pst, ..., opw, pdec
+  std::string writer;  ///< role that writes it
+  std::string reader;  ///< role that reads it
+  double written = 0;  ///< bytes written per token-head
+  double read = 0;     ///< bytes read per token-head (size times the reader grid's loads of it)
+};
+
 struct PlanCost {
   CostPoint at;
   std::vector<KernelCost> kernels;
+  std::vector<BufferTraffic> buffers;  ///< the device library's workspace buffers
+  std::vector<std::string> extraBuffers;  ///< IR global buffers outside the library's workspace
   double bytes() const;
   double flops() const;
 };
+
+/// Per-role device-memory bytes (flops unset) and the workspace buffers behind them.
+struct DeviceTraffic {
+  std::vector<KernelCost> kernels;  ///< forwardRoles order
+  std::vector<BufferTraffic> buffers;
+  double bytes() const;
+};
+
+/// Which optional per-token preconditioner inputs the kernels load (precond_g, precond_beta).
+struct PrecondInputs {
+  bool gate = false, gain = false;
+};
+
+/// A preconditioner application (its result is P⊙k or P⊙q).
+bool isPreconditionerApply(mlir::Operation* op);
+
+/// The launch_rules feature set of a lowered (or partitioned) forward, read from its ops: decay from
+/// gate_cumsum's gate, gain from a "beta" load, delta solve from solve_tril, the preconditioner and
+/// its side/source from the apply ops.
+launch::FeatureSet featuresOf(mlir::func::FuncOp fn);
+PrecondInputs precondInputsOf(mlir::func::FuncOp fn);
+
+/// The shape bytes are evaluated at: B = 8, T = 4096, HV = 16, H = HV / gva ratio, K and V of `at`.
+launch::ProblemShape representativeShape(const CostPoint& at);
+
+/// Device-memory traffic of the shipped kernels for features `f` (DeviceTraffic.cpp).
+DeviceTraffic deviceTraffic(const launch::FeatureSet& f, const PrecondInputs& in, const launch::ProblemShape& s,
+                            const launch::TileConfig& t);
 
 /// Device-memory bytes per token-head of one value of this type (0 for per-sequence tensors).
 double bytesPerTokenHead(chunk::ChunkTensorType t, const CostPoint& at);

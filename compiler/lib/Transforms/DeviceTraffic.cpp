@@ -1,0 +1,143 @@
+// Device-memory traffic of the shipped kernels, from the device library's own launch rules
+// (runtime/device/dgps/device/launch_rules.h): the workspace buffers chunk_local and the preconditioner
+// kernels write for the kernels after them, plus the inputs each kernel loads and the outputs it stores.
+// See PlanCost.h for the conventions.
+#include <algorithm>
+
+#include "dgps/Transforms/PlanCost.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace dgps::chunk;
+
+namespace dgps {
+
+bool isPreconditionerApply(Operation* op) {
+  return op && isa<AccumApplyOp, SquashApplyOp, HypergradApplyOp, DiagApplyOp>(op);
+}
+
+launch::FeatureSet featuresOf(func::FuncOp fn) {
+  launch::FeatureSet f;
+  f.solve = 0;
+  fn.walk([&](Operation* op) {
+    if (auto g = dyn_cast<GateCumsumOp>(op))
+      f.decay = std::max(f.decay, cast<ChunkTensorType>(g.getGate().getType()).hasDim(Dim::K) ? 2 : 1);
+    else if (auto load = dyn_cast<LoadOp>(op); load && load.getName() == "beta")
+      f.gain = 1;
+    else if (isa<SolveTrilOp>(op))
+      f.solve = 1;
+    if (isa<HypergradScanOp, HypergradPassOp, HypergradApplyOp>(op)) f.source = 1;
+    if (isPreconditionerApply(op)) {
+      f.precond = 1;
+      // ATQ: the preconditioned value is the query of Aqk and of the output.
+      for (Operation* user : op->getResult(0).getUsers()) {
+        if (auto a = dyn_cast<QKAttnOp>(user); a && a.getQuery() == op->getResult(0)) f.side = 1;
+        if (auto o = dyn_cast<OutputOp>(user); o && o.getQuery() == op->getResult(0)) f.side = 1;
+      }
+    }
+  });
+  return f;
+}
+
+PrecondInputs precondInputsOf(func::FuncOp fn) {
+  PrecondInputs in;
+  fn.walk([&](LoadOp load) {
+    if (load.getName() == "precond_g") in.gate = true;
+    if (load.getName() == "precond_beta") in.gain = true;
+  });
+  return in;
+}
+
+launch::ProblemShape representativeShape(const CostPoint& at) {
+  launch::ProblemShape s;
+  s.B = 8;
+  s.T = 4096;
+  s.N = s.B;
+  s.HV = 16;
+  s.H = std::max<int64_t>(1, s.HV / std::max<int64_t>(1, at.gvaRatio));
+  s.K = at.K;
+  s.V = at.V;
+  return s;
+}
+
+DeviceTraffic deviceTraffic(const launch::FeatureSet& f, const PrecondInputs& in, const launch::ProblemShape& s,
+                            const launch::TileConfig& t) {
+  DeviceTraffic d;
+  const launch::WorkspaceLayout w = launch::workspaceLayout(f, s, t);
+  const double tokenHeads = double(s.B) * double(s.T) * double(s.HV);
+  const double BT = double(s.B) * double(s.T), H = double(s.H), HV = double(s.HV), K = double(s.K),
+               V = double(s.V);
+  const double ratio = HV / H;
+  const long long VP = launch::pad16(int(s.V));
+  const double valueTiles = double(launch::cdiv(s.V, std::min<long long>(t.block_v, VP)));
+  const int nroles = 4;
+  double roleBytes[nroles] = {0, 0, 0, 0};
+  auto add = [&](int role, double bytes) { roleBytes[role] += bytes / tokenHeads; };
+
+  // Workspace buffers: size from the layout (offset differences, 256-byte padding included). Each is
+  // written once by its producer. Reads: state_output runs one CTA per (sequence, value head, value tile)
+  // and every CTA loads the whole chunk tile, so its workspace reads count once per value tile (L2 may
+  // absorb the repeats; these are the loads issued); chunk_local runs one CTA per (slot, value head) and
+  // reads the key head's pst / pcoef, so those count once per value head (HV/H per key head).
+  struct Buf {
+    const char* name;
+    long long begin, end;
+    int writer, reader;
+    double reads;
+  };
+  using namespace launch;
+  const Buf bufs[] = {
+      {"psum", w.psum, w.pgam, kPrecondSummary, kPrecondScan, 1.0},
+      {"pgam", w.pgam, w.pcoef, kPrecondSummary, kPrecondScan, 1.0},
+      {"pst", w.pst, w.psum, kPrecondScan, kChunkLocal, ratio},
+      {"pcoef", w.pcoef, w.opq, kPrecondScan, kChunkLocal, ratio},
+      {"tb", w.tb, w.aqk, kChunkLocal, kStateOutput, valueTiles},
+      {"aqk", w.aqk, w.tok, kChunkLocal, kStateOutput, valueTiles},
+      {"tok", w.tok, w.pst, kChunkLocal, kStateOutput, valueTiles},
+      {"opq", w.opq, w.opk, kChunkLocal, kStateOutput, valueTiles},
+      {"opk", w.opk, w.opw, kChunkLocal, kStateOutput, valueTiles},
+      {"opw", w.opw, w.pdec, kChunkLocal, kStateOutput, valueTiles},
+      {"pdec", w.pdec, w.total, kChunkLocal, kStateOutput, valueTiles},
+  };
+  for (const Buf& b : bufs) {
+    const double size = double(b.end - b.begin);
+    if (size <= 0) continue;
+    d.buffers.push_back({b.name, roleName(b.writer), roleName(b.reader), size / tokenHeads,
+                         size * b.reads / tokenHeads});
+    add(b.writer, size);
+    add(b.reader, size * b.reads);
+  }
+
+  // Inputs and outputs (bf16/f16 activations, f32 gates; per-sequence states amortised to 0), as the
+  // kernels in runtime/device/dgps/device/fwd_*.cuh load them.
+  const bool pre = f.precond == 1;
+  if (pre && f.source == 0)  // precond_summary: k, precond_g, precond_beta per key head
+    add(kPrecondSummary, BT * H * (K * 2 + (in.gate ? 4 : 0) + (in.gain ? 4 : 0)));
+  if (pre && f.source == 1)  // hypergrad precond_scan: k, beta, retention gate per key head
+    add(kPrecondScan, BT * H * (K * 2 + (f.gain ? 4 : 0) + (in.gate ? 4 : 0)));
+  // chunk_local, one CTA per (slot, value head): q, k, g, beta and the per-token preconditioner inputs.
+  double cl = 2 * K * 2 + (f.decay == 2 ? K * 4 : f.decay == 1 ? 4 : 0) + (f.gain ? 4 : 0);
+  if (pre && f.source == 0) cl += (in.gate ? 4 : 0) + (in.gain ? 4 : 0);
+  if (pre && f.source == 1) cl += in.gate ? 4 : 0;
+  add(kChunkLocal, BT * HV * cl);
+  // state_output: the raw q / k where no prepared operand replaces them (once per value tile), v once,
+  // o written once.
+  double so = 0;
+  if (!needOpQ(f)) so += K * 2 * valueTiles;
+  if (!needOpK(f) && (f.solve == 1 || !needOpW(f))) so += K * 2 * valueTiles;
+  so += V * 2 + V * 2;
+  add(kStateOutput, BT * HV * so);
+
+  int roles[kMaxRoles];
+  const int n = forwardRoles(f, roles);
+  for (int i = 0; i < n; ++i) d.kernels.push_back({roleName(roles[i]), roleBytes[roles[i]], 0.0});
+  return d;
+}
+
+double DeviceTraffic::bytes() const {
+  double s = 0;
+  for (const KernelCost& k : kernels) s += k.bytes;
+  return s;
+}
+
+}  // namespace dgps
