@@ -73,8 +73,9 @@ TEST_P(PlanOfSpec, BytesAreTheLaunchRulesLayoutsCount) {
   for (const BufferTraffic& b : d.buffers) written += b.written;
   EXPECT_NEAR(written * tokenHeads, double(launch::workspaceBytes(f, shape, t)), 1.0) << spec.name;
 
-  // The plan names each global buffer the kernels exchange, and the IR marks the preconditioned
-  // operand (P⊙k for ATK, P⊙q for ATQ) as a device-memory buffer of chunk_local read by state_output.
+  // The plan names each global buffer the kernels exchange. No preconditioned operand (P⊙k for ATK, P⊙q
+  // for ATQ) is among them: every kernel that needs one applies the preconditioner from the chunk-start
+  // state itself (issue 3).
   PlanCost cost = estimatePlan(fn, at);
   std::vector<std::string> names;
   for (const BufferTraffic& b : cost.buffers) names.push_back(b.name);
@@ -83,22 +84,26 @@ TEST_P(PlanOfSpec, BytesAreTheLaunchRulesLayoutsCount) {
   EXPECT_TRUE(has("aqk") && has("tok")) << spec.name;
   EXPECT_EQ(has("tb"), f.solve == 1) << spec.name;
   EXPECT_EQ(has("pst"), f.precond == 1) << spec.name;
-  EXPECT_EQ(has("opw"), launch::needOpW(f)) << spec.name;
-  EXPECT_EQ(has("opq"), launch::needOpQ(f)) << spec.name;
-  EXPECT_EQ(has("opk"), launch::needOpK(f)) << spec.name;
-  bool preconditionedBuffer = false;
+  EXPECT_EQ(has("opw"), f.decay == 2) << spec.name;
+  EXPECT_EQ(has("opq"), f.decay == 2) << spec.name;
+  EXPECT_EQ(has("opk"), f.decay == 2 && f.solve == 1) << spec.name;
+  int applies = 0;
   for (chunk::KernelOp k : fn.getBody().getOps<chunk::KernelOp>()) {
     auto yield = llvm::cast<chunk::YieldOp>(k.getBody().front().getTerminator());
     for (auto [v, r] : llvm::zip(yield.getValues(), k.getBuffers())) {
       EXPECT_TRUE(llvm::cast<chunk::ChunkTensorType>(r.getType()).getGlobal());
-      if (!isPreconditionerApply(v.getDefiningOp())) continue;
-      preconditionedBuffer = true;
-      EXPECT_EQ(k.getRole().str(), "chunk_local") << spec.name;
-      for (mlir::Operation* user : r.getUsers())
-        EXPECT_EQ(user->getParentOfType<chunk::KernelOp>().getRole().str(), "state_output") << spec.name;
+      EXPECT_FALSE(isPreconditionerApply(v.getDefiningOp()))
+          << spec.name << ": kernel " << k.getRole().str() << " writes a preconditioned operand to device memory";
     }
+    k.walk([&](mlir::Operation* op) {
+      if (!isPreconditionerApply(op)) return;
+      ++applies;
+      const std::string role = k.getRole().str();
+      EXPECT_TRUE(role == "chunk_local" || role == "state_output") << spec.name << ": applied in " << role;
+    });
   }
-  EXPECT_EQ(preconditionedBuffer, f.precond == 1) << spec.name;
+  // applied where the key is loaded: chunk_local (KKT, Aqk) and state_output (state update or read query)
+  EXPECT_EQ(applies, f.precond == 1 ? 2 : 0) << spec.name;
 }
 
 TEST_P(PlanOfSpec, RolesAreTheDeviceLibrarys) {
@@ -173,12 +178,13 @@ TEST(PlanCost, PreconditionerOverhead) {
   double pk = double(pkda->cost().getBytesPerTokenHead()) / double(kda->cost().getBytesPerTokenHead());
   RecordProperty("pgdn_over_gdn_bytes", std::to_string(pg));
   RecordProperty("pkda_over_kda_bytes", std::to_string(pk));
-  // The preconditioner adds (per token-head, K = V = 128, C = 64): precond_summary reads k and its gate and
-  // gain (264) and writes psum (8) and pgam; precond_scan reads those and writes pst (16); chunk_local reads
-  // the gate, gain (8) and pst (8) and writes opw = P⊙k in bf16 (256); state_output reads opw (256).
-  EXPECT_EQ(pgdn->cost().getBytesPerTokenHead() - gdn->cost().getBytesPerTokenHead(), 272 + 16 + 272 + 256);
+  // The preconditioner adds (per token-head, K = V = 128, C = 64, one value tile): precond_summary reads k
+  // and its gate and gain (264) and writes psum (8) and pgam; precond_scan reads those and writes pst (16);
+  // chunk_local reads the gate, gain (8) and pst (8); state_output reads pst (8). No P⊙k buffer.
+  EXPECT_EQ(pgdn->cost().getBytesPerTokenHead() - gdn->cost().getBytesPerTokenHead(), 272 + 16 + 16 + 8);
+  // issue 3's bar; FLA's unfused PGDN moves about 1.2x GDN's bytes
+  EXPECT_LE(pg, 1.15);
   EXPECT_LE(pk, 1.40);
-  EXPECT_LE(pg, 1.40);
 }
 
 TEST(PlanCost, FusionRemovesThePerTokenAccumulator) {
@@ -193,10 +199,11 @@ TEST(PlanCost, FusionRemovesThePerTokenAccumulator) {
   auto fn = *m->getOps<mlir::func::FuncOp>().begin();
   int64_t unfused = fn->getAttrOfType<chunk::PlanAttr>(chunk::kPlanAttr).getBytesPerTokenHead();
   auto fused = planOf("pgdn");
-  // Unfused: A [B,T,H,K] f32 written once and read by chunk_local (2·512 B), a buffer the device
-  // library's workspace has no place for, on top of the library's own traffic.
-  EXPECT_GT(unfused, fused->cost().getBytesPerTokenHead() + 2 * 512 - 300);
-  EXPECT_LT(unfused, fused->cost().getBytesPerTokenHead() + 2 * 512);
+  // Unfused: A [B,T,H,K] f32 written once and read by chunk_local and by state_output (3·512 B), a buffer
+  // the device library's workspace has no place for, instead of the chunk summaries (272 B) and
+  // chunk-start states.
+  EXPECT_GT(unfused, fused->cost().getBytesPerTokenHead() + 2 * 512);
+  EXPECT_LT(unfused, fused->cost().getBytesPerTokenHead() + 3 * 512);
 }
 
 TEST(Emitter, RefusesAModuleThatIsNotAPlan) {

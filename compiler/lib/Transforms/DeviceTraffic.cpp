@@ -3,6 +3,7 @@
 // kernels write for the kernels after them, plus the inputs each kernel loads and the outputs it stores.
 // See PlanCost.h for the conventions.
 #include <algorithm>
+#include <string>
 
 #include "dgps/Transforms/PlanCost.h"
 #include "llvm/ADT/StringSet.h"
@@ -78,18 +79,21 @@ DeviceTraffic deviceTraffic(const launch::FeatureSet& f, const PrecondInputs& in
   // written once by its producer. Reads: state_output runs one CTA per (sequence, value head, value tile)
   // and every CTA loads the whole chunk tile, so its workspace reads count once per value tile (L2 may
   // absorb the repeats; these are the loads issued); chunk_local runs one CTA per (slot, value head) and
-  // reads the key head's pst / pcoef, so those count once per value head (HV/H per key head).
+  // reads the key head's pst / pcoef, so those count once per value head (HV/H per key head). pst has a
+  // second reader: state_output rebuilds the preconditioned operand from it.
   struct Buf {
     const char* name;
     long long begin, end;
     int writer, reader;
     double reads;
+    int reader2 = -1;
+    double reads2 = 0;
   };
   using namespace launch;
   const Buf bufs[] = {
       {"psum", w.psum, w.pgam, kPrecondSummary, kPrecondScan, 1.0},
       {"pgam", w.pgam, w.pcoef, kPrecondSummary, kPrecondScan, 1.0},
-      {"pst", w.pst, w.psum, kPrecondScan, kChunkLocal, ratio},
+      {"pst", w.pst, w.psum, kPrecondScan, kChunkLocal, ratio, kStateOutput, ratio * valueTiles},
       {"pcoef", w.pcoef, w.opq, kPrecondScan, kChunkLocal, ratio},
       {"tb", w.tb, w.aqk, kChunkLocal, kStateOutput, valueTiles},
       {"aqk", w.aqk, w.tok, kChunkLocal, kStateOutput, valueTiles},
@@ -102,10 +106,13 @@ DeviceTraffic deviceTraffic(const launch::FeatureSet& f, const PrecondInputs& in
   for (const Buf& b : bufs) {
     const double size = double(b.end - b.begin);
     if (size <= 0) continue;
-    d.buffers.push_back({b.name, roleName(b.writer), roleName(b.reader), size / tokenHeads,
-                         size * b.reads / tokenHeads});
+    const double reads = b.reads + (b.reader2 >= 0 ? b.reads2 : 0.0);
+    std::string readers = roleName(b.reader);
+    if (b.reader2 >= 0) readers += std::string(", ") + roleName(b.reader2);
+    d.buffers.push_back({b.name, roleName(b.writer), readers, size / tokenHeads, size * reads / tokenHeads});
     add(b.writer, size);
     add(b.reader, size * b.reads);
+    if (b.reader2 >= 0) add(b.reader2, size * b.reads2);
   }
 
   // Inputs and outputs (bf16/f16 activations, f32 gates; per-sequence states amortised to 0), as the
@@ -120,11 +127,12 @@ DeviceTraffic deviceTraffic(const launch::FeatureSet& f, const PrecondInputs& in
   if (pre && f.source == 0) cl += (in.gate ? 4 : 0) + (in.gain ? 4 : 0);
   if (pre && f.source == 1) cl += in.gate ? 4 : 0;
   add(kChunkLocal, BT * HV * cl);
-  // state_output: the raw q / k where no prepared operand replaces them (once per value tile), v once,
-  // o written once.
+  // state_output: the raw q / k where no prepared operand replaces them or a preconditioner reads the key
+  // (once per value tile), v once, o written once.
   double so = 0;
   if (!needOpQ(f)) so += K * 2 * valueTiles;
-  if (!needOpK(f) && (f.solve == 1 || !needOpW(f))) so += K * 2 * valueTiles;
+  if (rawKInKTile(f)) so += K * 2 * valueTiles;
+  if (rawKOwnTile(f)) so += K * 2 * valueTiles;
   so += V * 2 + V * 2;
   add(kStateOutput, BT * HV * so);
 

@@ -43,17 +43,16 @@ const char* roleName(Role r) {
 ///   precond_scan     sequential pass producing chunk-start preconditioner states,
 ///   chunk_local      everything of a chunk that does not depend on the memory state (KKT, 𝒯, Aqk),
 ///   state_output     the sequential state pass with W, U formed on the fly, and the output.
-/// Recompute ops are cheap per-token work (loads, normalisation, gate cumsums): they are cloned into every kernel that uses them
-/// instead of being stored and re-read.
+/// Recompute ops are per-token or per-chunk work that is cheaper to redo than to store and re-read (loads,
+/// normalisation, gate cumsums, and applying the diagonal preconditioner from its chunk-start state): they are
+/// cloned into every kernel that uses them. The preconditioned write key P⊙k (ATK) or query P⊙q (ATQ) is
+/// therefore rebuilt in chunk_local and again in state_output and never becomes a device-memory buffer
+/// (device library: precond_rebuild.cuh; the state_output rebuild overlaps its warpgroup products).
 Role roleOf(Operation* op) {
   return llvm::TypeSwitch<Operation*, Role>(op)
       .Case<AccumSummaryOp>([](auto) { return Role::PrecondSummary; })
       .Case<AccumScanOp, AccumPassOp, HypergradScanOp, HypergradPassOp>([](auto) { return Role::PrecondScan; })
       .Case<KKTOp, SolveTrilOp, QKAttnOp>([](auto) { return Role::ChunkLocal; })
-      // The preconditioned write key P⊙k (ATK) or query P⊙q (ATQ) is formed once in chunk_local and
-      // written to the workspace (opw / opq in launch_rules.h) for state_output, as the device library does:
-      // rebuilding it inside the sequential state pass cost +0.49 ms on H200.
-      .Case<AccumApplyOp, SquashApplyOp, HypergradApplyOp, DiagApplyOp>([](auto) { return Role::ChunkLocal; })
       .Case<WYRecomputeOp, GainScaleOp, StatePassOp, OutputOp>([](auto) { return Role::StateOutput; })
       .Default([](Operation*) { return Role::Recompute; });
 }

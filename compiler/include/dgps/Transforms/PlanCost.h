@@ -38,7 +38,7 @@ struct KernelCost {
 struct BufferTraffic {
   std::string name;    ///< the layout's field name: tb, aqk, tok, pst, ..., opw, pdec
   std::string writer;  ///< role that writes it
-  std::string reader;  ///< role that reads it
+  std::string reader;  ///< roles that read it (comma-separated)
   double written = 0;  ///< bytes written per token-head
   double read = 0;     ///< bytes read per token-head (size times the reader grid's loads of it)
 };

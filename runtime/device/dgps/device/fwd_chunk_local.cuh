@@ -3,10 +3,13 @@
 // §4.3 (per-channel decay), with separate read (rows) and write (columns) keys.
 //
 // Writes to the workspace (launch_rules.h WorkspaceLayout):
-//   tok[s][hv][i]  = {cq, ck, w, β, rq, rk, G2, 0}: cq = scale·rq·2^{G2_i}, ck = rk·2^{G2_i},
+//   tok[s][hv][i]  = {cq, ck, w, β, pa, pb, G2, 0}: cq = scale·rq·2^{G2_i}, ck = rk·2^{G2_i},
 //                    w = rk·2^{G2_C − G2_i} (scalar decay; without decay the 2^ factors are 1; with diagonal
 //                    decay they are applied per channel by state_output), rq/rk the l2norm factors, G2 the
-//                    chunk-local inclusive cumsum of g in log2 units; row C = {2^{G2_C}}.
+//                    chunk-local inclusive cumsum of g in log2 units; row C = {2^{G2_C}}. pa, pb: the
+//                    preconditioner's per-token coefficients (precond_rebuild.cuh), else rq, rk.
+//   opq/opk/opw    = diagonal decay only: q⊙2^{G_i}, k⊙2^{G_i}, k⊙2^{G_C − G_i} per channel (never P: the
+//                    preconditioned operand is rebuilt by state_output), plus pdec = 2^{G_C}.
 //   aqk[s][hv]     = tril_0(scale · Q̂ K_wᵀ ⊙ Γ)   (Q̂ = P⊙q̂ for ATQ), bf16, lower 16x16 tiles
 //   tb[s][hv]      = 𝒯·diag(β), 𝒯 = (I + tril_{-1}(diag(β) K̂_r K_wᵀ ⊙ Γ))^{-1}   (delta solve), bf16
 // Pad rows of a partial last chunk are zero (k = q = β = 0, g = 0 so Γ carries the last real token's
@@ -15,6 +18,7 @@
 #pragma once
 
 #include "dgps/device/common.cuh"
+#include "dgps/device/precond_rebuild.cuh"
 #include "dgps/device/tri_inverse.cuh"
 
 namespace dgps {
@@ -193,7 +197,7 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   }
   sync_threads();
 
-  // ---- 3. per-token factors -> tok workspace ----
+  // ---- 3. per-token factors -> tok workspace; the preconditioner's key coefficient takes rk² in ----
   {
     const float G2C = sTok[(C - 1) * 8 + 6];
     float* tokw = reinterpret_cast<float*>(ws + W.tok) + sh * (C + 1) * 8;
@@ -211,51 +215,63 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
       sTok[i * 8 + 1] = rk * eg;
       sTok[i * 8 + 2] = rk * ew;
       sTok[i * 8 + 7] = 0.f;
+      if (kPre) sPin[i * 4 + 1] *= rk * rk;
 #pragma unroll
       for (int e = 0; e < 8; ++e) tokw[i * 8 + e] = sTok[i * 8 + e];
-    }
-  }
-
-  // ---- 4. preconditioner multiplier P: write key P⊙k (ATK) or read query P⊙q (ATQ). One thread per
-  // channel runs the fp32 recurrence; rows are batched by 8 so the read-outs (MUFU) overlap. ----
-  if (kPre) {
-    const float center = (Tr::kPrecondSource == 0 && a.precond_center != nullptr) ? a.precond_center[h] : 0.f;
-    const float nl2x = squash_neg_log2x<Tr>();
-    for (int d = tid(); d < KP; d += nthreads()) {
-      float st = d < K ? sPst[d] : 0.f;
-      for (int i0 = 0; i0 < C; i0 += 8) {
-        float kv[8], val[8];
-#pragma unroll
-        for (int u = 0; u < 8; ++u) kv[u] = Act_t::load(sK[(i0 + u) * PQ + d]);
-#pragma unroll
-        for (int u = 0; u < 8; ++u) {
-          const int i = i0 + u;
-          val[u] = Tr::kPrecondSource == 0 ? -1.f : 1.f;  // -1: no read-out (pad row / channel)
-          if (i < Lr && d < K) {
-            const float kh = kv[u] * sTok[i * 8 + 5];
-            if (Tr::kPrecondSource == 0) {
-              st = sPin[i * 4 + 0] * st + sPin[i * 4 + 1] * kh * kh;
-              val[u] = st;
-            } else {
-              const float dn = osdn_clamp<Tr>(sPin[i * 4 + 0] * st + sPin[i * 4 + 1] * kh * kh);
-              val[u] = Tr::kTiming == 0 ? st : dn;
-              st = dn;
-            }
-          }
-        }
-#pragma unroll
-        for (int u = 0; u < 8; ++u) {
-          const int i = i0 + u;
-          float P = val[u];
-          if (Tr::kPrecondSource == 0) P = P >= 0.f ? squash_m<Tr>(P, center, nl2x) : 1.f;
-          if (kATK) {
-            sKw[i * PQ + d] = f32_to_bf16(P * kv[u]);
-          } else {
-            sQ[i * PQ + d] = f32_to_bf16(P * Act_t::load(sQ[i * PQ + d]));
-          }
-        }
+      if (kPre) {
+        tokw[i * 8 + 4] = sPin[i * 4 + 0];
+        tokw[i * 8 + 5] = sPin[i * 4 + 1];
       }
     }
+  }
+  if (kDiag) {
+    // ---- 3'. per-channel gated operands of state_output (launch_rules.h WorkspaceLayout opq/opk/opw), from
+    // the raw inputs, before the preconditioner rewrites q (ATQ) ----
+    constexpr int CH = K / 8;
+    uint16_t* opq = reinterpret_cast<uint16_t*>(ws + W.opq) + sh * C * K;
+    uint16_t* opk = reinterpret_cast<uint16_t*>(ws + W.opk) + sh * C * K;
+    uint16_t* opw = reinterpret_cast<uint16_t*>(ws + W.opw) + sh * C * K;
+    for (int e = tid(); e < C * CH; e += nthreads()) {
+      const int i = e / CH, d0 = (e - i * CH) * 8;
+      const float* Gi = sG + i * PG + d0;
+      const float* GC = sG + (C - 1) * PG + d0;
+      uint32_t pq[4], pk[4], pw[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        float vq[2], vk[2], vw[2];
+#pragma unroll
+        for (int x = 0; x < 2; ++x) {
+          const int d = d0 + 2 * u + x;
+          const float eg = ex2(Gi[2 * u + x]), ew = ex2(GC[2 * u + x] - Gi[2 * u + x]);
+          const float kv = Act_t::load(sK[i * PQ + d]);
+          vq[x] = Act_t::load(sQ[i * PQ + d]) * eg;
+          vk[x] = kv * eg;
+          vw[x] = kv * ew;
+        }
+        pq[u] = pack_bf16(vq[0], vq[1]);
+        pk[u] = pack_bf16(vk[0], vk[1]);
+        pw[u] = pack_bf16(vw[0], vw[1]);
+      }
+      *reinterpret_cast<U4*>(opq + i * K + d0) = U4{pq[0], pq[1], pq[2], pq[3]};
+      if (launch::needOpK(F)) *reinterpret_cast<U4*>(opk + i * K + d0) = U4{pk[0], pk[1], pk[2], pk[3]};
+      *reinterpret_cast<U4*>(opw + i * K + d0) = U4{pw[0], pw[1], pw[2], pw[3]};
+    }
+    float* pdec = reinterpret_cast<float*>(ws + W.pdec) + sh * K;
+    for (int d = tid(); d < K; d += nthreads()) pdec[d] = ex2(sG[(C - 1) * PG + d]);
+  }
+  if (kPre) sync_threads();  // pb (sPin) now carries rk²
+
+  // ---- 4. preconditioner multiplier P (precond_rebuild.cuh): write key P⊙k (ATK) or read query P⊙q (ATQ),
+  // kept in shared memory only ----
+  if (kPre) {
+    dev::precond_chunk_scan<Tr>(
+        sPst, sPin, 4, Lr, precond_center_of<Tr>(a, h), [&](int i, int d) { return Act_t::load(sK[i * PQ + d]); },
+        [&](int i, int d, float P, float kv) {
+          if (kATK)
+            sKw[i * PQ + d] = f32_to_bf16(P * kv);
+          else
+            sQ[i * PQ + d] = f32_to_bf16(P * Act_t::load(sQ[i * PQ + d]));
+        });
   }
   if (cfg::kInputF16) {
     // fp16 inputs feed bf16 tensor-core products: re-encode what the multiplier pass did not rewrite
@@ -268,47 +284,6 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
     }
   }
   sync_threads();
-
-  // ---- 4'. operands of state_output that are not raw q/k (launch_rules.h WorkspaceLayout opq/opk/opw) ----
-  if (launch::needOpQ(F) || launch::needOpW(F)) {
-    constexpr int CH = K / 8;
-    uint16_t* opq = reinterpret_cast<uint16_t*>(ws + W.opq) + sh * C * K;
-    uint16_t* opk = reinterpret_cast<uint16_t*>(ws + W.opk) + sh * C * K;
-    uint16_t* opw = reinterpret_cast<uint16_t*>(ws + W.opw) + sh * C * K;
-    for (int e = tid(); e < C * CH; e += nthreads()) {
-      const int i = e / CH, d0 = (e - i * CH) * 8;
-      if (!kDiag) {
-        if (launch::needOpQ(F)) *reinterpret_cast<U4*>(opq + i * K + d0) = *reinterpret_cast<const U4*>(sQ + i * PQ + d0);
-        if (launch::needOpW(F)) *reinterpret_cast<U4*>(opw + i * K + d0) = *reinterpret_cast<const U4*>(sKw + i * PQ + d0);
-      } else {
-        const float* Gi = sG + i * PG + d0;
-        const float* GC = sG + (C - 1) * PG + d0;
-        uint32_t pq[4], pk[4], pw[4];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          float vq[2], vk[2], vw[2];
-#pragma unroll
-          for (int x = 0; x < 2; ++x) {
-            const int d = d0 + 2 * u + x;
-            const float eg = ex2(Gi[2 * u + x]), ew = ex2(GC[2 * u + x] - Gi[2 * u + x]);
-            vq[x] = bf16_to_f32(sQ[i * PQ + d]) * eg;
-            vk[x] = bf16_to_f32(sK[i * PQ + d]) * eg;
-            vw[x] = bf16_to_f32(sKw[i * PQ + d]) * ew;
-          }
-          pq[u] = pack_bf16(vq[0], vq[1]);
-          pk[u] = pack_bf16(vk[0], vk[1]);
-          pw[u] = pack_bf16(vw[0], vw[1]);
-        }
-        *reinterpret_cast<U4*>(opq + i * K + d0) = U4{pq[0], pq[1], pq[2], pq[3]};
-        if (launch::needOpK(F)) *reinterpret_cast<U4*>(opk + i * K + d0) = U4{pk[0], pk[1], pk[2], pk[3]};
-        *reinterpret_cast<U4*>(opw + i * K + d0) = U4{pw[0], pw[1], pw[2], pw[3]};
-      }
-    }
-    if (kDiag) {
-      float* pdec = reinterpret_cast<float*>(ws + W.pdec) + sh * K;
-      for (int d = tid(); d < K; d += nthreads()) pdec[d] = ex2(sG[(C - 1) * PG + d]);
-    }
-  }
 
   uint16_t* aqk = reinterpret_cast<uint16_t*>(ws + W.aqk) + sh * C * C;
 

@@ -6,13 +6,16 @@
 //   Oᵀ  = XQᵀ·diag(cq) + Nᵀ Aqkᵀ                           -> o (bf16/fp16)
 //   Sᵀ  ← Sᵀ·D_C + (Nᵀ diag(w)) K_w                         (D_C = 2^{G2_C}, or per channel)
 // Operands: raw q/k tiles when the per-token factors cq/ck/w (tok workspace) carry the gating and l2norm;
-// otherwise the tiles chunk_local prepared (opq/opk/opw: per-channel decay, ATK write key P⊙k, ATQ query P⊙q),
-// so this kernel does no per-element preparation at all: only loads, tensor-core products and the output.
+// otherwise the tiles chunk_local prepared (opq/opk/opw: per-channel decay). A diagonal preconditioner's
+// multiplier is rebuilt here from the chunk-start state pst and the raw key (precond_rebuild.cuh), so P⊙k
+// (ATK write key) and P⊙q (ATQ read query) never go through device memory. The ATK rebuild runs while the
+// Sᵀ[Q;K]ᵀ warpgroup products are in flight (its MUFU work then overlaps the tensor cores).
 // The state enters tensor-core products as bf16 also for fp16 inputs (|S| may exceed 65504, field case C06).
 // Partial last chunks: zero pad rows are exact no-ops; the final decay is the last real token's (C16).
 #pragma once
 
 #include "dgps/device/common.cuh"
+#include "dgps/device/precond_rebuild.cuh"
 
 namespace dgps {
 
@@ -26,9 +29,15 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
   constexpr launch::StateOutputSmem L = launch::stateOutputSmem(F, K, V, C, BV, cfg::STAGES, cfg::kInputF16);
   constexpr bool kDelta = Tr::kSolve == 1;
   constexpr bool kDiag = Tr::kDecay == 2;
+  constexpr bool kPre = Tr::kPrecond == 1;
   constexpr bool kQop = launch::needOpQ(F), kKop = launch::needOpK(F), kKw = launch::needOpW(F);
+  constexpr bool kRebuildW = launch::rebuildsKw(F), kRebuildQ = launch::rebuildsQ(F);
+  constexpr bool kRawK = launch::rawKInKTile(F), kRawOwn = launch::rawKOwnTile(F);
   // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
+  // the ATK rebuild overlaps the warpgroup products; fp16 inputs rebuild first (from the raw fp16 bits, before
+  // the tile is re-encoded as bf16), as does ATQ (its query feeds those products)
+  constexpr bool kRebuildEarly = kRebuildQ || (kRebuildW && (!kWG || cfg::kInputF16));
 
   const launch::WorkspaceLayout W = launch::workspaceLayout(F, shape_of<Tr>(a), tile_of());
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
@@ -42,6 +51,7 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
   const int v0 = (int)vt * BV;
   const int vw = v0 + 16 * w;  // first value column of this warp
 
+  const float center = kPre ? precond_center_of<Tr>(a, h) : 0.f;
   unsigned char* sm = dyn_smem();
   unsigned char* ws = static_cast<unsigned char*>(a.workspace);
   const uint16_t* qg = static_cast<const uint16_t*>(a.q);
@@ -73,9 +83,13 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
       load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.q), qg + (t0 * H + h) * K, H * K, Lr, K);
     if (kKop)
       load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.k), opbase + W.opk / 2 + sh * C * K, K, Lr, K);
-    else if (kDelta || !kKw)  // the raw key is the read operand (delta) or the write operand
+    else if (kRawK)
       load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.k), kg + (t0 * H + h) * K, H * K, Lr, K);
+    if (kRawOwn) load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.kraw), kg + (t0 * H + h) * K, H * K, Lr, K);
     if (kKw) load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.kw), opbase + W.opw / 2 + sh * C * K, K, Lr, K);
+    if (kPre)
+      load_tile32<1, KP>(smem_at<float>(st, L.pst), KP, reinterpret_cast<const float*>(ws + W.pst) + (slot * H + h) * K,
+                         K, 1, K);
     load_tile16<C, BV>(smem_at<uint16_t>(st, L.v), PV, vg + (t0 * HV + hv) * V + v0, HV * V, Lr, V - v0);
     if (kDelta)
       load_tile16<C, C>(smem_at<uint16_t>(st, L.tb), PC, reinterpret_cast<const uint16_t*>(ws + W.tb) + sh * C * C,
@@ -113,10 +127,31 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
     const float* sTok = smem_at<float>(st, L.tok);
     const float* sDec = smem_at<float>(st, L.dec);
 
+    // P⊙k into the write-key tile (over opw with per-channel decay) or P⊙q over the query tile
+    auto rebuild = [&]() {
+      const uint16_t* sKraw = smem_at<uint16_t>(st, L.kraw);
+      dev::precond_chunk_scan<Tr>(
+          smem_at<float>(st, L.pst), sTok + 4, 8, Lr, center,
+          [&](int i, int d) { return Act_t::load(sKraw[core_off<C>(i, d)]); },
+          [&](int i, int d, float P, float kv) {
+            const int o = core_off<C>(i, d);
+            if (kRebuildW)
+              sKw[o] = f32_to_bf16(P * (kKw ? bf16_to_f32(sKw[o]) : kv));
+            else
+              sQop[o] = f32_to_bf16(P * (kQop ? bf16_to_f32(sQop[o]) : Act_t::load(sQop[o])));
+          });
+    };
+    if (kRebuildEarly) {
+      rebuild();
+      if (kRebuildQ && !cfg::kInputF16) sync_threads();  // the query feeds the products below
+    }
+
     if (cfg::kInputF16) {
-      // fp16 inputs feed bf16 tensor-core products; prepared operand tiles are bf16 already
-      if (!kQop) f16_to_bf16_lin(sQop, C * KP);
-      if (!kKop && (kDelta || !kKw)) f16_to_bf16_lin(sKop, C * KP);
+      // fp16 inputs feed bf16 tensor-core products; prepared or rebuilt operand tiles are bf16 already (each
+      // thread re-encodes other elements than it rebuilt, hence the barrier)
+      if (kRebuildEarly) sync_threads();
+      if (!kQop && !kRebuildQ) f16_to_bf16_lin(sQop, C * KP);
+      if (kRawK) f16_to_bf16_lin(sKop, C * KP);
       f16_to_bf16_tile<C, BV>(sV, PV);
       sync_threads();
     }
@@ -139,6 +174,7 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
         if (kDelta) wgmma_m64n64k16(&XK[0][0], A[ks], wgmma_desc(sKop + core_off<C>(0, 16 * ks), 16 * C, 128));
       }
       wgmma_commit();
+      if (kRebuildW && !kRebuildEarly) rebuild();
       wgmma_wait0();
     } else {
 #pragma unroll
@@ -249,6 +285,7 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
     }
 
     // ---- Sᵀ ← Sᵀ D_C + (Nᵀ diag(w)) K_w ----
+    if (kRebuildW) sync_threads();  // every warp reads the whole rebuilt write key
     if (Tr::kDecay == 1) {
       const float dec = sTok[C * 8 + 0];
 #pragma unroll

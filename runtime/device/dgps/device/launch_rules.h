@@ -111,18 +111,22 @@ DGPS_HD constexpr long long chunkSlots(const ProblemShape& s, int C) {
 /// size 0. Per chunk slot s and value head hv (or key head h for the preconditioner):
 ///   tb    bf16 [S][HV][C][C]   T·diag(β), T = (I + 𝒜)^{-1} (delta solve only; lower 16x16 tiles written)
 ///   aqk   bf16 [S][HV][C][C]   scale·tril(Q Kwᵀ ⊙ Γ) (lower 16x16 tiles written)
-///   tok   f32  [S][HV][C+1][8] per token {cq, ck, w, β, rq, rk, G2, 0}; row C = {2^G2_C, 0...}
+///   tok   f32  [S][HV][C+1][8] per token {cq, ck, w, β, pa, pb, G2, 0}; row C = {2^G2_C, 0...}. pa, pb are
+///                              the preconditioner recurrence's coefficients (A_i = pa_i·A_{i-1} + pb_i·k_i²
+///                              on the raw key, see precond_rebuild.cuh); without a preconditioner they hold
+///                              the l2norm factors rq, rk (unused downstream)
 ///   pst   f32  [S][H][K]       preconditioner state (A or d) at the chunk start
 ///   psum  f32  [S][H][K]       ema_sq_squash: chunk summary a_c (scan from 0 over the chunk)
 ///   pgam  f32  [S][H]          ema_sq_squash: exp(Σ precond_g) over the chunk
 ///   pcoef f32  [S][H][C]       hypergrad_ogd: per-token step coefficient κ_t ε_t
-///   opq   bf16 [S][HV][C][K]   read query operand of state_output when it is not the raw q:
-///                              P⊙q (ATQ) times 2^{G_i} per channel (diagonal decay)
-///   opk   bf16 [S][HV][C][K]   read key operand k⊙2^{G_i} (diagonal decay, delta solve)
-///   opw   bf16 [S][HV][C][K]   write key operand P⊙k (ATK) times 2^{G_C − G_i} per channel (diagonal decay)
+///   opq   bf16 [S][HV][C][K]   diagonal decay: read query operand q⊙2^{G_i} per channel
+///   opk   bf16 [S][HV][C][K]   diagonal decay, delta solve: read key operand k⊙2^{G_i}
+///   opw   bf16 [S][HV][C][K]   diagonal decay: write key operand k⊙2^{G_C − G_i}
 ///   pdec  f32  [S][HV][K]      diagonal decay: 2^{G_C} per channel (the chunk's state decay)
-/// The operands are prepared once by the fully parallel chunk_local, so the sequential state_output does no
-/// per-element work besides tensor-core products (recomputing them there cost 3-6x their bytes on H200).
+/// The per-channel gated operands are prepared once by the fully parallel chunk_local, so the sequential
+/// state_output does no per-channel gating (recomputing it there cost 3-6x their bytes on H200). The
+/// preconditioner multiplier P is never stored: state_output rebuilds P⊙k (ATK) or P⊙q (ATQ) from pst and
+/// the raw key (issue 3: no preconditioned key in device memory).
 struct WorkspaceLayout {
   long long slots = 0;
   long long tb = 0, aqk = 0, tok = 0, pst = 0, psum = 0, pgam = 0, pcoef = 0, opq = 0, opk = 0, opw = 0, pdec = 0;
@@ -130,9 +134,19 @@ struct WorkspaceLayout {
 };
 
 /// Which prepared operand tiles a spec needs (see WorkspaceLayout).
-DGPS_HD constexpr bool needOpQ(const FeatureSet& f) { return f.decay == 2 || (f.precond == 1 && f.side == 1); }
+DGPS_HD constexpr bool needOpQ(const FeatureSet& f) { return f.decay == 2; }
 DGPS_HD constexpr bool needOpK(const FeatureSet& f) { return f.solve == 1 && f.decay == 2; }
-DGPS_HD constexpr bool needOpW(const FeatureSet& f) { return f.decay == 2 || (f.precond == 1 && f.side == 0); }
+DGPS_HD constexpr bool needOpW(const FeatureSet& f) { return f.decay == 2; }
+/// state_output rebuilds the preconditioned write key (ATK) or read query (ATQ) in shared memory.
+DGPS_HD constexpr bool rebuildsKw(const FeatureSet& f) { return f.precond == 1 && f.side == 0; }
+DGPS_HD constexpr bool rebuildsQ(const FeatureSet& f) { return f.precond == 1 && f.side == 1; }
+/// state_output's k tile holds the raw key when no opk takes its place and something reads it: the delta
+/// read key, the write key (no per-channel decay), or the preconditioner's input.
+DGPS_HD constexpr bool rawKInKTile(const FeatureSet& f) {
+  return !needOpK(f) && (f.solve == 1 || !needOpW(f) || f.precond == 1);
+}
+/// With opk in the k tile, a preconditioner reads the raw key from a tile of its own.
+DGPS_HD constexpr bool rawKOwnTile(const FeatureSet& f) { return f.precond == 1 && needOpK(f); }
 
 DGPS_HD constexpr WorkspaceLayout workspaceLayout(const FeatureSet& f, const ProblemShape& s, const TileConfig& t) {
   WorkspaceLayout w;
@@ -225,14 +239,15 @@ DGPS_HD constexpr ChunkLocalSmem chunkLocalSmem(const FeatureSet& f, int K, int 
 
 /// state_output, one pipeline stage (offsets relative to the stage) and the stage-independent parts.
 struct StateOutputSmem {
-  int q = 0, k = 0, kw = 0, v = 0, tb = 0, aqk = 0, tok = 0, dec = 0;  ///< offsets inside a stage
+  int q = 0, k = 0, kw = 0, kraw = 0, v = 0, tb = 0, aqk = 0, tok = 0, pst = 0, dec = 0;  ///< offsets in a stage
   int stage_bytes = 0;
   int stages = 1;
   int total = 0;
 };
 
-/// state_output: per pipeline stage the q (or opq) and k (or opk) tiles in the core-matrix layout, the opw tile
-/// (when the write key is not the raw key), the value tile, 𝒯·diag(β), Aqk, per-token factors and, for
+/// state_output: per pipeline stage the q (or opq) and k (or opk) tiles in the core-matrix layout, the write-key
+/// tile (opw, or P⊙k rebuilt here), the raw key where opk takes the k slot and a preconditioner needs it, the
+/// value tile, 𝒯·diag(β), Aqk, per-token factors, the preconditioner state at the chunk start and, for
 /// diagonal decay, the per-channel chunk decay.
 DGPS_HD constexpr StateOutputSmem stateOutputSmem(const FeatureSet& f, int K, int V, int C, int BV, int stages,
                                                   bool f16) {
@@ -246,8 +261,11 @@ DGPS_HD constexpr StateOutputSmem stateOutputSmem(const FeatureSet& f, int K, in
   off += tile;
   m.k = off;
   off += tile;
-  m.kw = needOpW(f) ? off : m.k;
-  off += needOpW(f) ? tile : 0;
+  const bool kw = needOpW(f) || rebuildsKw(f);
+  m.kw = kw ? off : m.k;
+  off += kw ? tile : 0;
+  m.kraw = rawKOwnTile(f) ? off : m.k;
+  off += rawKOwnTile(f) ? tile : 0;
   m.v = off;
   off += C * bf16Pitch(BV) * 2;
   m.tb = off;
@@ -256,6 +274,8 @@ DGPS_HD constexpr StateOutputSmem stateOutputSmem(const FeatureSet& f, int K, in
   off += C * bf16Pitch(C) * 2;
   m.tok = off;
   off += (C + 1) * 8 * 4;
+  m.pst = off;
+  off += f.precond == 1 ? KP * 4 : 0;
   m.dec = off;
   off += f.decay == 2 ? KP * 4 : 0;
   off = (int)align_up(off, 128);
