@@ -13,5 +13,5 @@ namespace { struct Traits {
   static constexpr float kInit = 1.0f; static constexpr bool kClampMin = false, kClampMax = false; static constexpr float kClampMinV = 0.0f, kClampMaxV = 0.0f;
 }; }
 extern "C" __global__ void dgps_deltanet_fwd_chunk_local(dgps::ForwardArgs a) { dgps::fwd_chunk_local<Traits>(a); }
-extern "C" __global__ void dgps_deltanet_fwd_state_output(dgps::ForwardArgs a) { dgps::fwd_state_output<Traits>(a); }
+extern "C" __global__ void __launch_bounds__(dgps::state_output_threads<Traits>(), 1) dgps_deltanet_fwd_state_output(dgps::ForwardArgs a) { dgps::fwd_state_output<Traits>(a); }
 extern "C" __global__ void dgps_deltanet_decode(dgps::DecodeArgs a) { dgps::decode<Traits>(a); }

@@ -66,9 +66,15 @@ std::string emitKernelsCu(const Spec& s, const PlanSummary& plan) {
      << ", kClampMaxV = " << floatLiteral(hg.clamp_max.value_or(0.0)) << ";\n";
   os << "}; }\n";
   if (hasKernel(s, KernelKind::ChunkForward))
-    for (const std::string& role : plan.roles)
-      os << "extern \"C\" __global__ void dgps_" << s.name << "_fwd_" << role << "(dgps::ForwardArgs a) { dgps::fwd_"
-         << role << "<Traits>(a); }\n";
+    for (const std::string& role : plan.roles) {
+      // state_output runs a producer warpgroup beside its consumer warps: its launch bound tells ptxas the
+      // thread count and one CTA per SM, which fixes the register count at entry so ptxas honours the warpgroups'
+      // setmaxnreg budgets (the device library's state_output_threads).
+      const std::string bounds =
+          role == "state_output" ? "__launch_bounds__(dgps::state_output_threads<Traits>(), 1) " : "";
+      os << "extern \"C\" __global__ void " << bounds << "dgps_" << s.name << "_fwd_" << role
+         << "(dgps::ForwardArgs a) { dgps::fwd_" << role << "<Traits>(a); }\n";
+    }
   if (hasKernel(s, KernelKind::Decode))
     os << "extern \"C\" __global__ void dgps_" << s.name
        << "_decode(dgps::DecodeArgs a) { dgps::decode<Traits>(a); }\n";

@@ -111,13 +111,18 @@ DGPS_DEV bool slot_to_chunk(const ForwardArgs& a, int64_t slot, int64_t& n, int6
   return c * C < s.len;
 }
 
+/// Loaders and re-encoders take the calling thread group (index t of nt threads; default the whole CTA). The
+/// loader loops stay rolled: cp.async issue is cheap, and unrolled address arithmetic would not fit the
+/// register budget of state_output's producer warpgroup.
 /// cp.async of `rows` x `cols` 16-bit elements (cols % 8 == 0) from global rows spaced `gstride` elements into
 /// a smem tile with pitch `spitch`; rows >= valid_rows and columns >= valid_cols are zero-filled. The smem
 /// tile has `pad_cols` columns in total (>= cols), all written.
 template <int ROWS, int PAD_COLS>
-DGPS_DEV void load_tile16(uint16_t* s, int spitch, const uint16_t* g, int64_t gstride, int valid_rows, int valid_cols) {
+DGPS_DEV void load_tile16(uint16_t* s, int spitch, const uint16_t* g, int64_t gstride, int valid_rows, int valid_cols,
+                          int t = tid(), int nt = nthreads()) {
   constexpr int CH = PAD_COLS / 8;  // 16-byte chunks per row
-  for (int e = tid(); e < ROWS * CH; e += nthreads()) {
+#pragma unroll 1
+  for (int e = t; e < ROWS * CH; e += nt) {
     const int r = e / CH, ch = e - r * CH;
     const bool ok = r < valid_rows && ch * 8 < valid_cols;
     const uint16_t* src = ok ? g + (int64_t)r * gstride + ch * 8 : g;
@@ -127,9 +132,11 @@ DGPS_DEV void load_tile16(uint16_t* s, int spitch, const uint16_t* g, int64_t gs
 
 /// Same for 32-bit elements (cols % 4 == 0), 4 per chunk.
 template <int ROWS, int PAD_COLS>
-DGPS_DEV void load_tile32(float* s, int spitch, const float* g, int64_t gstride, int valid_rows, int valid_cols) {
+DGPS_DEV void load_tile32(float* s, int spitch, const float* g, int64_t gstride, int valid_rows, int valid_cols,
+                          int t = tid(), int nt = nthreads()) {
   constexpr int CH = PAD_COLS / 4;
-  for (int e = tid(); e < ROWS * CH; e += nthreads()) {
+#pragma unroll 1
+  for (int e = t; e < ROWS * CH; e += nt) {
     const int r = e / CH, ch = e - r * CH;
     const bool ok = r < valid_rows && ch * 4 < valid_cols;
     const float* src = ok ? g + (int64_t)r * gstride + ch * 4 : g;
@@ -139,8 +146,8 @@ DGPS_DEV void load_tile32(float* s, int spitch, const float* g, int64_t gstride,
 
 /// In-place fp16 -> bf16 re-encoding of a smem tile (fp16 inputs feed bf16 tensor-core products).
 template <int ROWS, int COLS>
-DGPS_DEV void f16_to_bf16_tile(uint16_t* s, int spitch) {
-  for (int e = tid(); e < ROWS * COLS / 2; e += nthreads()) {
+DGPS_DEV void f16_to_bf16_tile(uint16_t* s, int spitch, int t = tid(), int nt = nthreads()) {
+  for (int e = t; e < ROWS * COLS / 2; e += nt) {
     const int r = e / (COLS / 2), c2 = e - r * (COLS / 2);
     uint32_t* p = reinterpret_cast<uint32_t*>(s + r * spitch + 2 * c2);
     const uint32_t x = *p;
@@ -157,9 +164,11 @@ DGPS_DEV int core_off(int r, int c) {
   return ((c >> 3) * (R >> 3) + (r >> 3)) * 64 + (r & 7) * 8 + (c & 7);
 }
 template <int ROWS, int PAD_COLS>
-DGPS_DEV void load_tile16_core(uint16_t* s, const uint16_t* g, int64_t gstride, int valid_rows, int valid_cols) {
+DGPS_DEV void load_tile16_core(uint16_t* s, const uint16_t* g, int64_t gstride, int valid_rows, int valid_cols,
+                               int t = tid(), int nt = nthreads()) {
   constexpr int CH = PAD_COLS / 8;
-  for (int e = tid(); e < ROWS * CH; e += nthreads()) {
+#pragma unroll 1
+  for (int e = t; e < ROWS * CH; e += nt) {
     const int r = e / CH, ch = e - r * CH;
     const bool ok = r < valid_rows && ch * 8 < valid_cols;
     const uint16_t* src = ok ? g + (int64_t)r * gstride + ch * 8 : g;
@@ -167,8 +176,8 @@ DGPS_DEV void load_tile16_core(uint16_t* s, const uint16_t* g, int64_t gstride, 
   }
 }
 /// In-place fp16 -> bf16 re-encoding of `n` contiguous elements (n even).
-DGPS_DEV void f16_to_bf16_lin(uint16_t* s, int n) {
-  for (int e = tid(); e < n / 2; e += nthreads()) {
+DGPS_DEV void f16_to_bf16_lin(uint16_t* s, int n, int t = tid(), int nt = nthreads()) {
+  for (int e = t; e < n / 2; e += nt) {
     uint32_t* p = reinterpret_cast<uint32_t*>(s + 2 * e);
     const uint32_t x = *p;
     *p = pack_bf16(f16_to_f32((uint16_t)(x & 0xffffu)), f16_to_f32((uint16_t)(x >> 16)));

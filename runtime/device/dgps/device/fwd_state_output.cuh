@@ -19,6 +19,13 @@
 
 namespace dgps {
 
+/// Threads of a state_output CTA, for the kernel's __launch_bounds__ (the generated wrapper declares it, so
+/// ptxas budgets registers for the producer warpgroup too).
+template <class Tr>
+DGPS_HD constexpr int state_output_threads() {
+  return launch::stateOutputThreads(features<Tr>(), cfg::BV);
+}
+
 template <class Tr>
 DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
   using namespace dev;
@@ -32,12 +39,21 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
   constexpr bool kPre = Tr::kPrecond == 1;
   constexpr bool kQop = launch::needOpQ(F), kKop = launch::needOpK(F), kKw = launch::needOpW(F);
   constexpr bool kRebuildW = launch::rebuildsKw(F), kRebuildQ = launch::rebuildsQ(F);
+  // 384 threads launch with 168 registers each (64512); 256·224 + 128·56 fits that pool. The producer's
+  // loaders run un-unrolled (common.cuh) so its scan fits in 56 (dgps-jit-check: no spills at K = 128).
+  constexpr int kRegsConsumer = 224, kRegsProducer = 56;
   constexpr bool kRawK = launch::rawKInKTile(F), kRawOwn = launch::rawKOwnTile(F);
   // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
-  // the ATK rebuild overlaps the warpgroup products; fp16 inputs rebuild first (from the raw fp16 bits, before
-  // the tile is re-encoded as bf16), as does ATQ (its query feeds those products)
-  constexpr bool kRebuildEarly = kRebuildQ || (kRebuildW && (!kWG || cfg::kInputF16));
+  // Roles: NWC consumer warps (16 value columns each) run the sequential state pass; with a preconditioner a
+  // producer warpgroup loads chunk c+1's key, preconditioner state and per-token coefficients and rebuilds its
+  // P⊙k (ATK) or P⊙q (ATQ) tile while the consumers run chunk c (launch_rules.h stateOutputThreads).
+  constexpr int NWC = launch::stateOutputConsumerWarps(BV), NWP = launch::stateOutputProducerWarps(F);
+  constexpr int NTC = NWC * 32, NTP = NWP * 32, NT = NTC + NTP;
+  static_assert(NWP == 0 || kPre, "a producer warpgroup exists only to rebuild the preconditioned operand");
+  // 384 threads share 64K registers: the producer gives registers to the consumers (whole warpgroups only)
+  constexpr bool kRealloc = NWP == 4 && NWC % 4 == 0 && NT > 256;
+  constexpr int kBarAll = 1, kBarConsumers = 2, kBarProducer = 3;  // named barriers (0 is __syncthreads)
 
   const launch::WorkspaceLayout W = launch::workspaceLayout(F, shape_of<Tr>(a), tile_of());
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
@@ -48,16 +64,107 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
   const int64_t s0 = first_slot(a, n, sq.bos);
   const int64_t nch = (sq.len + C - 1) / C;
   const int w = warp(), l = lane(), g = l >> 2, t = l & 3;
+  const bool producer = w >= NWC;
   const int v0 = (int)vt * BV;
-  const int vw = v0 + 16 * w;  // first value column of this warp
+  const int vw = v0 + 16 * w;  // first value column of this (consumer) warp
 
-  const float center = kPre ? precond_center_of<Tr>(a, h) : 0.f;
   unsigned char* sm = dyn_smem();
   unsigned char* ws = static_cast<unsigned char*>(a.workspace);
   const uint16_t* qg = static_cast<const uint16_t*>(a.q);
   const uint16_t* kg = static_cast<const uint16_t*>(a.k);
   const uint16_t* vg = static_cast<const uint16_t*>(a.v);
   uint16_t* og = static_cast<uint16_t*>(a.o);
+
+  auto sync_all = [&]() {
+    if (NWP > 0) bar_sync(kBarAll, NT); else sync_threads();
+  };
+  auto sync_consumers = [&]() {
+    if (NWP > 0) bar_sync(kBarConsumers, NTC); else sync_threads();
+  };
+
+  // Loads of chunk c into its stage by one role (thread ti of nt): the producer owns the tiles the rebuild
+  // reads or rewrites, the consumers the rest (everything when there is no producer). Addresses are chunk 0's
+  // plus c per-chunk steps, so each role keeps few 64-bit values live.
+  const int64_t sh0 = s0 * HV + hv;  // workspace row (slot·HV + hv) of chunk 0; chunk c adds c·HV
+  const uint16_t* q0 = qg + (sq.bos * H + h) * K;
+  const uint16_t* k0 = kg + (sq.bos * H + h) * K;
+  auto ws16 = [&](int64_t off, int64_t row_elems) {
+    return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;
+  };
+  auto issue = [&](int64_t c, bool as_producer, int ti, int nt) {
+    const bool P = NWP > 0;
+    unsigned char* st = sm + (c % cfg::STAGES) * L.stage_bytes;
+    const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
+    const int Lr = (int)lmin(C, sq.len - c * C);
+    if ((P && kRebuildQ) == as_producer) {
+      if (kQop)
+        load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.q), ws16(W.opq, C * K) + chunk * C * K, K, Lr, K, ti, nt);
+      else
+        load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ti, nt);
+    }
+    if (kKop && !as_producer)
+      load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.k), ws16(W.opk, C * K) + chunk * C * K, K, Lr, K, ti, nt);
+    else if (kRawK && P == as_producer)
+      load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ti, nt);
+    if (kRawOwn && as_producer)
+      load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.kraw), k0 + rows, H * K, Lr, K, ti, nt);
+    if (kKw && (P && kRebuildW) == as_producer)
+      load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * K) + chunk * C * K, K, Lr, K, ti, nt);
+    if (kPre && as_producer)
+      load_tile32<1, KP>(smem_at<float>(st, L.pst), KP,
+                         reinterpret_cast<const float*>(ws + W.pst) + ((s0 + c) * H + h) * K, K, 1, K, ti, nt);
+    if (P == as_producer)
+      load_tile32<C + 1, 8>(smem_at<float>(st, L.tok), 8,
+                            reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1,
+                            8, ti, nt);
+    if (as_producer) return;
+    load_tile16<C, BV>(smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0,
+                       ti, nt);
+    if (kDelta) load_tile16<C, C>(smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ti, nt);
+    load_tile16<C, C>(smem_at<uint16_t>(st, L.aqk), PC, ws16(W.aqk, C * C) + chunk * C * C, C, C, C, ti, nt);
+    if (kDiag)
+      load_tile32<1, KP>(smem_at<float>(st, L.dec), KP,
+                         reinterpret_cast<const float*>(ws16(W.pdec, K * 2)) + chunk * K, K, 1, K, ti, nt);
+  };
+
+  if (NWP > 0 && producer) {
+    // ---- producer warpgroup: chunk c+1's P⊙k into the write-key tile (over opw with per-channel decay) or
+    // P⊙q over the query tile, from the raw input key bits (precond_rebuild.cuh) ----
+    if (kRealloc) regs_dec<kRegsProducer>();
+    const int pt = tid() - NTC;
+    const float center = precond_center_of<Tr>(a, h);
+    auto produce = [&](int64_t c) {
+      issue(c, true, pt, NTP);
+      cp_async_commit();
+      cp_async_wait<0>();
+      bar_sync(kBarProducer, NTP);
+      unsigned char* st = sm + (c % cfg::STAGES) * L.stage_bytes;
+      const int Lr = (int)lmin(C, sq.len - c * C);
+      const uint16_t* sKraw = smem_at<uint16_t>(st, L.kraw);
+      uint16_t* sQ = smem_at<uint16_t>(st, L.q);
+      uint16_t* sKw = smem_at<uint16_t>(st, L.kw);
+      dev::precond_chunk_scan<Tr, 4>(
+          smem_at<float>(st, L.pst), smem_at<float>(st, L.tok) + 4, 8, Lr, center,
+          [&](int i, int d) { return Act_t::load(sKraw[core_off<C>(i, d)]); },
+          [&](int i, int d, float P, float kv) {
+            const int o = core_off<C>(i, d);
+            if (kRebuildW)
+              sKw[o] = f32_to_bf16(P * (kKw ? bf16_to_f32(sKw[o]) : kv));
+            else
+              sQ[o] = f32_to_bf16(P * (kQop ? bf16_to_f32(sQ[o]) : Act_t::load(sQ[o])));
+          },
+          pt, NTP);
+    };
+    if (nch > 0) produce(0);
+    for (int64_t c = 0; c < nch; ++c) {
+      sync_all();  // chunk c's tiles are complete
+      if (cfg::STAGES == 2 && c + 1 < nch) produce(c + 1);
+      sync_all();  // the consumers are done with chunk c
+      if (cfg::STAGES == 1 && c + 1 < nch) produce(c + 1);
+    }
+    return;
+  }
+  if (kRealloc) regs_inc<kRegsConsumer>();
 
   // ---- state Sᵀ: rows v = vw + g (+8), columns d = 8 nt + 2t (+1) ----
   float S[KP / 8][4];
@@ -72,38 +179,9 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
       }
   }
 
-  auto issue = [&](int64_t c) {
-    unsigned char* st = sm + (c % cfg::STAGES) * L.stage_bytes;
-    const int64_t t0 = sq.bos + c * C, slot = s0 + c, sh = slot * HV + hv;
-    const int Lr = (int)lmin(C, sq.len - c * C);
-    const uint16_t* opbase = reinterpret_cast<const uint16_t*>(ws);
-    if (kQop)
-      load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.q), opbase + W.opq / 2 + sh * C * K, K, Lr, K);
-    else
-      load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.q), qg + (t0 * H + h) * K, H * K, Lr, K);
-    if (kKop)
-      load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.k), opbase + W.opk / 2 + sh * C * K, K, Lr, K);
-    else if (kRawK)
-      load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.k), kg + (t0 * H + h) * K, H * K, Lr, K);
-    if (kRawOwn) load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.kraw), kg + (t0 * H + h) * K, H * K, Lr, K);
-    if (kKw) load_tile16_core<C, KP>(smem_at<uint16_t>(st, L.kw), opbase + W.opw / 2 + sh * C * K, K, Lr, K);
-    if (kPre)
-      load_tile32<1, KP>(smem_at<float>(st, L.pst), KP, reinterpret_cast<const float*>(ws + W.pst) + (slot * H + h) * K,
-                         K, 1, K);
-    load_tile16<C, BV>(smem_at<uint16_t>(st, L.v), PV, vg + (t0 * HV + hv) * V + v0, HV * V, Lr, V - v0);
-    if (kDelta)
-      load_tile16<C, C>(smem_at<uint16_t>(st, L.tb), PC, reinterpret_cast<const uint16_t*>(ws + W.tb) + sh * C * C,
-                        C, C, C);
-    load_tile16<C, C>(smem_at<uint16_t>(st, L.aqk), PC, reinterpret_cast<const uint16_t*>(ws + W.aqk) + sh * C * C,
-                      C, C, C);
-    load_tile32<C + 1, 8>(smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws + W.tok) + sh * (C + 1) * 8,
-                          8, C + 1, 8);
-    if (kDiag)
-      load_tile32<1, KP>(smem_at<float>(st, L.dec), KP, reinterpret_cast<const float*>(ws + W.pdec) + sh * K, K, 1, K);
-  };
-
+  const int ct = tid();  // consumer thread index (consumers are warps 0..NWC-1)
   if (nch > 0) {
-    issue(0);
+    issue(0, false, ct, NTC);
     cp_async_commit();
   }
   for (int64_t c = 0; c < nch; ++c) {
@@ -111,49 +189,28 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
     const int64_t t0 = sq.bos + c * C;
     const int Lr = (int)lmin(C, sq.len - c * C);
     if (cfg::STAGES == 2) {
-      if (c + 1 < nch) issue(c + 1);
+      if (c + 1 < nch) issue(c + 1, false, ct, NTC);
       cp_async_commit();
       cp_async_wait<1>();
     } else {
       cp_async_wait<0>();
     }
-    sync_threads();
+    sync_all();
     uint16_t* sQop = smem_at<uint16_t>(st, L.q);
     uint16_t* sKop = smem_at<uint16_t>(st, L.k);
-    uint16_t* sKw = smem_at<uint16_t>(st, L.kw);  // == sKop unless a prepared write operand exists
+    uint16_t* sKw = smem_at<uint16_t>(st, L.kw);  // == sKop unless a prepared or rebuilt write operand exists
     uint16_t* sV = smem_at<uint16_t>(st, L.v);
     const uint16_t* sTb = smem_at<uint16_t>(st, L.tb);
     const uint16_t* sAqk = smem_at<uint16_t>(st, L.aqk);
     const float* sTok = smem_at<float>(st, L.tok);
     const float* sDec = smem_at<float>(st, L.dec);
 
-    // P⊙k into the write-key tile (over opw with per-channel decay) or P⊙q over the query tile
-    auto rebuild = [&]() {
-      const uint16_t* sKraw = smem_at<uint16_t>(st, L.kraw);
-      dev::precond_chunk_scan<Tr>(
-          smem_at<float>(st, L.pst), sTok + 4, 8, Lr, center,
-          [&](int i, int d) { return Act_t::load(sKraw[core_off<C>(i, d)]); },
-          [&](int i, int d, float P, float kv) {
-            const int o = core_off<C>(i, d);
-            if (kRebuildW)
-              sKw[o] = f32_to_bf16(P * (kKw ? bf16_to_f32(sKw[o]) : kv));
-            else
-              sQop[o] = f32_to_bf16(P * (kQop ? bf16_to_f32(sQop[o]) : Act_t::load(sQop[o])));
-          });
-    };
-    if (kRebuildEarly) {
-      rebuild();
-      if (kRebuildQ && !cfg::kInputF16) sync_threads();  // the query feeds the products below
-    }
-
     if (cfg::kInputF16) {
-      // fp16 inputs feed bf16 tensor-core products; prepared or rebuilt operand tiles are bf16 already (each
-      // thread re-encodes other elements than it rebuilt, hence the barrier)
-      if (kRebuildEarly) sync_threads();
-      if (!kQop && !kRebuildQ) f16_to_bf16_lin(sQop, C * KP);
-      if (kRawK) f16_to_bf16_lin(sKop, C * KP);
-      f16_to_bf16_tile<C, BV>(sV, PV);
-      sync_threads();
+      // fp16 inputs feed bf16 tensor-core products; prepared or rebuilt operand tiles are bf16 already
+      if (!kQop && !kRebuildQ) f16_to_bf16_lin(sQop, C * KP, ct, NTC);
+      if (kRawK) f16_to_bf16_lin(sKop, C * KP, ct, NTC);
+      f16_to_bf16_tile<C, BV>(sV, PV, ct, NTC);
+      sync_consumers();
     }
 
     // ---- XQᵀ, XKᵀ = Sᵀ [Q_op; K_op]ᵀ: warpgroup MMA on sm_90a (B read once per warpgroup), else mma.sync ----
@@ -174,7 +231,6 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
         if (kDelta) wgmma_m64n64k16(&XK[0][0], A[ks], wgmma_desc(sKop + core_off<C>(0, 16 * ks), 16 * C, 128));
       }
       wgmma_commit();
-      if (kRebuildW && !kRebuildEarly) rebuild();
       wgmma_wait0();
     } else {
 #pragma unroll
@@ -285,7 +341,6 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
     }
 
     // ---- Sᵀ ← Sᵀ D_C + (Nᵀ diag(w)) K_w ----
-    if (kRebuildW) sync_threads();  // every warp reads the whole rebuilt write key
     if (Tr::kDecay == 1) {
       const float dec = sTok[C * 8 + 0];
 #pragma unroll
@@ -321,9 +376,9 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
         mma_bf16(S[2 * qd], NA[ks], b[0], b[1]);
         mma_bf16(S[2 * qd + 1], NA[ks], b[2], b[3]);
       }
-    sync_threads();  // this stage (and the processed operands) may be overwritten from here on
+    sync_all();  // this stage may be overwritten from here on
     if (cfg::STAGES == 1 && c + 1 < nch) {
-      issue(c + 1);
+      issue(c + 1, false, ct, NTC);
       cp_async_commit();
     }
   }

@@ -285,6 +285,15 @@ DGPS_HD constexpr StateOutputSmem stateOutputSmem(const FeatureSet& f, int K, in
   return m;
 }
 
+/// state_output warps: one consumer warp per 16 value columns, plus, with a diagonal preconditioner, one
+/// producer warpgroup that loads the next chunk's key and rebuilds its preconditioned operand while the
+/// consumers run the current chunk (the rebuild then stays off the sequential critical path).
+DGPS_HD constexpr int stateOutputConsumerWarps(int BV) { return BV / 16; }
+DGPS_HD constexpr int stateOutputProducerWarps(const FeatureSet& f) { return f.precond == 1 ? 4 : 0; }
+DGPS_HD constexpr int stateOutputThreads(const FeatureSet& f, int BV) {
+  return (stateOutputConsumerWarps(BV) + stateOutputProducerWarps(f)) * 32;
+}
+
 /// Largest dynamic shared memory per CTA on sm_90 (H100/H200): 227 KiB. Candidates above the device's
 /// limit (cudaDevAttrMaxSharedMemoryPerBlockOptin) must be pruned by the tuner.
 constexpr unsigned long long kSm90MaxDynamicSmem = 232448;
@@ -326,7 +335,7 @@ DGPS_HD inline Geometry forwardGeometry(int role, const FeatureSet& f, const Pro
     case kStateOutput:
     default:
       g.grid.x = (unsigned)(s.N * s.HV * cdiv(s.V, BV));
-      g.block.x = (unsigned)(BV / 16 * 32);
+      g.block.x = (unsigned)stateOutputThreads(f, BV);
       g.smem_bytes = (unsigned long long)stateOutputSmem(f, (int)s.K, (int)s.V, t.chunk, BV, t.stages, s.f16 != 0).total;
       break;
   }

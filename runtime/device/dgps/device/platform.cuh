@@ -269,6 +269,23 @@ DGPS_DEV void wgmma_wait0() {}
 DGPS_DEV void wgmma_m64n64k16(float*, const uint32_t*, uint64_t) { asm volatile("trap;"); }
 #endif
 
+// ---- register reallocation between warpgroups (sm_90a setmaxnreg) -------------------------------------------
+// A warp-specialised kernel launched with __launch_bounds__ gets an equal register share per thread; these move
+// registers from a producer warpgroup (dec) to the consumer warpgroups (inc). Every warp of a warpgroup must
+// execute the same one. No-ops where setmaxnreg does not exist.
+template <int N>
+DGPS_DEV void regs_dec() {
+#if DGPS_USE_WGMMA && !defined(DGPS_EMU)
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+template <int N>
+DGPS_DEV void regs_inc() {
+#if DGPS_USE_WGMMA && !defined(DGPS_EMU)
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+
 // ---- small helpers ----------------------------------------------------------------------------------------
 /// 16-byte vector for copies (no dependency on CUDA's vector_types).
 struct alignas(16) U4 {

@@ -18,21 +18,23 @@ namespace dgps {
 namespace dev {
 
 /// Runs the scan over one chunk and calls apply(i, d, P, k_id) for every token row i < C and channel
-/// d < KP (k_id = the raw key value as fp32). `coef` points at pa_0; pb_i is at coef[i·stride + 1].
-/// Loads are batched 8 tokens ahead so the read-outs (MUFU) of a batch overlap the next batch's loads.
-template <class Tr, class KAt, class Apply>
+/// d < KP (k_id = the raw key value as fp32). `coef` points at pa_0; pb_i is at coef[i·stride + 1]. Thread t of
+/// nt owns channels t, t + nt, ...
+/// Loads are batched B tokens ahead so the read-outs (MUFU) of a batch overlap each other (B = 8 where
+/// registers allow; the state_output producer warpgroup uses 4 within its smaller register budget).
+template <class Tr, int B = 8, class KAt, class Apply>
 DGPS_DEV void precond_chunk_scan(const float* pstate, const float* coef, int stride, int Lr, float center,
-                                 KAt k_at, Apply apply) {
+                                 KAt k_at, Apply apply, int t = tid(), int nt = nthreads()) {
   constexpr int C = cfg::C, K = cfg::K, KP = cfg::KP;
   const float nl2x = squash_neg_log2x<Tr>();
-  for (int d = tid(); d < KP; d += nthreads()) {
+  for (int d = t; d < KP; d += nt) {
     float st = d < K ? pstate[d] : 0.f;
-    for (int i0 = 0; i0 < C; i0 += 8) {
-      float kv[8], val[8];
+    for (int i0 = 0; i0 < C; i0 += B) {
+      float kv[B], val[B];
 #pragma unroll
-      for (int u = 0; u < 8; ++u) kv[u] = k_at(i0 + u, d);
+      for (int u = 0; u < B; ++u) kv[u] = k_at(i0 + u, d);
 #pragma unroll
-      for (int u = 0; u < 8; ++u) {
+      for (int u = 0; u < B; ++u) {
         const int i = i0 + u;
         val[u] = Tr::kPrecondSource == 0 ? -1.f : 1.f;  // -1: no read-out (pad row / channel)
         if (i < Lr && d < K) {
@@ -48,7 +50,7 @@ DGPS_DEV void precond_chunk_scan(const float* pstate, const float* coef, int str
         }
       }
 #pragma unroll
-      for (int u = 0; u < 8; ++u) {
+      for (int u = 0; u < B; ++u) {
         float P = val[u];
         if (Tr::kPrecondSource == 0) P = P >= 0.f ? squash_m<Tr>(P, center, nl2x) : 1.f;
         apply(i0 + u, d, P, kv[u]);
