@@ -339,6 +339,9 @@ std::vector<std::string> JitCompiler::options(const JitRequest& req) const {
   if (!env.include_dir.empty()) o.push_back("-I" + env.include_dir);
   for (const auto& d : req.defines) o.push_back("-D" + d);
   for (const auto& x : req.extra_options) o.push_back(x);
+  // Developer hook: extra NVRTC options for experiments (e.g. -DNAME=1); part of the cache key like the rest.
+  std::istringstream extra(envOr("DGPS_NVRTC_OPTIONS"));
+  for (std::string x; extra >> x;) o.push_back(x);
   return o;
 }
 
