@@ -16,9 +16,6 @@
 
 #include "dgps/device/common.cuh"
 #include "dgps/device/precond_rebuild.cuh"
-#ifndef DGPS_XP
-#define DGPS_XP 0
-#endif
 
 namespace dgps {
 
@@ -137,15 +134,10 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
     const int pt = tid() - NTC;
     const float center = precond_center_of<Tr>(a, h);
     auto produce = [&](int64_t c) {
-#if DGPS_XP != 2
       issue(c, true, pt, NTP);
       cp_async_commit();
       cp_async_wait<0>();
-#endif
       bar_sync(kBarProducer, NTP);
-#if DGPS_XP == 1
-      return;
-#endif
       unsigned char* st = sm + (c % cfg::STAGES) * L.stage_bytes;
       const int Lr = (int)lmin(C, sq.len - c * C);
       const uint16_t* sKraw = smem_at<uint16_t>(st, L.kraw);

@@ -35,24 +35,28 @@ DGPS_DEV void precond_chunk_scan(const float* pstate, const float* coef, int str
       for (int u = 0; u < B; ++u) kv[u] = k_at(i0 + u, d);
 #pragma unroll
       for (int u = 0; u < B; ++u) {
+        // selects, not branches, so the batch stays one straight-line block (coef rows exist up to C)
         const int i = i0 + u;
-        val[u] = Tr::kPrecondSource == 0 ? -1.f : 1.f;  // -1: no read-out (pad row / channel)
-        if (i < Lr && d < K) {
-          const float x = coef[i * stride + 1] * kv[u] * kv[u];
-          if (Tr::kPrecondSource == 0) {
-            st = coef[i * stride] * st + x;
-            val[u] = st;
-          } else {
-            const float dn = osdn_clamp<Tr>(coef[i * stride] * st + x);
-            val[u] = Tr::kTiming == 0 ? st : dn;
-            st = dn;
-          }
+        const bool ok = i < Lr && d < K;
+        const float pre = coef[i * stride] * st + coef[i * stride + 1] * kv[u] * kv[u];
+        if (Tr::kPrecondSource == 0) {
+          st = ok ? pre : st;
+          val[u] = ok ? st : -1.f;  // -1: no read-out (pad row / channel)
+        } else {
+          const float dn = osdn_clamp<Tr>(pre);
+          val[u] = ok ? (Tr::kTiming == 0 ? st : dn) : 1.f;
+          st = ok ? dn : st;
         }
       }
 #pragma unroll
       for (int u = 0; u < B; ++u) {
         float P = val[u];
-        if (Tr::kPrecondSource == 0) P = P >= 0.f ? squash_m<Tr>(P, center, nl2x) : 1.f;
+        // branch-free read-out: a conditional squash compiles to one branch region per token, which serialises
+        // the MUFU chains of a batch (measured 8.6 us per chunk in state_output's producer on H200)
+        if (Tr::kPrecondSource == 0) {
+          const float m = squash_m<Tr>(fmax_(P, 0.f), center, nl2x);
+          P = P >= 0.f ? m : 1.f;
+        }
         apply(i0 + u, d, P, kv[u]);
       }
     }
