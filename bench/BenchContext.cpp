@@ -12,6 +12,7 @@
 
 #include "Anchors.h"
 #include "TuningHook.h"
+#include "dgps/runtime/DefaultConfig.h"
 #include "dgps/runtime/Error.h"
 
 #ifndef DGPS_BENCH_GENERATED_DIR
@@ -137,7 +138,11 @@ void BenchContext::buildCases(const GpuInfo* gpu) {
       def.entry = &e;
       def.shape = shape;
       def.variant = "default";
-      def.config = pkg.manifest().default_config;
+      // what Runtime::forward picks when nobody tuned the call (shape-aware; decode keeps the manifest's)
+      def.config = shape.kind == Kind::Forward
+                       ? shapeDefaultConfig(pkg.manifest(), shape.batch, valueHeads(pkg.spec(), shape),
+                                            shape.value_dim, gpu ? gpu->sm_count : 0)
+                       : pkg.manifest().default_config;
       cases.push_back(def);
 
       std::set<std::string> timed = {configKey(def.config)};

@@ -1,5 +1,7 @@
 #include "dgps/runtime/Runtime.h"
 
+#include "dgps/runtime/DefaultConfig.h"
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -78,6 +80,27 @@ struct Runtime::Impl {
   std::map<std::pair<CUcontext, std::string>, std::shared_ptr<LoadedModule>> modules;
   std::map<std::pair<CUcontext, CUstream>, std::shared_ptr<Workspace>> workspaces;
   std::map<int, JitTarget> targets;
+  std::map<int, int> sm_counts;
+
+  /// Multiprocessors of `device`, or 0 when it cannot be queried (no driver or GPU): the shape-aware default
+  /// then keeps the manifest's configuration.
+  int smCount(int device) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = sm_counts.find(device);
+    if (it != sm_counts.end()) return it->second;
+    int n = 0;
+    try {
+      const CudaDriver& d = cudaDriver();
+      CUdevice dev = 0;
+      if (d.cuDeviceGet(&dev, device) != CUDA_SUCCESS ||
+          d.cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS)
+        n = 0;
+    } catch (const std::exception&) {
+      n = 0;
+    }
+    sm_counts[device] = n;
+    return n;
+  }
 
   explicit Impl(RuntimeOptions o) : options(std::move(o)), jit(BinaryCache(options.cache_dir)) {}
 
@@ -295,7 +318,8 @@ TileConfig Runtime::resolveForwardConfig(const Package& package, const ForwardPr
   if (impl_->options.forward_config) {
     if (auto c = impl_->options.forward_config(package, problem, problem.device)) return *c;
   }
-  return package.manifest().default_config;
+  return shapeDefaultConfig(package.manifest(), problem.num_seqs, problem.heads_v, problem.value_dim,
+                            impl_->smCount(problem.device));
 }
 
 std::size_t Runtime::forwardWorkspaceBytes(const Package& package, const ForwardProblem& problem,

@@ -143,7 +143,7 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
       const uint16_t* sKraw = smem_at<uint16_t>(st, L.kraw);
       uint16_t* sQ = smem_at<uint16_t>(st, L.q);
       uint16_t* sKw = smem_at<uint16_t>(st, L.kw);
-      dev::precond_chunk_scan<Tr, 4>(
+      dev::precond_chunk_scan<Tr, 8>(
           smem_at<float>(st, L.pst), smem_at<float>(st, L.tok) + 4, 8, Lr, center,
           [&](int i, int d) { return Act_t::load(sKraw[core_off<C>(i, d)]); },
           [&](int i, int d, float P, float kv) {

@@ -103,7 +103,9 @@ class Runtime {
   std::size_t forwardWorkspaceBytes(const Package& package, const ForwardProblem& problem,
                                     const TileConfig& config) const;
 
-  /// The configuration forward would use for `problem` when none is given.
+  /// The configuration forward would use for `problem` when none is given: the forward_config resolver's, else
+  /// the shape-aware default (DefaultConfig.h: the manifest's, with block_v halved for calls too small to fill
+  /// the GPU).
   TileConfig resolveForwardConfig(const Package& package, const ForwardProblem& problem) const;
 
   /// Compiles (or fetches from the caches) and loads one variant on `device`; returns its resources.
