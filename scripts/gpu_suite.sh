@@ -23,7 +23,9 @@ while (($#)); do
 done
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv > "$logs/gpu.txt" 2>&1
-echo "commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)" >> "$logs/gpu.txt"
+# The GPU machine's copy of the tree may carry stale git metadata: pass DGPS_COMMIT from the machine that sent it.
+export DGPS_COMMIT=${DGPS_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+echo "commit $DGPS_COMMIT" >> "$logs/gpu.txt"
 
 if ((!skip_build)); then
   [[ -d "$root/.deps/include" ]] || echo "gpu_suite: no .deps/include (run scripts/stage_device_deps.sh here first) — needed where nlohmann-json/CLI11 are not installed"
