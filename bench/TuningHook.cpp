@@ -2,18 +2,13 @@
 
 #include <exception>
 
+#include "dgps/runtime/tune/TuneJob.h"
 #include "dgps/runtime/tuning/TuningDb.h"
-
-#ifndef DGPS_BENCH_VERSION
-#define DGPS_BENCH_VERSION "0.0.0"
-#endif
 
 namespace dgps {
 namespace bench {
 
-std::string codegenVersion() { return std::string("dgps-") + DGPS_BENCH_VERSION; }
-
-tuning::DeviceFingerprint currentFingerprint(const GpuInfo& gpu) {
+tuning::DeviceFingerprint currentFingerprint(const GpuInfo& gpu, const Package& package) {
   tuning::DeviceFingerprint f;
   f.name = gpu.name;
   f.compute_capability = std::to_string(gpu.cc.major) + "." + std::to_string(gpu.cc.minor);
@@ -21,7 +16,7 @@ tuning::DeviceFingerprint currentFingerprint(const GpuInfo& gpu) {
   f.sm_count = gpu.sm_count;
   f.driver_version = gpu.driver_version;
   f.nvrtc_version = gpu.nvrtc_version;
-  f.codegen_version = codegenVersion();
+  f.codegen_version = tune::codegenIdentity(package);
   f.smem_per_block_optin = gpu.smem_per_block_optin;
   f.smem_per_sm = gpu.smem_per_sm;
   f.regs_per_sm = gpu.regs_per_sm;
@@ -66,7 +61,7 @@ TunedLookup lookupTuned(const Package& package, const BenchShape& shape, const G
     fallback.warps = d.warps;
     fallback.stages = d.stages;
     const tuning::ProblemKey key = problemKey(package, shape, gpu.sm_count);
-    const tuning::LookupResult r = db.lookup(currentFingerprint(gpu), key, fallback, /*collectForeign=*/true);
+    const tuning::LookupResult r = db.lookup(currentFingerprint(gpu, package), key, fallback, /*collectForeign=*/true);
     if (r.source == tuning::LookupSource::Default || !r.record) {
       out.note = "no record in " + *path + " for " + key.str();
       if (!r.foreign.empty()) {

@@ -4,8 +4,10 @@
 // configuration and the manifest's default_config.
 //
 // The device fingerprint is built here from the driver (name, compute capability with the "a" suffix
-// when NVRTC targets sm_XYa, SM count, driver and NVRTC versions) and codegen_version "dgps-<project
-// version>"; records written under another identity are listed as foreign in the note, never used.
+// when NVRTC targets sm_XYa, SM count, driver and NVRTC versions) and the package's codegen identity as
+// dgps-tune stamps it (tune::codegenIdentity: emitter version + hash of kernels.cu and the device headers),
+// so records dgps-tune wrote apply; records written under another identity are listed as foreign in the
+// note, never used.
 #pragma once
 
 #include <optional>
@@ -20,8 +22,8 @@
 namespace dgps {
 namespace bench {
 
-/// The identity records of this GPU and toolchain carry.
-tuning::DeviceFingerprint currentFingerprint(const GpuInfo& gpu);
+/// The identity records of `package` on this GPU and toolchain carry.
+tuning::DeviceFingerprint currentFingerprint(const GpuInfo& gpu, const Package& package);
 
 /// The database key of `package` at `shape` on a GPU with `sm_count` SMs (bf16, dense, "ieee").
 tuning::ProblemKey problemKey(const Package& package, const BenchShape& shape, int sm_count);
@@ -35,9 +37,6 @@ struct TunedLookup {
 
 /// Looks `package` at `shape` up in the tuning database. Never throws; problems go to the note.
 TunedLookup lookupTuned(const Package& package, const BenchShape& shape, const GpuInfo& gpu);
-
-/// The codegen_version this binary stamps into fingerprints.
-std::string codegenVersion();
 
 }  // namespace bench
 }  // namespace dgps

@@ -13,7 +13,23 @@ file(REMOVE_RECURSE "${WORK}/logs")
 file(MAKE_DIRECTORY "${WORK}")
 set(common --dgps_generated_dir=${GENERATED} --dgps_packages=gdn "--benchmark_filter=B8_T4096|B256"
            --dgps_reps=3 --dgps_decode_reps=3 --dgps_warmup=1 --dgps_jobs=2)
-set(env LD_LIBRARY_PATH=${FAKE_DIR} DGPS_CACHE_DIR=${WORK}/cache DGPS_TUNING_DB=${WORK}/no-tuning.jsonl)
+set(env LD_LIBRARY_PATH=${FAKE_DIR} DGPS_CACHE_DIR=${WORK}/cache DGPS_TUNING_DB=${WORK}/tuning.jsonl)
+
+# A tuning-database record for the fake GPU at B8_T4096 (block_v 32, so it differs from every default).
+file(READ "${GENERATED}/gdn/manifest.yaml" manifest)
+string(REGEX MATCH "spec_hash: \"([0-9a-f]+)\"" _ "${manifest}")
+set(hash "${CMAKE_MATCH_1}")
+function(write_db codegen)
+  file(WRITE "${WORK}/tuning.jsonl"
+    "{\"version\":1,\"fingerprint\":{\"name\":\"Fake H200 (dgps-bench test driver)\",\"compute_capability\":\"9.0a\","
+    "\"sm_count\":132,\"driver_version\":\"13.0\",\"nvrtc_version\":\"${NVRTC}\",\"codegen_version\":\"${codegen}\","
+    "\"smem_per_block_optin\":232448,\"smem_per_sm\":233472,\"regs_per_sm\":65536,\"max_threads_per_block\":1024,"
+    "\"l2_bytes\":4194304},\"key\":{\"spec\":\"${hash}\",\"K\":128,\"V\":128,\"H\":16,\"HV\":16,"
+    "\"t_bucket\":\"<=4096\",\"waves\":\"<1\",\"dtype\":\"bf16\",\"varlen\":false,\"kind\":\"forward\","
+    "\"precision\":\"ieee\"},\"config\":{\"chunk\":64,\"block_v\":32,\"warps\":4,\"stages\":1},"
+    "\"median_ms\":0.5,\"p20_ms\":0.49,\"p80_ms\":0.51,\"candidates_tried\":4,"
+    "\"date\":\"2026-11-29T10:00:00.000Z\",\"host\":\"test\"}\n")
+endfunction()
 
 # run(<mode> <expected exit code> <extra args...>): sets `out` (stdout + stderr).
 function(run mode expected_rc)
@@ -46,8 +62,17 @@ function(expect_summary_last mode)
   endif()
 endfunction()
 
-# 1. Kernels that write nothing: the guard sees the NaN poison and refuses to time.
+# 1. Kernels that write nothing: the guard sees the NaN poison and refuses to time. The record in the
+#    database carries a placeholder codegen identity, so the bench must name the one it looks for: the
+#    tuner's (tune::codegenIdentity, "cg<version>-<hash>"), which dgps-tune stamps into its records.
+write_db(cg-placeholder)
 run(noop 1)
+string(REGEX MATCH "codegen_version 'cg-placeholder' != '([^']+)'" _ "${out}")
+set(codegen "${CMAKE_MATCH_1}")
+if(NOT codegen MATCHES "^cg[0-9]+-[0-9a-f]+$")
+  message(FATAL_ERROR "mode noop: the bench does not look tuning records up under the tuner's codegen identity "
+                      "(found '${codegen}')\n${out}")
+endif()
 expect(noop "Fake H200")
 expect(noop "copy bandwidth")
 expect(noop "wrong result at gdn forward")
@@ -60,20 +85,9 @@ expect_summary_last(noop)
 run(zeros 1)
 expect(zeros "o: \\|\\|out - ref\\|\\| / \\|\\|ref\\|\\| = 1 > tolerance 0.01|o: //out - ref// / //ref// = 1 > tolerance 0.01")
 
-# 3. Unchecked: every step up to the table runs and the row carries numbers. A tuning-database record for
-#    the fake GPU (its fingerprint as TuningHook.cpp builds it) adds a "tuned" row for B8_T4096.
-file(READ "${GENERATED}/gdn/manifest.yaml" manifest)
-string(REGEX MATCH "spec_hash: \"([0-9a-f]+)\"" _ "${manifest}")
-set(hash "${CMAKE_MATCH_1}")
-file(WRITE "${WORK}/tuning.jsonl"
-  "{\"version\":1,\"fingerprint\":{\"name\":\"Fake H200 (dgps-bench test driver)\",\"compute_capability\":\"9.0a\","
-  "\"sm_count\":132,\"driver_version\":\"13.0\",\"nvrtc_version\":\"${NVRTC}\",\"codegen_version\":\"${CODEGEN}\","
-  "\"smem_per_block_optin\":232448,\"smem_per_sm\":233472,\"regs_per_sm\":65536,\"max_threads_per_block\":1024,"
-  "\"l2_bytes\":4194304},\"key\":{\"spec\":\"${hash}\",\"K\":128,\"V\":128,\"H\":16,\"HV\":16,"
-  "\"t_bucket\":\"<=4096\",\"waves\":\"<1\",\"dtype\":\"bf16\",\"varlen\":false,\"kind\":\"forward\","
-  "\"precision\":\"ieee\"},\"config\":{\"chunk\":64,\"block_v\":32,\"warps\":4,\"stages\":1},"
-  "\"median_ms\":0.5,\"p20_ms\":0.49,\"p80_ms\":0.51,\"candidates_tried\":4,"
-  "\"date\":\"2026-11-29T10:00:00.000Z\",\"host\":\"test\"}\n")
+# 3. Unchecked: every step up to the table runs and the row carries numbers. The record, now under the
+#    identity the bench reported, adds a "tuned" row for B8_T4096.
+write_db(${codegen})
 set(env LD_LIBRARY_PATH=${FAKE_DIR} DGPS_CACHE_DIR=${WORK}/cache DGPS_TUNING_DB=${WORK}/tuning.jsonl)
 #    The fake's forward "kernel" zeroes 134 MB on the host (tens of ms), so a 0.1 s budget cuts the
 #    asked 50 repetitions (never below 10) and the row says how many were timed.
