@@ -8,8 +8,8 @@
 // Operands: raw q/k tiles when the per-token factors cq/ck/w (tok workspace) carry the gating and l2norm;
 // otherwise the tiles chunk_local prepared (opq/opk/opw: per-channel decay). A diagonal preconditioner's
 // multiplier is rebuilt here from the chunk-start state pst and the raw key (precond_rebuild.cuh), so P⊙k
-// (ATK write key) and P⊙q (ATQ read query) never go through device memory. The ATK rebuild runs while the
-// Sᵀ[Q;K]ᵀ warpgroup products are in flight (its MUFU work then overlaps the tensor cores).
+// (ATK write key) and P⊙q (ATQ read query) never go through device memory: a producer warpgroup rebuilds
+// chunk c+1's operand while the consumer warps run chunk c, so the rebuild stays off the sequential path.
 // The state enters tensor-core products as bf16 also for fp16 inputs (|S| may exceed 65504, field case C06).
 // Partial last chunks: zero pad rows are exact no-ops; the final decay is the last real token's (C16).
 #pragma once
@@ -39,9 +39,6 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
   constexpr bool kPre = Tr::kPrecond == 1;
   constexpr bool kQop = launch::needOpQ(F), kKop = launch::needOpK(F), kKw = launch::needOpW(F);
   constexpr bool kRebuildW = launch::rebuildsKw(F), kRebuildQ = launch::rebuildsQ(F);
-  // 384 threads launch with 168 registers each (64512); 256·224 + 128·56 fits that pool. The producer's
-  // loaders run un-unrolled (common.cuh) so its scan fits in 56 (dgps-jit-check: no spills at K = 128).
-  constexpr int kRegsConsumer = 224, kRegsProducer = 56;
   constexpr bool kRawK = launch::rawKInKTile(F), kRawOwn = launch::rawKOwnTile(F);
   // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
@@ -51,8 +48,11 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
   constexpr int NWC = launch::stateOutputConsumerWarps(BV), NWP = launch::stateOutputProducerWarps(F);
   constexpr int NTC = NWC * 32, NTP = NWP * 32, NT = NTC + NTP;
   static_assert(NWP == 0 || kPre, "a producer warpgroup exists only to rebuild the preconditioned operand");
-  // 384 threads share 64K registers: the producer gives registers to the consumers (whole warpgroups only)
+  // 384 threads launch with 168 registers each (64512): the producer gives registers to the consumers (whole
+  // warpgroups only); 256·224 + 128·56 fits that pool. The producer's loaders stay rolled (common.cuh) so its
+  // scan fits in 56 (dgps-jit-check: no spills at K = 128).
   constexpr bool kRealloc = NWP == 4 && NWC % 4 == 0 && NT > 256;
+  constexpr int kRegsConsumer = 224, kRegsProducer = 56;
   constexpr int kBarAll = 1, kBarConsumers = 2, kBarProducer = 3;  // named barriers (0 is __syncthreads)
 
   const launch::WorkspaceLayout W = launch::workspaceLayout(F, shape_of<Tr>(a), tile_of());
