@@ -50,8 +50,10 @@ def write(name, c):
         lines.append("  static constexpr %s %s = %s;" % (typ(v), k, lit(v)))
     lines += ["};", "}  // namespace"]
     for r in roles:
-        lines.append('extern "C" __global__ void dgps_%s_fwd_%s(dgps::ForwardArgs a) { dgps::fwd_%s<Traits>(a); }'
-                     % (name, r, r))
+        # as the emitter writes it: state_output's launch bound lets ptxas honour the warpgroups' setmaxnreg
+        bounds = "__launch_bounds__(dgps::state_output_threads<Traits>(), 1) " if r == "state_output" else ""
+        lines.append('extern "C" __global__ void %sdgps_%s_fwd_%s(dgps::ForwardArgs a) { dgps::fwd_%s<Traits>(a); }'
+                     % (bounds, name, r, r))
     lines.append('extern "C" __global__ void dgps_%s_decode(dgps::DecodeArgs a) { dgps::decode<Traits>(a); }' % name)
     os.makedirs("configs", exist_ok=True)
     with open(os.path.join("configs", name + ".cu"), "w") as f:

@@ -25,5 +25,5 @@ struct Traits {
 };
 }  // namespace
 extern "C" __global__ void dgps_la_fwd_chunk_local(dgps::ForwardArgs a) { dgps::fwd_chunk_local<Traits>(a); }
-extern "C" __global__ void dgps_la_fwd_state_output(dgps::ForwardArgs a) { dgps::fwd_state_output<Traits>(a); }
+extern "C" __global__ void __launch_bounds__(dgps::state_output_threads<Traits>(), 1) dgps_la_fwd_state_output(dgps::ForwardArgs a) { dgps::fwd_state_output<Traits>(a); }
 extern "C" __global__ void dgps_la_decode(dgps::DecodeArgs a) { dgps::decode<Traits>(a); }
