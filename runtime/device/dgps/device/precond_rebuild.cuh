@@ -63,6 +63,74 @@ DGPS_DEV void precond_chunk_scan(const float* pstate, const float* coef, int str
   }
 }
 
+/// The same scan for ema_sq_squash over a key tile in the core-matrix layout (core_off), by one warp of a
+/// 4-warp group (warp index pw): lanes take 8 channels x 4 token quarters, so every key load and operand
+/// store of a warp touches four different rows of a core matrix (bank-conflict free; one row's 128 channels
+/// sit in 4 banks), and each lane's dependent chain is C/4 tokens long. The accumulator recurrence is affine
+/// (A <- pa·A + pb·k²), so the quarters combine exactly: a local scan from 0 gives each quarter's map
+/// (Π pa, local sum), a 3-step shuffle scan over the quarters composes them, and each lane re-runs its quarter
+/// from the true start with the read-outs. Same values as precond_chunk_scan up to fp32 association.
+/// apply(i, d, P, k_id) as there; `ktile` is the raw key (bf16/fp16 bits).
+template <class Tr, class Apply>
+DGPS_DEV void precond_chunk_scan_quarters(const float* pstate, const float* coef, int stride, int Lr, float center,
+                                          const uint16_t* ktile, Apply apply, int pw) {
+  static_assert(Tr::kPrecondSource == 0, "the quarter split needs the affine ema_sq_squash recurrence");
+  constexpr int C = cfg::C, K = cfg::K, KP = cfg::KP, TG = C / 4, B = TG < 4 ? TG : 4;
+  static_assert(C % 4 == 0 && TG % B == 0, "chunk must split into four token quarters");
+  const float nl2x = squash_neg_log2x<Tr>();
+  const int l = lane(), q = l >> 3, i0 = q * TG;
+#pragma unroll 1
+  for (int blk = pw; blk < KP / 8; blk += 4) {
+    const int d = blk * 8 + (l & 7);
+    const uint16_t* kcol = ktile + core_off<C>(0, d);  // (i, d) at kcol[8 i]
+    // 1. this quarter's map A_end = gam·A_in + loc
+    float gam = 1.f, loc = 0.f;
+#pragma unroll 4
+    for (int u = 0; u < TG; ++u) {
+      const int i = i0 + u;
+      const bool ok = i < Lr && d < K;
+      const float kv = Act_t::load(kcol[8 * i]);
+      const float pa = coef[i * stride];
+      const float nl = pa * loc + coef[i * stride + 1] * kv * kv;
+      loc = ok ? nl : loc;
+      gam = ok ? gam * pa : gam;
+    }
+    // 2. inclusive composition over the quarters (lanes l, l-8, l-16 share the channel), then exclusive
+#pragma unroll
+    for (int off = 8; off < 32; off <<= 1) {
+      const float gp = shfl_up(gam, off), lp = shfl_up(loc, off);
+      if (l >= off) {
+        loc = gam * lp + loc;
+        gam = gam * gp;
+      }
+    }
+    float ge = shfl_up(gam, 8), le = shfl_up(loc, 8);
+    if (q == 0) ge = 1.f, le = 0.f;
+    float st = ge * (d < K ? pstate[d] : 0.f) + le;
+    // 3. the quarter again from its true start, read-outs batched as in precond_chunk_scan (4 tokens: the
+    // producer's 56-register budget)
+#pragma unroll 1
+    for (int u0 = 0; u0 < TG; u0 += B) {
+      float kv[B], val[B];
+#pragma unroll
+      for (int u = 0; u < B; ++u) kv[u] = Act_t::load(kcol[8 * (i0 + u0 + u)]);
+#pragma unroll
+      for (int u = 0; u < B; ++u) {
+        const int i = i0 + u0 + u;
+        const bool ok = i < Lr && d < K;
+        const float pre = coef[i * stride] * st + coef[i * stride + 1] * kv[u] * kv[u];
+        st = ok ? pre : st;
+        val[u] = ok ? st : -1.f;
+      }
+#pragma unroll
+      for (int u = 0; u < B; ++u) {
+        const float m = squash_m<Tr>(fmax_(val[u], 0.f), center, nl2x);
+        apply(i0 + u0 + u, d, val[u] >= 0.f ? m : 1.f, kv[u]);
+      }
+    }
+  }
+}
+
 /// The squash's centre c_h of key head h (ema_sq_squash; 0 for hypergrad_ogd or when not given).
 template <class Tr>
 DGPS_DEV float precond_center_of(const ForwardArgs& a, int64_t h) {
