@@ -143,22 +143,17 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
       const uint16_t* sKraw = smem_at<uint16_t>(st, L.kraw);
       uint16_t* sQ = smem_at<uint16_t>(st, L.q);
       uint16_t* sKw = smem_at<uint16_t>(st, L.kw);
-      auto apply = [&](int i, int d, float P, float kv) {
-        const int o = core_off<C>(i, d);
-        if (kRebuildW)
-          sKw[o] = f32_to_bf16(P * (kKw ? bf16_to_f32(sKw[o]) : kv));
-        else
-          sQ[o] = f32_to_bf16(P * (kQop ? bf16_to_f32(sQ[o]) : Act_t::load(sQ[o])));
-      };
-      const float* sPst = smem_at<float>(st, L.pst);
-      const float* sCoef = smem_at<float>(st, L.tok) + 4;
-      if constexpr (Tr::kPrecondSource == 0 && NWP == 4) {
-        dev::precond_chunk_scan_quarters<Tr>(sPst, sCoef, 8, Lr, center, sKraw, apply, pt >> 5);
-      } else {
-        dev::precond_chunk_scan<Tr, 8>(
-            sPst, sCoef, 8, Lr, center, [&](int i, int d) { return Act_t::load(sKraw[core_off<C>(i, d)]); }, apply,
-            pt, NTP);
-      }
+      dev::precond_chunk_scan<Tr, 8>(
+          smem_at<float>(st, L.pst), smem_at<float>(st, L.tok) + 4, 8, Lr, center,
+          [&](int i, int d) { return Act_t::load(sKraw[core_off<C>(i, d)]); },
+          [&](int i, int d, float P, float kv) {
+            const int o = core_off<C>(i, d);
+            if (kRebuildW)
+              sKw[o] = f32_to_bf16(P * (kKw ? bf16_to_f32(sKw[o]) : kv));
+            else
+              sQ[o] = f32_to_bf16(P * (kQop ? bf16_to_f32(sQ[o]) : Act_t::load(sQ[o])));
+          },
+          pt, NTP);
     };
     if (nch > 0) produce(0);
     for (int64_t c = 0; c < nch; ++c) {
