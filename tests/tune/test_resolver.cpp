@@ -194,6 +194,23 @@ TEST_F(Resolver, RecordWrittenByAnotherProcessLaterIsPickedUp) {
   EXPECT_EQ(r->resolve(pkg_, problem(8, 4096), 0), cfg(32, 8, 2));  // a new key re-reads the file
 }
 
+TEST_F(Resolver, WithoutARecordTheDefaultFollowsTheShape) {
+  auto r = make(TuneMode::Recorded);
+  // B=8, H=16: 128 state_output CTAs on the fake H200's 132 SMs -> the manifest default
+  EXPECT_EQ(r->resolve(pkg_, problem(8, 4096), 0), pkg_.manifest().default_config);
+  // B=1, H=16: 16 CTAs at block_v 128 -> halved (pgdn allows 64), everything else the manifest's
+  TileConfig want = pkg_.manifest().default_config;
+  ASSERT_EQ(want.block_v, 128) << "the expectation assumes pgdn's default block_v";
+  want.block_v = 64;
+  EXPECT_EQ(r->resolve(pkg_, problem(1, 32768), 0), want);
+  ASSERT_EQ(decisions_.size(), 2u);
+  EXPECT_EQ(decisions_[1].source, ConfigSource::DefaultNoRecord);
+  // a record for that key still wins
+  record(problem(1, 32768), fakeH200(pkg_), cfg(32, 4, 1));
+  auto r2 = make(TuneMode::Recorded);
+  EXPECT_EQ(r2->resolve(pkg_, problem(1, 32768), 0), cfg(32, 4, 1));
+}
+
 TEST_F(Resolver, WithoutAGpuTheDefaultIsUsedAndWarnedOnce) {
   std::string why;
   if (cudaAvailable(&why)) GTEST_SKIP() << "this machine has a GPU";

@@ -1,5 +1,7 @@
 #include "dgps/runtime/tune/TuningResolver.h"
 
+#include "dgps/runtime/DefaultConfig.h"
+
 #include <cstdlib>
 #include <map>
 
@@ -117,7 +119,8 @@ std::optional<std::string> unusable(const Package& package, const ForwardProblem
 }  // namespace
 
 ResolverDecision TuningResolver::fromDatabase(const Package& package, const tuning::DeviceFingerprint& fp,
-                                              const tuning::ProblemKey& key, ResolverDecision d) {
+                                              const tuning::ProblemKey& key, ResolverDecision d,
+                                              const TileConfig& fallback) {
   if (!state_->db) {
     state_->db = std::make_unique<tuning::TuningDb>(d.db_path);
     if (tuning::Status s = state_->db->load(); !s) warn("tuning database: " + s.message);
@@ -125,7 +128,7 @@ ResolverDecision TuningResolver::fromDatabase(const Package& package, const tuni
     state_->db->load();  // another process may have tuned this key since we read the file
   }
   const tuning::LookupResult r =
-      state_->db->lookup(fp, key, toTuningConfig(package.manifest().default_config), /*collectForeign=*/true);
+      state_->db->lookup(fp, key, toTuningConfig(fallback), /*collectForeign=*/true);
   d.config = toRuntimeConfig(r.config);
   d.record = r.record;
   switch (r.source) {
@@ -140,7 +143,7 @@ ResolverDecision TuningResolver::fromDatabase(const Package& package, const tuni
     // Never silently: say which records exist and why they do not apply here.
     d.note = std::to_string(r.foreign.size()) + " record(s) for this key were measured elsewhere and ignored (" +
              r.foreign.front().reason + ")";
-    warn("tuning: " + package.name() + " [" + key.str() + "]: " + d.note + "; using the manifest default");
+    warn("tuning: " + package.name() + " [" + key.str() + "]: " + d.note + "; using the default configuration");
   }
   return d;
 }
@@ -210,7 +213,9 @@ ResolverDecision TuningResolver::decide(const Package& package, const ForwardPro
   const tuning::DeviceFingerprint& fp = fit->second;
   d.key = problemKey(package, tuningShape(problem), fp.sm_count);
   d.db_path = dbPath();
-  d = fromDatabase(package, fp, d.key, d);
+  d = fromDatabase(package, fp, d.key, d,
+                   shapeDefaultConfig(package.manifest(), problem.num_seqs, problem.heads_v, problem.value_dim,
+                                      fp.sm_count));
   if (mode_ == TuneMode::Tune && d.source != ConfigSource::RecordExact) d = tuneNow(package, problem, d.key, d);
   if (d.source != ConfigSource::DefaultForced && d.source != ConfigSource::DefaultNoRecord &&
       d.source != ConfigSource::DefaultAfterFailure) {

@@ -5,11 +5,13 @@
 //   dgps::RuntimeOptions ro;
 //   ro.forward_config = dgps::tune::forwardConfigResolver(resolver);
 //   dgps::Runtime rt(ro);
-//   rt.forward(pkg, tensors);            // config: database record, fresh tuning, or the manifest default
+//   rt.forward(pkg, tensors);            // config: database record, fresh tuning, or the default
 //
 // Modes ($DGPS_TUNE_MODE, or ResolverOptions::mode, which wins):
 //   recorded (default)  use the newest record of this device and key (exact T bucket, else the nearest
-//                       T bucket with everything else equal, TuningDb.h); none -> the manifest's default.
+//                       T bucket with everything else equal, TuningDb.h); none -> the shape-aware default
+//                       (DefaultConfig.h: the manifest's, with block_v halved for calls too small to fill
+//                       this device's SMs).
 //                       Never tunes, so a deployment never stalls on a first call.
 //   tune                as `recorded` for an exact record; without one, tune now (tunePackage, isolated
 //                       trials) on scratch tensors and append the winner, then use it. A failed tuning
@@ -95,7 +97,7 @@ class TuningResolver {
  private:
   ResolverDecision decide(const Package& package, const ForwardProblem& problem, int device);
   ResolverDecision fromDatabase(const Package& package, const tuning::DeviceFingerprint& fp,
-                                const tuning::ProblemKey& key, ResolverDecision d);
+                                const tuning::ProblemKey& key, ResolverDecision d, const TileConfig& fallback);
   ResolverDecision tuneNow(const Package& package, const ForwardProblem& problem, const tuning::ProblemKey& key,
                            ResolverDecision d);
   std::string dbPath();
