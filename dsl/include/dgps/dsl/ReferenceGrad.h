@@ -1,0 +1,35 @@
+// Reference gradients: the adjoint (reverse mode) of the float64 token-by-token recurrence of
+// Reference.h, for any spec the reference runs. It is the oracle for the derived chunkwise backward
+// (compiler/, the executor) and, later, for the GPU backward kernels. The formulas are in docs/backward.md.
+//
+// Cotangents (all f32 or f64; shapes as the forward outputs of Reference.h):
+//   do                    [B, T, HV, V]  required
+//   dfinal_state          [N, HV, K, V]  optional, only when the spec has final_state (default 0)
+//   dfinal_precond_state  [N, H, K]      optional, only when the spec has final_precond_state (default 0)
+// Gradients, all f64, one per floating-point input that was given, named "d" + the input's name and shaped
+// like it: dq, dk, dv, dg, dbeta, dprecond_g, dprecond_beta, dprecond_center, dinitial_state,
+// dinitial_precond_state. cu_seqlens has none. Rows past cu_seqlens[N] (padding of a varlen token buffer)
+// get zero gradients. Value heads sum into their key head's gradient (GVA). Where the forward is not
+// differentiable (a clamp at its bound, ‖k̂‖² = 0 in the hypergradient step) the gradient is the one of
+// the branch the forward took.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "dgps/dsl/Reference.h"
+
+namespace dgps {
+
+/// Runs the forward recurrence and its adjoint. Validates `inputs` as runReference does and the
+/// cotangents by name, shape and dtype (an unknown or misshapen cotangent is a DataError naming it).
+/// Returns the gradients described above.
+TensorMap runReferenceBackward(const Spec& spec, const ReferenceInputs& inputs, const TensorMap& cotangents);
+
+/// dgps-spec subcommand: reads inputs and cotangents (one safetensors file each), writes the gradients
+/// (f64) to `gradients_path`. Never throws; returns the exit code (0 success, 1 any error, reported on `err`).
+int runGradientsCommand(const std::string& spec_path, const std::string& inputs_path,
+                        const std::string& cotangents_path, const std::string& gradients_path, std::ostream& out,
+                        std::ostream& err);
+
+}  // namespace dgps
