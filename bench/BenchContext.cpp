@@ -124,7 +124,8 @@ void BenchContext::buildCases(const GpuInfo* gpu) {
     c.variant = "open";
     cases.push_back(c);
   }
-  for (const BenchShape& shape : standardShapes()) {
+  const std::vector<BenchShape> shapes = options.shapes.empty() ? standardShapes() : options.shapes;
+  for (const BenchShape& shape : shapes) {
     for (const PackageEntry& e : packages) {
       if (!e.package) continue;
       const Package& pkg = *e.package;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "Shapes.h"
+
 namespace dgps {
 namespace bench {
 
@@ -29,6 +31,8 @@ struct BenchOptions {
   std::string table_path;             ///< --dgps_table=FILE: also write the summary table there.
   int device = 0;                     ///< --dgps_device: CUDA ordinal.
   std::uint64_t seed = 20261129;      ///< --dgps_seed: input generator seed.
+  std::vector<BenchShape> shapes;     ///< --dgps_shapes=...: time these instead of standardShapes()
+  std::string fla_path;               ///< --dgps_fla=FILE: FLA's same-run times (scripts/fla_bench.py)
   bool help = false;                  ///< --dgps_help
 };
 

@@ -10,7 +10,9 @@ const char* toString(Kind kind) { return kind == Kind::Forward ? "forward" : "de
 std::string BenchShape::label() const {
   std::string s = "B" + std::to_string(batch);
   if (kind == Kind::Forward) s += "_T" + std::to_string(seq_len);
-  s += "_H" + std::to_string(heads_qk) + "_K" + std::to_string(key_dim) + "_V" + std::to_string(value_dim);
+  s += "_H" + std::to_string(heads_qk);
+  if (heads_v > 0) s += "_HV" + std::to_string(heads_v);
+  s += "_K" + std::to_string(key_dim) + "_V" + std::to_string(value_dim);
   return s;
 }
 
@@ -30,6 +32,7 @@ std::vector<BenchShape> standardShapes() {
 }
 
 std::int64_t valueHeads(const Spec& spec, const BenchShape& shape) {
+  if (shape.heads_v > 0) return shape.heads_v;
   return shape.heads_qk * std::max(1, spec.gva_ratio);
 }
 
@@ -42,6 +45,75 @@ ProblemShape toProblemShape(const Spec& spec, const BenchShape& shape) {
   p.key_dim = shape.key_dim;
   p.value_dim = shape.value_dim;
   return p;
+}
+
+bool parseShapes(const std::string& text, std::vector<BenchShape>* out, std::string* error) {
+  std::vector<BenchShape> shapes;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(';', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(start, end - start);
+    start = end + 1;
+    if (item.empty()) continue;
+    const std::size_t colon = item.find(':');
+    const std::string kind = colon == std::string::npos ? std::string() : item.substr(0, colon);
+    if (kind != "forward" && kind != "decode") {
+      *error = "shape '" + item + "': expected forward:... or decode:...";
+      return false;
+    }
+    BenchShape s;
+    s.kind = kind == "forward" ? Kind::Forward : Kind::Decode;
+    s.seq_len = s.kind == Kind::Decode ? 1 : 0;
+    bool seen_b = false, seen_t = false, seen_h = false, seen_k = false, seen_v = false;
+    std::size_t pos = colon + 1;
+    while (pos <= item.size()) {
+      std::size_t comma = item.find(',', pos);
+      if (comma == std::string::npos) comma = item.size();
+      const std::string field = item.substr(pos, comma - pos);
+      pos = comma + 1;
+      const std::size_t eq = field.find('=');
+      const std::string key = field.substr(0, eq);
+      const std::string val = eq == std::string::npos ? std::string() : field.substr(eq + 1);
+      std::int64_t n = 0;
+      bool ok = !val.empty() && val.size() <= 12;
+      for (char c : val) ok = ok && c >= '0' && c <= '9';
+      if (ok) n = std::stoll(val);
+      if (!ok || n < 1) {
+        *error = "shape '" + item + "': field '" + field + "' must be NAME=positive integer";
+        return false;
+      }
+      if (key == "B") s.batch = n, seen_b = true;
+      else if (key == "T") s.seq_len = n, seen_t = true;
+      else if (key == "H") s.heads_qk = n, seen_h = true;
+      else if (key == "HV") s.heads_v = n;
+      else if (key == "K") s.key_dim = n, seen_k = true;
+      else if (key == "V") s.value_dim = n, seen_v = true;
+      else {
+        *error = "shape '" + item + "': unknown field '" + key + "' (expected B, T, H, HV, K, V)";
+        return false;
+      }
+    }
+    if (!seen_b || !seen_h || !seen_k || !seen_v || (s.kind == Kind::Forward && !seen_t)) {
+      *error = "shape '" + item + "': needs B, H, K, V" + std::string(s.kind == Kind::Forward ? " and T" : "");
+      return false;
+    }
+    if (s.kind == Kind::Decode && seen_t && s.seq_len != 1) {
+      *error = "shape '" + item + "': a decode shape has T=1";
+      return false;
+    }
+    if (s.heads_v > 0 && s.heads_v % s.heads_qk != 0) {
+      *error = "shape '" + item + "': HV must be a multiple of H";
+      return false;
+    }
+    shapes.push_back(s);
+  }
+  if (shapes.empty()) {
+    *error = "no shape given (expected e.g. forward:B=1,T=32768,H=16,K=128,V=128)";
+    return false;
+  }
+  *out = std::move(shapes);
+  return true;
 }
 
 namespace {
@@ -59,6 +131,10 @@ std::optional<std::string> unsupportedReason(const Package& package, const Bench
   }
   if (std::find(m.input_dtypes.begin(), m.input_dtypes.end(), DType::BF16) == m.input_dtypes.end()) {
     return std::string("bf16 is not among its input dtypes");
+  }
+  if (shape.heads_v > 0 && shape.heads_v != shape.heads_qk * std::max(1, s.gva_ratio)) {
+    return "the spec's GVA ratio is " + std::to_string(s.gva_ratio) + ", the shape has HV/H = " +
+           std::to_string(shape.heads_v) + "/" + std::to_string(shape.heads_qk);
   }
   if (s.heads_qk != 0 && s.heads_qk != shape.heads_qk) {
     return "the spec fixes H=" + std::to_string(s.heads_qk) + ", the shape has H=" + std::to_string(shape.heads_qk);

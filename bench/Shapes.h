@@ -25,17 +25,24 @@ struct BenchShape {
   std::int64_t batch = 1;     ///< B (decode: sequences stepped at once)
   std::int64_t seq_len = 1;   ///< T (decode: 1)
   std::int64_t heads_qk = 16; ///< H
+  std::int64_t heads_v = 0;   ///< HV; 0 = H times the spec's GVA ratio (what every spec can run)
   std::int64_t key_dim = 128;
   std::int64_t value_dim = 128;
 
-  /// "B8_T4096_H16_K128_V128" (forward) or "B256_H16_K128_V128" (decode): used in benchmark names.
+  /// "B8_T4096_H16_K128_V128" (forward) or "B256_H16_K128_V128" (decode), with "_HV64" after H when
+  /// heads_v is set: used in benchmark names.
   std::string label() const;
 };
 
 /// The two forward shapes then the decode shape, in the order the table lists them.
 std::vector<BenchShape> standardShapes();
 
-/// HV for `spec` at `shape`: H times the spec's GVA ratio.
+/// Parses --dgps_shapes: shapes separated by ';', each "forward:B=8,T=4096,H=16,K=128,V=128" or
+/// "decode:B=256,H=16,K=128,V=128" (HV=n optional; T must be absent or 1 for decode). Returns false with
+/// *error naming the shape, the field and what was expected.
+bool parseShapes(const std::string& text, std::vector<BenchShape>* out, std::string* error);
+
+/// HV for `spec` at `shape`: shape.heads_v when set, else H times the spec's GVA ratio.
 std::int64_t valueHeads(const Spec& spec, const BenchShape& shape);
 
 /// The dsl problem shape (no cu_seqlens) of `shape` for `spec`.

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <string>
 
+#include "Anchors.h"
 #include "BenchCases.h"
 #include "BenchContext.h"
 #include "Watchdog.h"
@@ -56,6 +57,15 @@ int run(int argc, char** argv) {
   if (ctx.options.help) {
     std::fputs(benchUsage().c_str(), stdout);
     return 0;
+  }
+  if (!ctx.options.fla_path.empty()) {
+    FlaTimes fla;
+    if (!loadFlaTimes(ctx.options.fla_path, &fla, &error)) {
+      std::fprintf(stderr, "dgps-bench: --dgps_fla: %s\n", error.c_str());
+      return 2;
+    }
+    std::printf("dgps-bench: %zu FLA times from %s (same run)\n", fla.rows.size(), ctx.options.fla_path.c_str());
+    setFlaTimes(std::move(fla));
   }
   const std::string filter = filterFlag(argc, argv);
   benchmark::Initialize(&argc, argv);

@@ -4,19 +4,24 @@
 # and the benchmarks, optionally times flash-linear-attention beside us, and prints a short table last.
 # Full logs go to $OUT (or ./gpu-logs).
 #
-#   bash scripts/gpu_suite.sh [--skip-build] [--no-tests] [--no-bench] [--fla DIR]
+#   bash scripts/gpu_suite.sh [--skip-build] [--no-tests] [--no-bench] [--fla DIR] [--shapes LIST]
+#
+# --fla DIR: DIR holds a git-ignored copy of flash-linear-attention's fla/ package; scripts/fla_bench.py times
+#   FLA at the same shapes first and dgps-bench prints FLA's same-run times beside ours (--dgps_fla).
+# --shapes LIST: dgps-bench's --dgps_shapes syntax (default: the standard three shapes).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 logs=${OUT:-$root/gpu-logs}
 mkdir -p "$logs"
 build=${DGPS_BUILD_DIR:-$root/build-gpu}
-skip_build=0 run_tests=1 run_bench=1 fla=""
+skip_build=0 run_tests=1 run_bench=1 fla="" shapes=""
 while (($#)); do
   case "$1" in
     --skip-build) skip_build=1 ;;
     --no-tests) run_tests=0 ;;
     --no-bench) run_bench=0 ;;
     --fla) fla=$2; shift ;;
+    --shapes) shapes=$2; shift ;;
     *) echo "gpu_suite: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -39,12 +44,18 @@ if ((run_tests)); then
   (cd "$build" && DGPS_CACHE_DIR=${DGPS_CACHE_DIR:-$build/jit-cache} ctest -L gpu --output-on-failure -j${DGPS_GPU_TEST_JOBS:-6} --timeout 900) > "$logs/gpu-tests.log" 2>&1 || status=1
   grep -E "tests passed|Failed|\*\*\*" "$logs/gpu-tests.log" | tail -20
 fi
-if ((run_bench)) && [[ -x "$build/bench/dgps-bench" ]]; then
-  DGPS_CACHE_DIR=${DGPS_CACHE_DIR:-$build/jit-cache} "$build/bench/dgps-bench" --benchmark_out="$logs/bench.json" \
-    --benchmark_out_format=json > "$logs/bench.log" 2>&1 || status=1
+bench_args=()
+[[ -n "$shapes" ]] && bench_args+=("--dgps_shapes=$shapes")
+if ((run_bench)) && [[ -n "$fla" && -d "$fla/fla" ]]; then
+  # FLA first, at the same shapes: its Triton autotuning must not overlap our timings.
+  fla_shapes=${shapes:-"forward:B=8,T=4096,H=16,K=128,V=128;forward:B=1,T=32768,H=16,K=128,V=128;decode:B=256,H=16,K=128,V=128"}
+  PYTHONUNBUFFERED=1 timeout "${DGPS_FLA_TIMEOUT:-300}" python3 "$root/scripts/fla_bench.py" "$fla" "$logs/fla.json" \
+    --shapes "$fla_shapes" > "$logs/fla.log" 2>&1 || echo "gpu_suite: fla_bench failed (see fla.log); FLA columns stay empty"
+  [[ -s "$logs/fla.json" ]] && bench_args+=("--dgps_fla=$logs/fla.json")
 fi
-if [[ -n "$fla" && -d "$fla/fla" ]]; then
-  PYTHONUNBUFFERED=1 python3 "$fla/anchor_bench.py" "$fla" fla "$logs/fla.json" > "$logs/fla.log" 2>&1 || true
+if ((run_bench)) && [[ -x "$build/bench/dgps-bench" ]]; then
+  DGPS_CACHE_DIR=${DGPS_CACHE_DIR:-$build/jit-cache} "$build/bench/dgps-bench" "${bench_args[@]}" \
+    --benchmark_out="$logs/bench.json" --benchmark_out_format=json > "$logs/bench.log" 2>&1 || status=1
 fi
 if [[ -f "$logs/bench.log" ]]; then
   echo "== benchmarks (median; full JSON in bench.json, full log in bench.log)"

@@ -1,5 +1,5 @@
 // CPU tests of dgps-bench's arithmetic and bookkeeping: bytes floors and FLOP counts against hand
-// counts (math.md §4.4/§4.5, anchors.md's 537 MB), FLA anchors, the error measure of the correctness
+// counts, same-run FLA times, the error measure of the correctness
 // guard, input tiling, flag parsing, the benchmark filter and the summary table's ratios.
 #include <gtest/gtest.h>
 
@@ -81,16 +81,76 @@ TEST(BenchFloors, MathFlopsMatchMathMd44) {
   EXPECT_DOUBLE_EQ(decodeFlopsPerHead(shippedSpec("gdn"), 128, 128), 6.0 * 128 * 128);
 }
 
-TEST(BenchAnchors, TableValues) {
+// A same-run FLA file as scripts/fla_bench.py writes it (values made up for the test, not measurements).
+const char* kFlaJson = R"({"gpu": "Test GPU", "rows": [
+  {"spec": "gdn", "op": "chunk_gated_delta_rule", "kind": "forward", "B": 8, "T": 4096, "H": 16, "HV": 16,
+   "K": 128, "V": 128, "ms": 0.839},
+  {"spec": "pgdn", "op": "chunk_precond_gated_delta_rule", "kind": "forward", "B": 8, "T": 4096, "H": 16,
+   "HV": 16, "K": 128, "V": 128, "ms": 1.622},
+  {"spec": "gdn", "op": "chunk_gated_delta_rule", "kind": "forward", "B": 1, "T": 32768, "H": 2, "HV": 8,
+   "K": 128, "V": 128, "ms": 1.05},
+  {"spec": "gdn", "op": "fused_recurrent_gated_delta_rule", "kind": "decode", "B": 256, "T": 1, "H": 16,
+   "HV": 16, "K": 128, "V": 128, "ms": 0.191},
+  {"spec": "kda", "op": "chunk_kda", "kind": "forward", "B": 8, "T": 4096, "H": 16, "HV": 16, "K": 128,
+   "V": 128, "error": "triton autotune failed"}]})";
+
+class BenchAnchors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    FlaTimes t;
+    std::string error;
+    ASSERT_TRUE(parseFlaTimes(kFlaJson, "fla.json", &t, &error)) << error;
+    ASSERT_EQ(t.rows.size(), 4u);  // the failed KDA row is skipped
+    setFlaTimes(std::move(t));
+  }
+  void TearDown() override { setFlaTimes({}); }
+};
+
+TEST_F(BenchAnchors, SameRunTimesMatchByShapeAndHeads) {
   EXPECT_DOUBLE_EQ(flaAnchor("gdn", shape(0), 16)->ms, 0.839);
-  EXPECT_DOUBLE_EQ(flaAnchor("deltanet", shape(1), 16)->ms, 1.57);
-  EXPECT_DOUBLE_EQ(flaAnchor("pkda", shape(1), 16)->ms, 3.957);
   EXPECT_DOUBLE_EQ(flaAnchor("gdn", shape(2), 16)->ms, 0.191);
-  EXPECT_FALSE(flaAnchor("kda", shape(2), 16));     // no KDA decode anchor
-  EXPECT_FALSE(flaAnchor("osdn", shape(0), 16));    // FLA has no OSDN
-  EXPECT_FALSE(flaAnchor("gdn", shape(0), 32));     // GVA: not FLA's shape
-  EXPECT_NEAR(*flaRatio("pgdn", "gdn", shape(0)), 1.93, 0.005);
-  EXPECT_NEAR(*flaRatio("pkda", "kda", shape(0)), 1.49, 0.005);
+  EXPECT_FALSE(flaAnchor("gdn", shape(1), 16));   // not timed at B=1 T=32768 H=16
+  EXPECT_FALSE(flaAnchor("kda", shape(0), 16));   // FLA failed there
+  EXPECT_FALSE(flaAnchor("gdn", shape(0), 32));   // other value heads
+  BenchShape gva = shape(1);
+  gva.heads_qk = 2;
+  gva.heads_v = 8;
+  EXPECT_DOUBLE_EQ(flaAnchor("gdn", gva, 8)->ms, 1.05);
+  EXPECT_NEAR(*flaRatio("pgdn", "gdn", shape(0)), 1.622 / 0.839, 1e-12);
+  EXPECT_FALSE(flaRatio("pkda", "kda", shape(0)));
+}
+
+TEST(BenchAnchorsFile, RejectsMalformedFilesNamingTheField) {
+  FlaTimes t;
+  std::string error;
+  EXPECT_FALSE(parseFlaTimes("[1,2]", "f.json", &t, &error));
+  EXPECT_NE(error.find("f.json: not a JSON object"), std::string::npos) << error;
+  EXPECT_FALSE(parseFlaTimes(R"({"rows": [{"spec": "gdn", "op": "x", "kind": "forward", "B": 8, "T": 4096,
+      "H": 16, "HV": 16, "K": 128, "V": 128, "ms": -1}]})", "f.json", &t, &error));
+  EXPECT_NE(error.find("rows[0]: \"ms\" must be a positive number"), std::string::npos) << error;
+  EXPECT_FALSE(parseFlaTimes(R"({"rows": [{"spec": "gdn", "op": "x", "kind": "sideways", "B": 8}]})", "f.json",
+                             &t, &error));
+  EXPECT_NE(error.find("\"kind\" must be"), std::string::npos) << error;
+  EXPECT_FALSE(loadFlaTimes("/dev/zero", &t, &error));
+  EXPECT_NE(error.find("not a regular file"), std::string::npos) << error;
+}
+
+TEST(BenchShapes, ParsesShapeLists) {
+  std::vector<BenchShape> s;
+  std::string error;
+  ASSERT_TRUE(parseShapes("forward:B=1,T=32768,H=2,HV=8,K=128,V=128;decode:B=8,H=16,K=128,V=128", &s, &error))
+      << error;
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].label(), "B1_T32768_H2_HV8_K128_V128");
+  EXPECT_EQ(s[1].kind, Kind::Decode);
+  EXPECT_EQ(s[1].seq_len, 1);
+  EXPECT_FALSE(parseShapes("forward:B=1,H=2,K=128,V=128", &s, &error));  // no T
+  EXPECT_NE(error.find("needs B, H, K, V and T"), std::string::npos) << error;
+  EXPECT_FALSE(parseShapes("forward:B=1,T=8,H=3,HV=8,K=128,V=128", &s, &error));
+  EXPECT_NE(error.find("HV must be a multiple of H"), std::string::npos) << error;
+  EXPECT_FALSE(parseShapes("forward:B=99999999999999999999,T=8,H=2,K=128,V=128", &s, &error));
+  EXPECT_FALSE(parseShapes("sideways:B=1", &s, &error));
+  EXPECT_FALSE(parseShapes("", &s, &error));
 }
 
 TEST(BenchGuard, RelativeErrorAndNonFinite) {
@@ -214,7 +274,7 @@ ResultRow row(const std::string& spec, int shape_index, const std::string& varia
   return r;
 }
 
-TEST(BenchSummary, RatiosPreferTunedAndTableHasEveryColumn) {
+TEST_F(BenchAnchors, SummaryRatiosPreferTunedAndTableHasEveryColumn) {
   std::vector<ResultRow> rows = {row("gdn", 0, "default", 0.5), row("pgdn", 0, "default", 0.8),
                                  row("pgdn", 0, "tuned", 0.6), row("gdn", 2, "default", 0.2)};
   EXPECT_NEAR(specRatio(rows, "pgdn", "gdn", shape(0).label()), 1.2, 1e-12);
