@@ -105,8 +105,10 @@ TEST(ReferenceValidation, VarlenContract) {
   ReferenceInputs in = f.in;
   in["cu_seqlens"] = Tensor::fromDoubles(ScalarType::I64, {3}, {0, 6, 4});
   expectError(f.spec, in, {"cu_seqlens", "non-decreasing", "cu_seqlens[2] = 4"});
-  in["cu_seqlens"] = Tensor::fromDoubles(ScalarType::I64, {3}, {0, 4, 9});
-  expectError(f.spec, in, {"cu_seqlens", "must end at T = 10", "got 9"});
+  in["cu_seqlens"] = Tensor::fromDoubles(ScalarType::I64, {3}, {0, 4, 11});
+  expectError(f.spec, in, {"cu_seqlens", "must end at most at T = 10", "got 11"});
+  in["cu_seqlens"] = Tensor::fromDoubles(ScalarType::I64, {3}, {0, 4, 9});  // a padded buffer is accepted
+  EXPECT_NO_THROW(validateReferenceInputs(f.spec, in));
   in["cu_seqlens"] = Tensor::fromDoubles(ScalarType::I64, {3}, {1, 4, 10});
   expectError(f.spec, in, {"cu_seqlens", "start at 0"});
   in["cu_seqlens"] = Tensor::fromDoubles(ScalarType::I64, {1}, {10});

@@ -14,9 +14,10 @@
 //   initial_state         [N, HV, K, V]  optional (spec.initial_state); default 0
 //   initial_precond_state [N, H, K]      optional (spec.initial_precond_state, diagonal precond only);
 //                                        default A_0 = 0 (squash, must be >= 0) or d_0 = init (hypergrad)
-//   cu_seqlens            [N + 1] i64    optional (spec.varlen): then B == 1, 0 = cu[0] <= ... <= cu[N] = T
+//   cu_seqlens            [N + 1] i64    optional (spec.varlen): then B == 1, 0 = cu[0] <= ... <= cu[N] <= T;
+//                                        cu[N] < T is a padded token buffer (rows t >= cu[N] are no sequence's)
 // Outputs, all f64:
-//   o                     [B, T, HV, V]
+//   o                     [B, T, HV, V]  rows t >= cu[N] (varlen padding) are 0
 //   final_state           [N, HV, K, V]  when spec.final_state
 //   final_precond_state   [N, H, K]      when spec.final_precond_state and the preconditioner is diagonal
 // N = B without cu_seqlens, else len(cu_seqlens) − 1. Value head hv reads key head h = hv / (HV/H) (GVA);

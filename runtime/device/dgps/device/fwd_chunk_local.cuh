@@ -103,7 +103,10 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   const int64_t slot = block_x() / HV, hv = block_x() - slot * HV, h = hv / ratio;
   int64_t n = 0, c = 0;
   Seq sq;
-  if (!slot_to_chunk(a, slot, n, c, sq)) return;
+  if (!slot_to_chunk(a, slot, n, c, sq)) {
+    zero_output_tail(a, slot, hv);  // varlen padding rows past cu_seqlens[N] read back as zeros
+    return;
+  }
   const int64_t t0 = sq.bos + c * C;
   const int Lr = (int)lmin(C, sq.len - c * C);
 

@@ -51,7 +51,7 @@ struct LaunchOptions {
   /// Tile configuration; empty = RuntimeOptions::forward_config, then the manifest's default_config.
   std::optional<TileConfig> config;
   /// Copies cu_seqlens to the host (synchronising `stream`) and checks cu[0] == 0, non-decreasing,
-  /// cu[N] == T before launching. Off by default: it costs a device read and breaks graph capture.
+  /// cu[N] <= T before launching. Off by default: it costs a device read and breaks graph capture.
   bool check_cu_seqlens = false;
 };
 
@@ -93,6 +93,10 @@ class Runtime {
   /// Chunked forward over whole sequences (math.md §2-§3; kernels in the manifest's forward roles).
   /// Validates, resolves the tile configuration, compiles/loads on first use, launches every role in
   /// order on options.stream. Throws RuntimeError.
+  /// Varlen (cu_seqlens given): the token buffer may be longer than the packed sequences, cu[N] <= T.
+  /// Rows t >= cu[N] of `o` belong to no sequence and are written as zeros (by chunk_local, which reads
+  /// cu[N] on the device, so this needs no host synchronisation); q, k, v and the gates of those rows are
+  /// never read. cu[N] > T, a decreasing cu or cu[0] != 0 is undefined unless check_cu_seqlens is set.
   void forward(const Package& package, const ForwardTensors& tensors, const LaunchOptions& options = {});
 
   /// One decode step: reads and updates state (and precond_state) in place, writes o.

@@ -54,7 +54,7 @@ struct PruneOptions {
 
 struct PrunedCandidate {
   TileConfig config;
-  std::string reason;  ///< e.g. "block_v 64 > V 32", "shared memory 240 KiB > opt-in limit 227 KiB"
+  std::string reason;  ///< e.g. "chunk 48 is not a power of two", "shared memory 240 KiB > opt-in limit 227 KiB"
 };
 
 struct CandidateSet {
@@ -64,9 +64,11 @@ struct CandidateSet {
 
 /// Static rules, in this order (the first that fails is the reason):
 ///   every value positive; chunk a power of two; chunk == pinned_chunk when pinned;
-///   block_v <= V; block_v divides V or V % 16 == 0 (a ragged last value tile is masked, which the
-///   launch-rule contract allows only when V is a multiple of 16); warps * 32 <= max_threads_per_block; smem_bytes(config, shape) >= 0 and
-///   <= smem_per_block_optin; capability(config, shape) has no objection.
+///   block_v a multiple of 16 in [16, 128]; V a positive multiple of 8 (launch_rules.h valueTile: block_v
+///   need not divide V, the last value tile is masked); warps * 32 <= max_threads_per_block;
+///   smem_bytes(config, shape) >= 0 and <= smem_per_block_optin; capability(config, shape) has no objection.
+/// Then a block_v above V rounded up to 16, which runs as that clipped tile, is dropped when a kept
+/// configuration already runs the same tile (e.g. V = 64: block_v 128 runs as 64).
 /// Device limits of 0 in the fingerprint mean "unknown" and skip that check.
 CandidateSet generateCandidates(const Tunables& tunables, const ProblemShape& shape,
                                 const DeviceFingerprint& device, const PruneOptions& options);
