@@ -11,7 +11,7 @@ struct Row {
   double ms_b1_t32768;   // forward, B=1, T=32768, H=16, K=V=128
 };
 
-// anchors.md, "Measured on our H200" table.
+// bench/Anchors.cpp, "Measured on our H200" table.
 const Row kForward[] = {
     {"deltanet", "chunk_delta_rule", 1.000, 1.57},
     {"gdn", "chunk_gated_delta_rule", 0.839, 1.446},

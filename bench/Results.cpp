@@ -120,7 +120,7 @@ std::string formatSummary(const std::vector<ResultRow>& rows, const std::vector<
      << (info.copy_bytes_per_s > 0 ? fmt("%.2f", info.copy_bytes_per_s / 1e12) + " TB/s" : std::string("not measured"))
      << ". Times: " << info.timing << "; ms is the median [p20, p80].\n";
   os << "GB/s and % floor count the bytes floor (q,k,v,o bf16 + gates f32 read/written once; decode: state "
-        "read+write); vs FLA = FLA ms / our ms (anchors.md; >1 is faster).\n\n";
+        "read+write); vs FLA = FLA ms / our ms (bench/Anchors.cpp; >1 is faster).\n\n";
   os << "| spec | kind | shape | config | ms [p20, p80] | GB/s | TFLOP/s | % bytes floor | vs FLA | check |\n"
      << "|---|---|---|---|---|---|---|---|---|---|\n";
   bool any_sweep = false;

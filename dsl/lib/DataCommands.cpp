@@ -67,13 +67,13 @@ int runInputsCommand(const InputsCommandOptions& o, std::ostream& out, std::ostr
   try {
     Spec spec;
     if (!loadSpec(o.spec_path, spec, err)) return 1;
-    ShapeArg arg = parseShapeArg(o.shape);
+    ShapeArg arg = parseShapeOption(o.shape);
     std::vector<std::int64_t> cu;
     if (!o.cu_seqlens.empty()) {
       cu = parseCuSeqlensArg(o.cu_seqlens);
       if (arg.T == 0) arg.T = cu.back();
     }
-    ProblemShape shape = resolveShapeArg(arg, spec);
+    ProblemShape shape = resolveShapeOption(arg, spec);
     shape.cu_seqlens = cu;
     checkProblemShape(spec, shape);  // before the size bound, so a contradiction is reported as such
     checkInputSize(shape);

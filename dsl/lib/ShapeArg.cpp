@@ -28,7 +28,7 @@ bool parseBounded(const std::string& text, long long lo, long long& v) {
 
 }  // namespace
 
-ShapeArg parseShapeArg(const std::string& text) {
+ShapeArg parseShapeOption(const std::string& text) {
   const std::string accepted = "accepted keys: B, T, H, HV, K, V, e.g. B=8,T=4096,H=16,K=128,V=128";
   if (trim(text).empty()) bad("--shape is empty; " + accepted);
   ShapeArg a;
@@ -56,7 +56,7 @@ ShapeArg parseShapeArg(const std::string& text) {
   return a;
 }
 
-ProblemShape resolveShapeArg(const ShapeArg& a, const Spec& spec) {
+ProblemShape resolveShapeOption(const ShapeArg& a, const Spec& spec) {
   for (const auto& need : {std::make_pair("T", a.T), std::make_pair("K", a.K), std::make_pair("V", a.V)}) {
     if (need.second == 0) bad(std::string("--shape: ") + need.first + " is required (e.g. B=8,T=4096,H=16,K=128,V=128)");
   }

@@ -212,7 +212,7 @@ struct Runtime::Impl {
     return slot->buffer.ptr();
   }
 
-  // Each given pointer must be device memory of the tensors' device (C30: catches a tensor on another
+  // Each given pointer must be device memory of the tensors' device (catches a tensor on another
   // GPU, or host memory, before a kernel dereferences it).
   void checkPointer(const char* call, const char* name, const TensorView& t) {
     if (!options.check_pointers || !t.data) return;

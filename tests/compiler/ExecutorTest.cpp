@@ -158,7 +158,7 @@ TEST_F(ExecutorErrors, MissingRequiredInput) {
 }
 
 TEST_F(ExecutorErrors, WrongShapeNamesTheTensor) {
-  inputs_["g"] = Tensor(ScalarType::F32, {1, 8, 1, 16});  // a KDA gate given to PGDN (field case C14)
+  inputs_["g"] = Tensor(ScalarType::F32, {1, 8, 1, 16});  // a KDA gate given to PGDN
   ExecutorResult r = executeChunkIR(*snaps_.back().module, inputs_);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.error.find("'g'"), std::string::npos) << r.error;

@@ -258,7 +258,7 @@ TEST_F(PackageTest, EveryTunableConfigIsCorrectAndSpillFree) {
           TileConfig cfg{c, b, w, st};
           SCOPED_TRACE(toString(cfg));
           VariantInfo info = rt_->prepare(*pkg_, kv, kv, act, cfg, 0);
-          for (const auto& k : info.kernels) EXPECT_EQ(k.local_bytes, 0) << k.symbol << " uses local memory (C28)";
+          for (const auto& k : info.kernels) EXPECT_EQ(k.local_bytes, 0) << k.symbol << " uses local memory (docs/math.md §7.5)";
           LaunchOptions opts;
           opts.config = cfg;
           GpuOutputs got = gputest::gpuForward(*rt_, *pkg_, in, nullptr, &opts, /*pass_workspace=*/true);

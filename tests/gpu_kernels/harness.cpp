@@ -547,7 +547,7 @@ std::vector<Case> forward_cases(bool small) {
   add("BV128-w8", var("pkda", 128, 128, false, 64, 128, 8, 1), 2, 150, 2, 2);
   add("S1", var("gdn", 128, 128, false, 64, 64, 4, 1), 2, 150, 2, 2);
   add("S1", var("pgdn", 128, 128, false, 64, 64, 4, 1), 1, 150, 2, 4);
-  // steep / masked gates (field cases C01, C04, C10)
+  // steep / masked gates (docs/math.md §7.5, §4.3, §7.2)
   GateMode steep;
   steep.scale = 100.0;  // logsigmoid(U)/0.01
   GateMode masked;
@@ -557,7 +557,7 @@ std::vector<Case> forward_cases(bool small) {
   add("steep-gates", var("kda"), 1, 129, 2, 2, true, true, {}, steep);
   add("masked-gates", var("pkda"), 2, 150, 2, 2, true, true, {}, masked);
   GateMode mid;
-  mid.scale = 12.0;  // ~ -6..-20 nats per token: diagonal blocks beyond the factorised range (C02)
+  mid.scale = 12.0;  // ~ -6..-20 nats per token: diagonal blocks beyond the factorised range (docs/math.md §4.3)
   add("unbounded-gates", var("kda"), 1, 129, 2, 2, true, true, {}, mid);
   return cs;
 }
@@ -671,7 +671,7 @@ void run_decode_checks(Harness& hx, const std::string& filter, Tally& t, uint64_
   }
 }
 
-/// Prefill (chunked, T−1 tokens) then one decode step equals the chunked forward over T tokens (C16).
+/// Prefill (chunked, T−1 tokens) then one decode step equals the chunked forward over T tokens (docs/math.md §4.2).
 void run_handoff_checks(Harness& hx, const std::string& filter, Tally& t, uint64_t& seed) {
   for (const char* c : {"gdn", "pgdn", "kda", "osdn"}) {
     for (int64_t T : {(int64_t)65, (int64_t)128}) {

@@ -38,7 +38,7 @@ bool kept(const CandidateSet& set, const TileConfig& c) {
 TEST(Candidates, StaticRulesWithReasons) {
   Tunables t{{32, 48, 64}, {16, 32, 64, 128}, {4, 8, 64}, {1, 2, 4}};
   DeviceFingerprint dev = test::h200();
-  dev.smem_per_block_optin = 100 * 1024;  // a ~99 KB-smem GPU (C15)
+  dev.smem_per_block_optin = 100 * 1024;  // a ~99 KB-smem GPU
   PruneOptions opt;
   opt.smem_bytes = toySmem;
   const CandidateSet set = generateCandidates(t, shape(128, 64), dev, opt);
@@ -103,7 +103,7 @@ TEST(Candidates, BlockVAndVMustBeWhatTheKernelsCompile) {
 TEST(Candidates, PinnedChunkCapabilityAndDuplicates) {
   Tunables t{{16, 32, 64, 64}, {64}, {4, 4}, {1}};
   PruneOptions opt;
-  opt.pinned_chunk = 32;  // backward reuses the forward's A [.., BT] (C21)
+  opt.pinned_chunk = 32;  // backward reuses the forward's A [.., BT]
   opt.capability = [](const TileConfig& c, const ProblemShape& s) -> std::optional<std::string> {
     if (c.chunk == 32 && s.K != 128) return std::string("wgmma variant needs K == 128");
     return std::nullopt;

@@ -18,7 +18,7 @@ namespace {
 
 ShapeArg parseShapeArg(const std::string& text) {
   try {
-    return ::dgps::parseShapeArg(text);
+    return ::dgps::parseShapeOption(text);
   } catch (const DataError& e) {
     bad(e.what());
   }
@@ -26,7 +26,7 @@ ShapeArg parseShapeArg(const std::string& text) {
 
 ProblemShape resolveShapeArg(const ShapeArg& a, const Spec& spec) {
   try {
-    return ::dgps::resolveShapeArg(a, spec);
+    return ::dgps::resolveShapeOption(a, spec);
   } catch (const DataError& e) {
     bad(e.what());
   }

@@ -27,7 +27,7 @@ std::string staticRejection(const TileConfig& c, const ProblemShape& shape,
   if (!isPowerOfTwo(c.chunk)) return "chunk " + std::to_string(c.chunk) + " is not a power of two";
   if (opt.pinned_chunk && c.chunk != *opt.pinned_chunk)
     return "chunk " + std::to_string(c.chunk) + " != pinned chunk " +
-           std::to_string(*opt.pinned_chunk) + " (shared with the backward pass, C21)";
+           std::to_string(*opt.pinned_chunk) + " (shared with the backward pass)";
   // The kernels' value tiling (launch_rules.h valueTile): any compilable block_v runs any V that is a
   // multiple of 8, the last tile masked; block_v > V is clipped (deduplicated in generateCandidates).
   if (!launch::blockVCompiles(c.block_v))

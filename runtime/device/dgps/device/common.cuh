@@ -1,5 +1,5 @@
 // Pieces shared by the forward roles and decode: the Traits -> FeatureSet mapping, sequence/chunk
-// addressing (varlen without host syncs), tile loaders, the preconditioner formulas (math.md §3.3, §5.2)
+// addressing (varlen without host syncs), tile loaders, the preconditioner formulas (docs/math.md §3.3, §5.2)
 // and tensor-core fragment helpers.
 #pragma once
 
@@ -208,7 +208,7 @@ DGPS_DEV void f16_to_bf16_lin(uint16_t* s, int n, int t = tid(), int nt = nthrea
 }
 
 // ---- preconditioner formulas -------------------------------------------------------------------------------
-/// ema_sq_squash read-out (math.md §3.3): M = exp(−ln(x)·s), s = r/(1+|r|), r = ln(A + eps) − c.
+/// ema_sq_squash read-out (docs/math.md §3.3): M = exp(−ln(x)·s), s = r/(1+|r|), r = ln(A + eps) − c.
 template <class Tr>
 DGPS_DEV float squash_m(float A, float center, float neg_log2x) {
   const float r = log_(A + Tr::kSquashEps) - center;

@@ -18,10 +18,10 @@ namespace tune {
 /// The --shape value (dsl/include/dgps/dsl/ShapeArg.h, shared with `dgps-spec inputs`).
 using ShapeArg = ::dgps::ShapeArg;
 
-/// dgps::parseShapeArg, with its DataError rethrown as RuntimeError{InvalidArgument} (same message).
+/// dgps::parseShapeOption, with its DataError rethrown as RuntimeError{InvalidArgument} (same message).
 ShapeArg parseShapeArg(const std::string& text);
 
-/// dgps::resolveShapeArg, with its DataError rethrown as RuntimeError{InvalidArgument} (same message).
+/// dgps::resolveShapeOption, with its DataError rethrown as RuntimeError{InvalidArgument} (same message).
 ProblemShape resolveShapeArg(const ShapeArg& arg, const Spec& spec);
 
 /// Progress on a stream (stderr): on a terminal one redrawn line per phase

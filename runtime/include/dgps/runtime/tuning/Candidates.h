@@ -1,9 +1,9 @@
 // Candidate generation and static pruning: the cartesian product of the manifest's tunables, minus
 // every configuration that cannot run on this device for this shape, optionally cut to the top N of a
 // cost model. Every dropped configuration keeps the reason it was dropped (logged by the tuner's
-// final table, C33: "a logged reason for rejected variants").
+// final table: every rejected variant has a logged reason).
 //
-// Precision is not an axis here: it is a correctness constraint fixed in the ProblemKey (C09).
+// Precision is not an axis here: it is a correctness constraint fixed in the ProblemKey (docs/math.md §7.5).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +30,7 @@ struct Tunables {
 /// kernels' launch rules. A negative value means the launch rules refuse the pair outright.
 using SmemEstimator = std::function<std::int64_t(const TileConfig&, const ProblemShape&)>;
 
-/// Extra capability predicate of a specialised variant (C33): nullopt when `config` can handle
+/// Extra capability predicate of a specialised variant: nullopt when `config` can handle
 /// `shape`, otherwise the reason it cannot (e.g. "wgmma variant needs K == 128").
 using CapabilityCheck =
     std::function<std::optional<std::string>(const TileConfig&, const ProblemShape&)>;
@@ -40,7 +40,7 @@ using CostModel =
     std::function<double(const TileConfig&, const ProblemShape&, const DeviceFingerprint&)>;
 
 struct PruneOptions {
-  /// Forces the chunk length, e.g. when a backward pass must reuse the forward's saved A/h (C21).
+  /// Forces the chunk length, e.g. when a backward pass must reuse the forward's saved A/h.
   std::optional<int> pinned_chunk;
   /// Shared-memory rule; when empty, no shared-memory check is made (the compile step still catches
   /// over-limit kernels, at higher cost).
