@@ -247,24 +247,31 @@ TEST_F(PackageTest, EveryTunableConfigIsCorrectAndSpillFree) {
   if (!pkg_->manifest().has_forward) GTEST_SKIP() << pkg_->name() << " has no forward kernels";
   const Manifest& m = pkg_->manifest();
   const ScalarType act = toScalarType(pkg_->spec().input_dtypes.front());
-  const int kv = squareDims().back();
-  ProblemShape s = shape(1, 333, kv);
-  ReferenceInputs in = generateInputs(pkg_->spec(), s, 4242, act);
-  ReferenceOutputs ref = runReference(pkg_->spec(), in);
-  for (int c : m.tunables.chunk)
-    for (int b : m.tunables.block_v)
-      for (int w : m.tunables.warps)
-        for (int st : m.tunables.stages) {
-          TileConfig cfg{c, b, w, st};
-          SCOPED_TRACE(toString(cfg));
-          VariantInfo info = rt_->prepare(*pkg_, kv, kv, act, cfg, 0);
-          for (const auto& k : info.kernels) EXPECT_EQ(k.local_bytes, 0) << k.symbol << " uses local memory (docs/math.md §7.5)";
-          LaunchOptions opts;
-          opts.config = cfg;
-          GpuOutputs got = gputest::gpuForward(*rt_, *pkg_, in, nullptr, &opts, /*pass_workspace=*/true);
-          ErrorStats eo = compare(got.o, ref.o);
-          EXPECT_TRUE(eo.finite && eo.rel <= kTolOut) << "o: " << eo.str();
-        }
+  // The largest head dim, and 120 where the spec offers it (KDA-1B / PKDA-1B): a masked last value tile for
+  // every block_v that does not divide it, and block_v 128 > V (launch_rules.h valueTile).
+  std::vector<int> dims = {squareDims().back()};
+  const std::vector<int> offered = squareDims();
+  if (std::count(offered.begin(), offered.end(), 120) && dims.front() != 120) dims.push_back(120);
+  for (int kv : dims) {
+    SCOPED_TRACE("K=V=" + std::to_string(kv));
+    ProblemShape s = shape(1, 333, kv);
+    ReferenceInputs in = generateInputs(pkg_->spec(), s, 4242, act);
+    ReferenceOutputs ref = runReference(pkg_->spec(), in);
+    for (int c : m.tunables.chunk)
+      for (int b : m.tunables.block_v)
+        for (int w : m.tunables.warps)
+          for (int st : m.tunables.stages) {
+            TileConfig cfg{c, b, w, st};
+            SCOPED_TRACE(toString(cfg));
+            VariantInfo info = rt_->prepare(*pkg_, kv, kv, act, cfg, 0);
+            for (const auto& k : info.kernels) EXPECT_EQ(k.local_bytes, 0) << k.symbol << " uses local memory (docs/math.md §7.5)";
+            LaunchOptions opts;
+            opts.config = cfg;
+            GpuOutputs got = gputest::gpuForward(*rt_, *pkg_, in, nullptr, &opts, /*pass_workspace=*/true);
+            ErrorStats eo = compare(got.o, ref.o);
+            EXPECT_TRUE(eo.finite && eo.rel <= kTolOut) << "o: " << eo.str();
+          }
+  }
 }
 
 }  // namespace
