@@ -31,27 +31,27 @@ Spec loadShipped(const std::string& name) {
   return *r.spec;
 }
 
-struct Run {
+struct CommandRun {
   int rc = -1;
   std::string out, err;
 };
 
-Run inputs(InputsCommandOptions o) {
+CommandRun inputs(InputsCommandOptions o) {
   std::ostringstream out, err;
-  Run r;
+  CommandRun r;
   r.rc = runInputsCommand(o, out, err);
   r.out = out.str();
   r.err = err.str();
   return r;
 }
 
-Run compare(const std::string& ref, const std::string& got, CompareTolerances tol = {}) {
+CommandRun compare(const std::string& ref, const std::string& got, CompareTolerances tol = {}) {
   CompareCommandOptions o;
   o.ref_path = ref;
   o.got_path = got;
   o.tolerances = tol;
   std::ostringstream out, err;
-  Run r;
+  CommandRun r;
   r.rc = runCompareCommand(o, out, err);
   r.out = out.str();
   r.err = err.str();
@@ -79,7 +79,7 @@ TEST(InputsCommand, WritesWhatGenerateInputsMakes) {
   const std::string path = tempPath("in");
   InputsCommandOptions o = pgdnInputs(path);
   o.seed = seed;
-  const Run r = inputs(o);
+  const CommandRun r = inputs(o);
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(r.err.empty()) << r.err;
   EXPECT_NE(r.out.find("B=2,T=40,H=2,HV=2,K=64,V=64"), std::string::npos) << r.out;
@@ -114,7 +114,7 @@ TEST(InputsCommand, PaddedVarlenBufferAndOptions) {
   o.dtype = "f16";
   o.initial_states = false;
   o.seed = seed;
-  Run r = inputs(o);
+  CommandRun r = inputs(o);
   ASSERT_EQ(r.rc, 0) << r.err;
   SafetensorsFile f = readSafetensors(path);
   EXPECT_EQ(f.tensors.at("q").dtype(), ScalarType::F16);
@@ -141,7 +141,7 @@ TEST(InputsCommand, PaddedVarlenBufferAndOptions) {
 }
 
 void expectInputsError(InputsCommandOptions o, const std::vector<std::string>& needles) {
-  const Run r = inputs(o);
+  const CommandRun r = inputs(o);
   EXPECT_EQ(r.rc, 1);
   EXPECT_TRUE(r.out.empty()) << r.out;
   for (const std::string& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << "missing '" << n << "' in: " << r.err;
@@ -180,7 +180,7 @@ TEST(InputsCommand, BadArgumentsGiveOneClearError) {
   expectInputsError(o, {"over the limit of 2^31", "smaller"});
   o.shape = "B=2,T=40,H=2,K=64,V=64";
   o.spec_path = kSpecs + "no_such_spec.yaml";
-  const Run missing = inputs(o);
+  const CommandRun missing = inputs(o);
   EXPECT_EQ(missing.rc, 1);
   EXPECT_NE(missing.err.find("no_such_spec.yaml"), std::string::npos) << missing.err;
 }
@@ -244,7 +244,7 @@ TEST(CompareCommand, ReferenceAgainstItsBf16Rounding) {
   TensorMap rounded = ref.toMap();
   rounded["o"] = rounded["o"].to(ScalarType::BF16);  // f64 against bf16: about 2^-9 relative error
   const std::string gotPath = writeTensors("got", rounded);
-  Run r = compare(refPath, gotPath);
+  CommandRun r = compare(refPath, gotPath);
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("o [1, 50, "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("f64 vs bf16"), std::string::npos) << r.out;
@@ -277,7 +277,7 @@ TEST(CompareCommand, MissingOrMisshapenTensorsFail) {
   const std::string refPath = writeTensors("mref", ref);
   TensorMap missing = ref;
   missing.erase("final_state");
-  Run r = compare(refPath, writeTensors("missing", missing));
+  CommandRun r = compare(refPath, writeTensors("missing", missing));
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("tensor 'final_state' is in " + refPath + " but not in"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("o [2, 2]"), std::string::npos) << "the tensors present in both are still compared";
