@@ -35,7 +35,7 @@ std::vector<const BenchCase*> filterCases(const std::vector<BenchCase>& cases, c
 ResultRow baseRow(const BenchCase& c);
 
 /// The dry-run listing: every case with its bytes floor, FLOP count, floor time at `copy_bytes_per_s`
-/// (anchors.md's 4.25 TB/s when 0) and FLA anchor; then what is not registered.
+/// (bench/Anchors.cpp's 4.25 TB/s when 0) and FLA anchor; then what is not registered.
 std::string formatPlan(const BenchContext& ctx, double copy_bytes_per_s);
 
 }  // namespace bench

@@ -49,7 +49,7 @@ double mathForwardFlopsPerTokenHead(const Spec& spec, std::int64_t K_, std::int6
   double per_chunk = 0;
   if (spec.solve.kind == SolveKind::Delta) {
     per_chunk = 6 * C * C * K + 4 * C * C * V + 6 * C * K * V + C * C * C / 2;
-    if (hasAsymmetricKeys(spec)) per_chunk += 2 * C * C * K;  // ATK's intra-chunk product (math.md §4.4)
+    if (hasAsymmetricKeys(spec)) per_chunk += 2 * C * C * K;  // ATK's intra-chunk product (docs/math.md §4.4)
   } else {
     per_chunk = 2 * C * C * K + 2 * C * C * V + 4 * C * K * V;
   }

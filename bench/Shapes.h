@@ -1,8 +1,8 @@
 // The problem shapes dgps-bench times, and whether a package can run them.
 //
-// Forward shapes are the two of anchors.md (FLA's measured anchors): B=8, T=4096 and B=1, T=32768, both
+// Forward shapes are the two of bench/Anchors.cpp (FLA's measured anchors): B=8, T=4096 and B=1, T=32768, both
 // with H=16 query/key heads, K=V=128, bf16 inputs. Decode is one token for B=256 sequences, H=16,
-// K=V=128, fp32 state (anchors.md: FLA fused_recurrent_gated_delta_rule). Value heads follow the spec:
+// K=V=128, fp32 state (bench/Anchors.cpp: FLA fused_recurrent_gated_delta_rule). Value heads follow the spec:
 // HV = H * gva_ratio (HV = H for every shipped spec).
 #pragma once
 

@@ -1,4 +1,4 @@
-// dgps-bench: times every generated package on the GPU at the anchor shapes of anchors.md, after a
+// dgps-bench: times every generated package on the GPU at the anchor shapes of bench/Anchors.cpp, after a
 // float64 correctness check, and prints a summary table last (docs/performance.md).
 //
 //   dgps-bench [--dgps_* flags] [Google Benchmark flags]      (dgps-bench --dgps_help lists them)
@@ -89,7 +89,7 @@ int run(int argc, char** argv) {
   }
   if (ctx.options.dry_run) {
     ctx.buildCases(nullptr);
-    std::printf("dgps-bench: dry run over %s (floors at anchors.md's 4.25 TB/s copy bandwidth)\n",
+    std::printf("dgps-bench: dry run over %s (floors at bench/Anchors.cpp's 4.25 TB/s copy bandwidth)\n",
                 ctx.options.generated_dir.c_str());
     std::fputs(formatPlan(ctx, 0).c_str(), stdout);
     return 0;

@@ -1,5 +1,5 @@
 // CPU tests of dgps-bench's arithmetic and bookkeeping: bytes floors and FLOP counts against hand
-// counts, same-run FLA times, the error measure of the correctness
+// counts (docs/math.md §4.4/§4.5), same-run FLA times, the error measure of the correctness
 // guard, input tiling, flag parsing, the benchmark filter and the summary table's ratios.
 #include <gtest/gtest.h>
 
@@ -40,7 +40,7 @@ TEST(BenchShapes, AnchorShapesAndLabels) {
 
 TEST(BenchFloors, GdnForwardBytesAreQkvoPlusGates) {
   const Spec gdn = shippedSpec("gdn");
-  // anchors.md: q,k,v,o in bf16 at B=8, T=4096, H=16, K=V=128 are 537 MB; gates g, beta f32 [B,T,HV].
+  // bench/Anchors.cpp: q,k,v,o in bf16 at B=8, T=4096, H=16, K=V=128 are 537 MB; gates g, beta f32 [B,T,HV].
   const double qkvo = 4.0 * 8 * 4096 * 16 * 128 * 2;
   const double gates = 2.0 * 8 * 4096 * 16 * 4;
   EXPECT_DOUBLE_EQ(qkvo, 536870912.0);
@@ -65,14 +65,14 @@ TEST(BenchFloors, PgdnCountsPreconditionerInputs) {
 
 TEST(BenchFloors, GdnDecodeIsStateReadAndWrite) {
   const Spec gdn = shippedSpec("gdn");
-  const double state = 2.0 * 256 * 16 * 128 * 128 * 4;  // anchors.md: 0.191 ms = 2.82 TB/s of this
+  const double state = 2.0 * 256 * 16 * 128 * 128 * 4;  // bench/Anchors.cpp: 0.191 ms = 2.82 TB/s of this
   const double qkv = 3.0 * 256 * 16 * 128 * 2, o = 256.0 * 16 * 128 * 2, gates = 2.0 * 256 * 16 * 4;
   EXPECT_DOUBLE_EQ(decodeBytesFloor(gdn, shape(2)), state + qkv + o + gates);
   EXPECT_NEAR(state / 0.191e-3 / 1e12, 2.81, 0.01);
 }
 
 TEST(BenchFloors, MathFlopsMatchMathMd44) {
-  // math.md §4.4 at C=64, K=V=128: GDN ≈ 182 kFLOP, PGDN ≈ 199 kFLOP per token-head.
+  // docs/math.md §4.4 at C=64, K=V=128: GDN ≈ 182 kFLOP, PGDN ≈ 199 kFLOP per token-head.
   EXPECT_DOUBLE_EQ(mathForwardFlopsPerTokenHead(shippedSpec("gdn"), 128, 128, 64), 11665408.0 / 64);
   EXPECT_DOUBLE_EQ(mathForwardFlopsPerTokenHead(shippedSpec("pgdn"), 128, 128, 64), 12713984.0 / 64);
   EXPECT_NEAR(mathForwardFlopsPerTokenHead(shippedSpec("pgdn"), 128, 128, 64) /

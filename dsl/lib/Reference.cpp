@@ -1,4 +1,4 @@
-// The float64 reference recurrence (Reference.h documents the semantics; math.md §1, §3, §5.2).
+// The float64 reference recurrence (Reference.h documents the semantics; docs/math.md §1, §3, §5.2).
 #include "dgps/dsl/Reference.h"
 
 #include <algorithm>
@@ -90,7 +90,7 @@ void requireValues(const std::string& name, const Tensor& t, const std::string& 
 void checkValues(const Spec& spec, const std::string& name, const Tensor& t) {
   auto finite = [](double x) { return std::isfinite(x); };
   if (name == "g" || name == "precond_g") {
-    requireValues(name, t, "finite log-decay values <= 0 (gates are natural-log decays; field case C05)",
+    requireValues(name, t, "finite log-decay values <= 0 (gates are natural-log decays; docs/math.md §7.1)",
                   [](double x) { return std::isfinite(x) && x <= 0.0; });
   } else if (name == "beta") {
     const double lo = spec.gain.lo, hi = spec.gain.hi;
@@ -157,7 +157,7 @@ void checkProblemShape(const Spec& spec, const ProblemShape& s) {
   need(spec.heads_qk == 0 || s.heads_qk == spec.heads_qk,
        who + " fixes heads_qk = " + std::to_string(spec.heads_qk) + ", got H = " + std::to_string(s.heads_qk));
   need(s.heads_v % s.heads_qk == 0, "HV = " + std::to_string(s.heads_v) + " is not a multiple of H = " +
-                                        std::to_string(s.heads_qk) + " (GVA needs HV % H == 0; field case C20)");
+                                        std::to_string(s.heads_qk) + " (GVA needs HV % H == 0)");
   need(s.heads_v == s.heads_qk * spec.gva_ratio,
        who + " has gva_ratio " + std::to_string(spec.gva_ratio) + " so HV must be " +
            std::to_string(s.heads_qk * spec.gva_ratio) + " for H = " + std::to_string(s.heads_qk) + ", got HV = " +
@@ -184,8 +184,9 @@ void checkProblemShape(const Spec& spec, const ProblemShape& s) {
                std::to_string(s.cu_seqlens[i]) + " < cu_seqlens[" + std::to_string(i - 1) + "] = " +
                std::to_string(s.cu_seqlens[i - 1]));
     }
-    need(s.cu_seqlens.back() == s.seq_len, "cu_seqlens must end at T = " + std::to_string(s.seq_len) + ", got " +
-                                               std::to_string(s.cu_seqlens.back()));
+    // cu[N] < T is a padded token buffer: rows t >= cu[N] belong to no sequence and their output is 0.
+    need(s.cu_seqlens.back() <= s.seq_len, "cu_seqlens must end at most at T = " + std::to_string(s.seq_len) +
+                                               ", got " + std::to_string(s.cu_seqlens.back()));
   }
 }
 
@@ -349,7 +350,7 @@ std::vector<double> doublesOf(const ReferenceInputs& in, const char* name) {
   return it == in.end() ? std::vector<double>() : it->second.toDoubles();
 }
 
-// x · (Σx² + eps)^{-1/2} (FLA's in-kernel l2norm, field case C07), or x itself.
+// x · (Σx² + eps)^{-1/2} (FLA's in-kernel l2norm, docs/math.md §1), or x itself.
 void normalise(const double* x, std::int64_t n, bool l2norm, double eps, double mul, std::vector<double>& out) {
   double ss = 0.0;
   for (std::int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
@@ -384,7 +385,7 @@ class Preconditioner {
   const std::vector<double>& state() const { return state_; }
 
  private:
-  // math.md §3.3: A_t = γ A_{t-1} + β^a k̂², M = x^{−s(ln(A_t+eps) − c_h)}.
+  // docs/math.md §3.3: A_t = γ A_{t-1} + β^a k̂², M = x^{−s(ln(A_t+eps) − c_h)}.
   void squashStep(std::int64_t b, std::int64_t t, const std::vector<double>& khat) {
     const SquashParams& sp = spec_.precond.squash;
     const std::size_t i0 = static_cast<std::size_t>(p_.perH(b, t, h_));
@@ -400,7 +401,7 @@ class Preconditioner {
     }
   }
 
-  // math.md §5.2: d ← ρ d + (η β / ‖k̂‖²)(1 − β⟨d, u⟩) u, u = k̂⊙k̂; then the optional clamp.
+  // docs/math.md §5.2: d ← ρ d + (η β / ‖k̂‖²)(1 − β⟨d, u⟩) u, u = k̂⊙k̂; then the optional clamp.
   void hypergradStep(std::int64_t b, std::int64_t t, const std::vector<double>& khat) {
     const HypergradParams& hp = spec_.precond.hypergrad;
     const double rho = hp.has_retention ? std::exp(p_.pg[static_cast<std::size_t>(p_.perH(b, t, h_))]) : 1.0;

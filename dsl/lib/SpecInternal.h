@@ -47,7 +47,7 @@ constexpr int kMinHeadDim = 16;
 constexpr int kMaxHeadDim = 256;
 constexpr int kMaxHeadsQk = 65535;
 constexpr int kMaxGvaRatio = 64;
-const std::vector<int>& allowedChunks();   // {16, 32, 64}: solve_tril block sizes (math.md §7.6).
+const std::vector<int>& allowedChunks();   // {16, 32, 64}: solve_tril block sizes (docs/math.md §7.6).
 const std::vector<int>& allowedBlockV();   // {16, 32, 64, 128}
 const std::vector<int>& allowedWarps();    // {1, 2, 4, 8, 16}
 const std::vector<int>& allowedStages();   // {1, 2, 3, 4}

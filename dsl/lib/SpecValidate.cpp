@@ -183,7 +183,7 @@ class Validator {
     if (usesHypergrad(s_)) checkHypergrad();
     if (s_.qk_l2norm && !(std::isfinite(s_.l2norm_eps) && s_.l2norm_eps > 0))
       error("normalize.eps", "must be > 0, got " + num(s_.l2norm_eps),
-            "a positive number (default 1e-6: x * rsqrt(sum(x^2) + eps), field case C07)");
+            "a positive number (default 1e-6: x * rsqrt(sum(x^2) + eps), docs/math.md §1)");
     if (s_.scale && !(std::isfinite(*s_.scale) && *s_.scale > 0))
       error("scale", "must be > 0, got " + num(*s_.scale), "auto (K^-1/2) or a positive number");
     if (s_.heads_qk < 0 || s_.heads_qk > kMaxHeadsQk)
@@ -199,7 +199,7 @@ class Validator {
     checkDtypes();
     checkKernels();
     checkTuning("tuning.chunk", s_.tuning.chunk, allowedChunks(),
-                "chunk sizes the WY triangular solve supports (math.md §7.6)");
+                "chunk sizes the WY triangular solve supports (docs/math.md §7.6)");
     checkTuning("tuning.block_v", s_.tuning.block_v, allowedBlockV(), "value-dim tile widths");
     checkTuning("tuning.warps", s_.tuning.warps, allowedWarps(), "warps per CTA");
     checkTuning("tuning.stages", s_.tuning.stages, allowedStages(), "pipeline stages");
@@ -300,7 +300,7 @@ class Validator {
         error(path + "[" + std::to_string(i) + "]",
               std::string(sym) + " = " + std::to_string(dims[i]) + " is outside " +
                   std::to_string(kMinHeadDim) + ".." + std::to_string(kMaxHeadDim) +
-                  " (the state tile is K x V; field case C15)",
+                  " (the state tile is K x V)",
               exp);
         return;
       }
@@ -322,7 +322,7 @@ class Validator {
     if (s_.state_dtype != DType::F32)
       error("dtypes.state",
             std::string("the recurrent state must be f32, got ") + toString(s_.state_dtype) +
-                " (narrow states overflow or lose the update; field cases C06, C14)",
+                " (narrow states overflow or lose the update; docs/math.md §7.5)",
             "f32");
   }
 
@@ -355,21 +355,21 @@ class Validator {
     if (usesHypergrad(s_) && s_.solve.kind != SolveKind::Delta) {
       error("precond.source",
             "hypergrad_ogd needs solve.kind: delta: its hypergradient surrogate is the loss change of "
-            "a delta-rule step (math.md §5.2); solve.kind is linear",
+            "a delta-rule step (docs/math.md §5.2); solve.kind is linear",
             "solve.kind: delta, or precond.source: ema_sq_squash");
       return;
     }
     if (usesHypergrad(s_) && s_.precond.side == PrecondSide::Query) {
       error("precond.side",
             "side query is not supported with source hypergrad_ogd: OSDN scales the write-side key "
-            "(right preconditioning, math.md §3.5), it has no query-side form",
+            "(right preconditioning, docs/math.md §3.5), it has no query-side form",
             "precond.side: key, or precond.source: ema_sq_squash");
       return;
     }
     if (usesHypergrad(s_) && s_.gva_ratio != 1) {
       error(written("heads.gva_ratio") ? "heads.gva_ratio" : "precond.source",
             "hypergrad_ogd needs heads.gva_ratio 1: its d update uses the write gain beta "
-            "[B,T,HV], but d is kept per key head [N,H,K] (math.md §5.2); got gva_ratio " +
+            "[B,T,HV], but d is kept per key head [N,H,K] (docs/math.md §5.2); got gva_ratio " +
                 std::to_string(s_.gva_ratio),
             "heads.gva_ratio: 1, or precond.source: ema_sq_squash (its gain precond_beta is per key "
             "head)");
@@ -380,19 +380,19 @@ class Validator {
   }
 
   /// Delta rule with unit keys: the transition (I − β k^w k^rᵀ) D has the write eigenvalue
-  /// 1 − β Σ_i M_i k̂_i² >= 1 − β_max M_max (math.md §3.4). Stability needs β_max M_max <= 2.
+  /// 1 − β Σ_i M_i k̂_i² >= 1 − β_max M_max (docs/math.md §3.4). Stability needs β_max M_max <= 2.
   void checkWriteEigenvalue(Severity unstable, const std::string& allowNote) {
     const double b = maxGain();
     if (!s_.qk_l2norm) {
       if (b > 1)
         report(unstable, written("gain.range") ? "gain.range[1]" : "gain",
                "a gain above 1 needs unit-norm keys: with normalize.qk_l2norm false the write "
-               "eigenvalue 1 - beta*|k|^2 has no lower bound (field case C08)" + allowNote,
+               "eigenvalue 1 - beta*|k|^2 has no lower bound (docs/math.md §7.2)" + allowNote,
                "normalize.qk_l2norm: true, or gain.range [0, 1]");
       else
         report(Severity::Warning, "normalize.qk_l2norm",
                "keys are not L2-normalised in the kernel: the delta rule is stable only if the caller "
-               "passes keys with beta*|k|^2 <= 2 (field case C08)",
+               "passes keys with beta*|k|^2 <= 2 (docs/math.md §7.2)",
                "normalize.qk_l2norm: true, or keys normalised before the call", true);
       if (b > 1) return;
     }
@@ -423,13 +423,13 @@ class Validator {
     report(unstable, path,
            "unstable write: the eigenvalue 1 - beta*sum_i(M_i*k_i^2) of the delta-rule transition "
            "reaches 1 - " + num(b) + "*" + num(m) + " = " + num(lambda) + " < -1 with beta < " + num(b) +
-               " and " + mName + ", so the state can grow without bound (math.md §3.4; field cases "
-               "C08, C10)" + allowNote,
+               " and " + mName + ", so the state can grow without bound (docs/math.md §3.4, "
+               "§7.2)" + allowNote,
            "gain upper bound * preconditioner bound <= 2 (e.g. gain.range [0, 1] with x <= 2), or "
            "allow_unstable: true");
   }
 
-  /// OSDN's d-scan d ← (r I − c u uᵀ) d + b is stable iff η β² ‖u‖²/‖k‖² <= 1 + r (math.md §5.2);
+  /// OSDN's d-scan d ← (r I − c u uᵀ) d + b is stable iff η β² ‖u‖²/‖k‖² <= 1 + r (docs/math.md §5.2);
   /// with unit keys ‖u‖² <= 1, and r ∈ (0, 1] with retention, r = 1 without.
   void checkDScan(Severity unstable, const std::string& allowNote) {
     const HypergradParams& p = s_.precond.hypergrad;
@@ -440,7 +440,7 @@ class Validator {
            "the OSDN preconditioner scan is stable only if eta*beta^2 <= " + num(limit) +
                (p.has_retention ? " (1 + r with retention r -> 0)" : " (1 + r with r = 1)") +
                "; eta = " + num(p.eta) + " with beta < " + num(b) + " gives " + num(p.eta * b * b) +
-               " (math.md §5.2)" + allowNote,
+               " (docs/math.md §5.2)" + allowNote,
            "eta <= " + num(limit / (b * b)) + ", or allow_unstable: true");
   }
 

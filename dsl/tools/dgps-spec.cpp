@@ -2,12 +2,18 @@
 //   dgps-spec check SPEC                       validate; print class, hash, tensors, canonical form
 //   dgps-spec reference SPEC --inputs F --out G run the float64 reference on safetensors inputs
 //   dgps-spec demo SPEC                        reference on generated inputs, print a summary
+//   dgps-spec inputs SPEC --shape B=..,T=..,H=..,K=..,V=.. [--seed N] [--cu-seqlens 0,1500,3000]
+//                   [--dtype bf16|f16|f32|f64] [--no-initial-states] --out IN.safetensors
+//                                              write generated inputs (the demo's generator)
+//   dgps-spec compare REF.safetensors GOT.safetensors [--tol X] [--max-abs X] [--max-rel X]
+//                                              per-tensor errors of GOT against REF; 1 when out of tolerance
 // Exit status: 0 success, 1 bad spec / bad input, 2 bad command line. No exception escapes main.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 
 #include "dgps/dsl/CheckCommand.h"
+#include "dgps/dsl/DataCommands.h"
 #include "dgps/dsl/Reference.h"
 
 int main(int argc, char** argv) {
@@ -31,6 +37,33 @@ int main(int argc, char** argv) {
     CLI::App* demo = app.add_subcommand("demo", "run the float64 reference on generated inputs");
     demo->add_option("SPEC", demoSpec, "spec file (YAML)")->required();
 
+    dgps::InputsCommandOptions inOpt;
+    bool noInitialStates = false;
+    CLI::App* inputs = app.add_subcommand("inputs", "write generated inputs for a spec and shape to a "
+                                                    "safetensors file (for `reference` and dgps-run)");
+    inputs->add_option("SPEC", inOpt.spec_path, "spec file (YAML)")->required();
+    inputs->add_option("--shape", inOpt.shape, "B=..,T=..,H=..,K=..,V=.. (HV optional; T optional with "
+                                               "--cu-seqlens)")->required();
+    inputs->add_option("--seed", inOpt.seed, "random seed (default 20260425, the demo's)");
+    inputs->add_option("--cu-seqlens", inOpt.cu_seqlens, "packed sequence boundaries, e.g. 0,1500,3000 "
+                                                         "(varlen specs; B = 1)");
+    inputs->add_option("--dtype", inOpt.dtype, "dtype of q, k, v: bf16, f16, f32, f64 (default: the spec's "
+                                               "first input dtype)");
+    inputs->add_flag("--no-initial-states", noInitialStates, "leave out initial_state / initial_precond_state");
+    inputs->add_option("--out", inOpt.out_path, "output file (safetensors)")->required();
+
+    dgps::CompareCommandOptions cmpOpt;
+    CLI::App* compare = app.add_subcommand("compare", "compare the tensors of two safetensors files (the "
+                                                      "first is the reference); exit 1 when out of tolerance");
+    compare->add_option("REF", cmpOpt.ref_path, "reference file, e.g. the float64 reference's outputs")->required();
+    compare->add_option("GOT", cmpOpt.got_path, "file under test, e.g. dgps-run's outputs")->required();
+    compare->add_option("--tol", cmpOpt.tolerances.rel_l2, "largest relative L2 error ||got-ref||/||ref|| "
+                                                           "(default 1.5e-2)")->check(CLI::NonNegativeNumber);
+    compare->add_option("--max-abs", cmpOpt.tolerances.max_abs, "largest max |got-ref| (default: unchecked)")
+        ->check(CLI::NonNegativeNumber);
+    compare->add_option("--max-rel", cmpOpt.tolerances.max_rel, "largest max |got-ref| / max |ref| "
+                                                                "(default: unchecked)")->check(CLI::NonNegativeNumber);
+
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -41,6 +74,11 @@ int main(int argc, char** argv) {
     if (reference->parsed())
       return dgps::runReferenceCommand(refSpec, refInputs, refOut, std::cout, std::cerr);
     if (demo->parsed()) return dgps::runDemoCommand(demoSpec, std::cout, std::cerr);
+    if (inputs->parsed()) {
+      inOpt.initial_states = !noInitialStates;
+      return dgps::runInputsCommand(inOpt, std::cout, std::cerr);
+    }
+    if (compare->parsed()) return dgps::runCompareCommand(cmpOpt, std::cout, std::cerr);
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "dgps-spec: internal error: " << e.what() << "\n";

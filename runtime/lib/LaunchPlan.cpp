@@ -83,8 +83,7 @@ ForwardPlan planForward(const Package& package, const ForwardProblem& p, const T
                            "the package with the matching dgpsc)");
   }
   const long long slots = launch::chunkSlots(s, t.chunk);
-  const long long vp = (s.V + 15) / 16 * 16;
-  const long long bv = t.block_v < vp ? t.block_v : vp;
+  const long long bv = launch::valueTile(int(s.V), t.block_v);
   ForwardPlan plan;
   for (int i = 0; i < n; ++i) {
     long long blocks = 0;

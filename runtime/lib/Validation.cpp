@@ -154,7 +154,7 @@ ScalarType checkActivationDtype(Checker& c, const Spec& spec, const TensorView& 
                   "' (expected " + allowed + ")");
 }
 
-// Head and dimension rules shared by forward and decode (field cases C15, C20).
+// Head and dimension rules shared by forward and decode.
 void checkHeadsAndDims(Checker& c, const Spec& spec, std::int64_t H, std::int64_t K, std::int64_t HV, std::int64_t V,
                        const char* qdims, const char* vdims) {
   if (H < 1) c.fail("q", std::string("H (dim ") + qdims + ") must be >= 1, got " + std::to_string(H));

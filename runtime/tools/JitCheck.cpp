@@ -68,7 +68,7 @@ bool checkVariant(const Variant& v, const JitTarget& target, const JitCompiler& 
     os << " regs " << std::setw(3) << it->registers << "  stack " << it->stack_frame_bytes << " B  spill st "
        << it->spill_store_bytes << " B ld " << it->spill_load_bytes << " B  smem " << it->shared_bytes << " B";
     if (it->spills()) {
-      os << "  FAIL: local memory / spills (C28)";
+      os << "  FAIL: local memory / spills (docs/math.md §7.5)";
       ok = false;
     }
     os << "\n";

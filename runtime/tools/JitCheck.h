@@ -1,7 +1,7 @@
 // dgps-jit-check: NVRTC compile-only check of generated packages. For every package, every input dtype,
 // key dim and value dim (and, with all_configs, every point of the tunables), compile kernels.cu for the
 // target and read ptxas' resource report; a compile error, a manifest symbol missing from the image,
-// spills or any local memory (stack frame) fails the check (field case C28). No GPU is needed.
+// spills or any local memory (stack frame) fails the check (docs/math.md §7.5). No GPU is needed.
 #pragma once
 
 #include <iosfwd>

@@ -98,6 +98,16 @@ TEST_P(ExecutorVsReference, VarlenWithLengthOneSequences) {
   checkAllStages(c, snaps, spec, p, /*initialStates=*/false);
 }
 
+TEST_P(ExecutorVsReference, VarlenPaddedTokenBuffer) {
+  Context c;
+  const Spec spec = gridSpec(loadSpec(GetParam()));
+  std::vector<Snapshot> snaps = snapshots(c, spec);
+  ProblemShape p;
+  p.batch = 1, p.seq_len = 200, p.heads_qk = 2, p.heads_v = 2 * spec.gva_ratio, p.key_dim = 20, p.value_dim = 16;
+  p.cu_seqlens = {0, 70, 131};  // rows 131..199 belong to no sequence: the reference's o is 0 there
+  checkAllStages(c, snaps, spec, p, /*initialStates=*/true);
+}
+
 TEST_P(ExecutorVsReference, GroupedValueHeads) {
   Context c;
   Spec spec = gridSpec(loadSpec(GetParam()));
@@ -148,7 +158,7 @@ TEST_F(ExecutorErrors, MissingRequiredInput) {
 }
 
 TEST_F(ExecutorErrors, WrongShapeNamesTheTensor) {
-  inputs_["g"] = Tensor(ScalarType::F32, {1, 8, 1, 16});  // a KDA gate given to PGDN (field case C14)
+  inputs_["g"] = Tensor(ScalarType::F32, {1, 8, 1, 16});  // a KDA gate given to PGDN
   ExecutorResult r = executeChunkIR(*snaps_.back().module, inputs_);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.error.find("'g'"), std::string::npos) << r.error;
@@ -163,7 +173,7 @@ TEST_F(ExecutorErrors, DgpsIRIsRefused) {
 
 TEST_F(ExecutorErrors, BadCuSeqlens) {
   Tensor cu(ScalarType::I64, {3});
-  cu.setInt(0, 0), cu.setInt(1, 5), cu.setInt(2, 7);  // ends before T = 8
+  cu.setInt(0, 0), cu.setInt(1, 5), cu.setInt(2, 9);  // ends past T = 8
   inputs_["cu_seqlens"] = cu;
   ExecutorResult r = executeChunkIR(*snaps_.back().module, inputs_);
   EXPECT_FALSE(r.ok);

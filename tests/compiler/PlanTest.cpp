@@ -168,7 +168,7 @@ TEST(PlanCost, GdnMatchesHandCount) {
   ASSERT_EQ(first.getTile().getBlockV(), 128) << "the hand count assumes one value tile";
   EXPECT_EQ(p->cost().getBytesPerTokenHead(), 2121);
   EXPECT_EQ(p->cost().getKeyDim(), 128);
-  // FLOPs (math.md §4.4, per token): KKT 2CK, solve C²/2, Aqk 2CK, WY 2CK + 2CV, state 4KV,
+  // FLOPs (docs/math.md §4.4, per token): KKT 2CK, solve C²/2, Aqk 2CK, WY 2CK + 2CV, state 4KV,
   // output 2KV + 2CV, plus l2norm 3K (q, k in both kernels) and the gate cumsums.
   const int64_t K = 128, V = 128, C = 64;
   int64_t flops = 2 * C * K + C * C / 2 + 2 * C * K + 2 * C * K + 2 * C * V + 4 * K * V + 2 * K * V + 2 * C * V +

@@ -87,7 +87,7 @@ TEST(Verifier, AppliesTheSpecLanguageRules) {
   s.name = "Bad-Name";
   EXPECT_NE(verifyError(s).find("name"), std::string::npos) << verifyError(s);
 
-  s = pgdn();  // beta < 2 with M < 1.5: write eigenvalue down to -2 (math.md §3.4, field case C10)
+  s = pgdn();  // beta < 2 with M < 1.5: write eigenvalue down to -2 (docs/math.md §3.4, §7.2)
   s.gain.hi = 2.0;
   EXPECT_NE(verifyError(s).find("unstable write"), std::string::npos) << verifyError(s);
   s.allow_unstable = true;

@@ -290,7 +290,7 @@ TEST(Malformed, MissingFileIsOneDiagnostic) {
 // ---- accepted with a warning ----
 
 TEST(Warnings, AllowUnstableTurnsTheStabilityErrorIntoAWarning) {
-  // The paper's x = 8 amplify ablation (field case C10b).
+  // The paper's x = 8 amplify ablation (docs/math.md §7.2).
   ParseResult r = parseSpecString(H4 + "precond:\n  kind: diagonal\n  squash: {x: 8}\nallow_unstable: true\n",
                                   "x8.yaml");
   ASSERT_TRUE(r.ok()) << test::allDiagnostics(r);

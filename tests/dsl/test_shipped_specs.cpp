@@ -105,7 +105,7 @@ TEST(ShippedSpecs, ClassifiedAsTheirModel) {
 }
 
 TEST(ShippedSpecs, DefaultsMatchTheReleasedLayers) {
-  // math.md §3.6: x = 1.5, eps = 1e-6, centre -0.2, separate accumulator gate and gain.
+  // docs/math.md §3.6: x = 1.5, eps = 1e-6, centre -0.2, separate accumulator gate and gain.
   for (const char* stem : {"pdn", "pgdn", "pkda", "atq"}) {
     ParseResult r = parseSpecFile(specsDir() + "/" + stem + ".yaml");
     ASSERT_TRUE(r.ok()) << stem;
@@ -150,7 +150,7 @@ TEST(ShippedSpecs, TensorSignaturesFollowAbi) {
   EXPECT_EQ(gdn.count("initial_precond_state"), 0u);
 
   auto kda = signatureOf("kda");
-  EXPECT_EQ(kda["g"], "[B, T, HV, K] f32");  // per-channel gate (field case C14)
+  EXPECT_EQ(kda["g"], "[B, T, HV, K] f32");  // per-channel gate
 
   auto pkda = signatureOf("pkda");
   EXPECT_EQ(pkda["g"], "[B, T, HV, K] f32");

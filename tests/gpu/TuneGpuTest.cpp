@@ -1,4 +1,4 @@
-// GPU tests of autotuning (issue 5; field cases C25, C26, C34), on generated/pgdn:
+// GPU tests of autotuning (issue 5), on generated/pgdn:
 //   * a deliberately wrong candidate is rejected (WrongResult) and a faulting one (illegal address) is
 //     survived (Fault): both are built from a test-only copy of the package whose kernels.cu gains a hook
 //     active for exactly those tile configurations (the shipped device library is untouched); the other
@@ -273,7 +273,7 @@ TEST_F(TuneGpu, TuneModeTunesOnceOnFirstUseAndLaunchesCorrectly) {
   EXPECT_EQ(resolver->tuningRuns(), 1);
   ASSERT_EQ(resolver->decisions().size(), 1u);
   EXPECT_EQ(resolver->decisions()[0].source, tune::ConfigSource::Tuned) << resolver->decisions()[0].str();
-  expectCorrectForward(rt, *pkg_, std::nullopt);  // same key: no new tuning (C26)
+  expectCorrectForward(rt, *pkg_, std::nullopt);  // same key: no new tuning
   EXPECT_EQ(resolver->tuningRuns(), 1);
   EXPECT_EQ(resolver->decisions().size(), 1u);
 

@@ -1,7 +1,7 @@
 // GPU correctness of one generated package ($DGPS_GPU_PACKAGE) against the float64 reference
 // (runReference): forward over T in {1, 63, 64, 65, 1000, 4096} for every input dtype and K = V in
 // {64, 128} (and 120 where the spec has it) with initial and final states; GVA; varlen with a length-1
-// sequence; decode; forward over T then one decode step == forward over T+1. Outputs are poisoned with
+// sequence; varlen in a padded token buffer (zeros past cu_seqlens[N]); decode; forward over T then one decode step == forward over T+1. Outputs are poisoned with
 // NaN before every run, inputs are fresh random draws (InputGen.h). Skips without a GPU.
 #include <gtest/gtest.h>
 
@@ -128,6 +128,57 @@ TEST_F(PackageTest, VarlenWithALengthOneSequence) {
   }
 }
 
+// A varlen token buffer longer than its sequences (T = 4096, cu_seqlens = [0, 1500, 3000]): rows t >= cu[N]
+// of o belong to no sequence and must read back as exactly 0 (o is NaN-poisoned first), with the sequences'
+// rows and states matching the float64 reference. Runs the default configuration and every tunable chunk
+// length, because the tail rows are zeroed per chunk slot.
+TEST_F(PackageTest, VarlenPaddedTokenBufferWritesZerosPastTheLastSequence) {
+  if (!pkg_->manifest().has_forward || !pkg_->spec().varlen) GTEST_SKIP() << pkg_->name() << " takes no cu_seqlens";
+  ProblemShape s = shape(1, 4096, squareDims().back());
+  s.cu_seqlens = {0, 1500, 3000};
+  const std::int64_t end = s.cu_seqlens.back();
+  const ScalarType act = toScalarType(pkg_->spec().input_dtypes.front());
+  const ReferenceInputs in = generateInputs(pkg_->spec(), s, 4242, act);
+  const ReferenceOutputs ref = runReference(pkg_->spec(), in);
+  std::vector<TileConfig> configs = {pkg_->manifest().default_config};
+  for (int chunk : pkg_->manifest().tunables.chunk) {
+    TileConfig c = pkg_->manifest().default_config;
+    c.chunk = chunk;
+    if (std::find(configs.begin(), configs.end(), c) == configs.end()) configs.push_back(c);
+  }
+  const std::int64_t rowElems = s.heads_v * s.value_dim;
+  for (const TileConfig& config : configs) {
+    SCOPED_TRACE(toString(config));
+    LaunchOptions opts;
+    opts.config = config;
+    const GpuOutputs got = gputest::gpuForward(*rt_, *pkg_, in, nullptr, &opts);
+    ASSERT_EQ(got.o.shape(), ref.o.shape());
+    std::int64_t nonZeroTail = 0;
+    for (std::int64_t i = end * rowElems; i < got.o.numel(); ++i) nonZeroTail += got.o.get(i) != 0.0;  // NaN counts
+    EXPECT_EQ(nonZeroTail, 0) << "of " << (s.seq_len - end) * rowElems << " values in rows " << end << ".."
+                              << s.seq_len - 1 << " of o are not 0";
+    const std::vector<std::uint8_t>& gb = got.o.bytes();
+    const std::vector<std::uint8_t>& rb = ref.o.bytes();
+    const std::size_t gRow = gb.size() / std::size_t(s.seq_len), rRow = rb.size() / std::size_t(s.seq_len);
+    const Tensor gotSeq = Tensor::fromBytes(got.o.dtype(), {1, end, s.heads_v, s.value_dim},
+                                            std::vector<std::uint8_t>(gb.begin(), gb.begin() + gRow * end));
+    const Tensor refSeq = Tensor::fromBytes(ref.o.dtype(), {1, end, s.heads_v, s.value_dim},
+                                            std::vector<std::uint8_t>(rb.begin(), rb.begin() + rRow * end));
+    const ErrorStats eo = compare(gotSeq, refSeq);
+    EXPECT_TRUE(eo.finite && eo.rel <= kTolOut) << "o rows 0.." << end - 1 << ": " << eo.str();
+    if (ref.has_final_state) {
+      ASSERT_TRUE(got.has_final_state);
+      const ErrorStats es = compare(got.final_state, ref.final_state);
+      EXPECT_TRUE(es.finite && es.rel <= kTolState) << "final_state: " << es.str();
+    }
+    if (ref.has_final_precond_state) {
+      ASSERT_TRUE(got.has_final_precond_state);
+      const ErrorStats ep = compare(got.final_precond_state, ref.final_precond_state);
+      EXPECT_TRUE(ep.finite && ep.rel <= kTolPrecond) << "final_precond_state: " << ep.str();
+    }
+  }
+}
+
 TEST_F(PackageTest, DecodeMatchesReference) {
   if (!pkg_->manifest().has_decode) GTEST_SKIP() << pkg_->name() << " has no decode kernel";
   std::uint64_t seed = 2000;
@@ -196,24 +247,31 @@ TEST_F(PackageTest, EveryTunableConfigIsCorrectAndSpillFree) {
   if (!pkg_->manifest().has_forward) GTEST_SKIP() << pkg_->name() << " has no forward kernels";
   const Manifest& m = pkg_->manifest();
   const ScalarType act = toScalarType(pkg_->spec().input_dtypes.front());
-  const int kv = squareDims().back();
-  ProblemShape s = shape(1, 333, kv);
-  ReferenceInputs in = generateInputs(pkg_->spec(), s, 4242, act);
-  ReferenceOutputs ref = runReference(pkg_->spec(), in);
-  for (int c : m.tunables.chunk)
-    for (int b : m.tunables.block_v)
-      for (int w : m.tunables.warps)
-        for (int st : m.tunables.stages) {
-          TileConfig cfg{c, b, w, st};
-          SCOPED_TRACE(toString(cfg));
-          VariantInfo info = rt_->prepare(*pkg_, kv, kv, act, cfg, 0);
-          for (const auto& k : info.kernels) EXPECT_EQ(k.local_bytes, 0) << k.symbol << " uses local memory (C28)";
-          LaunchOptions opts;
-          opts.config = cfg;
-          GpuOutputs got = gputest::gpuForward(*rt_, *pkg_, in, nullptr, &opts, /*pass_workspace=*/true);
-          ErrorStats eo = compare(got.o, ref.o);
-          EXPECT_TRUE(eo.finite && eo.rel <= kTolOut) << "o: " << eo.str();
-        }
+  // The largest head dim, and 120 where the spec offers it (KDA-1B / PKDA-1B): a masked last value tile for
+  // every block_v that does not divide it, and block_v 128 > V (launch_rules.h valueTile).
+  std::vector<int> dims = {squareDims().back()};
+  const std::vector<int> offered = squareDims();
+  if (std::count(offered.begin(), offered.end(), 120) && dims.front() != 120) dims.push_back(120);
+  for (int kv : dims) {
+    SCOPED_TRACE("K=V=" + std::to_string(kv));
+    ProblemShape s = shape(1, 333, kv);
+    ReferenceInputs in = generateInputs(pkg_->spec(), s, 4242, act);
+    ReferenceOutputs ref = runReference(pkg_->spec(), in);
+    for (int c : m.tunables.chunk)
+      for (int b : m.tunables.block_v)
+        for (int w : m.tunables.warps)
+          for (int st : m.tunables.stages) {
+            TileConfig cfg{c, b, w, st};
+            SCOPED_TRACE(toString(cfg));
+            VariantInfo info = rt_->prepare(*pkg_, kv, kv, act, cfg, 0);
+            for (const auto& k : info.kernels) EXPECT_EQ(k.local_bytes, 0) << k.symbol << " uses local memory (docs/math.md §7.5)";
+            LaunchOptions opts;
+            opts.config = cfg;
+            GpuOutputs got = gputest::gpuForward(*rt_, *pkg_, in, nullptr, &opts, /*pass_workspace=*/true);
+            ErrorStats eo = compare(got.o, ref.o);
+            EXPECT_TRUE(eo.finite && eo.rel <= kTolOut) << "o: " << eo.str();
+          }
+  }
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Runtime plumbing on a real GPU with the package under test: the caller's stream and CUDA graph
-// capture (C29), device ordinals (C30), pointer checks, cu_seqlens value checks, caches.
+// capture, device ordinals, pointer checks, cu_seqlens value checks, caches.
 #include <gtest/gtest.h>
 
 #include "GpuTestUtil.h"
@@ -211,7 +211,7 @@ TEST_F(RuntimeGpuTest, VariantInfoAndCaches) {
   EXPECT_EQ(a.kernels.size(), pkg_->manifest().forward_symbols.size() + (pkg_->manifest().has_decode ? 1 : 0));
   for (const auto& k : a.kernels) {
     EXPECT_GT(k.registers, 0) << k.symbol;
-    EXPECT_EQ(k.local_bytes, 0) << k.symbol << " spills to local memory (C28)";
+    EXPECT_EQ(k.local_bytes, 0) << k.symbol << " spills to local memory (docs/math.md §7.5)";
   }
   RuntimeOptions o;
   o.cache_dir = std::string(DGPS_GPU_CACHE_DIR);

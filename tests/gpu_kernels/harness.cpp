@@ -484,6 +484,7 @@ struct Case {
   Variant v;
   int64_t B = 1, T = 64, H = 2, HV = 2;
   std::vector<int64_t> lens;  // varlen when non-empty (B = 1)
+  int64_t pad = 0;            // varlen: token rows after the last sequence (o must be 0 there)
   bool s0 = true, p0 = true;
   GateMode gm;
 };
@@ -533,6 +534,14 @@ std::vector<Case> forward_cases(bool small) {
   for (const char* c : {"gdn", "pgdn", "kda"}) add("K64", var(c, 64, 64), 2, 150, 2, 4);
   for (const char* c : {"gdn", "pgdn", "pkda"}) add("K120", var(c, 120, 120), 2, 150, 2, 2);
   add("K120-varlen", var("gdn", 120, 120), 1, 0, 1, 2, true, true, {1, 77, 64});
+  // A token buffer longer than its sequences: rows past cu[N] (in several chunk slots) are written as zeros by
+  // chunk_local; a NaN left there fails the check (outputs are poisoned).
+  for (const char* c : {"gdn", "kda", "pgdn", "osdn"}) {
+    add("varlen-padded", var(c), 1, 0, 2, 2, true, true, {70, 65});
+    cs.back().pad = 200;
+  }
+  add("varlen-padded-C16", var("gdn", 128, 128, false, 16, 64, 4, 1), 1, 0, 2, 2, true, true, {33, 20});
+  cs.back().pad = 37;
   for (const char* c : {"gdn", "pgdn"}) add("f16", var(c, 128, 128, true), 2, 130, 2, 2);
   add("C32", var("gdn", 128, 128, false, 32), 2, 150, 2, 2);
   add("C16", var("gdn", 128, 128, false, 16, 64, 4, 1), 2, 150, 2, 2);
@@ -547,7 +556,7 @@ std::vector<Case> forward_cases(bool small) {
   add("BV128-w8", var("pkda", 128, 128, false, 64, 128, 8, 1), 2, 150, 2, 2);
   add("S1", var("gdn", 128, 128, false, 64, 64, 4, 1), 2, 150, 2, 2);
   add("S1", var("pgdn", 128, 128, false, 64, 64, 4, 1), 1, 150, 2, 4);
-  // steep / masked gates (field cases C01, C04, C10)
+  // steep / masked gates (docs/math.md §7.5, §4.3, §7.2)
   GateMode steep;
   steep.scale = 100.0;  // logsigmoid(U)/0.01
   GateMode masked;
@@ -557,7 +566,7 @@ std::vector<Case> forward_cases(bool small) {
   add("steep-gates", var("kda"), 1, 129, 2, 2, true, true, {}, steep);
   add("masked-gates", var("pkda"), 2, 150, 2, 2, true, true, {}, masked);
   GateMode mid;
-  mid.scale = 12.0;  // ~ -6..-20 nats per token: diagonal blocks beyond the factorised range (C02)
+  mid.scale = 12.0;  // ~ -6..-20 nats per token: diagonal blocks beyond the factorised range (docs/math.md §4.3)
   add("unbounded-gates", var("kda"), 1, 129, 2, 2, true, true, {}, mid);
   return cs;
 }
@@ -608,7 +617,7 @@ void run_forward_checks(Harness& hx, bool small, const std::string& filter, Tall
     if (!j.c.lens.empty()) {
       cu.push_back(0);
       for (int64_t l : j.c.lens) cu.push_back(cu.back() + l);
-      T = cu.back();
+      T = cu.back() + j.c.pad;
     }
     j.p = make_problem(*j.f, j.c.B, T, j.c.H, j.c.HV, j.c.v.K, j.c.v.V, cu, j.c.s0, j.c.p0, j.c.v.f16, j.c.gm, j.seed);
     j.ref = reference(*j.f, j.p);
@@ -671,7 +680,7 @@ void run_decode_checks(Harness& hx, const std::string& filter, Tally& t, uint64_
   }
 }
 
-/// Prefill (chunked, T−1 tokens) then one decode step equals the chunked forward over T tokens (C16).
+/// Prefill (chunked, T−1 tokens) then one decode step equals the chunked forward over T tokens (docs/math.md §4.2).
 void run_handoff_checks(Harness& hx, const std::string& filter, Tally& t, uint64_t& seed) {
   for (const char* c : {"gdn", "pgdn", "kda", "osdn"}) {
     for (int64_t T : {(int64_t)65, (int64_t)128}) {

@@ -1,4 +1,4 @@
-// Independent float64 token-by-token reference of the DGPS recurrence for the kernel harness (math.md §1,
+// Independent float64 token-by-token reference of the DGPS recurrence for the kernel harness (docs/math.md §1,
 // §3.3–3.5, §5.2; same semantics as dsl/lib/Reference.cpp, written separately so the two can check each
 // other). Layouts are those of runtime/device/dgps/device/abi.h.
 #pragma once

@@ -48,7 +48,7 @@ build_cubins() {
   done < <(variant_lines)
   for p in "${pids[@]}"; do wait "$p"; done
   echo "NVRTC: $n variant(s) compiled for $ARCH"
-  # spills / local memory are not acceptable (field case C28)
+  # spills / local memory are not acceptable (docs/math.md §7.5)
   if grep -l -E "[1-9][0-9]* bytes (stack frame|spill)" "$B"/log/*.nvrtc.log; then echo "SPILLS found (see above)"; exit 1; fi
 }
 

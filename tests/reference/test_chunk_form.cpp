@@ -41,7 +41,7 @@ void l2normRows(Mat& m, double eps, double mul) {
   }
 }
 
-// ATK squash multipliers M_t for one key head (math.md §3.3), as an elementwise scan.
+// ATK squash multipliers M_t for one key head (docs/math.md §3.3), as an elementwise scan.
 Mat squashMultipliers(const Spec& spec, const ReferenceInputs& in, const Mat& khat, std::int64_t b, std::int64_t h) {
   const SquashParams& sp = spec.precond.squash;
   const std::int64_t T = in.at("q").dim(1), H = in.at("q").dim(2), K = in.at("q").dim(3);
@@ -62,7 +62,7 @@ Mat squashMultipliers(const Spec& spec, const ReferenceInputs& in, const Mat& kh
   return M;
 }
 
-// OSDN d before each token (row t) and after the last, via the chunked affine form of math.md §5.2
+// OSDN d before each token (row t) and after the last, via the chunked affine form of docs/math.md §5.2
 // with chunk size C; ε solves the unit lower-triangular system by forward substitution.
 Mat hypergradStates(const Spec& spec, const ReferenceInputs& in, const Mat& khat, std::int64_t b, std::int64_t h,
                     std::int64_t C) {
@@ -111,7 +111,7 @@ struct ChunkResult {
   Mat S;  // [K, V]
 };
 
-// One (b, hv) of the asymmetric gated delta rule in chunkwise WY form (math.md §4.1, per-channel gates
+// One (b, hv) of the asymmetric gated delta rule in chunkwise WY form (docs/math.md §4.1, per-channel gates
 // §4.3): read keys Kr, write keys Kw, queries Q (already scaled and preconditioned), log-gates G [T, K].
 ChunkResult chunkDelta(const Mat& Q, const Mat& Kr, const Mat& Kw, const Mat& Vv, const std::vector<double>& beta,
                        const Mat& g, Mat S, std::int64_t C) {

@@ -80,7 +80,7 @@ TEST(ReferenceHand, Mamba2ScalarDecayWithUnboundedGain) {
 }
 
 TEST(ReferenceHand, L2NormEpsilonGoesInsideTheSumAtSmallMagnitude) {
-  // Field case C07: x·(Σx² + 1e-6)^{-1/2}, not an RMS norm. With |q|, |k| ~ 1e-3 and 1e-4 at K = 128 the
+  // docs/math.md §1: x·(Σx² + 1e-6)^{-1/2}, not an RMS norm. With |q|, |k| ~ 1e-3 and 1e-4 at K = 128 the
   // eps matters, so a wrong placement shows up at O(1) relative error.
   DGPS_SEEDED(seed);
   std::mt19937_64 rng(seed);

@@ -217,6 +217,33 @@ TEST(ReferenceProperties, VarlenEqualsSeparateRuns) {
   }
 }
 
+// A token buffer longer than the packed sequences (cu[N] < T): the sequences' outputs and states are those of
+// the unpadded buffer, and the padding rows of o are exactly 0 whatever their inputs hold.
+TEST(ReferenceProperties, VarlenPaddedBufferZeroesTheTail) {
+  DGPS_SEEDED(seed);
+  std::mt19937_64 rng(seed);
+  for (const Spec& spec : allSpecs()) {
+    SCOPED_TRACE(spec.name);
+    const std::int64_t H = 2, K = 4, V = 5, HV = H * spec.gva_ratio, pad = 1 + static_cast<std::int64_t>(rng() % 7);
+    const std::vector<std::int64_t> cu = {0, 1 + static_cast<std::int64_t>(rng() % 8), 10};
+    const std::int64_t T = cu.back() + pad;
+    const ReferenceInputs padded = inputs64(spec, shapeOf(1, T, H, HV, K, V, cu), rng());
+    ReferenceInputs exact;
+    for (const auto& kv : padded)
+      exact[kv.first] = (kv.second.rank() >= 3 && kv.first != "initial_state" && kv.first != "initial_precond_state")
+                            ? sliceT(kv.second, 0, cu.back())
+                            : kv.second;
+    const ReferenceOutputs rp = runReference(spec, padded);
+    const ReferenceOutputs re = runReference(spec, exact);
+    expectNonTrivial(re);
+    ASSERT_EQ(rp.o.shape(), (std::vector<std::int64_t>{1, T, HV, V}));
+    expectClose(sliceT(rp.o, 0, cu.back()), re.o, 0.0, "o of the sequences");
+    EXPECT_EQ(maxAbs(sliceT(rp.o, cu.back(), T)), 0.0) << "padding rows of o";
+    expectClose(rp.final_state, re.final_state, 0.0, "final_state");
+    if (rp.has_final_precond_state) expectClose(rp.final_precond_state, re.final_precond_state, 0.0, "final_precond_state");
+  }
+}
+
 TEST(ReferenceProperties, VarlenWithEqualLengthsEqualsBatch) {
   DGPS_SEEDED(seed);
   for (const Spec& spec : allSpecs()) {

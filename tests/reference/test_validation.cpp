@@ -105,8 +105,10 @@ TEST(ReferenceValidation, VarlenContract) {
   ReferenceInputs in = f.in;
   in["cu_seqlens"] = Tensor::fromDoubles(ScalarType::I64, {3}, {0, 6, 4});
   expectError(f.spec, in, {"cu_seqlens", "non-decreasing", "cu_seqlens[2] = 4"});
-  in["cu_seqlens"] = Tensor::fromDoubles(ScalarType::I64, {3}, {0, 4, 9});
-  expectError(f.spec, in, {"cu_seqlens", "must end at T = 10", "got 9"});
+  in["cu_seqlens"] = Tensor::fromDoubles(ScalarType::I64, {3}, {0, 4, 11});
+  expectError(f.spec, in, {"cu_seqlens", "must end at most at T = 10", "got 11"});
+  in["cu_seqlens"] = Tensor::fromDoubles(ScalarType::I64, {3}, {0, 4, 9});  // a padded buffer is accepted
+  EXPECT_NO_THROW(validateReferenceInputs(f.spec, in));
   in["cu_seqlens"] = Tensor::fromDoubles(ScalarType::I64, {3}, {1, 4, 10});
   expectError(f.spec, in, {"cu_seqlens", "start at 0"});
   in["cu_seqlens"] = Tensor::fromDoubles(ScalarType::I64, {1}, {10});
@@ -119,7 +121,7 @@ TEST(ReferenceValidation, VarlenContract) {
 
 TEST(ReferenceValidation, HeadsAndDims) {
   Fixture f;
-  // HV not a multiple of H (field case C20 d).
+  // HV not a multiple of H.
   Spec g = gdn();
   ReferenceInputs in = generateInputs(g, shapeOf(1, 4, 4, 4, 4, 3), f.seed, ScalarType::F32);
   in["v"] = Tensor(ScalarType::F32, {1, 4, 10, 3});
@@ -127,7 +129,7 @@ TEST(ReferenceValidation, HeadsAndDims) {
   // HV a multiple but not the spec's ratio.
   in["v"] = Tensor(ScalarType::F32, {1, 4, 8, 3});
   expectError(g, in, {"gva_ratio 1", "HV must be 4", "got HV = 8"});
-  // H = 0 (field case C20 e).
+  // H = 0.
   ReferenceInputs zero;
   zero["q"] = Tensor(ScalarType::F32, {1, 4, 0, 4});
   zero["k"] = Tensor(ScalarType::F32, {1, 4, 0, 4});
@@ -152,8 +154,8 @@ TEST(ReferenceValidation, HeadsAndDims) {
 TEST(ReferenceValidation, ValueContracts) {
   Fixture f;
   ReferenceInputs in = f.in;
-  in["g"].set(7, 5.0);  // field case C05: a positive log-decay
-  expectError(f.spec, in, {"'g'", "log-decay values <= 0", "C05", "got 5", "index [0, 3, 1]"});
+  in["g"].set(7, 5.0);  // docs/math.md §7.1: a positive log-decay
+  expectError(f.spec, in, {"'g'", "log-decay values <= 0", "docs/math.md §7.1", "got 5", "index [0, 3, 1]"});
   in = f.in;
   in["precond_g"].set(0, 0.5);
   expectError(f.spec, in, {"'precond_g'", "<= 0"});

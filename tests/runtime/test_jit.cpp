@@ -1,4 +1,4 @@
-// NVRTC JIT on the CPU: target selection (C23), ptxas resource parsing (C28), cache keys that change with
+// NVRTC JIT on the CPU: target selection, ptxas resource parsing (docs/math.md §7.5), cache keys that change with
 // every input, compiles of a tiny package for sm_90a through the embedded device headers, the disk cache
 // (hit, corrupt entry rebuilt), a failing compile that leaves its log, and dgps-jit-check itself.
 #include <gtest/gtest.h>
@@ -22,7 +22,7 @@ using test::TempDir;
 
 const std::vector<int> kNvrtc13 = {75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121};
 
-TEST(JitTarget, SelectionFollowsC23) {
+TEST(JitTarget, SelectionFollowsTheDeviceAndNvrtc) {
   JitTarget t = selectJitTarget({9, 0}, kNvrtc13);
   EXPECT_EQ(t.arch, "sm_90a");  // exact CC 9.0: arch-specific target
   EXPECT_FALSE(t.ptx);
@@ -230,7 +230,7 @@ TEST(JitCompile, FailureKeepsLogSourceAndOptions) {
   }
 }
 
-// C28: a runtime-indexed per-thread array lives in local memory; the resource report must show it.
+// docs/math.md §7.5: a runtime-indexed per-thread array lives in local memory; the resource report must show it.
 TEST(JitCompile, LocalMemoryIsDetected) {
   TempDir tmp;
   JitCompiler jit{BinaryCache(tmp / "cache")};

@@ -47,7 +47,7 @@ TEST(LaunchRules, EveryPackageDefaultFitsSm90) {
     const launch::TileConfig t{d.chunk, d.block_v, d.warps, d.stages};
     for (int K : m.key_dims)
       for (int V : m.value_dims) {
-        if (K > 128 || V > 128) continue;  // K > 128 spills by design (README, C28)
+        if (K > 128 || V > 128) continue;  // K > 128 spills by design (README, docs/math.md §7.5)
         ProblemShape s;
         s.B = s.N = 8;
         s.T = 4096;

@@ -57,7 +57,7 @@ class DgpsRunTool : public ::testing::Test {
 
 TEST_F(DgpsRunTool, ShapeErrorsAreReportedBeforeAnyGpuWork) {
   TensorMap bad = inputs_;
-  bad["g"] = Tensor(ScalarType::F32, {1, 5, 2, 64});  // GDN-like spec: g must be [B,T,HV] (C14)
+  bad["g"] = Tensor(ScalarType::F32, {1, 5, 2, 64});  // GDN-like spec: g must be [B,T,HV]
   int rc = 0;
   std::string out = run("--inputs " + write(bad), rc);
   EXPECT_EQ(rc, 1) << out;

@@ -1,4 +1,4 @@
-// Tensor validation before launch (field cases C14, C20, C30): every bad argument is one
+// Tensor validation before launch: every bad argument is one
 // RuntimeError{InvalidArgument} naming the tensor, what was expected and what came. Views hold fake
 // device pointers: validation must never touch memory.
 #include <gtest/gtest.h>
@@ -148,7 +148,7 @@ TEST(Validation, TensorsASpecDoesNotTakeAreRejected) {
   EXPECT_HAS(msg, "leave it empty");
 }
 
-// C14: KDA with a GDN-shaped gate and a bf16 initial state.
+// KDA with a GDN-shaped gate and a bf16 initial state.
 TEST(Validation, C14_KdaWithGdnShapedGateAndBf16State) {
   Spec kda = shippedSpec("kda");
   ProblemShape shape = shapeFor(kda, false);
@@ -167,7 +167,7 @@ TEST(Validation, C14_KdaWithGdnShapedGateAndBf16State) {
   EXPECT_HAS(msg, "tensor 'initial_state': expected dtype f32, got bf16");
 }
 
-// C20: GVA ratios.
+// GVA ratios.
 TEST(Validation, C20_GvaRatiosAndHeadCounts) {
   Spec gdn = shippedSpec("gdn");
   gdn.gva_ratio = 3;  // e.g. Qwen's H=16, HV=48
@@ -213,7 +213,7 @@ TEST(Validation, DimsDtypesAndFixedHeads) {
   EXPECT_HAS(msg, "K = 96 is not a key dim of spec 'pgdn' (supported: [64, 128])");
 
   bad = t;
-  bad.v.shape[3] = bad.o.shape[3] = 512;  // C14's V=512
+  bad.v.shape[3] = bad.o.shape[3] = 512;  // V=512
   msg = errorOf([&] { validateForward(pgdn, bad); });
   EXPECT_HAS(msg, "V = 512 is not a value dim");
 
@@ -279,7 +279,7 @@ TEST(Validation, MemoryPropertiesWithoutTouchingMemory) {
   msg = errorOf([&] { validateForward(gdn, bad); });
   EXPECT_HAS(msg, "tensor 'beta': data pointer is null");
 
-  // C30: mixed devices are rejected; everything on device 1 is fine.
+  // Mixed devices are rejected; everything on device 1 is fine.
   bad = t;
   bad.k.device = 1;
   msg = errorOf([&] { validateForward(gdn, bad); });

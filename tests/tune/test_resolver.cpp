@@ -1,6 +1,6 @@
 // The tuning resolver (RuntimeOptions::forward_config) over a real database file, with a stand-in device
 // fingerprint so the database logic runs without a GPU: modes, exact / nearest-bucket / foreign records,
-// one decision per key bucket (C26), unusable records, and the no-GPU fallback. Also the codegen identity
+// one decision per key bucket, unusable records, and the no-GPU fallback. Also the codegen identity
 // and candidate pruning against device limits.
 #include <gtest/gtest.h>
 
@@ -134,7 +134,7 @@ TEST_F(Resolver, DefaultModeNeverTouchesTheDeviceOrDatabase) {
 TEST_F(Resolver, ExactRecordIsUsedAndTheBucketIsDecidedOnce) {
   record(problem(8, 4096), fakeH200(pkg_), cfg(32, 8, 2));
   auto r = make(TuneMode::Recorded);
-  // T varies call to call within one bucket (<= 4096): one decision, no re-reads (C26).
+  // T varies call to call within one bucket (<= 4096): one decision, no re-reads.
   for (std::int64_t T : {4096, 3000, 2049, 4000}) EXPECT_EQ(r->resolve(pkg_, problem(8, T), 0), cfg(32, 8, 2)) << T;
   ASSERT_EQ(decisions_.size(), 1u);
   EXPECT_EQ(decisions_[0].source, ConfigSource::RecordExact);

@@ -1,4 +1,4 @@
-// The isolated-trial protocol (C25) on the CPU, with fake helpers standing in for dgps-tune-trial: a
+// The isolated-trial protocol on the CPU, with fake helpers standing in for dgps-tune-trial: a
 // helper that crashes, hangs, reports a CUDA fault, reports non-finite outputs or exits oddly is
 // classified correctly and never takes the parent down; the deadline kills a hung helper. The real
 // helper's own argument and package errors are checked too (they need no GPU).

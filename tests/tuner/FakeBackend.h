@@ -1,7 +1,7 @@
 // A CPU stand-in for the GPU trial backend. Each "kernel" computes a scalar gated linear recurrence
 //   y_t = a_t * y_{t-1} + x_t   (t = 0..T-1, y_{-1} = 0)
 // in float, in chunkwise form: within a chunk a local scan from zero plus the carried state times the
-// running product of gates (the same split as the WY state pass, math.md §2). validate() compares with
+// running product of gates (the same split as the WY state pass, docs/math.md §2). validate() compares with
 // a float64 token-by-token reference. Outputs are poisoned with NaN before every run.
 //
 // Per-config behaviours simulate the failures the tuner must survive: compile errors, hanging

@@ -86,7 +86,7 @@ TEST_F(AutotunerTest, LenientBackendVerdictIsOverruledByTolerance) {
   const TileConfig tf32Like{64, 64, 4, 1}, ieee{64, 32, 4, 1};
   Behaviours b;
   b[tf32Like] = {0.2};
-  b[tf32Like].claimed_err = 6e-3;  // backend says "ok" but the error exceeds the caller's bound (C09)
+  b[tf32Like].claimed_err = 6e-3;  // backend says "ok" but the error exceeds the caller's bound (docs/math.md §7.5)
   b[ieee] = {0.5};
   FakeBackend backend(b, seed());
   TunerOptions o = fastOptions();
@@ -311,7 +311,7 @@ TEST_F(AutotunerTest, ToolchainUpgradeRetunesAndFlagsRegression) {
   b[c] = {1.0};
   test::ScratchDir dir;
   TuningDb db(dir.file("t.jsonl"));
-  // Tuned under the previous NVRTC: 0.5 ms. Not reusable now, but it is the baseline (C34).
+  // Tuned under the previous NVRTC: 0.5 ms. Not reusable now, but it is the baseline.
   TuningRecord old = test::sampleRecord(a, 0.5, "2025-01-01T00:00:00.000Z");
   old.fingerprint.nvrtc_version = "12.9";
   ASSERT_TRUE(db.append(old));

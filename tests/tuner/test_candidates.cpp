@@ -38,7 +38,7 @@ bool kept(const CandidateSet& set, const TileConfig& c) {
 TEST(Candidates, StaticRulesWithReasons) {
   Tunables t{{32, 48, 64}, {16, 32, 64, 128}, {4, 8, 64}, {1, 2, 4}};
   DeviceFingerprint dev = test::h200();
-  dev.smem_per_block_optin = 100 * 1024;  // a ~99 KB-smem GPU (C15)
+  dev.smem_per_block_optin = 100 * 1024;  // a ~99 KB-smem GPU
   PruneOptions opt;
   opt.smem_bytes = toySmem;
   const CandidateSet set = generateCandidates(t, shape(128, 64), dev, opt);
@@ -49,7 +49,8 @@ TEST(Candidates, StaticRulesWithReasons) {
     return p ? p->reason : std::string("<kept>");
   };
   EXPECT_NE(reason({48, 32, 4, 1}).find("not a power of two"), std::string::npos);
-  EXPECT_NE(reason({64, 128, 4, 1}).find("block_v 128 > V 64"), std::string::npos);
+  // block_v 128 > V = 64 is clipped to 64 by the kernels: the same kernel as block_v 64, timed once.
+  EXPECT_NE(reason({32, 128, 4, 1}).find("block_v 128 runs as block_v 64 for V 64"), std::string::npos);
   EXPECT_NE(reason({64, 32, 64, 1}).find("2048 threads > max threads per block 1024"), std::string::npos);
   // 4*128*64 + 2*4*64*(128+64) + 4*64*64 = 32768 + 98304 + 16384 = 147456 bytes > 100 KiB.
   EXPECT_NE(reason({64, 64, 4, 4}).find("shared memory 144.0 KiB > opt-in limit per block 100.0 KiB"),
@@ -67,29 +68,43 @@ TEST(Candidates, StaticRulesWithReasons) {
   EXPECT_TRUE(std::is_sorted(set.kept.begin(), set.kept.end(), simplerThan));
 }
 
-TEST(Candidates, BlockVMustDivideVUnlessVIsAMultipleOf16) {
-  Tunables t{{64}, {32, 48, 64}, {4}, {1}};
+// The kernels mask the last value tile (launch_rules.h valueTile), so block_v need not divide V; V = 120
+// is KDA-1B / PKDA-1B's head dim.
+TEST(Candidates, BlockVNeedNotDivideVTheLastTileIsMasked) {
+  Tunables t{{64}, {32, 64, 128}, {4}, {1}};
   const DeviceFingerprint dev = test::h200();
-  // V = 120 (PDN-1B KDA, C13): 120 % 16 != 0, so only divisors of 120 fit; none of these do.
   CandidateSet s120 = generateCandidates(t, shape(120, 120), dev, {});
-  EXPECT_TRUE(s120.kept.empty());
-  ASSERT_EQ(s120.pruned.size(), 3u);
-  EXPECT_NE(s120.pruned[0].reason.find("does not divide V 120"), std::string::npos);
-  // V = 96 is a multiple of 16: a ragged last tile is allowed.
-  CandidateSet s96 = generateCandidates(t, shape(128, 96), dev, {});
-  EXPECT_EQ(s96.kept.size(), 3u);
-  // V = 40: 40 % 16 != 0, and only block_v values dividing 40 are kept.
-  Tunables t40{{64}, {8, 16, 20, 32}, {4}, {1}};
-  CandidateSet s40 = generateCandidates(t40, shape(64, 40), dev, {});
-  ASSERT_EQ(s40.kept.size(), 2u);
-  EXPECT_EQ(s40.kept[0].block_v, 8);
-  EXPECT_EQ(s40.kept[1].block_v, 20);
+  ASSERT_EQ(s120.kept.size(), 3u);  // 128 > 120 runs as one masked tile of pad16(120) = 128
+  EXPECT_TRUE(s120.pruned.empty());
+  CandidateSet s40 = generateCandidates(t, shape(64, 40), dev, {});
+  ASSERT_EQ(s40.kept.size(), 2u);  // 32 (a masked second tile) and 64 (one tile of 48); 128 runs as 48 too
+  EXPECT_EQ(s40.kept[0].block_v, 32);
+  EXPECT_EQ(s40.kept[1].block_v, 64);
+  ASSERT_EQ(s40.pruned.size(), 1u);
+  EXPECT_NE(s40.pruned[0].reason.find("block_v 128 runs as block_v 48 for V 40"), std::string::npos)
+      << s40.pruned[0].reason;
+  EXPECT_NE(s40.pruned[0].reason.find("same kernel as"), std::string::npos) << s40.pruned[0].reason;
+}
+
+TEST(Candidates, BlockVAndVMustBeWhatTheKernelsCompile) {
+  const DeviceFingerprint dev = test::h200();
+  Tunables t{{64}, {8, 20, 48, 144}, {4}, {1}};
+  CandidateSet s = generateCandidates(t, shape(128, 128), dev, {});
+  ASSERT_EQ(s.kept.size(), 1u);
+  EXPECT_EQ(s.kept[0].block_v, 48);
+  ASSERT_EQ(s.pruned.size(), 3u);
+  for (const auto& p : s.pruned)
+    EXPECT_NE(p.reason.find("is not a multiple of 16 in [16, 128]"), std::string::npos) << p.reason;
+  CandidateSet odd = generateCandidates(Tunables{{64}, {32}, {4}, {1}}, shape(128, 36), dev, {});
+  EXPECT_TRUE(odd.kept.empty());
+  ASSERT_EQ(odd.pruned.size(), 1u);
+  EXPECT_NE(odd.pruned[0].reason.find("V 36 is not a positive multiple of 8"), std::string::npos);
 }
 
 TEST(Candidates, PinnedChunkCapabilityAndDuplicates) {
   Tunables t{{16, 32, 64, 64}, {64}, {4, 4}, {1}};
   PruneOptions opt;
-  opt.pinned_chunk = 32;  // backward reuses the forward's A [.., BT] (C21)
+  opt.pinned_chunk = 32;  // backward reuses the forward's A [.., BT]
   opt.capability = [](const TileConfig& c, const ProblemShape& s) -> std::optional<std::string> {
     if (c.chunk == 32 && s.K != 128) return std::string("wgmma variant needs K == 128");
     return std::nullopt;

@@ -194,7 +194,7 @@ TEST(TuningDb, ForeignRecordsAreNeverUsedButReportedWithReasons) {
   EXPECT_NE(r.foreign[2].reason.find("codegen_version"), std::string::npos);
   EXPECT_TRUE(db.lookup(test::h200(), sampleKey(), kFallback).foreign.empty());  // only when asked
 
-  // The newest same-hardware record under another toolchain is the upgrade baseline (C34).
+  // The newest same-hardware record under another toolchain is the upgrade baseline.
   auto base = db.findToolchainBaseline(test::h200(), sampleKey());
   ASSERT_TRUE(base);
   EXPECT_EQ(base->fingerprint.codegen_version, "dgps-0.0.1");

@@ -99,7 +99,7 @@ TEST(ProblemKey, MakeKeyMapsEveryShapeField) {
   EXPECT_EQ(k.precision, "tf32x3");
 }
 
-// C26: varlen packing whose total tokens (30k-34k) and document count vary every step must keep one
+// Varlen packing whose total tokens (30k-34k) and document count vary every step must keep one
 // key, so a 200-step training loop tunes once.
 TEST(ProblemKey, VaryingPackedTokensDoNotFragmentTheKey) {
   unsigned long long seed = 0;

@@ -1,6 +1,6 @@
 // --chunk-fuse-preconditioner: token-by-token preconditioner scans -> chunk-start states + in-chunk
 // apply, so that the preconditioned key (and the per-token accumulator) never reach device memory
-// (math.md §5.1 option (a); §5.2 per-token reduction form).
+// (docs/math.md §5.1 option (a); §5.2 per-token reduction form).
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Transforms/Passes.h"
 #include "mlir/IR/Builders.h"

@@ -1,4 +1,4 @@
-// --dgps-lower-to-chunk: dgps.recurrence -> func.func @<name>_forward of chunk ops (math.md §4.1).
+// --dgps-lower-to-chunk: dgps.recurrence -> func.func @<name>_forward of chunk ops (docs/math.md §4.1).
 //
 // The lowering is deliberately uniform: an absent decay is a zero gate, an absent gain a unit gain,
 // an absent preconditioner state a zero state; the canonicalizer folds those away. That keeps this
@@ -56,7 +56,7 @@ class ForwardBuilder {
     if (op_.getSolve() == dgps::ir::SolveKind::Delta) {
       Value kkt = b_.create<dgps::chunk::KKTOp>(loc_, type({Dim::B, Dim::T, Dim::HV, Dim::C}), readKey,
                                                 writeKey, gain, G);
-      // 𝒯 is stored in the input dtype between kernels, as FLA does (math.md §4.2 step 4).
+      // 𝒯 is stored in the input dtype between kernels, as FLA does (docs/math.md §4.2 step 4).
       Value tril = b_.create<dgps::chunk::SolveTrilOp>(loc_, type({Dim::B, Dim::T, Dim::HV, Dim::C}, act_), kkt);
       auto wy = b_.create<dgps::chunk::WYRecomputeOp>(
           loc_, type({Dim::B, Dim::T, Dim::HV, Dim::K}, act_), type({Dim::B, Dim::T, Dim::HV, Dim::V}, act_),
@@ -159,7 +159,7 @@ class ForwardBuilder {
 };
 
 /// The chunk size the IR is specialised for: 64 when the tuning space allows it (the released
-/// kernels' size, math.md §7.6), else the largest allowed.
+/// kernels' size, docs/math.md §7.6), else the largest allowed.
 int64_t defaultChunk(dgps::ir::TuningAttr t) {
   ArrayRef<int64_t> c = t.getChunk().asArrayRef();
   if (llvm::is_contained(c, 64)) return 64;

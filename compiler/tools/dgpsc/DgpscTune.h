@@ -4,7 +4,7 @@
 // Compiles SPEC to a generated package exactly as `dgpsc compile` does (into --package-dir, kept, or a
 // temporary folder removed afterwards), then runs the runtime's `dgps-tune` on it with the remaining
 // options, and returns its exit status. dgpsc links MLIR and dgps-tune links CUDA/NVRTC; keeping them in
-// separate executables keeps LLVM out of the runtime (DESIGN.md), so the tuning step is a child process.
+// separate executables keeps LLVM out of the runtime (docs/architecture.md), so the tuning step is a child process.
 //
 // dgps-tune is looked for, in order: $DGPS_TUNE (an explicit path, never replaced by another copy);
 // next to the dgpsc executable; the same build tree's runtime/tools/dgps-tune/dgps-tune; $PATH. When it

@@ -120,7 +120,7 @@ tuning::ProblemShape tuningShape(const ProblemShape& shape, ScalarType dtype) {
 
 tuning::ProblemKey problemKey(const Package& package, const tuning::ProblemShape& shape, int sm_count) {
   // Every candidate of a package computes with the same precision policy (fp32 accumulation and
-  // state, DESIGN.md numerics); precision is not searched, so one constant names it.
+  // state, docs/math.md §7.5); precision is not searched, so one constant names it.
   return tuning::makeKey(package.manifest().spec_hash, shape, sm_count, "ieee");
 }
 
@@ -257,7 +257,7 @@ TuneOutcome tunePackage(Runtime& runtime, const Package& package, const TuneJob&
   if (job.force) {
     out.result = tuner.tune(out.fingerprint, out.key, candidates);
     if (out.result.status && out.result.record) {
-      // The same C34 comparison tuneOrReuse makes: against this hardware's record under another toolchain.
+      // The same toolchain-baseline comparison tuneOrReuse makes: against this hardware's record under another toolchain.
       if (auto base = db.findToolchainBaseline(out.fingerprint, out.key); base && base->median_ms > 0) {
         out.result.baseline = base;
         out.result.regression = out.result.record->median_ms / base->median_ms - 1.0;

@@ -182,7 +182,7 @@ void compileAll(TrialBackend& backend, const TunerOptions& opt, std::vector<Cand
   for (std::thread& t : pool) t.join();
 }
 
-/// Step 2 (C28): drop spilling candidates when a spill-free one exists.
+/// Step 2 (docs/math.md §7.5): drop spilling candidates when a spill-free one exists.
 void filterSpills(std::vector<CandidateReport>& rows) {
   bool anySpillFree = false;
   for (const CandidateReport& r : rows)
@@ -238,7 +238,7 @@ TuneResult Autotuner::tune(const DeviceFingerprint& device, const ProblemKey& ke
                                                  ? std::string(" (the tuning space is empty)")
                                                  : "; first reason: " + candidates.pruned[0].reason)));
 
-  // Any non-Ok call may have been a fault that killed an in-process context (C25).
+  // Any non-Ok call may have been a fault that killed an in-process context.
   std::string contextLostBy;
 
   // 1-2. Compile, spill filter.

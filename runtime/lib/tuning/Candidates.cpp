@@ -5,6 +5,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "dgps/device/launch_rules.h"
+
 namespace dgps::tuning {
 namespace {
 
@@ -25,12 +27,14 @@ std::string staticRejection(const TileConfig& c, const ProblemShape& shape,
   if (!isPowerOfTwo(c.chunk)) return "chunk " + std::to_string(c.chunk) + " is not a power of two";
   if (opt.pinned_chunk && c.chunk != *opt.pinned_chunk)
     return "chunk " + std::to_string(c.chunk) + " != pinned chunk " +
-           std::to_string(*opt.pinned_chunk) + " (shared with the backward pass, C21)";
-  if (c.block_v > shape.V)
-    return "block_v " + std::to_string(c.block_v) + " > V " + std::to_string(shape.V);
-  if (shape.V % c.block_v != 0 && shape.V % 16 != 0)
-    return "block_v " + std::to_string(c.block_v) + " does not divide V " +
-           std::to_string(shape.V) + " and V is not a multiple of 16";
+           std::to_string(*opt.pinned_chunk) + " (shared with the backward pass)";
+  // The kernels' value tiling (launch_rules.h valueTile): any compilable block_v runs any V that is a
+  // multiple of 8, the last tile masked; block_v > V is clipped (deduplicated in generateCandidates).
+  if (!launch::blockVCompiles(c.block_v))
+    return "block_v " + std::to_string(c.block_v) +
+           " is not a multiple of 16 in [16, 128] (one consumer warp per 16 value columns)";
+  if (shape.V <= 0 || shape.V % 8 != 0)
+    return "V " + std::to_string(shape.V) + " is not a positive multiple of 8 (the kernels move 16-byte rows)";
   if (dev.max_threads_per_block > 0 && c.threads() > dev.max_threads_per_block)
     return std::to_string(c.threads()) + " threads > max threads per block " +
            std::to_string(dev.max_threads_per_block);
@@ -53,6 +57,7 @@ CandidateSet generateCandidates(const Tunables& t, const ProblemShape& shape,
                                 const DeviceFingerprint& dev, const PruneOptions& opt) {
   CandidateSet set;
   std::vector<TileConfig> seen;
+  std::vector<std::pair<TileConfig, TileConfig>> runsAs;  // kept config, with the value tile it really covers
   for (int chunk : t.chunk)
     for (int bv : t.block_v)
       for (int warps : t.warps)
@@ -60,10 +65,23 @@ CandidateSet generateCandidates(const Tunables& t, const ProblemShape& shape,
           const TileConfig c{chunk, bv, warps, stages};
           if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;  // manifest repeats
           seen.push_back(c);
-          if (std::string why = staticRejection(c, shape, dev, opt); !why.empty())
+          if (std::string why = staticRejection(c, shape, dev, opt); !why.empty()) {
             set.pruned.push_back({c, std::move(why)});
-          else
-            set.kept.push_back(c);
+            continue;
+          }
+          // block_v beyond V rounded up to 16 compiles to the same kernel as the clipped tile: time it once.
+          TileConfig effective = c;
+          effective.block_v = launch::valueTile(shape.V, c.block_v);
+          auto same = std::find_if(runsAs.begin(), runsAs.end(),
+                                   [&](const auto& k) { return k.second == effective; });
+          if (same != runsAs.end()) {
+            set.pruned.push_back({c, "block_v " + std::to_string(c.block_v) + " runs as block_v " +
+                                         std::to_string(effective.block_v) + " for V " + std::to_string(shape.V) +
+                                         " (clipped to V rounded up to 16): same kernel as " + same->first.str()});
+            continue;
+          }
+          runsAs.push_back({c, effective});
+          set.kept.push_back(c);
         }
   std::sort(set.kept.begin(), set.kept.end(), simplerThan);
 

@@ -60,7 +60,7 @@ int report(const TuneOutcome& o, std::ostream& out, std::ostream& err) {
       << ") for key " << o.key.str() << " in DB " << o.db_path << "\n";
   if (r.regressed) {
     err << "dgps-tune: warning: the winner is " << fmtMs(100.0 * r.regression)
-        << "% slower than this GPU's record under the previous toolchain (C34); see the baseline line above\n";
+        << "% slower than this GPU's record under the previous toolchain; see the baseline line above\n";
   }
   return 0;
 }

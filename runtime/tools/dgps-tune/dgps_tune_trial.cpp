@@ -1,5 +1,5 @@
 // dgps-tune-trial: runs ONE tuning candidate in a process of its own so that a kernel fault kills only
-// this process, never the tuner's CUDA context (field case C25). Started by the tuner; not for humans.
+// this process, never the tuner's CUDA context. Started by the tuner; not for humans.
 // Protocol and exit codes: dgps/runtime/tune/TrialProcess.h.
 #include <iostream>
 

@@ -6,4 +6,5 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __launch_bounds__(...)
 #include <cstdint>

@@ -1,4 +1,4 @@
-// PGDN lowers to the asymmetric chunkwise WY algorithm (math.md §4.1): the read key k̂ and the write
+// PGDN lowers to the asymmetric chunkwise WY algorithm (docs/math.md §4.1): the read key k̂ and the write
 // key k̃ = M ⊙ k̂ are separate values; KKT rows and W use k̂, KKT columns, the state and Aqk use k̃.
 // RUN: %dgps-opt %S/../Inputs/pgdn.mlir --dgps-lower-to-chunk | %FileCheck %s
 

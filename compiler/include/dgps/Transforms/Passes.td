@@ -22,7 +22,7 @@ def LowerToChunk : Pass<"dgps-lower-to-chunk", "::mlir::ModuleOp"> {
   let description = [{
     Replaces `dgps.recurrence @name` by `func.func @name_forward` whose body loads the inputs,
     normalises q and k, builds the read key k̂ and the write key k̃ as separate values, and
-    chains kkt → solve_tril → wy_recompute → state_pass → qk_attn → output (math.md §4.1). The lowering is
+    chains kkt → solve_tril → wy_recompute → state_pass → qk_attn → output (docs/math.md §4.1). The lowering is
     uniform: an absent decay becomes a zero gate, an absent gain a unit gain, and the
     preconditioner is a token-by-token scan (accum_scan + squash_apply, or hypergrad_scan +
     diag_apply); canonicalisation and fusion clean these up.
@@ -58,7 +58,7 @@ def FusePreconditioner : Pass<"chunk-fuse-preconditioner", "::mlir::func::FuncOp
     The preconditioned key must never be written to device memory. A token-by-token scan produces
     a [B,T,H,K] tensor; this pass rewrites it into a tiny pre-pass that keeps only one K-vector per
     chunk (the chunk-start state) and an op that recomputes the multiplier where the key is loaded
-    (math.md §5.1 option (a) and §5.2 "per-token reduction form").
+    (docs/math.md §5.1 option (a) and §5.2 "per-token reduction form").
 
     Before:
     ```mlir

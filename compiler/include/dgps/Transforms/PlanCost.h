@@ -1,4 +1,4 @@
-// Cost estimate of a kernel plan, per token and value head (math.md §4.4 FLOP counting, §4.5 byte
+// Cost estimate of a kernel plan, per token and value head (docs/math.md §4.4 FLOP counting, §4.5 byte
 // counting). FLOPs: every op of the partitioned IR, including recomputation in several kernels.
 // Bytes: what the shipped device library moves (deviceTraffic): its workspace buffers sized by
 // launch_rules.h's workspaceLayout (tb, aqk, tok, pst, psum, pgam, pcoef, opq, opk, opw, pdec) at a

@@ -1,4 +1,4 @@
-// Where a spec sits in the DGPS taxonomy (math.md §2) and which published model it is.
+// Where a spec sits in the DGPS taxonomy (docs/math.md §2) and which published model it is.
 //
 // classify(s) renders the four axes and, after two spaces, the matching model:
 //   "D=scalar G=beta(0,1) P=diagonal-key/ema_sq_squash S=delta  ~ PGDN"

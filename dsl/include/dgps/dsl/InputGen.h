@@ -1,7 +1,7 @@
 // Realistic random inputs for any spec (names, shapes and dtypes of Reference.h / abi.h), for the demo,
 // the tests of every stage and the autotuner's correctness check.
 //
-// Distributions (chosen to look like trained layers, not like zeros; math.md §3.6):
+// Distributions (chosen to look like trained layers, not like zeros; docs/math.md §3.6):
 //   q, k, v               N(0, 1), stored in `activation_dtype`
 //   g, precond_g          −softplus(N(−2, 1)): log-decays in about (−1.5, 0), typical decay ≈ 0.88
 //   beta                  lo + (hi − lo)·sigmoid(N(0, 1)) for a finite gain range, softplus(N(0, 1)) + lo

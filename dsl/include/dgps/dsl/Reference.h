@@ -14,16 +14,17 @@
 //   initial_state         [N, HV, K, V]  optional (spec.initial_state); default 0
 //   initial_precond_state [N, H, K]      optional (spec.initial_precond_state, diagonal precond only);
 //                                        default A_0 = 0 (squash, must be >= 0) or d_0 = init (hypergrad)
-//   cu_seqlens            [N + 1] i64    optional (spec.varlen): then B == 1, 0 = cu[0] <= ... <= cu[N] = T
+//   cu_seqlens            [N + 1] i64    optional (spec.varlen): then B == 1, 0 = cu[0] <= ... <= cu[N] <= T;
+//                                        cu[N] < T is a padded token buffer (rows t >= cu[N] are no sequence's)
 // Outputs, all f64:
-//   o                     [B, T, HV, V]
+//   o                     [B, T, HV, V]  rows t >= cu[N] (varlen padding) are 0
 //   final_state           [N, HV, K, V]  when spec.final_state
 //   final_precond_state   [N, H, K]      when spec.final_precond_state and the preconditioner is diagonal
 // N = B without cu_seqlens, else len(cu_seqlens) − 1. Value head hv reads key head h = hv / (HV/H) (GVA);
 // the preconditioner state and its inputs are per KEY head, shared by the HV/H value heads of a group.
 //
-// Per token t of a sequence, per key head h (math.md §1, §3.3–3.5, §5.2):
-//   q̂ = q · (Σq² + l2norm_eps)^{-1/2}, k̂ likewise, when qk_l2norm (FLA in-kernel form, field case C07);
+// Per token t of a sequence, per key head h (docs/math.md §1, §3.3–3.5, §5.2):
+//   q̂ = q · (Σq² + l2norm_eps)^{-1/2}, k̂ likewise, when qk_l2norm (FLA in-kernel form, docs/math.md §1);
 //       otherwise q̂ = q, k̂ = k.  q̂ is then multiplied by scale (default K^{-1/2}).
 //   preconditioner P_t ∈ R^K (1 when precond is none):
 //     ema_sq_squash:  A_t = γ_t A_{t-1} + β^a_t k̂_t²   (γ = exp(precond_g) if has_gate else 1;
@@ -116,7 +117,7 @@ ProblemShape inferProblemShape(const Spec& spec, const ReferenceInputs& inputs);
 
 /// Full validation: the spec (checkReferenceSpec), the shape (checkProblemShape), every tensor's presence,
 /// shape and dtype against referenceInputSlots, no extra tensors, and the value contracts (finite values,
-/// g <= 0 and precond_g <= 0 (field case C05), gain.lo <= beta <= gain.hi, precond_beta >= 0,
+/// g <= 0 and precond_g <= 0 (docs/math.md §7.1), gain.lo <= beta <= gain.hi, precond_beta >= 0,
 /// initial squash accumulator >= 0). Throws one DataError naming the tensor, what was expected and what
 /// came. Returns the inferred shape.
 ProblemShape validateReferenceInputs(const Spec& spec, const ReferenceInputs& inputs);

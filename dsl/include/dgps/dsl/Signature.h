@@ -1,6 +1,6 @@
 // The tensors a spec's kernels take, with FLA layouts (runtime/device/dgps/device/abi.h; docs/spec.md
 // "Tensors"). One list per spec, so that GDN's per-head gate [B,T,HV] and KDA's per-channel gate
-// [B,T,HV,K] are told apart before any launch (field case C14).
+// [B,T,HV,K] are told apart before any launch.
 #pragma once
 
 #include <string>

@@ -1,7 +1,7 @@
 // The DGPS spec: one recurrent layer described along the Decay, Gain, Preconditioner and Solve axes
 // of Preconditioned DeltaNet (Tumma, Loo, Rus, arXiv 2604.21100), plus OSDN's hypergradient
 // preconditioner (arXiv 2605.13473). The maths each field selects is in docs/spec.md and
-// ../shared/reference/math.md; the YAML syntax is parsed by SpecParser.h.
+// docs/math.md; the YAML syntax is parsed by SpecParser.h.
 //
 // Every later stage (reference semantics, MLIR import, emitter, runtime) reads this struct; keep
 // changes additive and document each field's unit and default here.
@@ -14,7 +14,7 @@
 
 namespace dgps {
 
-/// Decay axis: the transition D_t applied to the memory state before the read (math.md §1).
+/// Decay axis: the transition D_t applied to the memory state before the read (docs/math.md §1).
 enum class DecayKind {
   None,      ///< D_t = I.
   Scalar,    ///< D_t = exp(g_t) I, g [B,T,HV] in natural-log space (Mamba-2, GDN).
@@ -33,7 +33,7 @@ enum class PrecondKind {
   Diagonal,  ///< a per-channel multiplier M_t in R^K per key head.
 };
 
-/// Where the diagonal preconditioner is applied (math.md §3.4).
+/// Where the diagonal preconditioner is applied (docs/math.md §3.4).
 enum class PrecondSide {
   Key,    ///< ATK: write key k^w = M ⊙ k̂, read key k̂.
   Query,  ///< ATQ: o_t = S_t^T (M_t ⊙ q̂_t) scale; the write is unchanged.
@@ -41,8 +41,8 @@ enum class PrecondSide {
 
 /// The rule that produces the diagonal preconditioner.
 enum class PrecondSource {
-  EmaSqSquash,    ///< Preconditioned DeltaNet: decayed accumulator of k̂² through the symmetric fast squash (math.md §3.3).
-  HypergradOgd,   ///< OSDN: online gradient step on the hypergradient surrogate, optional APF retention (math.md §5.2).
+  EmaSqSquash,    ///< Preconditioned DeltaNet: decayed accumulator of k̂² through the symmetric fast squash (docs/math.md §3.3).
+  HypergradOgd,   ///< OSDN: online gradient step on the hypergradient surrogate, optional APF retention (docs/math.md §5.2).
 };
 
 /// Solve axis: which step on the test-time regression objective is taken.
@@ -82,7 +82,7 @@ struct GainSpec {
   SourceLoc loc;
 };
 
-/// Parameters of the ema_sq_squash source (math.md §3.3):
+/// Parameters of the ema_sq_squash source (docs/math.md §3.3):
 ///   A_t = exp(g^a_t) A_{t-1} + beta^a_t k̂_t², r = ln(A+eps) − c_h, s = r/(1+|r|), M = x^{−s}.
 struct SquashParams {
   double x = 1.5;            ///< squash range, M in (1/x, x).
@@ -92,7 +92,7 @@ struct SquashParams {
   bool has_gain = true;      ///< the accumulator has its own gain input `precond_beta` [B,T,H].
 };
 
-/// Parameters of the hypergrad_ogd source (math.md §5.2):
+/// Parameters of the hypergrad_ogd source (docs/math.md §5.2):
 ///   d_{t+1} = r_t d_t + (eta beta_t / ‖k_t‖²)(1 − beta_t ⟨d_t, k_t²⟩) k_t².
 struct HypergradParams {
   double eta = 1.0;               ///< OGD step size.
@@ -135,7 +135,7 @@ struct Spec {
   PrecondSpec precond;
   SolveSpec solve;
 
-  // Normalisation: q̂ = q·rsqrt(Σq² + eps), likewise k (FLA's in-kernel l2norm, field case C07).
+  // Normalisation: q̂ = q·rsqrt(Σq² + eps), likewise k (FLA's in-kernel l2norm, docs/math.md §1).
   bool qk_l2norm = true;
   double l2norm_eps = 1e-6;
   std::optional<double> scale;  ///< query scale; nullopt means K^{-1/2}.
@@ -161,7 +161,7 @@ struct Spec {
 
   /// Accept gain/preconditioner combinations whose write eigenvalue can leave [-1, 1] (or whose
   /// OSDN d-scan can diverge) with a warning instead of an error: for ablations such as the paper's
-  /// x=8 sweep (field case C10b). Validation only; excluded from the spec hash (SpecParser.h).
+  /// x=8 sweep (docs/math.md §7.2). Validation only; excluded from the spec hash (SpecParser.h).
   bool allow_unstable = false;
 };
 
@@ -175,7 +175,7 @@ const char* toString(WriteTiming);
 const char* toString(DType);
 const char* toString(KernelKind);
 
-/// True when the write key differs from the read key (ATK preconditioner): math.md §4.1.
+/// True when the write key differs from the read key (ATK preconditioner): docs/math.md §4.1.
 inline bool hasAsymmetricKeys(const Spec& s) {
   return s.precond.kind == PrecondKind::Diagonal && s.precond.side == PrecondSide::Key;
 }

@@ -1,7 +1,7 @@
 // Parsing and validation of DGPS spec files (YAML; the language is documented in docs/spec.md).
 //
 // parseSpecFile / parseSpecString read one YAML document into a Spec, fill every omitted field with
-// its default (the released code's values, math.md §3.6), and validate it:
+// its default (the released code's values, docs/math.md §3.6), and validate it:
 //   * syntax: malformed YAML is one error at yaml-cpp's mark;
 //   * keys: unknown keys (with the nearest valid key suggested), duplicate keys, missing required
 //     keys (name, decay, gain, precond, solve), keys that do not apply (e.g. gain.range with
@@ -9,7 +9,7 @@
 //   * types and values: wrong YAML node types, enum values, ranges (K, V in 16..256, x > 1,
 //     eps > 0, eta >= 0, chunk in {16,32,64}, ...);
 //   * combinations: write-eigenvalue stability of the delta rule under the gain range and the
-//     preconditioner bound (math.md §3.4, field cases C08, C10), the OSDN d-scan bound (§5.2), and
+//     preconditioner bound (docs/math.md §3.4, §7.2), the OSDN d-scan bound (§5.2), and
 //     unsupported points (hypergrad_ogd only on the key side of a delta rule).
 // Every diagnostic carries file, 1-based line and column, key path, message and expected values.
 // No exception escapes these functions: I/O errors, yaml-cpp exceptions and internal failures all

@@ -1,5 +1,5 @@
 // Pieces shared by the forward roles and decode: the Traits -> FeatureSet mapping, sequence/chunk
-// addressing (varlen without host syncs), tile loaders, the preconditioner formulas (math.md §3.3, §5.2)
+// addressing (varlen without host syncs), tile loaders, the preconditioner formulas (docs/math.md §3.3, §5.2)
 // and tensor-core fragment helpers.
 #pragma once
 
@@ -111,6 +111,29 @@ DGPS_DEV bool slot_to_chunk(const ForwardArgs& a, int64_t slot, int64_t& n, int6
   return c * C < s.len;
 }
 
+/// Varlen with a token buffer longer than the packed sequences (cu_seqlens[N] < T): rows t >= cu[N] of `o`
+/// belong to no sequence, and the contract is that they read back as zeros. The chunk slots after the last
+/// sequence's, floor(cu[N]/C) + N + j for j = 0, 1, ..., hold no chunk and stay below the chunkSlots bound
+/// (floor(cu[N]/C) + ceil((T - cu[N])/C) <= ceil(T/C)), so chunk_local's CTA of such a slot and value head
+/// zeroes rows [cu[N] + jC, cu[N] + (j+1)C) ∩ [0, T) of that head. cu[N] is read on the device: no host sync.
+/// A no-op without cu_seqlens, for slots that are not tail slots, and for cu[N] outside [0, T].
+DGPS_DEV void zero_output_tail(const ForwardArgs& a, int64_t slot, int64_t hv) {
+  if (a.cu_seqlens == nullptr) return;
+  const int64_t C = cfg::C, N = a.num_seqs, end = a.cu_seqlens[N];
+  if (end < 0 || end >= a.seq_len) return;
+  const int64_t j = slot - (end / C + N);
+  if (j < 0) return;
+  const int64_t r0 = end + j * C, r1 = lmin(r0 + C, a.seq_len);
+  constexpr int kChunksPerRow = cfg::V / 8;  // 16-byte stores (V % 8 == 0; o rows are 16-byte aligned)
+  uint16_t* o = static_cast<uint16_t*>(a.o);
+  const U4 zero = {0u, 0u, 0u, 0u};
+  for (int64_t e = tid(); e < (r1 - r0) * kChunksPerRow; e += nthreads()) {
+    const int64_t r = r0 + e / kChunksPerRow;
+    const int ch = (int)(e % kChunksPerRow);
+    *reinterpret_cast<U4*>(o + (r * a.heads_v + hv) * cfg::V + 8 * ch) = zero;
+  }
+}
+
 /// Loaders and re-encoders take the calling thread group (index t of nt threads; default the whole CTA). The
 /// loader loops stay rolled: cp.async issue is cheap, and unrolled address arithmetic would not fit the
 /// register budget of state_output's producer warpgroup.
@@ -185,7 +208,7 @@ DGPS_DEV void f16_to_bf16_lin(uint16_t* s, int n, int t = tid(), int nt = nthrea
 }
 
 // ---- preconditioner formulas -------------------------------------------------------------------------------
-/// ema_sq_squash read-out (math.md §3.3): M = exp(−ln(x)·s), s = r/(1+|r|), r = ln(A + eps) − c.
+/// ema_sq_squash read-out (docs/math.md §3.3): M = exp(−ln(x)·s), s = r/(1+|r|), r = ln(A + eps) − c.
 template <class Tr>
 DGPS_DEV float squash_m(float A, float center, float neg_log2x) {
   const float r = log_(A + Tr::kSquashEps) - center;

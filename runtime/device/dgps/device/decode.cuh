@@ -1,10 +1,10 @@
 // Single-token decode: for every batch row b, one step of the recurrence with the state updated in place
-// (math.md §1 canonical form):
+// (docs/math.md §1 canonical form):
 //   S ← D S;  delta: e = β (v − Sᵀ k̂);  linear: e = β v;  S ← S + k_w eᵀ;  o = Sᵀ q_r = (D S)ᵀ q_r + (k_w·q_r) e
 // with k_w = P⊙k̂ (ATK) or k̂ and q_r = scale·(P⊙q̂ (ATQ) or q̂). The preconditioner state (A or d, [B,H,K])
-// advances first (math.md §3.3 / §5.2); a CTA that owns a key head's preconditioner loops over all value heads
+// advances first (docs/math.md §3.3 / §5.2); a CTA that owns a key head's preconditioner loops over all value heads
 // of its group so the in-place update has a single writer.
-// Each thread keeps KP/16 rows x 4 columns of the state tile in registers (compile-time sized, field case C28);
+// Each thread keeps KP/16 rows x 4 columns of the state tile in registers (compile-time sized, docs/math.md §7.5);
 // everything is fp32. Memory traffic: the state is read once and written once.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Forward role chunk_local: everything of one chunk that does not depend on the memory state, for one
-// (chunk slot, value head). Fully parallel (grid = chunk slots x HV). math.md §4.1 (scalar/no decay) and
+// (chunk slot, value head). Fully parallel (grid = chunk slots x HV). docs/math.md §4.1 (scalar/no decay) and
 // §4.3 (per-channel decay), with separate read (rows) and write (columns) keys.
 //
 // Writes to the workspace (launch_rules.h WorkspaceLayout):
@@ -13,8 +13,8 @@
 //   aqk[s][hv]     = tril_0(scale · Q̂ K_wᵀ ⊙ Γ)   (Q̂ = P⊙q̂ for ATQ), bf16, lower 16x16 tiles
 //   tb[s][hv]      = 𝒯·diag(β), 𝒯 = (I + tril_{-1}(diag(β) K̂_r K_wᵀ ⊙ Γ))^{-1}   (delta solve), bf16
 // Pad rows of a partial last chunk are zero (k = q = β = 0, g = 0 so Γ carries the last real token's
-// cumsum): they are exact no-ops (field case C16). Every exp of a gate difference is masked with a select
-// before the exp (C01); the per-channel case never forms exp(G_i)·exp(−G_j) beyond a proven range (C02/C04).
+// cumsum): they are exact no-ops (docs/math.md §4.2). Every exp of a gate difference is masked with a select
+// before the exp (docs/math.md §7.5); the per-channel case never forms exp(G_i)·exp(−G_j) beyond a proven range (docs/math.md §4.3).
 #pragma once
 
 #include "dgps/device/common.cuh"
@@ -39,7 +39,7 @@ DGPS_DEV void tile_rows_cols(float acc[2][4], const uint16_t* rows, int r0, cons
 
 /// Epilogue of one tile (block row I, block col J) of the KKT (part 0: 𝒜, fp32 to smem) or Q·Kᵀ (part 1:
 /// Aqk, bf16 to global). kGate: multiply by 2^{G2_i − G2_j} (scalar decay), masked by a select before the
-/// exponential (C01). Otherwise the gating is inside the operands.
+/// exponential (docs/math.md §7.5). Otherwise the gating is inside the operands.
 template <bool kGate>
 DGPS_DEV void store_tile(int part, int I, int J, const float acc[2][4], const float* sTok, float* sA, int lda,
                          uint16_t* aqk, float scale) {
@@ -103,7 +103,10 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   const int64_t slot = block_x() / HV, hv = block_x() - slot * HV, h = hv / ratio;
   int64_t n = 0, c = 0;
   Seq sq;
-  if (!slot_to_chunk(a, slot, n, c, sq)) return;
+  if (!slot_to_chunk(a, slot, n, c, sq)) {
+    zero_output_tail(a, slot, hv);  // varlen padding rows past cu_seqlens[N] read back as zeros
+    return;
+  }
   const int64_t t0 = sq.bos + c * C;
   const int Lr = (int)lmin(C, sq.len - c * C);
 
@@ -328,7 +331,7 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
       }
     }
   } else {
-    // ---- 5'. per-channel decay (math.md §4.3): block row I uses reference row r = 16I; rows carry
+    // ---- 5'. per-channel decay (docs/math.md §4.3): block row I uses reference row r = 16I; rows carry
     // 2^{G_i − G_r} <= 1, columns 2^{G_r − G_j} (<= 1 for j < r). The diagonal block's columns carry factors
     // >= 1, safe while the block's decay span is <= 100 (log2); otherwise that block is recomputed directly.
     uint16_t* sRows = smem_at<uint16_t>(sm, L.rows);  // rows 0-15: gated keys of block row I, 16-31: queries

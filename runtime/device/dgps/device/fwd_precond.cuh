@@ -3,12 +3,12 @@
 // preconditioned key itself never goes to device memory.
 //
 //   precond_summary (ema_sq_squash only; grid = chunk slots x H, fully parallel):
-//       psum[s][h][:] = accumulator scanned from 0 over chunk s: a <- γ_i a + β^a_i k̂_i²   (math.md §3.3, §5.1)
+//       psum[s][h][:] = accumulator scanned from 0 over chunk s: a <- γ_i a + β^a_i k̂_i²   (docs/math.md §3.3, §5.1)
 //       pgam[s][h]    = exp(Σ_i precond_g_i)  (1 without the accumulator gate)
 //   precond_scan, ema_sq_squash (grid = N x H, one thread per channel, sequential over chunks):
 //       pst[s][h][:] = A at the start of chunk s;  A <- pgam·A + psum;  final A -> final_precond_state
 //   precond_scan, hypergrad_ogd (grid = ceil(N·H / 4), one warp per (sequence, key head), sequential over
-//   tokens; math.md §5.2 option 3):
+//   tokens; docs/math.md §5.2 option 3):
 //       pst[s][h][:] = d at the start of chunk s;  pcoef[s][h][i] = κ_t ε_t = (η β_t/‖k̂_t‖²)(1 − β_t⟨d_t,u_t⟩)
 //       (0 when ‖k̂_t‖² = 0), so that inside a chunk d_{t+1} = clamp(ρ_t d_t + pcoef_t u_t) is elementwise.
 #pragma once

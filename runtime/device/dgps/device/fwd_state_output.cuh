@@ -1,6 +1,6 @@
 // Forward role state_output: the sequential part. One CTA per (sequence, value head, value tile of BV
 // columns); one warp per 16 value columns, each owning Sᵀ[16 x KP] in fp32 registers (compile-time sized,
-// field case C28). Per chunk (math.md §4.1, transposed so accumulators feed the next product in registers):
+// no spills, docs/math.md §7.5). Per chunk (docs/math.md §4.1, transposed so accumulators feed the next product in registers):
 //   XQᵀ = Sᵀ Q_opᵀ,  XKᵀ = Sᵀ K_opᵀ                       (one pass over S, bf16 operands, fp32 accumulate)
 //   Nᵀ  = (Vᵀ − XKᵀ·diag(ck)) (𝒯 diag β)ᵀ    (delta)      Nᵀ = Vᵀ diag(β)   (linear)
 //   Oᵀ  = XQᵀ·diag(cq) + Nᵀ Aqkᵀ                           -> o (bf16/fp16)
@@ -10,8 +10,8 @@
 // multiplier is rebuilt here from the chunk-start state pst and the raw key (precond_rebuild.cuh), so P⊙k
 // (ATK write key) and P⊙q (ATQ read query) never go through device memory: a producer warpgroup rebuilds
 // chunk c+1's operand while the consumer warps run chunk c, so the rebuild stays off the sequential path.
-// The state enters tensor-core products as bf16 also for fp16 inputs (|S| may exceed 65504, field case C06).
-// Partial last chunks: zero pad rows are exact no-ops; the final decay is the last real token's (C16).
+// The state enters tensor-core products as bf16 also for fp16 inputs (|S| may exceed 65504, docs/math.md §7.5).
+// Partial last chunks: zero pad rows are exact no-ops; the final decay is the last real token's (docs/math.md §4.2).
 #pragma once
 
 #include "dgps/device/common.cuh"

@@ -99,6 +99,16 @@ DGPS_HD constexpr long long cdiv(long long a, long long b) { return (a + b - 1) 
 DGPS_HD constexpr long long align_up(long long a, long long b) { return cdiv(a, b) * b; }
 DGPS_HD constexpr int pad16(int x) { return (x + 15) / 16 * 16; }
 
+// ---- value tiles --------------------------------------------------------------------------------------
+/// block_v values the kernels compile: a multiple of 16 (one consumer warp per 16 value columns) in
+/// [16, 128] (config.cuh static_asserts the same).
+DGPS_HD constexpr bool blockVCompiles(int block_v) { return block_v >= 16 && block_v <= 128 && block_v % 16 == 0; }
+/// The value tile a state_output CTA really covers for `block_v`: block_v clipped to V rounded up to 16
+/// (config.cuh cfg::BV). Any V that is a multiple of 8 runs with any compilable block_v: the last tile's
+/// columns >= V are masked (loads zero-fill them, stores skip them in 8-column steps), so block_v need not
+/// divide V, and block_v > V runs as valueTile = pad16(V) (e.g. V = 120: block_v 128 is one masked tile).
+DGPS_HD constexpr int valueTile(int V, int block_v) { return block_v < pad16(V) ? block_v : pad16(V); }
+
 /// Number of chunk slots: B·ceil(T/C), or with varlen the device-side bound ceil(T/C) + N. With varlen,
 /// sequence n's chunk c lives in slot floor(cu[n]/C) + n + c (injective and below this bound), so no
 /// host sync is needed to read cu_seqlens.
@@ -308,8 +318,7 @@ DGPS_HD inline Geometry forwardGeometry(int role, const FeatureSet& f, const Pro
   Geometry g;
   const long long slots = chunkSlots(s, t.chunk);
   const int KP = pad16((int)s.K);
-  const int VP = pad16((int)s.V);
-  const int BV = t.block_v < VP ? t.block_v : VP;
+  const int BV = valueTile((int)s.V, t.block_v);
   switch (role) {
     case kPrecondSummary:
       g.grid.x = (unsigned)(slots * s.H);

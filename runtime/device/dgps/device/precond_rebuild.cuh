@@ -1,11 +1,11 @@
 // The diagonal preconditioner's multiplier P inside one chunk, rebuilt from the state at the chunk start.
 // Both chunk_local (for the KKT and Aqk) and state_output (for the state update or the read query) run this
-// same scan, so the preconditioned key P⊙k never goes through device memory (issue 3; math.md §5.1 option (b)
+// same scan, so the preconditioned key P⊙k never goes through device memory (issue 3; docs/math.md §5.1 option (b)
 // with the chunk-start state from the tiny precond_scan pre-pass).
 //
 // Per channel d, sequentially over the chunk's tokens i (fp32, one thread per channel):
-//   ema_sq_squash (math.md §3.3): A_i = pa_i·A_{i-1} + pb_i·k_{i,d}²,  P = x^{−s(ln(A_i + eps) − c_h)}
-//   hypergrad_ogd (math.md §5.2): d_{i+1} = clamp(pa_i·d_i + pb_i·k_{i,d}²), P = d_i (pre) or d_{i+1} (post)
+//   ema_sq_squash (docs/math.md §3.3): A_i = pa_i·A_{i-1} + pb_i·k_{i,d}²,  P = x^{−s(ln(A_i + eps) − c_h)}
+//   hypergrad_ogd (docs/math.md §5.2): d_{i+1} = clamp(pa_i·d_i + pb_i·k_{i,d}²), P = d_i (pre) or d_{i+1} (post)
 // with k the raw input key (bf16/fp16 bits) and the per-token coefficients written by chunk_local:
 //   pa_i = e^{precond_g_i} (accumulator gate or retention, 1 without it),
 //   pb_i = β^a_i·rk_i² (ema_sq_squash) or κ_i ε_i·rk_i² (hypergrad_ogd), rk the key's l2norm factor,

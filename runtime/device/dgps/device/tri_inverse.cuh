@@ -1,5 +1,5 @@
 // (I + 𝒜)^{-1} for a strictly lower-triangular C x C block 𝒜 in fp32 shared memory, in place
-// (math.md §4.1 𝒯; FLA's solve_tril uses the same 16x16 diagonal blocks + block merge).
+// (docs/math.md §4.1 𝒯; FLA's solve_tril uses the same 16x16 diagonal blocks + block merge).
 //
 // 1. Diagonal blocks D_b = (I + 𝒜_bb)^{-1} by forward substitution, one thread per column, the column in
 //    registers (compile-time indices only); written over 𝒜_bb.
@@ -7,7 +7,7 @@
 //        T_IJ = −D_I Σ_{K=J}^{I−1} 𝒜_IK T_KJ,
 //    computed transposed (T_IJᵀ = −(Σ T_KJᵀ 𝒜_IKᵀ) D_Iᵀ) so each accumulator is the next product's A operand.
 //    Products run on tensor cores with split-bf16 operands (x = hi + lo, hi·hi + hi·lo + lo·hi): about 16
-//    mantissa bits, i.e. near-fp32 accuracy (field case C09: no TF32-grade error in the solve).
+//    mantissa bits, i.e. near-fp32 accuracy (docs/math.md §7.5: no TF32-grade error in the solve).
 // 3. After a barrier the off-diagonal T blocks are written over 𝒜.
 #pragma once
 

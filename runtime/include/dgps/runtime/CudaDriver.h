@@ -108,7 +108,7 @@ std::string deviceName(int device);
 
 /// Makes the primary context of `device` current for the guard's lifetime (push; pop on destruction),
 /// so modules, allocations and launches go to the device that owns the tensors even when the caller's
-/// current device differs (field case C30). The primary context is retained once per process and never
+/// current device differs. The primary context is retained once per process and never
 /// released here: releasing the last retain would destroy it with every buffer and module inside.
 class DeviceContextGuard {
  public:

@@ -1,11 +1,11 @@
 // NVRTC compilation of generated kernel sources to CUBIN (or PTX), with the on-disk binary cache.
 //
-// Three CUDA versions meet in a JIT compile (field case C22): the toolkit the runtime was built against,
+// Three CUDA versions meet in a JIT compile: the toolkit the runtime was built against,
 // the libnvrtc loaded at run time, and the CUDA headers (cuda_bf16.h, cuda_fp16.h) passed with -I. The
 // runtime looks for headers that match the loaded NVRTC (see nvrtcEnvironment) and every JIT error
 // names all three, plus the driver version and the target architecture.
 //
-// Target selection (field case C23): the arch-specific "a" target (sm_90a) only on a device whose
+// Target selection: the arch-specific "a" target (sm_90a) only on a device whose
 // compute capability is exactly the one it was built for (9.0); a CUBIN for sm_XY when NVRTC supports the
 // device's arch; otherwise PTX for the highest compute_XX NVRTC supports that is not newer than the
 // device, which the driver JIT-compiles at load.
@@ -60,7 +60,7 @@ struct KernelResourceUsage {
   std::string name;           ///< the mangled or extern "C" entry name.
   std::string arch;           ///< "sm_90a".
   int registers = -1;
-  long stack_frame_bytes = 0; ///< local memory per thread (0 is what we require; field case C28).
+  long stack_frame_bytes = 0; ///< local memory per thread (0 is what we require; docs/math.md §7.5).
   long spill_store_bytes = 0;
   long spill_load_bytes = 0;
   long shared_bytes = 0;      ///< static shared memory.

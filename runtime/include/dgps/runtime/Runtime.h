@@ -10,8 +10,8 @@
 //   rt.forward(pkg, t, opts);                 // returns after enqueueing; nothing is synchronised
 //
 // Guarantees: nothing is launched unless every tensor passed validation (Validation.h); launches go to
-// `LaunchOptions::stream` (field case C29: the caller's stream, never an implicit one) in the primary
-// context of the tensors' device, whatever device is current (C30); the calling thread's current
+// `LaunchOptions::stream` (the caller's stream, never an implicit one) in the primary
+// context of the tensors' device, whatever device is current; the calling thread's current
 // context is restored. Thread-safe: one Runtime may be shared by threads and streams.
 // Errors: RuntimeError (Error.h) with one message; InvalidArgument means nothing was launched.
 #pragma once
@@ -51,7 +51,7 @@ struct LaunchOptions {
   /// Tile configuration; empty = RuntimeOptions::forward_config, then the manifest's default_config.
   std::optional<TileConfig> config;
   /// Copies cu_seqlens to the host (synchronising `stream`) and checks cu[0] == 0, non-decreasing,
-  /// cu[N] == T before launching. Off by default: it costs a device read and breaks graph capture.
+  /// cu[N] <= T before launching. Off by default: it costs a device read and breaks graph capture.
   bool check_cu_seqlens = false;
 };
 
@@ -60,7 +60,7 @@ struct KernelInfo {
   std::string role;    ///< "chunk_local", ..., or "decode".
   std::string symbol;
   int registers = -1;           ///< CU_FUNC_ATTRIBUTE_NUM_REGS
-  int local_bytes = -1;         ///< CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES (0 required; C28)
+  int local_bytes = -1;         ///< CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES (0 required; docs/math.md §7.5)
   int static_shared_bytes = -1; ///< CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
   int max_threads = -1;         ///< CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
 };
@@ -90,9 +90,13 @@ class Runtime {
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  /// Chunked forward over whole sequences (math.md §2-§3; kernels in the manifest's forward roles).
+  /// Chunked forward over whole sequences (docs/math.md §2-§3; kernels in the manifest's forward roles).
   /// Validates, resolves the tile configuration, compiles/loads on first use, launches every role in
   /// order on options.stream. Throws RuntimeError.
+  /// Varlen (cu_seqlens given): the token buffer may be longer than the packed sequences, cu[N] <= T.
+  /// Rows t >= cu[N] of `o` belong to no sequence and are written as zeros (by chunk_local, which reads
+  /// cu[N] on the device, so this needs no host synchronisation); q, k, v and the gates of those rows are
+  /// never read. cu[N] > T, a decreasing cu or cu[0] != 0 is undefined unless check_cu_seqlens is set.
   void forward(const Package& package, const ForwardTensors& tensors, const LaunchOptions& options = {});
 
   /// One decode step: reads and updates state (and precond_state) in place, writes o.

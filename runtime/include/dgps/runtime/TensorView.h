@@ -48,8 +48,8 @@ struct ForwardTensors {
   TensorView precond_center;                 ///< [H] f32 (ema_sq_squash)
   TensorView initial_state;                  ///< [N,HV,K,V] f32, optional
   TensorView initial_precond_state;          ///< [N,H,K] f32, optional
-  TensorView cu_seqlens;                     ///< [N+1] i64, optional (then B == 1)
-  TensorView o;                              ///< [B,T,HV,V], output, input dtype
+  TensorView cu_seqlens;                     ///< [N+1] i64, optional (then B == 1); cu[N] <= T
+  TensorView o;                              ///< [B,T,HV,V], output, input dtype; rows >= cu[N] zeroed
   TensorView final_state;                    ///< [N,HV,K,V] f32, optional output
   TensorView final_precond_state;            ///< [N,H,K] f32, optional output
   TensorView workspace;                      ///< optional caller scratch: 1-D, any dtype, 256-byte aligned

@@ -4,7 +4,7 @@
 //   tune/TuneJob.h             tunePackage(): candidates, isolated screening, timing, database record
 //   tune/TuningResolver.h      RuntimeOptions::forward_config hook; modes tune | recorded | default
 //   tune/RuntimeTrialBackend.h the TrialBackend over the runtime (compile, screen, time)
-//   tune/TrialProcess.h        the dgps-tune-trial child process that screens candidates (C25)
+//   tune/TrialProcess.h        the dgps-tune-trial child process that screens candidates
 //   tune/ScratchForward.h      scratch inputs/outputs, validation slice, error measure
 //   tune/TuneCli.h             --shape parsing, progress bar, the dgps-tune command
 // The GPU-agnostic core (database, keys, candidate pruning, the search) is tuning/*.h.

@@ -1,5 +1,5 @@
-// Argument checking for forward and decode, done on the host before anything is launched (field cases
-// C14, C20, C30): every tensor's presence, shape, dtype, contiguity, alignment and device is checked
+// Argument checking for forward and decode, done on the host before anything is launched:
+// every tensor's presence, shape, dtype, contiguity, alignment and device is checked
 // against the spec, and the first problem is thrown as ONE RuntimeError{InvalidArgument} naming the
 // tensor, what was expected and what came, e.g.
 //   forward: tensor 'g': expected shape [B,T,HV,K] = [4, 2048, 4, 128] (decay diagonal: one natural-log
@@ -32,7 +32,7 @@ struct ForwardProblem {
   bool has_initial_precond_state = false;
   bool has_final_precond_state = false;
   int device = 0;
-  float scale = 0;             ///< query scale: spec.scale, or K^{-1/2} (math.md §1)
+  float scale = 0;             ///< query scale: spec.scale, or K^{-1/2} (docs/math.md §1)
 };
 
 struct DecodeProblem {

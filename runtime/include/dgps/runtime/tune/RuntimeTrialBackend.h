@@ -4,7 +4,7 @@
 //
 //   compile  Runtime::prepare (NVRTC + module load), called from the driver's compile threads; NVRTC
 //            and the runtime are thread-safe. Registers / local memory come from the loaded kernels
-//            (CU_FUNC_ATTRIBUTE_NUM_REGS / LOCAL_SIZE_BYTES) and ptxas' spill counts, for the C28 filter.
+//            (CU_FUNC_ATTRIBUTE_NUM_REGS / LOCAL_SIZE_BYTES) and ptxas' spill counts, for the spill filter.
 //            A compile cannot be interrupted; the driver marks one that ends after its deadline Timeout.
 //   screen   isolated (default): one dgps-tune-trial process per candidate (TrialProcess.h) runs the
 //            slice with poisoned outputs and then the full shape; the parent compares the slice outputs
@@ -42,7 +42,7 @@ struct TrialBackendOptions {
   /// The backend's own verdict: max over outputs of max|got - ref| / max|ref| on the slice must not
   /// exceed this (bf16: 2e-2, f16: 1e-2 by defaultTolerance()).
   double tolerance = 2e-2;
-  bool isolate = true;                  ///< screen in a dgps-tune-trial child process (C25)
+  bool isolate = true;                  ///< screen in a dgps-tune-trial child process
   std::string trial_helper;             ///< path of dgps-tune-trial; required when isolate
   std::chrono::milliseconds trial_timeout{180000};  ///< per child (includes its context creation)
   std::string cache_dir;                ///< binary cache the child should read ("" = default)

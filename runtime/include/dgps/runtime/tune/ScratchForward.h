@@ -6,7 +6,7 @@
 //   * the *slice*: the tuned problem cut to at most kSliceBatch sequences of at most kSliceTokens tokens
 //     (same H, HV, K, V, dtype). Candidates are checked on it against the float64 reference
 //     (runReference), which is too slow for the full shape. kSliceTokens = 250 is deliberately not a
-//     multiple of any chunk length (16..128), so the partial last chunk is always exercised (C16).
+//     multiple of any chunk length (16..128), so the partial last chunk is always exercised (docs/math.md §4.2).
 //   * the *full* shape: timing runs (and the isolated fault screen) use the real size. Its inputs are the
 //     slice's inputs tiled along B and T (full[b, t] = slice[b % Bs, t % Ts]), which is cheap for large
 //     problems and keeps every value inside the spec's contracts (gates <= 0, gains in range).

@@ -1,4 +1,4 @@
-// Isolated candidate trials (field case C25). A kernel that performs an illegal memory access or traps
+// Isolated candidate trials. A kernel that performs an illegal memory access or traps
 // kills its CUDA context, and every later CUDA call in that process fails (FLA #727: one bad tile took a
 // whole B200 training job down during autotuning). The tuner therefore runs each candidate's *first*
 // launches in a separate process, the trial helper `dgps-tune-trial`:

@@ -33,7 +33,7 @@ namespace tune {
 
 /// "cg<codegen_version>-<16 hex digits>": the emitter version plus a hash of the package's kernel source
 /// and of the embedded device headers, so a record measured on other generated code (a newer dgpsc, an
-/// edited kernels.cu, another device library) is never reused silently (C34).
+/// edited kernels.cu, another device library) is never reused silently.
 std::string codegenIdentity(const Package& package);
 
 /// The identity and limits of `device` as tuning records store them (tuning/Fingerprint.h): name,
@@ -61,7 +61,7 @@ struct TuneJob {
   std::string db_path;                    ///< "" = tuning::resolveDbPath() ($DGPS_TUNING_DB, ...)
   std::string cache_dir;                  ///< binary cache; "" = BinaryCache::defaultDirectory()
   bool force = false;                     ///< tune even when an exact record exists (the new one is appended)
-  bool isolate = true;                    ///< screen candidates in dgps-tune-trial processes (C25)
+  bool isolate = true;                    ///< screen candidates in dgps-tune-trial processes
   std::string trial_helper;               ///< "" = findTrialHelper()
   std::chrono::milliseconds trial_timeout{180000};
   std::uint64_t seed = 0;                 ///< input draw; 0 = a fresh random seed

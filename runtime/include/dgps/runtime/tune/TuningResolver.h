@@ -21,7 +21,7 @@
 // when only such records exist for a key, a warning (dgps::warn, Log.h) names them and the reason.
 //
 // Each (package, device, key) is decided once per resolver and remembered, so steady-state calls cost a
-// map lookup, and varying shapes within one key bucket never re-tune (C26). Thread-safe; a tuning run
+// map lookup, and varying shapes within one key bucket never re-tune. Thread-safe; a tuning run
 // holds the resolver's lock (concurrent first calls wait for it instead of tuning twice).
 #pragma once
 

@@ -4,13 +4,13 @@
 // Procedure (each step skips candidates that already failed; failures are recorded, never fatal):
 //  1. Compile every candidate in parallel on a small thread pool, each with a deadline
 //     (compile_timeout). CompileError / Timeout are recorded and the run carries on.
-//  2. Spill filter (C28): if any compiled candidate reports zero local memory, candidates that spill
+//  2. Spill filter (docs/math.md §7.5): if any compiled candidate reports zero local memory, candidates that spill
 //     are dropped as Spills; if all spill, they stay (something must run) and the table says so.
 //  3. Screen each survivor once (TrialBackend::screen: poisoned scratch outputs, one launch, compare
 //     with the trusted result). Fault / Timeout / WrongResult are recorded; a result is wrong when the
 //     backend says so OR max_rel_err is not <= max_rel_err (NaN is wrong). A wrong candidate is never
 //     chosen, however fast. After a Fault the driver asks contextHealthy(); if false, everything left
-//     is Skipped and the run fails without recording anything (see TrialBackend.h, C25).
+//     is Skipped and the run fails without recording anything (see TrialBackend.h).
 //  4. Time each survivor: `warmup` untimed + `reps` timed launches (L2 flushed by the backend);
 //     summarise as median / p20 / p80.
 //  5. Finalists: those with median <= best * (1 + finalist_window), at most max_finalists (fastest
@@ -42,7 +42,7 @@ struct TunerOptions {
   std::chrono::milliseconds compile_timeout{120000};
   int compile_threads = 0;       ///< 0: min(hardware threads, 8).
   /// Accuracy bound on top of the backend's own verdict: relative error; set per dtype/precision
-  /// by the caller (e.g. 1e-4 for fp32 "ieee" per C09, ~1e-2 for bf16).
+  /// by the caller (e.g. 1e-4 for fp32 "ieee" (docs/math.md §7.5), ~1e-2 for bf16).
   double max_rel_err = 1e-2;
   int warmup = 3;
   int reps = 20;
@@ -52,7 +52,7 @@ struct TunerOptions {
   int retime_reps = 10;
   double tie_tolerance = 0.01;    ///< final medians within 1% of the best are a tie.
   bool reject_spills = true;      ///< step 2 above.
-  double regression_threshold = 0.05;  ///< flag a >5% slowdown against a toolchain baseline (C34).
+  double regression_threshold = 0.05;  ///< flag a >5% slowdown against a toolchain baseline.
 };
 
 enum class TunePhase { Compile, Screen, Time, Retime, Done };
@@ -88,7 +88,7 @@ struct TuneResult {
   bool reused = false;                 ///< true when taken from the database without any trial.
   std::vector<CandidateReport> table;  ///< pruned candidates first, then the tried ones.
   std::string db_error;                ///< set when the winner could not be appended (still returned).
-  /// C34: the newest record for this key on the same hardware under another toolchain, and how much
+  /// the newest record for this key on the same hardware under another toolchain, and how much
   /// slower (positive) or faster the new winner is: new_median / baseline_median - 1.
   std::optional<TuningRecord> baseline;
   double regression = 0;

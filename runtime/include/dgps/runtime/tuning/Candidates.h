@@ -1,9 +1,9 @@
 // Candidate generation and static pruning: the cartesian product of the manifest's tunables, minus
 // every configuration that cannot run on this device for this shape, optionally cut to the top N of a
 // cost model. Every dropped configuration keeps the reason it was dropped (logged by the tuner's
-// final table, C33: "a logged reason for rejected variants").
+// final table: every rejected variant has a logged reason).
 //
-// Precision is not an axis here: it is a correctness constraint fixed in the ProblemKey (C09).
+// Precision is not an axis here: it is a correctness constraint fixed in the ProblemKey (docs/math.md §7.5).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +30,7 @@ struct Tunables {
 /// kernels' launch rules. A negative value means the launch rules refuse the pair outright.
 using SmemEstimator = std::function<std::int64_t(const TileConfig&, const ProblemShape&)>;
 
-/// Extra capability predicate of a specialised variant (C33): nullopt when `config` can handle
+/// Extra capability predicate of a specialised variant: nullopt when `config` can handle
 /// `shape`, otherwise the reason it cannot (e.g. "wgmma variant needs K == 128").
 using CapabilityCheck =
     std::function<std::optional<std::string>(const TileConfig&, const ProblemShape&)>;
@@ -40,7 +40,7 @@ using CostModel =
     std::function<double(const TileConfig&, const ProblemShape&, const DeviceFingerprint&)>;
 
 struct PruneOptions {
-  /// Forces the chunk length, e.g. when a backward pass must reuse the forward's saved A/h (C21).
+  /// Forces the chunk length, e.g. when a backward pass must reuse the forward's saved A/h.
   std::optional<int> pinned_chunk;
   /// Shared-memory rule; when empty, no shared-memory check is made (the compile step still catches
   /// over-limit kernels, at higher cost).
@@ -54,7 +54,7 @@ struct PruneOptions {
 
 struct PrunedCandidate {
   TileConfig config;
-  std::string reason;  ///< e.g. "block_v 64 > V 32", "shared memory 240 KiB > opt-in limit 227 KiB"
+  std::string reason;  ///< e.g. "chunk 48 is not a power of two", "shared memory 240 KiB > opt-in limit 227 KiB"
 };
 
 struct CandidateSet {
@@ -64,9 +64,11 @@ struct CandidateSet {
 
 /// Static rules, in this order (the first that fails is the reason):
 ///   every value positive; chunk a power of two; chunk == pinned_chunk when pinned;
-///   block_v <= V; block_v divides V or V % 16 == 0 (a ragged last value tile is masked, which the
-///   launch-rule contract allows only when V is a multiple of 16); warps * 32 <= max_threads_per_block; smem_bytes(config, shape) >= 0 and
-///   <= smem_per_block_optin; capability(config, shape) has no objection.
+///   block_v a multiple of 16 in [16, 128]; V a positive multiple of 8 (launch_rules.h valueTile: block_v
+///   need not divide V, the last value tile is masked); warps * 32 <= max_threads_per_block;
+///   smem_bytes(config, shape) >= 0 and <= smem_per_block_optin; capability(config, shape) has no objection.
+/// Then a block_v above V rounded up to 16, which runs as that clipped tile, is dropped when a kept
+/// configuration already runs the same tile (e.g. V = 64: block_v 128 runs as 64).
 /// Device limits of 0 in the fingerprint mean "unknown" and skip that check.
 CandidateSet generateCandidates(const Tunables& tunables, const ProblemShape& shape,
                                 const DeviceFingerprint& device, const PruneOptions& options);

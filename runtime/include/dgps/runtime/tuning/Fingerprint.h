@@ -1,7 +1,7 @@
 // The identity of the GPU and toolchain a tuning result was measured on, plus the device limits the
 // candidate pruner needs. A tuning record is only ever reused on a device whose identity matches
 // exactly: a different GPU, SM count (MIG slice, binned part), driver, NVRTC or DGPS code generator
-// can change which configuration is fastest (field case C34: a toolchain upgrade made the same kernel
+// can change which configuration is fastest (a toolchain upgrade made the same kernel
 // 35% slower), so those records are reported as "foreign", never picked silently.
 #pragma once
 
@@ -35,7 +35,7 @@ bool identityMatches(const DeviceFingerprint& a, const DeviceFingerprint& b);
 std::string identityMismatch(const DeviceFingerprint& recorded, const DeviceFingerprint& current);
 
 /// True when only the toolchain (driver, NVRTC, codegen) differs: the same physical GPU model and SM
-/// count. Such a record is the natural performance baseline after an upgrade (C34).
+/// count. Such a record is the natural performance baseline after an upgrade.
 bool sameHardware(const DeviceFingerprint& a, const DeviceFingerprint& b);
 
 }  // namespace dgps::tuning

@@ -2,7 +2,7 @@
 // so that shapes which vary from call to call (exact T, total packed tokens, number of documents)
 // land on a handful of keys instead of one key per call.
 //
-// Why buckets (field case C26): FLA's causal_conv1d key contained cdiv(B*T, 1024); Megatron's varlen
+// Why buckets: FLA's causal_conv1d key contained cdiv(B*T, 1024); Megatron's varlen
 // packing changed it every step, so every step re-tuned and throughput fell from ~6k to ~1.5k
 // tokens/s/GPU. Our key therefore holds only what changes the best configuration: the head dims and
 // head counts (they fix tile fit and shared-memory use), a coarse T bucket (short sequences favour
@@ -20,7 +20,7 @@ namespace dgps::tuning {
 
 /// Upper bounds of the sequence-length buckets, tokens: <=64, <=256, <=1024, <=4096, <=16384, >16384.
 /// Powers of four apart: fine enough that a bucket's best config holds across it, coarse enough that
-/// packed batches of 30k-34k tokens (C26's example) always share one bucket.
+/// packed batches of 30k-34k tokens (the example above) always share one bucket.
 enum class TBucket : int { Le64 = 0, Le256, Le1024, Le4096, Le16384, Gt16384 };
 constexpr int kTBucketCount = 6;
 
@@ -29,13 +29,13 @@ constexpr int kTBucketCount = 6;
 enum class WaveBucket : int { LtHalf = 0, Lt1, Lt2, Lt4, Ge4 };
 constexpr int kWaveBucketCount = 5;
 
-/// Element type of q, k, v (and o). The state is always fp32 (DESIGN.md numerics).
+/// Element type of q, k, v (and o). The state is always fp32 (docs/math.md §7.5).
 enum class InputDType { F32, F16, BF16 };
 
 /// Which kernel family is tuned.
 enum class KernelFamily { Forward, Decode };
 
-/// The concrete shape of one call, before bucketing. Layouts as in DESIGN.md: q,k [B,T,H,K],
+/// The concrete shape of one call, before bucketing. Layouts as in docs/spec.md (Tensors): q,k [B,T,H,K],
 /// v [B,T,HV,V]; for varlen (cu_seqlens [N+1], B=1) `sequences` is N and `tokens` is cu_seqlens[N].
 struct ProblemShape {
   int sequences = 1;           ///< B, or N for varlen.
@@ -60,7 +60,7 @@ struct ProblemKey {
   InputDType dtype = InputDType::BF16;
   bool varlen = false;
   KernelFamily kind = KernelFamily::Forward;
-  /// The numeric precision policy of the call, e.g. "ieee", "tf32x3" (C09). Precision is a
+  /// The numeric precision policy of the call, e.g. "ieee", "tf32x3" (docs/math.md §7.5). Precision is a
   /// correctness axis: it is chosen by the caller/spec and fixed in the key, never searched over, so
   /// a faster but less accurate mode can never win a tuning run it was not allowed into.
   std::string precision = "ieee";

@@ -8,9 +8,9 @@
 namespace dgps::tuning {
 
 struct TileConfig {
-  /// Chunk length BT in tokens (chunkwise WY form, math.md §2). A *global* plan parameter: every
+  /// Chunk length BT in tokens (chunkwise WY form, docs/math.md §2). A *global* plan parameter: every
   /// kernel of a forward plan (KKT, UT-transform solve, state pass, output) and any backward that
-  /// reuses the saved intermediates must share it (field case C21), so it is tuned per plan, never
+  /// reuses the saved intermediates must share it, so it is tuned per plan, never
   /// per kernel. Irrelevant to decode kernels, whose manifests list a single value.
   int chunk = 64;
   /// Columns of V owned by one thread block (the value tile), elements.

@@ -1,7 +1,7 @@
 // What the autotuner needs from a GPU, as an interface, so that the search logic (Autotuner.h) is
 // testable on a CPU and the CUDA side plugs in from the runtime.
 //
-// ============================ NOTE FOR THE RUNTIME INTEGRATOR (C25) ============================
+// ============================ NOTE FOR THE RUNTIME INTEGRATOR ============================
 // A kernel that performs an illegal memory access kills its CUDA context: every later CUDA call in
 // the process fails, so one bad tile would take the user's whole job down (FLA #727: KDA backward
 // IMA on B200 during autotuning). The real backend must therefore run each candidate's first launch
@@ -39,7 +39,7 @@ enum class TrialStatus {
   Timeout,       ///< a compile or run did not finish before its deadline.
   Fault,         ///< launch or execution error (illegal address, misaligned access, trap, crash).
   WrongResult,   ///< ran, but the output disagrees with the trusted result (or is not finite).
-  Spills,        ///< uses local memory while spill-free candidates exist (C28).
+  Spills,        ///< uses local memory while spill-free candidates exist (docs/math.md §7.5).
   TimingError,   ///< time() failed or returned unusable samples (empty, NaN, negative).
   Skipped,       ///< never tried: the context was lost or the run was cancelled.
 };

@@ -81,7 +81,7 @@ class TuningDb {
   std::optional<TuningRecord> findExact(const DeviceFingerprint& device, const ProblemKey& key) const;
 
   /// Newest record for this key measured on the same hardware under a different toolchain
-  /// (sameHardware() but not identityMatches()): the performance baseline after an upgrade (C34).
+  /// (sameHardware() but not identityMatches()): the performance baseline after an upgrade.
   std::optional<TuningRecord> findToolchainBaseline(const DeviceFingerprint& device,
                                                     const ProblemKey& key) const;
 

@@ -1,6 +1,6 @@
 //===- ChunkDialect.td - the chunkwise WY dialect --------------*- tablegen -*-===//
 //
-// The `chunk` dialect describes the chunkwise-parallel (WY / UT transform) algorithm of math.md §4
+// The `chunk` dialect describes the chunkwise-parallel (WY / UT transform) algorithm of docs/math.md §4
 // over chunks of C tokens, and the preconditioner scans of §5, as a dataflow graph of whole-tensor
 // stages in FLA's layout. The read key (k̂, used in the prediction S^T k) and the write key
 // (k̃, used in the outer-product write) are separate SSA values on every op that takes keys; a
@@ -31,7 +31,7 @@ def Chunk_Dialect : Dialect {
   let hasCanonicalizer = 0;
 }
 
-// Symbolic tensor dimensions (math.md §1).
+// Symbolic tensor dimensions (docs/math.md §1).
 def Chunk_Dim : I32EnumAttr<"Dim", "symbolic tensor dimension", [
     I32EnumAttrCase<"B", 0>, I32EnumAttrCase<"T", 1>, I32EnumAttrCase<"H", 2>,
     I32EnumAttrCase<"HV", 3>, I32EnumAttrCase<"K", 4>, I32EnumAttrCase<"V", 5>,
@@ -67,7 +67,7 @@ def Chunk_TileAttr : AttrDef<Chunk_Dialect, "Tile"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
-// The cost estimate of a kernel plan (per token and value head; math.md §4.4/§4.5 counting).
+// The cost estimate of a kernel plan (per token and value head; docs/math.md §4.4/§4.5 counting).
 def Chunk_PlanAttr : AttrDef<Chunk_Dialect, "Plan"> {
   let mnemonic = "plan";
   let summary = "estimated device-memory bytes and FLOPs per token-head of a kernel plan";

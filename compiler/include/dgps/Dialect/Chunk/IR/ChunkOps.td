@@ -58,14 +58,14 @@ def Chunk_SplatOp : Chunk_PureOp<"splat"> {
 //===----------------------------------------------------------------------===//
 
 def Chunk_L2NormOp : Chunk_PureOp<"l2norm"> {
-  let summary = "x̂ = x · rsqrt(Σ x² + eps) over the last dim (FLA in-kernel l2norm, field case C07)";
+  let summary = "x̂ = x · rsqrt(Σ x² + eps) over the last dim (FLA in-kernel l2norm, docs/math.md §1)";
   let arguments = (ins Chunk_AnyTensor:$input, F64Attr:$eps);
   let results = (outs Chunk_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
 def Chunk_GateCumsumOp : Chunk_PureOp<"gate_cumsum"> {
-  let summary = "chunk-local inclusive cumsum G_i = Σ_{j≤i} g_j of a natural-log gate (math.md §4.1)";
+  let summary = "chunk-local inclusive cumsum G_i = Σ_{j≤i} g_j of a natural-log gate (docs/math.md §4.1)";
   let description = [{ g [B,T,HV] (scalar decay) or [B,T,HV,K] (diagonal decay) → G, same shape, f32. }];
   let arguments = (ins Chunk_AnyTensor:$gate);
   let results = (outs Chunk_AnyTensor:$result);
@@ -74,7 +74,7 @@ def Chunk_GateCumsumOp : Chunk_PureOp<"gate_cumsum"> {
 }
 
 //===----------------------------------------------------------------------===//
-// Chunkwise WY (math.md §4.1, §4.3)
+// Chunkwise WY (docs/math.md §4.1, §4.3)
 //===----------------------------------------------------------------------===//
 
 def Chunk_KKTOp : Chunk_PureOp<"kkt", [AttrSizedOperandSegments]> {
@@ -97,14 +97,14 @@ def Chunk_KKTOp : Chunk_PureOp<"kkt", [AttrSizedOperandSegments]> {
 }
 
 def Chunk_SolveTrilOp : Chunk_PureOp<"solve_tril"> {
-  let summary = "𝒯 = (I + 𝒜)^{-1}, the unit-lower-triangular inverse per chunk (math.md §4.2 step 4)";
+  let summary = "𝒯 = (I + 𝒜)^{-1}, the unit-lower-triangular inverse per chunk (docs/math.md §4.2 step 4)";
   let arguments = (ins Chunk_AnyTensor:$kkt);
   let results = (outs Chunk_AnyTensor:$result);
   let assemblyFormat = "$kkt attr-dict `:` type($kkt) `->` type($result)";
 }
 
 def Chunk_WYRecomputeOp : Chunk_PureOp<"wy_recompute", [AttrSizedOperandSegments]> {
-  let summary = "W = 𝒯 (β e^G ⊙ K̂), U = 𝒯 (β ⊙ V) (math.md §4.1)";
+  let summary = "W = 𝒯 (β e^G ⊙ K̂), U = 𝒯 (β ⊙ V) (docs/math.md §4.1)";
   let description = [{
     tril [B,T,HV,C], read_key [B,T,H,K], value [B,T,HV,V], gain [B,T,HV], gate G (scalar or
     diagonal; diagonal multiplies K̂ channel-wise) → W [B,T,HV,K], U [B,T,HV,V]. W uses the read key.
@@ -128,7 +128,7 @@ def Chunk_GainScaleOp : Chunk_PureOp<"gain_scale"> {
 }
 
 def Chunk_StatePassOp : Chunk_PureOp<"state_pass", [AttrSizedOperandSegments]> {
-  let summary = "the sequential inter-chunk state pass (math.md §4.2 step 6)";
+  let summary = "the sequential inter-chunk state pass (docs/math.md §4.2 step 6)";
   let description = [{
     Per sequence n and value head, with S = initial_state[n] (or 0), for each chunk c in order:
       h_c = S;   v_new = U − W S   (v_new = U without W: linear solve)
@@ -149,7 +149,7 @@ def Chunk_StatePassOp : Chunk_PureOp<"state_pass", [AttrSizedOperandSegments]> {
 }
 
 def Chunk_QKAttnOp : Chunk_PureOp<"qk_attn"> {
-  let summary = "the masked intra-chunk attention Aqk = scale · tril_0(Q K̃^T ⊙ Γ) (math.md §4.1, §4.3)";
+  let summary = "the masked intra-chunk attention Aqk = scale · tril_0(Q K̃^T ⊙ Γ) (docs/math.md §4.1, §4.3)";
   let description = [{
     Per chunk and value head, for local rows i ≥ j:
       Aqk_ij = scale Σ_d q_{i,d} k̃_{j,d} exp(G_i − G_j)            (scalar G)
@@ -167,7 +167,7 @@ def Chunk_QKAttnOp : Chunk_PureOp<"qk_attn"> {
 }
 
 def Chunk_OutputOp : Chunk_PureOp<"output"> {
-  let summary = "O = scale · e^G ⊙ (Q h_c) + Aqk v_new (math.md §4.1, §4.3)";
+  let summary = "O = scale · e^G ⊙ (Q h_c) + Aqk v_new (docs/math.md §4.1, §4.3)";
   let description = [{
     query [B,T,H,K], v_new [B,T,HV,V], states h [B,NT,HV,K,V] (the state entering each chunk),
     attn Aqk [B,T,HV,C] (scale included), gate G → o [B,T,HV,V]. For diagonal G the inter-chunk
@@ -185,7 +185,7 @@ def Chunk_OutputOp : Chunk_PureOp<"output"> {
 }
 
 //===----------------------------------------------------------------------===//
-// ema_sq_squash preconditioner (math.md §3.3, §5.1)
+// ema_sq_squash preconditioner (docs/math.md §3.3, §5.1)
 //===----------------------------------------------------------------------===//
 
 def Chunk_AccumScanOp : Chunk_PureOp<"accum_scan", [AttrSizedOperandSegments]> {
@@ -206,7 +206,7 @@ def Chunk_AccumScanOp : Chunk_PureOp<"accum_scan", [AttrSizedOperandSegments]> {
 }
 
 def Chunk_SquashApplyOp : Chunk_PureOp<"squash_apply"> {
-  let summary = "target ⊙ M(A), M = x^{-s}, s = r/(1+|r|), r = ln(A + eps) − c_h (math.md §3.3)";
+  let summary = "target ⊙ M(A), M = x^{-s}, s = r/(1+|r|), r = ln(A + eps) − c_h (docs/math.md §3.3)";
   let description = [{
     target [B,T,H,K] (k̂ for a key-side, q̂ for a query-side preconditioner), accum [B,T,H,K],
     center c [H] → [B,T,H,K].
@@ -220,7 +220,7 @@ def Chunk_SquashApplyOp : Chunk_PureOp<"squash_apply"> {
 }
 
 def Chunk_AccumSummaryOp : Chunk_PureOp<"accum_summary", [AttrSizedOperandSegments]> {
-  let summary = "per-chunk accumulator summary (math.md §5.1 stage 1)";
+  let summary = "per-chunk accumulator summary (docs/math.md §5.1 stage 1)";
   let description = [{
     sa_c = Σ_{j∈c} g^a_j, a_c = Σ_{j∈c} e^{sa_c − cum_j} β^a_j k̂_j² (cum inclusive, in-chunk).
     key [B,T,H,K], gate/gain [B,T,H] → a [B,NT,H,K], sa [B,NT,H] (f32).
@@ -266,7 +266,7 @@ def Chunk_AccumApplyOp : Chunk_PureOp<"accum_apply", [AttrSizedOperandSegments]>
 }
 
 //===----------------------------------------------------------------------===//
-// hypergrad_ogd preconditioner (OSDN, math.md §5.2), per-token reduction form
+// hypergrad_ogd preconditioner (OSDN, docs/math.md §5.2), per-token reduction form
 //===----------------------------------------------------------------------===//
 
 defvar Chunk_HypergradParams = (ins F64Attr:$eta, F64Attr:$d_init, BoolAttr:$post,

@@ -16,7 +16,7 @@ class DGPS_EnumAttr<EnumAttrInfo info, string mnemonic>
   let assemblyFormat = "`<` $value `>`";
 }
 
-// Decay axis (math.md §1): D_t = I, exp(g_t) I or Diag(exp(g_t)).
+// Decay axis (docs/math.md §1): D_t = I, exp(g_t) I or Diag(exp(g_t)).
 def DGPS_DecayKind : DGPS_Enum<"DecayKind", "decay axis", [
     I32EnumAttrCase<"None", 0, "none">,
     I32EnumAttrCase<"Scalar", 1, "scalar">,
@@ -29,7 +29,7 @@ def DGPS_GainKind : DGPS_Enum<"GainKind", "gain axis", [
     I32EnumAttrCase<"Scalar", 1, "scalar">]>;
 def DGPS_GainAttr : DGPS_EnumAttr<DGPS_GainKind, "gain">;
 
-// Preconditioner axis (math.md §3.3-3.4, §5.2).
+// Preconditioner axis (docs/math.md §3.3-3.4, §5.2).
 def DGPS_PrecondKind : DGPS_Enum<"PrecondKind", "preconditioner axis", [
     I32EnumAttrCase<"None", 0, "none">,
     I32EnumAttrCase<"Diagonal", 1, "diagonal">]>;
@@ -66,7 +66,7 @@ class DGPS_Attr<string name, string attrMnemonic> : AttrDef<DGPS_Dialect, name> 
   let mnemonic = attrMnemonic;
 }
 
-// ema_sq_squash parameters (math.md §3.3):
+// ema_sq_squash parameters (docs/math.md §3.3):
 //   A_t = exp(g^a_t) A_{t-1} + beta^a_t k̂_t²,  r = ln(A+eps) - c_h,  s = r/(1+|r|),  M = x^(-s).
 def DGPS_SquashAttr : DGPS_Attr<"Squash", "squash"> {
   let summary = "parameters of the ema_sq_squash preconditioner source";
@@ -76,7 +76,7 @@ def DGPS_SquashAttr : DGPS_Attr<"Squash", "squash"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
-// hypergrad_ogd parameters (math.md §5.2):
+// hypergrad_ogd parameters (docs/math.md §5.2):
 //   d_{t+1} = r_t d_t + (eta beta_t / |k_t|²)(1 - beta_t <d_t, k_t²>) k_t², then optional clamp.
 def DGPS_HypergradAttr : DGPS_Attr<"Hypergrad", "hypergrad"> {
   let summary = "parameters of the hypergrad_ogd (OSDN) preconditioner source";

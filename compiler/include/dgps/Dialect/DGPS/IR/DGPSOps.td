@@ -11,7 +11,7 @@ def DGPS_KernelKindArrayAttr : TypedArrayAttrBase<DGPS_KernelKindAttr, "kernel k
 def DGPS_RecurrenceOp : Op<DGPS_Dialect, "recurrence", [Symbol]> {
   let summary = "one recurrent layer, the whole spec as typed attributes";
   let description = [{
-    The canonical asymmetric gated delta rule of math.md §1 (and its linear-attention form):
+    The canonical asymmetric gated delta rule of docs/math.md §1 (and its linear-attention form):
 
       S_t = D_t S_{t-1} + gain_t k^w_t (v_t - (D_t S_{t-1})^T k^r_t)^T      (solve = delta)
       S_t = D_t S_{t-1} + gain_t k_t v_t^T                                 (solve = linear)
