@@ -26,6 +26,9 @@ py::dict describePackage(const Package& package) {
   d["takes_precond_beta"] = specTakesPrecondGain(s);
   d["takes_precond_center"] = specTakesPrecondCenter(s);
   d["center_init"] = s.precond.squash.center_init;
+  d["squash_x"] = s.precond.squash.x;
+  d["squash_eps"] = s.precond.squash.eps;
+  d["hypergrad_retention"] = s.precond.hypergrad.has_retention;
   d["qk_l2norm"] = s.qk_l2norm;
   d["l2norm_eps"] = s.l2norm_eps;
   d["scale"] = s.scale ? py::object(py::float_(*s.scale)) : py::object(py::none());

@@ -154,6 +154,10 @@ PYBIND11_MODULE(_dgps, m) {
 
   m.def("reference", &runReferenceOnBytes, py::arg("package"), py::arg("inputs"),
         "float64 reference: inputs {name: (dtype, shape, bytes)} -> outputs {name: (shape, f64 bytes)}");
+  m.def("generate_inputs", &generateInputsBytes, py::arg("package"), py::arg("batch"), py::arg("seq_len"),
+        py::arg("heads_qk"), py::arg("heads_v"), py::arg("key_dim"), py::arg("value_dim"), py::arg("seed"),
+        py::arg("dtype") = "bf16", py::arg("cu_seqlens") = std::vector<std::int64_t>{},
+        py::arg("initial_state") = true, "random inputs for the spec (dsl/InputGen.h)");
   m.def("tune", &tuneForward, py::arg("package"), py::arg("batch"), py::arg("seq_len"), py::arg("heads_qk"),
         py::arg("heads_v"), py::arg("key_dim"), py::arg("value_dim"), py::arg("dtype") = "bf16",
         py::arg("device") = 0, py::arg("force") = false, py::arg("db_path") = "", py::arg("cache_dir") = "",

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "TensorArgs.h"
+#include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"
 
 namespace py = pybind11;
@@ -30,6 +31,12 @@ py::tuple toPython(const Tensor& t) {
   return py::make_tuple(t.shape(), py::bytes(reinterpret_cast<const char*>(t.data()), t.nbytes()));
 }
 
+py::tuple toPythonTyped(const Tensor& t) {
+  static const char* names[] = {"f32", "f64", "bf16", "f16", "i32", "i64"};  // ScalarType order
+  return py::make_tuple(names[static_cast<int>(t.dtype())], t.shape(),
+                        py::bytes(reinterpret_cast<const char*>(t.data()), t.nbytes()));
+}
+
 }  // namespace
 
 py::dict runReferenceOnBytes(const Package& package, const py::dict& inputs) {
@@ -46,6 +53,31 @@ py::dict runReferenceOnBytes(const Package& package, const py::dict& inputs) {
   py::dict result;
   for (const auto& [name, tensor] : out.toMap()) result[py::str(name)] = toPython(tensor);
   return result;
+}
+
+}  // namespace dgps::python
+
+namespace dgps::python {
+
+py::dict generateInputsBytes(const Package& package, std::int64_t batch, std::int64_t seq_len, std::int64_t heads_qk,
+                             std::int64_t heads_v, std::int64_t key_dim, std::int64_t value_dim, std::uint64_t seed,
+                             const std::string& dtype, const std::vector<std::int64_t>& cu_seqlens,
+                             bool initial_state) {
+  ProblemShape shape;
+  shape.batch = batch;
+  shape.seq_len = seq_len;
+  shape.heads_qk = heads_qk;
+  shape.heads_v = heads_v;
+  shape.key_dim = key_dim;
+  shape.value_dim = value_dim;
+  shape.cu_seqlens = cu_seqlens;
+  InputGenOptions opts;
+  opts.initial_state = opts.initial_precond_state = initial_state;
+  const ReferenceInputs in =
+      generateInputs(package.spec(), shape, seed, parseScalarType(dtype, "generate_inputs", "q"), opts);
+  py::dict out;
+  for (const auto& [name, tensor] : in) out[py::str(name)] = toPythonTyped(tensor);
+  return out;
 }
 
 }  // namespace dgps::python

@@ -10,10 +10,22 @@
 
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "dgps/runtime/Package.h"
 
 namespace dgps::python {
 
 pybind11::dict runReferenceOnBytes(const Package& package, const pybind11::dict& inputs);
+
+/// Realistic random inputs for the package's spec (dsl/InputGen.h: gates inside their contracts, states
+/// drawn), as {name: (dtype, shape, bytes)}; activations in `dtype`, the rest f32. `cu_seqlens` empty
+/// means dense (N = batch).
+pybind11::dict generateInputsBytes(const Package& package, std::int64_t batch, std::int64_t seq_len,
+                                   std::int64_t heads_qk, std::int64_t heads_v, std::int64_t key_dim,
+                                   std::int64_t value_dim, std::uint64_t seed, const std::string& dtype,
+                                   const std::vector<std::int64_t>& cu_seqlens, bool initial_state);
 
 }  // namespace dgps::python
