@@ -46,7 +46,7 @@ def find_tool(name, env_var):
     """An executable: $env_var, then the wheel's bundled copy, then $PATH."""
     env = os.environ.get(env_var)
     if env:
-        return env
+        return env if os.access(env, os.X_OK) else None
     bundled = os.path.join(_HERE, "_bin", name)
     if os.access(bundled, os.X_OK):
         return bundled
