@@ -102,24 +102,26 @@ class PyRuntime {
   std::unique_ptr<Runtime> runtime_;
 };
 
+// The exception classes live as long as the process: raw references, never released, so nothing is
+// decref'd after the interpreter has finalised (static py::object destructors would be).
+PyObject* g_error = nullptr;    // dgps.DgpsError(RuntimeError)
+PyObject* g_invalid = nullptr;  // dgps.InvalidArgument(DgpsError, ValueError)
+
 void registerErrors(py::module_& m) {
-  static py::exception<RuntimeError> base(m, "DgpsError", PyExc_RuntimeError);
-  // InvalidArgument is also a ValueError, so callers can catch bad input the Python way.
-  static py::object invalid = [&] {
-    py::object bases = py::make_tuple(base, py::handle(PyExc_ValueError));
-    py::object cls = py::reinterpret_steal<py::object>(
-        PyErr_NewException("dgps._dgps.InvalidArgument", bases.ptr(), nullptr));
-    m.attr("InvalidArgument") = cls;
-    return cls;
-  }();
+  g_error = PyErr_NewException("dgps._dgps.DgpsError", PyExc_RuntimeError, nullptr);
+  py::tuple bases = py::make_tuple(py::handle(g_error), py::handle(PyExc_ValueError));
+  g_invalid = PyErr_NewException("dgps._dgps.InvalidArgument", bases.ptr(), nullptr);
+  if (!g_error || !g_invalid) throw py::error_already_set();
+  m.attr("DgpsError") = py::handle(g_error);
+  m.attr("InvalidArgument") = py::handle(g_invalid);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const RuntimeError& e) {
-      PyObject* cls = e.code() == RuntimeErrorCode::InvalidArgument ? invalid.ptr() : base.ptr();
-      PyErr_SetString(cls, e.what());
+      // InvalidArgument: nothing was launched because an argument was wrong; also a ValueError.
+      PyErr_SetString(e.code() == RuntimeErrorCode::InvalidArgument ? g_invalid : g_error, e.what());
     } catch (const DataError& e) {
-      PyErr_SetString(invalid.ptr(), e.what());
+      PyErr_SetString(g_invalid, e.what());
     }
   });
 }
