@@ -38,22 +38,29 @@ def default_runtime():
         return _RUNTIME
 
 
+_LOADED = {}
+
+
 def load(name_or_path, config=None, runtime=None):
     """An ``Op`` for a shipped spec name ("pgdn": generated/pgdn), a package folder, or a spec file
     (compiled on the fly with dgpsc, which needs the MLIR build: $DGPS_DGPSC or dgpsc on $PATH).
     ``config`` fixes the tile configuration ("chunk=64,block_v=32,..."); by default it comes from the
     tuning database, else the package's default. Raises DgpsError naming what was not found."""
     target = str(name_or_path)
-    if os.path.isdir(target):
-        return Op(target, config=config, runtime=runtime)
     if os.path.isfile(target):
         return Op(_compile_spec(target), config=config, runtime=runtime)
-    found = find_package_dir(target)
-    if found is None:
+    folder = target if os.path.isdir(target) else find_package_dir(target)
+    if folder is None:
         raise native.DgpsError(
             f"dgps.load: '{target}' is neither a package folder, a spec file, nor a shipped spec name "
             f"(shipped: {', '.join(shipped_names()) or 'none found; set DGPS_GENERATED_DIR'})")
-    return Op(found, config=config, runtime=runtime)
+    if runtime is not None:
+        return Op(folder, config=config, runtime=runtime)
+    # One Op per package folder and configuration on the default runtime: layers share it.
+    key = (os.path.realpath(folder), config)
+    if key not in _LOADED:
+        _LOADED[key] = Op(folder, config=config)
+    return _LOADED[key]
 
 
 def _compile_spec(spec_path):
@@ -213,11 +220,15 @@ class Op:
         return out
 
     def _default_center(self, q):
+        """The spec's centre c_h = center_init for every key head, remembered per (device, H) in eager
+        mode only: a tensor made while tracing (a fake) or capturing (filled only at replay) must not
+        outlive that graph."""
         key = (q.device, q.shape[2])
         c = self._centers.get(key)
         if c is None:
             c = torch.full((q.shape[2],), self.info["center_init"], dtype=torch.float32, device=q.device)
-            self._centers[key] = c
+            if not _building_graph(q):
+                self._centers[key] = c
         return c
 
     @staticmethod
@@ -259,6 +270,17 @@ class Op:
                                                                  (B,) + tuple(precond_state_pool.shape[1:]))
         tensors = dict(zip(DECODE_SLOTS, per_row + [center, state, pstate, _Shaped(per_row[0], shape_o, address_past(per_row + [center, state_pool, precond_state_pool]))]))
         self.runtime.validate_decode(self.package, views(tensors, DECODE_SLOTS))
+
+
+def _building_graph(t):
+    """True while torch.compile traces or the current CUDA stream captures a graph."""
+    compiler = getattr(torch, "compiler", None)
+    if compiler is not None and hasattr(compiler, "is_compiling") and compiler.is_compiling():
+        return True
+    dynamo = getattr(torch, "_dynamo", None)
+    if dynamo is not None and hasattr(dynamo, "is_compiling") and dynamo.is_compiling():
+        return True
+    return t.is_cuda and torch.cuda.is_current_stream_capturing()
 
 
 def _tensor(name, x):
