@@ -30,6 +30,7 @@ def repository_root():
 def cmake_args(root, build):
     args = ["cmake", "-S", root, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DDGPS_ENABLE_COMPILER=OFF",
             "-DDGPS_ENABLE_TESTS=OFF", "-DDGPS_ENABLE_BENCH=OFF", "-DDGPS_ENABLE_PYTHON=ON",
+            "-DDGPS_PYTHON_REQUIRED=ON",
             f"-DPython_EXECUTABLE={sys.executable}"]
     try:  # pybind11 from pip (GPU machine) has its CMake files inside the Python package
         import pybind11
