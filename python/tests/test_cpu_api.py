@@ -218,3 +218,37 @@ def test_reference_rejects_positive_log_decay():
     x["g"] = x["g"].abs() + 0.1
     with pytest.raises(dgps.InvalidArgument, match="'g'"):
         dgps.reference(op, **x)
+
+
+def test_spec_file_compiled_on_the_fly():
+    from dgps._paths import find_tool
+    if find_tool("dgpsc", "DGPS_DGPSC") is None:
+        pytest.skip("dgpsc is not built here (DGPS_DGPSC unset and no dgpsc on PATH)")
+    shipped = dgps.load("gdn")
+    spec = os.path.join(os.path.dirname(os.path.dirname(shipped.package.directory)), "specs", "gdn.yaml")
+    if not os.path.isfile(spec):
+        spec = os.path.join(os.path.dirname(dgps.__file__), "_data", "specs", "gdn.yaml")
+    op = dgps.load(spec)
+    assert op.package.directory != shipped.package.directory
+    assert op.info["spec_hash"] == shipped.info["spec_hash"]
+
+
+def test_spec_file_with_errors_reports_dgpsc_message(tmp_path):
+    from dgps._paths import find_tool
+    if find_tool("dgpsc", "DGPS_DGPSC") is None:
+        pytest.skip("dgpsc is not built here (DGPS_DGPSC unset and no dgpsc on PATH)")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\ndecay:\n  kind: sideways\n")
+    with pytest.raises(dgps.DgpsError, match="dgpsc compile .*bad.yaml failed"):
+        dgps.load(str(bad))
+
+
+def test_tune_rejects_unsupported_shape_before_any_trial():
+    with pytest.raises(dgps.InvalidArgument, match=r"does not fit package gdn.*supports K in \[64, 128\], got K = 32"):
+        dgps.tune("gdn", B=1, T=64, H=2, K=32, V=64)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without a GPU")
+def test_tune_without_gpu_says_so():
+    with pytest.raises(dgps.DgpsError, match="no GPU to tune on"):
+        dgps.tune("gdn", B=1, T=64, H=2, K=64, V=64)
