@@ -34,6 +34,16 @@ def _empty(like):
     return like.new_empty((0,), dtype=torch.float32)
 
 
+def _workspace(nbytes, device):
+    """Scratch of at least ``nbytes`` at a 256-byte aligned address (the runtime's requirement), from
+    torch's allocator so graph capture stays legal. int64 words: views have no byte type, and the
+    workspace may have any dtype. The slack makes the alignment independent of the allocator's."""
+    words = (nbytes + 7) // 8
+    buf = torch.empty((words + 32,), dtype=torch.int64, device=device)
+    skip = (-buf.data_ptr()) % 256 // 8
+    return buf[skip:skip + words]
+
+
 def _forward_shapes(op, q, v, cu_seqlens):
     B, T, H, K = q.shape
     HV, V = v.shape[2], v.shape[3]
@@ -62,8 +72,7 @@ def forward_impl(key: str, q, k, v, g, beta, precond_g, precond_beta, precond_ce
     vs = views(tensors, FORWARD_SLOTS)
     nbytes = op.workspace_bytes(vs)
     if nbytes:
-        # From torch's allocator (512-byte aligned; the runtime needs 256) so graph capture stays legal.
-        vs[-1] = view(torch.empty((nbytes,), dtype=torch.uint8, device=q.device))
+        vs[-1] = view(_workspace(nbytes, q.device))
     op.runtime.forward(op.package, vs, current_stream(q.device), op.config)
     return o, fs, fps
 
