@@ -114,3 +114,13 @@ def test_decode_without_indices_updates_pool_in_place(recording):
     op.decode(q, k, v, **x, state_pool=pool)
     _, views = recording.launches[-1]
     assert views["state"][0] == pool.data_ptr() and views["precond_state"] is None
+
+
+def test_backward_names_the_spec(recording):
+    op = load("pgdn", recording)
+    x = generate_inputs(op, 1, 5, 2, 64, 64, seed=5)
+    q = x.pop("q").requires_grad_(True)
+    o = op(q, x.pop("k"), x.pop("v"), **x)[0]
+    assert o.requires_grad
+    with pytest.raises(RuntimeError, match="dgps: no backward pass for spec 'pgdn' yet"):
+        o.float().sum().backward()
