@@ -25,11 +25,15 @@ while (($#)); do
   shift
 done
 
+# A target folder, not site-packages: the machine's Python stays untouched (and PEP 668 does not apply).
+site=${DGPS_PYTHON_SITE:-$root/build-python/site}
+export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 if ((install)); then
   [[ -d "$root/.deps/include" ]] || echo "gpu_python: no .deps/include (run scripts/stage_device_deps.sh here first) — needed where nlohmann-json/CLI11 are not installed"
   export DGPS_PYTHON_BUILD_DIR=${DGPS_PYTHON_BUILD_DIR:-$root/build-python}
-  echo "gpu_python: pip install ./python ($("$py" --version 2>&1)); log in $logs/python-install.log"
-  if ! "$py" -m pip install --no-build-isolation --no-index --no-deps -v "$root/python" > "$logs/python-install.log" 2>&1; then
+  echo "gpu_python: pip install ./python into $site ($("$py" --version 2>&1)); log in $logs/python-install.log"
+  if ! "$py" -m pip install --no-build-isolation --no-index --no-deps --upgrade --target "$site" -v "$root/python" \
+       > "$logs/python-install.log" 2>&1; then
     tail -40 "$logs/python-install.log"
     echo "gpu_python: pip install failed"
     exit 1
