@@ -19,6 +19,7 @@ import threading
 import torch
 
 from . import _ops
+from ._pool import decode_pool
 from ._native import native
 from ._paths import find_package_dir, find_tool, shipped_names
 from ._tensors import DECODE_SLOTS, FORWARD_SLOTS, ShapeOnly as _Shaped, address_past, views
@@ -174,7 +175,7 @@ class Op:
         self._check_device("decode", dict(q=q, state_pool=state_pool, state_indices=idx),
                            lambda: self._prevalidate_decode(per_row, t["precond_center"], state_pool,
                                                             precond_state_pool, B))
-        return _decode_pool(self.key, per_row, t["precond_center"], state_pool, precond_state_pool, idx)
+        return decode_pool(self.key, per_row, t["precond_center"], state_pool, precond_state_pool, idx)
 
     # ----------------------------------------------------------------------------------- helpers
     def workspace_bytes(self, vs):
@@ -287,29 +288,3 @@ def _tensor(name, x):
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"dgps: '{name}' must be a torch.Tensor, got {type(x).__name__}")
     return x
-
-
-def _decode_pool(key, per_row, center, state_pool, precond_state_pool, idx):
-    """Gather -> decode -> scatter over a state pool, without a host sync.
-
-    Padding entries (index -1) must neither change any row nor race with a valid entry. Each padding
-    entry is made a copy of the first valid entry (same inputs, same row), so it computes bit-identical
-    values and its duplicate write-back is harmless. When no entry is valid, every entry reads row 0 and
-    gets the identity inputs (zero keys, values, log-decays and gains), which leave the state unchanged.
-    """
-    B = idx.shape[0]
-    valid = idx >= 0
-    any_valid = valid.any()
-    first = valid.to(torch.int8).argmax()  # first valid entry, 0 when none
-    rows = torch.where(valid, torch.arange(B, device=idx.device), first)
-    target = idx.index_select(0, rows).clamp(min=0)
-    inputs = [None if x is None else torch.where(any_valid, x.index_select(0, rows), torch.zeros_like(x))
-              for x in per_row]
-    state = state_pool.index_select(0, target)
-    pstate = (precond_state_pool.index_select(0, target) if precond_state_pool is not None
-              else state_pool.new_empty((0,)))
-    o = _ops.decode_op(key, *inputs, center, state, pstate)
-    state_pool.index_copy_(0, target, state)
-    if precond_state_pool is not None:
-        precond_state_pool.index_copy_(0, target, pstate)
-    return torch.where(valid.view(B, 1, 1, 1), o, torch.zeros_like(o))

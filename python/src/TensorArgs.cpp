@@ -27,13 +27,12 @@ constexpr const char* kDecodeSlots[] = {"q",         "k",         "v",          
                                         "state",     "precond_state", "o"};
 
 template <std::size_t N>
-void checkCount(const py::sequence& views, const char* const (&slots)[N], const char* call) {
+void checkCount(const py::sequence& views, const char* const (&)[N], const char* call) {
   if (views.size() != N) {
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,
                        std::string(call) + ": expected " + std::to_string(N) + " tensor slots, got " +
                            std::to_string(views.size()));
   }
-  (void)slots;
 }
 
 }  // namespace
