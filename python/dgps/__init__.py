@@ -9,7 +9,7 @@
 See docs/python.md. Errors are DgpsError (a RuntimeError) with the runtime's message; bad arguments raise
 InvalidArgument, which is also a ValueError.
 """
-from ._native import DgpsError, InvalidArgument, native
+from ._native import DgpsError, InvalidArgument
 from ._paths import shipped_names
 from .op import Op, default_runtime, load
 from .reference import reference

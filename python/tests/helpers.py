@@ -50,7 +50,7 @@ def shipped_ops(kind="has_forward"):
 
 def fla_available():
     try:
-        import fla  # noqa: F401
+        import fla  # noqa: F401  (importable at all?)
         return True
     except Exception:
         return False

@@ -9,7 +9,6 @@ Subclasses add their gate parameters and implement ``gates(x)``.
 """
 import math
 
-import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
