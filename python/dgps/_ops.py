@@ -17,6 +17,7 @@ call outside capture first (docs/python.md).
 ``key`` names an ``Op`` in ``_OPS`` (its package folder and tile configuration): custom-op schemas carry
 strings, not Python objects. On torch < 2.4 the same functions are called directly (eager only).
 """
+import warnings
 from typing import List, Optional, Tuple
 
 import torch
@@ -110,9 +111,8 @@ def decode_fake(key: str, q, k, v, g, beta, precond_g, precond_beta, precond_cen
     return q.new_empty((q.shape[0], q.shape[1], v.shape[2], v.shape[3]))
 
 
-HAS_CUSTOM_OP = hasattr(torch.library, "custom_op") and hasattr(torch.library, "register_fake")
-
-if HAS_CUSTOM_OP:
+def _register_custom_ops():
+    """(forward_op, decode_op) as torch.library custom ops with fake implementations (torch >= 2.4)."""
     T_ = torch.Tensor
     O_ = Optional[torch.Tensor]
 
@@ -131,12 +131,23 @@ if HAS_CUSTOM_OP:
         return decode_impl(key, q, k, v, g, beta, precond_g, precond_beta, precond_center, state, precond_state)
 
     _decode_op.register_fake(decode_fake)
+    return _forward_op, _decode_op
 
-    forward_op = _forward_op
-    decode_op = _decode_op
-else:  # torch < 2.4 (Debian 12's 1.13): eager only, no torch.compile integration
-    forward_op = forward_impl
-    decode_op = decode_impl
+
+# On torch < 2.4 (Debian 12's 1.13) the functions are called directly: eager only, no torch.compile
+# integration. A registration that fails on a newer torch keeps the package usable in eager mode and is
+# reported here and by the torch.compile tests, never silently.
+HAS_CUSTOM_OP = False
+CUSTOM_OP_ERROR = None
+forward_op, decode_op = forward_impl, decode_impl
+if hasattr(torch.library, "custom_op") and hasattr(torch.library, "register_fake"):
+    try:
+        forward_op, decode_op = _register_custom_ops()
+        HAS_CUSTOM_OP = True
+    except Exception as e:  # noqa: BLE001 (any failure: report it, keep eager mode working)
+        CUSTOM_OP_ERROR = f"{type(e).__name__}: {e}"
+        warnings.warn(f"dgps: registering the torch.library custom ops failed ({CUSTOM_OP_ERROR}); "
+                      "torch.compile and CUDA graphs of models calling DGPS will not work")
 
 
 class _ForwardFunction(torch.autograd.Function):

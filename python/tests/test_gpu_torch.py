@@ -10,8 +10,15 @@ from dgps import _ops
 from helpers import TOL_OUT, TOL_STATE, forward_args, rel_err, requires_cuda, shipped_ops, spec_inputs
 
 pytestmark = [pytest.mark.gpu, requires_cuda]
-needs_custom_op = pytest.mark.skipif(not _ops.HAS_CUSTOM_OP,
+needs_custom_op = pytest.mark.skipif(not hasattr(torch.library, "custom_op"),
                                      reason=f"torch {torch.__version__} has no torch.library.custom_op (>= 2.4)")
+
+
+def test_custom_ops_registered():
+    if not hasattr(torch.library, "custom_op"):
+        pytest.skip(f"torch {torch.__version__} has no torch.library.custom_op (>= 2.4)")
+    assert _ops.HAS_CUSTOM_OP, f"registering dgps::forward / dgps::decode_step failed: {_ops.CUSTOM_OP_ERROR}"
+    assert hasattr(torch.ops.dgps, "forward") and hasattr(torch.ops.dgps, "decode_step")
 
 
 def pgdn_inputs(B=2, T=96, seed=21):
