@@ -9,6 +9,8 @@ want_mlir=1
 
 pkgs=(cmake ninja-build g++ libyaml-cpp-dev libgtest-dev googletest libbenchmark-dev
       nlohmann-json3-dev libcli11-dev python3)
+# The Python package (python/): pybind11 and headers to build the extension, pytest and torch (CPU) to test it.
+pkgs+=(python3-dev pybind11-dev python3-pytest python3-torch python3-setuptools python3-pip)
 if (( want_mlir )); then
   pkgs+=(llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools)
 fi
