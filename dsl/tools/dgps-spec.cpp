@@ -2,6 +2,8 @@
 //   dgps-spec check SPEC                       validate; print class, hash, tensors, canonical form
 //   dgps-spec reference SPEC --inputs F --out G run the float64 reference on safetensors inputs
 //   dgps-spec demo SPEC                        reference on generated inputs, print a summary
+//   dgps-spec gradients SPEC --inputs F --cotangents C --out G
+//                                              float64 reference gradients (docs/backward.md)
 // Exit status: 0 success, 1 bad spec / bad input, 2 bad command line. No exception escapes main.
 #include <CLI/CLI.hpp>
 
@@ -9,6 +11,7 @@
 
 #include "dgps/dsl/CheckCommand.h"
 #include "dgps/dsl/Reference.h"
+#include "dgps/dsl/ReferenceGrad.h"
 
 int main(int argc, char** argv) {
   try {
@@ -31,6 +34,16 @@ int main(int argc, char** argv) {
     CLI::App* demo = app.add_subcommand("demo", "run the float64 reference on generated inputs");
     demo->add_option("SPEC", demoSpec, "spec file (YAML)")->required();
 
+    std::string gradSpec, gradInputs, gradCotangents, gradOut;
+    CLI::App* gradients = app.add_subcommand("gradients", "float64 reference gradients of the inputs, given "
+                                                          "cotangents of the outputs (docs/backward.md)");
+    gradients->add_option("SPEC", gradSpec, "spec file (YAML)")->required();
+    gradients->add_option("--inputs", gradInputs, "input tensors (safetensors)")->required();
+    gradients->add_option("--cotangents", gradCotangents,
+                          "cotangents do, and optionally dfinal_state, dfinal_precond_state (safetensors)")
+        ->required();
+    gradients->add_option("--out", gradOut, "gradient file (safetensors, f64: dq, dk, dv, ...)")->required();
+
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -41,6 +54,8 @@ int main(int argc, char** argv) {
     if (reference->parsed())
       return dgps::runReferenceCommand(refSpec, refInputs, refOut, std::cout, std::cerr);
     if (demo->parsed()) return dgps::runDemoCommand(demoSpec, std::cout, std::cerr);
+    if (gradients->parsed())
+      return dgps::runGradientsCommand(gradSpec, gradInputs, gradCotangents, gradOut, std::cout, std::cerr);
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "dgps-spec: internal error: " << e.what() << "\n";
