@@ -17,7 +17,7 @@
 // the branch the forward took. Spec constants (squash x and eps, eta, clamp bounds, l2norm_eps, scale)
 // get no gradient.
 //
-// Cost: a small multiple (about 4–5×) of runReference's time; memory O(T·K) per key head plus
+// Cost: about 3× runReference's time; memory O(T·K) per key head plus
 // O(√L·K·V) per value head for a sequence of L tokens (memory states are rebuilt from checkpoints
 // every ⌈√L⌉ tokens rather than all kept).
 #pragma once
