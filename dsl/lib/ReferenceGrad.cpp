@@ -125,12 +125,18 @@ TensorMap runReferenceBackward(const Spec& spec, const ReferenceInputs& inputs, 
 
   // One zero-filled gradient per floating-point input that was given.
   grad::Gradients gr;
-  std::vector<std::pair<std::string, std::vector<double>*>> named = {
-      {"q", &gr.dq},          {"k", &gr.dk},
-      {"v", &gr.dv},          {"g", &gr.dg},
-      {"beta", &gr.dbeta},    {"precond_g", &gr.dpg},
-      {"precond_beta", &gr.dpb}, {"precond_center", &gr.dpc},
-      {"initial_state", &gr.ds0}, {"initial_precond_state", &gr.dp0}};
+  const std::vector<std::pair<std::string, std::vector<double>*>> named = {
+      {"q", &gr.dq},
+      {"k", &gr.dk},
+      {"v", &gr.dv},
+      {"g", &gr.dg},
+      {"beta", &gr.dbeta},
+      {"precond_g", &gr.dpg},
+      {"precond_beta", &gr.dpb},
+      {"precond_center", &gr.dpc},
+      {"initial_state", &gr.ds0},
+      {"initial_precond_state", &gr.dp0},
+  };
   for (auto& [name, buf] : named) {
     auto it = inputs.find(name);
     if (it != inputs.end()) buf->assign(static_cast<std::size_t>(it->second.numel()), 0.0);

@@ -294,6 +294,43 @@ TEST(ReferenceGradProperties, OsdnWithZeroStepAndUnitStateEqualsDeltanet) {
   }
 }
 
+TEST(ReferenceGradProperties, GvaEqualsRepeatedKeyHeads) {
+  // A GVA spec equals the same recurrence with q, k and the preconditioner's inputs repeated to every
+  // value head; so its per-key-head gradients are the repeated run's summed over each group.
+  DGPS_SEEDED(seed);
+  for (Spec spec : {mamba2(), gdn(), kda(), pgdn(), withSquash(kda(), PrecondSide::Query)}) {
+    SCOPED_TRACE(spec.name + " side " + toString(spec.precond.side));
+    const std::int64_t ratio = 3, B = 2, T = 6, H = 2, K = 3, V = 2;
+    spec.gva_ratio = static_cast<int>(ratio);
+    const ProblemShape shape = shapeOf(B, T, H, H * ratio, K, V);
+    const ReferenceInputs in = inputs64(spec, shape, seed);
+    const TensorMap ct = randomCotangents(spec, shape, seed + 1);
+    const TensorMap grouped = runReferenceBackward(spec, in, ct);
+    Spec flat = spec;
+    flat.gva_ratio = 1;
+    TensorMap flatCt = ct;
+    if (ct.count("dfinal_precond_state")) {  // the loss sees the group's state once: through its first head
+      const Tensor& d = ct.at("dfinal_precond_state");
+      Tensor first(ScalarType::F64, {B, H * ratio, K});
+      for (std::int64_t n = 0; n < B; ++n) {
+        for (std::int64_t h = 0; h < H; ++h) {
+          for (std::int64_t c = 0; c < K; ++c) first.set((n * H * ratio + h * ratio) * K + c, d.get((n * H + h) * K + c));
+        }
+      }
+      flatCt["dfinal_precond_state"] = first;
+    }
+    const TensorMap repeated = runReferenceBackward(flat, repeatToValueHeads(in, ratio), flatCt);
+    EXPECT_GT(maxAbs(grouped.at("dq")), 1e-6);
+    ASSERT_EQ(repeated.size(), grouped.size());
+    for (const auto& kv : grouped) {
+      const int d = keyHeadDim(kv.first.substr(1));
+      const Tensor want = d >= 0 ? sumHeadGroups(repeated.at(kv.first), static_cast<std::size_t>(d), ratio)
+                                 : repeated.at(kv.first);
+      expectClose(kv.second, want, 1e-13, kv.first);
+    }
+  }
+}
+
 TEST(ReferenceGradProperties, RowsPastTheLastSequenceGetZeroGradients) {
   // A varlen buffer may be longer than cu_seqlens[N] (padding). The forward either rejects it (then the
   // backward must reject it with the same message) or gives zero output rows there; then the padding
