@@ -76,8 +76,8 @@ std::vector<double> doublesOf(const TensorMap& in, const char* name) {
   return it == in.end() ? std::vector<double>() : it->second.toDoubles();
 }
 
-grad::Problem loadProblem(const ProblemShape& shape, const ReferenceInputs& in, const TensorMap& ct) {
-  grad::Problem p;
+refgrad::Problem loadProblem(const ProblemShape& shape, const ReferenceInputs& in, const TensorMap& ct) {
+  refgrad::Problem p;
   p.s = shape;
   p.q = doublesOf(in, "q");
   p.k = doublesOf(in, "k");
@@ -99,10 +99,10 @@ grad::Problem loadProblem(const ProblemShape& shape, const ReferenceInputs& in, 
 
 /// The sequences of the problem: batch rows, or the spans of cu_seqlens (tokens past cu_seqlens[N], if
 /// any, belong to none and keep zero gradients).
-std::vector<grad::SequenceSpan> sequences(const ProblemShape& s) {
-  std::vector<grad::SequenceSpan> out;
+std::vector<refgrad::SequenceSpan> sequences(const ProblemShape& s) {
+  std::vector<refgrad::SequenceSpan> out;
   for (std::int64_t n = 0; n < s.numSeqs(); ++n) {
-    grad::SequenceSpan q;
+    refgrad::SequenceSpan q;
     q.n = n;
     if (s.cu_seqlens.empty()) {
       q.b = n;
@@ -121,10 +121,10 @@ std::vector<grad::SequenceSpan> sequences(const ProblemShape& s) {
 TensorMap runReferenceBackward(const Spec& spec, const ReferenceInputs& inputs, const TensorMap& cotangents) {
   const ProblemShape shape = validateReferenceInputs(spec, inputs);
   validateCotangents(spec, shape, cotangents);
-  const grad::Problem p = loadProblem(shape, inputs, cotangents);
+  const refgrad::Problem p = loadProblem(shape, inputs, cotangents);
 
   // One zero-filled gradient per floating-point input that was given.
-  grad::Gradients gr;
+  refgrad::Gradients gr;
   const std::vector<std::pair<std::string, std::vector<double>*>> named = {
       {"q", &gr.dq},
       {"k", &gr.dk},
@@ -142,12 +142,14 @@ TensorMap runReferenceBackward(const Spec& spec, const ReferenceInputs& inputs, 
     if (it != inputs.end()) buf->assign(static_cast<std::size_t>(it->second.numel()), 0.0);
   }
 
-  for (const grad::SequenceSpan& seq : sequences(shape)) {
+  for (const refgrad::SequenceSpan& seq : sequences(shape)) {
     for (std::int64_t h = 0; h < shape.heads_qk; ++h) {
-      const grad::KeyHeadTape tape = grad::recordKeyHead(spec, p, seq, h);
-      grad::KeyHeadAdjoint adj(tape.qhat.size());
-      for (std::int64_t r = 0; r < p.ratio(); ++r) grad::memoryBackward(spec, p, seq, h * p.ratio() + r, tape, adj, gr);
-      grad::keyHeadBackward(spec, p, seq, h, tape, adj, gr);
+      const refgrad::KeyHeadTape tape = refgrad::recordKeyHead(spec, p, seq, h);
+      refgrad::KeyHeadAdjoint adj(tape.qhat.size());
+      for (std::int64_t r = 0; r < p.ratio(); ++r) {
+        refgrad::memoryBackward(spec, p, seq, h * p.ratio() + r, tape, adj, gr);  // value heads of the group
+      }
+      refgrad::keyHeadBackward(spec, p, seq, h, tape, adj, gr);
     }
   }
 

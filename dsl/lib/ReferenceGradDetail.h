@@ -11,7 +11,7 @@
 
 #include "dgps/dsl/Reference.h"
 
-namespace dgps::grad {
+namespace dgps::refgrad {
 
 /// The forward inputs and the cotangents as doubles, with the index arithmetic of the FLA layouts.
 /// Absent optional tensors are empty vectors.
@@ -90,4 +90,4 @@ void keyHeadBackward(const Spec& spec, const Problem& p, const SequenceSpan& seq
 void memoryBackward(const Spec& spec, const Problem& p, const SequenceSpan& seq, std::int64_t hv,
                     const KeyHeadTape& tape, KeyHeadAdjoint& adj, Gradients& out);
 
-}  // namespace dgps::grad
+}  // namespace dgps::refgrad

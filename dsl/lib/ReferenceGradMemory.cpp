@@ -13,7 +13,7 @@
 
 #include "ReferenceGradDetail.h"
 
-namespace dgps::grad {
+namespace dgps::refgrad {
 namespace {
 
 /// The per-token inputs of one value head's memory step.
@@ -223,4 +223,4 @@ void memoryBackward(const Spec& spec, const Problem& p, const SequenceSpan& seq,
   if (p.hasS0) std::copy(dS.begin(), dS.end(), out.ds0.begin() + s0);
 }
 
-}  // namespace dgps::grad
+}  // namespace dgps::refgrad

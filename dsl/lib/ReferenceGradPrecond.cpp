@@ -6,7 +6,7 @@
 
 #include "ReferenceGradDetail.h"
 
-namespace dgps::grad {
+namespace dgps::refgrad {
 namespace {
 
 bool hasDiagonalPrecond(const Spec& s) { return s.precond.kind == PrecondKind::Diagonal; }
@@ -279,4 +279,4 @@ void keyHeadBackward(const Spec& spec, const Problem& p, const SequenceSpan& seq
   }
 }
 
-}  // namespace dgps::grad
+}  // namespace dgps::refgrad

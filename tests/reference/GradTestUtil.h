@@ -102,7 +102,9 @@ inline void expectGradientsMatchFiniteDifferences(const Spec& spec, const Refere
     if (opt.samplesPerTensor == 0 || opt.samplesPerTensor >= kv.second.numel()) {
       for (std::int64_t i = 0; i < kv.second.numel(); ++i) elems.push_back(i);
     } else {
-      for (int s = 0; s < opt.samplesPerTensor; ++s) elems.push_back(static_cast<std::int64_t>(rng() % kv.second.numel()));
+      for (int s = 0; s < opt.samplesPerTensor; ++s) {
+        elems.push_back(static_cast<std::int64_t>(rng() % kv.second.numel()));
+      }
     }
     ReferenceInputs x = in;
     Tensor& xt = x.at(kv.first);

@@ -72,7 +72,8 @@ ProblemShape randomShape(const Spec& spec, std::mt19937_64& rng) {
     return shapeOf(1, cu.back(), H, H * spec.gva_ratio, K, V, cu);
   }
   // Mostly short; sometimes long enough for several checkpoint blocks of uneven length (C = ⌈√T⌉).
-  const std::int64_t T = rng() % 5 == 0 ? 20 + static_cast<std::int64_t>(rng() % 20) : 1 + static_cast<std::int64_t>(rng() % 8);
+  const bool longer = rng() % 5 == 0;
+  const std::int64_t T = longer ? 20 + static_cast<std::int64_t>(rng() % 20) : 1 + static_cast<std::int64_t>(rng() % 8);
   return shapeOf(1 + static_cast<std::int64_t>(rng() % 2), T, H, H * spec.gva_ratio, K, V);
 }
 
@@ -314,7 +315,9 @@ TEST(ReferenceGradProperties, GvaEqualsRepeatedKeyHeads) {
       Tensor first(ScalarType::F64, {B, H * ratio, K});
       for (std::int64_t n = 0; n < B; ++n) {
         for (std::int64_t h = 0; h < H; ++h) {
-          for (std::int64_t c = 0; c < K; ++c) first.set((n * H * ratio + h * ratio) * K + c, d.get((n * H + h) * K + c));
+          for (std::int64_t c = 0; c < K; ++c) {
+            first.set((n * H * ratio + h * ratio) * K + c, d.get((n * H + h) * K + c));
+          }
         }
       }
       flatCt["dfinal_precond_state"] = first;
