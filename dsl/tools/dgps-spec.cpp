@@ -7,6 +7,8 @@
 //                                              write generated inputs (the demo's generator)
 //   dgps-spec compare REF.safetensors GOT.safetensors [--tol X] [--max-abs X] [--max-rel X]
 //                                              per-tensor errors of GOT against REF; 1 when out of tolerance
+//   dgps-spec gradients SPEC --inputs F --cotangents C --out G
+//                                              float64 reference gradients (docs/backward.md)
 // Exit status: 0 success, 1 bad spec / bad input, 2 bad command line. No exception escapes main.
 #include <CLI/CLI.hpp>
 
@@ -15,6 +17,7 @@
 #include "dgps/dsl/CheckCommand.h"
 #include "dgps/dsl/DataCommands.h"
 #include "dgps/dsl/Reference.h"
+#include "dgps/dsl/ReferenceGrad.h"
 
 int main(int argc, char** argv) {
   try {
@@ -63,6 +66,15 @@ int main(int argc, char** argv) {
         ->check(CLI::NonNegativeNumber);
     compare->add_option("--max-rel", cmpOpt.tolerances.max_rel, "largest max |got-ref| / max |ref| "
                                                                 "(default: unchecked)")->check(CLI::NonNegativeNumber);
+    std::string gradSpec, gradInputs, gradCotangents, gradOut;
+    CLI::App* gradients = app.add_subcommand("gradients", "float64 reference gradients of the inputs, given "
+                                                          "cotangents of the outputs (docs/backward.md)");
+    gradients->add_option("SPEC", gradSpec, "spec file (YAML)")->required();
+    gradients->add_option("--inputs", gradInputs, "input tensors (safetensors)")->required();
+    gradients->add_option("--cotangents", gradCotangents,
+                          "cotangents do, and optionally dfinal_state, dfinal_precond_state (safetensors)")
+        ->required();
+    gradients->add_option("--out", gradOut, "gradient file (safetensors, f64: dq, dk, dv, ...)")->required();
 
     try {
       app.parse(argc, argv);
@@ -79,6 +91,8 @@ int main(int argc, char** argv) {
       return dgps::runInputsCommand(inOpt, std::cout, std::cerr);
     }
     if (compare->parsed()) return dgps::runCompareCommand(cmpOpt, std::cout, std::cerr);
+    if (gradients->parsed())
+      return dgps::runGradientsCommand(gradSpec, gradInputs, gradCotangents, gradOut, std::cout, std::cerr);
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "dgps-spec: internal error: " << e.what() << "\n";

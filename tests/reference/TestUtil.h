@@ -193,4 +193,63 @@ inline Tensor sliceN(const Tensor& x, std::int64_t n) {
   return out;
 }
 
+/// The position of the key-head dimension H in a per-key-head input (q, k [B,T,H,K]; precond_g,
+/// precond_beta [B,T,H]; precond_center [H]; initial_precond_state [N,H,K]), or -1 for other inputs.
+inline int keyHeadDim(const std::string& name) {
+  if (name == "q" || name == "k" || name == "precond_g" || name == "precond_beta") return 2;
+  if (name == "precond_center") return 0;
+  if (name == "initial_precond_state") return 1;
+  return -1;
+}
+
+/// Each head of dimension `headDim` repeated `ratio` times, interleaved: output head j is input head j / ratio.
+inline Tensor repeatHeads(const Tensor& x, std::size_t headDim, std::int64_t ratio) {
+  std::vector<std::int64_t> shape = x.shape();
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < headDim; ++d) outer *= shape[d];
+  for (std::size_t d = headDim + 1; d < shape.size(); ++d) inner *= shape[d];
+  const std::int64_t H = shape[headDim];
+  shape[headDim] = H * ratio;
+  Tensor y(x.dtype(), shape);
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t hv = 0; hv < H * ratio; ++hv) {
+      for (std::int64_t i = 0; i < inner; ++i) {
+        y.set((o * H * ratio + hv) * inner + i, x.get((o * H + hv / ratio) * inner + i));
+      }
+    }
+  }
+  return y;
+}
+
+/// The adjoint of repeatHeads: groups of `ratio` consecutive heads of dimension `headDim` summed (f64).
+inline Tensor sumHeadGroups(const Tensor& x, std::size_t headDim, std::int64_t ratio) {
+  std::vector<std::int64_t> shape = x.shape();
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < headDim; ++d) outer *= shape[d];
+  for (std::size_t d = headDim + 1; d < shape.size(); ++d) inner *= shape[d];
+  const std::int64_t HV = shape[headDim];
+  shape[headDim] = HV / ratio;
+  Tensor y(ScalarType::F64, shape);
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t hv = 0; hv < HV; ++hv) {
+      for (std::int64_t i = 0; i < inner; ++i) {
+        const std::int64_t to = (o * (HV / ratio) + hv / ratio) * inner + i;
+        y.set(to, y.get(to) + x.get((o * HV + hv) * inner + i));
+      }
+    }
+  }
+  return y;
+}
+
+/// The per-key-head inputs (q, k and the preconditioner's) repeated to HV heads, so that a spec with
+/// gva_ratio 1 on the result computes what the GVA spec computes on `in`.
+inline ReferenceInputs repeatToValueHeads(const ReferenceInputs& in, std::int64_t ratio) {
+  ReferenceInputs out = in;
+  for (const auto& kv : in) {
+    const int d = keyHeadDim(kv.first);
+    if (d >= 0) out[kv.first] = repeatHeads(kv.second, static_cast<std::size_t>(d), ratio);
+  }
+  return out;
+}
+
 }  // namespace dgps::test

@@ -298,35 +298,6 @@ TEST(ReferenceProperties, Causality) {
   }
 }
 
-// q, k (and the per-key-head preconditioner tensors) repeated to HV heads: hv takes key head hv / ratio.
-ReferenceInputs repeatToValueHeads(const ReferenceInputs& in, std::int64_t ratio) {
-  ReferenceInputs out = in;
-  auto repeatDim = [&](const Tensor& x, std::size_t headDim) {
-    std::vector<std::int64_t> shape = x.shape();
-    std::int64_t outer = 1, inner = 1;
-    for (std::size_t d = 0; d < headDim; ++d) outer *= shape[d];
-    for (std::size_t d = headDim + 1; d < shape.size(); ++d) inner *= shape[d];
-    const std::int64_t H = shape[headDim];
-    shape[headDim] = H * ratio;
-    Tensor y(x.dtype(), shape);
-    for (std::int64_t o = 0; o < outer; ++o) {
-      for (std::int64_t hv = 0; hv < H * ratio; ++hv) {
-        for (std::int64_t i = 0; i < inner; ++i) {
-          y.set((o * H * ratio + hv) * inner + i, x.get((o * H + hv / ratio) * inner + i));
-        }
-      }
-    }
-    return y;
-  };
-  for (const char* name : {"q", "k"}) out[name] = repeatDim(in.at(name), 2);
-  for (const char* name : {"precond_g", "precond_beta"}) {
-    if (in.count(name)) out[name] = repeatDim(in.at(name), 2);
-  }
-  if (in.count("precond_center")) out["precond_center"] = repeatDim(in.at("precond_center"), 0);
-  if (in.count("initial_precond_state")) out["initial_precond_state"] = repeatDim(in.at("initial_precond_state"), 1);
-  return out;
-}
-
 TEST(ReferenceProperties, GvaEqualsRepeatInterleavedKeyHeads) {
   DGPS_SEEDED(seed);
   Spec pgdnAtq = withSquash(gdn(), PrecondSide::Query);

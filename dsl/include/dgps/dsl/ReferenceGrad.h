@@ -2,7 +2,10 @@
 // Reference.h, for any spec the reference runs. It is the oracle for the derived chunkwise backward
 // (compiler/, the executor) and, later, for the GPU backward kernels. The formulas are in docs/backward.md.
 //
-// Cotangents (all f32 or f64; shapes as the forward outputs of Reference.h):
+// The gradients are those of the scalar ℒ = ⟨do, o⟩ + ⟨dfinal_state, final_state⟩ +
+// ⟨dfinal_precond_state, final_precond_state⟩.
+//
+// Cotangents (all f32 or f64, finite; shapes as the forward outputs of Reference.h):
 //   do                    [B, T, HV, V]  required
 //   dfinal_state          [N, HV, K, V]  optional, only when the spec has final_state (default 0)
 //   dfinal_precond_state  [N, H, K]      optional, only when the spec has final_precond_state (default 0)
@@ -11,7 +14,12 @@
 // dinitial_precond_state. cu_seqlens has none. Rows past cu_seqlens[N] (padding of a varlen token buffer)
 // get zero gradients. Value heads sum into their key head's gradient (GVA). Where the forward is not
 // differentiable (a clamp at its bound, ‖k̂‖² = 0 in the hypergradient step) the gradient is the one of
-// the branch the forward took.
+// the branch the forward took. Spec constants (squash x and eps, eta, clamp bounds, l2norm_eps, scale)
+// get no gradient.
+//
+// Cost: about 3× runReference's time; memory O(T·K) per key head plus
+// O(√L·K·V) per value head for a sequence of L tokens (memory states are rebuilt from checkpoints
+// every ⌈√L⌉ tokens rather than all kept).
 #pragma once
 
 #include <iosfwd>
@@ -21,9 +29,10 @@
 
 namespace dgps {
 
-/// Runs the forward recurrence and its adjoint. Validates `inputs` as runReference does and the
-/// cotangents by name, shape and dtype (an unknown or misshapen cotangent is a DataError naming it).
-/// Returns the gradients described above.
+/// Runs the forward recurrence and its adjoint. Validates `inputs` as runReference does (a bad input is
+/// the forward's DataError) and the cotangents by name, shape, dtype and finiteness: a missing `do`, an
+/// unknown or misshapen cotangent, or one for a final state the spec does not produce is a DataError
+/// naming it. Returns the gradients described above.
 TensorMap runReferenceBackward(const Spec& spec, const ReferenceInputs& inputs, const TensorMap& cotangents);
 
 /// dgps-spec subcommand: reads inputs and cotangents (one safetensors file each), writes the gradients
