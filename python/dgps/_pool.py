@@ -35,7 +35,7 @@ def decode_pool(key, per_row, center, state_pool, precond_state_pool, idx):
     B = idx.shape[0]
     valid = idx >= 0
     any_valid = valid.any()
-    first = valid.to(torch.int8).argmax()  # first valid entry, 0 when none
+    first = valid.to(torch.int32).argmax()  # first valid entry, 0 when none
     rows = torch.where(valid, torch.arange(B, device=idx.device), first)
     target = idx.index_select(0, rows).clamp(min=0)
     inputs = [None if x is None else torch.where(any_valid, x.index_select(0, rows), torch.zeros_like(x))
