@@ -10,6 +10,20 @@ import torch
 from . import _ops
 
 
+def check_state_indices(idx, rows):
+    """Raises InvalidArgument unless every entry is -1 or a distinct row in [0, rows). Reads the indices
+    back to the host (a sync), so callers skip it under capture and tracing."""
+    from ._native import native
+    bad = (idx < -1) | (idx >= rows)
+    if bool(bad.any()):
+        raise native.InvalidArgument(f"dgps.decode: state_indices {idx[bad].tolist()} out of range: entries "
+                                     f"are -1 (padding) or a row of the pool in [0, {rows})")
+    valid = idx[idx >= 0]
+    if valid.unique().numel() != valid.numel():
+        raise native.InvalidArgument(f"dgps.decode: state_indices {idx.tolist()} name a row twice; each "
+                                     "sequence needs its own row of the pool")
+
+
 def decode_pool(key, per_row, center, state_pool, precond_state_pool, idx):
     """Gather -> decode -> scatter over a state pool, without a host sync.
 
@@ -21,7 +35,7 @@ def decode_pool(key, per_row, center, state_pool, precond_state_pool, idx):
     B = idx.shape[0]
     valid = idx >= 0
     any_valid = valid.any()
-    first = valid.to(torch.int8).argmax()  # first valid entry, 0 when none
+    first = valid.to(torch.int32).argmax()  # first valid entry, 0 when none
     rows = torch.where(valid, torch.arange(B, device=idx.device), first)
     target = idx.index_select(0, rows).clamp(min=0)
     inputs = [None if x is None else torch.where(any_valid, x.index_select(0, rows), torch.zeros_like(x))

@@ -19,7 +19,7 @@ import threading
 import torch
 
 from . import _ops
-from ._pool import decode_pool
+from ._pool import check_state_indices, decode_pool
 from ._native import native
 from ._paths import find_package_dir, find_tool, shipped_names
 from ._tensors import DECODE_SLOTS, FORWARD_SLOTS, ShapeOnly as _Shaped, address_past, views
@@ -119,15 +119,17 @@ class Op:
 
     # ----------------------------------------------------------------------------------- decode
     def decode(self, q, k, v, g=None, beta=None, precond_g=None, precond_beta=None, precond_center=None,
-               state_pool=None, state_indices=None, precond_state_pool=None, scale=None):
+               state_pool=None, state_indices=None, precond_state_pool=None, scale=None, check_indices=True):
         """Decode 1 <= T <= 8 new tokens per sequence against a caller-owned state pool, in place.
 
         q, k [B,T,H,K], v [B,T,HV,V], per-token gates [B,T,...] as in forward. ``state_pool``
         [P,HV,K,V] f32 (and ``precond_state_pool`` [P,H,K] f32 for preconditioned specs) hold one row per
         serving slot; ``state_indices`` [B] int (int32 or int64) maps batch entry b to its row, -1 for a
         padding entry (skipped: its row is untouched and its output rows are 0). Valid indices must be
-        distinct and < P (not checked on the device: that would need a host sync). Without
-        ``state_indices`` the pool has B rows and row b is sequence b. Returns o [B,T,HV,V].
+        distinct and < P: with ``check_indices`` (the default) that is checked in eager mode, at the cost
+        of a host sync; under CUDA graph capture or torch.compile, or with check_indices=False, it is not,
+        and an index >= P is a device-side error. Without ``state_indices`` the pool has B rows and row b
+        is sequence b. Returns o [B,T,HV,V].
 
         The pool is gathered into a [B,...] scratch state, the decode kernel runs on it, and the rows are
         scattered back (sync-free, so it works under CUDA graph capture and torch.compile). An indexed
@@ -135,7 +137,7 @@ class Op:
         """
         if not self.info["has_decode"]:
             raise native.InvalidArgument(f"dgps: package '{self.name}' has no decode kernel")
-        if q.dim() != 4:
+        if _tensor("q", q).dim() != 4:
             raise native.InvalidArgument(f"dgps.decode: tensor 'q': expected [B,T,H,K] with 1 <= T <= 8, "
                                          f"got shape {list(q.shape)}")
         T = q.shape[1]
@@ -152,7 +154,7 @@ class Op:
             raise native.InvalidArgument(f"dgps.decode: spec '{self.name}' has no preconditioner: "
                                          "precond_state_pool must be None")
         for name, pool in (("state_pool", state_pool), ("precond_state_pool", precond_state_pool)):
-            if pool is not None and (pool.dtype != torch.float32 or not pool.is_contiguous()):
+            if pool is not None and (_tensor(name, pool).dtype != torch.float32 or not pool.is_contiguous()):
                 raise native.InvalidArgument(f"dgps.decode: {name} must be a contiguous float32 tensor "
                                              f"(updated in place), got {pool.dtype}"
                                              f"{'' if pool.is_contiguous() else ', strided'}")
@@ -172,9 +174,14 @@ class Op:
         if idx.dim() != 1 or idx.shape[0] != B:
             raise native.InvalidArgument(f"dgps.decode: state_indices: expected shape [B] = [{B}], "
                                          f"got {list(idx.shape)}")
+        if precond_state_pool is not None and precond_state_pool.shape[:1] != state_pool.shape[:1]:
+            raise native.InvalidArgument(f"dgps.decode: state_pool has {state_pool.shape[0]} rows but "
+                                         f"precond_state_pool has {precond_state_pool.shape[0]}; one row per slot in both")
         self._check_device("decode", dict(q=q, state_pool=state_pool, state_indices=idx),
                            lambda: self._prevalidate_decode(per_row, t["precond_center"], state_pool,
                                                             precond_state_pool, B))
+        if check_indices and not _building_graph(idx):
+            check_state_indices(idx, state_pool.shape[0])
         return decode_pool(self.key, per_row, t["precond_center"], state_pool, precond_state_pool, idx)
 
     # ----------------------------------------------------------------------------------- helpers

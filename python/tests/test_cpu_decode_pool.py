@@ -76,3 +76,21 @@ def test_without_indices_rows_are_the_batch(cpu_decode):
     op.decode(q, k, v, **kw, state_pool=pool)
     want = dgps.reference(op, q=q, k=k, v=v, **kw, initial_state=pool0)
     torch.testing.assert_close(pool, want["final_state"].float())
+
+
+@pytest.mark.parametrize("indices, what", [([0, 5, -1], "out of range"), ([2, -2, 0], "out of range"),
+                                           ([1, 1, -1], "name a row twice")])
+def test_bad_indices_rejected(cpu_decode, indices, what):
+    op = dgps.load("pgdn")
+    q, k, v, kw = step_inputs(op, 3, 1, seed=5)
+    with pytest.raises(dgps.InvalidArgument, match=what):
+        op.decode(q, k, v, **kw, state_pool=torch.zeros(P, H, K, V), precond_state_pool=torch.zeros(P, H, K),
+                  state_indices=torch.tensor(indices))
+
+
+def test_pool_row_counts_must_agree(cpu_decode):
+    op = dgps.load("pgdn")
+    q, k, v, kw = step_inputs(op, 2, 1, seed=6)
+    with pytest.raises(dgps.InvalidArgument, match="one row per slot in both"):
+        op.decode(q, k, v, **kw, state_pool=torch.zeros(P, H, K, V), precond_state_pool=torch.zeros(P + 1, H, K),
+                  state_indices=torch.tensor([0, 1]))

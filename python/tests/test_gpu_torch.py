@@ -215,7 +215,8 @@ def test_host_overhead_per_call():
     dec_direct = _host_us_per_call(lambda: op.decode(dq, dk, dv, **dkw, state_pool=pool[:8],
                                                      precond_state_pool=ppool[:8]))
     dec_pool = _host_us_per_call(lambda: op.decode(dq, dk, dv, **dkw, state_pool=pool, precond_state_pool=ppool,
-                                                   state_indices=idx))
+                                                   state_indices=idx, check_indices=False))
     print(f"\nhost overhead per call (torch {torch.__version__}): forward {fwd:.1f} us, forward+final states "
-          f"{fwd_fs:.1f} us, decode (B rows) {dec_direct:.1f} us, decode via state pool {dec_pool:.1f} us")
+          f"{fwd_fs:.1f} us, decode (B rows) {dec_direct:.1f} us, decode via state pool {dec_pool:.1f} us "
+          "(check_indices=False: no host sync)")
     assert fwd < 1000 and dec_pool < 2000, "host overhead far above the expected tens of microseconds"
