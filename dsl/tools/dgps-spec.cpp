@@ -12,12 +12,28 @@
 // Exit status: 0 success, 1 bad spec / bad input, 2 bad command line. No exception escapes main.
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include "dgps/dsl/CheckCommand.h"
 #include "dgps/dsl/DataCommands.h"
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/ReferenceGrad.h"
+
+namespace {
+
+// A tolerance: a finite number >= 0 (CLI11's NonNegativeNumber would print the whole double range).
+const CLI::Validator kTolerance(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !std::isfinite(v) || v < 0) return "expected a number >= 0, got '" + text + "'";
+      return "";
+    },
+    "X>=0");
+
+}  // namespace
 
 int main(int argc, char** argv) {
   try {
@@ -61,11 +77,11 @@ int main(int argc, char** argv) {
     compare->add_option("REF", cmpOpt.ref_path, "reference file, e.g. the float64 reference's outputs")->required();
     compare->add_option("GOT", cmpOpt.got_path, "file under test, e.g. dgps-run's outputs")->required();
     compare->add_option("--tol", cmpOpt.tolerances.rel_l2, "largest relative L2 error ||got-ref||/||ref|| "
-                                                           "(default 1.5e-2)")->check(CLI::NonNegativeNumber);
+                                                           "(default 1.5e-2)")->check(kTolerance);
     compare->add_option("--max-abs", cmpOpt.tolerances.max_abs, "largest max |got-ref| (default: unchecked)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(kTolerance);
     compare->add_option("--max-rel", cmpOpt.tolerances.max_rel, "largest max |got-ref| / max |ref| "
-                                                                "(default: unchecked)")->check(CLI::NonNegativeNumber);
+                                                                "(default: unchecked)")->check(kTolerance);
     std::string gradSpec, gradInputs, gradCotangents, gradOut;
     CLI::App* gradients = app.add_subcommand("gradients", "float64 reference gradients of the inputs, given "
                                                           "cotangents of the outputs (docs/backward.md)");

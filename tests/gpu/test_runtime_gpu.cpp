@@ -200,6 +200,24 @@ TEST_F(RuntimeGpuTest, CuSeqlensValuesAreCheckedOnRequest) {
   } catch (const RuntimeError& e) {
     EXPECT_NE(std::string(e.what()).find("must be non-decreasing"), std::string::npos) << e.what();
   }
+  // Past the token buffer: refused. Short of it (a padded buffer): accepted, the padding rows of o are 0.
+  bad.setInt(1, 10);
+  bad.setInt(2, 100);
+  bad.setInt(3, 151);
+  in["cu_seqlens"] = bad;
+  try {
+    gputest::gpuForward(*rt_, *pkg_, in, nullptr, &opts);
+    FAIL();
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("must end at most at T = 150, got 151"), std::string::npos) << e.what();
+  }
+  bad.setInt(3, 120);
+  in["cu_seqlens"] = bad;
+  const gputest::GpuOutputs got = gputest::gpuForward(*rt_, *pkg_, in, nullptr, &opts);
+  const std::int64_t row = s.heads_v * s.value_dim;
+  std::int64_t nonZero = 0;
+  for (std::int64_t i = 120 * row; i < got.o.numel(); ++i) nonZero += got.o.get(i) != 0.0;
+  EXPECT_EQ(nonZero, 0) << "rows 120..149 of o must be 0";
 }
 
 TEST_F(RuntimeGpuTest, VariantInfoAndCaches) {

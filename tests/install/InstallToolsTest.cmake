@@ -2,9 +2,11 @@
 #   bin/<tool> for every tool in TOOLS (comma-separated: the ones this build configured);
 #   share/dgps/specs/<every specs/*.yaml of the source tree>;
 #   share/dgps/generated/<every package of generated/>/{kernels.cu, manifest.yaml, spec.yaml};
+#   every installed tool runs `--help` from the prefix (its shared libraries resolve);
 #   `bin/dgps-spec check share/dgps/specs/<spec>` succeeds for every installed spec, and, where dgpsc is
 #   installed, `bin/dgpsc check` on one of them.
 #   cmake -DBUILD=<build dir> -DSRC=<source dir> -DWORK=<scratch dir> -DTOOLS=a,b,c -P InstallToolsTest.cmake
+cmake_minimum_required(VERSION 3.22)  # IN_LIST, and the policies of the main build
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
 set(prefix "${WORK}/prefix")
@@ -51,6 +53,17 @@ endif()
 list(LENGTH specs nspecs)
 list(LENGTH manifests npkgs)
 message(STATUS "installed: ${TOOLS}; ${nspecs} specs; ${npkgs} packages")
+
+# Every installed tool starts from the prefix (its shared libraries resolve there), e.g. dgpsc's libMLIR.
+foreach(tool IN LISTS tools)
+  if(tool STREQUAL "dgps-tune-trial")
+    continue()  # spawned by dgps-tune with a protocol on its pipes, not a command-line tool
+  endif()
+  execute_process(COMMAND "${prefix}/bin/${tool}" --help RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "installed ${tool} --help failed (${rc}):\n${out}\n${err}")
+  endif()
+endforeach()
 
 foreach(spec IN LISTS specs)
   execute_process(COMMAND "${prefix}/bin/dgps-spec" check "${prefix}/share/dgps/specs/${spec}"
