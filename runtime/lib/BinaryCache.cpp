@@ -131,7 +131,7 @@ bool BinaryCache::trusted(bool create, std::string* why) const {
   }
   if (problem.empty()) return true;
   if (why) *why = problem;
-  warnOnce("binary cache not used: " + problem + "; kernels are compiled without caching (use a folder of your "
+  warnOnce("binary cache not used: " + problem + "; kernels are compiled and not cached (use a folder of your "
            "own with mode 0700 or 0755, e.g. DGPS_CACHE_DIR=$HOME/.cache/dgps)");
   return false;
 }

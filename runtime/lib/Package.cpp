@@ -144,7 +144,7 @@ class Reader {
     for (char c : s) ok = ok && (text::isAlpha(c) || text::isDigit(c) || c == '_' || c == '.' || c == '-');
     if (!ok) {
       fail(n, key, "expected a file name inside the package folder ([A-Za-z0-9_][A-Za-z0-9_.-]*, at most " +
-                       std::to_string(kMaxFileName) + " characters, no '/'), got " + describe(n));
+                       std::to_string(kMaxFileName) + " characters; no '/' or '..'), got " + describe(n));
     }
     return s;
   }

@@ -79,7 +79,7 @@ void checkPlainYaml(const std::string& text, const std::string& file, const std:
     YAML::Parser parser(in);
     // At most two documents are read: yaml-cpp can yield empty documents forever on some malformed
     // input (a stray ',' where a value starts), so the loop must not run until the stream ends.
-    if (!parser.HandleNextDocument(checker)) fail(file, YAML::Mark(), "empty file (expected " + what + ")");
+    if (!parser.HandleNextDocument(checker)) fail(file, YAML::Mark(), "empty file; expected a mapping (" + what + ")");
     if (checker.failed()) fail(file, checker.mark(), checker.problem());
     struct DocMark : PlainChecker {
       YAML::Mark start;

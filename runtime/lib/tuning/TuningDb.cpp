@@ -46,6 +46,8 @@ std::string trustProblem(const std::string& path) {
   if (!problem.empty() || !exists) return problem;
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return "";  // no file yet
+  // A directory, FIFO or device is not a trust question: reading it fails with its own message.
+  if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) return "";
   return detail::fileProblem(path);
 }
 
@@ -119,6 +121,11 @@ Status TuningDb::load() {
   warnings_.clear();
   struct stat st {};
   if (::stat(path_.c_str(), &st) != 0 && errno == ENOENT) return Status::success();  // no database yet: empty
+  if (::lstat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+    // A directory, FIFO or device: an error naming what it is (readRegularFile never blocks or reads it).
+    const FileReadResult r = readRegularFile(path_, file_limits::kTuningDb, "a tuning database");
+    return Status::error("cannot read tuning database '" + path_ + "': " + r.error);
+  }
   if (std::string problem = trustProblem(path_); !problem.empty()) {
     // Not an error: the tuner still runs (and refuses to append); lookups fall back to defaults.
     warn(0, "not used: " + problem + "; its records are ignored and nothing is written to it");
