@@ -435,8 +435,9 @@ Package Package::open(const std::string& directory) {
       return directory.size() >= suffix.size() && directory.compare(directory.size() - suffix.size(), suffix.size(), suffix) == 0;
     };
     if (ends(".yaml") || ends(".yml")) {
-      packageError(directory + ": this is a spec, not a package folder; compile it first (dgpsc compile " + directory +
-                   " -o <folder>) or use `dgpsc tune " + directory + " --shape ...` to compile and tune in one step");
+      packageError(directory + ": this is a spec; compile it first (dgpsc compile " + directory +
+                   " -o <folder>) or use `dgpsc tune " + directory +
+                   " --shape ...`, which compiles and tunes in one step (expected a package folder)");
     }
     packageError(directory + ": expected a package folder (holding manifest.yaml, spec.yaml, kernels.cu), got a file");
   }

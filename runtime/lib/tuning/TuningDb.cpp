@@ -44,11 +44,11 @@ std::string trustProblem(const std::string& path) {
   bool exists = true;
   std::string problem = detail::folderProblem(folderOf(path), /*follow_symlink=*/true, &exists);
   if (!problem.empty() || !exists) return problem;
+  // The file itself (a symbolic link is followed: only we can have made one in our own folder). A
+  // directory, FIFO or device is not a trust question: reading it fails with its own message.
   struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return "";  // no file yet
-  // A directory, FIFO or device is not a trust question: reading it fails with its own message.
-  if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) return "";
-  return detail::fileProblem(path);
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  return detail::ownershipProblem(st, path, "file");
 }
 
 }  // namespace
@@ -82,11 +82,11 @@ Status appendLine(const std::string& path, const std::string& line) {
   if (std::string err = trustProblem(path); !err.empty())
     return Status::error("tuning database '" + path + "' is not written: " + err);
   struct stat pre {};
-  if (::lstat(path.c_str(), &pre) == 0 && !S_ISREG(pre.st_mode))
+  if (::stat(path.c_str(), &pre) == 0 && !S_ISREG(pre.st_mode))
     return Status::error("tuning database '" + path + "' is not a regular file");
 
   // O_RDWR, not O_WRONLY: the last byte is read back below.
-  posix::LockedFile file(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK, /*exclusive=*/true);
+  posix::LockedFile file(path, O_RDWR | O_APPEND | O_CREAT | O_NONBLOCK, /*exclusive=*/true);
   if (!file.ok()) return Status::error(file.error());
 
   // Under the exclusive lock nobody else appends, so the end we inspect is the end we write to.
@@ -121,7 +121,7 @@ Status TuningDb::load() {
   warnings_.clear();
   struct stat st {};
   if (::stat(path_.c_str(), &st) != 0 && errno == ENOENT) return Status::success();  // no database yet: empty
-  if (::lstat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+  if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     // A directory, FIFO or device: an error naming what it is (readRegularFile never blocks or reads it).
     const FileReadResult r = readRegularFile(path_, file_limits::kTuningDb, "a tuning database");
     return Status::error("cannot read tuning database '" + path_ + "': " + r.error);
