@@ -475,7 +475,8 @@ void collectHeaders(const JitRequest& req, std::vector<std::string>& names, std:
 
 JitBinary JitCompiler::compile(const JitRequest& req) const {
   if (req.target.arch.empty()) {
-    throw RuntimeError(RuntimeErrorCode::InvalidArgument, "JitRequest for " + req.source_name + " has no target arch");
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument, "cannot compile " + req.source_name +
+                                                              ": no target architecture given (expected e.g. sm_90a)");
   }
   checkSourceIncludes(req);
   const auto& env = nvrtcEnvironment();

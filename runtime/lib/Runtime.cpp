@@ -287,7 +287,8 @@ struct Runtime::Impl {
     const CudaDriver& d = cudaDriver();
     auto it = m.functions.find(k.symbol);
     if (it == m.functions.end()) {
-      throw RuntimeError(RuntimeErrorCode::Package, "launch plan names kernel " + k.symbol + " that the package lacks");
+      throw RuntimeError(RuntimeErrorCode::Package, "kernel " + k.symbol + " (role " + k.role +
+                                                        ") is needed for this launch but the package's manifest does not list it");
     }
     CUfunction f = it->second;
     if (k.shared_bytes > 48 * 1024) {

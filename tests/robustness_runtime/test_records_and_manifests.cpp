@@ -154,6 +154,9 @@ TEST(Manifests, ASpecFileInsteadOfAPackageIsNamed) {
   const int rc = robust::runCommand(std::string(DGPS_TUNE_EXE) + " " + spec + " --shape B=1,T=64,H=2,K=64,V=64", &out);
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("this is a spec; compile it first"), std::string::npos) << out;
+  // Also before --shape is given.
+  EXPECT_EQ(robust::runCommand(std::string(DGPS_TUNE_EXE) + " " + spec, &out), 2) << out;
+  EXPECT_NE(out.find("this is a spec; compile it first"), std::string::npos) << out;
 }
 
 }  // namespace
