@@ -2,14 +2,20 @@
 //
 // What a deployment looks like: open a generated package, make inputs (here: random, realistic ones
 // from the dsl's input generator), run the chunked forward on the GPU through the runtime, and check it
-// against the float64 reference. Prints the max relative error of every output; exit 0 when they are
-// within tolerance (or when there is no GPU, after saying so), 1 otherwise.
+// against the float64 reference. Prints the max relative error of every output.
+//
+// Exit codes: 0 the outputs are within tolerance; 1 they are not, or an error (bad package, bad option);
+// 77 (kExitNoGpu, the automake/ctest "skipped" convention) nothing was run because there is no usable GPU
+// here: no CUDA driver, no device, or a GPU the kernels do not support (compute capability 9.0 only);
+// the reason is printed first. Scripts treat 77 as "skipped", never as success.
 //
 // Tile configuration (issue 5): the runtime asks the tuning resolver (dgps/runtime/Tune.h). With --tune the
 // first run tunes this shape on this GPU (candidates screened in isolated dgps-tune-trial processes, timed,
 // winner appended to the tuning database) and a second run reuses the record without tuning. Without
 // --tune the mode comes from $DGPS_TUNE_MODE (default `recorded`: a record if there is one, else the
 // manifest default). The app prints which configuration it used and where it came from.
+#include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
@@ -24,6 +30,20 @@
 #include "dgps/runtime/Tune.h"
 
 namespace {
+
+constexpr int kExitNoGpu = 77;
+
+// A whole-string decimal integer in [lo, hi]; the option is named in the error.
+long long integerOption(const std::string& option, const std::string& text, long long lo, long long hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
+    throw std::runtime_error(option + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                             "], got '" + text + "'");
+  }
+  return v;
+}
 
 struct Args {
   std::string package = "generated/pgdn";
@@ -41,11 +61,13 @@ bool parse(int argc, char** argv, Args& a) {
       if (i + 1 >= argc) throw std::runtime_error(s + " needs a value");
       return argv[++i];
     };
-    if (s == "--batch") a.batch = std::stoll(next());
-    else if (s == "--tokens") a.tokens = std::stoll(next());
-    else if (s == "--heads") a.heads = std::stoll(next());
-    else if (s == "--dtype") a.dtype = next();
-    else if (s == "--seed") a.seed = std::stoull(next());
+    if (s == "--batch") a.batch = integerOption(s, next(), 1, 1 << 20);
+    else if (s == "--tokens") a.tokens = integerOption(s, next(), 1, 1ll << 31);
+    else if (s == "--heads") a.heads = integerOption(s, next(), 1, 4096);
+    else if (s == "--dtype") {
+      a.dtype = next();
+      if (a.dtype != "bf16" && a.dtype != "f16") throw std::runtime_error("--dtype: expected bf16 or f16, got '" + a.dtype + "'");
+    } else if (s == "--seed") a.seed = static_cast<std::uint64_t>(integerOption(s, next(), 0, LLONG_MAX));
     else if (s == "--tune") a.tune = true;
     else if (s == "--db") a.db = next();
     else if (s == "-h" || s == "--help") return false;
@@ -74,8 +96,8 @@ int run(const Args& a) {
             << "\n";
   std::string why;
   if (!dgps::cudaAvailable(&why)) {
-    std::cout << "no GPU on this machine, nothing to run: " << why << "\n";
-    return 0;
+    std::cerr << "dgps-host-app: no usable GPU on this machine, nothing was run: " << why << "\n";
+    return kExitNoGpu;
   }
   dgps::ProblemShape shape;
   shape.batch = a.batch;
@@ -163,8 +185,17 @@ int main(int argc, char** argv) {
       return 0;
     }
     return run(a);
+  } catch (const dgps::RuntimeError& e) {
+    std::cerr << "dgps-host-app: " << e.what() << "\n";
+    const bool no_gpu = e.code() == dgps::RuntimeErrorCode::NoDriver || e.code() == dgps::RuntimeErrorCode::NoDevice ||
+                        e.code() == dgps::RuntimeErrorCode::UnsupportedDevice;
+    if (no_gpu) std::cerr << "dgps-host-app: no usable GPU, nothing was run (exit " << kExitNoGpu << ")\n";
+    return no_gpu ? kExitNoGpu : 1;
   } catch (const std::exception& e) {
     std::cerr << "dgps-host-app: " << e.what() << "\n";
+    return 1;
+  } catch (...) {
+    std::cerr << "dgps-host-app: internal error\n";
     return 1;
   }
 }

@@ -10,12 +10,15 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
+#include "OwnedFolder.h"
 #include "Sha256.h"
+#include "dgps/dsl/FileRead.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Log.h"
 
@@ -70,6 +73,19 @@ std::string uniqueSuffix() {
   return os.str();
 }
 
+std::string fallbackDirectory() { return "/tmp/dgps-cache-" + std::to_string(::geteuid()); }
+
+// One warning per message per process: a refused folder is reported once, not for every kernel.
+void warnOnce(const std::string& message) {
+  static std::mutex mu;
+  static std::set<std::string> said;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!said.insert(message).second) return;
+  }
+  warn(message);
+}
+
 }  // namespace
 
 bool makeDirectories(const std::string& path, std::string* why) {
@@ -98,6 +114,26 @@ bool makeDirectories(const std::string& path, std::string* why) {
 
 BinaryCache::BinaryCache(std::string directory) : dir_(directory.empty() ? defaultDirectory() : std::move(directory)) {
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
+  shared_place_ = dir_ == fallbackDirectory();
+}
+
+bool BinaryCache::trusted(bool create, std::string* why) const {
+  std::string problem;
+  bool exists = true;
+  if (create) {
+    problem = detail::makePrivateFolder(dir_, !shared_place_);
+  } else {
+    problem = detail::folderProblem(dir_, !shared_place_, &exists);
+    if (!exists) {
+      if (why) *why = "folder " + dir_ + " does not exist";
+      return false;
+    }
+  }
+  if (problem.empty()) return true;
+  if (why) *why = problem;
+  warnOnce("binary cache not used: " + problem + "; kernels are compiled and not cached (use a folder of your "
+           "own with mode 0700 or 0755, e.g. DGPS_CACHE_DIR=$HOME/.cache/dgps)");
+  return false;
 }
 
 std::string BinaryCache::defaultDirectory() {
@@ -107,7 +143,7 @@ std::string BinaryCache::defaultDirectory() {
   if (!d.empty()) return d + "/dgps";
   d = envOr("HOME");
   if (!d.empty()) return d + "/.cache/dgps";
-  return "/tmp/dgps-cache-" + std::to_string(::getuid());
+  return fallbackDirectory();
 }
 
 std::string BinaryCache::entryPath(const std::string& key) const {
@@ -166,28 +202,52 @@ std::optional<CachedImage> BinaryCache::decode(const std::string& b, const std::
 }
 
 std::optional<CachedImage> BinaryCache::load(const std::string& key) const {
-  std::string path = entryPath(key);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;  // a miss
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  const std::string path = entryPath(key);
+  if (!trusted(/*create=*/false, nullptr)) return std::nullopt;
+  // Every folder below the root and the entry itself follow the same rule: a planted subfolder or
+  // file is as dangerous as a planted root.
+  const std::string v1 = dir_ + "/v1", shard = v1 + "/" + key.substr(0, 2);
+  for (const std::string& folder : {v1, shard}) {
+    bool exists = true;
+    const std::string problem = detail::folderProblem(folder, false, &exists);
+    if (!exists) return std::nullopt;  // a miss
+    if (!problem.empty()) {
+      warnOnce("binary cache entries under " + folder + " are not used: " + problem);
+      return std::nullopt;
+    }
+  }
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return std::nullopt;  // a miss
+  if (std::string problem = detail::fileProblem(path); !problem.empty()) {
+    warnOnce("binary cache entry not used: " + problem + "; recompiling");
+    return std::nullopt;
+  }
+  FileReadResult f = readRegularFile(path, file_limits::kCacheEntry, "a binary-cache entry");
+  if (!f.ok) {
+    warn("binary cache entry " + path + " is unusable (" + f.error + "); recompiling and replacing it");
+    return std::nullopt;
+  }
   std::string why;
-  auto e = decode(ss.str(), key, &why);
+  auto e = decode(f.data, key, &why);
   if (!e) warn("binary cache entry " + path + " is unusable (" + why + "); recompiling and replacing it");
   return e;
 }
-
 bool BinaryCache::store(const std::string& key, const CachedImage& entry) const {
   std::string path = entryPath(key);
   std::string folder = path.substr(0, path.rfind('/'));
   std::string why;
-  if (!makeDirectories(folder, &why)) {
-    warn("binary cache " + dir_ + " is not writable (" + why + "); the compiled kernel is not cached");
-    return false;
+  if (!trusted(/*create=*/true, &why)) return false;  // trusted() has warned
+  for (const std::string& f : {dir_ + "/v1", folder}) {
+    why = detail::makePrivateFolder(f, false);
+    if (!why.empty()) {
+      warnOnce("binary cache " + dir_ + " is not usable (" + why + "); the compiled kernel is not cached");
+      return false;
+    }
   }
+  why.clear();
   std::string tmp = folder + "/." + key + ".tmp." + uniqueSuffix();
   std::string bytes = encode(key, entry);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
     warn("cannot create " + tmp + ": " + std::strerror(errno) + "; the compiled kernel is not cached");
     return false;

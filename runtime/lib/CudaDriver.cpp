@@ -242,6 +242,7 @@ const char* toString(RuntimeErrorCode c) {
   switch (c) {
     case RuntimeErrorCode::NoDriver: return "no-driver";
     case RuntimeErrorCode::NoDevice: return "no-device";
+    case RuntimeErrorCode::UnsupportedDevice: return "unsupported-device";
     case RuntimeErrorCode::InvalidArgument: return "invalid-argument";
     case RuntimeErrorCode::Package: return "package";
     case RuntimeErrorCode::Jit: return "jit";

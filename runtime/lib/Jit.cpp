@@ -6,16 +6,20 @@
 #include <unistd.h>
 
 #include <climits>
+#include <limits>
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <regex>
 #include <sstream>
 
 #include "EmbeddedHeaders.h"
+#include "IncludeScan.h"
+#include "OwnedFolder.h"
 #include "Sha256.h"
+#include "TextParse.h"
+#include "dgps/dsl/FileRead.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Log.h"
 
@@ -66,18 +70,37 @@ std::string loadedNvrtcPath() {
   return found;
 }
 
-// CUDA_VERSION from <dir>/cuda.h, or 0.
+// CUDA_VERSION from <dir>/cuda.h, or 0 (also for a header that is unreadable or implausible).
 int headerCudaVersion(const std::string& dir) {
-  std::ifstream in(dir + "/cuda.h");
+  FileReadResult f = readRegularFile(dir + "/cuda.h", file_limits::kSource, "a CUDA header");
+  if (!f.ok) return 0;
+  std::istringstream in(f.data);
   std::string line;
-  static const std::regex re(R"(^\s*#\s*define\s+CUDA_VERSION\s+(\d+))");
-  std::smatch m;
   while (std::getline(in, line)) {
-    if (std::regex_search(line, m, re)) return std::stoi(m[1]);
+    // "#  define CUDA_VERSION 13000", spaces allowed around '#'.
+    std::size_t i = 0;
+    auto skip = [&] {
+      while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    };
+    auto word = [&](const char* w) {
+      const std::size_t n = std::char_traits<char>::length(w);
+      if (line.compare(i, n, w) != 0) return false;
+      i += n;
+      return true;
+    };
+    skip();
+    if (!word("#")) continue;
+    skip();
+    if (!word("define")) continue;
+    skip();
+    if (!word("CUDA_VERSION")) continue;
+    if (i >= line.size() || (line[i] != ' ' && line[i] != '\t')) continue;
+    skip();
+    long long v = 0;
+    if (text::readDigits(line, i, 1000000, &v)) return int(v);
   }
   return 0;
 }
-
 NvrtcEnvironment probe() {
   NvrtcEnvironment env;
   env.built_cuda_version = CUDA_VERSION;
@@ -147,10 +170,16 @@ std::string readFirstLines(const std::string& log, int max_lines) {
 // Writes the failing compile's inputs and log; returns the folder ("" if even that failed).
 std::string saveFailure(const BinaryCache& cache, const std::string& key, const JitRequest& req,
                         const std::vector<std::string>& opts, const std::string& log) {
-  std::vector<std::string> roots = {cache.directory() + "/failures/" + key,
-                                    "/tmp/dgps-failures-" + std::to_string(::getuid()) + "/" + key};
-  for (const auto& dir : roots) {
-    if (!makeDirectories(dir, nullptr)) continue;
+  // Only into folders of our own (OwnedFolder.h): the cache folder when it is trusted, else a private
+  // folder in /tmp created 0700 (refused when someone else made it first).
+  std::vector<std::string> roots;
+  if (cache.trusted(/*create=*/true)) roots.push_back(cache.directory() + "/failures");
+  roots.push_back("/tmp/dgps-failures-" + std::to_string(::geteuid()));
+  for (const auto& root : roots) {
+    const bool shared = root.rfind("/tmp/", 0) == 0;
+    if (!detail::makePrivateFolder(root, !shared).empty()) continue;
+    const std::string dir = root + "/" + key;
+    if (!detail::makePrivateFolder(dir, false).empty()) continue;
     std::string src_name = req.source_name.substr(req.source_name.rfind('/') == std::string::npos
                                                       ? 0
                                                       : req.source_name.rfind('/') + 1);
@@ -232,14 +261,20 @@ JitTarget selectJitTarget(ComputeCapability cc, const std::vector<int>& supporte
 }
 
 JitTarget parseJitTarget(const std::string& arch) {
-  static const std::regex re(R"(^(sm|compute)_([0-9]{2,3})([af]?)$)");
-  std::smatch m;
   const auto& env = nvrtcEnvironment();
-  if (!std::regex_match(arch, m, re)) {
+  // sm_XY, sm_XYa, sm_XYf, compute_XY (two or three digits).
+  const bool is_sm = arch.rfind("sm_", 0) == 0, is_compute = arch.rfind("compute_", 0) == 0;
+  std::size_t pos = is_sm ? 3 : is_compute ? 8 : 0;
+  const std::size_t digits_at = pos;
+  long long sm_value = 0;
+  const bool digits = (is_sm || is_compute) && text::readDigits(arch, pos, 999, &sm_value);
+  const std::size_t ndigits = pos - digits_at;
+  const bool suffix_ok = pos == arch.size() || (is_sm && pos + 1 == arch.size() && (arch[pos] == 'a' || arch[pos] == 'f'));
+  if (arch.size() > 16 || !digits || ndigits < 2 || ndigits > 3 || !suffix_ok) {
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,
-                       "invalid --arch \"" + arch + "\": expected sm_XY, sm_XYa or compute_XY (e.g. sm_90a)");
+                       "invalid --arch \"" + text::shown(arch) + "\": expected sm_XY, sm_XYa or compute_XY (e.g. sm_90a)");
   }
-  int sm = std::stoi(m[2]);
+  const int sm = int(sm_value);
   if (std::find(env.supported_archs.begin(), env.supported_archs.end(), sm) == env.supported_archs.end()) {
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,
                        "arch " + arch + " is not supported by the loaded NVRTC " + std::to_string(env.major) + "." +
@@ -247,46 +282,78 @@ JitTarget parseJitTarget(const std::string& arch) {
   }
   JitTarget t;
   t.arch = arch;
-  t.ptx = m[1] == "compute";
+  t.ptx = is_compute;
   t.sm = sm;
   t.reason = "requested explicitly";
   return t;
 }
 
+namespace {
+
+// Helpers for ptxas' report lines. Numbers are read with a bound: a forged or corrupt log (the cache
+// stores it) must not abort the process; a number out of range leaves the field at its default.
+constexpr long long kMaxReportNumber = 1ll << 40;
+
+// The text between `open` ... `close` after `prefix`, e.g. name in "Compiling entry function 'name' for".
+bool between(const std::string& line, const std::string& prefix, char close, std::size_t& pos, std::string* out) {
+  const std::size_t at = line.find(prefix, pos);
+  if (at == std::string::npos) return false;
+  const std::size_t start = at + prefix.size();
+  const std::size_t end = line.find(close, start);
+  if (end == std::string::npos || end == start) return false;
+  *out = line.substr(start, end - start);
+  pos = end + 1;
+  return true;
+}
+
+// The number right before `suffix` (e.g. "Used 80 registers": number before " registers").
+template <typename T>
+void numberBefore(const std::string& line, const std::string& suffix, T* out) {
+  const std::size_t at = line.find(suffix);
+  if (at == std::string::npos) return;
+  std::size_t start = at;
+  while (start > 0 && text::isDigit(line[start - 1])) --start;
+  long long v = 0;
+  if (start < at && text::parseInt(std::string_view(line).substr(start, at - start), 0, kMaxReportNumber, &v) &&
+      v <= static_cast<long long>(std::numeric_limits<T>::max())) {
+    *out = static_cast<T>(v);
+  }
+}
+
+}  // namespace
+
 std::vector<KernelResourceUsage> parsePtxasInfo(const std::string& log) {
   std::vector<KernelResourceUsage> out;
-  static const std::regex entry(R"(Compiling entry function '([^']+)' for '([^']+)')");
-  static const std::regex props(R"(Function properties for ([^\s]+))");
-  static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
-  static const std::regex used(R"(Used (\d+) registers)");
-  static const std::regex barriers(R"(used (\d+) barriers)");
-  static const std::regex smem(R"((\d+) bytes smem)");
   std::istringstream in(log);
   std::string line;
-  std::smatch m;
   KernelResourceUsage* cur = nullptr;
   auto find = [&](const std::string& name) -> KernelResourceUsage* {
     for (auto& k : out) {
       if (k.name == name) return &k;
     }
+    if (out.size() >= 4096) return nullptr;  // a module has a handful of kernels; a longer list is not a real log
     out.push_back(KernelResourceUsage{});
     out.back().name = name;
     return &out.back();
   };
   while (std::getline(in, line)) {
-    if (std::regex_search(line, m, entry)) {
-      cur = find(m[1]);
-      cur->arch = m[2];
-    } else if (std::regex_search(line, m, props)) {
-      cur = find(m[1]);
-    } else if (cur && std::regex_search(line, m, frame)) {
-      cur->stack_frame_bytes = std::stol(m[1]);
-      cur->spill_store_bytes = std::stol(m[2]);
-      cur->spill_load_bytes = std::stol(m[3]);
-    } else if (cur && std::regex_search(line, m, used)) {
-      cur->registers = std::stoi(m[1]);
-      if (std::regex_search(line, m, barriers)) cur->barriers = std::stoi(m[1]);
-      if (std::regex_search(line, m, smem)) cur->shared_bytes = std::stol(m[1]);
+    std::size_t pos = 0;
+    std::string name, arch;
+    if (between(line, "Compiling entry function '", '\'', pos, &name)) {
+      cur = find(name);
+      if (between(line, " for '", '\'', pos, &arch)) cur->arch = arch;
+    } else if (const std::size_t at = line.find("Function properties for "); at != std::string::npos) {
+      std::size_t end = at + 24;
+      while (end < line.size() && !text::isSpace(line[end])) ++end;
+      if (end > at + 24) cur = find(line.substr(at + 24, end - at - 24));
+    } else if (cur && line.find(" bytes stack frame, ") != std::string::npos) {
+      numberBefore(line, " bytes stack frame", &cur->stack_frame_bytes);
+      numberBefore(line, " bytes spill stores", &cur->spill_store_bytes);
+      numberBefore(line, " bytes spill loads", &cur->spill_load_bytes);
+    } else if (cur && line.find("Used ") != std::string::npos && line.find(" registers") != std::string::npos) {
+      numberBefore(line, " registers", &cur->registers);
+      numberBefore(line, " barriers", &cur->barriers);
+      numberBefore(line, " bytes smem", &cur->shared_bytes);
     }
   }
   return out;
@@ -326,6 +393,23 @@ std::vector<std::string> embeddedHeaderNames() {
   std::vector<std::string> names;
   for (std::size_t i = 0; i < n; ++i) names.push_back(files[i].path);
   return names;
+}
+
+void checkSourceIncludes(const JitRequest& req) {
+  static const std::vector<std::string> embedded = embeddedHeaderNames();
+  auto allowed = [&](const std::string& target) {
+    if (target.rfind("dgps/device/", 0) == 0 && std::find(embedded.begin(), embedded.end(), target) != embedded.end())
+      return true;
+    for (const auto& h : req.extra_headers)
+      if (h.first == target) return true;
+    return false;
+  };
+  if (auto v = detail::findDisallowedInclude(req.source, allowed)) {
+    throw RuntimeError(RuntimeErrorCode::Package,
+                       req.source_name + ":" + std::to_string(v->line) + ": " + v->why + ": '" + v->directive +
+                           "'; a package's source may include only the DGPS device library (\"dgps/device/...\" "
+                           "headers embedded in the runtime), nothing from the file system");
+  }
 }
 
 JitCompiler::JitCompiler(BinaryCache cache) : cache_(std::move(cache)) {}
@@ -391,8 +475,10 @@ void collectHeaders(const JitRequest& req, std::vector<std::string>& names, std:
 
 JitBinary JitCompiler::compile(const JitRequest& req) const {
   if (req.target.arch.empty()) {
-    throw RuntimeError(RuntimeErrorCode::InvalidArgument, "JitRequest for " + req.source_name + " has no target arch");
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument, "cannot compile " + req.source_name +
+                                                              ": no target architecture given (expected e.g. sm_90a)");
   }
+  checkSourceIncludes(req);
   const auto& env = nvrtcEnvironment();
   JitBinary out;
   out.key = cacheKey(req);

@@ -1,21 +1,28 @@
 #include "dgps/runtime/Package.h"
 
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
-#include <fstream>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 
+#include "TextParse.h"
+#include "YamlStrict.h"
 #include "dgps/dsl/Canonical.h"
+#include "dgps/dsl/FileRead.h"
 #include "dgps/dsl/SpecParser.h"
 #include "dgps/runtime/Error.h"
 
 namespace dgps {
 namespace {
+
+// Longest names the manifest may hold: far beyond what dgpsc writes, short enough for every message.
+constexpr std::size_t kMaxIdentifier = 256;
+constexpr std::size_t kMaxFileName = 255;
 
 [[noreturn]] void packageError(const std::string& msg) { throw RuntimeError(RuntimeErrorCode::Package, msg); }
 
@@ -35,7 +42,7 @@ class Reader {
 
   static std::string describe(const YAML::Node& n) {
     if (!n.IsDefined() || n.IsNull()) return "nothing";
-    if (n.IsScalar()) return "'" + n.Scalar() + "'";
+    if (n.IsScalar()) return "'" + text::shown(n.Scalar()) + "'";
     if (n.IsSequence()) return "a list";
     if (n.IsMap()) return "a mapping";
     return "an unknown node";
@@ -65,12 +72,12 @@ class Reader {
   }
 
   long long integer(const YAML::Node& n, const std::string& key, long long lo, long long hi) const {
-    static const std::regex re(R"(^[+-]?[0-9]{1,18}$)");
-    if (!n.IsScalar() || !std::regex_match(n.Scalar(), re)) fail(n, key, "expected an integer, got " + describe(n));
-    long long v = std::stoll(n.Scalar());
-    if (v < lo || v > hi) {
-      fail(n, key, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + n.Scalar());
+    const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    long long v = 0;
+    if (!n.IsScalar() || !text::parseInt(n.Scalar(), LLONG_MIN, LLONG_MAX, &v)) {
+      fail(n, key, "expected an integer in " + range + ", got " + describe(n));
     }
+    if (v < lo || v > hi) fail(n, key, "expected an integer in " + range + ", got " + n.Scalar());
     return v;
   }
 
@@ -80,7 +87,7 @@ class Reader {
     char* end = nullptr;
     double v = std::strtod(s.c_str(), &end);
     if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) || v < 0) {
-      fail(n, key, "expected a finite number >= 0, got '" + s + "'");
+      fail(n, key, "expected a finite number >= 0, got " + describe(n));
     }
     return v;
   }
@@ -116,13 +123,15 @@ class Reader {
   }
 
   std::vector<std::string> identList(const YAML::Node& n, const std::string& key) const {
-    static const std::regex ident(R"(^[A-Za-z_][A-Za-z0-9_]*$)");
     if (!n.IsSequence() || n.size() == 0) fail(n, key, "expected a non-empty list of names, got " + describe(n));
     std::vector<std::string> out;
     for (std::size_t i = 0; i < n.size(); ++i) {
       std::string k = key + "[" + std::to_string(i) + "]";
       std::string s = str(n[i], k);
-      if (!std::regex_match(s, ident)) fail(n[i], k, "expected a C identifier, got '" + s + "'");
+      if (!text::isIdentifier(s, kMaxIdentifier)) {
+        fail(n[i], k, "expected a C identifier [A-Za-z_][A-Za-z0-9_]* of at most " + std::to_string(kMaxIdentifier) +
+                          " characters, got " + describe(n[i]));
+      }
       out.push_back(s);
     }
     return out;
@@ -130,10 +139,12 @@ class Reader {
 
   // A plain file name inside the package folder (no folders, no "..").
   std::string fileName(const YAML::Node& n, const std::string& key) const {
-    static const std::regex re(R"(^[A-Za-z0-9_][A-Za-z0-9_.-]*$)");
     std::string s = str(n, key);
-    if (!std::regex_match(s, re) || s == "..") {
-      fail(n, key, "expected a file name inside the package folder (no '/' or '..'), got '" + s + "'");
+    bool ok = !s.empty() && s.size() <= kMaxFileName && s[0] != '.' && s[0] != '-';
+    for (char c : s) ok = ok && (text::isAlpha(c) || text::isDigit(c) || c == '_' || c == '.' || c == '-');
+    if (!ok) {
+      fail(n, key, "expected a file name inside the package folder ([A-Za-z0-9_][A-Za-z0-9_.-]*, at most " +
+                       std::to_string(kMaxFileName) + " characters; no '/' or '..'), got " + describe(n));
     }
     return s;
   }
@@ -184,12 +195,13 @@ void parseDefaultConfig(const Reader& r, const YAML::Node& n, Manifest& m) {
 }  // namespace
 
 Manifest parseManifest(const std::string& text, const std::string& file) {
+  detail::checkPlainYaml(text, file, "a package manifest");
   YAML::Node root;
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     packageError(file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                 ": malformed YAML: " + e.msg);
+                 ": malformed YAML: " + text::shown(e.msg, 200));
   }
   Reader r(file);
   Manifest m;
@@ -205,12 +217,14 @@ Manifest parseManifest(const std::string& text, const std::string& file) {
     }
     m.codegen_version = int(r.integer(root["codegen_version"], "codegen_version", 1, 1000000));
     m.name = r.str(root["name"], "name");
-    if (!std::regex_match(m.name, std::regex("^[a-z][a-z0-9_]*$"))) {
-      r.fail(root["name"], "name", "expected an identifier [a-z][a-z0-9_]*, got '" + m.name + "'");
+    if (!text::isLowerIdentifier(m.name, kMaxIdentifier)) {
+      r.fail(root["name"], "name",
+             "expected an identifier [a-z][a-z0-9_]* of at most " + std::to_string(kMaxIdentifier) +
+                 " characters, got " + Reader::describe(root["name"]));
     }
     m.spec_hash = r.str(root["spec_hash"], "spec_hash");
-    if (!std::regex_match(m.spec_hash, std::regex("^[0-9a-f]{16}$"))) {
-      r.fail(root["spec_hash"], "spec_hash", "expected 16 lowercase hex digits, got '" + m.spec_hash + "'");
+    if (!text::isLowerHex(m.spec_hash, 16)) {
+      r.fail(root["spec_hash"], "spec_hash", "expected 16 lowercase hex digits, got " + Reader::describe(root["spec_hash"]));
     }
     m.source = r.fileName(root["source"], "source");
     m.spec = r.fileName(root["spec"], "spec");
@@ -275,8 +289,10 @@ Manifest parseManifest(const std::string& text, const std::string& file) {
       r.checkKeys(de, "decode", {"symbol"});
       m.has_decode = true;
       m.decode_symbol = r.str(de["symbol"], "decode.symbol");
-      if (!std::regex_match(m.decode_symbol, std::regex("^[A-Za-z_][A-Za-z0-9_]*$"))) {
-        r.fail(de["symbol"], "decode.symbol", "expected a C identifier, got '" + m.decode_symbol + "'");
+      if (!text::isIdentifier(m.decode_symbol, kMaxIdentifier)) {
+        r.fail(de["symbol"], "decode.symbol",
+               "expected a C identifier [A-Za-z_][A-Za-z0-9_]* of at most " + std::to_string(kMaxIdentifier) +
+                   " characters, got " + Reader::describe(de["symbol"]));
       }
     }
     if (!m.has_forward && !m.has_decode) r.fail(root, "forward", "a package needs a forward or a decode kernel; neither is listed");
@@ -290,19 +306,45 @@ Manifest parseManifest(const std::string& text, const std::string& file) {
     m.flops_per_token_head = r.number(p["flops_per_token_head"], "plan.flops_per_token_head");
   } catch (const YAML::Exception& e) {
     // yaml-cpp can still throw on odd documents (e.g. a key that is itself a mapping); keep it one error.
-    packageError(file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg);
+    packageError(file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " +
+                 text::shown(e.msg, 200));
   }
   return m;
 }
 
 namespace {
-bool readFile(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return true;
+// Reads one file of the package with a size limit; `role` names it in the error ("the package manifest").
+std::string readPackageFile(const std::string& path, std::uint64_t limit, const std::string& role) {
+  FileReadResult r = readRegularFile(path, limit, role);
+  if (!r.ok) packageError(path + ": cannot read " + role + ": " + r.error);
+  return std::move(r.data);
+}
+
+// The package's spec.yaml is what `dgpsc compile` writes: canonicalYaml of the spec. Anything else
+// (a tag, `heads.qk: 0` for `any`, a comment, another spelling) means the file was not written by dgpsc
+// and may not mean what the hash says; the first differing line is named.
+void checkCanonical(const std::string& text, const Spec& spec, const std::string& spath) {
+  const std::string canon = canonicalYaml(spec);
+  if (text == canon) return;
+  std::istringstream a(text), b(canon);
+  std::string got, want;
+  int line = 0;
+  for (;;) {
+    ++line;
+    const bool more_got = static_cast<bool>(std::getline(a, got));
+    const bool more_want = static_cast<bool>(std::getline(b, want));
+    if (!more_got && !more_want) break;
+    if (more_got && more_want && got == want) continue;
+    std::string msg = spath + ":" + std::to_string(line) + ": the package's spec is not in the canonical form dgpsc "
+                      "compile writes: expected ";
+    msg += more_want ? "'" + text::shown(want) + "'" : std::string("the end of the file");
+    msg += ", got ";
+    msg += more_got ? "'" + text::shown(got) + "'" : std::string("the end of the file");
+    msg += " (regenerate the package with dgpsc compile)";
+    packageError(msg);
+  }
+  packageError(spath + ": the package's spec differs from the canonical form dgpsc compile writes in its line endings "
+               "(regenerate the package with dgpsc compile)");
 }
 
 template <typename T>
@@ -383,19 +425,31 @@ void crossCheck(const Manifest& m, const Spec& s, const std::string& mpath, cons
 }  // namespace
 
 Manifest readManifest(const std::string& path) {
-  std::string text;
-  if (!readFile(path, text)) packageError(path + ": cannot read the package manifest (missing or unreadable)");
-  return parseManifest(text, path);
+  return parseManifest(readPackageFile(path, file_limits::kManifest, "the package manifest"), path);
 }
 
 Package Package::open(const std::string& directory) {
+  struct stat st {};
+  if (::stat(directory.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+    const auto ends = [&](const std::string& suffix) {
+      return directory.size() >= suffix.size() && directory.compare(directory.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    if (ends(".yaml") || ends(".yml")) {
+      packageError(directory + ": this is a spec; compile it first (dgpsc compile " + directory +
+                   " -o <folder>) or use `dgpsc tune " + directory +
+                   " --shape ...`, which compiles and tunes in one step (expected a package folder)");
+    }
+    packageError(directory + ": expected a package folder (holding manifest.yaml, spec.yaml, kernels.cu), got a file");
+  }
   Package p;
   p.dir_ = directory;
   while (p.dir_.size() > 1 && p.dir_.back() == '/') p.dir_.pop_back();
   std::string mpath = p.dir_ + "/manifest.yaml";
   p.manifest_ = readManifest(mpath);
   std::string spath = p.dir_ + "/" + p.manifest_.spec;
-  ParseResult parsed = parseSpecFile(spath);
+  const std::string spec_text = readPackageFile(spath, file_limits::kManifest, "the package's spec");
+  detail::checkPlainYaml(spec_text, spath, "a spec");
+  ParseResult parsed = parseSpecString(spec_text, spath);
   if (!parsed.ok()) {
     std::string msg = spath + ": the package's spec does not parse:";
     int shown = 0;
@@ -413,9 +467,8 @@ Package Package::open(const std::string& directory) {
                  "\" (the spec was edited after the package was generated; regenerate it with dgpsc compile)");
   }
   crossCheck(p.manifest_, p.spec_, mpath, spath);
-  if (!readFile(p.sourcePath(), p.source_)) {
-    packageError(mpath + ": source: " + p.sourcePath() + " is missing or unreadable");
-  }
+  checkCanonical(spec_text, p.spec_, spath);
+  p.source_ = readPackageFile(p.sourcePath(), file_limits::kSource, "the kernel source");
   if (p.source_.empty()) packageError(p.sourcePath() + ": the kernel source is empty");
   for (const auto& sym : p.manifest_.forward_symbols) {
     if (p.source_.find(sym) == std::string::npos) {
@@ -449,26 +502,37 @@ std::string toString(const TileConfig& c) {
 
 TileConfig parseTileConfig(const std::string& text, const TileConfig& base) {
   TileConfig c = base;
+  const std::string expected = "expected key=value items separated by commas, key one of chunk, block_v, warps, "
+                               "stages and value an integer in [1, 1024]";
+  if (text.size() > 1024) {
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "tile config \"" + text::shown(text) + "\": too long (" + expected + ")");
+  }
   std::istringstream in(text);
   std::string item;
-  static const std::regex re(R"(^\s*([a-z_]+)\s*=\s*([0-9]{1,6})\s*$)");
+  auto trim = [](std::string s) {
+    while (!s.empty() && text::isSpace(s.back())) s.pop_back();
+    std::size_t b = 0;
+    while (b < s.size() && text::isSpace(s[b])) ++b;
+    return s.substr(b);
+  };
   while (std::getline(in, item, ',')) {
-    if (item.find_first_not_of(" \t") == std::string::npos) continue;
-    std::smatch m;
-    if (!std::regex_match(item, m, re)) {
+    if (trim(item).empty()) continue;
+    const auto eq = item.find('=');
+    const std::string k = eq == std::string::npos ? "" : trim(item.substr(0, eq));
+    long long v = 0;
+    if (eq == std::string::npos || !text::parseInt(trim(item.substr(eq + 1)), 1, 1024, &v)) {
       throw RuntimeError(RuntimeErrorCode::InvalidArgument,
-                         "tile config \"" + text + "\": cannot parse \"" + item +
-                             "\" (expected key=value with key in chunk, block_v, warps, stages)");
+                         "tile config \"" + text::shown(text) + "\": cannot read \"" + text::shown(item) + "\" (" +
+                             expected + ")");
     }
-    int v = std::stoi(m[2]);
-    std::string k = m[1];
-    if (k == "chunk") c.chunk = v;
-    else if (k == "block_v") c.block_v = v;
-    else if (k == "warps") c.warps = v;
-    else if (k == "stages") c.stages = v;
+    if (k == "chunk") c.chunk = int(v);
+    else if (k == "block_v") c.block_v = int(v);
+    else if (k == "warps") c.warps = int(v);
+    else if (k == "stages") c.stages = int(v);
     else {
-      throw RuntimeError(RuntimeErrorCode::InvalidArgument, "tile config \"" + text + "\": unknown key \"" + k +
-                                                                "\" (expected chunk, block_v, warps or stages)");
+      throw RuntimeError(RuntimeErrorCode::InvalidArgument, "tile config \"" + text::shown(text) + "\": unknown key \"" +
+                                                                text::shown(k) + "\" (expected chunk, block_v, warps or stages)");
     }
   }
   return c;

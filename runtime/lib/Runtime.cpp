@@ -30,6 +30,18 @@ std::vector<std::string> variantDefines(std::int64_t key_dim, std::int64_t value
           "DGPS_STAGES=" + std::to_string(c.stages)};
 }
 
+std::string unsupportedDeviceMessage(ComputeCapability cc, const std::string& device_name) {
+  if (cc.major == kSupportedComputeCapability.major && cc.minor == kSupportedComputeCapability.minor) return "";
+  return "DGPS kernels need compute capability 9.0 (Hopper: H100, H200); this GPU is " +
+         (device_name.empty() ? std::string("unnamed") : device_name) + ", compute capability " +
+         std::to_string(cc.major) + "." + std::to_string(cc.minor);
+}
+
+void requireSupportedDevice(int device) {
+  const std::string msg = unsupportedDeviceMessage(deviceComputeCapability(device), deviceName(device));
+  if (!msg.empty()) throw RuntimeError(RuntimeErrorCode::UnsupportedDevice, "device " + std::to_string(device) + ": " + msg);
+}
+
 JitRequest variantRequest(const Package& package, std::int64_t key_dim, std::int64_t value_dim, ScalarType input_dtype,
                           const TileConfig& config, const JitTarget& target) {
   JitRequest r;
@@ -121,6 +133,7 @@ struct Runtime::Impl {
       auto it = targets.find(device);
       if (it != targets.end()) return it->second;
     }
+    requireSupportedDevice(device);  // before NVRTC: other GPUs spill or fail to compile
     JitTarget t = selectJitTarget(deviceComputeCapability(device), nvrtcEnvironment().supported_archs);
     std::lock_guard<std::mutex> lock(mu);
     targets[device] = t;
@@ -275,7 +288,8 @@ struct Runtime::Impl {
     const CudaDriver& d = cudaDriver();
     auto it = m.functions.find(k.symbol);
     if (it == m.functions.end()) {
-      throw RuntimeError(RuntimeErrorCode::Package, "launch plan names kernel " + k.symbol + " that the package lacks");
+      throw RuntimeError(RuntimeErrorCode::Package, "kernel " + k.symbol + " (role " + k.role +
+                                                        ") is needed for this launch but the package's manifest does not list it");
     }
     CUfunction f = it->second;
     if (k.shared_bytes > 48 * 1024) {

@@ -8,6 +8,16 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "Process.h"
+#include "dgps/dsl/FileRead.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Jit.h"
 #include "dgps/runtime/Package.h"
@@ -34,16 +44,103 @@ std::vector<TileConfig> configsOf(const Package& p, const JitCheckOptions& o) {
   return out;
 }
 
+std::string describe(const Variant& v) {
+  return v.package->name() + " " + toString(v.dtype) + " K=" + std::to_string(v.K) + " V=" + std::to_string(v.V) +
+         " " + toString(v.config);
+}
+
+// A private scratch folder for the children's result files and logs, removed with its contents.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/dgps-jit-check-XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (!::mkdtemp(buf.data())) {
+      throw RuntimeError(RuntimeErrorCode::Io, "cannot create a scratch folder " + tmpl + " for compile results");
+    }
+    path_ = buf.data();
+  }
+  ~ScratchDir() {
+    for (const auto& f : files_) std::remove(f.c_str());
+    ::rmdir(path_.c_str());
+  }
+  std::string file(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    files_.push_back(path_ + "/" + name);
+    return files_.back();
+  }
+
+ private:
+  std::string path_;
+  std::mutex mu_;
+  std::vector<std::string> files_;
+};
+
+struct ChildContext {
+  std::string exe;        // this executable
+  std::string arch;
+  std::string cache_dir;
+  double timeout_s;
+  ScratchDir* scratch;
+};
+
+std::string secondsText(double s) {
+  std::ostringstream os;
+  os << s;
+  return os.str();
+}
+
+// Compiles one variant in a child process under the time limit. Throws RuntimeError on a failure.
+JitBinary compileInChild(const Variant& v, std::size_t index, const ChildContext& c) {
+  const std::string result = c.scratch->file("result-" + std::to_string(index) + ".txt");
+  const std::string log = c.scratch->file("log-" + std::to_string(index) + ".txt");
+  const std::vector<std::string> argv = {c.exe,         "--compile-one",        v.package->directory(),
+                                         toString(v.dtype), std::to_string(v.K), std::to_string(v.V),
+                                         toString(v.config), c.arch,            c.cache_dir.empty() ? "-" : c.cache_dir,
+                                         result};
+  const auto limit = std::chrono::milliseconds(static_cast<long long>(c.timeout_s * 1000));
+  const tune::detail::ProcessResult p = tune::detail::runProcess(argv, log, limit);
+  if (!p.started) throw RuntimeError(RuntimeErrorCode::Jit, "cannot start the compile process: " + p.error);
+  if (p.timed_out) {
+    throw RuntimeError(RuntimeErrorCode::Jit, "compile of " + describe(v) + " exceeded " + secondsText(c.timeout_s) +
+                                                  " s (the NVRTC process was killed; raise --compile-timeout if "
+                                                  "the source is legitimately slow)");
+  }
+  if (p.signaled) {
+    throw RuntimeError(RuntimeErrorCode::Jit, "the compile process of " + describe(v) + " was killed by signal " +
+                                                  std::to_string(p.signal) + ": " + tune::detail::fileTail(log));
+  }
+  const FileReadResult r = readRegularFile(result, file_limits::kCacheEntry, "a compile result");
+  if (!r.ok) {
+    throw RuntimeError(RuntimeErrorCode::Jit, "the compile process of " + describe(v) + " exited with status " +
+                                                  std::to_string(p.exit_code) + " without a result (" + r.error +
+                                                  "): " + tune::detail::fileTail(log));
+  }
+  const std::size_t nl = r.data.find('\n');
+  const std::string head = r.data.substr(0, nl);
+  const std::string body = nl == std::string::npos ? "" : r.data.substr(nl + 1);
+  if (head != "ok") throw RuntimeError(RuntimeErrorCode::Jit, body.empty() ? "compile failed" : body);
+  JitBinary bin;
+  bin.from_cache = body.rfind("1\n", 0) == 0;
+  bin.log = body.size() >= 2 ? body.substr(2) : "";
+  bin.usage = parsePtxasInfo(bin.log);
+  return bin;
+}
+
 // Checks one compiled variant; returns the report lines and whether it is clean.
-bool checkVariant(const Variant& v, const JitTarget& target, const JitCompiler& jit, std::string& report) {
+bool checkVariant(const Variant& v, std::size_t index, const JitTarget& target, const ChildContext& child,
+                  std::string& report) {
   std::ostringstream os;
   const Manifest& m = v.package->manifest();
-  os << "  " << v.package->name() << " " << toString(v.dtype) << " K=" << v.K << " V=" << v.V << " "
-     << toString(v.config);
+  os << "  " << describe(v);
   JitBinary bin;
   try {
     v.package->checkConfig(v.config);
-    bin = jit.compile(variantRequest(*v.package, v.K, v.V, v.dtype, v.config, target));
+    const JitRequest req = variantRequest(*v.package, v.K, v.V, v.dtype, v.config, target);
+    checkSourceIncludes(req);
+    bin = compileInChild(v, index, child);
   } catch (const RuntimeError& e) {
     os << "  FAILED\n    " << e.what() << "\n";
     report = os.str();
@@ -82,7 +179,16 @@ bool checkVariant(const Variant& v, const JitTarget& target, const JitCompiler& 
 int runJitCheck(const JitCheckOptions& o, std::ostream& out, std::ostream& err) {
   try {
     JitTarget target = parseJitTarget(o.arch);
-    JitCompiler jit{BinaryCache(o.cache_dir)};
+    if (!(o.compile_timeout_s > 0) || o.compile_timeout_s > 86400) {
+      err << "dgps-jit-check: --compile-timeout must be in (0, 86400] seconds, got " << o.compile_timeout_s << "\n";
+      return 1;
+    }
+    ScratchDir scratch;
+    ChildContext child{tune::detail::selfExePath(), o.arch, o.cache_dir, o.compile_timeout_s, &scratch};
+    if (child.exe.empty()) {
+      err << "dgps-jit-check: cannot find its own executable (/proc/self/exe) to run compiles in\n";
+      return 1;
+    }
     out << "dgps-jit-check: target " << target.arch << "; " << nvrtcEnvironment().describe() << "\n";
     std::vector<Package> packages;
     int failures = 0;
@@ -107,7 +213,8 @@ int runJitCheck(const JitCheckOptions& o, std::ostream& out, std::ostream& err) 
     std::vector<char> clean(variants.size(), 0);
     std::atomic<std::size_t> next{0};
     auto worker = [&] {
-      for (std::size_t i = next++; i < variants.size(); i = next++) clean[i] = checkVariant(variants[i], target, jit, reports[i]);
+      for (std::size_t i = next++; i < variants.size(); i = next++)
+        clean[i] = checkVariant(variants[i], i, target, child, reports[i]);
     };
     std::vector<std::thread> threads;
     for (int j = 1; j < std::max(1, o.jobs); ++j) threads.emplace_back(worker);
@@ -123,7 +230,43 @@ int runJitCheck(const JitCheckOptions& o, std::ostream& out, std::ostream& err) 
   } catch (const std::exception& e) {
     err << "dgps-jit-check: " << e.what() << "\n";
     return 1;
+  } catch (...) {
+    err << "dgps-jit-check: internal error\n";
+    return 1;
   }
+}
+
+int runJitCheckChild(int argc, char** argv) {
+  if (argc != 10) {
+    std::fprintf(stderr, "dgps-jit-check --compile-one: internal mode, expected 8 arguments\n");
+    return 1;
+  }
+  const std::string result = argv[9];
+  std::string out;
+  int rc = 1;
+  try {
+    const Package pkg = Package::open(argv[2]);
+    const std::string dt = argv[3];
+    if (dt != "bf16" && dt != "f16") throw RuntimeError(RuntimeErrorCode::InvalidArgument, "dtype " + dt);
+    long long K = 0, V = 0;
+    K = std::strtoll(argv[4], nullptr, 10);
+    V = std::strtoll(argv[5], nullptr, 10);
+    const TileConfig config = parseTileConfig(argv[6], pkg.manifest().default_config);
+    const JitTarget target = parseJitTarget(argv[7]);
+    const std::string cache_dir = std::string(argv[8]) == "-" ? "" : argv[8];
+    JitCompiler jit{BinaryCache(cache_dir)};
+    const JitBinary bin =
+        jit.compile(variantRequest(pkg, K, V, dt == "bf16" ? ScalarType::BF16 : ScalarType::F16, config, target));
+    out = std::string("ok\n") + (bin.from_cache ? "1" : "0") + "\n" + bin.log;
+    rc = 0;
+  } catch (const std::exception& e) {
+    out = std::string("error\n") + e.what();
+  } catch (...) {
+    out = "error\ninternal error";
+  }
+  std::ofstream f(result, std::ios::binary | std::ios::trunc);
+  f << out;
+  return f ? rc : 1;
 }
 
 }  // namespace dgps

@@ -215,5 +215,8 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::cerr << "dgps-run: " << e.what() << "\n";
     return 1;
+  } catch (...) {
+    std::cerr << "dgps-run: internal error\n";
+    return 1;
   }
 }

@@ -133,22 +133,20 @@ std::string manifestFor(const Spec& s) {
 
 std::string tinyKernelsCu() {
   return R"CU(// Runtime test fixture: not a recurrence, just enough code to exercise the JIT path.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include "dgps/device/platform.cuh"  // NVRTC integer typedefs, then abi.h
+#include "dgps/device/platform.cuh"  // NVRTC integer typedefs, abi.h, bf16/f16 conversions
 
 #if !defined(DGPS_K) || !defined(DGPS_V) || !defined(DGPS_CHUNK) || !defined(DGPS_BLOCK_V) || \
     !defined(DGPS_WARPS) || !defined(DGPS_STAGES)
 #error "the runtime must define DGPS_K, DGPS_V, DGPS_CHUNK, DGPS_BLOCK_V, DGPS_WARPS, DGPS_STAGES"
 #endif
 #if defined(DGPS_INPUT_BF16)
-typedef __nv_bfloat16 in_t;
-__device__ inline float toF(in_t x) { return __bfloat162float(x); }
-__device__ inline in_t fromF(float x) { return __float2bfloat16(x); }
+typedef uint16_t in_t;  // bf16 bits (a package includes only the device library, not cuda_bf16.h)
+__device__ inline float toF(in_t x) { return dgps::dev::bf16_to_f32(x); }
+__device__ inline in_t fromF(float x) { return dgps::dev::f32_to_bf16(x); }
 #elif defined(DGPS_INPUT_F16)
-typedef __half in_t;
-__device__ inline float toF(in_t x) { return __half2float(x); }
-__device__ inline in_t fromF(float x) { return __float2half(x); }
+typedef uint16_t in_t;  // f16 bits
+__device__ inline float toF(in_t x) { return dgps::dev::f16_to_f32(x); }
+__device__ inline in_t fromF(float x) { return dgps::dev::f32_to_f16(x); }
 #else
 #error "the runtime must define DGPS_INPUT_BF16 or DGPS_INPUT_F16"
 #endif
@@ -193,9 +191,9 @@ Spec parseSpecOrDie(const std::string& yaml) {
 
 std::string writeTinyPackage(const std::string& dir, const std::string& kernels_cu) {
   ::mkdir(dir.c_str(), 0755);
-  std::string yaml = tinySpecYaml();
-  Spec s = parseSpecOrDie(yaml);
-  writeFile(dir + "/spec.yaml", yaml);
+  Spec s = parseSpecOrDie(tinySpecYaml());
+  // A package's spec.yaml is the canonical form, as dgpsc writes it (Package::open checks that).
+  writeFile(dir + "/spec.yaml", canonicalYaml(s));
   writeFile(dir + "/manifest.yaml", manifestFor(s));
   writeFile(dir + "/kernels.cu", kernels_cu);
   return dir;

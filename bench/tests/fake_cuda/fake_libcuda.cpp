@@ -9,6 +9,8 @@
 //   fault  the first package kernel launch makes every later call fail with CUDA_ERROR_ILLEGAL_ADDRESS,
 //          like a kernel that dereferenced a bad pointer;
 //   hang   the first wait after a package kernel launch never returns.
+// DGPS_FAKE_CUDA_CC="X.Y" makes the device report compute capability X.Y (default 9.0), to test the
+// runtime's refusal of GPUs the kernels do not support (tests/robustness_runtime).
 // Never install it: a test puts its folder first on LD_LIBRARY_PATH.
 #include <cuda.h>
 
@@ -129,10 +131,21 @@ CUresult cuDeviceGet(CUdevice* d, int ordinal) {
   *d = 0;
   return CUDA_SUCCESS;
 }
+// Compute capability digit `which` (0 major, 1 minor) from DGPS_FAKE_CUDA_CC="X.Y", else 9.0.
+static int fakeCapability(int which) {
+  const char* cc = std::getenv("DGPS_FAKE_CUDA_CC");
+  if (cc && cc[0] >= '0' && cc[0] <= '9' && cc[1] == '.' && cc[2] >= '0' && cc[2] <= '9') {
+    return which == 0 ? cc[0] - '0' : cc[2] - '0';
+  }
+  if (cc && cc[0] == '1' && cc[1] >= '0' && cc[1] <= '9' && cc[2] == '.' && cc[3] >= '0' && cc[3] <= '9') {
+    return which == 0 ? 10 + (cc[1] - '0') : cc[3] - '0';
+  }
+  return which == 0 ? 9 : 0;
+}
 CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
   switch (a) {
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = fakeCapability(0); break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = fakeCapability(1); break;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
     case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *v = 4 << 20; break;  // small: the flush buffer is memset often
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 232448; break;

@@ -9,7 +9,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <thread>
 
 extern char** environ;
@@ -76,30 +75,56 @@ bool isExecutable(const std::string& path) {
   return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
 }
 
-std::string selfExeDir() {
+std::string selfExePath() {
   char buf[4096];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n <= 0) return "";
-  std::string path(buf, std::size_t(n));
+  return std::string(buf, std::size_t(n));
+}
+
+std::string selfExeDir() {
+  const std::string path = selfExePath();
   const auto slash = path.rfind('/');
   return slash == std::string::npos ? std::string() : path.substr(0, slash);
 }
 
 std::string fileTail(const std::string& path, int max_lines) {
-  std::ifstream in(path);
-  if (!in) return "";
+  // Only the end of the file matters, and only a bounded piece of it is read: O_NONBLOCK keeps a FIFO
+  // from blocking the open, fstat refuses anything that is not a regular file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return "";
+  struct stat st {};
+  std::string data;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    constexpr off_t kTail = 64 * 1024;
+    const off_t from = st.st_size > kTail ? st.st_size - kTail : 0;
+    data.resize(static_cast<std::size_t>(st.st_size - from));
+    std::size_t got = 0;
+    while (got < data.size()) {
+      const ssize_t n = ::pread(fd, &data[got], data.size() - got, from + static_cast<off_t>(got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    data.resize(got);
+  }
+  ::close(fd);
   std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
+  std::size_t start = 0;
+  while (start < data.size()) {
+    std::size_t end = data.find('\n', start);
+    if (end == std::string::npos) end = data.size();
+    std::string line = data.substr(start, end - start);
+    start = end + 1;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    lines.push_back(line);
+    if (line.size() > 500) line = line.substr(0, 500) + "...";
+    lines.push_back(std::move(line));
     if (int(lines.size()) > max_lines) lines.erase(lines.begin());
   }
   std::string out;
   for (const std::string& l : lines) out += (out.empty() ? "" : " | ") + l;
   return out;
 }
-
 }  // namespace detail
 }  // namespace tune
 }  // namespace dgps

@@ -30,7 +30,11 @@ bool isExecutable(const std::string& path);
 /// Folder of the running executable (/proc/self/exe), or "".
 std::string selfExeDir();
 
-/// The last `max_lines` non-empty lines of a text file, joined with " | " ("" if unreadable).
+/// Path of the running executable (/proc/self/exe resolved), or "".
+std::string selfExePath();
+
+/// The last `max_lines` non-empty lines of a text file, joined with " | " ("" if unreadable). Reads at
+/// most the last 64 KiB of the file (a child's log may be huge).
 std::string fileTail(const std::string& path, int max_lines = 3);
 
 }  // namespace detail

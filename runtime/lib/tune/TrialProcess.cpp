@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "Process.h"
+#include "dgps/dsl/FileRead.h"
 #include "dgps/dsl/Safetensors.h"
 #include "dgps/runtime/CudaDriver.h"
 #include "dgps/runtime/Error.h"
@@ -163,15 +164,17 @@ std::string signalName(int sig) {
   return "signal " + std::to_string(sig) + (d ? std::string(" (") + d + ")" : std::string());
 }
 
-// Line 2 of the verdict file (the message), or "".
+// Line 2 of the verdict file (the message), or "". The file is the child's, but read with a limit all
+// the same: a verdict is two short lines.
 std::string verdictMessage(const std::string& path) {
-  std::ifstream in(path);
+  const FileReadResult f = readRegularFile(path, 1 << 20, "a trial verdict");
+  if (!f.ok) return "";
+  std::istringstream in(f.data);
   std::string verdict, message;
   std::getline(in, verdict);
   std::getline(in, message);
   return message;
 }
-
 }  // namespace
 
 TrialOutcome runIsolatedTrial(const std::string& helper, const TrialRequest& request, const std::string& log_path,

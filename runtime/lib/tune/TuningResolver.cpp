@@ -124,6 +124,9 @@ ResolverDecision TuningResolver::fromDatabase(const Package& package, const tuni
   if (!state_->db) {
     state_->db = std::make_unique<tuning::TuningDb>(d.db_path);
     if (tuning::Status s = state_->db->load(); !s) warn("tuning database: " + s.message);
+    // Line 0: about the file as a whole (e.g. refused because others can write it); said once here.
+    for (const tuning::DbWarning& w : state_->db->warnings())
+      if (w.line == 0) warn("tuning database " + w.path + ": " + w.message);
   } else if (!state_->db->findExact(fp, key)) {
     state_->db->load();  // another process may have tuned this key since we read the file
   }

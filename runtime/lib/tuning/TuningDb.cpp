@@ -8,8 +8,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <new>
 
+#include "../OwnedFolder.h"
 #include "FileLock.h"
+#include "dgps/dsl/FileRead.h"
 
 namespace dgps::tuning {
 namespace {
@@ -26,6 +29,26 @@ bool supersedes(const TuningRecord& a, std::size_t ia, const TuningRecord& b, st
 int bucketDistance(TBucket a, TBucket b) {
   const int d = static_cast<int>(a) - static_cast<int>(b);
   return d < 0 ? -d : d;
+}
+
+std::string folderOf(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Why the database at `path` must not be used ("" when it may): its folder and, when it exists, the
+// file itself must belong to this user and be writable by nobody else (OwnedFolder.h). Anyone else who
+// can write them can plant the records every later lookup follows.
+std::string trustProblem(const std::string& path) {
+  bool exists = true;
+  std::string problem = detail::folderProblem(folderOf(path), /*follow_symlink=*/true, &exists);
+  if (!problem.empty() || !exists) return problem;
+  // The file itself (a symbolic link is followed: only we can have made one in our own folder). A
+  // directory, FIFO or device is not a trust question: reading it fails with its own message.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  return detail::ownershipProblem(st, path, "file");
 }
 
 }  // namespace
@@ -54,11 +77,16 @@ std::optional<std::string> resolveDbPath(std::string* error, const EnvLookup& en
 Status appendLine(const std::string& path, const std::string& line) {
   if (line.find('\n') != std::string::npos)
     return Status::error("tuning database record for '" + path + "' contains a newline");
-  if (std::string err = posix::makeParentDirs(path); !err.empty())
-    return Status::error("cannot append to tuning database '" + path + "': " + err);
+  if (std::string err = detail::makePrivateFolder(folderOf(path), /*follow_symlink=*/true); !err.empty())
+    return Status::error("tuning database '" + path + "' is not written: " + err);
+  if (std::string err = trustProblem(path); !err.empty())
+    return Status::error("tuning database '" + path + "' is not written: " + err);
+  struct stat pre {};
+  if (::stat(path.c_str(), &pre) == 0 && !S_ISREG(pre.st_mode))
+    return Status::error("tuning database '" + path + "' is not a regular file");
 
   // O_RDWR, not O_WRONLY: the last byte is read back below.
-  posix::LockedFile file(path, O_RDWR | O_APPEND | O_CREAT, /*exclusive=*/true);
+  posix::LockedFile file(path, O_RDWR | O_APPEND | O_CREAT | O_NONBLOCK, /*exclusive=*/true);
   if (!file.ok()) return Status::error(file.error());
 
   // Under the exclusive lock nobody else appends, so the end we inspect is the end we write to.
@@ -91,13 +119,39 @@ void TuningDb::warn(int line, std::string message) {
 Status TuningDb::load() {
   records_.clear();
   warnings_.clear();
-  posix::LockedFile file(path_, O_RDONLY, /*exclusive=*/false);
-  if (file.errnum() == ENOENT) return Status::success();  // no database yet: empty
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) != 0 && errno == ENOENT) return Status::success();  // no database yet: empty
+  if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // A directory, FIFO or device: an error naming what it is (readRegularFile never blocks or reads it).
+    const FileReadResult r = readRegularFile(path_, file_limits::kTuningDb, "a tuning database");
+    return Status::error("cannot read tuning database '" + path_ + "': " + r.error);
+  }
+  if (std::string problem = trustProblem(path_); !problem.empty()) {
+    // Not an error: the tuner still runs (and refuses to append); lookups fall back to defaults.
+    warn(0, "not used: " + problem + "; its records are ignored and nothing is written to it");
+    return Status::success();
+  }
+  // O_NONBLOCK: a FIFO must not block the open; readRegularFile below refuses anything not regular.
+  posix::LockedFile file(path_, O_RDONLY | O_NONBLOCK, /*exclusive=*/false);
+  if (file.errnum() == ENOENT) return Status::success();
   if (!file.ok()) return Status::error(file.error());
-  std::string text;
-  if (std::string err = posix::readAll(file.fd(), &text); !err.empty())
-    return Status::error("cannot read tuning database '" + path_ + "': " + err);
+  FileReadResult read = readRegularFile(path_, file_limits::kTuningDb, "a tuning database");
+  if (!read.ok) return Status::error("cannot read tuning database '" + path_ + "': " + read.error);
+  const std::string& text = read.data;
+  try {
+    parseLines(text);
+  } catch (const std::bad_alloc&) {
+    records_.clear();
+    return Status::error("tuning database '" + path_ + "': out of memory while reading its records");
+  }
+  return Status::success();
+}
 
+void TuningDb::parseLines(const std::string& text) {
+  // A damaged file may hold millions of bad lines: the first kMaxLineWarnings are named, the rest counted.
+  constexpr int kMaxLineWarnings = 20;
+  int bad = 0;
+  const std::string latest = latestRecordDate();
   std::size_t start = 0;
   int lineNo = 0;
   while (start < text.size()) {
@@ -111,15 +165,18 @@ Status TuningDb::load() {
 
     TuningRecord rec;
     std::string error;
-    if (parseJsonLine(line, &rec, &error)) {
+    if (parseJsonLine(line, &rec, &error, latest)) {
       records_.push_back(std::move(rec));
+    } else if (++bad > kMaxLineWarnings) {
+      continue;
     } else if (!terminated) {
       warn(lineNo, "skipped torn last line (no newline at end of file; a writer probably crashed): " + error);
     } else {
       warn(lineNo, "skipped invalid record: " + error);
     }
   }
-  return Status::success();
+  if (bad > kMaxLineWarnings)
+    warn(lineNo, "and " + std::to_string(bad - kMaxLineWarnings) + " more invalid line(s) skipped");
 }
 
 Status TuningDb::append(const TuningRecord& record) {

@@ -90,6 +90,17 @@ int runTuneCommand(int argc, char** argv, std::ostream& out, std::ostream& err) 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // `dgps-tune specs/pgdn.yaml` (no --shape yet): the spec is the first thing to point out.
+    if (e.get_exit_code() != 0 && !o.package.empty()) {
+      try {
+        Package::open(o.package);
+      } catch (const RuntimeError& pe) {
+        if (std::string(pe.what()).find("this is a spec") != std::string::npos) {
+          err << "dgps-tune: error: " << pe.what() << "\n";
+          return 2;
+        }
+      }
+    }
     const int rc = app.exit(e, out, err);
     return rc == 0 ? 0 : 2;
   }

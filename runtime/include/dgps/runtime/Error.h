@@ -11,6 +11,7 @@ namespace dgps {
 enum class RuntimeErrorCode {
   NoDriver,         ///< libcuda.so.1 could not be loaded or lacks a required entry point.
   NoDevice,         ///< the driver loaded but cuInit failed or there is no device with that ordinal.
+  UnsupportedDevice,  ///< the GPU is not one the kernels support (compute capability 9.0 only; Runtime.h).
   InvalidArgument,  ///< a tensor, configuration or option failed validation (nothing was launched).
   Package,          ///< a generated package (manifest.yaml, spec.yaml, kernels.cu) is missing or corrupt.
   Jit,              ///< NVRTC rejected the source or an option; the message names the saved log.

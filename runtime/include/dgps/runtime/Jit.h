@@ -91,6 +91,13 @@ struct JitBinary {
   bool from_cache = false;
 };
 
+/// Refuses a source whose #include directives reach outside the embedded device library: only
+/// "dgps/device/<header>" names of embedded headers (and the request's extra_headers) may be included;
+/// absolute paths, other names, computed includes, #include_next/#import/#embed and __has_include are
+/// refused. Throws RuntimeError{Package} "<source_name>:<line>: <why>: '<the line>'; ...". Called by
+/// JitCompiler::compile before anything else; see IncludeScan.h in runtime/lib for how lines are read.
+void checkSourceIncludes(const JitRequest& request);
+
 /// Every input of the cache key, gathered so tests can change each one.
 struct JitKeyFields {
   std::string source;
@@ -118,7 +125,8 @@ class JitCompiler {
   JitKeyFields keyFields(const JitRequest& request) const;
   std::string cacheKey(const JitRequest& request) const { return jitCacheKey(keyFields(request)); }
 
-  /// Returns the cached image for the request or compiles it with NVRTC and caches it. On a compile
+  /// Returns the cached image for the request or compiles it with NVRTC and caches it. The source's
+  /// includes are checked first (checkSourceIncludes). On a compile
   /// failure throws RuntimeError{Jit} naming the folder (under the cache dir, "failures/<key>/") that
   /// holds the source, options and full log, and the versions (NvrtcEnvironment::describe()).
   JitBinary compile(const JitRequest& request) const;

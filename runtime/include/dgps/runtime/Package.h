@@ -22,6 +22,14 @@
 //   plan: {bytes_per_token_head: <num>, flops_per_token_head: <num>}
 // `forward` or `decode` may be absent when the spec does not list that kernel. Every error names the
 // file, the line:column, the key, what was expected and what came.
+//
+// Strictness (the files are compiler output, and may come from anywhere): each file is read with a size
+// limit (dgps::readRegularFile: manifest and spec 4 MiB, kernels.cu 16 MiB; FIFOs and devices refused);
+// manifest.yaml and spec.yaml are one YAML document without tags, anchors or aliases; names are checked
+// by hand with length limits (identifiers at most 256 characters); spec.yaml must be exactly
+// canonicalYaml(spec) as dgpsc writes it (so `heads.qk: 0` for `any`, `!!str 1e-6` or a comment is
+// refused, naming the first differing line); kernels.cu may include only the embedded device library
+// (checkSourceIncludes, Jit.h). Passing a spec file instead of a folder says so.
 #pragma once
 
 #include <string>

@@ -14,6 +14,12 @@
 // context of the tensors' device, whatever device is current; the calling thread's current
 // context is restored. Thread-safe: one Runtime may be shared by threads and streams.
 // Errors: RuntimeError (Error.h) with one message; InvalidArgument means nothing was launched.
+//
+// Supported GPUs: compute capability 9.0 only (Hopper: H100, H200; the kernels are compiled for sm_90a
+// and use its wgmma/TMA-era features and register budget). Other GPUs are refused when a package is first
+// loaded on them (forward, decode, prepare) with RuntimeError{UnsupportedDevice}: "DGPS kernels need
+// compute capability 9.0 (Hopper: H100, H200); this GPU is <name>, compute capability X.Y". NVRTC compiles
+// for sm_80 spill registers and sm_89/sm_100/sm_120 compiles fail, so nothing is attempted there.
 #pragma once
 
 #include <cstddef>
@@ -73,6 +79,17 @@ struct VariantInfo {
   std::vector<KernelResourceUsage> ptxas;  ///< per kernel, from the compile log (empty for PTX)
   std::vector<KernelInfo> kernels;
 };
+
+/// The compute capability the kernels are written for (sm_90a).
+inline constexpr ComputeCapability kSupportedComputeCapability{9, 0};
+
+/// "" when a GPU of capability `cc` can run DGPS kernels, else the message naming `device_name` and its
+/// capability (see "Supported GPUs" above). Pure: the decision, testable without a GPU.
+std::string unsupportedDeviceMessage(ComputeCapability cc, const std::string& device_name);
+
+/// Throws RuntimeError{UnsupportedDevice} with unsupportedDeviceMessage when `device` is not supported
+/// (and RuntimeError{NoDriver/NoDevice} when it cannot be queried).
+void requireSupportedDevice(int device);
 
 /// The macros a package variant is compiled with: DGPS_K, DGPS_V, DGPS_INPUT_BF16 or DGPS_INPUT_F16,
 /// DGPS_CHUNK, DGPS_BLOCK_V, DGPS_WARPS, DGPS_STAGES.

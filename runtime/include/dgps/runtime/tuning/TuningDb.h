@@ -16,6 +16,13 @@
 // not matter because the newest `date` wins for each (device identity, key); equal dates resolve to
 // the later line.
 //
+// Trust. The file's folder must be a directory owned by this user that group and others cannot write,
+// and the file (when it exists) a regular file with the same rule: anyone else who can write them could
+// plant the records every lookup follows. An untrusted database is not read (load() succeeds empty with
+// a DbWarning on line 0 saying why) and never written (append() returns an error). Missing folders are
+// created with mode 0700. The file is read with a size limit (file_limits::kTuningDb, 64 MiB); a FIFO,
+// a device or a larger file is an error from load(), never a hang or an exhausted memory.
+//
 // Lookup order: exact key -> nearest T bucket with every other key field equal (ties go to the longer
 // bucket) -> the caller's heuristic default (from the package manifest). Only records whose device
 // fingerprint identity matches (Fingerprint.h) are ever chosen; the others are returned as "foreign",
@@ -65,8 +72,9 @@ class TuningDb {
 
   const std::string& path() const { return path_; }
 
-  /// (Re)read the whole file under a shared lock. A missing file is an empty database (success);
-  /// an unreadable one is an error naming the path and errno text. Bad lines become warnings.
+  /// (Re)read the whole file under a shared lock. A missing file is an empty database (success), and so
+  /// is an untrusted one (with a warning); an unreadable, oversized or non-regular one is an error naming
+  /// the path and the reason. Bad lines become warnings. Never throws.
   Status load();
 
   /// Append one record durably (see the header comment) and add it to the in-memory view. Creates
@@ -94,6 +102,7 @@ class TuningDb {
 
  private:
   void warn(int line, std::string message);
+  void parseLines(const std::string& text);
 
   std::string path_;
   std::vector<TuningRecord> records_;

@@ -38,7 +38,15 @@ std::string toJsonLine(const TuningRecord& record);
 
 /// Parse one line. On failure returns false and sets *error to what was wrong (field and
 /// expectation), e.g. "field 'config.warps': expected a positive integer, got \"four\"".
+/// Refused besides wrong fields: a line over 64 KiB or nested deeper than 8 levels, a key given twice in
+/// one object (named in the error), a date that is not a real calendar time (isRecordDate) or that is
+/// later than now + 1 day. Never throws.
 bool parseJsonLine(const std::string& line, TuningRecord* out, std::string* error);
+/// The latest date a record may carry: now + 1 day, in the record's date format (clocks of machines
+/// whose files are merged differ a little; a record from the far future would win every lookup forever).
+std::string latestRecordDate();
+/// The same with the latest accepted date given (a record date in the same format), for tests.
+bool parseJsonLine(const std::string& line, TuningRecord* out, std::string* error, const std::string& latest_date);
 
 /// Milliseconds rounded to whole nanoseconds, the precision records are stored with: far below
 /// timing noise, and lines stay readable ("0.489859" rather than "0.489859014749527").
@@ -46,7 +54,8 @@ double roundToNs(double ms);
 
 /// The current UTC time in the record's date format.
 std::string utcNow();
-/// True when `date` has the exact format "YYYY-MM-DDTHH:MM:SS.mmmZ".
+/// True when `date` has the exact format "YYYY-MM-DDTHH:MM:SS.mmmZ" and is a real UTC time from 1970 on
+/// (month 1-12, a day the month has, leap years included, hour <= 23, minute and second <= 59).
 bool isRecordDate(const std::string& date);
 /// This machine's host name, or "unknown".
 std::string hostName();

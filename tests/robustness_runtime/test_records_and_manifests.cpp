@@ -1,0 +1,163 @@
+// Item: tuning records dated 9999 won forever and were only format-checked; duplicate JSON keys resolved
+// last-wins. Manifests accepted a second YAML document and YAML tags on numbers, and a package's
+// spec.yaml accepted `heads.qk: 0` for `any`.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "RobustUtil.h"
+#include "dgps/runtime/Error.h"
+#include "dgps/runtime/Package.h"
+#include "dgps/runtime/tuning/TuningDb.h"
+
+namespace dgps {
+namespace {
+
+using robust::TempDir;
+
+std::string withDate(const std::string& date) {
+  tuning::TuningRecord r = robust::sampleRecord();
+  r.date = date;
+  return tuning::toJsonLine(r);
+}
+
+std::string parseError(const std::string& line) {
+  tuning::TuningRecord r;
+  std::string error;
+  if (tuning::parseJsonLine(line, &r, &error)) return "";
+  return error.empty() ? "(no message)" : error;
+}
+
+TEST(Records, DatesMustBeRealAndNotInTheFuture) {
+  EXPECT_EQ(parseError(withDate(tuning::utcNow())), "");
+  EXPECT_EQ(parseError(withDate("2024-02-29T23:59:59.999Z")), "") << "a leap day";
+  for (const char* bad : {"9999-12-31T00:00:00.000Z", "2023-02-29T00:00:00.000Z", "2025-13-01T00:00:00.000Z",
+                          "2025-04-31T00:00:00.000Z", "2025-01-00T00:00:00.000Z", "2025-01-01T24:00:00.000Z",
+                          "2025-01-01T00:60:00.000Z", "2025-01-01T00:00:60.000Z", "1900-02-29T00:00:00.000Z",
+                          "0000-01-01T00:00:00.000Z"}) {
+    const std::string e = parseError(withDate(bad));
+    EXPECT_NE(e.find("field 'date'"), std::string::npos) << bad << ": " << e;
+  }
+  EXPECT_NE(parseError(withDate("9999-12-31T00:00:00.000Z")).find("future"), std::string::npos);
+  // The bound is now + 1 day: a slightly fast clock elsewhere is fine, a wrong year is not.
+  tuning::TuningRecord r;
+  std::string error;
+  EXPECT_TRUE(tuning::parseJsonLine(withDate("2030-01-01T00:00:00.000Z"), &r, &error, "2030-01-01T00:00:00.000Z"));
+  EXPECT_FALSE(tuning::parseJsonLine(withDate("2030-01-01T00:00:00.001Z"), &r, &error, "2030-01-01T00:00:00.000Z"));
+}
+
+TEST(Records, AFutureRecordDoesNotWinTheLookup) {
+  TempDir tmp;
+  const std::string path = tmp / "tuning.jsonl";
+  tuning::TuningRecord good = robust::sampleRecord();
+  tuning::TuningRecord forged = good;
+  forged.config = tuning::TileConfig{32, 32, 8, 1};
+  forged.date = "9999-01-01T00:00:00.000Z";
+  robust::writeFile(path, tuning::toJsonLine(forged) + "\n" + tuning::toJsonLine(good) + "\n");
+  tuning::TuningDb db(path);
+  ASSERT_TRUE(db.load());
+  ASSERT_EQ(db.records().size(), 1u);
+  EXPECT_EQ(db.records()[0].config, good.config);
+  ASSERT_EQ(db.warnings().size(), 1u);
+  EXPECT_EQ(db.warnings()[0].line, 1);
+  EXPECT_NE(db.warnings()[0].message.find("future"), std::string::npos);
+}
+
+TEST(Records, DuplicateKeysAreRefusedByName) {
+  const std::string line = withDate(tuning::utcNow());
+  // A second "config" at the top level, and a second "warps" inside config.
+  std::string top = line;
+  top.insert(top.size() - 1, ",\"config\":{\"chunk\":32,\"block_v\":32,\"warps\":8,\"stages\":1}");
+  EXPECT_NE(parseError(top).find("duplicate key \"config\""), std::string::npos) << parseError(top);
+  std::string inner = line;
+  const auto at = inner.find("\"warps\":4");
+  ASSERT_NE(at, std::string::npos);
+  inner.insert(at, "\"warps\":8,");
+  EXPECT_NE(parseError(inner).find("duplicate key \"warps\""), std::string::npos) << parseError(inner);
+  // The same key in different objects is fine ("name" is not a field of both, "chunk" is only in config).
+  EXPECT_EQ(parseError(line), "");
+}
+
+TEST(Records, DeepOrLongLinesAreRefused) {
+  EXPECT_NE(parseError(std::string(100000, '[') + std::string(100000, ']')), "");
+  EXPECT_NE(parseError("{\"a\":\"" + std::string(1 << 20, 'x') + "\"}").find("bytes"), std::string::npos);
+}
+
+// Opens the package and returns the RuntimeError message ("" when it opened).
+std::string openError(const std::string& dir) {
+  try {
+    Package::open(dir);
+    return "";
+  } catch (const RuntimeError& e) {
+    EXPECT_EQ(e.code(), RuntimeErrorCode::Package);
+    return e.what();
+  }
+}
+
+void edit(const std::string& path, const std::string& from, const std::string& to) {
+  std::string s = robust::readFile(path);
+  const auto at = s.find(from);
+  ASSERT_NE(at, std::string::npos) << from;
+  robust::writeFile(path, s.replace(at, from.size(), to));
+}
+
+TEST(Manifests, SecondDocumentTagsAndAnchorsAreRefused) {
+  struct Case {
+    std::string file, from, to, where, what;
+  } cases[] = {
+      {"manifest.yaml", "plan:", "---\nname: other\n...\nplan:", "manifest.yaml:", "YAML"},
+      {"manifest.yaml", "dgps_package: 1", "dgps_package: 1\n---\ndgps_package: 2", "manifest.yaml:2:1:", "second YAML document"},
+      {"manifest.yaml", "bytes_per_token_head: 2433", "bytes_per_token_head: !!str 2433", "manifest.yaml:", "tag !!str"},
+      {"manifest.yaml", "codegen_version: 1", "codegen_version: !!int 1", "manifest.yaml:2:", "tag !!int"},
+      {"manifest.yaml", "warps: [4, 8]", "warps: &w [4, 8]", "manifest.yaml:", "anchor"},
+      {"spec.yaml", "eps: 1e-6", "eps: !!str 1e-6", "spec.yaml:", "tag !!str"},
+      {"spec.yaml", "allow_unstable: false", "allow_unstable: false\n---\nname: x", "spec.yaml:", "second YAML document"},
+      {"spec.yaml", "qk: any", "qk: 0", "spec.yaml:", "qk: any"},
+      {"spec.yaml", "scale: auto", "scale: auto  # a comment", "spec.yaml:", "canonical form"},
+  };
+  for (const auto& c : cases) {
+    TempDir tmp;
+    const std::string dir = robust::copyPackage("pgdn", tmp / "pgdn");
+    edit(dir + "/" + c.file, c.from, c.to);
+    const std::string msg = openError(dir);
+    EXPECT_NE(msg.find(c.where), std::string::npos) << c.to << ": " << msg;
+    EXPECT_NE(msg.find(c.what), std::string::npos) << c.to << ": " << msg;
+  }
+}
+
+TEST(Manifests, HeadsQkZeroNamesLineAndExpectation) {
+  TempDir tmp;
+  const std::string dir = robust::copyPackage("pgdn", tmp / "pgdn");
+  const std::string spec = robust::readFile(dir + "/spec.yaml");
+  int line = 1;
+  for (std::size_t i = 0; i < spec.find("qk: any"); ++i) line += spec[i] == '\n';
+  edit(dir + "/spec.yaml", "qk: any", "qk: 0");
+  const std::string msg = openError(dir);
+  EXPECT_NE(msg.find("spec.yaml:" + std::to_string(line) + ":"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("expected '  qk: any'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("got '  qk: 0'"), std::string::npos) << msg;
+}
+
+TEST(Manifests, TheShippedPackagesOpen) {
+  for (const char* p : {"atq", "deltanet", "gdn", "kda", "linear_attention", "mamba2", "osdn", "osdn_apf", "pdn",
+                        "pgdn", "pkda"}) {
+    EXPECT_EQ(openError(robust::generatedPackage(p)), "") << p;
+  }
+}
+
+TEST(Manifests, ASpecFileInsteadOfAPackageIsNamed) {
+  const std::string spec = std::string(DGPS_SOURCE_DIR) + "/specs/pgdn.yaml";
+  const std::string msg = openError(spec);
+  EXPECT_NE(msg.find("this is a spec"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("dgpsc tune"), std::string::npos) << msg;
+  std::string out;
+  const int rc = robust::runCommand(std::string(DGPS_TUNE_EXE) + " " + spec + " --shape B=1,T=64,H=2,K=64,V=64", &out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("this is a spec; compile it first"), std::string::npos) << out;
+  // Also before --shape is given.
+  EXPECT_EQ(robust::runCommand(std::string(DGPS_TUNE_EXE) + " " + spec, &out), 2) << out;
+  EXPECT_NE(out.find("this is a spec; compile it first"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace dgps
