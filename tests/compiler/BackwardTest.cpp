@@ -21,7 +21,7 @@ constexpr double kTolerance = 1e-9;
 /// a small step and accept the larger rounding floor. Small K makes l2norm strongly curved, hence h ≤ 2e-4.
 /// The stencil at h and at h/2 must agree (the difference bounds the truncation error) before the
 /// backward is compared with it; directions where they do not (a kink inside the stencil) are redrawn.
-double stepFor(const Spec& s) { return hasPrecond(s) ? 2e-5 : 2e-4; }
+double stepFor(const Spec& s) { return hasPrecond(s) ? 2e-6 : 2e-4; }
 constexpr int kDirections = 4;
 
 struct Case {
