@@ -177,7 +177,13 @@ class Interpreter {
         .Case([&](KernelOp o) {
           runBlock(o.getBody().front());
           auto yield = cast<YieldOp>(o.getBody().front().getTerminator());
-          for (auto [r, v] : llvm::zip(o.getBuffers(), yield.getValues())) values_[r] = values_.at(v);
+          for (auto [r, v] : llvm::zip(o.getBuffers(), yield.getValues())) {
+            auto it = values_.find(v);
+            if (it == values_.end())
+              throw ExecError("kernel '" + o.getRole().str() + "' yields a value it never computed");
+            ArrayPtr buffer = it->second;  // a copy: inserting r may grow the map and move its entries
+            values_[r] = std::move(buffer);
+          }
         })
         .Case([&](YieldOp) {})
         .Case([&](func::ReturnOp) {})
