@@ -26,7 +26,6 @@ class BackwardPlan : public ::testing::TestWithParam<std::string> {};
 TEST_P(BackwardPlan, RolesCostAndSavedValues) {
   Context ctx;
   const Spec spec = loadSpec(GetParam());
-  if (usesHypergrad(spec)) GTEST_SKIP() << "backward of the hypergrad_ogd preconditioner is not derived";
   mlir::OwningOpRef<mlir::ModuleOp> m = backwardModule(ctx, spec, /*partitioned=*/true);
   ASSERT_TRUE(m);
   mlir::func::FuncOp bwd = function(*m, true), fwd = function(*m, false);
@@ -81,7 +80,7 @@ TEST_P(BackwardPlan, RolesCostAndSavedValues) {
   EXPECT_EQ(refPlan.getFlopsPerTokenHead(), fplan.getFlopsPerTokenHead()) << "forward plan changed";
 }
 
-INSTANTIATE_TEST_SUITE_P(ShippedSpecs, BackwardPlan, ::testing::ValuesIn(shippedSpecPaths()),
+INSTANTIATE_TEST_SUITE_P(ShippedSpecs, BackwardPlan, ::testing::ValuesIn(derivedSpecPaths()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return std::filesystem::path(info.param).stem().string();
                          });

@@ -2,7 +2,7 @@
 // differences of the executor's own float64 forward: for every input x and a fresh random direction δ,
 // ⟨dx, δ⟩ must match (L(x + hδ) − L(x − hδ)) / 2h (a fourth-order stencil) for the loss
 // L = Σ ⟨cotangent, output⟩. Every shipped spec whose backward is derived (OSDN's hypergradient
-// preconditioner is refused with a clear diagnostic, checked below), T in {1, 63, 64, 65, 200}, GVA,
+// preconditioner is refused with a clear diagnostic, checked below; derivedSpecPaths), T in {1, 63, 64, 65, 200}, GVA,
 // varlen with length-1 sequences, with and without initial states, flat and partitioned IR, two keep
 // policies. K and V are small (4..12) so that the suite runs in seconds.
 #include <limits>
@@ -118,14 +118,11 @@ ProblemShape shape(const Spec& spec, int64_t B, int64_t T, int64_t K, int64_t V,
   return p;
 }
 
-bool backwardDerived(const Spec& s) { return !usesHypergrad(s); }
-
 class BackwardVsFiniteDifferences : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(BackwardVsFiniteDifferences, SequenceLengths) {
   Context ctx;
   const Spec spec = smallDimsSpec(loadSpec(GetParam()));
-  if (!backwardDerived(spec)) GTEST_SKIP() << "backward of the hypergrad_ogd preconditioner is not derived (see DiagnosticForOSDN)";
   for (int64_t T : {1, 63, 64, 65, 200}) {
     checkAgainstFiniteDifferences(ctx, spec, {shape(spec, 2, T, 8, 4, spec.gva_ratio)});
     if (HasFatalFailure()) return;
@@ -135,14 +132,12 @@ TEST_P(BackwardVsFiniteDifferences, SequenceLengths) {
 TEST_P(BackwardVsFiniteDifferences, NoInitialStates) {
   Context ctx;
   const Spec spec = smallDimsSpec(loadSpec(GetParam()));
-  if (!backwardDerived(spec)) GTEST_SKIP() << "backward of the hypergrad_ogd preconditioner is not derived";
   checkAgainstFiniteDifferences(ctx, spec, {shape(spec, 2, 130, 4, 8, spec.gva_ratio), false});
 }
 
 TEST_P(BackwardVsFiniteDifferences, VarlenWithLengthOneSequences) {
   Context ctx;
   const Spec spec = smallDimsSpec(loadSpec(GetParam()));
-  if (!backwardDerived(spec)) GTEST_SKIP() << "backward of the hypergrad_ogd preconditioner is not derived";
   Case c{shape(spec, 1, 200, 8, 4, spec.gva_ratio)};
   c.shape.cu_seqlens = {0, 1, 64, 65, 130, 200};  // lengths 1, 63, 1, 65, 70
   checkAgainstFiniteDifferences(ctx, spec, c);
@@ -153,7 +148,6 @@ TEST_P(BackwardVsFiniteDifferences, VarlenWithLengthOneSequences) {
 TEST_P(BackwardVsFiniteDifferences, GroupedValueHeads) {
   Context ctx;
   Spec spec = smallDimsSpec(loadSpec(GetParam()));
-  if (!backwardDerived(spec)) GTEST_SKIP() << "backward of the hypergrad_ogd preconditioner is not derived";
   spec.gva_ratio = 3;
   checkAgainstFiniteDifferences(ctx, spec, {shape(spec, 2, 65, 4, 4, 3)});
 }
@@ -161,7 +155,6 @@ TEST_P(BackwardVsFiniteDifferences, GroupedValueHeads) {
 TEST_P(BackwardVsFiniteDifferences, PartitionedAndEveryIntermediateKept) {
   Context ctx;
   const Spec spec = smallDimsSpec(loadSpec(GetParam()));
-  if (!backwardDerived(spec)) GTEST_SKIP() << "backward of the hypergrad_ogd preconditioner is not derived";
   Case c{shape(spec, 1, 100, 4, 4, spec.gva_ratio)};
   c.shape.cu_seqlens = {0, 1, 70, 100};
   c.partitioned = true;
@@ -173,7 +166,7 @@ TEST_P(BackwardVsFiniteDifferences, PartitionedAndEveryIntermediateKept) {
   checkAgainstFiniteDifferences(ctx, spec, c);
 }
 
-INSTANTIATE_TEST_SUITE_P(ShippedSpecs, BackwardVsFiniteDifferences, ::testing::ValuesIn(shippedSpecPaths()),
+INSTANTIATE_TEST_SUITE_P(ShippedSpecs, BackwardVsFiniteDifferences, ::testing::ValuesIn(derivedSpecPaths()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return std::filesystem::path(info.param).stem().string();
                          });

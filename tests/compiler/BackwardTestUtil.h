@@ -88,6 +88,17 @@ inline double loss(mlir::ModuleOp m, const TensorMap& inputs, const TensorMap& c
   return s;
 }
 
+/// The shipped specs whose backward --chunk-derive-backward derives: all but the hypergrad_ogd (OSDN)
+/// preconditioner's, which the pass refuses (tested on its own).
+inline std::vector<std::string> derivedSpecPaths() {
+  std::vector<std::string> paths;
+  for (const std::string& p : shippedSpecPaths()) {
+    ParseResult r = parseSpecFile(p);
+    if (r.ok() && !usesHypergrad(*r.spec)) paths.push_back(p);
+  }
+  return paths;
+}
+
 /// Whether an input gets a gradient (every floating-point input; cu_seqlens has none).
 inline bool differentiable(const std::string& name) { return name != "cu_seqlens"; }
 
