@@ -81,6 +81,8 @@ LogicalResult fuseHypergrad(HypergradScanOp scan) {
 
 struct FusePreconditionerPass : dgps::impl::FusePreconditionerBase<FusePreconditionerPass> {
   void runOnOperation() override {
+    // A derived backward keeps the token-by-token scan: its adjoint reads the per-token accumulator.
+    if (getOperation()->hasAttr(kBackwardOfAttr)) return;
     SmallVector<Operation*> scans;
     getOperation().walk([&](Operation* op) {
       if (isa<AccumScanOp, HypergradScanOp>(op)) scans.push_back(op);

@@ -9,6 +9,7 @@
 #include "dgps/Dialect/DGPS/IR/DGPS.h"
 #include "dgps/Transforms/Passes.h"
 #include "dgps/Transforms/PlanCost.h"
+#include "Partitioner.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
@@ -25,18 +26,7 @@ using namespace dgps::chunk;
 namespace {
 
 // The roles of the device library in launch order (runtime/device/dgps/device/launch_rules.h).
-enum class Role { PrecondSummary = 0, PrecondScan = 1, ChunkLocal = 2, StateOutput = 3, Recompute = 4 };
-constexpr int kNumKernels = 4;
-const char* roleName(Role r) {
-  switch (r) {
-    case Role::PrecondSummary: return "precond_summary";
-    case Role::PrecondScan: return "precond_scan";
-    case Role::ChunkLocal: return "chunk_local";
-    case Role::StateOutput: return "state_output";
-    case Role::Recompute: break;
-  }
-  return "recompute";
-}
+enum class Role { PrecondSummary = 0, PrecondScan = 1, ChunkLocal = 2, StateOutput = 3, Recompute = dgps::kRecompute };
 
 /// Where an op runs:
 ///   precond_summary  per-chunk accumulator summaries (parallel over chunks),
@@ -57,117 +47,12 @@ Role roleOf(Operation* op) {
       .Default([](Operation*) { return Role::Recompute; });
 }
 
-/// The default point of the tuning space: the configuration the device library measured fastest on the
-/// H200 at the anchor shapes (BV = 128, two pipeline stages; tests/gpu_kernels/results/NOTES.md), or the
-/// nearest allowed value below it.
-TileAttr defaultTile(func::FuncOp fn) {
-  auto pick = [](ArrayRef<int64_t> allowed, int64_t preferred) -> int64_t {
-    if (allowed.empty() || llvm::is_contained(allowed, preferred)) return preferred;
-    int64_t best = allowed.front();
-    for (int64_t v : allowed)
-      if (v <= preferred) best = std::max(best, v);
-    return best;
-  };
-  int64_t chunk = 64;
-  if (auto c = fn->getAttrOfType<IntegerAttr>(kChunkSizeAttr)) chunk = c.getInt();
-  auto tuning = fn->getAttrOfType<dgps::ir::TuningAttr>(kTuningAttr);
-  if (!tuning) return TileAttr::get(fn.getContext(), chunk, 64, 4, 1);
-  return TileAttr::get(fn.getContext(), chunk, pick(tuning.getBlockV().asArrayRef(), 128),
-                       pick(tuning.getWarps().asArrayRef(), 4), pick(tuning.getStages().asArrayRef(), 2));
+const dgps::RoleTable& forwardRoles() {
+  static const dgps::RoleTable table{{"precond_summary", "precond_scan", "chunk_local", "state_output"},
+                                     [](Operation* op) { return static_cast<int>(roleOf(op)); },
+                                     dgps::kRecompute};
+  return table;
 }
-
-class Partitioner {
- public:
-  explicit Partitioner(func::FuncOp fn) : fn_(fn) {}
-
-  LogicalResult run() {
-    Block& body = fn_.getBody().front();
-    if (!body.getOps<KernelOp>().empty())
-      return fn_.emitError() << "is already partitioned into kernels";
-    SmallVector<Operation*> ops;
-    for (Operation& op : body.without_terminator()) ops.push_back(&op);
-
-    // 1. Roots: ops with a fixed kernel. Stores run where their value is produced.
-    for (Operation* op : ops) {
-      Role r = roleOf(op);
-      if (auto store = dyn_cast<StoreOp>(op)) {
-        Operation* def = store.getValue().getDefiningOp();
-        r = def ? roleOf(def) : Role::Recompute;
-        if (r == Role::Recompute)
-          return store.emitError() << "stores a value no kernel computes (it would be a copy of an input)";
-      }
-      if (r != Role::Recompute) roots_[static_cast<int>(r)].push_back(op);
-    }
-
-    // 2. Per kernel: the recompute ops its roots need, and the buffers it reads from other kernels.
-    for (int k = 0; k < kNumKernels; ++k) {
-      llvm::SetVector<Operation*> members(roots_[k].begin(), roots_[k].end());
-      SmallVector<Operation*> work(roots_[k].begin(), roots_[k].end());
-      while (!work.empty()) {
-        Operation* op = work.pop_back_val();
-        for (Value v : op->getOperands()) {
-          Operation* def = v.getDefiningOp();
-          if (!def) return op->emitError() << "uses a block argument; chunk IR has none";
-          Role r = roleOf(def);
-          if (r == Role::Recompute) {
-            if (members.insert(def)) work.push_back(def);
-          } else if (static_cast<int>(r) != k) {
-            if (static_cast<int>(r) > k)
-              return op->emitError() << "in kernel " << roleName(static_cast<Role>(k))
-                                     << " needs a value of the later kernel " << roleName(r);
-            exported_[static_cast<int>(r)].insert(v);
-          }
-        }
-      }
-      members_[k] = std::move(members);
-    }
-
-    // Buffers in program order of their producers, so the printed IR reads top to bottom.
-    llvm::DenseMap<Operation*, size_t> position;
-    for (size_t i = 0; i < ops.size(); ++i) position[ops[i]] = i;
-    for (auto& exported : exported_) {
-      SmallVector<Value> sorted(exported.begin(), exported.end());
-      llvm::stable_sort(sorted, [&](Value a, Value b) {
-        size_t pa = position[a.getDefiningOp()], pb = position[b.getDefiningOp()];
-        return pa != pb ? pa < pb : cast<OpResult>(a).getResultNumber() < cast<OpResult>(b).getResultNumber();
-      });
-      exported = llvm::SetVector<Value>(sorted.begin(), sorted.end());
-    }
-
-    // 3. Build the kernels in role order, then drop the flat ops.
-    OpBuilder b(body.getTerminator());
-    IRMapping toBuffer;  // value of an earlier kernel -> that kernel's result
-    TileAttr tile = defaultTile(fn_);
-    for (int k = 0; k < kNumKernels; ++k) {
-      if (roots_[k].empty()) continue;
-      SmallVector<Type> bufferTypes;
-      for (Value v : exported_[k]) bufferTypes.push_back(cast<ChunkTensorType>(v.getType()).withGlobal(true));
-      auto kernel = b.create<KernelOp>(fn_.getLoc(), bufferTypes, b.getStringAttr(roleName(static_cast<Role>(k))),
-                                       tile);
-      Block* kb = new Block();
-      kernel.getBody().push_back(kb);
-      OpBuilder kbuilder = OpBuilder::atBlockEnd(kb);
-      IRMapping map = toBuffer;
-      for (Operation* op : ops)  // program order is a topological order
-        if (members_[k].contains(op)) kbuilder.clone(*op, map);
-      SmallVector<Value> yielded;
-      for (Value v : exported_[k]) yielded.push_back(map.lookup(v));
-      kbuilder.create<YieldOp>(fn_.getLoc(), yielded);
-      for (auto [v, r] : llvm::zip(exported_[k], kernel.getBuffers())) toBuffer.map(v, r);
-    }
-    for (Operation* op : llvm::reverse(ops)) {
-      op->dropAllUses();
-      op->erase();
-    }
-    return success();
-  }
-
- private:
-  func::FuncOp fn_;
-  SmallVector<Operation*> roots_[kNumKernels];
-  llvm::SetVector<Operation*> members_[kNumKernels];
-  llvm::SetVector<Value> exported_[kNumKernels];
-};
 
 std::string formatBytes(double x) { return std::to_string(static_cast<int64_t>(std::llround(x))); }
 
@@ -175,7 +60,8 @@ struct PartitionKernelsPass : dgps::impl::PartitionKernelsBase<PartitionKernelsP
   void runOnOperation() override {
     for (func::FuncOp fn : llvm::make_early_inc_range(getOperation().getOps<func::FuncOp>())) {
       if (!fn->hasAttr(kChunkSizeAttr)) continue;  // not a lowered forward
-      if (failed(Partitioner(fn).run())) return signalPassFailure();
+      if (fn->hasAttr(kBackwardOfAttr)) continue;  // a derived backward: --chunk-partition-backward
+      if (failed(dgps::partitionFunction(fn, forwardRoles()))) return signalPassFailure();
       dgps::CostPoint at = dgps::costPointOf(fn);
       dgps::PlanCost cost = dgps::estimatePlan(fn, at);
       int64_t bytes = std::llround(cost.bytes()), flops = std::llround(cost.flops());

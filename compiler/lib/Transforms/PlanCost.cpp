@@ -70,6 +70,21 @@ double flopsPerTokenHead(Operation* op, const CostPoint& at) {
       .Case([&](HypergradPassOp) { return 7 * K * perKeyHead; })
       .Case([&](HypergradApplyOp) { return 4 * K * perKeyHead; })
       .Case([&](DiagApplyOp) { return K * perKeyHead; })
+      // Adjoints (ChunkGradOps.td): about twice their forward op's products.
+      .Case([&](AddOp o) {
+        return (o.getTerms().size() - 1.0) * bytesPerTokenHead(cast<ChunkTensorType>(o.getType()), at) / 4.0;
+      })
+      .Case([&](L2NormGradOp) { return 5 * K * perKeyHead; })
+      .Case([&](GateCumsumGradOp o) { return cast<ChunkTensorType>(o.getType()).hasDim(Dim::K) ? K : 1.0; })
+      .Case([&](KKTGradOp) { return 6 * C * K; })               // dK̂, dK̃ and dβ/dG, each 2C²K per chunk
+      .Case([&](SolveTrilGradOp) { return 2 * C * C / 3; })     // two triangular products, ≈ 2C³/3 per chunk
+      .Case([&](WYRecomputeGradOp) { return 4 * C * K + 4 * C * V; })
+      .Case([&](GainScaleGradOp) { return 2 * V; })
+      .Case([&](StatePassGradOp) { return 10 * K * V; })         // K̄ dS, dS v_new, S dv, W dvᵀ, dG
+      .Case([&](QKAttnGradOp) { return 6 * C * K; })
+      .Case([&](OutputGradOp) { return 4 * K * V + 4 * C * V; })  // dq, dh; dAqk, dv_new
+      .Case([&](AccumScanGradOp) { return 6 * K * perKeyHead; })
+      .Case([&](SquashApplyGradOp) { return 14 * K * perKeyHead; })
       .Default([](Operation*) { return 0.0; });
 }
 

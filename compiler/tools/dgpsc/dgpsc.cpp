@@ -6,12 +6,17 @@
 //       of a stage (or after every pass) to stdout; the plan's cost estimate goes to stderr as a remark.
 //   dgpsc check SPEC
 //       the spec checker of dsl (classification, hash, tensors, canonical form).
+//   dgpsc plan SPEC [--backward [--keep NAME,...]] [--print-ir]
+//       the kernel plan's estimate (bytes and FLOPs per token-head, per kernel) to stdout; with
+//       --backward also the derived backward's (--chunk-derive-backward, --chunk-partition-backward;
+//       --keep picks the forward intermediates the forward stores, default solve_tril). No package.
 //   dgpsc tune SPEC --shape B=8,T=4096,H=16,K=128,V=128 [--dtype ..] [--db PATH] [--package-dir DIR] ...
 //       compile as `compile` does, then autotune the package on this GPU with the runtime's dgps-tune
 //       (a child process; see DgpscTune.h) and record the winner in the tuning database.
 //
 // Exit status: 0 success, 1 a bad spec / failing pass / I/O error (one diagnostic with a location),
 // 2 bad command line. Nothing escapes main.
+#include <cmath>
 #include <iostream>
 #include <string>
 
@@ -21,6 +26,7 @@
 #include "dgps/Dialect/DGPS/IR/SpecConversion.h"
 #include "dgps/Emit/Package.h"
 #include "dgps/Transforms/Passes.h"
+#include "dgps/Transforms/PlanCost.h"
 #include "dgps/dsl/CheckCommand.h"
 #include "dgps/dsl/SpecParser.h"
 #include "mlir/IR/Diagnostics.h"
@@ -112,6 +118,75 @@ int compile(const CompileOptions& o) {
   return 0;
 }
 
+struct PlanOptions {
+  std::string spec;
+  bool backward = false;
+  std::vector<std::string> keep;
+  bool printIR = false;
+};
+
+void printPlan(const char* what, mlir::func::FuncOp fn, const dgps::PlanCost& cost, std::ostream& os) {
+  const dgps::CostPoint& at = cost.at;
+  os << what << " " << fn.getSymName().str() << ": " << std::llround(cost.bytes()) << " bytes, "
+     << std::llround(cost.flops()) << " FLOPs per token-head (K=" << at.K << " V=" << at.V << " C=" << at.C
+     << " HV/H=" << at.gvaRatio << ")\n";
+  for (const dgps::KernelCost& k : cost.kernels)
+    os << "  " << k.role << ": " << std::llround(k.bytes) << " B, " << std::llround(k.flops) << " FLOPs\n";
+}
+
+int plan(const PlanOptions& o) {
+  dgps::ParseResult parsed = dgps::parseSpecFile(o.spec);
+  for (const dgps::Diagnostic& d : parsed.diagnostics) std::cerr << dgps::formatDiagnostic(d) << "\n";
+  if (!parsed.ok()) return 1;
+  mlir::DialectRegistry registry;
+  dgps::registerDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  ctx.printOpOnDiagnostic(false);
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &ctx, llvm::errs());
+  // The estimate is printed below; the passes' remarks would repeat it.
+  mlir::ScopedDiagnosticHandler quietRemarks(&ctx, [](mlir::Diagnostic& d) {
+    return mlir::success(d.getSeverity() == mlir::DiagnosticSeverity::Remark);
+  });
+  mlir::OwningOpRef<mlir::ModuleOp> module = dgps::ir::importSpec(ctx, *parsed.spec);
+  if (mlir::failed(mlir::verify(*module))) return 1;
+  std::vector<std::unique_ptr<mlir::Pass>> passes;
+  passes.push_back(mlir::createCanonicalizerPass());
+  passes.push_back(dgps::createLowerToChunk());
+  passes.push_back(mlir::createCanonicalizerPass());
+  if (o.backward) passes.push_back(dgps::createDeriveBackward(dgps::DeriveBackwardOptions{o.keep}));
+  passes.push_back(dgps::createFusePreconditioner());
+  passes.push_back(dgps::createPartitionKernels());
+  if (o.backward) passes.push_back(dgps::createPartitionBackward());
+  for (auto& pass : passes) {
+    std::string name = pass->getArgument().str();
+    if (mlir::failed(runStep(ctx, *module, std::move(pass)))) {
+      std::cerr << "dgpsc: error: " << o.spec << ": pass --" << name << " failed\n";
+      return 1;
+    }
+  }
+  if (o.printIR) {
+    module->print(llvm::outs());
+    llvm::outs() << "\n";
+    llvm::outs().flush();
+  }
+  for (mlir::func::FuncOp fn : module->getOps<mlir::func::FuncOp>()) {
+    dgps::CostPoint at = dgps::costPointOf(fn);
+    if (!fn->hasAttr(dgps::chunk::kBackwardOfAttr)) {
+      printPlan("forward", fn, dgps::estimatePlan(fn, at), std::cout);
+      continue;
+    }
+    dgps::BackwardCost cost = dgps::estimateBackwardPlan(fn, at);
+    printPlan("backward", fn, cost.plan, std::cout);
+    std::cout << "  kept by the forward:";
+    if (auto keep = fn->getAttrOfType<mlir::ArrayAttr>(dgps::chunk::kBwdKeepAttr))
+      for (mlir::Attribute a : keep) std::cout << " " << mlir::cast<mlir::StringAttr>(a).getValue().str();
+    std::cout << " (" << std::llround(cost.savedBytes) << " B per token-head written by the forward)\n";
+  }
+  return 0;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"dgpsc: compile DGPS layer specs into CUDA kernel packages"};
   app.require_subcommand(1);
@@ -128,6 +203,15 @@ int run(int argc, char** argv) {
   CLI::App* checkCmd = app.add_subcommand("check", "parse and validate SPEC, print its classification");
   checkCmd->add_option("spec", checkSpec, "spec file (YAML)")->required();
 
+  PlanOptions po;
+  CLI::App* planCmd = app.add_subcommand("plan", "print the kernel plan's cost estimate of SPEC (and its backward's)");
+  planCmd->add_option("spec", po.spec, "spec file (YAML)")->required();
+  planCmd->add_flag("--backward", po.backward, "derive and partition the backward too");
+  planCmd->add_option("--keep", po.keep, "forward intermediates the forward stores for the backward")
+      ->delimiter(',')
+      ->needs(planCmd->get_option("--backward"));
+  planCmd->add_flag("--print-ir", po.printIR, "print the partitioned module");
+
   dgps::dgpsc::TuneArgs tuneArgs;
   CLI::App* tuneCmd = dgps::dgpsc::addTuneSubcommand(app, tuneArgs);
 
@@ -137,6 +221,7 @@ int run(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (*compileCmd) return compile(co);
+  if (*planCmd) return plan(po);
   if (*tuneCmd) {
     return dgps::dgpsc::runTune(tuneArgs, [](const std::string& spec, const std::string& out) {
       CompileOptions c;

@@ -33,8 +33,20 @@ struct ExecutorResult {
   TensorMap outputs;  ///< "o", "final_state", "final_precond_state" as stored by the IR
 };
 
-/// Runs the single forward function (func.func carrying chunk.chunk_size) of `module`. Never
-/// throws; a malformed module or bad inputs give ok = false and a message.
+/// Runs the single forward function (func.func carrying chunk.chunk_size, not chunk.backward_of) of
+/// `module`. Never throws; a malformed module or bad inputs give ok = false and a message. After
+/// --chunk-derive-backward the outputs also hold the intermediates the forward saves ("saved.<name>").
 ExecutorResult executeChunkIR(mlir::ModuleOp module, const TensorMap& inputs, const ExecutorOptions& options = {});
+
+/// Runs the derived backward (--chunk-derive-backward, docs/backward_ir.md): the forward function
+/// (for its saved intermediates), then the backward function (func.func with chunk.backward_of), flat
+/// or partitioned. `inputs` as for executeChunkIR; `cotangents` (any floating dtype):
+///   do [B,T,HV,V] required; dfinal_state [N,HV,K,V], dfinal_precond_state [N,H,K] optional (0).
+/// Outputs (f64): "d" + name for every floating input given in `inputs` and loaded by the IR (dq, dk,
+/// dv, dg, dbeta, dprecond_g, dprecond_beta, dprecond_center, dinitial_state,
+/// dinitial_precond_state), shaped like the input; key-head gradients sum their value heads (GVA).
+/// Never throws; an unknown or missing cotangent, a bad module or bad inputs give ok = false.
+ExecutorResult executeChunkBackward(mlir::ModuleOp module, const TensorMap& inputs, const TensorMap& cotangents,
+                                    const ExecutorOptions& options = {});
 
 }  // namespace dgps

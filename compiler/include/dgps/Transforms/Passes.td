@@ -104,4 +104,80 @@ def PartitionKernels : Pass<"chunk-partition-kernels", "::mlir::ModuleOp"> {
   }];
 }
 
+def DeriveBackward : Pass<"chunk-derive-backward", "::mlir::ModuleOp"> {
+  let summary = "Derive the chunkwise backward (reverse mode) of each forward function";
+  let description = [{
+    For every lowered forward function `@x_forward` (canonicalised, not yet fused or partitioned),
+    adds `@x_backward` (attribute `chunk.backward_of = @x_forward`): it recomputes the forward
+    intermediates it needs, loads the cotangents (`do`, and `dfinal_state` /
+    `dfinal_precond_state` when the forward stores those), runs the adjoint ops (ChunkGradOps.td)
+    in reverse program order, sums the cotangents of a value with several uses (`chunk.add`) and
+    stores `d<input>` for every loaded input: the reverse state pass (dS from the last chunk to the
+    first), the adjoints of output, qk_attn, wy_recompute, solve_tril (d𝒜 = tril_{-1}(−𝒯ᵀ d𝒯 𝒯ᵀ))
+    and kkt, the reverse chunk-local gate cumsums, the reverse accumulator scan, the squash's chain
+    rule and l2norm's adjoint (docs/backward_ir.md).
+
+    Recompute or store is decided per forward intermediate: the names in `keep` (default
+    `solve_tril`, as FLA saves 𝒯) are stored by the forward (`chunk.store "saved.<name>"` is added
+    to the forward function) and loaded by the backward; every other intermediate is recomputed.
+    The decision is recorded on the backward function as `bwd.keep` / `bwd.recompute`. Fails with
+    "backward not derived for <feature> yet" for the hypergrad_ogd (OSDN) preconditioner.
+
+    Before:
+    ```mlir
+    func.func @gdn_forward() {
+      ... %T = chunk.solve_tril %A ...
+      %o = chunk.output query %q, vnew %vn, states %h, attn %Aqk gate %G ...
+      chunk.store "o", %o ...
+    }
+    ```
+    After:
+    ```mlir
+    func.func @gdn_forward() { ... chunk.store "saved.solve_tril", %T ... }
+    func.func @gdn_backward() attributes {bwd.keep = ["solve_tril"], bwd.recompute = [...],
+                                          chunk.backward_of = @gdn_forward, ...} {
+      ... %T = chunk.load "saved.solve_tril" ...           // kept
+      ... %vn, %h, %S = chunk.state_pass ...              // recomputed
+      %do = chunk.load "do" ...
+      %dq, %dvn, %dh, %dAqk, %dG = chunk.output_grad query %q, vnew %vn, states %h, attn %Aqk gate %G, d %do ...
+      %dw, %du, %dkw, %dG2, %dS0 = chunk.state_pass_grad w %w, write %k gate %G, vnew %vn, states %h,
+                                     dvnew %dvn, dstates %dh, dfinal %dSf ...
+      ... chunk.wy_recompute_grad ..., chunk.solve_tril_grad ..., chunk.kkt_grad ...
+      chunk.store "dk", %dk ...
+    }
+    ```
+  }];
+  let options = [
+    ListOption<"keep", "keep", "std::string",
+               "forward intermediates the forward stores for the backward (the rest is recomputed): "
+               "solve_tril, kkt, qk_attn, wy_recompute.w, wy_recompute.u, state_pass.v_new, "
+               "state_pass.states; default solve_tril">,
+  ];
+  let dependentDialects = ["::dgps::chunk::ChunkDialect", "::mlir::func::FuncDialect"];
+}
+
+def PartitionBackward : Pass<"chunk-partition-backward", "::mlir::ModuleOp"> {
+  let summary = "Group a derived backward into kernel roles and estimate its cost";
+  let description = [{
+    Partitions every backward function (chunk.backward_of) as --chunk-partition-kernels does the
+    forward, into the roles (launch order) bwd_precond_scan (recomputed accumulator scan),
+    bwd_chunk_local (recomputed KKT, 𝒯, Aqk), bwd_state_fwd (recomputed W, U and state pass),
+    bwd_output_grad (dq, dAqk, dv_new, dh per chunk), bwd_state_reverse (the reverse state pass),
+    bwd_chunk_grad (the adjoints of qk_attn, wy_recompute, solve_tril, kkt; parallel over chunks),
+    bwd_precond_reverse (squash and the reverse accumulator scan) and bwd_prologue_grad (l2norm and
+    gate-cumsum adjoints, gradient stores). Loads, l2norm, gate cumsums, the squash apply and
+    cotangent sums are recomputed where used. Sets `chunk.plan` (bytes and FLOPs per token-head,
+    BackwardCost.cpp) and reports it as a remark, with the bytes the forward writes for the kept
+    intermediates.
+
+    After (GDN, default keep):
+    ```mlir
+    %T, %Aqk = chunk.kernel "bwd_chunk_local" -> ... {...}       // 𝒯 read from saved.solve_tril
+    %vn, %h = chunk.kernel "bwd_state_fwd" -> ... {...}
+    %dq, %dvn, %dh, %dAqk, %dG = chunk.kernel "bwd_output_grad" -> ... {...}
+    ... chunk.kernel "bwd_state_reverse" ..., "bwd_chunk_grad" ..., "bwd_prologue_grad" {chunk.store "dq" ...}
+    ```
+  }];
+}
+
 #endif

@@ -93,4 +93,14 @@ CostPoint costPointOf(mlir::func::FuncOp fn);
 /// The estimate of a partitioned function (one entry per chunk.kernel, in order).
 PlanCost estimatePlan(mlir::func::FuncOp fn, const CostPoint& at);
 
+/// The estimate of a partitioned backward (--chunk-partition-backward; BackwardCost.cpp). No device
+/// library exists for it yet, so bytes are counted from the IR: per kernel, each value read from device
+/// memory (input, cotangent, kept forward value, earlier kernel's buffer) once, each buffer written and
+/// each gradient stored once (no repeat reads per value tile). FLOPs as for the forward.
+struct BackwardCost {
+  PlanCost plan;          ///< kernels of the backward (buffers / extraBuffers unused)
+  double savedBytes = 0;  ///< bytes per token-head the forward writes for the kept intermediates
+};
+BackwardCost estimateBackwardPlan(mlir::func::FuncOp fn, const CostPoint& at);
+
 }  // namespace dgps

@@ -12,67 +12,41 @@ using namespace dgps::chunk;
 #define GET_OP_CLASSES
 #include "dgps/Dialect/Chunk/IR/ChunkOps.cpp.inc"
 
-//===----------------------------------------------------------------------===//
-// Shape checks
-//===----------------------------------------------------------------------===//
+#include "ShapeChecks.h"
 
-namespace {
-
-using Dims = SmallVector<Dim, 5>;
-const Dims kBTHK{Dim::B, Dim::T, Dim::H, Dim::K};
-const Dims kBTH{Dim::B, Dim::T, Dim::H};
-const Dims kBTHV{Dim::B, Dim::T, Dim::HV};
-const Dims kBTHVK{Dim::B, Dim::T, Dim::HV, Dim::K};
-const Dims kBTHVV{Dim::B, Dim::T, Dim::HV, Dim::V};
-const Dims kBTHVC{Dim::B, Dim::T, Dim::HV, Dim::C};
-const Dims kBNTHK{Dim::B, Dim::NT, Dim::H, Dim::K};
-const Dims kBNTH{Dim::B, Dim::NT, Dim::H};
-const Dims kBNTHVKV{Dim::B, Dim::NT, Dim::HV, Dim::K, Dim::V};
-const Dims kNHVKV{Dim::N, Dim::HV, Dim::K, Dim::V};
-const Dims kNHK{Dim::N, Dim::H, Dim::K};
-const Dims kHead{Dim::H};
-
-std::string dimsString(ArrayRef<Dim> dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + stringifyDim(dims[i]).str();
-  return s + "]";
-}
-
-/// Checks that `v` (if present) has one of the allowed dim lists.
-LogicalResult expect(Operation* op, Value v, StringRef what, std::initializer_list<Dims> allowed) {
-  if (!v) return success();
-  auto t = cast<ChunkTensorType>(v.getType());
-  for (const Dims& d : allowed)
-    if (t.getDims() == ArrayRef<Dim>(d)) return success();
-  std::string options;
-  for (const Dims& d : allowed) options += (options.empty() ? "" : " or ") + dimsString(d);
-  return op->emitOpError() << what << " has dims " << dimsString(t.getDims()) << "; expected "
-                           << options;
-}
-
-/// A gate G is per value head ([B,T,HV], scalar decay) or per channel ([B,T,HV,K], diagonal).
-LogicalResult expectGate(Operation* op, Value g) { return expect(op, g, "gate", {kBTHV, kBTHVK}); }
-
-}  // namespace
+using namespace dgps::chunk::shape;
 
 #define CHECK(x) \
   if (failed(x)) return failure()
 
-LogicalResult LoadOp::verify() {
+static const llvm::StringSet<>& forwardInputs() {
   static const llvm::StringSet<> known = {"q", "k", "v", "g", "beta", "precond_g", "precond_beta",
                                            "precond_center", "initial_state", "initial_precond_state"};
-  if (!known.contains(getName()))
+  return known;
+}
+
+/// A forward intermediate the forward writes for the backward (--chunk-derive-backward's keep list).
+static bool isSavedName(StringRef name) { return name.starts_with(kSavedPrefix) && name.size() > 6; }
+
+LogicalResult LoadOp::verify() {
+  static const llvm::StringSet<> cotangents = {"do", "dfinal_state", "dfinal_precond_state"};
+  if (!forwardInputs().contains(getName()) && !cotangents.contains(getName()) && !isSavedName(getName()))
     return emitOpError() << "loads unknown input '" << getName()
                          << "'; expected a ForwardArgs input (q, k, v, g, beta, precond_g, "
-                            "precond_beta, precond_center, initial_state, initial_precond_state)";
+                            "precond_beta, precond_center, initial_state, initial_precond_state), a "
+                            "cotangent (do, dfinal_state, dfinal_precond_state) or a saved forward "
+                            "value (saved.<name>)";
   return success();
 }
 
 LogicalResult StoreOp::verify() {
   static const llvm::StringSet<> known = {"o", "final_state", "final_precond_state"};
-  if (!known.contains(getName()))
-    return emitOpError() << "stores unknown output '" << getName()
-                         << "'; expected o, final_state or final_precond_state";
+  StringRef name = getName();
+  bool gradient = name.starts_with("d") && forwardInputs().contains(name.drop_front());
+  if (!known.contains(name) && !gradient && !isSavedName(name))
+    return emitOpError() << "stores unknown output '" << name
+                         << "'; expected o, final_state, final_precond_state, a gradient d<input> "
+                            "or a saved forward value (saved.<name>)";
   return success();
 }
 
@@ -248,9 +222,10 @@ LogicalResult HypergradApplyOp::verify() {
 
 LogicalResult KernelOp::verify() {
   static const llvm::StringSet<> roles = {"precond_summary", "precond_scan", "chunk_local", "state_output"};
-  if (!roles.contains(getRole()))
+  if (!roles.contains(getRole()) && !llvm::is_contained(kBackwardRoles, getRole()))
     return emitOpError() << "unknown role '" << getRole()
-                         << "'; expected precond_summary, precond_scan, chunk_local or state_output";
+                         << "'; expected precond_summary, precond_scan, chunk_local or state_output (forward) "
+                            "or a backward role (bwd_precond_scan, ..., bwd_prologue_grad)";
   auto yield = cast<YieldOp>(getBody().front().getTerminator());
   if (yield.getValues().size() != getNumResults())
     return emitOpError() << "yields " << yield.getValues().size() << " values for " << getNumResults()

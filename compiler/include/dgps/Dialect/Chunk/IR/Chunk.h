@@ -33,6 +33,20 @@ inline constexpr const char* kGvaAttr = "chunk.gva_ratio";
 inline constexpr const char* kKeyDimsAttr = "chunk.key_dims";
 inline constexpr const char* kValueDimsAttr = "chunk.value_dims";
 
+/// Function attribute of a derived backward function (--chunk-derive-backward): the symbol name of its
+/// forward function.
+inline constexpr const char* kBackwardOfAttr = "chunk.backward_of";
+/// Function attributes of a backward function: the forward intermediates the forward writes for it
+/// (kept) and those it recomputes (string arrays of intermediate names, e.g. "solve_tril").
+inline constexpr const char* kBwdKeepAttr = "bwd.keep";
+inline constexpr const char* kBwdRecomputeAttr = "bwd.recompute";
+/// Load/store name prefix of a kept forward intermediate ("saved.solve_tril").
+inline constexpr const char* kSavedPrefix = "saved.";
+/// The kernel roles of a partitioned backward (--chunk-partition-backward), in launch order.
+inline constexpr const char* kBackwardRoles[] = {
+    "bwd_precond_scan", "bwd_chunk_local",     "bwd_state_fwd",       "bwd_output_grad",
+    "bwd_state_reverse", "bwd_chunk_grad", "bwd_precond_reverse", "bwd_prologue_grad"};
+
 /// Shorthand for building tensor types.
 ChunkTensorType tensorType(mlir::MLIRContext* ctx, llvm::ArrayRef<Dim> dims, mlir::Type elem,
                       bool global = false);

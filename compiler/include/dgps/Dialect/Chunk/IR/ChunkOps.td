@@ -334,6 +334,8 @@ def Chunk_HypergradApplyOp : Chunk_PureOp<"hypergrad_apply"> {
   }];
 }
 
+include "dgps/Dialect/Chunk/IR/ChunkGradOps.td"
+
 //===----------------------------------------------------------------------===//
 // Kernel plan
 //===----------------------------------------------------------------------===//
