@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <regex>
 
 #include "SpecInternal.h"
 #include "dgps/dsl/Canonical.h"
@@ -86,6 +85,10 @@ std::string nearest(const std::string& word, const std::vector<std::string>& can
   std::string best;
   int bestDist = 1 << 30;
   for (const std::string& c : candidates) {
+    // The distance is at least the length difference; skipping hopeless candidates keeps a long
+    // unknown word (a 1 MiB key) from costing a word-length-by-candidate table.
+    const size_t longer = std::max(word.size(), c.size()), shorter = std::min(word.size(), c.size());
+    if (longer - shorter > std::max<size_t>(1, longer / 3)) continue;
     const int dist = editDistance(word, c);
     if (dist < bestDist) bestDist = dist, best = c;
   }
@@ -183,7 +186,7 @@ class Validator {
     if (usesHypergrad(s_)) checkHypergrad();
     if (s_.qk_l2norm && !(std::isfinite(s_.l2norm_eps) && s_.l2norm_eps > 0))
       error("normalize.eps", "must be > 0, got " + num(s_.l2norm_eps),
-            "a positive number (default 1e-6: x * rsqrt(sum(x^2) + eps), field case C07)");
+            "a positive number (default 1e-6: x * rsqrt(sum(x^2) + eps))");
     if (s_.scale && !(std::isfinite(*s_.scale) && *s_.scale > 0))
       error("scale", "must be > 0, got " + num(*s_.scale), "auto (K^-1/2) or a positive number");
     if (s_.heads_qk < 0 || s_.heads_qk > kMaxHeadsQk)
@@ -205,15 +208,25 @@ class Validator {
     checkTuning("tuning.stages", s_.tuning.stages, allowedStages(), "pipeline stages");
   }
 
+  /// [a-z][a-z0-9_]*, checked by hand: std::regex recurses per character and overflows the stack on
+  /// long names. The length is checked first, so a long name costs one comparison.
+  static bool isIdentifier(const std::string& s) {
+    if (s.empty() || !(s[0] >= 'a' && s[0] <= 'z')) return false;
+    for (char c : s)
+      if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+    return true;
+  }
+
   void checkName() {
-    static const std::regex re("[a-z][a-z0-9_]*");
     if (s_.name.empty())
       error("name", "must not be empty", "an identifier [a-z][a-z0-9_]*");
-    else if (!std::regex_match(s_.name, re))
+    else if (s_.name.size() > kMaxNameLength)
+      error("name",
+            "is " + std::to_string(s_.name.size()) + " characters long ('" + printable(s_.name, 20) + "')",
+            "an identifier [a-z][a-z0-9_]* of at most " + std::to_string(kMaxNameLength) + " characters");
+    else if (!isIdentifier(s_.name))
       error("name", "'" + printable(s_.name) + "' is not an identifier (it names kernels and files)",
             "an identifier [a-z][a-z0-9_]* (lower case)");
-    else if (s_.name.size() > 64)
-      error("name", "longer than 64 characters", "an identifier of at most 64 characters");
   }
 
   void checkGainRange() {
@@ -300,7 +313,7 @@ class Validator {
         error(path + "[" + std::to_string(i) + "]",
               std::string(sym) + " = " + std::to_string(dims[i]) + " is outside " +
                   std::to_string(kMinHeadDim) + ".." + std::to_string(kMaxHeadDim) +
-                  " (the state tile is K x V; field case C15)",
+                  " (the state tile is K x V)",
               exp);
         return;
       }
@@ -322,7 +335,7 @@ class Validator {
     if (s_.state_dtype != DType::F32)
       error("dtypes.state",
             std::string("the recurrent state must be f32, got ") + toString(s_.state_dtype) +
-                " (narrow states overflow or lose the update; field cases C06, C14)",
+                " (narrow states overflow or lose the update)",
             "f32");
   }
 
@@ -387,12 +400,12 @@ class Validator {
       if (b > 1)
         report(unstable, written("gain.range") ? "gain.range[1]" : "gain",
                "a gain above 1 needs unit-norm keys: with normalize.qk_l2norm false the write "
-               "eigenvalue 1 - beta*|k|^2 has no lower bound (field case C08)" + allowNote,
+               "eigenvalue 1 - beta*|k|^2 has no lower bound" + allowNote,
                "normalize.qk_l2norm: true, or gain.range [0, 1]");
       else
         report(Severity::Warning, "normalize.qk_l2norm",
                "keys are not L2-normalised in the kernel: the delta rule is stable only if the caller "
-               "passes keys with beta*|k|^2 <= 2 (field case C08)",
+               "passes keys with beta*|k|^2 <= 2",
                "normalize.qk_l2norm: true, or keys normalised before the call", true);
       if (b > 1) return;
     }
@@ -423,8 +436,7 @@ class Validator {
     report(unstable, path,
            "unstable write: the eigenvalue 1 - beta*sum_i(M_i*k_i^2) of the delta-rule transition "
            "reaches 1 - " + num(b) + "*" + num(m) + " = " + num(lambda) + " < -1 with beta < " + num(b) +
-               " and " + mName + ", so the state can grow without bound (math.md §3.4; field cases "
-               "C08, C10)" + allowNote,
+               " and " + mName + ", so the state can grow without bound (math.md §3.4)" + allowNote,
            "gain upper bound * preconditioner bound <= 2 (e.g. gain.range [0, 1] with x <= 2), or "
            "allow_unstable: true");
   }

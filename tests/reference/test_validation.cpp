@@ -153,7 +153,7 @@ TEST(ReferenceValidation, ValueContracts) {
   Fixture f;
   ReferenceInputs in = f.in;
   in["g"].set(7, 5.0);  // field case C05: a positive log-decay
-  expectError(f.spec, in, {"'g'", "log-decay values <= 0", "C05", "got 5", "index [0, 3, 1]"});
+  expectError(f.spec, in, {"'g'", "log-decay values <= 0", "got 5", "index [0, 3, 1]"});
   in = f.in;
   in["precond_g"].set(0, 0.5);
   expectError(f.spec, in, {"'precond_g'", "<= 0"});

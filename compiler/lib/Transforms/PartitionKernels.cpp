@@ -11,6 +11,7 @@
 #include "dgps/Transforms/PlanCost.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Verifier.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -175,6 +176,10 @@ struct PartitionKernelsPass : dgps::impl::PartitionKernelsBase<PartitionKernelsP
   void runOnOperation() override {
     for (func::FuncOp fn : llvm::make_early_inc_range(getOperation().getOps<func::FuncOp>())) {
       if (!fn->hasAttr(kChunkSizeAttr)) continue;  // not a lowered forward
+      // The plan divides by chunk.chunk_size and chunk.gva_ratio and sizes tiles from chunk.tuning: make
+      // sure the chunk dialect's attribute verifier has accepted them even when no verifier ran before
+      // this pass (a module built or edited in code).
+      if (failed(mlir::verify(fn))) return signalPassFailure();
       if (failed(Partitioner(fn).run())) return signalPassFailure();
       dgps::CostPoint at = dgps::costPointOf(fn);
       dgps::PlanCost cost = dgps::estimatePlan(fn, at);

@@ -63,7 +63,7 @@ LogicalResult LoadOp::verify() {
                                            "precond_center", "initial_state", "initial_precond_state"};
   if (!known.contains(getName()))
     return emitOpError() << "loads unknown input '" << getName()
-                         << "'; expected a ForwardArgs input (q, k, v, g, beta, precond_g, "
+                         << "'; expected a forward input (q, k, v, g, beta, precond_g, "
                             "precond_beta, precond_center, initial_state, initial_precond_state)";
   return success();
 }
