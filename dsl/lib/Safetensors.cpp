@@ -234,7 +234,15 @@ SafetensorsFile parseSafetensors(const std::string& bytes, const std::string& so
 SafetensorsFile readSafetensors(const std::string& path) {
   // Bounded: a FIFO, a device (/dev/zero) or a file over the tensor-file limit is refused unread.
   FileReadResult file = readRegularFile(path, file_limits::kTensors, "a safetensors file");
-  if (!file.ok) throw DataError(path + ": cannot read the safetensors file: " + file.error);
+  if (!file.ok) {
+    // "cannot open: ENOENT" -> "cannot open the safetensors file: ENOENT"; "is a FIFO, ..." -> "the
+    // safetensors file is a FIFO, ..."
+    const std::size_t colon = file.error.find(':');
+    throw DataError(path + ": " +
+                    (file.error.rfind("cannot ", 0) == 0 && colon != std::string::npos
+                         ? file.error.substr(0, colon) + " the safetensors file" + file.error.substr(colon)
+                         : "the safetensors file " + file.error));
+  }
   return parseSafetensors(file.data, path);
 }
 

@@ -1,0 +1,116 @@
+// Seeded mutation run over dgps-opt's input, in-process: parse + verify, then the pipeline
+// of dgpsc (buildPipeline: canonicalize, --dgps-lower-to-chunk, canonicalize, --chunk-fuse-preconditioner,
+// --chunk-partition-kernels) with the verifier after every pass, as dgps-opt runs them. Seeds: the
+// dgps IR of tests/lit/Inputs and its lowered form (so the chunk.* attributes and ops are mutated too).
+// Every mutant must end in success or diagnostics; a crash or hang fails the ctest.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "Mutator.h"
+#include "dgps/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace dgps {
+namespace {
+
+std::string readAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// A context with the DGPS dialects whose diagnostics are counted, not printed.
+struct Quiet {
+  mlir::DialectRegistry registry;
+  std::unique_ptr<mlir::MLIRContext> ctx;
+  int errors = 0;
+  std::unique_ptr<mlir::ScopedDiagnosticHandler> handler;
+  Quiet() {
+    registerDialects(registry);
+    ctx = std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
+    ctx->loadAllAvailableDialects();
+    handler = std::make_unique<mlir::ScopedDiagnosticHandler>(ctx.get(), [this](mlir::Diagnostic& d) {
+      errors += d.getSeverity() == mlir::DiagnosticSeverity::Error;
+      return mlir::success();
+    });
+  }
+};
+
+/// Outcome of one input: 0 parse error, 1 pipeline failure, 2 success. dgps IR runs the whole pipeline;
+/// chunk IR (`lowered`) the part after --dgps-lower-to-chunk.
+int runOne(const std::string& text, bool lowered) {
+  Quiet q;
+  mlir::OwningOpRef<mlir::ModuleOp> m = mlir::parseSourceString<mlir::ModuleOp>(text, q.ctx.get());
+  if (!m) {
+    EXPECT_GT(q.errors, 0) << "parse failed without a diagnostic";
+    return 0;
+  }
+  mlir::PassManager pm(q.ctx.get());
+  if (lowered) {
+    pm.addPass(mlir::createCanonicalizerPass());
+    pm.addNestedPass<mlir::func::FuncOp>(createFusePreconditioner());
+    pm.addPass(createPartitionKernels());
+  } else {
+    buildPipeline(pm, Stage::Plan);
+  }
+  if (mlir::failed(pm.run(*m))) {
+    EXPECT_GT(q.errors, 0) << "the pipeline failed without a diagnostic";
+    return 1;
+  }
+  return 2;
+}
+
+/// The dgps IR seed lowered to chunk IR (up to, not including, the partitioning).
+std::string lowered(const std::string& dgpsIr) {
+  Quiet q;
+  mlir::OwningOpRef<mlir::ModuleOp> m = mlir::parseSourceString<mlir::ModuleOp>(dgpsIr, q.ctx.get());
+  if (!m) return "";
+  mlir::PassManager pm(q.ctx.get());
+  buildPipeline(pm, Stage::Chunk);
+  if (mlir::failed(pm.run(*m))) return "";
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  m->print(os);
+  return os.str();
+}
+
+constexpr int kMutantsPerSeed = 250;
+
+TEST(MlirMutations, EveryMutantEndsInSuccessOrDiagnostics) {
+  struct Seed {
+    std::string name, text;
+    bool lowered;
+  };
+  std::vector<Seed> seeds;
+  for (const char* name : {"gdn.mlir", "pgdn.mlir"}) {
+    const std::string path = std::string(DGPS_SOURCE_DIR) + "/tests/lit/Inputs/" + name;
+    const std::string text = readAll(path);
+    ASSERT_FALSE(text.empty()) << path;
+    ASSERT_EQ(runOne(text, false), 2) << path << " is not a valid seed";
+    const std::string chunk = lowered(text);
+    ASSERT_FALSE(chunk.empty()) << path << " does not lower";
+    ASSERT_EQ(runOne(chunk, true), 2) << path << " lowered is not a valid seed";
+    seeds.push_back({path, text, false});
+    seeds.push_back({path + " (lowered)", chunk, true});
+  }
+  int outcomes[3] = {0, 0, 0};
+  for (std::size_t s = 0; s < seeds.size(); ++s)
+    for (int i = 0; i < kMutantsPerSeed; ++i) {
+      const std::uint64_t seed = 5000011ull * s + static_cast<std::uint64_t>(i);
+      SCOPED_TRACE(seeds[s].name + " seed " + std::to_string(seed));
+      ++outcomes[runOne(test::Mutator(seed).mutate(seeds[s].text), seeds[s].lowered)];
+    }
+  EXPECT_GT(outcomes[0], 0) << "no mutant failed to parse";
+  EXPECT_GT(outcomes[2], 0) << "no mutant got through the pipeline";
+}
+
+}  // namespace
+}  // namespace dgps
