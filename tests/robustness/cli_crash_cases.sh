@@ -52,6 +52,9 @@ if [[ -n $dgpsc && -n $opt ]]; then
   sed 's|tuning = \(.*\)}$|tuning = \1} loc("/dev/zero":1:1)|; s/gva_ratio = 1,/gva_ratio = 0,/' \
     "$src/tests/lit/Inputs/gdn.mlir" >"$work/loc_dev_zero.mlir"
   expect_error opt-location-dev-zero "not a regular file" "$opt" "$work/loc_dev_zero.mlir"
+  digits=$(head -c 20000 /dev/zero | tr '\0' 9)
+  sed "s/gain = #dgps.gain<scalar>/gain = $digits/" "$src/tests/lit/Inputs/gdn.mlir" >"$work/long_number.mlir"
+  expect_error opt-long-number "a number of 20000 digits" "$opt" "$work/long_number.mlir"
   "$opt" "$src/tests/lit/Inputs/gdn.mlir" --dgps-lower-to-chunk >"$work/lowered.mlir" 2>/dev/null
   for edit in 's/chunk.chunk_size = 64/chunk.chunk_size = 0/' 's/block_v = \[32, 64\]/block_v = [0]/' \
               's/chunk.value_dims = array<i64: 128>/chunk.value_dims = array<i64: 0>/' \

@@ -4,14 +4,14 @@
 // The same driver as mlir-opt, except that the input is read here, bounded: MLIR's own opener reads a
 // FIFO or /dev/zero until it blocks forever or memory runs out. A file goes through readRegularFile
 // (regular files only, at most kMaxInputBytes); standard input ("-") is read up to the same limit; and
-// files named by locations are checked before MLIR's diagnostic printer opens them (checkLocationFiles).
+// the text is screened for what MLIR handles without bound (InputCheck.h).
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <string>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "InputCheck.h"
 #include "dgps/Transforms/Passes.h"
 #include "dgps/dsl/FileRead.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -47,66 +47,6 @@ bool readStdin(std::string& data, std::string& error) {
   }
 }
 
-/// Decodes the MLIR string literal starting at text[i] == '"' (escapes \\, \", \n, \t and \HH);
-/// returns the index after the closing quote, or npos when it is not closed.
-std::size_t readStringLiteral(const std::string& text, std::size_t i, std::string& out) {
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  out.clear();
-  for (++i; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '"') return i + 1;
-    if (c == '\n') return std::string::npos;
-    if (c != '\\' || i + 1 >= text.size()) {
-      out += c;
-      continue;
-    }
-    const char e = text[++i];
-    if (e == 'n') out += '\n';
-    else if (e == 't') out += '\t';
-    else if (i + 1 < text.size() && hex(e) >= 0 && hex(text[i + 1]) >= 0) out += static_cast<char>(hex(e) * 16 + hex(text[++i]));
-    else out += e;
-  }
-  return std::string::npos;
-}
-
-/// MLIR's diagnostic printer opens the file a location names ("file":line:col) to quote its line, with
-/// an unbounded read: loc("/dev/zero":1:1) on an invalid op exhausts memory, a FIFO blocks forever.
-/// Every string literal followed by ':' and a digit is such a file name; each one that exists must be a
-/// regular file within the input limit (checked without reading it). False when one is not.
-bool checkLocationFiles(const std::string& text, const std::string& inputName, std::string& error) {
-  std::string name;
-  for (std::size_t i = 0; i < text.size();) {
-    if (text[i] != '"') {
-      ++i;
-      continue;
-    }
-    const std::size_t end = readStringLiteral(text, i, name);
-    if (end == std::string::npos) return true;  // the parser reports the unterminated string
-    i = end;
-    std::size_t j = end;
-    while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
-    if (j >= text.size() || text[j] != ':') continue;
-    ++j;
-    while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
-    if (j >= text.size() || text[j] < '0' || text[j] > '9' || name == inputName) continue;
-    struct stat st {};
-    if (name.empty() || ::stat(name.c_str(), &st) != 0) continue;  // nothing to open: MLIR prints no quote
-    if (!S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > kMaxInputBytes) {
-      error = "a location names the file '" + name + "', which is " +
-              (S_ISREG(st.st_mode) ? "larger than " + std::to_string(kMaxInputBytes) + " bytes"
-                                   : std::string("not a regular file")) +
-              "; expected locations in regular files (or in files that do not exist)";
-      return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -137,7 +77,7 @@ int main(int argc, char** argv) {
     text = std::move(file.data);
   }
   const std::string bufferName = inputFile == "-" ? "<stdin>" : inputFile;
-  if (!checkLocationFiles(text, bufferName, error)) {
+  if (!dgps::opt::checkMlirInput(text, bufferName, kMaxInputBytes, error)) {
     llvm::errs() << "dgps-opt: error: " << bufferName << ": " << error << "\n";
     return 1;
   }
