@@ -327,7 +327,7 @@ class Validator {
       for (size_t i = 0; i < s_.input_dtypes.size() && ok; ++i)
         if (s_.input_dtypes[i] == DType::F32) {
           error("dtypes.inputs[" + std::to_string(i) + "]",
-                "f32 inputs are not supported: kernels take bf16 or fp16 q, k, v, o (abi.h)", exp);
+                "f32 inputs are not supported: the kernels take q, k, v and o in bf16 or f16", exp);
           ok = false;
         }
       if (ok) checkUnique("dtypes.inputs", s_.input_dtypes, [](DType d) { return std::string(toString(d)); });
