@@ -1,13 +1,16 @@
 // Seeded mutation run over dgps-opt's input, in-process: parse + verify, then the pipeline
 // of dgpsc (buildPipeline: canonicalize, --dgps-lower-to-chunk, canonicalize, --chunk-fuse-preconditioner,
 // --chunk-partition-kernels) with the verifier after every pass, as dgps-opt runs them. Seeds: the
-// dgps IR of tests/lit/Inputs and its lowered form (so the chunk.* attributes and ops are mutated too).
+// dgps IR of tests/lit/Inputs and its lowered form (so the chunk.* attributes and ops are mutated too),
+// and every case of the other tests/lit/**/*.mlir files.
 // Every mutant must end in success or diagnostics; a crash or hang fails the ctest. Mutants first pass
 // dgps-opt's input screening (InputCheck.h), as they would in the tool.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -93,6 +96,27 @@ std::string lowered(const std::string& dgpsIr) {
 }
 
 constexpr int kMutantsPerSeed = 600;
+constexpr int kMutantsPerLitCase = 80;
+
+/// Every case of the lit tests (files split at "// -----"), beyond tests/lit/Inputs: more ops, tiles and
+/// invalid IR to start from. Their validity is not required.
+std::vector<std::string> litCases() {
+  std::vector<std::string> paths;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(DGPS_SOURCE_DIR) + "/tests/lit"))
+    if (e.path().extension() == ".mlir" && e.path().parent_path().filename() != "Inputs") paths.push_back(e.path());
+  std::sort(paths.begin(), paths.end());
+  std::vector<std::string> cases;
+  for (const std::string& p : paths) {
+    std::string text = readAll(p);
+    for (std::size_t at = 0;;) {
+      const std::size_t next = text.find("\n// -----\n", at);
+      cases.push_back(text.substr(at, next == std::string::npos ? std::string::npos : next - at));
+      if (next == std::string::npos) break;
+      at = next + 10;
+    }
+  }
+  return cases;
+}
 
 TEST(MlirMutations, EveryMutantEndsInSuccessOrDiagnostics) {
   struct Seed {
@@ -120,6 +144,19 @@ TEST(MlirMutations, EveryMutantEndsInSuccessOrDiagnostics) {
       ++outcomes[runOne(test::Mutator(seed).mutate(seeds[s].text), seeds[s].lowered)];
     }
   std::printf("parse errors %d, pipeline failures %d, successes %d\n", outcomes[0], outcomes[1], outcomes[2]);
+  const std::vector<std::string> cases = litCases();
+  EXPECT_GE(cases.size(), 20u) << "tests/lit cases not found";
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const bool dgpsIr = cases[c].find("dgps.recurrence") != std::string::npos;
+    for (int i = 0; i < kMutantsPerLitCase; ++i) {
+      const std::uint64_t seed = 9000001ull * (c + 1) + static_cast<std::uint64_t>(i);
+      SCOPED_TRACE("lit case " + std::to_string(c) + " seed " + std::to_string(seed));
+      if (std::getenv("DGPS_TRACE_SEEDS")) std::fprintf(stderr, "lit case %zu seed %llu\n", c, static_cast<unsigned long long>(seed));
+      ++outcomes[runOne(test::Mutator(seed).mutate(cases[c]), !dgpsIr)];
+    }
+  }
+  std::printf("with the lit cases: parse errors %d, pipeline failures %d, successes %d\n", outcomes[0], outcomes[1],
+              outcomes[2]);
   EXPECT_GT(outcomes[0], 0) << "no mutant failed to parse";
   EXPECT_GT(outcomes[2], 0) << "no mutant got through the pipeline";
 }
