@@ -3,7 +3,8 @@
 // --chunk-partition-kernels) with the verifier after every pass, as dgps-opt runs them. Seeds: the
 // dgps IR of tests/lit/Inputs and its lowered form (so the chunk.* attributes and ops are mutated too),
 // and every case of the other tests/lit/**/*.mlir files.
-// Every mutant must end in success or diagnostics; a crash or hang fails the ctest. Mutants first pass
+// Every mutant must end in success or diagnostics; a crash or hang fails the ctest (DGPS_TRACE_SEEDS=1
+// prints each seed before it runs, to name the one that hangs or crashes). Mutants first pass
 // dgps-opt's input screening (InputCheck.h), as they would in the tool.
 #include <gtest/gtest.h>
 
