@@ -76,34 +76,48 @@ std::string flatIndexString(const Tensor& t, std::int64_t flat) {
   return shapeToString(idx);
 }
 
+/// The first element of `t` that breaks `rule`, as a message ("" when all keep it).
 template <typename Pred>
-void requireValues(const std::string& name, const Tensor& t, const std::string& rule, Pred ok) {
+std::string firstViolation(const Tensor& t, const std::string& rule, Pred ok) {
   const std::vector<double> values = t.toDoubles();
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (!ok(values[i])) {
-      failInput(name, "expected " + rule + ", got " + fmt(values[i]) + " at index " +
-                          flatIndexString(t, static_cast<std::int64_t>(i)));
+      return "expected " + rule + ", got " + fmt(values[i]) + " at index " +
+             flatIndexString(t, static_cast<std::int64_t>(i));
     }
   }
+  return "";
 }
 
-void checkValues(const Spec& spec, const std::string& name, const Tensor& t) {
+/// The value contract of input `name` (Reference.h); "" when `t` keeps it.
+std::string valueError(const Spec& spec, const std::string& name, const Tensor& t) {
   auto finite = [](double x) { return std::isfinite(x); };
   if (name == "g" || name == "precond_g") {
-    requireValues(name, t, "finite log-decay values <= 0 (gates are natural-log decays; docs/math.md §7.1)",
-                  [](double x) { return std::isfinite(x) && x <= 0.0; });
-  } else if (name == "beta") {
-    const double lo = spec.gain.lo, hi = spec.gain.hi;
-    requireValues(name, t, "finite gain values in [" + fmt(lo) + ", " + fmt(hi) + "] (spec gain range)",
-                  [lo, hi](double x) { return std::isfinite(x) && x >= lo && x <= hi; });
-  } else if (name == "precond_beta") {
-    requireValues(name, t, "finite accumulator gains >= 0", [](double x) { return std::isfinite(x) && x >= 0.0; });
-  } else if (name == "initial_precond_state" && isSquash(spec)) {
-    requireValues(name, t, "a finite accumulator A_0 >= 0 (a decayed sum of squares)",
-                  [](double x) { return std::isfinite(x) && x >= 0.0; });
-  } else if (name != "cu_seqlens") {
-    requireValues(name, t, "finite values", finite);
+    return firstViolation(t, "finite log-decay values <= 0 (gates are natural-log decays; a positive one makes the decay grow; docs/math.md §7.1)",
+                          [](double x) { return std::isfinite(x) && x <= 0.0; });
   }
+  if (name == "beta") {
+    const double lo = spec.gain.lo, hi = spec.gain.hi;
+    return firstViolation(t, "finite gain values in [" + fmt(lo) + ", " + fmt(hi) + "] (spec gain range)",
+                          [lo, hi](double x) { return std::isfinite(x) && x >= lo && x <= hi; });
+  }
+  if (name == "precond_beta") {
+    return firstViolation(t, "finite accumulator gains >= 0", [](double x) { return std::isfinite(x) && x >= 0.0; });
+  }
+  if (name == "initial_precond_state" && isSquash(spec)) {
+    return firstViolation(t, "a finite accumulator A_0 >= 0 (a decayed sum of squares)",
+                          [](double x) { return std::isfinite(x) && x >= 0.0; });
+  }
+  if (name != "cu_seqlens") return firstViolation(t, "finite values", finite);
+  return "";
+}
+
+std::string shapeText(const ProblemShape& s) {
+  std::string out = "B=" + std::to_string(s.batch) + " T=" + std::to_string(s.seq_len) + " H=" +
+                    std::to_string(s.heads_qk) + " HV=" + std::to_string(s.heads_v) + " K=" +
+                    std::to_string(s.key_dim) + " V=" + std::to_string(s.value_dim);
+  if (!s.cu_seqlens.empty()) out += " N=" + std::to_string(s.numSeqs());
+  return out;
 }
 
 }  // namespace
@@ -147,7 +161,7 @@ void checkReferenceSpec(const Spec& spec) {
 void checkProblemShape(const Spec& spec, const ProblemShape& s) {
   const std::string who = specLabel(spec);
   auto need = [&](bool ok, const std::string& msg) {
-    if (!ok) throw DataError("reference problem shape: " + msg);
+    if (!ok) throw DataError("problem shape " + shapeText(s) + ": " + msg);
   };
   need(s.batch >= 1, "B must be >= 1, got " + std::to_string(s.batch));
   need(s.seq_len >= 0, "T must be >= 0, got " + std::to_string(s.seq_len));
@@ -157,7 +171,7 @@ void checkProblemShape(const Spec& spec, const ProblemShape& s) {
   need(spec.heads_qk == 0 || s.heads_qk == spec.heads_qk,
        who + " fixes heads_qk = " + std::to_string(spec.heads_qk) + ", got H = " + std::to_string(s.heads_qk));
   need(s.heads_v % s.heads_qk == 0, "HV = " + std::to_string(s.heads_v) + " is not a multiple of H = " +
-                                        std::to_string(s.heads_qk) + " (GVA needs HV % H == 0)");
+                                        std::to_string(s.heads_qk) + " (grouped value heads need HV % H == 0)");
   need(s.heads_v == s.heads_qk * spec.gva_ratio,
        who + " has gva_ratio " + std::to_string(spec.gva_ratio) + " so HV must be " +
            std::to_string(s.heads_qk * spec.gva_ratio) + " for H = " + std::to_string(s.heads_qk) + ", got HV = " +
@@ -282,45 +296,92 @@ ProblemShape inferProblemShape(const Spec& spec, const ReferenceInputs& inputs) 
   return s;
 }
 
+void checkReferenceSize(const Spec& spec, const ProblemShape& s) {
+  const std::int64_t N = s.numSeqs();
+  // Empty sequences are allowed, but each one still gets a [HV,K,V] final state: without this bound a
+  // few kilobytes of cu_seqlens would size gigabytes of output.
+  if (!s.cu_seqlens.empty() && N > s.seq_len + 1) {
+    throw DataError("problem shape " + shapeText(s) + ": cu_seqlens describes N = " + std::to_string(N) +
+                    " sequences for T = " + std::to_string(s.seq_len) +
+                    " tokens; the reference accepts at most N <= T + 1 sequences");
+  }
+  // In double: the product of four file-controlled extents may not fit in 64 bits.
+  double elements = static_cast<double>(s.batch) * static_cast<double>(s.seq_len) * static_cast<double>(s.heads_v) *
+                    static_cast<double>(s.value_dim);
+  if (spec.final_state) {
+    elements += static_cast<double>(N) * static_cast<double>(s.heads_v) * static_cast<double>(s.key_dim) *
+                static_cast<double>(s.value_dim);
+  }
+  if (usesDiagonalPrecond(spec) && spec.final_precond_state) {
+    elements += static_cast<double>(N) * static_cast<double>(s.heads_qk) * static_cast<double>(s.key_dim);
+  }
+  if (elements > static_cast<double>(kMaxReferenceOutputElements)) {
+    throw DataError("problem shape " + shapeText(s) + ": the outputs (o" +
+                    std::string(spec.final_state ? ", final_state" : "") +
+                    (usesDiagonalPrecond(spec) && spec.final_precond_state ? ", final_precond_state" : "") +
+                    ") would hold " + fmt(elements) + " float64 values; the reference's limit is " +
+                    std::to_string(kMaxReferenceOutputElements) + " (a smaller problem, or fewer sequences)");
+  }
+}
+
 ProblemShape validateReferenceInputs(const Spec& spec, const ReferenceInputs& inputs) {
   checkReferenceSpec(spec);
+  // Without a consistent shape nothing else can be checked: these throw at once.
   const ProblemShape shape = inferProblemShape(spec, inputs);
   checkProblemShape(spec, shape);
+  checkReferenceSize(spec, shape);
   const std::vector<TensorSlot> slots = referenceInputSlots(spec, shape);
 
+  // Every tensor is checked, and every mistake reported in one DataError.
+  std::vector<std::string> errors;
+  auto report = [&](const std::string& name, const std::string& msg) {
+    errors.push_back("reference input '" + name + "': " + msg);
+  };
   std::set<std::string> known;
   for (const TensorSlot& slot : slots) known.insert(slot.name);
+  std::string accepted;
+  for (const TensorSlot& slot : slots) accepted += (accepted.empty() ? "" : ", ") + slot.name;
   for (const auto& kv : inputs) {
     if (known.count(kv.first)) continue;
-    std::string accepted;
-    for (const TensorSlot& slot : slots) accepted += (accepted.empty() ? "" : ", ") + slot.name;
-    failInput(kv.first, "unexpected input: " + specLabel(spec) + " (decay " + toString(spec.decay.kind) + ", gain " +
-                            toString(spec.gain.kind) + ", precond " + toString(spec.precond.kind) +
-                            (usesDiagonalPrecond(spec) ? std::string("/") + toString(spec.precond.source) : "") +
-                            ") accepts only: " + accepted);
+    report(kv.first, "unexpected input: " + specLabel(spec) + " (decay " + toString(spec.decay.kind) + ", gain " +
+                         toString(spec.gain.kind) + ", precond " + toString(spec.precond.kind) +
+                         (usesDiagonalPrecond(spec) ? std::string("/") + toString(spec.precond.source) : "") +
+                         ") accepts only: " + accepted);
   }
 
   const ScalarType actDType = inputs.at("q").dtype();
   for (const TensorSlot& slot : slots) {
     auto it = inputs.find(slot.name);
     if (it == inputs.end()) {
-      if (slot.required) failInput(slot.name, "missing required input " + slot.layout + " = " +
-                                                  shapeToString(slot.shape) + " (" + slot.meaning + ")");
+      if (slot.required) {
+        report(slot.name, "missing required input " + slot.layout + " = " + shapeToString(slot.shape) + " (" +
+                              slot.meaning + ")");
+      }
       continue;
     }
     const Tensor& t = it->second;
     if (!acceptsDType(spec, slot.type, t.dtype())) {
-      failInput(slot.name, "expected dtype " + acceptedDTypes(spec, slot.type) + ", got " + toString(t.dtype()));
+      report(slot.name, "expected dtype " + acceptedDTypes(spec, slot.type) + ", got " + toString(t.dtype()));
+      continue;
     }
     if (slot.type == SlotType::Activation && t.dtype() != actDType) {
-      failInput(slot.name, std::string("q, k and v must share one dtype: q is ") + toString(actDType) + ", " +
-                               slot.name + " is " + toString(t.dtype()));
+      report(slot.name, std::string("q, k and v must share one dtype: q is ") + toString(actDType) + ", " +
+                            slot.name + " is " + toString(t.dtype()));
+      continue;
     }
     if (t.shape() != slot.shape) {
-      failInput(slot.name, "expected shape " + slot.layout + " = " + shapeToString(slot.shape) + ", got " +
-                               t.shapeString() + " (" + slot.meaning + ")");
+      report(slot.name, "expected shape " + slot.layout + " = " + shapeToString(slot.shape) + ", got " +
+                            t.shapeString() + " (" + slot.meaning + ")");
+      continue;
     }
-    checkValues(spec, slot.name, t);
+    const std::string bad = valueError(spec, slot.name, t);
+    if (!bad.empty()) report(slot.name, bad);
+  }
+  if (errors.size() == 1) throw DataError(errors.front());
+  if (!errors.empty()) {
+    std::string all = std::to_string(errors.size()) + " input errors:";
+    for (const std::string& e : errors) all += "\n  " + e;
+    throw DataError(all);
   }
   return shape;
 }

@@ -1,10 +1,13 @@
 #include "dgps/dsl/Safetensors.h"
 
+#include "dgps/dsl/FileRead.h"
+
 #include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <limits>
-#include <sstream>
+#include <memory>
+#include <set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +28,39 @@ constexpr std::uint64_t kMaxHeaderBytes = 100ull * 1000 * 1000;
 [[noreturn]] void failTensor(const std::string& source, const std::string& name, const std::string& msg) {
   throw DataError(source + ": tensor '" + name + "': " + msg);
 }
+
+// The JSON parser would keep the last of two equal keys and silently drop the other tensor, and would
+// build (and later destroy, recursively) any nesting depth. This callback refuses both while parsing:
+// a duplicate key (at any level) by name, and nesting deeper than a header can be
+// ({name: {"shape": [..]}} is 3 levels).
+struct HeaderGuard {
+  std::string source;
+  std::shared_ptr<std::vector<std::set<std::string>>> keys = std::make_shared<std::vector<std::set<std::string>>>();
+
+  bool operator()(int depth, json::parse_event_t event, json& parsed) const {
+    constexpr int kMaxDepth = 4;
+    if (depth > kMaxDepth) {
+      fail(source, "bad JSON header: nested deeper than " + std::to_string(kMaxDepth) +
+                       " levels (expected {name: {dtype, shape, data_offsets}})");
+    }
+    switch (event) {
+      case json::parse_event_t::object_start: keys->emplace_back(); break;
+      case json::parse_event_t::object_end:
+        if (!keys->empty()) keys->pop_back();
+        break;
+      case json::parse_event_t::key: {
+        const std::string& k = parsed.get_ref<const std::string&>();
+        if (!keys->empty() && !keys->back().insert(k).second) {
+          fail(source, std::string("bad JSON header: duplicate key '") + k.substr(0, 80) + "'" +
+                           (keys->size() == 1 ? " (two tensors of the same name)" : "") + "; expected each key once");
+        }
+        break;
+      }
+      default: break;
+    }
+    return true;
+  }
+};
 
 std::uint64_t readLe64(const std::string& bytes) {
   std::uint64_t n = 0;
@@ -167,7 +203,8 @@ SafetensorsFile parseSafetensors(const std::string& bytes, const std::string& so
   }
   json header;
   try {
-    header = json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(headerLen));
+    header = json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(headerLen),
+                         HeaderGuard{source});
   } catch (const json::exception& ex) {
     fail(source, std::string("bad JSON header: ") + ex.what());
   }
@@ -195,12 +232,18 @@ SafetensorsFile parseSafetensors(const std::string& bytes, const std::string& so
 }
 
 SafetensorsFile readSafetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(path + ": cannot open safetensors file for reading");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) throw DataError(path + ": read error");
-  return parseSafetensors(buf.str(), path);
+  // Bounded: a FIFO, a device (/dev/zero) or a file over the tensor-file limit is refused unread.
+  FileReadResult file = readRegularFile(path, file_limits::kTensors, "a safetensors file");
+  if (!file.ok) {
+    // "cannot open: ENOENT" -> "cannot open the safetensors file: ENOENT"; "is a FIFO, ..." -> "the
+    // safetensors file is a FIFO, ..."
+    const std::size_t colon = file.error.find(':');
+    throw DataError(path + ": " +
+                    (file.error.rfind("cannot ", 0) == 0 && colon != std::string::npos
+                         ? file.error.substr(0, colon) + " the safetensors file" + file.error.substr(colon)
+                         : "the safetensors file " + file.error));
+  }
+  return parseSafetensors(file.data, path);
 }
 
 std::string serializeSafetensors(const SafetensorsFile& file) {

@@ -43,6 +43,7 @@ std::string printable(const std::string& text, size_t max = 60);
 std::string join(const std::vector<std::string>& items, const char* sep);
 
 /// Allowed values (docs/spec.md "Limits").
+constexpr size_t kMaxNameLength = 64;
 constexpr int kMinHeadDim = 16;
 constexpr int kMaxHeadDim = 256;
 constexpr int kMaxHeadsQk = 65535;

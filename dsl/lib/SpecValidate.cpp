@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <regex>
 
 #include "SpecInternal.h"
 #include "dgps/dsl/Canonical.h"
@@ -86,6 +85,10 @@ std::string nearest(const std::string& word, const std::vector<std::string>& can
   std::string best;
   int bestDist = 1 << 30;
   for (const std::string& c : candidates) {
+    // The distance is at least the length difference; skipping hopeless candidates keeps a long
+    // unknown word (a 1 MiB key) from costing a word-length-by-candidate table.
+    const size_t longer = std::max(word.size(), c.size()), shorter = std::min(word.size(), c.size());
+    if (longer - shorter > std::max<size_t>(1, longer / 3)) continue;
     const int dist = editDistance(word, c);
     if (dist < bestDist) bestDist = dist, best = c;
   }
@@ -205,15 +208,25 @@ class Validator {
     checkTuning("tuning.stages", s_.tuning.stages, allowedStages(), "pipeline stages");
   }
 
+  /// [a-z][a-z0-9_]*, checked by hand: std::regex recurses per character and overflows the stack on
+  /// long names. The length is checked first, so a long name costs one comparison.
+  static bool isIdentifier(const std::string& s) {
+    if (s.empty() || !(s[0] >= 'a' && s[0] <= 'z')) return false;
+    for (char c : s)
+      if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+    return true;
+  }
+
   void checkName() {
-    static const std::regex re("[a-z][a-z0-9_]*");
     if (s_.name.empty())
       error("name", "must not be empty", "an identifier [a-z][a-z0-9_]*");
-    else if (!std::regex_match(s_.name, re))
+    else if (s_.name.size() > kMaxNameLength)
+      error("name",
+            "is " + std::to_string(s_.name.size()) + " characters long ('" + printable(s_.name, 20) + "')",
+            "an identifier [a-z][a-z0-9_]* of at most " + std::to_string(kMaxNameLength) + " characters");
+    else if (!isIdentifier(s_.name))
       error("name", "'" + printable(s_.name) + "' is not an identifier (it names kernels and files)",
             "an identifier [a-z][a-z0-9_]* (lower case)");
-    else if (s_.name.size() > 64)
-      error("name", "longer than 64 characters", "an identifier of at most 64 characters");
   }
 
   void checkGainRange() {
@@ -314,7 +327,7 @@ class Validator {
       for (size_t i = 0; i < s_.input_dtypes.size() && ok; ++i)
         if (s_.input_dtypes[i] == DType::F32) {
           error("dtypes.inputs[" + std::to_string(i) + "]",
-                "f32 inputs are not supported: kernels take bf16 or fp16 q, k, v, o (abi.h)", exp);
+                "f32 inputs are not supported: the kernels take q, k, v and o in bf16 or f16", exp);
           ok = false;
         }
       if (ok) checkUnique("dtypes.inputs", s_.input_dtypes, [](DType d) { return std::string(toString(d)); });

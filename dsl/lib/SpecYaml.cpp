@@ -10,14 +10,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "SpecInternal.h"
+#include "dgps/dsl/FileRead.h"
 #include "dgps/dsl/SpecParser.h"
 
 namespace dgps {
@@ -661,28 +661,44 @@ class DocumentScanner : public YAML::EventHandler {
     bool null = true;
   };
   std::vector<Doc> docs;
+  /// The first explicit YAML tag (`!!str 1e-6`, `!foo {}`): yaml-cpp reports "?" for a plain node and
+  /// "!" for a quoted scalar; anything else was written by the user.
+  struct Tag {
+    YAML::Mark mark;
+    std::string text;
+  };
+  std::optional<Tag> firstTag;
 
   void OnDocumentStart(const YAML::Mark&) override { depth_ = 0, rootSeen_ = false; }
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& m, YAML::anchor_t) override { root(m, true); }
   void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { root(m, false); }
-  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override {
+  void OnScalar(const YAML::Mark& m, const std::string& tag, YAML::anchor_t, const std::string&) override {
     root(m, false);
+    tagged(m, tag);
   }
-  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+  void OnSequenceStart(const YAML::Mark& m, const std::string& tag, YAML::anchor_t,
                        YAML::EmitterStyle::value) override {
     root(m, false);
+    tagged(m, tag);
     ++depth_;
   }
   void OnSequenceEnd() override { --depth_; }
-  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+  void OnMapStart(const YAML::Mark& m, const std::string& tag, YAML::anchor_t,
                   YAML::EmitterStyle::value) override {
     root(m, false);
+    tagged(m, tag);
     ++depth_;
   }
   void OnMapEnd() override { --depth_; }
 
  private:
+  void tagged(const YAML::Mark& m, const std::string& tag) {
+    if (firstTag || tag.empty() || tag == "?" || tag == "!") return;
+    // Show the tag as written: yaml-cpp expands the secondary handle "!!" to its prefix.
+    const std::string prefix = "tag:yaml.org,2002:";
+    firstTag = Tag{m, tag.rfind(prefix, 0) == 0 ? "!!" + tag.substr(prefix.size()) : tag};
+  }
   void root(const YAML::Mark& m, bool null) {
     if (depth_ == 0 && !rootSeen_) docs.push_back(Doc{m, null}), rootSeen_ = true;
   }
@@ -725,6 +741,16 @@ bool checkDocuments(const std::string& text, const std::string& file, std::vecto
     out.push_back(docError(file, m.line >= 0 ? m.line + 1 : 1, m.column >= 0 ? m.column + 1 : 1,
                            "a spec file holds one YAML document; found a second one here",
                            "a single document (no second '---')"));
+    return false;
+  }
+  if (scan.firstTag) {
+    // A tag would change how a value reads (`!!str 1e-6` is a string where a number is expected, and
+    // yaml-cpp would still hand us the text "1e-6"): refuse tags rather than give them a meaning.
+    const YAML::Mark m = scan.firstTag->mark;
+    out.push_back(docError(file, m.line >= 0 ? m.line + 1 : 1, m.column >= 0 ? m.column + 1 : 1,
+                           "YAML tag '" + detail::printable(scan.firstTag->text) +
+                               "' is not allowed in a spec",
+                           "a plain value without a tag (e.g. 1e-6, not !!str 1e-6)"));
     return false;
   }
   return true;
@@ -776,36 +802,21 @@ ParseResult parseSpecString(const std::string& text, const std::string& filename
 }
 
 ParseResult parseSpecFile(const std::string& path) {
-  std::string text;
-  try {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) {
-      ParseResult r;
-      r.diagnostics.push_back(docError(path, 0, 0, "is a directory, not a spec file", "a YAML file"));
-      return r;
-    }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      ParseResult r;
-      r.diagnostics.push_back(docError(path, 0, 0, "cannot open spec file: " +
-                                                       std::string(std::strerror(errno)),
-                                       "a readable YAML file"));
-      return r;
-    }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) {
-      ParseResult r;
-      r.diagnostics.push_back(docError(path, 0, 0, "cannot read spec file", "a readable YAML file"));
-      return r;
-    }
-    text = ss.str();
-  } catch (const std::exception& e) {
+  // Bounded: a FIFO, a device or a huge file is refused before anything is read (FileRead.h).
+  FileReadResult file = readRegularFile(path, file_limits::kSpec, "a spec file");
+  if (!file.ok) {
     ParseResult r;
-    r.diagnostics.push_back(docError(path, 0, 0, std::string("cannot read spec file: ") + e.what()));
+    // "cannot open: ENOENT" -> "cannot open spec file: ENOENT"; "is a FIFO, ..." -> "the spec file is a FIFO, ..."
+    const size_t colon = file.error.find(':');
+    const std::string msg = file.error.rfind("cannot ", 0) == 0 && colon != std::string::npos
+                                ? file.error.substr(0, colon) + " spec file" + file.error.substr(colon)
+                                : "the spec file " + file.error;
+    r.diagnostics.push_back(docError(path, 0, 0, msg,
+                                     "a readable YAML file of at most " + std::to_string(file_limits::kSpec) +
+                                         " bytes"));
     return r;
   }
-  return parseSpecString(text, path);
+  return parseSpecString(file.data, path);
 }
 
 std::vector<Diagnostic> validateSpec(const Spec& spec) {

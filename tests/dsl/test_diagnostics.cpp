@@ -45,6 +45,9 @@ const std::vector<BadCase>& badCases() {
       {"stray_comma_first", ", PGDN spec\n" + H5, 1, 1, "", "invalid YAML: unexpected ',' where a value must start"},
       {"stray_comma_after", H5 + ",\n", 6, 1, "", "invalid YAML: end of map not found"},
       {"empty_file", "", 1, 1, "", "empty spec"},
+      // A tag changes how a value reads (`!!str 1e-6` is a string where a number is expected): refused.
+      {"yaml_tag_on_number", H5 + "normalize: {eps: !!str 1e-6}\n", 6, 18, "", "YAML tag '!!str' is not allowed"},
+      {"yaml_tag_on_mapping", H5 + "dims: !mine {key: [64]}\n", 6, 7, "", "YAML tag '!mine' is not allowed"},
       {"only_comments", "# nothing here\n\n", 1, 1, "", "empty spec"},
       {"root_is_list", "- name: t\n", 1, 1, "", "wrong type: got a list"},
       {"root_is_scalar", "hello\n", 1, 1, "", "wrong type: got 'hello'"},
@@ -117,6 +120,8 @@ const std::vector<BadCase>& badCases() {
       // ---- values ----
       {"name_upper_case", "name: PGDN\ndecay: none\ngain: none\nprecond: none\nsolve: delta\n", 1, 7, "name",
        "'PGDN' is not an identifier"},
+      {"name_too_long", "name: " + std::string(30000, 'a') + "\ndecay: none\ngain: none\nprecond: none\nsolve: delta\n", 1,
+       7, "name", "is 30000 characters long"},
       {"name_empty", "name: \"\"\ndecay: none\ngain: none\nprecond: none\nsolve: delta\n", 1, 7, "name",
        "must not be empty"},
       {"range_empty", "name: t\ndecay: none\ngain: {kind: scalar, range: [0.5, 0.5]}\nprecond: none\nsolve: delta\n",

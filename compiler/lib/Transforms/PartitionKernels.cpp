@@ -12,6 +12,7 @@
 #include "Partitioner.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Verifier.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -61,6 +62,10 @@ struct PartitionKernelsPass : dgps::impl::PartitionKernelsBase<PartitionKernelsP
     for (func::FuncOp fn : llvm::make_early_inc_range(getOperation().getOps<func::FuncOp>())) {
       if (!fn->hasAttr(kChunkSizeAttr)) continue;  // not a lowered forward
       if (fn->hasAttr(kBackwardOfAttr)) continue;  // a derived backward: --chunk-partition-backward
+      // The plan divides by chunk.chunk_size and chunk.gva_ratio and sizes tiles from chunk.tuning: make
+      // sure the chunk dialect's attribute verifier has accepted them even when no verifier ran before
+      // this pass (a module built or edited in code).
+      if (failed(mlir::verify(fn))) return signalPassFailure();
       if (failed(dgps::partitionFunction(fn, forwardRoles()))) return signalPassFailure();
       dgps::CostPoint at = dgps::costPointOf(fn);
       dgps::PlanCost cost = dgps::estimatePlan(fn, at);

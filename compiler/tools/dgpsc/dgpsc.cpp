@@ -72,6 +72,21 @@ mlir::LogicalResult runStep(mlir::MLIRContext& ctx, mlir::ModuleOp module, std::
   return pm.run(module);
 }
 
+/// Prints a remark or note as "file:line:col: remark: message" (no source line, no caret: it is not an
+/// error). Other severities are left to the next handler.
+mlir::LogicalResult printOneLineRemark(mlir::Diagnostic& d) {
+  if (d.getSeverity() != mlir::DiagnosticSeverity::Remark && d.getSeverity() != mlir::DiagnosticSeverity::Note)
+    return mlir::failure();
+  auto line = [](mlir::Location loc, const char* kind, const std::string& msg) {
+    if (auto f = mlir::dyn_cast<mlir::FileLineColLoc>(loc))
+      llvm::errs() << f.getFilename().getValue() << ":" << f.getLine() << ":" << f.getColumn() << ": ";
+    llvm::errs() << kind << ": " << msg << "\n";
+  };
+  line(d.getLocation(), d.getSeverity() == mlir::DiagnosticSeverity::Remark ? "remark" : "note", d.str());
+  for (const mlir::Diagnostic& n : d.getNotes()) line(n.getLocation(), "note", n.str());
+  return mlir::success();
+}
+
 int compile(const CompileOptions& o) {
   dgps::ParseResult parsed = dgps::parseSpecFile(o.spec);
   for (const dgps::Diagnostic& d : parsed.diagnostics) std::cerr << dgps::formatDiagnostic(d) << "\n";
@@ -84,6 +99,14 @@ int compile(const CompileOptions& o) {
   ctx.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &ctx, llvm::errs());
+  // Registered last, so it runs first: remarks and notes are information, printed on one line; errors
+  // and warnings fall through to the source manager, which quotes the spec line with a caret.
+  mlir::DiagnosticEngine::HandlerID oneLine = ctx.getDiagEngine().registerHandler(printOneLineRemark);
+  struct Unregister {
+    mlir::MLIRContext& ctx;
+    mlir::DiagnosticEngine::HandlerID id;
+    ~Unregister() { ctx.getDiagEngine().eraseHandler(id); }
+  } unregister{ctx, oneLine};
 
   mlir::OwningOpRef<mlir::ModuleOp> module = dgps::ir::importSpec(ctx, *parsed.spec, o.target);
   if (mlir::failed(mlir::verify(*module))) return 1;

@@ -115,11 +115,20 @@ struct ReferenceOutputs {
 /// Reads the problem shape off q, v and cu_seqlens. Throws DataError if they are missing or misshapen.
 ProblemShape inferProblemShape(const Spec& spec, const ReferenceInputs& inputs);
 
-/// Full validation: the spec (checkReferenceSpec), the shape (checkProblemShape), every tensor's presence,
+/// Most float64 values the reference writes (o plus the final states): 2^27, 1 GiB.
+inline constexpr std::int64_t kMaxReferenceOutputElements = std::int64_t{1} << 27;
+
+/// Bounds what the reference allocates for `shape`: at most T + 1 sequences (cu_seqlens may describe
+/// empty sequences, but not arbitrarily many) and at most kMaxReferenceOutputElements output values.
+/// Throws DataError naming the limit.
+void checkReferenceSize(const Spec& spec, const ProblemShape& shape);
+
+/// Full validation: the spec (checkReferenceSpec), the shape (checkProblemShape, checkReferenceSize), every tensor's presence,
 /// shape and dtype against referenceInputSlots, no extra tensors, and the value contracts (finite values,
 /// g <= 0 and precond_g <= 0 (docs/math.md §7.1), gain.lo <= beta <= gain.hi, precond_beta >= 0,
-/// initial squash accumulator >= 0). Throws one DataError naming the tensor, what was expected and what
-/// came. Returns the inferred shape.
+/// initial squash accumulator >= 0). Throws one DataError; a bad spec or shape stops at that error, otherwise
+/// every tensor is checked and the DataError lists each mistake (one line per tensor: its name, what was
+/// expected and what came). Returns the inferred shape.
 ProblemShape validateReferenceInputs(const Spec& spec, const ReferenceInputs& inputs);
 
 /// Runs the recurrence described above in float64. Throws DataError on invalid inputs.

@@ -5,7 +5,8 @@
 //   the rest     the data buffer; offsets are relative to its start, little-endian, row-major.
 //
 // Reading validates everything and throws DataError naming the file (and tensor) on: a file shorter than
-// 8 bytes, a header length past the end of the file, a header that is not a JSON object, an entry without
+// 8 bytes, a header length past the end of the file, a header that is not a JSON object, a key
+// written twice (two tensors of one name), nesting deeper than a header has, an entry without
 // a known dtype / non-negative integer shape / [begin, end] offsets, offsets past the data buffer, a
 // byte range whose size differs from numel * element size, overlapping tensors, or bytes of the data
 // buffer that no tensor covers. No input, however corrupt, crashes the reader.
@@ -25,7 +26,8 @@ struct SafetensorsFile {
 
 /// Parses a whole safetensors image; `source` names it in error messages (usually the file path).
 SafetensorsFile parseSafetensors(const std::string& bytes, const std::string& source);
-/// Reads and parses `path`. Throws DataError (unreadable file or any corruption listed above).
+/// Reads and parses `path` through readRegularFile (FileRead.h: regular files up to
+/// file_limits::kTensors only). Throws DataError (unreadable file or any corruption listed above).
 SafetensorsFile readSafetensors(const std::string& path);
 
 /// Serialises tensors in name order, contiguous, header padded with spaces to a multiple of 8 bytes.

@@ -2,7 +2,8 @@
 //
 // parseSpecFile / parseSpecString read one YAML document into a Spec, fill every omitted field with
 // its default (the released code's values, docs/math.md §3.6), and validate it:
-//   * syntax: malformed YAML is one error at yaml-cpp's mark;
+//   * syntax: malformed YAML is one error at yaml-cpp's mark; so is a second YAML document and an
+//     explicit YAML tag (`!!str 1e-6`, `!foo {}`), which the language gives no meaning;
 //   * keys: unknown keys (with the nearest valid key suggested), duplicate keys, missing required
 //     keys (name, decay, gain, precond, solve), keys that do not apply (e.g. gain.range with
 //     gain.kind none, precond.squash with source hypergrad_ogd);
@@ -35,7 +36,9 @@ struct ParseResult {
   bool ok() const { return spec.has_value(); }
 };
 
-/// Reads and parses the file at `path`; diagnostics name `path` as the file.
+/// Reads and parses the file at `path`; diagnostics name `path` as the file. The file is read with
+/// readRegularFile (FileRead.h): a FIFO, a device, a directory or a file over file_limits::kSpec is one
+/// diagnostic, without reading it.
 ParseResult parseSpecFile(const std::string& path);
 
 /// Parses spec text; `filename` is only used in diagnostics.

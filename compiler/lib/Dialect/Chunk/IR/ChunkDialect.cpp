@@ -1,6 +1,9 @@
-// The chunk dialect: registration, the !chunk.tensor type (parser, printer, short aliases) and
-// the #chunk.tile / #chunk.plan attributes.
+// The chunk dialect: registration, the !chunk.tensor type (parser, printer, short aliases),
+// the #chunk.tile / #chunk.plan attributes and the verifier of the chunk.* function attributes.
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
+
+#include "../../SpecFieldCheck.h"
+#include "dgps/Dialect/DGPS/IR/DGPS.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -70,7 +73,7 @@ Type ChunkTensorType::parse(AsmParser& parser) {
   SmallVector<Dim> dims;
   Type elem;
   if (parser.parseLess() || parser.parseLSquare()) return {};
-  auto parseDim = [&]() -> ParseResult {
+  auto parseDim = [&]() -> mlir::ParseResult {
     StringRef name;
     llvm::SMLoc loc = parser.getCurrentLocation();
     if (parser.parseKeyword(&name)) return failure();
@@ -99,6 +102,106 @@ void ChunkTensorType::print(AsmPrinter& printer) const {
   printer << "], " << getElementType();
   if (getGlobal()) printer << ", global";
   printer << ">";
+}
+
+}  // namespace dgps::chunk
+
+//===----------------------------------------------------------------------===//
+// Verification of the attributes that carry spec values
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+using dgps::ir::FieldProblem;
+
+/// The spec field behind each integer the chunk dialect carries, and how to store it in a Spec.
+struct SpecField {
+  const char* path;
+  dgps::ir::StoreField store;
+};
+
+SpecField tuningField(llvm::StringRef name) {
+  if (name == "block_v") return {"tuning.block_v", [](dgps::Spec& s, const std::vector<int>& v) { s.tuning.block_v = v; }};
+  if (name == "warps") return {"tuning.warps", [](dgps::Spec& s, const std::vector<int>& v) { s.tuning.warps = v; }};
+  if (name == "stages") return {"tuning.stages", [](dgps::Spec& s, const std::vector<int>& v) { s.tuning.stages = v; }};
+  return {"tuning.chunk", [](dgps::Spec& s, const std::vector<int>& v) { s.tuning.chunk = v; }};
+}
+
+/// A scalar attribute checked against a list rule: "a list from {16, 32, 64}" reads "a value from ...".
+std::string scalarExpected(std::string expected) {
+  const std::string list = "a list from ";
+  if (expected.rfind(list, 0) == 0) expected = "a value from " + expected.substr(list.size());
+  return expected;
+}
+
+/// "<what>: <message> [expected: ...]" for the first problem of `values`, or success.
+LogicalResult checkValues(llvm::function_ref<InFlightDiagnostic()> emitError, const std::string& what,
+                          ArrayRef<int64_t> values, const SpecField& field, bool scalar) {
+  std::optional<FieldProblem> p = dgps::ir::checkSpecInts(values, field.path, field.store);
+  if (!p) return success();
+  std::string element = scalar ? std::string() : p->element;
+  return emitError() << what << element << ": " << p->message << " (the spec language's rule for " << field.path
+                     << ") [expected: " << (scalar ? scalarExpected(p->expected) : p->expected) << "]";
+}
+
+/// An i64 integer attribute (IntegerAttr::getInt asserts on wider types).
+std::optional<int64_t> asI64(Attribute a) {
+  auto i = dyn_cast<IntegerAttr>(a);
+  if (!i || !i.getType().isSignlessInteger(64)) return std::nullopt;
+  return i.getInt();
+}
+
+}  // namespace
+
+namespace dgps::chunk {
+
+LogicalResult TileAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError, int64_t chunk, int64_t blockV,
+                               int64_t warps, int64_t stages) {
+  const std::pair<const char*, int64_t> params[] = {
+      {"chunk", chunk}, {"block_v", blockV}, {"warps", warps}, {"stages", stages}};
+  for (auto [name, value] : params)
+    if (failed(checkValues(emitError, std::string("#chunk.tile ") + name + " = " + std::to_string(value),
+                           {value}, tuningField(name), /*scalar=*/true)))
+      return failure();
+  return success();
+}
+
+LogicalResult ChunkDialect::verifyOperationAttribute(Operation* op, NamedAttribute attr) {
+  const std::string name = attr.getName().getValue().str();
+  Attribute value = attr.getValue();
+  auto emitError = [&]() { return op->emitOpError() << "attribute '" << name << "'"; };
+  auto check = [&](ArrayRef<int64_t> values, const SpecField& field, bool scalar) {
+    return checkValues([&]() { return op->emitOpError(); }, "attribute '" + name + "'", values, field, scalar);
+  };
+  if (name == kChunkSizeAttr || name == kGvaAttr) {
+    std::optional<int64_t> v = asI64(value);
+    if (!v) return emitError() << " must be an i64 integer, got " << value;
+    if (name == kChunkSizeAttr) return check({*v}, tuningField("chunk"), true);
+    return check({*v}, {"heads.gva_ratio", [](Spec& s, const std::vector<int>& x) { s.gva_ratio = x[0]; }}, true);
+  }
+  if (name == kKeyDimsAttr || name == kValueDimsAttr) {
+    auto dims = dyn_cast<DenseI64ArrayAttr>(value);
+    if (!dims) return emitError() << " must be an array<i64: ...> of head dims, got " << value;
+    if (name == kKeyDimsAttr)
+      return check(dims.asArrayRef(), {"dims.key", [](Spec& s, const std::vector<int>& x) { s.key_dims = x; }}, false);
+    return check(dims.asArrayRef(), {"dims.value", [](Spec& s, const std::vector<int>& x) { s.value_dims = x; }},
+                 false);
+  }
+  if (name == kTuningAttr) {
+    auto tuning = dyn_cast<dgps::ir::TuningAttr>(value);
+    if (!tuning) return emitError() << " must be a #dgps.tuning<...>, got " << value;
+    const std::pair<const char*, DenseI64ArrayAttr> lists[] = {{"chunk", tuning.getChunk()},
+                                                               {"block_v", tuning.getBlockV()},
+                                                               {"warps", tuning.getWarps()},
+                                                               {"stages", tuning.getStages()}};
+    for (auto [param, list] : lists)
+      if (failed(checkValues([&]() { return op->emitOpError(); }, "attribute '" + name + "' " + param,
+                             list.asArrayRef(), tuningField(param), false)))
+        return failure();
+    return success();
+  }
+  if (name == kPlanAttr && !isa<PlanAttr>(value)) return emitError() << " must be a #chunk.plan<...>, got " << value;
+  return success();  // other chunk.* names are free for later passes
 }
 
 }  // namespace dgps::chunk

@@ -32,7 +32,7 @@ LogicalResult LoadOp::verify() {
   static const llvm::StringSet<> cotangents = {"do", "dfinal_state", "dfinal_precond_state"};
   if (!forwardInputs().contains(getName()) && !cotangents.contains(getName()) && !isSavedName(getName()))
     return emitOpError() << "loads unknown input '" << getName()
-                         << "'; expected a ForwardArgs input (q, k, v, g, beta, precond_g, "
+                         << "'; expected a forward input (q, k, v, g, beta, precond_g, "
                             "precond_beta, precond_center, initial_state, initial_precond_state), a "
                             "cotangent (do, dfinal_state, dfinal_precond_state) or a saved forward "
                             "value (saved.<name>)";

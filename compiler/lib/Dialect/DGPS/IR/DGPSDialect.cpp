@@ -5,6 +5,9 @@
 #include "dgps/dsl/SpecParser.h"
 
 #include <cmath>
+#include <climits>
+
+#include "../../SpecFieldCheck.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -60,6 +63,8 @@ LogicalResult RecurrenceOp::verify() {
   if (!getStateDtype().isBF16() && !getStateDtype().isF16() && !getStateDtype().isF32())
     return emitOpError() << "state dtype " << getStateDtype() << " is not supported; expected f32";
 
+  if (failed(verifyIntegerRanges())) return failure();
+
   // The same rules as the YAML language (dsl/lib/SpecValidate.cpp), one error at a time.
   for (const Diagnostic& d : validateSpec(exportSpec(*this))) {
     if (d.severity != Severity::Error) continue;
@@ -68,6 +73,44 @@ LogicalResult RecurrenceOp::verify() {
     diag << d.message;
     if (!d.expected.empty()) diag << " [expected: " << d.expected << "]";
     return diag;
+  }
+  return success();
+}
+
+/// Spec holds int and the attributes are i64: a value beyond int is reported here, with the language's
+/// rule for its field, before exportSpec would narrow it (4294967424 would otherwise verify as 128).
+LogicalResult RecurrenceOp::verifyIntegerRanges() {
+  struct Field {
+    const char* attr;
+    const char* path;
+    SmallVector<int64_t> values;
+    StoreField store;
+  };
+  TuningAttr t = getTuning();
+  const Field fields[] = {
+      {"heads_qk", "heads.qk", {getHeadsQk()}, [](Spec& s, const std::vector<int>& v) { s.heads_qk = v[0]; }},
+      {"gva_ratio", "heads.gva_ratio", {getGvaRatio()},
+       [](Spec& s, const std::vector<int>& v) { s.gva_ratio = v[0]; }},
+      {"key_dims", "dims.key", SmallVector<int64_t>(getKeyDims()),
+       [](Spec& s, const std::vector<int>& v) { s.key_dims = v; }},
+      {"value_dims", "dims.value", SmallVector<int64_t>(getValueDims()),
+       [](Spec& s, const std::vector<int>& v) { s.value_dims = v; }},
+      {"tuning.chunk", "tuning.chunk", SmallVector<int64_t>(t.getChunk().asArrayRef()),
+       [](Spec& s, const std::vector<int>& v) { s.tuning.chunk = v; }},
+      {"tuning.block_v", "tuning.block_v", SmallVector<int64_t>(t.getBlockV().asArrayRef()),
+       [](Spec& s, const std::vector<int>& v) { s.tuning.block_v = v; }},
+      {"tuning.warps", "tuning.warps", SmallVector<int64_t>(t.getWarps().asArrayRef()),
+       [](Spec& s, const std::vector<int>& v) { s.tuning.warps = v; }},
+      {"tuning.stages", "tuning.stages", SmallVector<int64_t>(t.getStages().asArrayRef()),
+       [](Spec& s, const std::vector<int>& v) { s.tuning.stages = v; }},
+  };
+  for (const Field& f : fields) {
+    bool narrows = llvm::any_of(f.values, [](int64_t v) { return v > INT_MAX || v < INT_MIN; });
+    if (!narrows) continue;  // in range: validateSpec below reports it with the YAML path
+    std::optional<FieldProblem> p = checkSpecInts(f.values, f.path, f.store);
+    if (!p) continue;
+    return emitOpError() << "attribute '" << f.attr << "'" << p->element << ": " << p->message
+                         << " [expected: " << p->expected << "]";
   }
   return success();
 }

@@ -2,6 +2,9 @@
 // here as a compile-time gap rather than a silently dropped value.
 #include "dgps/Dialect/DGPS/IR/SpecConversion.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -75,9 +78,15 @@ DType fromIrType(Type t) {
 DenseI64ArrayAttr ints(Builder& b, const std::vector<int>& v) {
   return b.getDenseI64ArrayAttr(SmallVector<int64_t>(v.begin(), v.end()));
 }
+/// i64 attribute -> int Spec field. RecurrenceOp::verify rejects values beyond int first; for an
+/// unverified op the value saturates (INT_MAX / INT_MIN lie outside every range of the language, so
+/// validateSpec still rejects it) instead of wrapping to a valid-looking value (2^32 + 128 -> 128).
+int toInt(int64_t x) {
+  return static_cast<int>(std::clamp<int64_t>(x, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+}
 std::vector<int> ints(DenseI64ArrayAttr a) {
   std::vector<int> out;
-  for (int64_t x : a.asArrayRef()) out.push_back(static_cast<int>(x));
+  for (int64_t x : a.asArrayRef()) out.push_back(toInt(x));
   return out;
 }
 
@@ -154,8 +163,8 @@ Spec exportSpec(RecurrenceOp op) {
   if (auto d = op.getDescription()) s.description = d->str();
   if (auto fl = dyn_cast<FileLineColLoc>(op.getLoc())) {
     s.loc.file = fl.getFilename().str();
-    s.loc.line = static_cast<int>(fl.getLine());
-    s.loc.column = static_cast<int>(fl.getColumn());
+    s.loc.line = toInt(fl.getLine());
+    s.loc.column = toInt(fl.getColumn());
   }
   s.decay.kind = fromIr(op.getDecay());
   s.gain.kind = fromIr(op.getGain());
@@ -186,8 +195,8 @@ Spec exportSpec(RecurrenceOp op) {
   s.qk_l2norm = op.getQkL2norm();
   s.l2norm_eps = op.getL2normEps().convertToDouble();
   if (auto sc = op.getScale()) s.scale = sc->convertToDouble();
-  s.heads_qk = static_cast<int>(op.getHeadsQk());
-  s.gva_ratio = static_cast<int>(op.getGvaRatio());
+  s.heads_qk = toInt(op.getHeadsQk());
+  s.gva_ratio = toInt(op.getGvaRatio());
   s.key_dims = ints(op.getKeyDimsAttr());
   s.value_dims = ints(op.getValueDimsAttr());
   s.input_dtypes.clear();

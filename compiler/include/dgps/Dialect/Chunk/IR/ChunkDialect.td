@@ -29,6 +29,9 @@ def Chunk_Dialect : Dialect {
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
   let hasCanonicalizer = 0;
+  // Verifies the function attributes chunk.chunk_size, chunk.gva_ratio, chunk.key_dims,
+  // chunk.value_dims, chunk.tuning and chunk.plan wherever they appear (ChunkDialect.cpp).
+  let hasOperationAttrVerify = 1;
 }
 
 // Symbolic tensor dimensions (docs/math.md §1).
@@ -65,6 +68,8 @@ def Chunk_TileAttr : AttrDef<Chunk_Dialect, "Tile"> {
   let summary = "tile parameters of a kernel: chunk size, value block, warps, pipeline stages";
   let parameters = (ins "int64_t":$chunk, "int64_t":$block_v, "int64_t":$warps, "int64_t":$stages);
   let assemblyFormat = "`<` struct(params) `>`";
+  // Each parameter must be a value the spec language allows for tuning.<name>.
+  let genVerifyDecl = 1;
 }
 
 // The cost estimate of a kernel plan (per token and value head; docs/math.md §4.4/§4.5 counting).

@@ -76,6 +76,10 @@ def DGPS_RecurrenceOp : Op<DGPS_Dialect, "recurrence", [Symbol]> {
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
   let hasCanonicalizeMethod = 1;
+  let extraClassDeclaration = [{
+    /// Every i64 attribute that becomes an int of dgps::Spec fits it (part of verify()).
+    ::mlir::LogicalResult verifyIntegerRanges();
+  }];
 }
 
 #endif

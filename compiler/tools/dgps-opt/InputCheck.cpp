@@ -1,0 +1,121 @@
+// Screening of dgps-opt's input (InputCheck.h).
+#include "InputCheck.h"
+
+#include <sys/stat.h>
+
+namespace dgps::opt {
+namespace {
+
+/// Decodes the MLIR string literal starting at text[i] == '"' (escapes \\, \", \n, \t and \HH);
+/// returns the index after the closing quote, or npos when it is not closed.
+std::size_t readStringLiteral(const std::string& text, std::size_t i, std::string& out) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  out.clear();
+  for (++i; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') return i + 1;
+    if (c == '\n') return std::string::npos;
+    if (c != '\\' || i + 1 >= text.size()) {
+      out += c;
+      continue;
+    }
+    const char e = text[++i];
+    if (e == 'n') out += '\n';
+    else if (e == 't') out += '\t';
+    else if (i + 1 < text.size() && hex(e) >= 0 && hex(text[i + 1]) >= 0) out += static_cast<char>(hex(e) * 16 + hex(text[++i]));
+    else out += e;
+  }
+  return std::string::npos;
+}
+
+/// MLIR's diagnostic printer opens the file a location names ("file":line:col) to quote its line, with
+/// an unbounded read: loc("/dev/zero":1:1) on an invalid op exhausts memory, a FIFO blocks forever.
+/// Every string literal followed by ':' and a digit is such a file name; each one that exists must be a
+/// regular file within the input limit (checked without reading it). False when one is not.
+bool checkLocationFiles(const std::string& text, const std::string& inputName, std::uint64_t maxBytes, std::string& error) {
+  std::string name;
+  for (std::size_t i = 0; i < text.size();) {
+    if (text[i] != '"') {
+      ++i;
+      continue;
+    }
+    const std::size_t end = readStringLiteral(text, i, name);
+    if (end == std::string::npos) return true;  // the parser reports the unterminated string
+    i = end;
+    std::size_t j = end;
+    while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
+    if (j >= text.size() || text[j] != ':') continue;
+    ++j;
+    while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
+    if (j >= text.size() || text[j] < '0' || text[j] > '9' || name == inputName) continue;
+    struct stat st {};
+    if (name.empty() || ::stat(name.c_str(), &st) != 0) continue;  // nothing to open: MLIR prints no quote
+    if (!S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > maxBytes) {
+      error = "a location names the file '" + name + "', which is " +
+              (S_ISREG(st.st_mode) ? "larger than " + std::to_string(maxBytes) + " bytes"
+                                   : std::string("not a regular file")) +
+              "; expected locations in regular files (or in files that do not exist)";
+      return false;
+    }
+  }
+  return true;
+}
+
+/// MLIR parses an integer literal into an APInt in time quadratic in its digits (20,000 digits take
+/// half a minute), and nested attributes and types by recursion (a few thousand '[' overflow the
+/// stack). No IR of the pipeline needs more than a few dozen digits or levels, so longer digit runs and
+/// deeper nesting (outside strings and comments) are refused up front.
+bool checkTokens(const std::string& text, std::string& error) {
+  std::string ignored;
+  std::size_t line = 1, depth = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (c == '"') {
+      const std::size_t end = readStringLiteral(text, i, ignored);
+      if (end == std::string::npos) return true;  // the parser reports the unterminated string
+      for (std::size_t j = i; j < end; ++j) line += text[j] == '\n';
+      i = end;
+      continue;
+    }
+    if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      while (i < text.size() && text[i] != '\n') ++i;
+      continue;
+    }
+    if (c == '[' || c == '{' || c == '(' || c == '<') {
+      if (++depth > kMaxNesting) {
+        error = "line " + std::to_string(line) + ": brackets nested more than " + std::to_string(kMaxNesting) +
+                " deep; expected at most " + std::to_string(kMaxNesting) + " levels";
+        return false;
+      }
+    } else if ((c == ']' || c == '}' || c == ')' || (c == '>' && (i == 0 || text[i - 1] != '-'))) && depth > 0) {
+      --depth;
+    }
+    if (c >= '0' && c <= '9') {
+      std::size_t j = i;
+      while (j < text.size() && text[j] >= '0' && text[j] <= '9') ++j;
+      if (j - i > kMaxDigitRun) {
+        error = "line " + std::to_string(line) + ": a number of " + std::to_string(j - i) + " digits; expected at most " +
+                std::to_string(kMaxDigitRun) + " digits in a row";
+        return false;
+      }
+      i = j;
+      continue;
+    }
+    ++i;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool checkMlirInput(const std::string& text, const std::string& bufferName, std::uint64_t maxBytes, std::string& error) {
+  return checkTokens(text, error) && checkLocationFiles(text, bufferName, maxBytes, error);
+}
+
+}  // namespace dgps::opt

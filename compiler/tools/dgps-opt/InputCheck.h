@@ -1,0 +1,26 @@
+// dgps-opt's screening of its input text before MLIR parses it: what MLIR itself handles without
+// bound is refused with one message.
+//   * file locations ("file":line:col): MLIR's diagnostic printer opens the named file to quote a line,
+//     with an unbounded read (loc("/dev/zero":1:1) exhausts memory, a FIFO blocks forever); each named
+//     file that exists must be a regular file of at most `maxBytes` (checked with stat, never read);
+//   * integer literals: parsed in time quadratic in their length; more than kMaxDigitRun digits in a row
+//     (outside strings and comments) are refused;
+//   * nesting: attributes and types are parsed by recursion; brackets ([ { ( <) nested more than
+//     kMaxNesting deep are refused.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace dgps::opt {
+
+inline constexpr std::size_t kMaxDigitRun = 256;
+inline constexpr std::size_t kMaxNesting = 128;
+
+/// True when `text` may be handed to MLIR; otherwise false with `error` saying what was found where.
+/// `bufferName` is the name the text is parsed under (locations naming it are the input itself).
+bool checkMlirInput(const std::string& text, const std::string& bufferName, std::uint64_t maxBytes,
+                    std::string& error);
+
+}  // namespace dgps::opt
