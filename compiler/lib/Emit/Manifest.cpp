@@ -6,6 +6,7 @@
 
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Emit/Package.h"
+#include "dgps/Emit/TileEmitter.h"
 #include "dgps/device/launch_rules.h"
 #include "dgps/dsl/Canonical.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -114,11 +115,19 @@ std::string emitManifest(const Spec& s, const PlanSummary& plan) {
   return os.str();
 }
 
-FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan) {
+FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp tileModule) {
   FailureOr<PlanSummary> summary = summarizePlan(spec, plan);
   if (failed(summary)) return failure();
+  std::optional<std::string> tileDecode;
+  if (tileModule && hasKernel(spec, KernelKind::Decode)) {
+    auto fn = tileModule.lookupSymbol<func::FuncOp>(spec.name + "_decode");
+    if (!fn) return tileModule.emitError() << "no tile function @" << spec.name << "_decode for the decode kernel";
+    FailureOr<std::string> text = emitTileKernel(fn, "dgps_" + spec.name + "_decode");
+    if (failed(text)) return failure();
+    tileDecode = *text;
+  }
   PackageFiles files;
-  files.kernels_cu = emitKernelsCu(spec, *summary);
+  files.kernels_cu = emitKernelsCu(spec, *summary, tileDecode ? &*tileDecode : nullptr);
   files.spec_yaml = canonicalYaml(spec);
   files.manifest_yaml = emitManifest(spec, *summary);
   return files;

@@ -1,13 +1,14 @@
 // The DGPS pass pipeline (Passes.td lists the stages) and dialect registration for the tools.
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Dialect/DGPS/IR/DGPS.h"
+#include "dgps/Dialect/Tile/IR/Tile.h"
 #include "dgps/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace dgps {
 
 void registerDialects(mlir::DialectRegistry& registry) {
-  registry.insert<ir::DGPSDialect, chunk::ChunkDialect, mlir::func::FuncDialect>();
+  registry.insert<ir::DGPSDialect, chunk::ChunkDialect, tile::TileDialect, mlir::func::FuncDialect>();
 }
 
 void buildPipeline(mlir::OpPassManager& pm, Stage until) {

@@ -1,9 +1,13 @@
 // dgpsc: the DGPS compiler driver.
 //
-//   dgpsc compile SPEC -o DIR [--target sm_90a] [--print-after=dgps|chunk|plan|all]
+//   dgpsc compile SPEC -o DIR [--target sm_90a] [--print-after=dgps|chunk|plan|tile|all]
+//                  [--codegen=device-library|tile-decode]
 //       parse + validate the spec (dsl), import it as dgps IR, run the pipeline (Passes.td) and write
 //       the generated package DIR/{kernels.cu, spec.yaml, manifest.yaml}. --print-after prints the IR
 //       of a stage (or after every pass) to stdout; the plan's cost estimate goes to stderr as a remark.
+//       --codegen=tile-decode (experimental) also lowers the decode role to tile IR
+//       (--dgps-lower-decode-to-tile) and prints its kernel from that IR against runtime/device/dgps/tile;
+//       the default calls the hand-written device library for every role.
 //   dgpsc check SPEC
 //       the spec checker of dsl (classification, hash, tensors, canonical form).
 //   dgpsc plan SPEC [--backward [--keep NAME,...]] [--print-ir]
@@ -43,7 +47,8 @@ struct CompileOptions {
   std::string spec;
   std::string out;
   std::string target = dgps::ir::kDefaultTarget;
-  std::string printAfter;  // "", dgps, chunk, plan, all
+  std::string printAfter;  // "", dgps, chunk, plan, tile, all
+  std::string codegen = "device-library";  // or tile-decode
 };
 
 /// One step of the pipeline: a pass and the stage it completes (if any).
@@ -112,14 +117,30 @@ int compile(const CompileOptions& o) {
   if (mlir::failed(mlir::verify(*module))) return 1;
 
   dgps::Spec canonical = *parsed.spec;
+  mlir::OwningOpRef<mlir::ModuleOp> tileModule;
   for (Step& step : pipelineSteps()) {
     std::string name = step.pass->getArgument().str();
     if (mlir::failed(runStep(ctx, *module, std::move(step.pass)))) {
       std::cerr << "dgpsc: error: " << o.spec << ": pass --" << name << " failed\n";
       return 1;
     }
-    if (step.stage && std::string(step.stage) == "dgps")
+    if (step.stage && std::string(step.stage) == "dgps") {
       for (auto op : module->getOps<dgps::ir::RecurrenceOp>()) canonical = dgps::ir::exportSpec(op);
+      if (o.codegen == "tile-decode") {
+        // The decode role is lowered from the canonical dgps IR, beside the chunk pipeline.
+        tileModule = module->clone();
+        if (mlir::failed(runStep(ctx, *tileModule, dgps::createLowerDecodeToTile()))) {
+          std::cerr << "dgpsc: error: " << o.spec << ": pass --dgps-lower-decode-to-tile failed\n";
+          return 1;
+        }
+        if (o.printAfter == "tile" || o.printAfter == "all") {
+          llvm::outs() << "// -----// IR after --dgps-lower-decode-to-tile (" << o.spec << ") //----- //\n";
+          tileModule->print(llvm::outs());
+          llvm::outs() << "\n";
+          llvm::outs().flush();
+        }
+      }
+    }
     bool print = o.printAfter == "all" || (step.stage && o.printAfter == step.stage);
     if (print) {
       llvm::outs() << "// -----// IR after --" << name << " (" << o.spec << ") //----- //\n";
@@ -131,7 +152,8 @@ int compile(const CompileOptions& o) {
 
   // The package describes the canonicalised spec (identical to the input for every parsed spec
   // whose preconditioner is not the identity), so kernels, spec.yaml and manifest always agree.
-  mlir::FailureOr<dgps::PackageFiles> files = dgps::emitPackage(canonical, *module);
+  mlir::FailureOr<dgps::PackageFiles> files =
+      dgps::emitPackage(canonical, *module, tileModule ? *tileModule : mlir::ModuleOp());
   if (mlir::failed(files)) return 1;
   std::string error;
   if (!dgps::writePackage(*files, o.out, error)) {
@@ -219,8 +241,13 @@ int run(int argc, char** argv) {
   compileCmd->add_option("spec", co.spec, "spec file (YAML)")->required();
   compileCmd->add_option("-o,--output", co.out, "output package directory")->required();
   compileCmd->add_option("--target", co.target, "GPU target recorded as the module's dgps.target");
-  compileCmd->add_option("--print-after", co.printAfter, "print the IR after a stage: dgps, chunk, plan or all")
-      ->check(CLI::IsMember({"dgps", "chunk", "plan", "all"}));
+  compileCmd->add_option("--print-after", co.printAfter, "print the IR after a stage: dgps, chunk, plan, tile or all")
+      ->check(CLI::IsMember({"dgps", "chunk", "plan", "tile", "all"}));
+  compileCmd
+      ->add_option("--codegen", co.codegen,
+                   "device-library (default): every kernel calls runtime/device/dgps/device; tile-decode: the "
+                   "decode kernel is printed from tile IR (experimental)")
+      ->check(CLI::IsMember({"device-library", "tile-decode"}));
 
   std::string checkSpec;
   CLI::App* checkCmd = app.add_subcommand("check", "parse and validate SPEC, print its classification");

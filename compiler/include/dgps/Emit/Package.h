@@ -41,13 +41,18 @@ struct PlanSummary {
 /// (launch_rules.h forwardRoles).
 mlir::FailureOr<PlanSummary> summarizePlan(const Spec& spec, mlir::ModuleOp plan);
 
-/// kernels.cu text (see the file comment of this header).
-std::string emitKernelsCu(const Spec& spec, const PlanSummary& plan);
+/// kernels.cu text (see the file comment of this header). With `tileDecode`, that text (the decode kernel
+/// printed from tile IR by emitTileKernel) replaces the device library's decode entry point.
+std::string emitKernelsCu(const Spec& spec, const PlanSummary& plan, const std::string* tileDecode = nullptr);
+/// The shortest CUDA float literal that reads back to `x` rounded to float ("1.5f", "1e-06f").
+std::string cudaFloatLiteral(double x);
 /// manifest.yaml text.
 std::string emitManifest(const Spec& spec, const PlanSummary& plan);
 
-/// All three files.
-mlir::FailureOr<PackageFiles> emitPackage(const Spec& spec, mlir::ModuleOp plan);
+/// All three files. With `tileModule` (the output of --dgps-lower-decode-to-tile), the decode kernel is
+/// printed from its `@<name>_decode` tile function instead of calling the device library's decode.
+mlir::FailureOr<PackageFiles> emitPackage(const Spec& spec, mlir::ModuleOp plan,
+                                          mlir::ModuleOp tileModule = nullptr);
 
 /// Writes the files into `dir` (created if missing). Returns false and sets `error` on I/O failure.
 bool writePackage(const PackageFiles& files, const std::string& dir, std::string& error);

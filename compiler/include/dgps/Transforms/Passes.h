@@ -27,7 +27,7 @@ enum class Stage {
 /// Adds the passes that take a module of dgps IR to `until` (inclusive).
 void buildPipeline(mlir::OpPassManager& pm, Stage until = Stage::Plan);
 
-/// Registers the dialects every DGPS tool reads (dgps, chunk, func).
+/// Registers the dialects every DGPS tool reads (dgps, chunk, tile, func).
 void registerDialects(mlir::DialectRegistry& registry);
 
 }  // namespace dgps

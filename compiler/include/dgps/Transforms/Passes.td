@@ -6,6 +6,9 @@
 //     ─dgps-lower-to-chunk─▶ chunk IR ─canonicalize─▶ chunk IR
 //     ─chunk-fuse-preconditioner─▶ ─chunk-partition-kernels─▶ kernel plan ─emit─▶ package
 //
+// and, for the tile code path of the decode role (dgpsc compile --codegen=tile-decode):
+//   dgps IR ─dgps-lower-decode-to-tile─▶ tile IR (func @<name>_decode) ─emitTileKernel─▶ decode kernel
+//
 // `canonicalize` is MLIR's canonicalizer with the dialects' patterns: on dgps.recurrence it drops
 // the parameters of an absent preconditioner and turns an identity preconditioner (squash x = 1,
 // a hypergradient step that never moves d) into `none`; on chunk ops it removes zero gates and
@@ -178,6 +181,57 @@ def PartitionBackward : Pass<"chunk-partition-backward", "::mlir::ModuleOp"> {
     ... chunk.kernel "bwd_state_reverse" ..., "bwd_chunk_grad" ..., "bwd_prologue_grad" {chunk.store "dq" ...}
     ```
   }];
+}
+
+def LowerDecodeToTile : Pass<"dgps-lower-decode-to-tile", "::mlir::ModuleOp"> {
+  let summary = "Lower the decode role of each dgps.recurrence to a function over typed tiles";
+  let description = [{
+    Decode (one token per batch row, docs/math.md §1) has no chunk-IR body, so it is lowered from the
+    recurrence's attributes. For every dgps.recurrence whose kernels include decode, adds
+    `func.func @<name>_decode` (keeping the recurrence) with attributes `tile.role = "decode"`,
+    `tile.grid` ("value_tile": one CTA per (b, hv, value tile); "key_head" when a preconditioner
+    state must have a single writer: one CTA per (b, h) looping over its value tiles) and
+    `tile.value_tile` (BV = 32). The per-model variation is decided here and appears as different
+    tile ops: scalar decay is `tile.mul` of the state fragment by exp(g), diagonal decay a
+    `tile.row_scale` by a shared exp(g) vector, no decay nothing; the gain a `tile.mul`; the delta
+    rule a two-vector `tile.contract` (Sᵀk̂ and Sᵀq_r) and a `tile.sub`, the linear rule a one-vector
+    contract; ema_sq_squash and hypergrad_ogd preconditioner steps are elementwise/reduction tile
+    maths on the [K] state, multiplying the write key (key side) or the read query (query side).
+
+    Before:
+    ```mlir
+    dgps.recurrence @gdn {decay = #dgps.decay<scalar>, gain = #dgps.gain<scalar>,
+                          precond = #dgps.precond<none>, solve = #dgps.solve<delta>,
+                          kernels = [#dgps.kernel<chunk_forward>, #dgps.kernel<decode>], ...}
+    ```
+    After (appended next to the recurrence):
+    ```mlir
+    func.func @gdn_decode() attributes {tile.grid = "value_tile", tile.role = "decode", tile.value_tile = 32 : i64} {
+      %scale = tile.load_scalar "scale" at none : f32
+      %0 = tile.view "k" at bh : !bf16_k_global_row
+      %k = tile.load %0 : !bf16_k_global_row -> !f32_k_reg_split
+      ... // k̂ = k · rsqrt(Σk² + eps), likewise q̂; q_r = scale · q̂
+      %kwq = tile.reduce_sum %kq : !f32_k_reg_split
+      %sk = tile.copy %kh : !f32_k_reg_split -> !f32_k_smem_row
+      %sq = tile.copy %qr : !f32_k_reg_split -> !f32_k_smem_row
+      tile.barrier
+      tile.for_value_tiles {
+        %sv = tile.view "state" at bhv : !f32_kv_global_row
+        %S = tile.load %sv : !f32_kv_global_row -> !f32_kbv_reg_frag
+        %d = tile.exp %g : f32
+        %DS = tile.mul %S, %d : !f32_kbv_reg_frag, f32 -> !f32_kbv_reg_frag
+        %Sk, %Sq = tile.contract %DS, %sk, %sq : ...
+        %r = tile.sub %v, %Sk : ...       // delta rule
+        %e = tile.mul %r, %beta : ...     // gain
+        %o = tile.add %Sq, %ekq : ...     // o = (DS)ᵀq_r + (k_w·q_r) e
+        %S1 = tile.outer_add %DS, %sk, %e : ...
+        tile.store %S1, %sv : ...
+      }
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["::dgps::tile::TileDialect", "::mlir::func::FuncDialect"];
 }
 
 #endif

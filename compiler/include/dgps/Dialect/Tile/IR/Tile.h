@@ -1,0 +1,29 @@
+// The `tile` dialect: typed tiles of one CTA and generic tile maths (TileOps.td). First role lowered
+// to it: decode (--dgps-lower-decode-to-tile); printed as CUDA by the emitter (Emit/TileEmitter.h).
+#pragma once
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dgps/Dialect/Tile/IR/TileDialect.h.inc"
+#include "dgps/Dialect/Tile/IR/TileEnums.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dgps/Dialect/Tile/IR/TileTypes.h.inc"
+
+#define GET_OP_CLASSES
+#include "dgps/Dialect/Tile/IR/TileOps.h.inc"
+
+namespace dgps::tile {
+/// Function attribute: the kernel role a tile function implements ("decode").
+inline constexpr const char* kRoleAttr = "tile.role";
+/// Function attribute: the CTA grid (a Grid keyword: "value_tile" or "key_head").
+inline constexpr const char* kGridAttr = "tile.grid";
+/// Function attribute: the value-tile width BV the function is written for.
+inline constexpr const char* kValueTileAttr = "tile.value_tile";
+}  // namespace dgps::tile

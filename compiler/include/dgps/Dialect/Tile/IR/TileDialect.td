@@ -1,0 +1,78 @@
+//===- TileDialect.td - typed tiles of one CTA -----------------*- tablegen -*-===//
+//
+// The `tile` dialect sits below `chunk`: one kernel role becomes a `func.func` whose body is tile
+// maths over typed tiles of one CTA. It knows nothing of decay, gain or preconditioner kinds; the
+// lowering decides those and the emitter prints each op as a call into the typed tile library
+// (runtime/device/dgps/tile/*.cuh). First role: decode (--dgps-lower-decode-to-tile).
+//
+//===----------------------------------------------------------------------===//
+#ifndef DGPS_DIALECT_TILE_IR_DIALECT_TD
+#define DGPS_DIALECT_TILE_IR_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Tile_Dialect : Dialect {
+  let name = "tile";
+  let cppNamespace = "::dgps::tile";
+  let summary = "Typed tiles of one CTA: memory space, layout, symbolic shape";
+  let description = [{
+    Values are tiles `!tile.tile<[K, BV], f32, reg, frag>` or uniform scalars (`f32`, the same
+    value in every thread of the CTA). Shapes are symbolic extents fixed at JIT time (K: key head
+    dim, V: value head dim, BV: the CTA's value tile); a global view over V, loaded into a tile over
+    BV, means the CTA's value-tile window of that view.
+  }];
+  let useDefaultTypePrinterParser = 1;
+  let hasCanonicalizer = 0;
+}
+
+// Symbolic tile extents.
+def Tile_Extent : I32EnumAttr<"Extent", "symbolic tile extent", [
+    I32EnumAttrCase<"K", 0>, I32EnumAttrCase<"V", 1>, I32EnumAttrCase<"BV", 2>]> {
+  let cppNamespace = "::dgps::tile";
+  let genSpecializedAttr = 0;
+}
+
+// Where a tile lives.
+def Tile_Space : I32EnumAttr<"Space", "memory space of a tile", [
+    I32EnumAttrCase<"global", 0>, I32EnumAttrCase<"smem", 1>, I32EnumAttrCase<"reg", 2>]> {
+  let cppNamespace = "::dgps::tile";
+  let genSpecializedAttr = 0;
+}
+
+// How a tile's elements map to memory or threads.
+def Tile_Layout : I32EnumAttr<"Layout", "layout of a tile", [
+    // global / smem: row-major, unit column stride.
+    I32EnumAttrCase<"row", 0>,
+    // reg, rank 1 over K: element d held by thread d mod T, slot d / T (T threads of the CTA).
+    I32EnumAttrCase<"split", 1>,
+    // reg, rank 1 over BV: each thread holds 4 adjacent columns (the columns of its frag).
+    I32EnumAttrCase<"quad", 2>,
+    // reg, rank 2 [K, BV]: thread (row group g, column group c) holds rows g + G·j, 4 columns 4c..4c+3.
+    I32EnumAttrCase<"frag", 3>]> {
+  let cppNamespace = "::dgps::tile";
+  let genSpecializedAttr = 0;
+}
+
+// Which element of a global tensor a view starts at: the CTA's coordinates.
+def Tile_Index : I32EnumAttr<"Index", "coordinates of a global view", [
+    I32EnumAttrCase<"none", 0>,      // a kernel argument, not a tensor
+    I32EnumAttrCase<"h", 1>,         // [H, ...] at the CTA's key head
+    I32EnumAttrCase<"bh", 2>,        // [B, H, ...] at (batch row, key head)
+    I32EnumAttrCase<"bhv", 3>,       // [B, HV, ...] at (batch row, value head)
+    I32EnumAttrCase<"bh_first", 4>]> // [B, HV, ...] at the first value head of the key head's group
+{
+  let cppNamespace = "::dgps::tile";
+}
+
+// How the grid covers the problem.
+def Tile_Grid : I32EnumAttr<"Grid", "CTA grid of a tile kernel", [
+    // one CTA per (batch row, value head, value tile); tile.for_value_tiles runs once.
+    I32EnumAttrCase<"value_tile", 0>,
+    // one CTA per (batch row, key head); tile.for_value_tiles visits every value tile of the group.
+    I32EnumAttrCase<"key_head", 1>]> {
+  let cppNamespace = "::dgps::tile";
+}
+
+#endif

@@ -1,0 +1,23 @@
+// The tile emitter: prints a function of the tile dialect (a kernel role lowered by
+// --dgps-lower-decode-to-tile) as a CUDA __global__ kernel whose body calls the typed tile library
+// (runtime/device/dgps/tile/*.cuh). One C++ statement per tile op; SSA values become `const` locals.
+//
+// The kernel keeps the hand-written role's ABI: symbol, argument struct (runtime/device/dgps/device/abi.h)
+// and launch geometry (launch_rules.h decodeGeometry: 128 threads, grid from tile.grid, shared memory
+// decodeSmemBytes(K) = four [KP] f32 vectors + (4 warps x 2 x 32) reduction floats + 32 scalars).
+#pragma once
+
+#include <string>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Support/LogicalResult.h"
+
+namespace dgps {
+
+/// `extern "C" __global__ void <symbol>(dgps::DecodeArgs a) { ... }` for a decode tile function.
+/// Emits an error at the offending op and fails if the function is not a decode tile function, names
+/// a tensor that DecodeArgs lacks (or with another dtype), or needs more shared vectors than the
+/// launch geometry provides.
+mlir::FailureOr<std::string> emitTileKernel(mlir::func::FuncOp fn, const std::string& symbol);
+
+}  // namespace dgps

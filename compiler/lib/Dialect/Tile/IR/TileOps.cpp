@@ -1,0 +1,154 @@
+// Verifiers of the tile ops: memory spaces, layouts and shapes of operands and results (TileOps.td).
+#include "dgps/Dialect/Tile/IR/Tile.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace dgps::tile;
+
+#define GET_OP_CLASSES
+#include "dgps/Dialect/Tile/IR/TileOps.cpp.inc"
+
+namespace {
+
+TileType tileOf(Value v) { return dyn_cast<TileType>(v.getType()); }
+
+std::string str(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return s;
+}
+
+/// A register tile of `dims` and `layout`, or an error naming `what`.
+LogicalResult expectReg(Operation* op, Value v, std::initializer_list<Extent> dims, Layout layout,
+                        const char* what) {
+  TileType t = tileOf(v);
+  if (t && t.isReg() && t.getLayout() == layout && llvm::equal(t.getDims(), dims)) return success();
+  return op->emitOpError() << what << " must be a register tile with layout " << stringifyLayout(layout)
+                           << ", got " << str(v.getType());
+}
+
+LogicalResult expectSmemK(Operation* op, Value v, const char* what) {
+  TileType t = tileOf(v);
+  if (t && t.getSpace() == Space::smem) return success();
+  return op->emitOpError() << what << " must be a [K] shared tile, got " << str(v.getType());
+}
+
+}  // namespace
+
+LogicalResult ViewOp::verify() {
+  if (getType().getSpace() != Space::global) return emitOpError("result must be a global tile");
+  if (getIndex() == Index::none) return emitOpError("a view needs coordinates (h, bh, bhv or bh_first)");
+  if (getIndex() == Index::bhv && !(*this)->getParentOfType<ForValueTilesOp>())
+    return emitOpError("a view at bhv must be inside tile.for_value_tiles");
+  return success();
+}
+
+LogicalResult LoadScalarOp::verify() {
+  if (getIndex() == Index::bhv && !(*this)->getParentOfType<ForValueTilesOp>())
+    return emitOpError("a load at bhv must be inside tile.for_value_tiles");
+  return success();
+}
+
+/// The register tile a global view of `view` loads into: V becomes the CTA's BV window.
+static std::optional<TileType> regOfView(TileType view) {
+  SmallVector<Extent> dims;
+  for (Extent e : view.getDims()) dims.push_back(e == Extent::V ? Extent::BV : e);
+  Layout layout = dims.size() == 2 ? Layout::frag : dims[0] == Extent::K ? Layout::split : Layout::quad;
+  return TileType::get(view.getContext(), dims, Float32Type::get(view.getContext()), Space::reg, layout);
+}
+
+LogicalResult LoadOp::verify() {
+  TileType v = tileOf(getView());
+  if (v.getSpace() != Space::global) return emitOpError("operand must be a global view");
+  if (getType() != *regOfView(v))
+    return emitOpError() << "loading " << str(v) << " gives " << str(*regOfView(v)) << ", not " << str(getType());
+  return success();
+}
+
+LogicalResult StoreOp::verify() {
+  TileType view = tileOf(getView()), val = tileOf(getValue());
+  if (view.getSpace() != Space::global) return emitOpError("destination must be a global view");
+  if (val != *regOfView(view))
+    return emitOpError() << "storing into " << str(view) << " needs " << str(*regOfView(view)) << ", got "
+                         << str(val);
+  return success();
+}
+
+LogicalResult CopyOp::verify() {
+  if (failed(expectReg(*this, getValue(), {Extent::K}, Layout::split, "operand"))) return failure();
+  if (getType() != tileOf(getValue()).with(Space::smem, Layout::row))
+    return emitOpError("result must be the [K] f32 shared tile");
+  return success();
+}
+
+LogicalResult BarrierOp::verify() { return success(); }
+LogicalResult ConstantOp::verify() { return success(); }
+
+/// Elementwise rule: tiles are register tiles of the result type; scalars broadcast.
+static LogicalResult verifyElementwise(Operation* op, ValueRange operands, Type result) {
+  bool anyTile = false;
+  for (Value v : operands) {
+    if (v.getType().isF32()) continue;
+    anyTile = true;
+    TileType t = tileOf(v);
+    if (!t.isReg()) return op->emitOpError() << "tile operands must be in registers, got " << str(t);
+    if (t != result)
+      return op->emitOpError() << "operand type " << str(t) << " differs from the result type " << str(result);
+  }
+  if (!anyTile && !result.isF32()) return op->emitOpError("scalar operands give a scalar (f32) result");
+  return success();
+}
+
+#define DGPS_TILE_ELEMENTWISE(Op)                                                           \
+  LogicalResult Op::verify() { return verifyElementwise(*this, getOperation()->getOperands(), getType()); }
+DGPS_TILE_ELEMENTWISE(AddOp)
+DGPS_TILE_ELEMENTWISE(SubOp)
+DGPS_TILE_ELEMENTWISE(MulOp)
+DGPS_TILE_ELEMENTWISE(DivOp)
+DGPS_TILE_ELEMENTWISE(MaxOp)
+DGPS_TILE_ELEMENTWISE(MinOp)
+DGPS_TILE_ELEMENTWISE(ExpOp)
+DGPS_TILE_ELEMENTWISE(Exp2Op)
+DGPS_TILE_ELEMENTWISE(LogOp)
+DGPS_TILE_ELEMENTWISE(AbsOp)
+DGPS_TILE_ELEMENTWISE(RsqrtOp)
+#undef DGPS_TILE_ELEMENTWISE
+
+LogicalResult SelectPositiveOp::verify() { return success(); }
+
+LogicalResult ReduceSumOp::verify() { return expectReg(*this, getX(), {Extent::K}, Layout::split, "operand"); }
+
+LogicalResult RowScaleOp::verify() {
+  if (failed(expectReg(*this, getTile(), {Extent::K, Extent::BV}, Layout::frag, "tile"))) return failure();
+  if (failed(expectSmemK(*this, getScale(), "scale"))) return failure();
+  if (getType() != tileOf(getTile())) return emitOpError("result type must equal the tile's");
+  return success();
+}
+
+LogicalResult ContractOp::verify() {
+  if (failed(expectReg(*this, getTile(), {Extent::K, Extent::BV}, Layout::frag, "tile"))) return failure();
+  if (getVectors().empty() || getVectors().size() > 2) return emitOpError("takes one or two vectors");
+  if (getResults().size() != getVectors().size()) return emitOpError("needs one result per vector");
+  for (Value v : getVectors())
+    if (failed(expectSmemK(*this, v, "vector"))) return failure();
+  for (Value r : getResults())
+    if (failed(expectReg(*this, r, {Extent::BV}, Layout::quad, "result"))) return failure();
+  return success();
+}
+
+LogicalResult OuterAddOp::verify() {
+  if (failed(expectReg(*this, getTile(), {Extent::K, Extent::BV}, Layout::frag, "tile"))) return failure();
+  if (failed(expectSmemK(*this, getRow(), "row vector"))) return failure();
+  if (failed(expectReg(*this, getCol(), {Extent::BV}, Layout::quad, "column vector"))) return failure();
+  if (getType() != tileOf(getTile())) return emitOpError("result type must equal the tile's");
+  return success();
+}
+
+LogicalResult ForValueTilesOp::verify() {
+  if ((*this)->getParentOfType<ForValueTilesOp>()) return emitOpError("must not be nested");
+  return success();
+}

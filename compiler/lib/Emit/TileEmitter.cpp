@@ -1,0 +1,292 @@
+// The tile emitter (TileEmitter.h): tile IR of the decode role -> CUDA calling runtime/device/dgps/tile.
+#include "dgps/Emit/TileEmitter.h"
+
+#include <map>
+#include <sstream>
+
+#include "dgps/Dialect/Tile/IR/Tile.h"
+#include "dgps/Emit/Package.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace dgps::tile;
+
+namespace dgps {
+namespace {
+
+/// Shared [KP] vectors the decode launch provides (launch_rules.h decodeSmemBytes).
+constexpr int kSmemVectors = 4;
+
+/// A DecodeArgs field: whether it holds the 16-bit input dtype and whether the kernel may write it.
+struct Field {
+  bool act;
+  bool writable;
+};
+const std::map<std::string, Field>& decodeFields() {
+  static const std::map<std::string, Field> f = {
+      {"q", {true, false}},           {"k", {true, false}},          {"v", {true, false}},
+      {"o", {true, true}},            {"g", {false, false}},         {"beta", {false, false}},
+      {"precond_g", {false, false}},  {"precond_beta", {false, false}}, {"precond_center", {false, false}},
+      {"state", {false, true}},       {"precond_state", {false, true}}};
+  return f;
+}
+
+/// Row offset (in elements) of a view's or scalar's index, for a tensor whose trailing extent is `inner`.
+std::string indexExpr(Index at, const std::string& inner) {
+  std::string row;
+  switch (at) {
+    case Index::none: return "";
+    case Index::h: row = "h"; break;
+    case Index::bh: row = "(b * H + h)"; break;
+    case Index::bhv: row = "(b * HV + hv)"; break;
+    case Index::bh_first: row = "(b * HV + h * ratio)"; break;
+  }
+  return inner.empty() ? row : row + " * " + inner;
+}
+
+class Emitter {
+ public:
+  explicit Emitter(std::ostringstream& os) : os_(os) {}
+
+  LogicalResult block(Block& body, int indent) {
+    for (Operation& op : body)
+      if (failed(emit(op, indent))) return failure();
+    return success();
+  }
+
+ private:
+  std::string name(Value v) {
+    auto it = names_.find(v.getAsOpaquePointer());
+    if (it != names_.end()) return it->second;
+    std::string n = "t" + std::to_string(names_.size());
+    names_[v.getAsOpaquePointer()] = n;
+    return n;
+  }
+  /// "a, b, c" for the values' C++ names.
+  template <class Range>
+  std::string names(Range values) {
+    std::string s;
+    for (Value v : values) s += (s.empty() ? "" : ", ") + name(v);
+    return s;
+  }
+  std::string pad(int indent) { return std::string(2 * indent, ' '); }
+
+  /// The C++ type of a register tile.
+  static std::string cppType(Type t) {
+    auto tt = cast<TileType>(t);
+    switch (tt.getLayout()) {
+      case Layout::split: return "SplitK";
+      case Layout::quad: return "Quad";
+      case Layout::frag: return "Frag";
+      default: return "?";
+    }
+  }
+
+  LogicalResult view(ViewOp op, int indent) {
+    auto it = decodeFields().find(op.getName().str());
+    if (it == decodeFields().end())
+      return op.emitOpError() << "'" << op.getName() << "' is not a tensor of the decode arguments (abi.h DecodeArgs)";
+    TileType t = op.getType();
+    if (it->second.act != !t.getElementType().isF32())
+      return op.emitOpError() << "'" << op.getName() << "' has element type "
+                              << (it->second.act ? "of the input dtype (bf16)" : "f32");
+    const bool hasV = llvm::is_contained(t.getDims(), Extent::V);
+    if (hasV && !op->getParentOfType<ForValueTilesOp>())
+      return op.emitOpError("a view over V must be inside tile.for_value_tiles (its window is the loop's)");
+    const std::string inner = t.getRank() == 2 ? "(int64_t)K * V" : hasV ? "V" : "K";
+    std::string ptr = it->second.act ? "uint16_t" : "float";
+    bool writable = false;
+    for (Operation* user : op->getUsers())
+      if (isa<StoreOp>(user)) writable = true;
+    if (writable && !it->second.writable) return op.emitOpError() << "'" << op.getName() << "' is read-only";
+    const std::string cv = writable ? "" : "const ";
+    os_ << pad(indent) << cv << ptr << "* const " << name(op) << " = ";
+    if (it->second.act)
+      os_ << "static_cast<" << cv << "uint16_t*>(a." << op.getName().str() << ")";
+    else
+      os_ << "a." << op.getName().str();
+    os_ << " + " << indexExpr(op.getIndex(), inner);
+    // A view over V is read and written at the CTA's value-tile window.
+    if (hasV) os_ << " + col0";
+    os_ << ";\n";
+    return success();
+  }
+
+  LogicalResult loadScalar(LoadScalarOp op, int indent) {
+    auto it = decodeFields().find(op.getName().str());
+    const bool isArg = op.getIndex() == Index::none;
+    if (isArg ? op.getName() != "scale" : (it == decodeFields().end() || it->second.act))
+      return op.emitOpError() << "'" << op.getName() << "' is not an f32 " << (isArg ? "scalar" : "tensor")
+                              << " of the decode arguments";
+    const std::string field = "a." + op.getName().str();
+    os_ << pad(indent) << "const float " << name(op) << " = ";
+    if (isArg) {
+      os_ << field << ";\n";
+      return success();
+    }
+    const std::string elem = field + "[" + indexExpr(op.getIndex(), "") + "]";
+    if (op.getAbsent())
+      os_ << "(" << field << " != nullptr ? " << elem << " : " << cudaFloatLiteral(op.getAbsent()->convertToDouble())
+          << ")";
+    else
+      os_ << elem;
+    os_ << ";\n";
+    return success();
+  }
+
+  /// Valid extents of a view's window: rows K, columns V − col0.
+  static std::string validCols() { return "V - col0"; }
+
+  LogicalResult load(LoadOp op, int indent) {
+    TileType v = cast<TileType>(op.getView().getType());
+    const std::string src = name(op.getView());
+    os_ << pad(indent) << "const " << cppType(op.getType()) << " " << name(op) << " = ";
+    switch (op.getType().getLayout()) {
+      case Layout::split: os_ << "t::load_split<KP, NT, Codec>(" << src << ", K)"; break;
+      case Layout::quad: os_ << "t::load_quad<BV, NT, Codec>(" << src << ", " << validCols() << ")"; break;
+      case Layout::frag: os_ << "t::load_frag<KP, BV, NT>(" << src << ", V, K, " << validCols() << ")"; break;
+      default: return op.emitOpError("cannot load into this layout");
+    }
+    (void)v;
+    os_ << ";\n";
+    return success();
+  }
+
+  LogicalResult store(StoreOp op, int indent) {
+    const std::string val = name(op.getValue()), dst = name(op.getView());
+    os_ << pad(indent);
+    switch (cast<TileType>(op.getValue().getType()).getLayout()) {
+      case Layout::split: os_ << "t::store_split(" << val << ", " << dst << ", K)"; break;
+      case Layout::quad: os_ << "t::store_quad<BV, NT, Codec>(" << val << ", " << dst << ", " << validCols() << ")"; break;
+      case Layout::frag: os_ << "t::store_frag(" << val << ", " << dst << ", V, K, " << validCols() << ")"; break;
+      default: return op.emitOpError("cannot store this layout");
+    }
+    os_ << ";\n";
+    return success();
+  }
+
+  LogicalResult copy(CopyOp op, int indent) {
+    if (smemUsed_ == kSmemVectors)
+      return op.emitOpError() << "needs more than " << kSmemVectors << " shared [K] vectors (decode launch geometry)";
+    os_ << pad(indent) << "float* const " << name(op) << " = smem + " << smemUsed_++ << " * KP;\n";
+    os_ << pad(indent) << "t::to_smem(" << name(op.getValue()) << ", " << name(op) << ");\n";
+    return success();
+  }
+
+  std::string typeOf(Value v) { return v.getType().isF32() ? "float" : cppType(v.getType()); }
+
+  LogicalResult call(Operation& op, const char* fn, int indent) {
+    os_ << pad(indent) << "const " << typeOf(op.getResult(0)) << " " << name(op.getResult(0)) << " = t::" << fn << "(";
+    os_ << names(op.getOperands()) << ");\n";
+    return success();
+  }
+
+  LogicalResult loop(ForValueTilesOp op, int indent) {
+    auto fn = op->getParentOfType<func::FuncOp>();
+    const bool keyHead = fn->getAttrOfType<StringAttr>(kGridAttr).getValue() == stringifyGrid(Grid::key_head);
+    os_ << pad(indent) << "for (int it = 0; it < ntile; ++it) {\n";
+    os_ << pad(indent + 1) << "const int64_t hv = hv0 + it / VT;\n";
+    os_ << pad(indent + 1) << "const int col0 = (int)(vt0 + it % VT) * BV;\n";
+    if (failed(block(op.getBody().front(), indent + 1))) return failure();
+    // Iterations reuse the shared vectors and the reduction scratch.
+    if (keyHead) os_ << pad(indent + 1) << "dgps::dev::sync_threads();\n";
+    os_ << pad(indent) << "}\n";
+    return success();
+  }
+
+  LogicalResult emit(Operation& op, int indent) {
+    return llvm::TypeSwitch<Operation*, LogicalResult>(&op)
+        .Case<ViewOp>([&](auto o) { return view(o, indent); })
+        .Case<LoadScalarOp>([&](auto o) { return loadScalar(o, indent); })
+        .Case<LoadOp>([&](auto o) { return load(o, indent); })
+        .Case<StoreOp>([&](auto o) { return store(o, indent); })
+        .Case<CopyOp>([&](auto o) { return copy(o, indent); })
+        .Case<BarrierOp>([&](auto) {
+          os_ << pad(indent) << "dgps::dev::sync_threads();\n";
+          return success();
+        })
+        .Case<ConstantOp>([&](auto o) {
+          os_ << pad(indent) << "const float " << name(o) << " = " << cudaFloatLiteral(o.getValue().convertToDouble())
+              << ";\n";
+          return success();
+        })
+        .Case<AddOp>([&](auto o) { return call(op, "add", indent); })
+        .Case<SubOp>([&](auto o) { return call(op, "sub", indent); })
+        .Case<MulOp>([&](auto o) { return call(op, "mul", indent); })
+        .Case<DivOp>([&](auto o) { return call(op, "div", indent); })
+        .Case<MaxOp>([&](auto o) { return call(op, "max", indent); })
+        .Case<MinOp>([&](auto o) { return call(op, "min", indent); })
+        .Case<ExpOp>([&](auto o) { return call(op, "exp", indent); })
+        .Case<Exp2Op>([&](auto o) { return call(op, "exp2", indent); })
+        .Case<LogOp>([&](auto o) { return call(op, "log", indent); })
+        .Case<AbsOp>([&](auto o) { return call(op, "abs", indent); })
+        .Case<RsqrtOp>([&](auto o) { return call(op, "rsqrt", indent); })
+        .Case<SelectPositiveOp>([&](auto o) { return call(op, "select_positive", indent); })
+        .Case<ReduceSumOp>([&](auto o) {
+          os_ << pad(indent) << "const float " << name(o) << " = t::reduce_sum(" << name(o.getX()) << ", scalars);\n";
+          return success();
+        })
+        .Case<RowScaleOp>([&](auto o) { return call(op, "row_scale", indent); })
+        .Case<OuterAddOp>([&](auto o) { return call(op, "outer_add", indent); })
+        .Case<ContractOp>([&](ContractOp o) {
+          os_ << pad(indent) << "Quad ";
+          os_ << names(o.getResults()) << ";\n" << pad(indent) << "t::contract(" << name(o.getTile());
+          for (Value v : o.getVectors()) os_ << ", " << name(v);
+          os_ << ", scratch";
+          for (Value v : o.getResults()) os_ << ", " << name(v);
+          os_ << ");\n";
+          return success();
+        })
+        .Case<ForValueTilesOp>([&](auto o) { return loop(o, indent); })
+        .Case<func::ReturnOp>([&](auto) { return success(); })
+        .Default([&](Operation* o) { return o->emitOpError("has no tile emitter"); });
+  }
+
+  std::ostringstream& os_;
+  std::map<const void*, std::string> names_;
+  int smemUsed_ = 0;
+};
+
+}  // namespace
+
+FailureOr<std::string> emitTileKernel(func::FuncOp fn, const std::string& symbol) {
+  auto role = fn->getAttrOfType<StringAttr>(kRoleAttr);
+  auto grid = fn->getAttrOfType<StringAttr>(kGridAttr);
+  auto bv = fn->getAttrOfType<IntegerAttr>(kValueTileAttr);
+  if (!role || role.getValue() != "decode" || !grid || !symbolizeGrid(grid.getValue()) || !bv)
+    return fn.emitOpError() << "is not a decode tile function (needs " << kRoleAttr << " = \"decode\", " << kGridAttr
+                            << " and " << kValueTileAttr << ")";
+  if (bv.getInt() != 32)
+    return fn.emitOpError() << kValueTileAttr << " must be 32, the decode launch geometry's value tile";
+  const bool keyHead = *symbolizeGrid(grid.getValue()) == Grid::key_head;
+  std::ostringstream os;
+  os << "extern \"C\" __global__ void " << symbol << "(dgps::DecodeArgs a) {\n";
+  os << "  // Generated from tile IR (" << fn.getSymName().str() << ", grid " << grid.getValue().str() << ").\n";
+  os << "  namespace t = dgps::tile;\n";
+  os << "  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;\n";
+  os << "  constexpr int K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = 32, NT = 128;\n";
+  os << "  constexpr int VT = (V + BV - 1) / BV;\n";
+  os << "  using SplitK = t::SplitVec<KP, NT>;\n  using Frag = t::RowFrag<KP, BV, NT>;\n  using Quad = t::Quad<BV, NT>;\n";
+  os << "  (void)sizeof(SplitK);\n  (void)sizeof(Frag);\n";
+  os << "  // Shared memory (launch_rules.h decodeSmemBytes): 4 [KP] vectors, [4][2][BV] scratch, 32 scalars.\n";
+  os << "  float* const smem = reinterpret_cast<float*>(dgps::dev::dyn_smem());\n";
+  os << "  float* const scratch = smem + 4 * KP;\n  float* const scalars = scratch + 256;\n";
+  os << "  (void)scratch;\n  (void)scalars;\n";
+  os << "  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;\n";
+  os << "  const int64_t bid = dgps::dev::block_x();\n";
+  if (keyHead) {
+    os << "  // One CTA per (b, h), the only writer of its preconditioner state: all value tiles of the group.\n";
+    os << "  const int64_t b = bid / H, h = bid - b * H, hv0 = h * ratio, vt0 = 0;\n";
+    os << "  const int ntile = (int)(ratio * VT);\n";
+  } else {
+    os << "  // One CTA per (b, hv, value tile).\n";
+    os << "  const int64_t vt0 = bid % VT, hv0 = (bid / VT) % HV, b = bid / VT / HV, h = hv0 / ratio;\n";
+    os << "  const int ntile = 1;\n";
+  }
+  Emitter e(os);
+  if (failed(e.block(fn.getBody().front(), 1))) return failure();
+  os << "}\n";
+  return os.str();
+}
+
+}  // namespace dgps

@@ -1,0 +1,178 @@
+// --dgps-lower-decode-to-tile: the decode role (one token step, docs/math.md §1) of every dgps.recurrence
+// with a decode kernel becomes `func.func @<name>_decode` over typed tiles (Passes.td has the before/after).
+// Every per-model choice is made here and shows up as different tile ops; the emitted CUDA has no branch
+// on decay, gain, preconditioner or solve kinds.
+#include <cmath>
+
+#include "dgps/Dialect/DGPS/IR/SpecConversion.h"
+#include "dgps/Dialect/Tile/IR/Tile.h"
+#include "dgps/Transforms/Passes.h"
+#include "mlir/IR/Builders.h"
+
+namespace dgps {
+#define GEN_PASS_DEF_LOWERDECODETOTILE
+#include "dgps/Transforms/Passes.h.inc"
+}  // namespace dgps
+
+using namespace mlir;
+using namespace dgps::tile;
+
+namespace {
+
+/// The value tile of the decode CTA (launch_rules.h decodeTile).
+constexpr int64_t kValueTile = 32;
+
+/// Builds the tile ops of one decode function; one method per stage of the step.
+class DecodeBuilder {
+ public:
+  DecodeBuilder(OpBuilder& b, Location loc, const dgps::Spec& s) : b_(b), loc_(loc), s_(s) {
+    MLIRContext* ctx = b.getContext();
+    f32_ = b.getF32Type();
+    act_ = b.getBF16Type();  // stands for the spec's input dtype (bf16 or f16, chosen at JIT time)
+    regK_ = TileType::get(ctx, {Extent::K}, f32_, Space::reg, Layout::split);
+    smemK_ = TileType::get(ctx, {Extent::K}, f32_, Space::smem, Layout::row);
+    regV_ = TileType::get(ctx, {Extent::BV}, f32_, Space::reg, Layout::quad);
+    frag_ = TileType::get(ctx, {Extent::K, Extent::BV}, f32_, Space::reg, Layout::frag);
+  }
+
+  void build() {
+    Value scale = b_.create<LoadScalarOp>(loc_, f32_, "scale", Index::none, FloatAttr());
+    Value kh = normalised("k");
+    Value qh = normalised("q");
+    Value qs = b_.create<MulOp>(loc_, regK_, qh, scale);
+    Value kw = kh, qr = qs;
+    if (s_.precond.kind == dgps::PrecondKind::Diagonal) {
+      Value m = s_.precond.source == dgps::PrecondSource::EmaSqSquash ? squashStep(kh) : hypergradStep(kh);
+      if (s_.precond.side == dgps::PrecondSide::Key)
+        kw = b_.create<MulOp>(loc_, regK_, kh, m);
+      else
+        qr = b_.create<MulOp>(loc_, regK_, qs, m);
+    }
+    // o = (D S)ᵀ q_r + (k_w·q_r) e: the write's contribution to the read-out needs only this scalar.
+    Value kwq = b_.create<ReduceSumOp>(loc_, f32_, b_.create<MulOp>(loc_, regK_, kw, qr));
+    Value sKh = b_.create<CopyOp>(loc_, smemK_, kh);
+    Value sKw = kw == kh ? sKh : b_.create<CopyOp>(loc_, smemK_, kw).getResult();
+    Value sQr = b_.create<CopyOp>(loc_, smemK_, qr);
+    b_.create<BarrierOp>(loc_);
+    valueTiles(sKh, sKw, sQr, kwq);
+  }
+
+ private:
+  Value constant(double x) { return b_.create<ConstantOp>(loc_, f32_, b_.getF32FloatAttr((float)x)); }
+  Value scalar(const char* name, Index at) { return b_.create<LoadScalarOp>(loc_, f32_, name, at, FloatAttr()); }
+  Value view(const char* name, Index at, std::initializer_list<Extent> dims, Type elem) {
+    return b_.create<ViewOp>(loc_, TileType::get(b_.getContext(), dims, elem, Space::global, Layout::row), name, at);
+  }
+
+  /// k or q of (b, h), l2-normalised when the spec asks: x · rsqrt(Σx² + eps).
+  Value normalised(const char* name) {
+    Value x = b_.create<LoadOp>(loc_, regK_, view(name, Index::bh, {Extent::K}, act_));
+    if (!s_.qk_l2norm) return x;
+    Value ss = b_.create<ReduceSumOp>(loc_, f32_, b_.create<MulOp>(loc_, regK_, x, x));
+    Value r = b_.create<RsqrtOp>(loc_, b_.create<AddOp>(loc_, f32_, ss, constant(s_.l2norm_eps)));
+    return b_.create<MulOp>(loc_, regK_, x, r);
+  }
+
+  /// ema_sq_squash (docs/math.md §3.3): A ← γ A + b k̂², stored; M = x^(−s), s = r/(1+|r|), r = ln(A+eps) − c.
+  Value squashStep(Value kh) {
+    const dgps::SquashParams& sq = s_.precond.squash;
+    Value pv = view("precond_state", Index::bh, {Extent::K}, f32_);
+    Value a = b_.create<LoadOp>(loc_, regK_, pv);
+    if (sq.has_gate) a = b_.create<MulOp>(loc_, regK_, a, b_.create<ExpOp>(loc_, scalar("precond_g", Index::bh)));
+    Value w = b_.create<MulOp>(loc_, regK_, kh, kh);
+    if (sq.has_gain) w = b_.create<MulOp>(loc_, regK_, w, scalar("precond_beta", Index::bh));
+    a = b_.create<AddOp>(loc_, regK_, a, w);
+    b_.create<StoreOp>(loc_, a, pv);
+    Value c = b_.create<LoadScalarOp>(loc_, f32_, "precond_center", Index::h, b_.getF32FloatAttr(0.f));
+    Value r = b_.create<SubOp>(loc_, regK_, b_.create<LogOp>(loc_, b_.create<AddOp>(loc_, regK_, a, constant(sq.eps))), c);
+    Value den = b_.create<AddOp>(loc_, regK_, b_.create<AbsOp>(loc_, r), constant(1.0));
+    Value sgn = b_.create<DivOp>(loc_, regK_, r, den);
+    return b_.create<Exp2Op>(loc_, b_.create<MulOp>(loc_, regK_, sgn, constant(-std::log2(sq.x))));
+  }
+
+  /// hypergrad_ogd (docs/math.md §5.2): d' = ρ d + (η β/‖u‖)(1 − β⟨d, u⟩) u, u = k̂², clamped, stored;
+  /// the multiplier is d (pre) or d' (post). β is the gain of the key head's first value head.
+  Value hypergradStep(Value kh) {
+    const dgps::HypergradParams& hg = s_.precond.hypergrad;
+    Value pv = view("precond_state", Index::bh, {Extent::K}, f32_);
+    Value d = b_.create<LoadOp>(loc_, regK_, pv);
+    Value u = b_.create<MulOp>(loc_, regK_, kh, kh);
+    Value nk = b_.create<ReduceSumOp>(loc_, f32_, u);
+    Value du = b_.create<ReduceSumOp>(loc_, f32_, b_.create<MulOp>(loc_, regK_, d, u));
+    Value step = constant(hg.eta), keep = constant(1.0);
+    if (s_.gain.kind == dgps::GainKind::Scalar) {
+      Value beta = scalar("beta", Index::bh_first);
+      step = b_.create<MulOp>(loc_, f32_, step, beta);
+      du = b_.create<MulOp>(loc_, f32_, beta, du);
+    }
+    Value coef = b_.create<MulOp>(loc_, f32_, b_.create<DivOp>(loc_, f32_, step, nk),
+                                  b_.create<SubOp>(loc_, f32_, keep, du));
+    coef = b_.create<SelectPositiveOp>(loc_, f32_, nk, coef, constant(0.0));
+    Value kept = d;
+    if (hg.has_retention) kept = b_.create<MulOp>(loc_, regK_, d, b_.create<ExpOp>(loc_, scalar("precond_g", Index::bh)));
+    Value dn = b_.create<AddOp>(loc_, regK_, kept, b_.create<MulOp>(loc_, regK_, u, coef));
+    if (hg.clamp_min) dn = b_.create<MaxOp>(loc_, regK_, dn, constant(*hg.clamp_min));
+    if (hg.clamp_max) dn = b_.create<MinOp>(loc_, regK_, dn, constant(*hg.clamp_max));
+    b_.create<StoreOp>(loc_, dn, pv);
+    return hg.timing == dgps::WriteTiming::Post ? dn : d;
+  }
+
+  /// Per value tile: S ← D S; e = β(v − Sᵀk̂) or β v; o = Sᵀq_r + (k_w·q_r) e; S ← S + k_w eᵀ.
+  void valueTiles(Value sKh, Value sKw, Value sQr, Value kwq) {
+    auto loop = b_.create<ForValueTilesOp>(loc_);
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(&loop.getBody().emplaceBlock());
+    Value sv = view("state", Index::bhv, {Extent::K, Extent::V}, f32_);
+    Value st = b_.create<LoadOp>(loc_, frag_, sv);
+    if (s_.decay.kind == dgps::DecayKind::Scalar) {
+      st = b_.create<MulOp>(loc_, frag_, st, b_.create<ExpOp>(loc_, scalar("g", Index::bhv)));
+    } else if (s_.decay.kind == dgps::DecayKind::Diagonal) {
+      Value g = b_.create<LoadOp>(loc_, regK_, view("g", Index::bhv, {Extent::K}, f32_));
+      Value sDec = b_.create<CopyOp>(loc_, smemK_, b_.create<ExpOp>(loc_, g));
+      b_.create<BarrierOp>(loc_);
+      st = b_.create<RowScaleOp>(loc_, frag_, st, sDec);
+    }
+    Value v = b_.create<LoadOp>(loc_, regV_, view("v", Index::bhv, {Extent::V}, act_));
+    Value e = v, readOut;
+    if (s_.solve.kind == dgps::SolveKind::Delta) {
+      auto c = b_.create<ContractOp>(loc_, TypeRange{regV_, regV_}, st, ValueRange{sKh, sQr});
+      e = b_.create<SubOp>(loc_, regV_, v, c.getResult(0));
+      readOut = c.getResult(1);
+    } else {
+      readOut = b_.create<ContractOp>(loc_, TypeRange{regV_}, st, ValueRange{sQr}).getResult(0);
+    }
+    if (s_.gain.kind == dgps::GainKind::Scalar) e = b_.create<MulOp>(loc_, regV_, e, scalar("beta", Index::bhv));
+    Value o = b_.create<AddOp>(loc_, regV_, readOut, b_.create<MulOp>(loc_, regV_, e, kwq));
+    b_.create<StoreOp>(loc_, o, view("o", Index::bhv, {Extent::V}, act_));
+    b_.create<StoreOp>(loc_, b_.create<OuterAddOp>(loc_, frag_, st, sKw, e), sv);
+  }
+
+  OpBuilder& b_;
+  Location loc_;
+  const dgps::Spec& s_;
+  Type f32_, act_;
+  TileType regK_, smemK_, regV_, frag_;
+};
+
+struct LowerDecodeToTilePass : public dgps::impl::LowerDecodeToTileBase<LowerDecodeToTilePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    for (auto rec : llvm::to_vector(module.getOps<dgps::ir::RecurrenceOp>())) {
+      const dgps::Spec spec = dgps::ir::exportSpec(rec);
+      if (!dgps::hasKernel(spec, dgps::KernelKind::Decode)) continue;
+      OpBuilder b(rec);
+      b.setInsertionPointAfter(rec);
+      auto fn = b.create<func::FuncOp>(rec.getLoc(), (rec.getSymName() + "_decode").str(), b.getFunctionType({}, {}));
+      const bool keyHead = spec.precond.kind == dgps::PrecondKind::Diagonal;
+      fn->setAttr(kRoleAttr, b.getStringAttr("decode"));
+      fn->setAttr(kGridAttr, b.getStringAttr(stringifyGrid(keyHead ? Grid::key_head : Grid::value_tile)));
+      fn->setAttr(kValueTileAttr, b.getI64IntegerAttr(kValueTile));
+      OpBuilder body(fn.getContext());
+      body.setInsertionPointToStart(fn.addEntryBlock());
+      DecodeBuilder(body, rec.getLoc(), spec).build();
+      body.create<func::ReturnOp>(rec.getLoc());
+    }
+  }
+};
+
+}  // namespace

@@ -1,0 +1,71 @@
+// The tile type and ops check memory spaces, layouts and shapes.
+// RUN: %dgps-opt %s -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{register layout frag needs shape [K] (split), [BV] (quad) or [K, BV] (frag)}}
+func.func private @bad_frag(!tile.tile<[K], f32, reg, frag>)
+
+// -----
+
+// expected-error @+1 {{a shared tile is [K], f32, layout row}}
+func.func private @bad_smem(!tile.tile<[K, BV], f32, smem, row>)
+
+// -----
+
+// expected-error @+1 {{unknown tile extent 'T'; expected K, V or BV}}
+func.func private @bad_extent(!tile.tile<[T], f32, reg, split>)
+
+// -----
+
+// expected-error @+1 {{a register tile holds f32, got 'bf16'}}
+func.func private @bad_dtype(!tile.tile<[K], bf16, reg, split>)
+
+// -----
+
+func.func @view_outside_loop() {
+  // expected-error @+1 {{a view at bhv must be inside tile.for_value_tiles}}
+  %0 = tile.view "state" at bhv : !tile.tile<[K, V], f32, global, row>
+  return
+}
+
+// -----
+
+func.func @load_shape() {
+  tile.for_value_tiles {
+    %0 = tile.view "state" at bhv : !tile.tile<[K, V], f32, global, row>
+    // expected-error @+1 {{gives !tile.tile<[K, BV], f32, reg, frag>, not !tile.tile<[K], f32, reg, split>}}
+    %1 = tile.load %0 : !tile.tile<[K, V], f32, global, row> -> !tile.tile<[K], f32, reg, split>
+  }
+  return
+}
+
+// -----
+
+func.func @mixed_elementwise(%a: !tile.tile<[K], f32, reg, split>, %b: !tile.tile<[BV], f32, reg, quad>) {
+  // expected-error @+1 {{operand type !tile.tile<[BV], f32, reg, quad> differs from the result type}}
+  %0 = tile.add %a, %b : !tile.tile<[K], f32, reg, split>, !tile.tile<[BV], f32, reg, quad> -> !tile.tile<[K], f32, reg, split>
+  return
+}
+
+// -----
+
+func.func @contract_needs_smem(%s: !tile.tile<[K, BV], f32, reg, frag>, %x: !tile.tile<[K], f32, reg, split>) {
+  // expected-error @+1 {{vector must be a [K] shared tile}}
+  %0 = tile.contract %s, %x : !tile.tile<[K, BV], f32, reg, frag>, !tile.tile<[K], f32, reg, split> -> !tile.tile<[BV], f32, reg, quad>
+  return
+}
+
+// -----
+
+func.func @outer_needs_quad(%s: !tile.tile<[K, BV], f32, reg, frag>, %a: !tile.tile<[K], f32, smem, row>, %e: !tile.tile<[K], f32, reg, split>) {
+  // expected-error @+1 {{column vector must be a register tile with layout quad}}
+  %0 = tile.outer_add %s, %a, %e : !tile.tile<[K, BV], f32, reg, frag>, !tile.tile<[K], f32, smem, row>, !tile.tile<[K], f32, reg, split>
+  return
+}
+
+// -----
+
+func.func @store_to_reg(%x: !tile.tile<[K], f32, reg, split>) {
+  // expected-error @+1 {{destination must be a global view}}
+  tile.store %x, %x : !tile.tile<[K], f32, reg, split>, !tile.tile<[K], f32, reg, split>
+  return
+}

@@ -1,0 +1,172 @@
+// CPU check of a tile-decode package (dgpsc --codegen=tile-decode): the package's kernels.cu, i.e. the decode
+// kernel printed from tile IR plus the tile library, is compiled for the CPU emulator of tests/gpu_kernels/emu
+// (the same source NVRTC compiles, with the platform primitives forwarded to the emulator), launched with the
+// runtime's decode geometry (launch_rules.h decodeGeometry) and compared with the float64 reference
+// (dgps::runReference, T = 1) on fresh seeded inputs. Outputs are poisoned, shared memory starts as NaN.
+//
+//   dgps-tile-decode-emu-check PACKAGE_DIR WORK_DIR
+// Exit 0 when o, the state and the preconditioner state match for both a one-tile and a multi-head problem.
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dgps/device/abi.h"
+#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/InputGen.h"
+#include "dgps/dsl/Reference.h"
+#include "dgps/dsl/SpecParser.h"
+#include "emu_hooks.h"
+
+namespace {
+
+constexpr double kTolOut = 1e-2;     // bf16 inputs and output (the GPU suite's decode tolerance)
+constexpr double kTolState = 1e-4;   // f32 state
+
+/// ‖got − ref‖ / ‖ref‖ over all elements; infinite when anything is not finite.
+double relErr(const std::vector<double>& got, const dgps::Tensor& ref) {
+  double num = 0, den = 0;
+  for (std::int64_t i = 0; i < ref.numel(); ++i) {
+    if (!std::isfinite(got[(size_t)i])) return INFINITY;
+    const double d = got[(size_t)i] - ref.get(i);
+    num += d * d;
+    den += ref.get(i) * ref.get(i);
+  }
+  return std::sqrt(num / (den > 0 ? den : 1.0));
+}
+
+std::vector<float> f32Of(const dgps::Tensor& t) {
+  std::vector<float> v((size_t)t.numel());
+  for (std::int64_t i = 0; i < t.numel(); ++i) v[(size_t)i] = (float)t.get(i);
+  return v;
+}
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "dgps-tile-decode-emu-check: %s\n", msg.c_str());
+  return 1;
+}
+
+/// One decode step of `spec` at B, H on the emulator vs the reference; prints the errors.
+bool checkOnce(const dgps::Spec& spec, void* fn, int K, std::int64_t B, std::int64_t H, std::uint64_t seed) {
+  dgps::ProblemShape s;
+  s.batch = B;
+  s.seq_len = 1;
+  s.heads_qk = spec.heads_qk > 0 ? spec.heads_qk : H;
+  s.heads_v = s.heads_qk * spec.gva_ratio;
+  s.key_dim = s.value_dim = K;
+  const dgps::ReferenceInputs in = dgps::generateInputs(spec, s, seed, dgps::ScalarType::BF16);
+  const dgps::ReferenceOutputs ref = dgps::runReference(spec, in);
+  const std::int64_t HV = s.heads_v, V = K;
+
+  auto has = [&](const char* n) { return in.count(n) != 0; };
+  auto floats = [&](const char* n) { return has(n) ? f32Of(in.at(n)) : std::vector<float>(); };
+  std::vector<float> g = floats("g"), beta = floats("beta"), pg = floats("precond_g"), pb = floats("precond_beta"),
+                     pc = floats("precond_center");
+  std::vector<float> state = has("initial_state") ? f32Of(in.at("initial_state"))
+                                                  : std::vector<float>((size_t)(B * HV * K * V), 0.f);
+  std::vector<float> pstate;
+  const bool pre = spec.precond.kind == dgps::PrecondKind::Diagonal;
+  if (pre) {
+    pstate = has("initial_precond_state")
+                 ? f32Of(in.at("initial_precond_state"))
+                 : std::vector<float>((size_t)(B * s.heads_qk * K),
+                                      spec.precond.source == dgps::PrecondSource::HypergradOgd
+                                          ? (float)spec.precond.hypergrad.init
+                                          : 0.f);
+  }
+  std::vector<std::uint16_t> o((size_t)(B * HV * V), 0x7fc1);  // poison: bf16 NaN
+  auto ptr = [](std::vector<float>& v) { return v.empty() ? nullptr : v.data(); };
+
+  dgps::DecodeArgs a{};
+  a.q = in.at("q").data();
+  a.k = in.at("k").data();
+  a.v = in.at("v").data();
+  a.g = ptr(g);
+  a.beta = ptr(beta);
+  a.precond_g = ptr(pg);
+  a.precond_beta = ptr(pb);
+  a.precond_center = ptr(pc);
+  a.state = state.data();
+  a.precond_state = ptr(pstate);
+  a.o = o.data();
+  a.batch = B;
+  a.heads_qk = s.heads_qk;
+  a.heads_v = HV;
+  a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)K));
+
+  dgps::launch::FeatureSet f;
+  f.decay = spec.decay.kind == dgps::DecayKind::None ? 0 : spec.decay.kind == dgps::DecayKind::Scalar ? 1 : 2;
+  f.gain = spec.gain.kind == dgps::GainKind::Scalar ? 1 : 0;
+  f.precond = pre ? 1 : 0;
+  f.side = spec.precond.side == dgps::PrecondSide::Query ? 1 : 0;
+  f.source = spec.precond.source == dgps::PrecondSource::HypergradOgd ? 1 : 0;
+  f.solve = spec.solve.kind == dgps::SolveKind::Delta ? 1 : 0;
+  dgps::launch::ProblemShape ls;
+  ls.B = B;
+  ls.T = 1;
+  ls.H = s.heads_qk;
+  ls.HV = HV;
+  ls.K = K;
+  ls.V = V;
+  const dgps::launch::Geometry geo = dgps::launch::decodeGeometry(f, ls, dgps::launch::TileConfig{});
+  auto kernel = reinterpret_cast<void (*)(dgps::DecodeArgs)>(fn);
+  char err[512] = {0};
+  if (!dgps_emu::launch([&] { kernel(a); }, geo.grid.x, geo.block.x, geo.smem_bytes, err, sizeof err)) {
+    std::fprintf(stderr, "emulator: %s\n", err);
+    return false;
+  }
+
+  std::vector<double> od((size_t)o.size());
+  for (size_t i = 0; i < o.size(); ++i) {
+    std::uint32_t bits = (std::uint32_t)o[i] << 16;
+    float x;
+    std::memcpy(&x, &bits, 4);
+    od[i] = x;
+  }
+  const double eo = relErr(od, ref.o);
+  const double es = relErr(std::vector<double>(state.begin(), state.end()), ref.final_state);
+  double ep = 0;
+  if (ref.has_final_precond_state)
+    ep = relErr(std::vector<double>(pstate.begin(), pstate.end()), ref.final_precond_state);
+  const bool ok = eo <= kTolOut && (!ref.has_final_state || es <= kTolState) && ep <= kTolState;
+  std::printf("  %s B=%lld H=%lld HV=%lld K=V=%d: rel err o %.3g, state %.3g, precond_state %.3g  %s\n",
+              spec.name.c_str(), (long long)B, (long long)s.heads_qk, (long long)HV, K, eo, es, ep,
+              ok ? "ok" : "FAIL");
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) return fail("usage: dgps-tile-decode-emu-check PACKAGE_DIR WORK_DIR");
+  const std::string pkg = argv[1], work = argv[2];
+  dgps::ParseResult parsed = dgps::parseSpecFile(pkg + "/spec.yaml");
+  if (!parsed.ok()) return fail("cannot parse " + pkg + "/spec.yaml");
+  const dgps::Spec& spec = *parsed.spec;
+  // The smallest head dim that is both a key and a value dim keeps the emulator fast.
+  int K = 0;
+  for (std::int64_t k : spec.key_dims)
+    for (std::int64_t v : spec.value_dims)
+      if (k == v && (K == 0 || k < K)) K = (int)k;
+  if (K == 0) return fail(spec.name + " has no square key/value dim");
+  const std::string so = work + "/" + spec.name + "_decode_emu.so";
+  const std::string cmd = std::string(DGPS_EMU_CXX) + " -O1 -std=c++17 -fPIC -shared -Wno-unknown-pragmas -include " +
+                          DGPS_EMU_DIR + "/emu_prelude.h -I" + DGPS_DEVICE_DIR + " -I" + DGPS_EMU_DIR +
+                          " -DDGPS_EMU_WGMMA=1 -DDGPS_INPUT_BF16=1 -DDGPS_K=" + std::to_string(K) +
+                          " -DDGPS_V=" + std::to_string(K) + " -x c++ " + pkg + "/kernels.cu -o " + so;
+  if (std::system(cmd.c_str()) != 0) return fail("emulator compile failed: " + cmd);
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) return fail(std::string("dlopen: ") + dlerror());
+  const std::string sym = "dgps_" + spec.name + "_decode";
+  void* fn = dlsym(h, sym.c_str());
+  if (!fn) return fail("no symbol " + sym + " in " + pkg + "/kernels.cu");
+  // A plain problem and one with several batch rows and heads (GVA where the spec has it).
+  bool ok = checkOnce(spec, fn, K, 1, 1, 4242);
+  ok = checkOnce(spec, fn, K, 3, 2, 4243) && ok;
+  return ok ? 0 : 1;
+}
