@@ -45,6 +45,12 @@ def import_fla(parent):
     # FLA's top-level __init__ imports its layers and models (and transformers); the ops need none of it.
     pkg = types.ModuleType('fla')
     pkg.__path__ = [os.path.join(parent, 'fla')]
+    # Some ops read fla.__version__: take it from the package's __init__ without running it.
+    pkg.__version__ = 'unknown'
+    with open(os.path.join(parent, 'fla', '__init__.py')) as f:
+        for line in f:
+            if line.startswith('__version__'):
+                pkg.__version__ = line.split('=', 1)[1].strip().strip('"\'')
     sys.modules['fla'] = pkg
 
 
@@ -154,10 +160,17 @@ def main():
                 row['error'] = repr(e)[:300]
             print(json.dumps(row), f"({time.time() - t0:.0f} s)", flush=True)
             out['rows'].append(row)
+            write(args.out, out)  # after every row: a run cut short by a time limit keeps what it timed
         del x
         torch.cuda.empty_cache()
-    with open(args.out, 'w') as f:
+    write(args.out, out)
+
+
+def write(path, out):
+    tmp = path + '.tmp'
+    with open(tmp, 'w') as f:
         json.dump(out, f, indent=1)
+    os.replace(tmp, path)
 
 
 if __name__ == '__main__':

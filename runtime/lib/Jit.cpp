@@ -398,8 +398,9 @@ std::vector<std::string> embeddedHeaderNames() {
 void checkSourceIncludes(const JitRequest& req) {
   static const std::vector<std::string> embedded = embeddedHeaderNames();
   auto allowed = [&](const std::string& target) {
-    if (target.rfind("dgps/device/", 0) == 0 && std::find(embedded.begin(), embedded.end(), target) != embedded.end())
-      return true;
+    // Any header the runtime embeds (runtime/device/: the "dgps/device/..." kernels library and the
+    // "dgps/tile/..." tile library), by its exact embedded name.
+    if (std::find(embedded.begin(), embedded.end(), target) != embedded.end()) return true;
     for (const auto& h : req.extra_headers)
       if (h.first == target) return true;
     return false;
@@ -408,7 +409,7 @@ void checkSourceIncludes(const JitRequest& req) {
     throw RuntimeError(RuntimeErrorCode::Package,
                        req.source_name + ":" + std::to_string(v->line) + ": " + v->why + ": '" + v->directive +
                            "'; a package's source may include only the DGPS device library (\"dgps/device/...\" "
-                           "headers embedded in the runtime), nothing from the file system");
+                           "and \"dgps/tile/...\" headers embedded in the runtime), nothing from the file system");
   }
 }
 

@@ -92,7 +92,8 @@ struct JitBinary {
 };
 
 /// Refuses a source whose #include directives reach outside the embedded device library: only
-/// "dgps/device/<header>" names of embedded headers (and the request's extra_headers) may be included;
+/// names of embedded headers ("dgps/device/<header>", "dgps/tile/<header>") and the request's extra_headers
+/// may be included;
 /// absolute paths, other names, computed includes, #include_next/#import/#embed and __has_include are
 /// refused. Throws RuntimeError{Package} "<source_name>:<line>: <why>: '<the line>'; ...". Called by
 /// JitCompiler::compile before anything else; see IncludeScan.h in runtime/lib for how lines are read.
