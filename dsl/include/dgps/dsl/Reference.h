@@ -118,8 +118,8 @@ ProblemShape inferProblemShape(const Spec& spec, const ReferenceInputs& inputs);
 /// Most float64 values the reference writes (o plus the final states): 2^27, 1 GiB.
 inline constexpr std::int64_t kMaxReferenceOutputElements = std::int64_t{1} << 27;
 
-/// Bounds what the reference allocates for `shape`: at most T + 1 sequences (cu_seqlens may describe
-/// empty sequences, but not arbitrarily many) and at most kMaxReferenceOutputElements output values.
+/// Bounds what the reference allocates for `shape`: at most kMaxReferenceOutputElements output values,
+/// final states of every sequence included (cu_seqlens may describe empty sequences, each with a state).
 /// Throws DataError naming the limit.
 void checkReferenceSize(const Spec& spec, const ProblemShape& shape);
 
