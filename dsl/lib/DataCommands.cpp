@@ -14,15 +14,6 @@
 namespace dgps {
 namespace {
 
-// Parses the spec, printing every diagnostic (warnings included) to `err`. Returns false on errors.
-bool loadSpec(const std::string& path, Spec& spec, std::ostream& err) {
-  ParseResult r = parseSpecFile(path);
-  for (const Diagnostic& d : r.diagnostics) err << formatDiagnostic(d) << "\n";
-  if (!r.ok()) return false;
-  spec = *r.spec;
-  return true;
-}
-
 ScalarType activationDtype(const std::string& name, const Spec& spec) {
   if (name.empty()) return spec.input_dtypes.empty() ? ScalarType::BF16 : toScalarType(spec.input_dtypes.front());
   for (ScalarType t : {ScalarType::BF16, ScalarType::F16, ScalarType::F32, ScalarType::F64})
@@ -66,7 +57,7 @@ std::string sci(double x) {
 int runInputsCommand(const InputsCommandOptions& o, std::ostream& out, std::ostream& err) {
   try {
     Spec spec;
-    if (!loadSpec(o.spec_path, spec, err)) return 1;
+    if (!loadSpecForCommand(o.spec_path, spec, err)) return 1;
     ShapeArg arg = parseShapeOption(o.shape);
     std::vector<std::int64_t> cu;
     if (!o.cu_seqlens.empty()) {

@@ -13,15 +13,6 @@
 namespace dgps {
 namespace {
 
-// Parses the spec, printing every diagnostic (warnings included) to `err`. Returns false on errors.
-bool loadSpec(const std::string& path, Spec& spec, std::ostream& err) {
-  ParseResult r = parseSpecFile(path);
-  for (const Diagnostic& d : r.diagnostics) err << formatDiagnostic(d) << "\n";
-  if (!r.ok()) return false;
-  spec = *r.spec;
-  return true;
-}
-
 double norm2(const Tensor& t) {
   double s = 0.0;
   for (std::int64_t i = 0; i < t.numel(); ++i) s += t.get(i) * t.get(i);
@@ -53,7 +44,7 @@ int runReferenceCommand(const std::string& spec_path, const std::string& inputs_
                         const std::string& outputs_path, std::ostream& out, std::ostream& err) {
   try {
     Spec spec;
-    if (!loadSpec(spec_path, spec, err)) return 1;
+    if (!loadSpecForCommand(spec_path, spec, err)) return 1;
     const SafetensorsFile in = readSafetensors(inputs_path);  // its errors name the file
     const auto start = std::chrono::steady_clock::now();
     ReferenceOutputs result;
@@ -83,7 +74,7 @@ int runReferenceCommand(const std::string& spec_path, const std::string& inputs_
 int runDemoCommand(const std::string& spec_path, std::ostream& out, std::ostream& err) {
   try {
     Spec spec;
-    if (!loadSpec(spec_path, spec, err)) return 1;
+    if (!loadSpecForCommand(spec_path, spec, err)) return 1;
     const ProblemShape shape = demoShape(spec);
     const ScalarType dtype = spec.input_dtypes.empty() ? ScalarType::BF16 : toScalarType(spec.input_dtypes.front());
     const ReferenceInputs inputs = generateInputs(spec, shape, /*seed=*/20260425, dtype);

@@ -14,10 +14,8 @@ int runGradientsCommand(const std::string& spec_path, const std::string& inputs_
                         const std::string& cotangents_path, const std::string& gradients_path, std::ostream& out,
                         std::ostream& err) {
   try {
-    const ParseResult parsed = parseSpecFile(spec_path);
-    for (const Diagnostic& d : parsed.diagnostics) err << formatDiagnostic(d) << "\n";
-    if (!parsed.ok()) return 1;
-    const Spec& spec = *parsed.spec;
+    Spec spec;
+    if (!loadSpecForCommand(spec_path, spec, err)) return 1;
     const SafetensorsFile in = readSafetensors(inputs_path);  // its errors name the file
     const SafetensorsFile ct = readSafetensors(cotangents_path);
     // Inputs first, so that an error is prefixed by the file it is about.

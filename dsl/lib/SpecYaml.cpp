@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <set>
 #include <sstream>
 
@@ -817,6 +818,14 @@ ParseResult parseSpecFile(const std::string& path) {
     return r;
   }
   return parseSpecString(file.data, path);
+}
+
+bool loadSpecForCommand(const std::string& path, Spec& spec, std::ostream& err) {
+  ParseResult r = parseSpecFile(path);
+  for (const Diagnostic& d : r.diagnostics) err << formatDiagnostic(d) << "\n";
+  if (!r.ok()) return false;
+  spec = *r.spec;
+  return true;
 }
 
 std::vector<Diagnostic> validateSpec(const Spec& spec) {

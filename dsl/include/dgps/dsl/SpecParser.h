@@ -17,6 +17,8 @@
 // become diagnostics.
 #pragma once
 
+#include <iosfwd>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +42,10 @@ struct ParseResult {
 /// readRegularFile (FileRead.h): a FIFO, a device, a directory or a file over file_limits::kSpec is one
 /// diagnostic, without reading it.
 ParseResult parseSpecFile(const std::string& path);
+
+/// For command-line entry points: parses the spec file at `path`, prints every diagnostic (warnings
+/// included) to `err`, and on success stores the spec in `spec`. Returns false when the spec has errors.
+bool loadSpecForCommand(const std::string& path, Spec& spec, std::ostream& err);
 
 /// Parses spec text; `filename` is only used in diagnostics.
 ParseResult parseSpecString(const std::string& text, const std::string& filename = "<string>");
