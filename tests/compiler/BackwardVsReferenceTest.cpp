@@ -1,10 +1,11 @@
 // The derived chunkwise backward (--chunk-derive-backward, run by the float64 executor, flat and
 // partitioned) against dsl's float64 token-by-token reference gradients (ReferenceGrad.h): every shipped
-// spec whose backward is derived, T in {1, 63, 64, 65, 200}, GVA, varlen with length-1 sequences, with
-// and without initial states. Every gradient element: max |a − b| / max |b| <= 1e-9.
+// spec, T in {1, 63, 64, 65, 200}, GVA (for hypergrad_ogd, which requires gva_ratio 1: timing post and a
+// clamp instead), varlen with length-1 sequences, with and without initial states. Every gradient element:
+// max |a − b| / max |b| <= 1e-9.
 //
 // Built as its own target (dgps_compiler_backward_ref_tests, tests/compiler/CMakeLists.txt) because it
-// links runReferenceBackward, which lives in dsl once the reference-gradient implementation is merged.
+// links dsl's runReferenceBackward.
 #include <sstream>
 
 #include "BackwardTestUtil.h"
@@ -69,6 +70,16 @@ TEST_P(BackwardVsReference, EveryShape) {
   varlen.cu_seqlens = {0, 1, 64, 65, 130, 200};
   checkAgainstReference(ctx, spec, varlen, true, false);
   checkAgainstReference(ctx, spec, varlen, false, true);
+  if (usesHypergrad(spec)) {
+    // hypergrad_ogd requires gva_ratio 1; instead the other branches of its update: timing post and a
+    // clamp narrow enough to bind on some tokens (the adjoint then stops the gradient there).
+    spec.precond.hypergrad.timing = WriteTiming::Post;
+    spec.precond.hypergrad.clamp_min = 0.9;
+    spec.precond.hypergrad.clamp_max = 1.2;
+    checkAgainstReference(ctx, spec, shapeOf(2, 65, 2, 4, 4), true, false);
+    checkAgainstReference(ctx, spec, varlen, false, true);
+    return;
+  }
   spec.gva_ratio = 3;
   checkAgainstReference(ctx, spec, shapeOf(2, 65, 6, 4, 4), true, false);
 }

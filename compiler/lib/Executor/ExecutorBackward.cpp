@@ -20,6 +20,7 @@ bool Interpreter::runGradOp(Operation* op) {
       .Case([&](OutputGradOp o) { outputGrad(o); })
       .Case([&](AccumScanGradOp o) { accumScanGrad(o); })
       .Case([&](SquashApplyGradOp o) { squashApplyGrad(o); })
+      .Case([&](HypergradScanGradOp o) { hypergradScanGrad(o); })
       .Default([&](Operation*) { handled = false; });
   return handled;
 }
@@ -423,6 +424,71 @@ void Interpreter::squashApplyGrad(SquashApplyGradOp o) {
   set(o.getDTarget(), dt);
   set(o.getDAccum(), dA);
   set(o.getDCenter(), dc);
+}
+
+// ---- hypergrad_ogd preconditioner ----------------------------------------------------------------
+
+void Interpreter::hypergradScanGrad(HypergradScanGradOp o) {
+  const HypergradParams p = paramsOf(o);
+  const Array &key = get(o.getKey()), &diag = get(o.getDiag()), &dDiag = get(o.getDDiag()),
+              &dfinal = get(o.getDFinal());
+  const Array *gain = getOpt(o.getGain()), *retention = getOpt(o.getRetention()), *init = getOpt(o.getInit());
+  ArrayPtr dk = make(o.getDKey().getType()), dgain = make(o.getDGain().getType()),
+           dret = make(o.getDRetention().getType()), dinit = make(o.getDInitState().getType());
+  std::vector<double> lambda(static_cast<size_t>(K_)), delta(lambda.size()), d0(lambda.size());
+  std::vector<int64_t> tokens;
+  for (int64_t n = 0; n < N_; ++n) {
+    tokens.clear();
+    for (const ChunkRef& c : chunks_)
+      if (c.n == n)
+        for (int64_t i = 0; i < c.len; ++i) tokens.push_back(tok(c.b, c.t0 + i));
+    for (int64_t h = 0; h < H_; ++h) {
+      for (int64_t i = 0; i < K_; ++i) d0[i] = init ? init->data[(n * H_ + h) * K_ + i] : p.init;
+      std::copy_n(dfinal.data.begin() + (n * H_ + h) * K_, K_, lambda.begin());
+      for (size_t x = tokens.size(); x-- > 0;) {
+        const int64_t bt = tokens[x];
+        // d before token t: diag holds it (pre) or the d after the previous token (post).
+        const double* d = !p.post ? row(diag, bt, h, H_, K_) : x > 0 ? row(diag, tokens[x - 1], h, H_, K_) : d0.data();
+        const double* k = row(key, bt, h, H_, K_);
+        const double* dDt = row(dDiag, bt, h, H_, K_);
+        if (p.post)
+          for (int64_t i = 0; i < K_; ++i) lambda[i] += dDt[i];
+        const double beta = hypergradGain(gain, bt, h), rho = std::exp(headScalar(retention, bt, h, 0.0));
+        double kk = 0, du = 0, drho = 0, dcoef = 0;
+        for (int64_t i = 0; i < K_; ++i) {
+          kk += k[i] * k[i];
+          du += d[i] * k[i] * k[i];
+        }
+        const double coef = kk > 0 ? p.eta * beta / kk * (1.0 - beta * du) : 0.0;  // as stepCoef
+        for (int64_t i = 0; i < K_; ++i) {
+          const double u = k[i] * k[i], xi = rho * d[i] + coef * u;
+          // The clamp passes the gradient where x is inside [clamp_min, clamp_max] (a bound included).
+          const bool inside = (!p.lo || !(xi < *p.lo)) && (!p.hi || !(*p.hi < xi));
+          delta[i] = inside ? lambda[i] : 0.0;
+          drho += delta[i] * d[i];
+          dcoef += delta[i] * u;
+        }
+        const bool step = kk > 0;
+        const double e = step ? -dcoef * p.eta * beta * beta / kk : 0.0;  // ∂L/∂⟨d, u⟩
+        const double f = step ? -dcoef * coef / kk : 0.0;                  // ∂L/∂‖k̂‖²
+        dret->data[bt * H_ + h] = rho * drho;
+        if (gain) dgain->data[bt * HV_ + h] = step ? dcoef * p.eta * (1.0 - 2.0 * beta * du) / kk : 0.0;
+        double* dkt = row(*dk, bt, h, H_, K_);
+        for (int64_t i = 0; i < K_; ++i) {
+          const double u = k[i] * k[i];
+          dkt[i] = 2.0 * k[i] * (coef * delta[i] + f + e * d[i]);
+          lambda[i] = rho * delta[i] + e * u;
+        }
+        if (!p.post)
+          for (int64_t i = 0; i < K_; ++i) lambda[i] += dDt[i];
+      }
+      std::copy(lambda.begin(), lambda.end(), dinit->data.begin() + (n * H_ + h) * K_);
+    }
+  }
+  set(o.getDKey(), dk);
+  set(o.getDGain(), dgain);
+  set(o.getDRetention(), dret);
+  set(o.getDInitState(), dinit);
 }
 
 }  // namespace dgps::exec

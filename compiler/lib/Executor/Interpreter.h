@@ -714,6 +714,7 @@ class Interpreter {
   void qkAttnGrad(QKAttnGradOp o);
   void outputGrad(OutputGradOp o);
   void accumScanGrad(AccumScanGradOp o);
+  void hypergradScanGrad(HypergradScanGradOp o);
   void squashApplyGrad(SquashApplyGradOp o);
   /// Adds x to the cotangent of gate G at (token, value head, channel d); a scalar gate sums over d.
   void addGate(Array& dG, int64_t bt, int64_t hv, int64_t d, double x) const {

@@ -39,6 +39,7 @@ std::string intermediateName(OpResult r) {
         return std::string(names[i]);
       })
       .Case([&](AccumScanOp) { return i == 0 ? "accum_scan.accum" : "accum_scan.final"; })
+      .Case([&](HypergradScanOp) { return i == 0 ? "hypergrad_scan.diag" : "hypergrad_scan.final"; })
       .Default([](Operation* o) { return o->getName().stripDialect().str(); });
 }
 
@@ -54,15 +55,14 @@ const llvm::StringSet<>& keepable() {
 
 /// The diagnostic for a forward op the derivation does not handle; empty when it is handled.
 std::string unsupported(Operation* op) {
-  if (isa<HypergradScanOp, HypergradPassOp, HypergradApplyOp, DiagApplyOp>(op))
-    return "backward not derived for the hypergrad_ogd preconditioner (OSDN) yet";
-  if (isa<AccumSummaryOp, AccumPassOp, AccumApplyOp>(op))
+  if (isa<AccumSummaryOp, AccumPassOp, AccumApplyOp, HypergradPassOp, HypergradApplyOp>(op))
     return "backward is derived from the unfused preconditioner scan; run --chunk-derive-backward before "
            "--chunk-fuse-preconditioner";
   if (isa<KernelOp>(op))
     return "forward is already partitioned; run --chunk-derive-backward before --chunk-partition-kernels";
   if (isa<LoadOp, StoreOp, SplatOp, L2NormOp, GateCumsumOp, KKTOp, SolveTrilOp, WYRecomputeOp, GainScaleOp,
-          StatePassOp, QKAttnOp, OutputOp, AccumScanOp, SquashApplyOp, func::ReturnOp>(op))
+          StatePassOp, QKAttnOp, OutputOp, AccumScanOp, SquashApplyOp, HypergradScanOp, DiagApplyOp,
+          func::ReturnOp>(op))
     return "";
   return "backward not derived for '" + op->getName().getStringRef().str() + "' yet";
 }
@@ -251,6 +251,23 @@ class Deriver {
           contribute(o.getTarget(), g.getDTarget());
           contribute(o.getAccum(), g.getDAccum());
           contribute(o.getCenter(), g.getDCenter());
+        })
+        .Case([&](HypergradScanOp o) {
+          auto g = b_.create<HypergradScanGradOp>(
+              loc, f32(o.getKey()), o.getGain() ? f32(o.getGain()) : f32({Dim::B, Dim::T, Dim::HV}),
+              o.getRetention() ? f32(o.getRetention()) : f32({Dim::B, Dim::T, Dim::H}), f32(o.getFinal()),
+              m(o.getKey()), m(o.getGain()), m(o.getRetention()), m(o.getInit()), m(o.getDiag()),
+              cotangent(o.getDiag()), cotangent(o.getFinal()), o.getEtaAttr(), o.getDInitAttr(), o.getPostAttr(),
+              o.getClampMinAttr(), o.getClampMaxAttr());
+          contribute(o.getKey(), g.getDKey());
+          contribute(o.getGain(), g.getDGain());
+          contribute(o.getRetention(), g.getDRetention());
+          contribute(o.getInit(), g.getDInitState());
+        })
+        .Case([&](DiagApplyOp o) {  // y = t ⊙ d: dt = dy ⊙ d, dd = dy ⊙ t (the same elementwise product)
+          Value dy = cotangent(o);
+          contribute(o.getTarget(), b_.create<DiagApplyOp>(loc, f32(o.getTarget()), dy, m(o.getDiag())));
+          contribute(o.getDiag(), b_.create<DiagApplyOp>(loc, f32(o.getDiag()), dy, m(o.getTarget())));
         })
         .Default([](Operation*) {});  // splat: a constant
   }

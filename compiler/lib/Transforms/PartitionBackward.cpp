@@ -19,25 +19,28 @@ using namespace dgps::chunk;
 namespace {
 
 /// Where a backward op runs (indices into kBackwardRoles):
-///   0 bwd_precond_scan     the recomputed token-by-token accumulator (sequential per sequence),
+///   0 bwd_precond_scan     the recomputed token-by-token accumulator or hypergradient d (sequential
+///                          per sequence),
 ///   1 bwd_chunk_local      recomputed KKT, 𝒯 and Aqk (parallel over chunks),
 ///   2 bwd_state_fwd        recomputed W, U and the forward state pass (h, v_new),
 ///   3 bwd_output_grad      the output's adjoint: dq (inter-chunk), dAqk, dv_new (intra), dh per chunk,
 ///   4 bwd_state_reverse    the reverse state pass (dS carried backwards; dW, dU, dk̃),
 ///   5 bwd_chunk_grad       adjoints of qk_attn, wy_recompute, gain_scale, solve_tril and kkt,
-///   6 bwd_precond_reverse  the squash's chain rule and the reverse accumulator scan,
+///   6 bwd_precond_reverse  the squash's chain rule and the reverse accumulator scan, or the reverse
+///                          hypergradient scan,
 ///   7 bwd_prologue_grad    l2norm and gate-cumsum adjoints and the gradient stores.
-/// Loads (inputs, cotangents, kept values), l2norm, gate cumsums, the squash apply and cotangent sums
+/// Loads (inputs, cotangents, kept values), l2norm, gate cumsums, the squash and diagonal applies (also
+/// diag_apply's adjoint, itself a diag_apply) and cotangent sums
 /// are recomputed where used.
 int backwardRole(Operation* op) {
   return llvm::TypeSwitch<Operation*, int>(op)
-      .Case<AccumScanOp>([](auto) { return 0; })
+      .Case<AccumScanOp, HypergradScanOp>([](auto) { return 0; })
       .Case<KKTOp, SolveTrilOp, QKAttnOp>([](auto) { return 1; })
       .Case<WYRecomputeOp, GainScaleOp, StatePassOp>([](auto) { return 2; })
       .Case<OutputGradOp>([](auto) { return 3; })
       .Case<StatePassGradOp>([](auto) { return 4; })
       .Case<QKAttnGradOp, WYRecomputeGradOp, GainScaleGradOp, SolveTrilGradOp, KKTGradOp>([](auto) { return 5; })
-      .Case<SquashApplyGradOp, AccumScanGradOp>([](auto) { return 6; })
+      .Case<SquashApplyGradOp, AccumScanGradOp, HypergradScanGradOp>([](auto) { return 6; })
       .Case<L2NormGradOp, GateCumsumGradOp>([](auto) { return 7; })
       .Default([](Operation*) { return dgps::kRecompute; });
 }

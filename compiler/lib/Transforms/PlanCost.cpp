@@ -85,6 +85,7 @@ double flopsPerTokenHead(Operation* op, const CostPoint& at) {
       .Case([&](OutputGradOp) { return 4 * K * V + 4 * C * V; })  // dq, dh; dAqk, dv_new
       .Case([&](AccumScanGradOp) { return 6 * K * perKeyHead; })
       .Case([&](SquashApplyGradOp) { return 14 * K * perKeyHead; })
+      .Case([&](HypergradScanGradOp) { return 16 * K * perKeyHead; })
       .Default([](Operation*) { return 0.0; });
 }
 

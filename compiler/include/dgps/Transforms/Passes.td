@@ -118,13 +118,14 @@ def DeriveBackward : Pass<"chunk-derive-backward", "::mlir::ModuleOp"> {
     stores `d<input>` for every loaded input: the reverse state pass (dS from the last chunk to the
     first), the adjoints of output, qk_attn, wy_recompute, solve_tril (d𝒜 = tril_{-1}(−𝒯ᵀ d𝒯 𝒯ᵀ))
     and kkt, the reverse chunk-local gate cumsums, the reverse accumulator scan, the squash's chain
-    rule and l2norm's adjoint (docs/backward_ir.md).
+    rule, the reverse hypergradient (OSDN) scan and diag_apply's adjoint, and l2norm's adjoint
+    (docs/backward_ir.md).
 
     Recompute or store is decided per forward intermediate: the names in `keep` (default
     `solve_tril`, as FLA saves 𝒯) are stored by the forward (`chunk.store "saved.<name>"` is added
     to the forward function) and loaded by the backward; every other intermediate is recomputed.
     The decision is recorded on the backward function as `bwd.keep` / `bwd.recompute`. Fails with
-    "backward not derived for <feature> yet" for the hypergrad_ogd (OSDN) preconditioner.
+    one error on fused preconditioner ops or a partitioned forward (run this pass earlier).
 
     Before:
     ```mlir

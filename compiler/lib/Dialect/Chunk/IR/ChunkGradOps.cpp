@@ -151,3 +151,23 @@ LogicalResult SquashApplyGradOp::verify() {
   if (!(getEps().convertToDouble() > 0.0)) return emitOpError() << "eps must be > 0";
   return success();
 }
+
+LogicalResult HypergradScanGradOp::verify() {
+  CHECK(expect(*this, getKey(), "key", {kBTHK}));
+  CHECK(expect(*this, getGain(), "gain", {kBTHV}));
+  CHECK(expect(*this, getRetention(), "retention", {kBTH}));
+  CHECK(expect(*this, getInit(), "init", {kNHK}));
+  CHECK(expect(*this, getDiag(), "diag", {kBTHK}));
+  CHECK(expect(*this, getDDiag(), "d_diag", {kBTHK}));
+  CHECK(expect(*this, getDFinal(), "d_final", {kNHK}));
+  CHECK(expect(*this, getDKey(), "d_key", {kBTHK}));
+  CHECK(expect(*this, getDGain(), "d_gain", {kBTHV}));
+  CHECK(expect(*this, getDRetention(), "d_retention", {kBTH}));
+  CHECK(expect(*this, getDInitState(), "d_init_state", {kNHK}));
+  // The forward scan's parameters (hypergrad_scan's verifier).
+  if (!(getEta().convertToDouble() >= 0.0)) return emitOpError() << "eta must be >= 0";
+  auto mn = getClampMin(), mx = getClampMax();
+  if (mn && mx && mn->convertToDouble() > mx->convertToDouble())
+    return emitOpError() << "clamp_min exceeds clamp_max";
+  return success();
+}

@@ -200,4 +200,33 @@ def Chunk_SquashApplyGradOp : Chunk_PureOp<"squash_apply_grad"> {
   }];
 }
 
+def Chunk_HypergradScanGradOp : Chunk_PureOp<"hypergrad_scan_grad", [AttrSizedOperandSegments]> {
+  let summary = "adjoint of hypergrad_scan: the reverse token sweep of the OSDN update";
+  let description = [{
+    The forward update per token (hypergrad_scan): u = k̂ ⊙ k̂, κ = ‖k̂‖², c = η β (1 − β⟨d, u⟩)/κ
+    (c = 0 when κ = 0), x = ρ d + c u with ρ = e^{retention}, d' = clamp(x). Per sequence and key
+    head, λ = d_final[n]; for t from the last token to the first, with d = d_t (the d before t:
+    `diag` at t when pre, at t−1 or the initial d when post):
+      post: λ += d_diag_t
+      δ = [x inside the clamp] ⊙ λ;  dc = ⟨δ, u⟩;  e = −dc η β²/κ;  f = −dc c/κ  (e = f = 0 when κ = 0)
+      d_retention_t = ρ ⟨δ, d⟩;  d_gain_t = dc η (1 − 2β⟨d, u⟩)/κ  (0 when κ = 0)
+      d_key_t = 2 k̂ ⊙ (c δ + f + e d);  λ ← ρ δ + e u
+      pre: λ += d_diag_t
+    and d_init_state[n] = λ at the end. key [B,T,H,K], gain [B,T,HV] (HV = H), retention [B,T,H],
+    init [N,H,K], diag (the forward d) [B,T,H,K], d_diag [B,T,H,K], d_final [N,H,K] → d_key
+    [B,T,H,K], d_gain [B,T,HV], d_retention [B,T,H], d_init_state [N,H,K]; the attributes are the
+    forward's (d_init is the initial d when `init` is absent).
+  }];
+  let arguments = !con((ins Chunk_AnyTensor:$key, Optional<Chunk_AnyTensor>:$gain,
+                            Optional<Chunk_AnyTensor>:$retention, Optional<Chunk_AnyTensor>:$init,
+                            Chunk_AnyTensor:$diag, Chunk_AnyTensor:$d_diag, Chunk_AnyTensor:$d_final),
+                       Chunk_HypergradParams);
+  let results = (outs Chunk_AnyTensor:$d_key, Chunk_AnyTensor:$d_gain, Chunk_AnyTensor:$d_retention,
+                      Chunk_AnyTensor:$d_init_state);
+  let assemblyFormat = [{
+    $key (`gain` $gain^)? (`retention` $retention^)? (`init` $init^)? `,` `diag` $diag `,` `d` $d_diag `,`
+    `dfinal` $d_final attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 #endif
