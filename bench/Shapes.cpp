@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "dgps/dsl/ShapeArg.h"
+
 namespace dgps {
 namespace bench {
 
@@ -62,46 +64,26 @@ bool parseShapes(const std::string& text, std::vector<BenchShape>* out, std::str
       *error = "shape '" + item + "': expected forward:... or decode:...";
       return false;
     }
+    // The fields are dgps-tune's --shape spelling (dsl/include/dgps/dsl/ShapeArg.h).
+    ShapeArg a;
+    try {
+      a = parseShapeOption(item.substr(colon + 1));
+    } catch (const DataError& e) {
+      *error = "shape '" + item + "': " + e.what();
+      return false;
+    }
     BenchShape s;
     s.kind = kind == "forward" ? Kind::Forward : Kind::Decode;
-    s.seq_len = s.kind == Kind::Decode ? 1 : 0;
-    bool seen_b = false, seen_t = false, seen_h = false, seen_k = false, seen_v = false;
-    std::size_t pos = colon + 1;
-    while (pos <= item.size()) {
-      std::size_t comma = item.find(',', pos);
-      if (comma == std::string::npos) comma = item.size();
-      const std::string field = item.substr(pos, comma - pos);
-      pos = comma + 1;
-      const std::size_t eq = field.find('=');
-      const std::string key = field.substr(0, eq);
-      const std::string val = eq == std::string::npos ? std::string() : field.substr(eq + 1);
-      std::int64_t n = 0;
-      bool ok = !val.empty() && val.size() <= 12;
-      for (char c : val) ok = ok && c >= '0' && c <= '9';
-      if (ok) n = std::stoll(val);
-      if (!ok || n < 1) {
-        *error = "shape '" + item + "': field '" + field + "' must be NAME=positive integer";
-        return false;
-      }
-      if (key == "B") s.batch = n, seen_b = true;
-      else if (key == "T") s.seq_len = n, seen_t = true;
-      else if (key == "H") s.heads_qk = n, seen_h = true;
-      else if (key == "HV") s.heads_v = n;
-      else if (key == "K") s.key_dim = n, seen_k = true;
-      else if (key == "V") s.value_dim = n, seen_v = true;
-      else {
-        *error = "shape '" + item + "': unknown field '" + key + "' (expected B, T, H, HV, K, V)";
-        return false;
-      }
-    }
-    if (!seen_b || !seen_h || !seen_k || !seen_v || (s.kind == Kind::Forward && !seen_t)) {
+    if (a.B == 0 || a.H == 0 || a.K == 0 || a.V == 0 || (s.kind == Kind::Forward && a.T == 0)) {
       *error = "shape '" + item + "': needs B, H, K, V" + std::string(s.kind == Kind::Forward ? " and T" : "");
       return false;
     }
-    if (s.kind == Kind::Decode && seen_t && s.seq_len != 1) {
+    if (s.kind == Kind::Decode && a.T > 1) {
       *error = "shape '" + item + "': a decode shape has T=1";
       return false;
     }
+    s.batch = a.B, s.seq_len = s.kind == Kind::Decode ? 1 : a.T, s.heads_qk = a.H, s.heads_v = a.HV;
+    s.key_dim = a.K, s.value_dim = a.V;
     if (s.heads_v > 0 && s.heads_v % s.heads_qk != 0) {
       *error = "shape '" + item + "': HV must be a multiple of H";
       return false;
