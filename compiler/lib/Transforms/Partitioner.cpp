@@ -14,9 +14,21 @@ using namespace dgps::chunk;
 
 namespace dgps {
 
+namespace {
+/// Whether the decay is per channel (a gate cumsum over [B, T, HV, K]): chunk_local then rebuilds the gated
+/// key/query operands for every block row, a latency-bound loop that twice the warps halve.
+bool hasPerChannelDecay(func::FuncOp fn) {
+  bool found = false;
+  fn.walk([&](GateCumsumOp op) {
+    if (cast<ChunkTensorType>(op.getGate().getType()).hasDim(Dim::K)) found = true;
+  });
+  return found;
+}
+}  // namespace
+
 /// The default point of the tuning space: the configuration the device library measured fastest on the
-/// H200 at the anchor shapes (BV = 128, two pipeline stages; tests/gpu_kernels/results/NOTES.md), or the
-/// nearest allowed value below it.
+/// H200 at B=8, T=4096 (BV = 128, two pipeline stages; 8 warps with per-channel decay, 4 otherwise:
+/// docs/performance.md, run 5), or the nearest allowed value below it.
 TileAttr defaultTile(func::FuncOp fn) {
   auto pick = [](ArrayRef<int64_t> allowed, int64_t preferred) -> int64_t {
     if (allowed.empty() || llvm::is_contained(allowed, preferred)) return preferred;
@@ -30,7 +42,8 @@ TileAttr defaultTile(func::FuncOp fn) {
   auto tuning = fn->getAttrOfType<dgps::ir::TuningAttr>(kTuningAttr);
   if (!tuning) return TileAttr::get(fn.getContext(), chunk, 64, 4, 1);
   return TileAttr::get(fn.getContext(), chunk, pick(tuning.getBlockV().asArrayRef(), 128),
-                       pick(tuning.getWarps().asArrayRef(), 4), pick(tuning.getStages().asArrayRef(), 2));
+                       pick(tuning.getWarps().asArrayRef(), hasPerChannelDecay(fn) ? 8 : 4),
+                       pick(tuning.getStages().asArrayRef(), 2));
 }
 
 namespace {

@@ -82,6 +82,20 @@ DGPS_DEV void store_tile(int part, int I, int J, const float acc[2][4], const fl
   }
 }
 
+/// Eight channels of a per-channel gated operand row: dst_d = bf16(src_d · 2^{min(a_d − b_d, cap)}), d = 0..7.
+/// src is a bf16 smem row segment, a and b f32 smem cumsum segments (16-byte aligned).
+DGPS_DEV void gated_row8(uint16_t* dst, const uint16_t* src, const float* a, const float* b, float cap) {
+  const U4 x = *reinterpret_cast<const U4*>(src);
+  const uint32_t xs[4] = {x.x, x.y, x.z, x.w};
+  uint32_t out[4];
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+    const float f0 = ex2(fmin_(a[2 * u] - b[2 * u], cap)), f1 = ex2(fmin_(a[2 * u + 1] - b[2 * u + 1], cap));
+    out[u] = pack_bf16(bf16_lo(xs[u]) * f0, bf16_hi(xs[u]) * f1);
+  }
+  *reinterpret_cast<U4*>(dst) = U4{out[0], out[1], out[2], out[3]};
+}
+
 }  // namespace dev
 
 template <class Tr>
@@ -348,19 +362,21 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
     sync_threads();
     unsigned unsafe = 0;
     for (int I = 0; I < NB; ++I) unsafe |= (sSpan[I] <= 100.f ? 0u : 1u) << I;
+    // The gated operands are built 8 channels (16 bytes) at a time. Pad channels are built too: their q/k and
+    // G are zero-filled, so they come out 0 (a K-only loop measured slower at K = 120: CK = 15 splits the
+    // CTA's threads unevenly and adds a division).
+    constexpr int CK = KP / 8;
     for (int I = 0; I < NB; ++I) {
       const int r = 16 * I;
-      for (int e = tid(); e < 32 * KP; e += nthreads()) {
-        const int rr = e / KP, d = e - rr * KP;
+      for (int e = tid(); e < 32 * CK; e += nthreads()) {
+        const int rr = e / CK, d0 = 8 * (e - rr * CK);
         const int i = r + (rr & 15);
-        const float f = ex2(sG[i * PG + d] - sG[r * PG + d]);
-        const uint16_t* src = rr < 16 ? sK : sQ;
-        sRows[rr * PQ + d] = f32_to_bf16(bf16_to_f32(src[i * PQ + d]) * f);
+        const uint16_t* src = (rr < 16 ? sK : sQ) + i * PQ + d0;
+        gated_row8(sRows + rr * PQ + d0, src, sG + i * PG + d0, sG + r * PG + d0, 1e30f);
       }
-      for (int e = tid(); e < (r + 16) * KP; e += nthreads()) {
-        const int j = e / KP, d = e - j * KP;
-        const float dg = fmin_(sG[r * PG + d] - sG[j * PG + d], 100.f);
-        sKc[j * PQ + d] = f32_to_bf16(bf16_to_f32(sKw[j * PQ + d]) * ex2(dg));
+      for (int e = tid(); e < (r + 16) * CK; e += nthreads()) {
+        const int j = e / CK, d0 = 8 * (e - j * CK);
+        gated_row8(sKc + j * PQ + d0, sKw + j * PQ + d0, sG + r * PG + d0, sG + j * PG + d0, 100.f);
       }
       sync_threads();
       const int ntile = (kDelta ? 2 : 1) * (I + 1);
