@@ -13,7 +13,9 @@
 //   - the CUDA context and device ordinal (a module is loaded into one context);
 //   - K, V, the input dtype and the tile configuration (the -D macros of the compile).
 // The JIT target (sm_90a) and the NVRTC/header versions are fixed per device and process, so they are not
-// key fields. Entries are never stale: nothing a key names can change while the process runs.
+// key fields. Entries are never stale: nothing a key names can change while the process runs. (The developer
+// hook DGPS_NVRTC_OPTIONS is read when a variant is first built; changing it inside a running process does
+// not rebuild variants already resolved.)
 //
 // Threading contract. getOrBuild may be called from any number of threads. A hit takes the reader lock
 // only. On a miss, exactly one caller per key runs `build` (others asking for the same key wait for it,
