@@ -163,6 +163,8 @@ void runCase(benchmark::State& state, const BenchCase& c) {
   row.samples = s.count;
   setCounters(state, row, ctx.copy_bytes_per_s);
   state.counters["host_us"] = benchmark::Counter(prepared->host_launch_us);
+  state.counters["roofline_pct"] = benchmark::Counter(row.rooflinePercent());
+  row.host_us = prepared->host_launch_us;
   ctx.results.record(row);
 }
 
@@ -183,6 +185,7 @@ ResultRow baseRow(const BenchCase& c) {
   r.bytes = f.bytes;
   r.flops = f.flops;
   r.flops_source = f.flops_source;
+  r.roofline_bytes = rooflineBytes(pkg, c.shape, &r.roofline_bytes_source);
   if (auto a = flaAnchor(pkg.name(), c.shape, r.heads_v)) r.fla_ms = a->ms;
   if (c.variant == "tuned") r.recorded_ms = c.recorded_ms;
   return r;
@@ -231,8 +234,8 @@ std::string formatPlan(const BenchContext& ctx, double copy_bps) {
   if (copy_bps <= 0) copy_bps = kAnchorCopyBytesPerS;
   std::ostringstream os;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%-62s %10s %10s %11s %9s %s\n", "benchmark", "bytes MB", "GFLOP", "floor ms",
-                "FLA ms", "flops from");
+  std::snprintf(buf, sizeof buf, "%-62s %10s %10s %11s %9s %15s %s\n", "benchmark", "bytes MB", "GFLOP", "floor ms",
+                "FLA ms", "roofline ms", "flops from");
   os << buf;
   for (const BenchCase& c : ctx.cases) {
     if (!c.entry->package) {
@@ -240,8 +243,11 @@ std::string formatPlan(const BenchContext& ctx, double copy_bps) {
       continue;
     }
     const ResultRow r = baseRow(c);
-    std::snprintf(buf, sizeof buf, "%-62s %10.1f %10.2f %11.4f %9s %s\n", c.name.c_str(), r.bytes / 1e6, r.flops / 1e9,
-                  r.bytes / copy_bps * 1e3, std::isfinite(r.fla_ms) ? std::to_string(r.fla_ms).substr(0, 5).c_str() : "-",
+    const Roofline roof = r.rooflineAt();
+    const std::string roof_text = std::to_string(roof.ms()).substr(0, 7) + " " + roof.bound();
+    std::snprintf(buf, sizeof buf, "%-62s %10.1f %10.2f %11.4f %9s %15s %s\n", c.name.c_str(), r.bytes / 1e6,
+                  r.flops / 1e9, r.bytes / copy_bps * 1e3,
+                  std::isfinite(r.fla_ms) ? std::to_string(r.fla_ms).substr(0, 5).c_str() : "-", roof_text.c_str(),
                   r.flops_source.c_str());
     os << buf;
   }

@@ -44,6 +44,14 @@ const ResultRow* pick(const std::vector<ResultRow>& rows, const std::string& spe
   return fallback;
 }
 
+// "0.112 mem | 45.3 | ": the roofline time and its bound, then the share of it the measured time reaches.
+std::string rooflineColumns(const ResultRow& r) {
+  if (!(r.roofline_bytes > 0) && !(r.flops > 0)) return "– | – | ";
+  const Roofline roof = r.rooflineAt();
+  return fmt("%.4f", roof.ms()) + " " + roof.bound() + " | " + (r.timed() ? fmt("%.1f", r.rooflinePercent()) : "–") +
+         " | ";
+}
+
 void tableRow(std::ostringstream& os, const ResultRow& r, double copy_bps) {
   os << "| " << r.spec << " | " << toString(r.shape.kind) << " | " << r.shape.label() << " | " << r.variant << " "
      << r.config << " | ";
@@ -51,14 +59,15 @@ void tableRow(std::ostringstream& os, const ResultRow& r, double copy_bps) {
     os << fmt("%.3f", r.ms) << " [" << fmt("%.3f", r.p20_ms) << ", " << fmt("%.3f", r.p80_ms) << "]"
        << (r.reps_cut ? " n=" + std::to_string(r.samples) : std::string()) << " | "
        << fmt("%.0f", r.gbps()) << " | " << fmt("%.1f", r.tflops()) << " | "
-       << (copy_bps > 0 ? fmt("%.1f", r.floorPercent(copy_bps)) : std::string("–")) << " | ";
+       << (copy_bps > 0 ? fmt("%.1f", r.floorPercent(copy_bps)) : std::string("–")) << " | "
+       << rooflineColumns(r) << fmt("%.1f", r.host_us) << " | ";
     if (std::isfinite(r.fla_ms)) {
       os << fmt("%.2f", r.vsFla()) << "x (FLA " << fmt("%.3f", r.fla_ms) << ")";
     } else {
       os << "–";
     }
   } else {
-    os << "– | – | – | – | " << (std::isfinite(r.fla_ms) ? "FLA " + fmt("%.3f", r.fla_ms) : std::string("–"));
+    os << "– | – | – | – | " << rooflineColumns(r) << "– | " << (std::isfinite(r.fla_ms) ? "FLA " + fmt("%.3f", r.fla_ms) : std::string("–"));
   }
   os << " | " << checkColumn(r) << " |\n";
 }
@@ -120,9 +129,14 @@ std::string formatSummary(const std::vector<ResultRow>& rows, const std::vector<
      << (info.copy_bytes_per_s > 0 ? fmt("%.2f", info.copy_bytes_per_s / 1e12) + " TB/s" : std::string("not measured"))
      << ". Times: " << info.timing << "; ms is the median [p20, p80].\n";
   os << "GB/s and % floor count the bytes floor (q,k,v,o bf16 + gates f32 read/written once; decode: state "
-        "read+write); vs FLA = FLA ms / our ms, FLA timed in the same run by scripts/fla_bench.py (>1 is faster; – = not timed).\n\n";
-  os << "| spec | kind | shape | config | ms [p20, p80] | GB/s | TFLOP/s | % bytes floor | vs FLA | check |\n"
-     << "|---|---|---|---|---|---|---|---|---|---|\n";
+        "read+write); vs FLA = FLA ms / our ms, FLA timed in the same run by scripts/fla_bench.py (>1 is faster; – = not timed).\n";
+  os << "Roofline ms = max(bytes / peak bandwidth, FLOPs / peak rate) at the " << kH200Peaks.source
+     << " (bytes: the manifest plan's forward traffic when costed at this K, V, else the bytes floor; bench/Roofline.h), "
+        "with the bound (mem or compute); % roofline = roofline ms / ms. host µs = wall time of one warm call on the "
+        "host (median of the warm-up calls).\n\n";
+  os << "| spec | kind | shape | config | ms [p20, p80] | GB/s | TFLOP/s | % bytes floor | roofline ms | % roofline | "
+        "host µs | vs FLA | check |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   bool any_sweep = false;
   for (const ResultRow& r : rows) {
     if (r.variant == "sweep") {
@@ -157,7 +171,7 @@ std::string formatSummary(const std::vector<ResultRow>& rows, const std::vector<
     if (r.shape.kind != Kind::Decode || r.variant == "sweep" || !r.timed()) continue;
     any_decode = true;
     os << "- " << r.spec << " " << r.shape.label() << " " << r.variant << ": " << fmt("%.4f", r.ms) << " ms = "
-       << fmt("%.2f", r.bytes / (r.ms * 1e-3) / 1e12) << " TB/s";
+       << fmt("%.1f", r.ms * 1e3) << " µs per step = " << fmt("%.2f", r.bytes / (r.ms * 1e-3) / 1e12) << " TB/s";
     if (std::isfinite(r.fla_ms)) {
       const double state_bytes =
           2.0 * double(r.shape.batch) * double(r.heads_v) * double(r.shape.key_dim) * double(r.shape.value_dim) * 4;

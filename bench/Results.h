@@ -5,6 +5,9 @@
 //   GB/s        = bytes floor / t                    (Floors.h)
 //   TFLOP/s     = FLOP count / t
 //   % floor     = (bytes floor / copy bandwidth) / t, the share of the time a perfect kernel would need
+//   roofline    = max(plan bytes / peak bandwidth, FLOPs / peak FLOP rate) at the H200's datasheet peaks,
+//                 and which bound it (Roofline.h); % roofline = roofline / t
+//   host µs     = wall time of one warm forward()/decode() call on the host (median of the warm-up calls)
 //   vs FLA      = FLA's anchor time / t (Anchors.h): above 1 means faster than FLA
 #pragma once
 
@@ -14,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "Roofline.h"
 #include "Shapes.h"
 
 namespace dgps {
@@ -39,12 +43,17 @@ struct ResultRow {
   double fla_ms = std::numeric_limits<double>::quiet_NaN();
   double check_err = std::numeric_limits<double>::quiet_NaN();
   double recorded_ms = std::numeric_limits<double>::quiet_NaN();  ///< tuning DB's time, tuned rows
+  double roofline_bytes = 0;          ///< bytes the roofline counts (Roofline.h)
+  std::string roofline_bytes_source;  ///< "manifest plan" or "bytes floor"
+  double host_us = std::numeric_limits<double>::quiet_NaN();  ///< host time of one warm call
 
   bool timed() const { return status == "ok" || status == "unchecked"; }
   double gbps() const { return bytes / (ms * 1e-3) / 1e9; }
   double tflops() const { return flops / (ms * 1e-3) / 1e12; }
   double floorPercent(double copy_bytes_per_s) const { return 100.0 * (bytes / copy_bytes_per_s) / (ms * 1e-3); }
   double vsFla() const { return fla_ms / ms; }
+  Roofline rooflineAt(const DevicePeaks& peaks = kH200Peaks) const { return roofline(roofline_bytes, flops, peaks); }
+  double rooflinePercent(const DevicePeaks& peaks = kH200Peaks) const { return 100.0 * rooflineAt(peaks).ms() / ms; }
 };
 
 /// A package/shape pair that was not registered, with the reason.

@@ -30,7 +30,12 @@ std::vector<BenchShape> standardShapes() {
   d.kind = Kind::Decode;
   d.batch = 256;
   d.seq_len = 1;
-  return {a, b, d};
+  // Small-batch decode (serving at low concurrency): per-step latency, where launch and host costs show.
+  BenchShape d1 = d, d8 = d, d32 = d;
+  d1.batch = 1;
+  d8.batch = 8;
+  d32.batch = 32;
+  return {a, b, d, d1, d8, d32};
 }
 
 std::int64_t valueHeads(const Spec& spec, const BenchShape& shape) {

@@ -2,7 +2,8 @@
 //
 // Forward shapes are the two of bench/Anchors.cpp (FLA's measured anchors): B=8, T=4096 and B=1, T=32768, both
 // with H=16 query/key heads, K=V=128, bf16 inputs. Decode is one token for B=256 sequences, H=16,
-// K=V=128, fp32 state (bench/Anchors.cpp: FLA fused_recurrent_gated_delta_rule). Value heads follow the spec:
+// K=V=128, fp32 state (bench/Anchors.cpp: FLA fused_recurrent_gated_delta_rule), plus small-batch decode at
+// B = 1, 8 and 32 (same H, K, V) for the per-step latency. Value heads follow the spec:
 // HV = H * gva_ratio (HV = H for every shipped spec).
 #pragma once
 
@@ -34,7 +35,8 @@ struct BenchShape {
   std::string label() const;
 };
 
-/// The two forward shapes then the decode shape, in the order the table lists them.
+/// The two forward shapes, the decode shape (B=256), then the small-batch decode shapes B = 1, 8, 32 (H=16,
+/// K=V=128; per-step latency), in the order the table lists them.
 std::vector<BenchShape> standardShapes();
 
 /// Parses --dgps_shapes: shapes separated by ';', each "forward:B=8,T=4096,H=16,K=128,V=128" or

@@ -34,7 +34,7 @@ echo "commit $DGPS_COMMIT" >> "$logs/gpu.txt"
 
 if ((!skip_build)); then
   [[ -d "$root/.deps/include" ]] || echo "gpu_suite: no .deps/include (run scripts/stage_device_deps.sh here first) — needed where nlohmann-json/CLI11 are not installed"
-  DGPS_BUILD_DIR=$build DGPS_BUILD_TARGETS="${DGPS_BUILD_TARGETS:-dgps_gpu_tests dgps_tune_gpu_tests dgps-tune-trial dgps-tune dgps-bench dgps-host-app dgps-run}" \
+  DGPS_BUILD_DIR=$build DGPS_BUILD_TARGETS="${DGPS_BUILD_TARGETS:-dgps_gpu_tests dgps_tune_gpu_tests dgps-tune-trial dgps-tune dgps-bench dgps-bench-host dgps-host-app dgps-run}" \
     bash "$root/scripts/build.sh" --no-compiler > "$logs/build.log" 2>&1 \
     || { tail -40 "$logs/build.log"; echo "gpu_suite: build failed"; exit 1; }
 fi
@@ -48,7 +48,7 @@ bench_args=()
 [[ -n "$shapes" ]] && bench_args+=("--dgps_shapes=$shapes")
 if ((run_bench)) && [[ -n "$fla" && -d "$fla/fla" ]]; then
   # FLA first, at the same shapes: its Triton autotuning must not overlap our timings.
-  fla_shapes=${shapes:-"forward:B=8,T=4096,H=16,K=128,V=128;forward:B=1,T=32768,H=16,K=128,V=128;decode:B=256,H=16,K=128,V=128"}
+  fla_shapes=${shapes:-"forward:B=8,T=4096,H=16,K=128,V=128;forward:B=1,T=32768,H=16,K=128,V=128;decode:B=256,H=16,K=128,V=128;decode:B=1,H=16,K=128,V=128;decode:B=8,H=16,K=128,V=128;decode:B=32,H=16,K=128,V=128"}
   PYTHONUNBUFFERED=1 timeout "${DGPS_FLA_TIMEOUT:-300}" python3 "$root/scripts/fla_bench.py" "$fla" "$logs/fla.json" \
     --shapes "$fla_shapes" > "$logs/fla.log" 2>&1 || echo "gpu_suite: fla_bench failed (see fla.log); FLA columns stay empty"
   [[ -s "$logs/fla.json" ]] && bench_args+=("--dgps_fla=$logs/fla.json")
@@ -56,6 +56,13 @@ fi
 if ((run_bench)) && [[ -x "$build/bench/dgps-bench" ]]; then
   DGPS_CACHE_DIR=${DGPS_CACHE_DIR:-$build/jit-cache} "$build/bench/dgps-bench" "${bench_args[@]}" \
     --benchmark_out="$logs/bench.json" --benchmark_out_format=json > "$logs/bench.log" 2>&1 || status=1
+fi
+if ((run_bench)) && [[ -x "$build/bench/dgps-bench-host" ]]; then
+  # Host time per forward/decode call (docs/performance.md, "Host time per call"); read the CPU column.
+  DGPS_CACHE_DIR=${DGPS_CACHE_DIR:-$build/jit-cache} "$build/bench/dgps-bench-host" \
+    --benchmark_out="$logs/host.json" --benchmark_out_format=json > "$logs/host.log" 2>&1 || status=1
+  echo "== host time per call (CPU column, µs; full log in host.log)"
+  grep -E "^gpu/" "$logs/host.log"
 fi
 if [[ -f "$logs/bench.log" ]]; then
   echo "== benchmarks (median; full JSON in bench.json, full log in bench.log)"

@@ -96,7 +96,7 @@ expect(zeros "\\| gdn \\| forward \\| B8_T4096_H16_K128_V128 \\| tuned C64 BV32 
 expect(zeros "\\| gdn \\| forward \\| B8_T4096_H16_K128_V128 \\| default C[0-9]+ BV[0-9]+ W[0-9]+ S[0-9]+ \\| [0-9.]+ \\[[0-9., ]+\\] n=[0-9]+ \\|")
 expect(zeros "\\| gdn \\| decode \\| B256_H16_K128_V128 \\| default C[0-9]+ BV[0-9]+ W[0-9]+ S[0-9]+ \\| [0-9]")
 expect(zeros "UNCHECKED")
-expect(zeros "gdn B256_H16_K128_V128 default: [0-9.]+ ms = [0-9.]+ TB/s")
+expect(zeros "gdn B256_H16_K128_V128 default: [0-9.]+ ms = [0-9.]+ µs per step = [0-9.]+ TB/s")
 expect_summary_last(zeros)
 if(NOT EXISTS "${WORK}/table.md")
   message(FATAL_ERROR "--dgps_table did not write ${WORK}/table.md")

@@ -3,6 +3,7 @@
 // guard, input tiling, flag parsing, the benchmark filter and the summary table's ratios.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "CorrectnessGuard.h"
 #include "Floors.h"
 #include "Results.h"
+#include "Roofline.h"
 #include "Shapes.h"
 #include "dgps/dsl/SpecParser.h"
 
@@ -31,11 +33,18 @@ BenchShape shape(int i) { return standardShapes().at(i); }
 
 TEST(BenchShapes, AnchorShapesAndLabels) {
   const auto s = standardShapes();
-  ASSERT_EQ(s.size(), 3u);
+  ASSERT_EQ(s.size(), 6u);
   EXPECT_EQ(s[0].label(), "B8_T4096_H16_K128_V128");
   EXPECT_EQ(s[1].label(), "B1_T32768_H16_K128_V128");
   EXPECT_EQ(s[2].label(), "B256_H16_K128_V128");
-  EXPECT_EQ(s[2].kind, Kind::Decode);
+  // Small-batch decode latency rows.
+  EXPECT_EQ(s[3].label(), "B1_H16_K128_V128");
+  EXPECT_EQ(s[4].label(), "B8_H16_K128_V128");
+  EXPECT_EQ(s[5].label(), "B32_H16_K128_V128");
+  for (int i = 2; i < 6; ++i) {
+    EXPECT_EQ(s[std::size_t(i)].kind, Kind::Decode);
+    EXPECT_EQ(s[std::size_t(i)].seq_len, 1);
+  }
 }
 
 TEST(BenchFloors, GdnForwardBytesAreQkvoPlusGates) {
@@ -69,6 +78,33 @@ TEST(BenchFloors, GdnDecodeIsStateReadAndWrite) {
   const double qkv = 3.0 * 256 * 16 * 128 * 2, o = 256.0 * 16 * 128 * 2, gates = 2.0 * 256 * 16 * 4;
   EXPECT_DOUBLE_EQ(decodeBytesFloor(gdn, shape(2)), state + qkv + o + gates);
   EXPECT_NEAR(state / 0.191e-3 / 1e12, 2.81, 0.01);
+}
+
+TEST(BenchRoofline, PlanBytesForTheForwardFloorForDecodeAndTheLargerBound) {
+  const Package gdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gdn");
+  std::string source;
+  // Forward at K=V=128 (the plan's costing point): the manifest's bytes per token-head times B*T*HV.
+  const double fwd = rooflineBytes(gdn, shape(0), &source);
+  EXPECT_EQ(source, "manifest plan");
+  EXPECT_DOUBLE_EQ(fwd, gdn.manifest().bytes_per_token_head * 8 * 4096 * 16);
+  EXPECT_GT(gdn.manifest().bytes_per_token_head, 1000);  // states and intermediates above the ~1 KB floor
+  // Decode (the plan costs the forward) and a K the plan was not costed at: the bytes floor.
+  for (int i : {2, 3, 4, 5}) {
+    EXPECT_DOUBLE_EQ(rooflineBytes(gdn, shape(i), &source), decodeBytesFloor(gdn.spec(), shape(i)));
+    EXPECT_EQ(source, "bytes floor");
+  }
+  BenchShape k64 = shape(0);
+  k64.key_dim = 64;
+  EXPECT_DOUBLE_EQ(rooflineBytes(gdn, k64, &source), forwardBytesFloor(gdn.spec(), k64));
+  // B=1 decode: the state 2*16*128*128*4 B = 2.1 MB at 4.8 TB/s is about 0.44 µs; FLOPs are far below.
+  const Roofline d1 = roofline(decodeBytesFloor(gdn.spec(), shape(3)), 1.0 * 16 * 3 * 2 * 128 * 128, kH200Peaks);
+  EXPECT_STREQ(d1.bound(), "mem");
+  EXPECT_NEAR(d1.ms() * 1e3, 2.0 * 16 * 128 * 128 * 4 / 4.8e12 * 1e6, 0.01);
+  // A FLOP-heavy row is compute-bound, and the roofline is the larger of the two times.
+  const Roofline c = roofline(1e6, 1e12, kH200Peaks);
+  EXPECT_STREQ(c.bound(), "compute");
+  EXPECT_DOUBLE_EQ(c.ms(), std::max(c.memory_ms, c.compute_ms));
+  EXPECT_NEAR(c.compute_ms, 1e12 / 989.5e12 * 1e3, 1e-12);
 }
 
 TEST(BenchFloors, MathFlopsMatchMathMd44) {
@@ -269,6 +305,8 @@ ResultRow row(const std::string& spec, int shape_index, const std::string& varia
   r.p80_ms = ms * 1.01;
   r.bytes = 1e9;
   r.flops = 1e9;
+  r.roofline_bytes = 2e9;
+  r.host_us = 4.25;
   r.check_err = 3e-3;
   if (auto a = flaAnchor(spec, r.shape, 16)) r.fla_ms = a->ms;
   return r;
@@ -290,16 +328,23 @@ TEST_F(BenchAnchors, SummaryRatiosPreferTunedAndTableHasEveryColumn) {
   info.copy_bytes_per_s = 4e12;
   info.timing = "median";
   const std::string t = formatSummary(rows, {NotTimed{"mamba2", "decode B256_H16_K128_V128", "no decode"}}, info);
-  // GDN at B8: 1e9 bytes in 0.5 ms = 2000 GB/s, 2 TFLOP/s, floor 0.25 ms = 50%, FLA 0.839 / 0.5 = 1.68x.
+  // GDN at B8: 1e9 bytes in 0.5 ms = 2000 GB/s, 2 TFLOP/s, floor 0.25 ms = 50%; roofline: 2e9 plan bytes at
+  // 4.8 TB/s = 0.4167 ms against 1e9 FLOP at 989.5 TFLOP/s = 0.001 ms, so memory-bound, 0.4167 / 0.5 = 83.3%;
+  // host 4.25 µs; FLA 0.839 / 0.5 = 1.68x.
   EXPECT_NE(t.find("| gdn | forward | B8_T4096_H16_K128_V128 | default C64 BV64 W4 S1 | 0.500 [0.495, 0.505] | 2000 | "
-                   "2.0 | 50.0 | 1.68x (FLA 0.839) | 3.0e-03 |"),
+                   "2.0 | 50.0 | 0.4167 mem | 83.3 | 4.2 | 1.68x (FLA 0.839) | 3.0e-03 |"),
             std::string::npos)
       << t;
   EXPECT_NE(t.find("pgdn/gdn: B8_T4096_H16_K128_V128 1.20 (FLA 1.93)"), std::string::npos) << t;
   EXPECT_NE(t.find("WRONG"), std::string::npos);
   EXPECT_NE(t.find("tolerance 0.01"), std::string::npos);
   EXPECT_NE(t.find("mamba2 decode B256_H16_K128_V128: no decode"), std::string::npos);
-  EXPECT_NE(t.find("gdn B256_H16_K128_V128 default: 0.2000 ms"), std::string::npos) << t;
+  EXPECT_NE(t.find("gdn B256_H16_K128_V128 default: 0.2000 ms = 200.0 µs per step"), std::string::npos) << t;
+  // The untimed (wrong) row keeps every column: 13 cells.
+  const std::size_t at = t.find("| kda | forward");
+  ASSERT_NE(at, std::string::npos);
+  const std::string line = t.substr(at, t.find('\n', at) - at);
+  EXPECT_EQ(std::count(line.begin(), line.end(), '|'), 14) << line;
 }
 
 }  // namespace

@@ -126,7 +126,8 @@ CUdevice deviceHandle(int device) {
                                                        " device" + (n == 1 ? "" : "s") + ")");
   }
   CUdevice h = 0;
-  checkCuda(d.cuDeviceGet(&h, device), "cuDeviceGet(" + std::to_string(device) + ")");
+  const CUresult r = d.cuDeviceGet(&h, device);
+  if (r != CUDA_SUCCESS) checkCuda(r, "cuDeviceGet(" + std::to_string(device) + ")");  // message built on failure only
   return h;
 }
 }  // namespace
@@ -168,7 +169,8 @@ DeviceContextGuard::DeviceContextGuard(int device) {
   const CudaDriver& d = cudaDriver();
   device_ = deviceHandle(device);
   context_ = retainedPrimaryContext(device, device_);
-  checkCuda(d.cuCtxPushCurrent(context_), "cuCtxPushCurrent(device " + std::to_string(device) + ")");
+  const CUresult r = d.cuCtxPushCurrent(context_);
+  if (r != CUDA_SUCCESS) checkCuda(r, "cuCtxPushCurrent(device " + std::to_string(device) + ")");
 }
 
 DeviceContextGuard::~DeviceContextGuard() {

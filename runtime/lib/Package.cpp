@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <map>
@@ -478,6 +479,8 @@ Package Package::open(const std::string& directory) {
   if (p.manifest_.has_decode && p.source_.find(p.manifest_.decode_symbol) == std::string::npos) {
     packageError(mpath + ": decode.symbol: " + p.manifest_.decode_symbol + " does not occur in " + p.sourcePath());
   }
+  static std::atomic<std::uint64_t> next_instance_id{1};
+  p.instance_id_ = next_instance_id.fetch_add(1, std::memory_order_relaxed);
   return p;
 }
 

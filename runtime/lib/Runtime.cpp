@@ -3,12 +3,15 @@
 #include "dgps/runtime/DefaultConfig.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <sstream>
 
 #include "LaunchPlan.h"
+#include "VariantTable.h"
 #include "dgps/device/abi.h"
 #include "dgps/runtime/CudaDriver.h"
 #include "dgps/runtime/Error.h"
@@ -56,12 +59,18 @@ namespace {
 
 CUdeviceptr devptr(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p)); }
 
+// One loaded variant. Kernels are indexed like the manifest: forward roles 0..n-1, then decode (kDecodeSlot),
+// so a warm call reaches its CUfunction without a name lookup.
+constexpr std::size_t kDecodeSlot = detail::kMaxForwardKernels;
+constexpr std::size_t kKernelSlots = detail::kMaxForwardKernels + 1;
+
 struct LoadedModule {
   CUcontext context = nullptr;
   int device = 0;
   CUmodule module = nullptr;
-  std::map<std::string, CUfunction> functions;
-  std::map<std::string, std::size_t> shared_opt_in;  ///< dynamic smem limit already set per symbol
+  std::array<CUfunction, kKernelSlots> functions{};
+  /// Dynamic shared memory limit already set per kernel slot; it only grows (set under Impl::mu).
+  mutable std::array<std::atomic<std::size_t>, kKernelSlots> shared_opt_in{};
   VariantInfo info;
 };
 
@@ -89,7 +98,10 @@ struct Runtime::Impl {
   RuntimeOptions options;
   JitCompiler jit;
   std::mutex mu;
+  /// Loaded modules by binary-cache key: the slow path, shared by every Package instance of equal content.
   std::map<std::pair<CUcontext, std::string>, std::shared_ptr<LoadedModule>> modules;
+  /// The warm path (VariantTable.h): one entry per (package instance, context, K, V, dtype, config).
+  detail::VariantTable<LoadedModule> variants;
   std::map<std::pair<CUcontext, CUstream>, std::shared_ptr<Workspace>> workspaces;
   std::map<int, JitTarget> targets;
   std::map<int, int> sm_counts;
@@ -167,7 +179,7 @@ struct Runtime::Impl {
     m->info.target = req.target;
     m->info.from_cache = bin.from_cache;
     m->info.ptxas = bin.usage;
-    auto addFunction = [&](const std::string& role, const std::string& symbol) {
+    auto addFunction = [&](std::size_t slot, const std::string& role, const std::string& symbol) {
       CUfunction f = nullptr;
       CUresult fr = d.cuModuleGetFunction(&f, m->module, symbol.c_str());
       if (fr != CUDA_SUCCESS) {
@@ -177,7 +189,7 @@ struct Runtime::Impl {
                            "compiled " + pkg.manifest().source + ": " + cudaErrorText(fr) +
                            " (kernels must be extern \"C\" __global__ with the manifest's names)");
       }
-      m->functions[symbol] = f;
+      m->functions[slot] = f;
       KernelInfo k;
       k.role = role;
       k.symbol = symbol;
@@ -188,8 +200,15 @@ struct Runtime::Impl {
       m->info.kernels.push_back(k);
     };
     const Manifest& man = pkg.manifest();
-    for (std::size_t i = 0; i < man.forward_symbols.size(); ++i) addFunction(man.forward_roles[i], man.forward_symbols[i]);
-    if (man.has_decode) addFunction("decode", man.decode_symbol);
+    if (man.forward_symbols.size() > detail::kMaxForwardKernels || man.forward_roles.size() != man.forward_symbols.size()) {
+      d.cuModuleUnload(m->module);
+      throw RuntimeError(RuntimeErrorCode::Package,
+                         "package " + pkg.name() + ": the manifest lists " + std::to_string(man.forward_symbols.size()) +
+                             " forward symbols for " + std::to_string(man.forward_roles.size()) + " roles (at most " +
+                             std::to_string(detail::kMaxForwardKernels) + " roles, one symbol each)");
+    }
+    for (std::size_t i = 0; i < man.forward_symbols.size(); ++i) addFunction(i, man.forward_roles[i], man.forward_symbols[i]);
+    if (man.has_decode) addFunction(kDecodeSlot, "decode", man.decode_symbol);
 
     std::lock_guard<std::mutex> lock(mu);
     auto inserted = modules.emplace(std::make_pair(ctx, key), m);
@@ -198,6 +217,22 @@ struct Runtime::Impl {
       return inserted.first->second;
     }
     return m;
+  }
+
+  // The warm path: the variant for this call from the table, compiled/loaded through load() on first use.
+  std::shared_ptr<const LoadedModule> resolve(const Package& pkg, std::int64_t K, std::int64_t V, ScalarType dtype,
+                                              const TileConfig& config, int device, CUcontext ctx) {
+    detail::VariantKey key;
+    key.package_id = pkg.instanceId();
+    key.context = ctx;
+    key.device = device;
+    key.key_dim = K;
+    key.value_dim = V;
+    key.input_dtype = dtype;
+    key.config = config;
+    return variants.getOrBuild(key, [&]() -> std::shared_ptr<const LoadedModule> {
+      return load(pkg, K, V, dtype, config, device, ctx);
+    });
   }
 
   // The scratch buffer for (context, stream), grown on demand. Launches on one stream are ordered, so
@@ -284,31 +319,29 @@ struct Runtime::Impl {
     if (host.back() > T) bad("must end at most at T = " + std::to_string(T) + ", got " + std::to_string(host.back()));
   }
 
-  void launch(const LoadedModule& m, const detail::KernelLaunch& k, CUstream stream, void* args, int device) {
+  // Launches kernel `slot` of `m` (role/symbol name it in errors only). The shared-memory opt-in is a
+  // driver call the first time a kernel needs more than 48 KiB at a given size; afterwards one atomic load.
+  void launch(const LoadedModule& m, std::size_t slot, const std::string& role, const std::string& symbol,
+              const detail::LaunchGeometry& k, CUstream stream, void* args, int device) {
     const CudaDriver& d = cudaDriver();
-    auto it = m.functions.find(k.symbol);
-    if (it == m.functions.end()) {
-      throw RuntimeError(RuntimeErrorCode::Package, "kernel " + k.symbol + " (role " + k.role +
-                                                        ") is needed for this launch but the package's manifest does not list it");
-    }
-    CUfunction f = it->second;
-    if (k.shared_bytes > 48 * 1024) {
+    CUfunction f = m.functions[slot];
+    if (k.shared_bytes > 48 * 1024 && m.shared_opt_in[slot].load(std::memory_order_acquire) < k.shared_bytes) {
       std::lock_guard<std::mutex> lock(mu);
-      auto& done = const_cast<LoadedModule&>(m).shared_opt_in[k.symbol];
-      if (done < k.shared_bytes) {
+      std::atomic<std::size_t>& done = m.shared_opt_in[slot];
+      if (done.load(std::memory_order_relaxed) < k.shared_bytes) {
         int optin = 0;
         CUdevice dev = 0;
         d.cuCtxGetDevice(&dev);
         d.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev);
         if (k.shared_bytes > std::size_t(optin)) {
           throw RuntimeError(RuntimeErrorCode::InvalidArgument,
-                             "kernel " + k.symbol + " needs " + std::to_string(k.shared_bytes) +
+                             "kernel " + symbol + " needs " + std::to_string(k.shared_bytes) +
                                  " bytes of shared memory, device " + std::to_string(device) + " allows " +
                                  std::to_string(optin) + " per block; choose a smaller tile configuration");
         }
         checkCuda(d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(k.shared_bytes)),
-                  "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) for " + k.symbol);
-        done = k.shared_bytes;
+                  "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) for " + symbol);
+        done.store(k.shared_bytes, std::memory_order_release);
       }
     }
     void* params[] = {args};
@@ -316,7 +349,7 @@ struct Runtime::Impl {
                                   unsigned(k.shared_bytes), stream, params, nullptr);
     if (r != CUDA_SUCCESS) {
       std::ostringstream os;
-      os << "launch of " << k.symbol << " (role " << k.role << ") with grid [" << k.grid[0] << "," << k.grid[1] << ","
+      os << "launch of " << symbol << " (role " << role << ") with grid [" << k.grid[0] << "," << k.grid[1] << ","
          << k.grid[2] << "] block [" << k.block[0] << "," << k.block[1] << "," << k.block[2] << "] shared "
          << k.shared_bytes << " B on device " << device;
       checkCuda(r, os.str());
@@ -346,7 +379,7 @@ VariantInfo Runtime::prepare(const Package& package, std::int64_t key_dim, std::
                              ScalarType input_dtype, const TileConfig& config, int device) {
   package.checkConfig(config);
   DeviceContextGuard guard(device);
-  return impl_->load(package, key_dim, value_dim, input_dtype, config, device, guard.context())->info;
+  return impl_->resolve(package, key_dim, value_dim, input_dtype, config, device, guard.context())->info;
 }
 
 void Runtime::forward(const Package& package, const ForwardTensors& t, const LaunchOptions& options) {
@@ -356,7 +389,8 @@ void Runtime::forward(const Package& package, const ForwardTensors& t, const Lau
   const ForwardProblem p = validateForward(package, t);
   const TileConfig config = options.config ? *options.config : resolveForwardConfig(package, p);
   package.checkConfig(config);
-  const detail::ForwardPlan plan = detail::planForward(package, p, config);
+  detail::checkForwardRoles(package);
+  const detail::ForwardGeometry plan = detail::forwardGeometry(package, p, config);
   if (t.workspace.given() && t.workspace.nbytes() < plan.workspace_bytes) {
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,
                        "forward: tensor 'workspace': " + std::to_string(t.workspace.nbytes()) + " bytes given, " +
@@ -378,7 +412,7 @@ void Runtime::forward(const Package& package, const ForwardTensors& t, const Lau
   }
   if (options.check_cu_seqlens && p.varlen) impl_->checkCuSeqlens(t.cu_seqlens, p.seq_len, stream);
 
-  auto module = impl_->load(package, p.key_dim, p.value_dim, p.input_dtype, config, p.device, guard.context());
+  auto module = impl_->resolve(package, p.key_dim, p.value_dim, p.input_dtype, config, p.device, guard.context());
 
   ForwardArgs a;
   std::memset(&a, 0, sizeof(a));
@@ -409,7 +443,12 @@ void Runtime::forward(const Package& package, const ForwardTensors& t, const Lau
   a.heads_qk = p.heads_qk;
   a.heads_v = p.heads_v;
   a.scale = p.scale;
-  for (const auto& k : plan.kernels) impl_->launch(*module, k, stream, &a, p.device);
+  const Manifest& man = package.manifest();
+  for (int i = 0; i < plan.count; ++i) {
+    const std::size_t slot = std::size_t(i);
+    impl_->launch(*module, slot, man.forward_roles[slot], man.forward_symbols[slot], plan.kernels[slot], stream, &a,
+                  p.device);
+  }
 }
 
 void Runtime::decode(const Package& package, const DecodeTensors& t, const LaunchOptions& options) {
@@ -419,7 +458,7 @@ void Runtime::decode(const Package& package, const DecodeTensors& t, const Launc
   const DecodeProblem p = validateDecode(package, t);
   const TileConfig config = options.config ? *options.config : package.manifest().default_config;
   package.checkConfig(config);
-  const detail::KernelLaunch launch = detail::planDecode(package, p, config);
+  const detail::LaunchGeometry launch = detail::decodeGeometry(package, p, config);
 
   DeviceContextGuard guard(p.device);
   CUstream stream = static_cast<CUstream>(options.stream);
@@ -432,7 +471,7 @@ void Runtime::decode(const Package& package, const DecodeTensors& t, const Launc
     for (const auto& n : named) impl_->checkPointer("decode", n.first, *n.second);
   }
 
-  auto module = impl_->load(package, p.key_dim, p.value_dim, p.input_dtype, config, p.device, guard.context());
+  auto module = impl_->resolve(package, p.key_dim, p.value_dim, p.input_dtype, config, p.device, guard.context());
   DecodeArgs a;
   std::memset(&a, 0, sizeof(a));
   a.q = t.q.data;
@@ -450,7 +489,8 @@ void Runtime::decode(const Package& package, const DecodeTensors& t, const Launc
   a.heads_qk = p.heads_qk;
   a.heads_v = p.heads_v;
   a.scale = p.scale;
-  impl_->launch(*module, launch, stream, &a, p.device);
+  static const std::string kDecodeRole = "decode";
+  impl_->launch(*module, kDecodeSlot, kDecodeRole, package.manifest().decode_symbol, launch, stream, &a, p.device);
 }
 
 }  // namespace dgps

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <sstream>
 
 #include "dgps/runtime/Error.h"
@@ -48,16 +49,33 @@ std::string pointerStr(const void* p) {
 
 enum class Kind { Activation, Float32, Index64 };
 
+// An expected shape of at most 5 dims, held inline: a call that passes validation allocates nothing
+// (the checks run on every forward/decode; messages are built only on failure).
+struct Dims {
+  std::int64_t d[5] = {0, 0, 0, 0, 0};
+  std::size_t n = 0;
+  Dims(std::initializer_list<std::int64_t> dims) {
+    for (std::int64_t x : dims) push(x);
+  }
+  void push(std::int64_t x) {
+    if (n < 5) d[n++] = x;
+  }
+  bool equals(const std::vector<std::int64_t>& shape) const {
+    return shape.size() == n && std::equal(shape.begin(), shape.end(), d);
+  }
+  std::vector<std::int64_t> vec() const { return std::vector<std::int64_t>(d, d + n); }
+};
+
 // What the call expects of one named tensor.
 struct Slot {
   const char* name;
   const TensorView* view;
   bool taken;      ///< the spec reads/writes this tensor
   bool required;   ///< must be given when taken
-  std::vector<std::int64_t> shape;
-  std::string layout;   ///< "[B,T,HV,K]"
-  std::string meaning;  ///< "decay diagonal: one natural-log decay per key channel"
-  std::string why_not;  ///< when not taken: why ("decay is none")
+  Dims shape;
+  const char* layout;   ///< "[B,T,HV,K]"
+  const char* meaning;  ///< "decay diagonal: one natural-log decay per key channel"
+  const char* why_not;  ///< when not taken: why ("decay is none")
   Kind kind;
 };
 
@@ -107,13 +125,14 @@ class Checker {
     }
     if (!t.given()) {
       if (s.required) {
-        fail(s.name, "is required (" + s.meaning + "): expected shape " + s.layout + " = " + shapeStr(s.shape) +
+        fail(s.name, std::string("is required (") + s.meaning + "): expected shape " + s.layout + " = " +
+                         shapeStr(s.shape.vec()) +
                          ", dtype " + dtypeName(s.kind, activation) + "; got none");
       }
       return;
     }
-    if (t.shape != s.shape) {
-      fail(s.name, "expected shape " + s.layout + " = " + shapeStr(s.shape) + " (" + s.meaning + "), got " +
+    if (!s.shape.equals(t.shape)) {
+      fail(s.name, std::string("expected shape ") + s.layout + " = " + shapeStr(s.shape.vec()) + " (" + s.meaning + "), got " +
                        shapeStr(t.shape));
     }
     ScalarType want = s.kind == Kind::Activation ? activation : s.kind == Kind::Index64 ? ScalarType::I64 : ScalarType::F32;
@@ -134,7 +153,7 @@ class Checker {
   const char* call_;
   const Spec& spec_;
   int device_ = -1;
-  std::string device_from_;
+  const char* device_from_ = "";
 };
 
 std::string listStr(const std::vector<int>& v) {
@@ -181,7 +200,7 @@ void checkHeadsAndDims(Checker& c, const Spec& spec, std::int64_t H, std::int64_
   }
 }
 
-std::string decayMeaning(const Spec& s) {
+const char* decayMeaning(const Spec& s) {
   return s.decay.kind == DecayKind::Diagonal ? "decay diagonal: one natural-log decay per key channel"
                                              : "decay scalar: one natural-log decay per value head";
 }
@@ -229,14 +248,13 @@ ForwardProblem validateForward(const Spec& spec, const ForwardTensors& t) {
   }
   const std::int64_t B = p.batch, T = p.seq_len, H = p.heads_qk, HV = p.heads_v, K = p.key_dim, V = p.value_dim,
                      N = p.num_seqs;
-  const std::string pname = spec.name;
 
-  std::vector<Slot> slots = {
+  const Slot slots[] = {
       {"q", &t.q, true, true, {B, T, H, K}, "[B,T,H,K]", "queries", "", Kind::Activation},
       {"k", &t.k, true, true, {B, T, H, K}, "[B,T,H,K]", "keys", "", Kind::Activation},
       {"v", &t.v, true, true, {B, T, HV, V}, "[B,T,HV,V]", "values", "", Kind::Activation},
       {"g", &t.g, spec.decay.kind != DecayKind::None, true,
-       spec.decay.kind == DecayKind::Diagonal ? std::vector<std::int64_t>{B, T, HV, K} : std::vector<std::int64_t>{B, T, HV},
+       spec.decay.kind == DecayKind::Diagonal ? Dims{B, T, HV, K} : Dims{B, T, HV},
        spec.decay.kind == DecayKind::Diagonal ? "[B,T,HV,K]" : "[B,T,HV]", decayMeaning(spec), "decay is none",
        Kind::Float32},
       {"beta", &t.beta, spec.gain.kind == GainKind::Scalar, true, {B, T, HV}, "[B,T,HV]",
@@ -317,28 +335,30 @@ DecodeProblem validateDecode(const Spec& spec, const DecodeTensors& t) {
   checkHeadsAndDims(c, spec, p.heads_qk, p.key_dim, p.heads_v, p.value_dim, p.time_dim ? "2 of q" : "1 of q",
                     p.time_dim ? "2 of v" : "1 of v");
   const std::int64_t B = p.batch, H = p.heads_qk, HV = p.heads_v, K = p.key_dim, V = p.value_dim;
-  auto tok = [&](std::vector<std::int64_t> rest) {
-    std::vector<std::int64_t> s = {B};
-    if (p.time_dim) s.push_back(1);
-    s.insert(s.end(), rest.begin(), rest.end());
+  // Per-token shapes [B,1,...] or [B,...] (the optional time dim of q).
+  auto tok = [&](std::initializer_list<std::int64_t> rest) {
+    Dims s{B};
+    if (p.time_dim) s.push(1);
+    for (std::int64_t x : rest) s.push(x);
     return s;
   };
-  auto lay = [&](const std::string& rest) { return std::string("[B,") + (p.time_dim ? "1," : "") + rest + "]"; };
+  auto lay = [&](const char* with_time, const char* without_time) { return p.time_dim ? with_time : without_time; };
   const bool precond = hasPrecond(spec);
-  std::vector<Slot> slots = {
-      {"q", &t.q, true, true, tok({H, K}), lay("H,K"), "query of the new token", "", Kind::Activation},
-      {"k", &t.k, true, true, tok({H, K}), lay("H,K"), "key of the new token", "", Kind::Activation},
-      {"v", &t.v, true, true, tok({HV, V}), lay("HV,V"), "value of the new token", "", Kind::Activation},
+  const Slot slots[] = {
+      {"q", &t.q, true, true, tok({H, K}), lay("[B,1,H,K]", "[B,H,K]"), "query of the new token", "", Kind::Activation},
+      {"k", &t.k, true, true, tok({H, K}), lay("[B,1,H,K]", "[B,H,K]"), "key of the new token", "", Kind::Activation},
+      {"v", &t.v, true, true, tok({HV, V}), lay("[B,1,HV,V]", "[B,HV,V]"), "value of the new token", "",
+       Kind::Activation},
       {"g", &t.g, spec.decay.kind != DecayKind::None, true,
        spec.decay.kind == DecayKind::Diagonal ? tok({HV, K}) : tok({HV}),
-       spec.decay.kind == DecayKind::Diagonal ? lay("HV,K") : lay("HV"), decayMeaning(spec), "decay is none",
-       Kind::Float32},
-      {"beta", &t.beta, spec.gain.kind == GainKind::Scalar, true, tok({HV}), lay("HV"), "gain scalar", "gain is none",
-       Kind::Float32},
-      {"precond_g", &t.precond_g, specTakesPrecondGate(spec), true, tok({H}), lay("H"),
+       spec.decay.kind == DecayKind::Diagonal ? lay("[B,1,HV,K]", "[B,HV,K]") : lay("[B,1,HV]", "[B,HV]"),
+       decayMeaning(spec), "decay is none", Kind::Float32},
+      {"beta", &t.beta, spec.gain.kind == GainKind::Scalar, true, tok({HV}), lay("[B,1,HV]", "[B,HV]"), "gain scalar",
+       "gain is none", Kind::Float32},
+      {"precond_g", &t.precond_g, specTakesPrecondGate(spec), true, tok({H}), lay("[B,1,H]", "[B,H]"),
        usesSquash(spec) ? "log-decay of the squash accumulator" : "log retention of the hypergradient state",
        precond ? "the preconditioner has no gate/retention input" : "precond is none", Kind::Float32},
-      {"precond_beta", &t.precond_beta, specTakesPrecondGain(spec), true, tok({H}), lay("H"),
+      {"precond_beta", &t.precond_beta, specTakesPrecondGain(spec), true, tok({H}), lay("[B,1,H]", "[B,H]"),
        "gain of the squash accumulator", precond ? "the preconditioner has no gain input" : "precond is none",
        Kind::Float32},
       {"precond_center", &t.precond_center, specTakesPrecondCenter(spec), true, {H}, "[H]",
@@ -348,7 +368,8 @@ DecodeProblem validateDecode(const Spec& spec, const DecodeTensors& t) {
        Kind::Float32},
       {"precond_state", &t.precond_state, precond, true, {B, H, K}, "[B,H,K]",
        "preconditioner state, updated in place", "precond is none", Kind::Float32},
-      {"o", &t.o, true, true, tok({HV, V}), lay("HV,V"), "output of the new token", "", Kind::Activation},
+      {"o", &t.o, true, true, tok({HV, V}), lay("[B,1,HV,V]", "[B,HV,V]"), "output of the new token", "",
+       Kind::Activation},
   };
   for (const Slot& s : slots) c.slot(s, p.input_dtype);
   p.device = c.device();

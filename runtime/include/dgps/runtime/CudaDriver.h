@@ -89,6 +89,10 @@ std::string cudaErrorText(CUresult result);
 
 /// Throws RuntimeError{Cuda} "`what` failed: <cudaErrorText>" when result != CUDA_SUCCESS.
 void checkCuda(CUresult result, const std::string& what);
+/// The same for a literal: no string is built unless the call failed (checks on every launch use this).
+inline void checkCuda(CUresult result, const char* what) {
+  if (result != CUDA_SUCCESS) checkCuda(result, std::string(what));
+}
 
 /// "13.0" from a cuDriverGetVersion / CUDA_VERSION number such as 13000.
 std::string cudaVersionString(int version);

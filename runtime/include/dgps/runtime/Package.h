@@ -32,6 +32,7 @@
 // (checkSourceIncludes, Jit.h). Passing a spec file instead of a folder says so.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,10 @@ class Package {
   const std::string& source() const { return source_; }
   std::string sourcePath() const { return dir_ + "/" + manifest_.source; }
   const std::string& name() const { return manifest_.name; }
+  /// A number unique in this process to one Package::open (never 0 for an opened package). Copies share
+  /// it (a Package is immutable, so equal ids mean equal content); opening the same folder again gives a
+  /// new id. The runtime keys its resolved-variant table on it (runtime/lib/VariantTable.h).
+  std::uint64_t instanceId() const { return instance_id_; }
 
   /// Checks `config` against the manifest's tunables; throws RuntimeError{InvalidArgument} naming
   /// the field, its value and the allowed list.
@@ -110,6 +115,7 @@ class Package {
   Manifest manifest_;
   Spec spec_;
   std::string source_;
+  std::uint64_t instance_id_ = 0;
 };
 
 }  // namespace dgps

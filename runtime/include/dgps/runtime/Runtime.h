@@ -13,6 +13,14 @@
 // `LaunchOptions::stream` (the caller's stream, never an implicit one) in the primary
 // context of the tensors' device, whatever device is current; the calling thread's current
 // context is restored. Thread-safe: one Runtime may be shared by threads and streams.
+//
+// Cost of a call: the first call for a (Package instance, device, K, V, input dtype, tile configuration)
+// builds the NVRTC request, hashes it into the binary-cache key, compiles or reads the binary and loads it;
+// the runtime records the result (runtime/lib/VariantTable.h), so later calls with the same key do only
+// validation, pointer checks, launch geometry, a lookup under a reader lock, argument packing and the
+// launches. Concurrent first calls of one key compile once (the others wait); other keys proceed. Keep the
+// Package object and reuse it: each Package::open is a new instance (a re-opened folder may have changed)
+// and is resolved afresh. dgps-bench-host measures the host time per call (docs/performance.md).
 // Errors: RuntimeError (Error.h) with one message; InvalidArgument means nothing was launched.
 //
 // Supported GPUs: compute capability 9.0 only (Hopper: H100, H200; the kernels are compiled for sm_90a
