@@ -52,7 +52,7 @@ enum class Role {
 /// cloned into every kernel that uses them. The preconditioned write key P⊙k (ATK) or query P⊙q (ATQ) is
 /// therefore rebuilt in chunk_local and again in state_output and never becomes a device-memory buffer
 /// (device library: precond_rebuild.cuh; the state_output rebuild overlaps its warpgroup products).
-Role roleOf(Operation* op) {
+Role roleOf(Operation* op, bool segmented) {
   return llvm::TypeSwitch<Operation*, Role>(op)
       .Case<AccumSummaryOp>([](auto) { return Role::PrecondSummary; })
       .Case<AccumScanOp, AccumPassOp, HypergradScanOp, HypergradPassOp, AccumSegmentPassOp,
@@ -62,17 +62,21 @@ Role roleOf(Operation* op) {
       .Case<KKTOp, SolveTrilOp, QKAttnOp>([](auto) { return Role::ChunkLocal; })
       .Case<StatePassOp, SegmentStatePassOp, OutputOp>([](auto) { return Role::StateOutput; })
       // W and U are formed on the fly from 𝒯 wherever the state pass runs (never materialised): in
-      // state_output, and in a segmented plan also in segment_summary.
-      .Case<WYRecomputeOp, GainScaleOp>([](auto) { return Role::Recompute; })
+      // state_output, and in a segmented plan also in segment_summary, which recomputes them.
+      .Case<WYRecomputeOp, GainScaleOp>([&](auto) { return segmented ? Role::Recompute : Role::StateOutput; })
       .Default([](Operation*) { return Role::Recompute; });
 }
 
-const dgps::RoleTable& forwardRoles() {
-  static const dgps::RoleTable table{{"precond_summary", "precond_scan", "chunk_local", "segment_summary",
-                                      "segment_fold", "state_output"},
-                                     [](Operation* op) { return static_cast<int>(roleOf(op)); },
+/// The role table of a forward; `segmented`: it holds the ops of --chunk-segment-state-pass. A store of a
+/// recomputed value (a kept W or U) then runs in state_output.
+const dgps::RoleTable& forwardRoles(bool segmented) {
+  static const std::vector<std::string> names = {"precond_summary", "precond_scan", "chunk_local",
+                                                 "segment_summary", "segment_fold", "state_output"};
+  static const dgps::RoleTable plain{names, [](Operation* op) { return static_cast<int>(roleOf(op, false)); },
                                      dgps::kRecompute};
-  return table;
+  static const dgps::RoleTable seg{names, [](Operation* op) { return static_cast<int>(roleOf(op, true)); },
+                                   static_cast<int>(Role::StateOutput)};
+  return segmented ? seg : plain;
 }
 
 std::string formatBytes(double x) { return std::to_string(static_cast<int64_t>(std::llround(x))); }
@@ -86,7 +90,8 @@ struct PartitionKernelsPass : dgps::impl::PartitionKernelsBase<PartitionKernelsP
       // sure the chunk dialect's attribute verifier has accepted them even when no verifier ran before
       // this pass (a module built or edited in code).
       if (failed(mlir::verify(fn))) return signalPassFailure();
-      if (failed(dgps::partitionFunction(fn, forwardRoles()))) return signalPassFailure();
+      const bool segmented = !fn.getBody().getOps<SegmentSummaryOp>().empty();
+      if (failed(dgps::partitionFunction(fn, forwardRoles(segmented)))) return signalPassFailure();
       dgps::CostPoint at = dgps::costPointOf(fn);
       dgps::PlanCost cost = dgps::estimatePlan(fn, at);
       int64_t bytes = std::llround(cost.bytes()), flops = std::llround(cost.flops());
