@@ -157,6 +157,11 @@ PlanCost estimatePlan(func::FuncOp fn, const CostPoint& at) {
     kc.role = kernel.getRole().str();
     for (const KernelCost& t : traffic.kernels)
       if (t.role == kc.role) kc.bytes = t.bytes;
+    // A segmented plan's summary kernel has no library counterpart yet: it loads what state_output loads
+    // (the chunk's operands, 𝒯, the preconditioner states) but writes no output (o, 2V bytes in bf16).
+    if (kc.role == "segment_summary")
+      for (const KernelCost& t : traffic.kernels)
+        if (t.role == "state_output") kc.bytes = std::max(0.0, t.bytes - 2.0 * static_cast<double>(at.V));
     llvm::SetVector<Value> extraRead;
     kernel.getBody().walk([&](Operation* op) {
       kc.flops += flopsPerTokenHead(op, at);
