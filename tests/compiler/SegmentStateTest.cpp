@@ -6,6 +6,7 @@
 
 #include "CompilerTestUtil.h"
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
+#include "dgps/Emit/Package.h"
 #include "dgps/Executor/Executor.h"
 #include "dgps/Transforms/PlanCost.h"
 #include "dgps/dsl/InputGen.h"
@@ -249,6 +250,17 @@ TEST(SegmentStatePass, SetsTheLengthAttributeAndThePlanCost) {
   EXPECT_NEAR(foldFlops, 2 * K * K * V / (C * 8), 1e-9);
   EXPECT_NEAR(segmented.flops() - sequential.flops(), summaryFlops + foldFlops, 1e-6 * summaryFlops);
   EXPECT_GT(segmented.bytes(), sequential.bytes());  // E, M and the start states cross kernels
+}
+
+TEST(SegmentStatePass, TheEmitterRefusesASegmentedPlan) {
+  // No device kernels exist for segment_summary / segment_fold: a package must not be written from it.
+  Context c;
+  const Spec spec = shipped("gdn");
+  Forms f = lowerAll(c, spec);
+  c.diagnostics.clear();
+  EXPECT_TRUE(mlir::failed(emitPackage(spec, *f.plan)));
+  ASSERT_FALSE(c.diagnostics.empty());
+  EXPECT_NE(c.diagnostics.back().find("segment_summary"), std::string::npos) << c.diagnostics.back();
 }
 
 TEST(SegmentStatePass, KeepsAClampedHypergradientScanSequential) {

@@ -6,6 +6,9 @@
 //     ─dgps-lower-to-chunk─▶ chunk IR ─canonicalize─▶ chunk IR
 //     ─chunk-fuse-preconditioner─▶ ─chunk-partition-kernels─▶ kernel plan ─emit─▶ package
 //
+// optionally, for long sequences, between fusion and partitioning:
+//     ─chunk-fuse-preconditioner─▶ ─chunk-segment-state-pass─▶ ─chunk-partition-kernels─▶ segmented plan
+//
 // and, for the tile code path of the decode role (dgpsc compile --codegen=tile-decode):
 //   dgps IR ─dgps-lower-decode-to-tile─▶ tile IR (func @<name>_decode) ─emitTileKernel─▶ decode kernel
 //
