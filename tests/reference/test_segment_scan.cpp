@@ -112,7 +112,8 @@ TEST(SegmentScan, FoldEqualsTheDirectProduct) {
             for (std::int64_t c = 0; c < W; ++c) {
               double acc = E[((s * H + h) * K + r) * W + c];
               for (std::int64_t m = 0; m < K; ++m) {
-                const double mrm = diagonal ? (m == r ? M[(s * H + h) * K + r] : 0.0) : M[(s * H + h) * K * K + r * K + m];
+                const double mrm =
+                    diagonal ? (m == r ? M[(s * H + h) * K + r] : 0.0) : M[(s * H + h) * K * K + r * K + m];
                 acc += mrm * X[m * W + c];
               }
               Y[r * W + c] = acc;
@@ -251,7 +252,8 @@ TEST_P(ContextParallel, GatheredSummariesFoldToTheSingleDeviceResult) {
               if (diagonal) {
                 pM[(s * H + h) * K + r] = cols[0][(i * H + h) * K + r] - e;
               } else {
-                for (std::int64_t j = 0; j < K; ++j) pM[((s * H + h) * K + r) * K + j] = cols[j][(i * H + h) * K + r] - e;
+                for (std::int64_t j = 0; j < K; ++j)
+                  pM[((s * H + h) * K + r) * K + j] = cols[j][(i * H + h) * K + r] - e;
               }
             }
         }
@@ -318,7 +320,8 @@ TEST_P(ContextParallel, GatheredSummariesFoldToTheSingleDeviceResult) {
         const Segment& f = frags[rank.frags[i]];
         if (f.end != cu[f.seq + 1]) continue;
         for (std::int64_t x = 0; x < HV * K * V; ++x)
-          EXPECT_NEAR(pf[i * HV * K * V + x], fin[f.seq * HV * K * V + x], kTolerance * std::max(1.0, maxAbs(expected.final_state)));
+          EXPECT_NEAR(pf[i * HV * K * V + x], fin[f.seq * HV * K * V + x],
+                      kTolerance * std::max(1.0, maxAbs(expected.final_state)));
       }
     }
     EXPECT_LE(maxAbsDiff(Tensor::fromDoubles(ScalarType::F64, {1, T, HV, V}, o), expected.o),

@@ -53,7 +53,8 @@ const std::vector<Interpreter::SegmentRef>& Interpreter::segments() const {
 std::vector<Segment> Interpreter::foldSegmentsList() const {
   std::vector<Segment> out;
   for (const SegmentRef& s : segments()) {
-    const ChunkRef &first = chunks_[static_cast<size_t>(s.first)], &last = chunks_[static_cast<size_t>(s.first + s.count - 1)];
+    const ChunkRef& first = chunks_[static_cast<size_t>(s.first)];
+    const ChunkRef& last = chunks_[static_cast<size_t>(s.first + s.count - 1)];
     out.push_back({s.n, first.b, first.t0, last.t0 + last.len});
   }
   return out;
@@ -208,7 +209,8 @@ void Interpreter::hypergradSegmentPass(HypergradSegmentPassOp o) {
   const std::vector<SegmentRef>& segs = segments();
   const int64_t KK = K_ * K_;
   // 1. Per segment and key head, in parallel: d_end = M d_start + e with
-  //    M = Π_t (r_t I − c_t u_t u_tᵀ), c_t = η β_t² / ‖k_t‖², and e the scan from d = 0 (docs/math.md §5.2).
+  //    M = Π_t (r_t I − c_t u_t u_tᵀ), c_t = η β_t² / ‖k_t‖², and e the scan from d = 0
+  //    (docs/math.md §5.2, §8.3).
   std::vector<double> trans(segs.size() * H_ * KK), ext(segs.size() * H_ * K_), uM(static_cast<size_t>(K_));
   for (const SegmentRef& s : segs)
     for (int64_t h = 0; h < H_; ++h) {

@@ -91,7 +91,8 @@ struct SegmentStatePassPass : dgps::impl::SegmentStatePassBase<SegmentStatePassP
       else if (auto h = dyn_cast<HypergradPassOp>(op)) segmentHypergradPass(h);
     }
     if (segmentChunks > 0)
-      fn->setAttr(kSegmentChunksAttr, IntegerAttr::get(IntegerType::get(fn.getContext(), 64), static_cast<int64_t>(segmentChunks)));
+      fn->setAttr(kSegmentChunksAttr,
+                  IntegerAttr::get(IntegerType::get(fn.getContext(), 64), static_cast<int64_t>(segmentChunks)));
   }
 };
 

@@ -92,7 +92,7 @@ def Chunk_HypergradSegmentPassOp : Chunk_PureOp<"hypergrad_segment_pass", [AttrS
   let summary = "hypergrad_pass as a two-level scan over segments (OSDN without clamp, docs/math.md §5.2, §8)";
   let description = [{
     The same results as hypergrad_pass. Without a clamp each token's step is affine in d,
-      d ← (r_t I − c_t u_t u_tᵀ) d + e_t,   c_t = η β_t²/‖k_t‖², e_t = η β_t u_t/‖k_t‖²  (0 for k = 0),
+      d ← (r_t I − c_t u_t u_tᵀ) d + e_t,  c_t = η β_t²/‖k_t‖², e_t = η β_t u_t/‖k_t‖² (0 for k = 0),
     so per segment, in parallel, M_s = Π_t (r_t I − c_t u_t u_tᵀ) (K×K) and e_s (the scan from d = 0);
     the fold per (sequence, key head) from init (or d_init); then per segment, in parallel, the
     token-by-token scan from the folded start writes the chunk-start states and step coefficients.
