@@ -11,6 +11,7 @@
 
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Executor/Executor.h"
+#include "dgps/dsl/SegmentScan.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -72,6 +73,7 @@ class Interpreter {
       C_ = c.getInt();
     if (C_ < 1) throw ExecError("chunk size must be >= 1");
     defaultScale_ = options.scale ? *options.scale : 1.0 / std::sqrt(static_cast<double>(K_));
+    segmentOptions_ = options;
 
     // Sequences and their chunks (varlen: B = 1 and chunks restart at every cu_seqlens boundary).
     auto cu = inputs_.find("cu_seqlens");
@@ -79,6 +81,7 @@ class Interpreter {
     std::vector<int64_t> lens;
     if (cu != inputs_.end()) {
       const Tensor& c = cu->second;
+      cu_ = true;
       if (B_ != 1) throw ExecError("cu_seqlens needs B = 1, got B = " + std::to_string(B_));
       if (c.rank() != 1 || c.numel() < 2) throw ExecError("cu_seqlens: expected [N + 1] with N >= 1");
       for (int64_t i = 0; i + 1 < c.numel(); ++i) {
@@ -121,6 +124,8 @@ class Interpreter {
       case Dim::C: return C_;
       case Dim::NT: return NT_;  // chunk slots per batch row (all chunks with varlen, B = 1)
       case Dim::N: return N_;
+      case Dim::NS:  // segment slots per batch row (all segments with varlen, B = 1)
+        return static_cast<int64_t>(segments().size()) / (cu_ ? 1 : std::max<int64_t>(B_, 1));
     }
     return 0;
   }
@@ -189,6 +194,7 @@ class Interpreter {
         .Case([&](func::ReturnOp) {})
         .Default([&](Operation* other) {
           if (runGradOp(other)) return;
+          if (runSegmentOp(other)) return;
           throw ExecError("cannot execute '" + other->getName().getStringRef().str() + "'");
         });
   }
@@ -700,6 +706,27 @@ class Interpreter {
     set(o, r);
   }
 
+  // ---- sequence-parallel state pass (ExecutorSegment.cpp, ChunkSegmentOps.td) -------------------------
+  /// Segments of L consecutive chunks of one sequence, in slot order (the NS dim).
+  struct SegmentRef {
+    int64_t n, first, count, slot;  ///< sequence, index of its first chunk in chunks_, chunks, NS slot
+  };
+  /// The segments (built on first use from the segment length; see ExecutorOptions::segmentChunks).
+  const std::vector<SegmentRef>& segments() const;
+  /// Runs `op` if it is a segmented-pass op; false for any other op.
+  bool runSegmentOp(Operation* op);
+  void segmentSummary(SegmentSummaryOp o);
+  void segmentFold(SegmentFoldOp o);
+  void segmentStatePass(SegmentStatePassOp o);
+  void accumSegmentPass(AccumSegmentPassOp o);
+  void hypergradSegmentPass(HypergradSegmentPassOp o);
+  /// One chunk of the state pass on X [K, width]: v_new = U − W X (U = 0 when u is null), then
+  /// X ← D_C X + (e^{G_C − G} ⊙ K̃)ᵀ v_new; v_new rows (len × width) are left in `vn`.
+  void chunkStep(const ChunkRef& c, int64_t hv, const Array* w, const Array* u, const Array& kw, const Array* G,
+                 std::vector<double>& X, int64_t width, std::vector<double>& vn) const;
+  /// The fold's segment list (sequence, token range) in slot order.
+  std::vector<dgps::segment::Segment> foldSegmentsList() const;
+
   // ---- adjoint ops (ExecutorBackward.cpp) ------------------------------------------------------------
   /// Runs `op` if it is an adjoint op (ChunkGradOps.td); false for any other op.
   bool runGradOp(Operation* op);
@@ -731,6 +758,10 @@ class Interpreter {
   std::vector<ChunkRef> chunks_;
   int64_t B_ = 0, T_ = 0, H_ = 0, HV_ = 0, K_ = 0, V_ = 0, C_ = 64, NT_ = 0, N_ = 0;
   double defaultScale_ = 1.0;
+  bool cu_ = false;  ///< varlen (cu_seqlens given)
+  ExecutorOptions segmentOptions_;
+  mutable std::vector<SegmentRef> segments_;
+  mutable bool segmentsBuilt_ = false;
 };
 
 }  // namespace dgps::exec

@@ -27,32 +27,56 @@ using namespace dgps::chunk;
 namespace {
 
 // The roles of the device library in launch order (runtime/device/dgps/device/launch_rules.h).
-enum class Role { PrecondSummary = 0, PrecondScan = 1, ChunkLocal = 2, StateOutput = 3, Recompute = dgps::kRecompute };
+// segment_summary and segment_fold exist only in a plan rewritten by --chunk-segment-state-pass; an ordinary
+// plan has no ops for them and so no such kernels.
+enum class Role {
+  PrecondSummary = 0,
+  PrecondScan = 1,
+  ChunkLocal = 2,
+  SegmentSummary = 3,
+  SegmentFold = 4,
+  StateOutput = 5,
+  Recompute = dgps::kRecompute
+};
 
 /// Where an op runs:
 ///   precond_summary  per-chunk accumulator summaries (parallel over chunks),
 ///   precond_scan     sequential pass producing chunk-start preconditioner states,
 ///   chunk_local      everything of a chunk that does not depend on the memory state (KKT, 𝒯, Aqk),
 ///   state_output     the sequential state pass with W, U formed on the fly, and the output.
+/// A segmented plan (ChunkSegmentOps.td) adds segment_summary (per segment E and M, parallel over segments)
+/// and segment_fold (sequential over segments); its state_output reruns every segment from its folded start,
+/// and its precond_scan is the two-level scan of the preconditioner state.
 /// Recompute ops are per-token or per-chunk work that is cheaper to redo than to store and re-read (loads,
 /// normalisation, gate cumsums, and applying the diagonal preconditioner from its chunk-start state): they are
 /// cloned into every kernel that uses them. The preconditioned write key P⊙k (ATK) or query P⊙q (ATQ) is
 /// therefore rebuilt in chunk_local and again in state_output and never becomes a device-memory buffer
 /// (device library: precond_rebuild.cuh; the state_output rebuild overlaps its warpgroup products).
-Role roleOf(Operation* op) {
+Role roleOf(Operation* op, bool segmented) {
   return llvm::TypeSwitch<Operation*, Role>(op)
       .Case<AccumSummaryOp>([](auto) { return Role::PrecondSummary; })
-      .Case<AccumScanOp, AccumPassOp, HypergradScanOp, HypergradPassOp>([](auto) { return Role::PrecondScan; })
+      .Case<AccumScanOp, AccumPassOp, HypergradScanOp, HypergradPassOp, AccumSegmentPassOp,
+            HypergradSegmentPassOp>([](auto) { return Role::PrecondScan; })
+      .Case<SegmentSummaryOp>([](auto) { return Role::SegmentSummary; })
+      .Case<SegmentFoldOp>([](auto) { return Role::SegmentFold; })
       .Case<KKTOp, SolveTrilOp, QKAttnOp>([](auto) { return Role::ChunkLocal; })
-      .Case<WYRecomputeOp, GainScaleOp, StatePassOp, OutputOp>([](auto) { return Role::StateOutput; })
+      .Case<StatePassOp, SegmentStatePassOp, OutputOp>([](auto) { return Role::StateOutput; })
+      // W and U are formed on the fly from 𝒯 wherever the state pass runs (never materialised): in
+      // state_output, and in a segmented plan also in segment_summary, which recomputes them.
+      .Case<WYRecomputeOp, GainScaleOp>([&](auto) { return segmented ? Role::Recompute : Role::StateOutput; })
       .Default([](Operation*) { return Role::Recompute; });
 }
 
-const dgps::RoleTable& forwardRoles() {
-  static const dgps::RoleTable table{{"precond_summary", "precond_scan", "chunk_local", "state_output"},
-                                     [](Operation* op) { return static_cast<int>(roleOf(op)); },
+/// The role table of a forward; `segmented`: it holds the ops of --chunk-segment-state-pass. A store of a
+/// recomputed value (a kept W or U) then runs in state_output.
+const dgps::RoleTable& forwardRoles(bool segmented) {
+  static const std::vector<std::string> names = {"precond_summary", "precond_scan", "chunk_local",
+                                                 "segment_summary", "segment_fold", "state_output"};
+  static const dgps::RoleTable plain{names, [](Operation* op) { return static_cast<int>(roleOf(op, false)); },
                                      dgps::kRecompute};
-  return table;
+  static const dgps::RoleTable seg{names, [](Operation* op) { return static_cast<int>(roleOf(op, true)); },
+                                   static_cast<int>(Role::StateOutput)};
+  return segmented ? seg : plain;
 }
 
 std::string formatBytes(double x) { return std::to_string(static_cast<int64_t>(std::llround(x))); }
@@ -66,7 +90,8 @@ struct PartitionKernelsPass : dgps::impl::PartitionKernelsBase<PartitionKernelsP
       // sure the chunk dialect's attribute verifier has accepted them even when no verifier ran before
       // this pass (a module built or edited in code).
       if (failed(mlir::verify(fn))) return signalPassFailure();
-      if (failed(dgps::partitionFunction(fn, forwardRoles()))) return signalPassFailure();
+      const bool segmented = !fn.getBody().getOps<SegmentSummaryOp>().empty();
+      if (failed(dgps::partitionFunction(fn, forwardRoles(segmented)))) return signalPassFailure();
       dgps::CostPoint at = dgps::costPointOf(fn);
       dgps::PlanCost cost = dgps::estimatePlan(fn, at);
       int64_t bytes = std::llround(cost.bytes()), flops = std::llround(cost.flops());

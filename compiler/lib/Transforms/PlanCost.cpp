@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "dgps/dsl/SegmentScan.h"
+
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -30,6 +32,8 @@ double bytesPerTokenHead(ChunkTensorType t, const CostPoint& at) {
     perToken = 1.0;
   else if (t.hasDim(Dim::NT))
     perToken = 1.0 / static_cast<double>(at.C);
+  else if (t.hasDim(Dim::NS))
+    perToken = 1.0 / static_cast<double>(at.C * std::max<int64_t>(1, at.segmentChunks));
   else
     return 0.0;  // per sequence or per head: amortised over the sequence
   double elems = 1.0;
@@ -50,6 +54,7 @@ double bytesPerTokenHead(ChunkTensorType t, const CostPoint& at) {
 double flopsPerTokenHead(Operation* op, const CostPoint& at) {
   const double K = static_cast<double>(at.K), V = static_cast<double>(at.V), C = static_cast<double>(at.C);
   const double perKeyHead = 1.0 / static_cast<double>(at.gvaRatio);
+  const double L = static_cast<double>(std::max<int64_t>(1, at.segmentChunks));
   auto diagonalGate = [](Value g) { return g && cast<ChunkTensorType>(g.getType()).hasDim(Dim::K); };
   return llvm::TypeSwitch<Operation*, double>(op)
       .Case([&](L2NormOp) { return 3 * K * perKeyHead; })
@@ -69,6 +74,14 @@ double flopsPerTokenHead(Operation* op, const CostPoint& at) {
       .Case([&](HypergradScanOp) { return 7 * K * perKeyHead; })
       .Case([&](HypergradPassOp) { return 7 * K * perKeyHead; })
       .Case([&](HypergradApplyOp) { return 4 * K * perKeyHead; })
+      // Segmented passes (ChunkSegmentOps.td); L chunks per segment.
+      .Case([&](SegmentSummaryOp) { return 4 * K * V + 4 * K * K; })   // E: as state_pass; M: on a K×K block
+      .Case([&](SegmentFoldOp) { return 2 * K * K * V / (C * L); })  // M X + E once per segment
+      .Case([&](SegmentStatePassOp) { return 4 * K * V; })
+      .Case([&](AccumSegmentPassOp) { return (4 * K / C + 2 * K / (C * L)) * perKeyHead; })
+      .Case([&](HypergradSegmentPassOp) {  // M's rank-1 updates 4K², e and the rerun 14K, the fold 2K²/(CL)
+        return (4 * K * K + 14 * K + 2 * K * K / (C * L)) * perKeyHead;
+      })
       .Case([&](DiagApplyOp) { return K * perKeyHead; })
       // Adjoints (ChunkGradOps.td): about twice their forward op's products.
       .Case([&](AddOp o) {
@@ -103,6 +116,15 @@ CostPoint costPointOf(func::FuncOp fn) {
   at.V = pointOf(fn->getAttr(kValueDimsAttr), at.V);
   if (auto c = fn->getAttrOfType<IntegerAttr>(kChunkSizeAttr)) at.C = c.getInt();
   if (auto g = fn->getAttrOfType<IntegerAttr>(kGvaAttr)) at.gvaRatio = std::max<int64_t>(1, g.getInt());
+  if (auto l = fn->getAttrOfType<IntegerAttr>(kSegmentChunksAttr)) {
+    at.segmentChunks = std::max<int64_t>(1, l.getInt());
+  } else {
+    segment::SegmentRuleInputs rule;
+    rule.chunksPerSeq = (32768 + at.C - 1) / at.C;
+    rule.parallelWork = 16;
+    rule.K = at.K, rule.C = at.C;
+    at.segmentChunks = segment::chooseSegmentChunks(rule);
+  }
   return at;
 }
 
@@ -112,7 +134,8 @@ static bool isLibraryBuffer(Value v) {
   if (auto k = v.getDefiningOp<KernelOp>())  // a buffer: look at the value its kernel yields
     v = cast<YieldOp>(k.getBody().front().getTerminator()).getValues()[cast<OpResult>(v).getResultNumber()];
   Operation* def = v.getDefiningOp();
-  return def && (isa<SolveTrilOp, QKAttnOp, AccumSummaryOp, AccumPassOp, HypergradPassOp>(def) ||
+  return def && (isa<SolveTrilOp, QKAttnOp, AccumSummaryOp, AccumPassOp, HypergradPassOp, AccumSegmentPassOp,
+                        HypergradSegmentPassOp>(def) ||
                  isPreconditionerApply(def));
 }
 
@@ -134,6 +157,11 @@ PlanCost estimatePlan(func::FuncOp fn, const CostPoint& at) {
     kc.role = kernel.getRole().str();
     for (const KernelCost& t : traffic.kernels)
       if (t.role == kc.role) kc.bytes = t.bytes;
+    // A segmented plan's summary kernel has no library counterpart yet: it loads what state_output loads
+    // (the chunk's operands, 𝒯, the preconditioner states) but writes no output (o, 2V bytes in bf16).
+    if (kc.role == "segment_summary")
+      for (const KernelCost& t : traffic.kernels)
+        if (t.role == "state_output") kc.bytes = std::max(0.0, t.bytes - 2.0 * static_cast<double>(at.V));
     llvm::SetVector<Value> extraRead;
     kernel.getBody().walk([&](Operation* op) {
       kc.flops += flopsPerTokenHead(op, at);

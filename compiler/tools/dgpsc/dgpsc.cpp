@@ -10,10 +10,12 @@
 //       the default calls the hand-written device library for every role.
 //   dgpsc check SPEC
 //       the spec checker of dsl (classification, hash, tensors, canonical form).
-//   dgpsc plan SPEC [--backward [--keep NAME,...]] [--print-ir]
+//   dgpsc plan SPEC [--backward [--keep NAME,...]] [--segment-chunks L] [--print-ir]
 //       the kernel plan's estimate (bytes and FLOPs per token-head, per kernel) to stdout; with
 //       --backward also the derived backward's (--chunk-derive-backward, --chunk-partition-backward;
-//       --keep picks the forward intermediates the forward stores, default solve_tril). No package.
+//       --keep picks the forward intermediates the forward stores, default solve_tril). With
+//       --segment-chunks the forward's sequence-parallel form (--chunk-segment-state-pass; L chunks per
+//       segment, 0 = the launch rule's length at B = 1, T = 32768, HV = 16). No package.
 //   dgpsc tune SPEC --shape B=8,T=4096,H=16,K=128,V=128 [--dtype ..] [--db PATH] [--package-dir DIR] ...
 //       compile as `compile` does, then autotune the package on this GPU with the runtime's dgps-tune
 //       (a child process; see DgpscTune.h) and record the winner in the tuning database.
@@ -168,13 +170,18 @@ struct PlanOptions {
   bool backward = false;
   std::vector<std::string> keep;
   bool printIR = false;
+  int64_t segmentChunks = -1;  ///< >= 0: plan the segmented state pass (0: the launch rule's length)
 };
 
 void printPlan(const char* what, mlir::func::FuncOp fn, const dgps::PlanCost& cost, std::ostream& os) {
   const dgps::CostPoint& at = cost.at;
   os << what << " " << fn.getSymName().str() << ": " << std::llround(cost.bytes()) << " bytes, "
      << std::llround(cost.flops()) << " FLOPs per token-head (K=" << at.K << " V=" << at.V << " C=" << at.C
-     << " HV/H=" << at.gvaRatio << ")\n";
+     << " HV/H=" << at.gvaRatio;
+  bool segmented = false;
+  for (const dgps::KernelCost& k : cost.kernels) segmented |= k.role == "segment_summary";
+  if (segmented) os << " L=" << at.segmentChunks << " chunks per segment";
+  os << ")\n";
   for (const dgps::KernelCost& k : cost.kernels)
     os << "  " << k.role << ": " << std::llround(k.bytes) << " B, " << std::llround(k.flops) << " FLOPs\n";
 }
@@ -202,6 +209,11 @@ int plan(const PlanOptions& o) {
   passes.push_back(mlir::createCanonicalizerPass());
   if (o.backward) passes.push_back(dgps::createDeriveBackward(dgps::DeriveBackwardOptions{o.keep}));
   passes.push_back(dgps::createFusePreconditioner());
+  if (o.segmentChunks >= 0) {
+    dgps::SegmentStatePassOptions so;
+    so.segmentChunks = o.segmentChunks;
+    passes.push_back(dgps::createSegmentStatePass(so));
+  }
   passes.push_back(dgps::createPartitionKernels());
   if (o.backward) passes.push_back(dgps::createPartitionBackward());
   for (auto& pass : passes) {
@@ -261,6 +273,10 @@ int run(int argc, char** argv) {
       ->delimiter(',')
       ->needs(planCmd->get_option("--backward"));
   planCmd->add_flag("--print-ir", po.printIR, "print the partitioned module");
+  planCmd->add_option("--segment-chunks", po.segmentChunks,
+                      "plan the sequence-parallel state pass with L chunks per segment (0: the launch rule)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
+      ->excludes(planCmd->get_option("--backward"));
 
   dgps::dgpsc::TuneArgs tuneArgs;
   CLI::App* tuneCmd = dgps::dgpsc::addTuneSubcommand(app, tuneArgs);

@@ -25,6 +25,11 @@ struct ExecutorOptions {
   std::optional<int64_t> chunkSize;
   /// Query scale when the IR leaves it to run time (no `scale` attribute); unset = K^{-1/2}.
   std::optional<double> scale;
+  /// Segment length in chunks of a segmented state pass (ChunkSegmentOps.td); unset = the function's
+  /// chunk.segment_chunks attribute, else dsl's launch rule (SegmentScan.h chooseSegmentChunks) with
+  /// N · HV CTAs on `smCount` SMs.
+  std::optional<int64_t> segmentChunks;
+  int64_t smCount = 132;
 };
 
 struct ExecutorResult {

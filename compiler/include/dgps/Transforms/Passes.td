@@ -6,6 +6,9 @@
 //     ─dgps-lower-to-chunk─▶ chunk IR ─canonicalize─▶ chunk IR
 //     ─chunk-fuse-preconditioner─▶ ─chunk-partition-kernels─▶ kernel plan ─emit─▶ package
 //
+// optionally, for long sequences, between fusion and partitioning:
+//     ─chunk-fuse-preconditioner─▶ ─chunk-segment-state-pass─▶ ─chunk-partition-kernels─▶ segmented plan
+//
 // and, for the tile code path of the decode role (dgpsc compile --codegen=tile-decode):
 //   dgps IR ─dgps-lower-decode-to-tile─▶ tile IR (func @<name>_decode) ─emitTileKernel─▶ decode kernel
 //
@@ -105,6 +108,43 @@ def PartitionKernels : Pass<"chunk-partition-kernels", "::mlir::ModuleOp"> {
     chunk.kernel "state_output" {... chunk.store "o", %o ...}
     ```
   }];
+}
+
+def SegmentStatePass : Pass<"chunk-segment-state-pass", "::mlir::func::FuncOp"> {
+  let summary = "Split the sequential state pass into segments: summaries, a fold, a parallel rerun";
+  let description = [{
+    For long sequences with few (sequence, head) pairs (docs/math.md §8). Runs on a fused,
+    unpartitioned forward (after --chunk-fuse-preconditioner, before --chunk-partition-kernels) and
+    rewrites each sequential pass over chunks into its exact sequence-parallel form
+    (ChunkSegmentOps.td): state_pass becomes segment_summary (per segment, in parallel: its end
+    state from zero E and its K×K transition M, the pass run on the identity with U = 0, so M uses
+    the preconditioned write key) → segment_fold (sequential over segments, 2K²V per segment) →
+    segment_state_pass (every segment's chunks from its folded start, in parallel). The
+    preconditioner's passes become two-level scans: accum_pass → accum_segment_pass;
+    hypergrad_pass → hypergrad_segment_pass when the spec has no clamp (a clamped step is not
+    affine: the pass keeps hypergrad_pass and says so in a remark). `segment-chunks` = L sets the
+    function attribute chunk.segment_chunks; 0 (the default) leaves L to the launch-time rule
+    (dsl/include/dgps/dsl/SegmentScan.h chooseSegmentChunks). --chunk-partition-kernels then places
+    segment_summary and segment_fold in roles of their own, between chunk_local and state_output.
+
+    Before:
+    ```mlir
+    %vn, %h, %S = chunk.state_pass w %w, u %u, write %kw gate %G init %S0 : ...
+    %As, %Af = chunk.accum_pass %a, %sa init %A0 : ...
+    ```
+    After (segment-chunks=4):
+    ```mlir
+    func.func @pgdn_forward() attributes {chunk.segment_chunks = 4 : i64, ...}
+    %As, %Af = chunk.accum_segment_pass %a, %sa init %A0 : ...
+    %E, %M = chunk.segment_summary w %w, u %u, write %kw gate %G : ... -> (!f32_bnshvkv, !f32_bnshvkk)
+    %Ss, %S = chunk.segment_fold %E, %M init %S0 : ...
+    %vn, %h = chunk.segment_state_pass w %w, u %u, write %kw gate %G start %Ss : ...
+    ```
+  }];
+  let options = [
+    Option<"segmentChunks", "segment-chunks", "int64_t", /*default=*/"0",
+           "segment length in chunks (>= 1); 0: chosen at launch from the shape and SM count">
+  ];
 }
 
 def DeriveBackward : Pass<"chunk-derive-backward", "::mlir::ModuleOp"> {

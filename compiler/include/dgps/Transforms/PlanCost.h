@@ -26,6 +26,9 @@ namespace dgps {
 /// Sizes the estimate is evaluated at.
 struct CostPoint {
   int64_t K = 128, V = 128, C = 64, gvaRatio = 1;
+  /// Segment length in chunks of a segmented plan (ChunkSegmentOps.td): a [.., NS, ..] tensor counts
+  /// 1/(C · segmentChunks) per token, the fold's 2K²V per segment likewise.
+  int64_t segmentChunks = 1;
 };
 
 struct KernelCost {
@@ -88,6 +91,8 @@ double flopsPerTokenHead(mlir::Operation* op, const CostPoint& at);
 
 /// The evaluation point of a function: K = V = 128 where the spec supports it (else its largest
 /// dims), its default chunk size and its GVA ratio (function attributes set by --dgps-lower-to-chunk).
+/// segmentChunks: chunk.segment_chunks when set, else the launch rule (SegmentScan.h) at the long-sequence
+/// point B = 1, T = 32768, HV = 16, V / BV = 1 on 132 SMs (the shape segmenting is for).
 CostPoint costPointOf(mlir::func::FuncOp fn);
 
 /// The estimate of a partitioned function (one entry per chunk.kernel, in order).

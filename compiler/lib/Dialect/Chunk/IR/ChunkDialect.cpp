@@ -201,6 +201,11 @@ LogicalResult ChunkDialect::verifyOperationAttribute(Operation* op, NamedAttribu
     return success();
   }
   if (name == kPlanAttr && !isa<PlanAttr>(value)) return emitError() << " must be a #chunk.plan<...>, got " << value;
+  if (name == kSegmentChunksAttr) {
+    std::optional<int64_t> v = asI64(value);
+    if (!v || *v < 1) return emitError() << " must be an i64 segment length in chunks >= 1, got " << value;
+    return success();
+  }
   return success();  // other chunk.* names are free for later passes
 }
 

@@ -221,10 +221,13 @@ LogicalResult HypergradApplyOp::verify() {
 }
 
 LogicalResult KernelOp::verify() {
-  static const llvm::StringSet<> roles = {"precond_summary", "precond_scan", "chunk_local", "state_output"};
+  // segment_summary and segment_fold: a plan segmented by --chunk-segment-state-pass (ChunkSegmentOps.td).
+  static const llvm::StringSet<> roles = {"precond_summary", "precond_scan", "chunk_local", "segment_summary",
+                                          "segment_fold", "state_output"};
   if (!roles.contains(getRole()) && !llvm::is_contained(kBackwardRoles, getRole()))
     return emitOpError() << "unknown role '" << getRole()
-                         << "'; expected precond_summary, precond_scan, chunk_local or state_output (forward) "
+                         << "'; expected precond_summary, precond_scan, chunk_local, segment_summary, segment_fold or "
+                            "state_output (forward) "
                             "or a backward role (bwd_precond_scan, ..., bwd_prologue_grad)";
   auto yield = cast<YieldOp>(getBody().front().getTerminator());
   if (yield.getValues().size() != getNumResults())

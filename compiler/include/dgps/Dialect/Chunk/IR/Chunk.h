@@ -27,6 +27,9 @@ inline constexpr const char* kChunkSizeAttr = "chunk.chunk_size";
 inline constexpr const char* kPlanAttr = "chunk.plan";
 /// Function attribute: the spec's tuning space (#dgps.tuning), carried for the emitter.
 inline constexpr const char* kTuningAttr = "chunk.tuning";
+/// Function attribute: the segment length in chunks of a sequence-parallel state pass
+/// (--chunk-segment-state-pass, ChunkSegmentOps.td); absent: chosen at launch (SegmentScan.h).
+inline constexpr const char* kSegmentChunksAttr = "chunk.segment_chunks";
 /// Function attribute: the GVA ratio HV/H assumed by the cost estimate.
 inline constexpr const char* kGvaAttr = "chunk.gva_ratio";
 /// Function attribute: the spec's key and value dims (dense i64 arrays).

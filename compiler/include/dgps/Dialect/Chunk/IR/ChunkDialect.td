@@ -38,7 +38,9 @@ def Chunk_Dialect : Dialect {
 def Chunk_Dim : I32EnumAttr<"Dim", "symbolic tensor dimension", [
     I32EnumAttrCase<"B", 0>, I32EnumAttrCase<"T", 1>, I32EnumAttrCase<"H", 2>,
     I32EnumAttrCase<"HV", 3>, I32EnumAttrCase<"K", 4>, I32EnumAttrCase<"V", 5>,
-    I32EnumAttrCase<"C", 6>, I32EnumAttrCase<"NT", 7>, I32EnumAttrCase<"N", 8>]> {
+    I32EnumAttrCase<"C", 6>, I32EnumAttrCase<"NT", 7>, I32EnumAttrCase<"N", 8>,
+    // NS: segment slots per batch row of a sequence-parallel state pass (ChunkSegmentOps.td).
+    I32EnumAttrCase<"NS", 9>]> {
   let cppNamespace = "::dgps::chunk";
   let genSpecializedAttr = 0;
 }
