@@ -1,5 +1,5 @@
 // CPU check of a tile-decode package (dgpsc --codegen=tile-decode): the package's kernels.cu, i.e. the decode
-// kernel printed from tile IR plus the tile library, is compiled for the CPU emulator of tests/gpu_kernels/emu
+// kernel printed from tile IR plus the tile library, is compiled for the CPU emulator of tests/emu
 // (the same source NVRTC compiles, with the platform primitives forwarded to the emulator), launched with the
 // runtime's decode geometry (launch_rules.h decodeGeometry) and compared with the float64 reference
 // (dgps::runReference, T = 1) on fresh seeded inputs. Outputs are poisoned, shared memory starts as NaN.

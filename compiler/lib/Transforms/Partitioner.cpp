@@ -15,7 +15,7 @@ using namespace dgps::chunk;
 namespace dgps {
 
 /// The default point of the tuning space: the configuration the device library measured fastest on the
-/// H200 at the anchor shapes (BV = 128, two pipeline stages; tests/gpu_kernels/results/NOTES.md), or the
+/// H200 at the anchor shapes (BV = 128, two pipeline stages; docs/performance.md, "before run 1"), or the
 /// nearest allowed value below it.
 TileAttr defaultTile(func::FuncOp fn) {
   auto pick = [](ArrayRef<int64_t> allowed, int64_t preferred) -> int64_t {
