@@ -3,32 +3,12 @@
 #include <limits>
 
 #include "dgps/device/launch_rules.h"
+#include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/runtime/Error.h"
 
 namespace dgps {
 namespace detail {
 namespace {
-
-// The spec's axes in launch_rules.h's encoding (explicit, so reordering a dsl enum cannot shift them).
-launch::FeatureSet featuresOf(const Spec& s) {
-  launch::FeatureSet f;
-  f.decay = s.decay.kind == DecayKind::None ? 0 : s.decay.kind == DecayKind::Scalar ? 1 : 2;
-  f.gain = s.gain.kind == GainKind::Scalar ? 1 : 0;
-  f.precond = s.precond.kind == PrecondKind::Diagonal ? 1 : 0;
-  f.side = s.precond.side == PrecondSide::Query ? 1 : 0;
-  f.source = s.precond.source == PrecondSource::HypergradOgd ? 1 : 0;
-  f.solve = s.solve.kind == SolveKind::Delta ? 1 : 0;
-  return f;
-}
-
-launch::TileConfig tileOf(const TileConfig& c) {
-  launch::TileConfig t;
-  t.chunk = c.chunk;
-  t.block_v = c.block_v;
-  t.warps = c.warps;
-  t.stages = c.stages;
-  return t;
-}
 
 KernelLaunch toLaunch(const std::string& role, const std::string& symbol, const launch::Geometry& g) {
   KernelLaunch k;
@@ -55,7 +35,7 @@ void checkGridCount(const char* call, const std::string& role, long long blocks)
 
 ForwardPlan planForward(const Package& package, const ForwardProblem& p, const TileConfig& config) {
   const Manifest& m = package.manifest();
-  const launch::FeatureSet f = featuresOf(package.spec());
+  const launch::FeatureSet f = deviceFeatures(package.spec());
   launch::ProblemShape s;
   s.B = p.batch;
   s.T = p.seq_len;
@@ -66,7 +46,7 @@ ForwardPlan planForward(const Package& package, const ForwardProblem& p, const T
   s.V = p.value_dim;
   s.varlen = p.varlen ? 1 : 0;
   s.f16 = p.input_dtype == ScalarType::F16 ? 1 : 0;
-  const launch::TileConfig t = tileOf(config);
+  const TileConfig& t = config;
 
   int roles[launch::kMaxRoles];
   const int n = launch::forwardRoles(f, roles);
@@ -102,7 +82,7 @@ ForwardPlan planForward(const Package& package, const ForwardProblem& p, const T
 }
 
 KernelLaunch planDecode(const Package& package, const DecodeProblem& p, const TileConfig& config) {
-  const launch::FeatureSet f = featuresOf(package.spec());
+  const launch::FeatureSet f = deviceFeatures(package.spec());
   launch::ProblemShape s;
   s.B = p.batch;
   s.T = 1;
@@ -112,7 +92,7 @@ KernelLaunch planDecode(const Package& package, const DecodeProblem& p, const Ti
   s.K = p.key_dim;
   s.V = p.value_dim;
   s.f16 = p.input_dtype == ScalarType::F16 ? 1 : 0;
-  const launch::TileConfig t = tileOf(config);
+  const TileConfig& t = config;
   const long long tiles = launch::cdiv(s.V, launch::decodeTile(s, t));
   checkGridCount("decode", "decode", f.precond == 1 ? s.B * s.H : s.B * s.HV * tiles);
   return toLaunch("decode", package.manifest().decode_symbol, launch::decodeGeometry(f, s, t));

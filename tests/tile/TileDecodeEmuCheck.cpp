@@ -18,6 +18,7 @@
 
 #include "dgps/device/abi.h"
 #include "dgps/device/launch_rules.h"
+#include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/SpecParser.h"
@@ -99,13 +100,7 @@ bool checkOnce(const dgps::Spec& spec, void* fn, int K, std::int64_t B, std::int
   a.heads_v = HV;
   a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)K));
 
-  dgps::launch::FeatureSet f;
-  f.decay = spec.decay.kind == dgps::DecayKind::None ? 0 : spec.decay.kind == dgps::DecayKind::Scalar ? 1 : 2;
-  f.gain = spec.gain.kind == dgps::GainKind::Scalar ? 1 : 0;
-  f.precond = pre ? 1 : 0;
-  f.side = spec.precond.side == dgps::PrecondSide::Query ? 1 : 0;
-  f.source = spec.precond.source == dgps::PrecondSource::HypergradOgd ? 1 : 0;
-  f.solve = spec.solve.kind == dgps::SolveKind::Delta ? 1 : 0;
+  const dgps::launch::FeatureSet f = dgps::deviceFeatures(spec);
   dgps::launch::ProblemShape ls;
   ls.B = B;
   ls.T = 1;
