@@ -54,12 +54,7 @@ TunedLookup lookupTuned(const Package& package, const BenchShape& shape, const G
       out.note = "tuning database unreadable: " + st.message;
       return out;
     }
-    const TileConfig& d = package.manifest().default_config;
-    tuning::TileConfig fallback;
-    fallback.chunk = d.chunk;
-    fallback.block_v = d.block_v;
-    fallback.warps = d.warps;
-    fallback.stages = d.stages;
+    const TileConfig& fallback = package.manifest().default_config;
     const tuning::ProblemKey key = problemKey(package, shape, gpu.sm_count);
     const tuning::LookupResult r = db.lookup(currentFingerprint(gpu, package), key, fallback, /*collectForeign=*/true);
     if (r.source == tuning::LookupSource::Default || !r.record) {
@@ -69,12 +64,7 @@ TunedLookup lookupTuned(const Package& package, const BenchShape& shape, const G
       }
       return out;
     }
-    TileConfig c;
-    c.chunk = r.config.chunk;
-    c.block_v = r.config.block_v;
-    c.warps = r.config.warps;
-    c.stages = r.config.stages;
-    out.config = c;
+    out.config = r.config;
     out.source = r.source == tuning::LookupSource::Exact ? "exact" : "nearest T bucket";
     out.recorded_ms = r.record->median_ms;
   } catch (const std::exception& e) {

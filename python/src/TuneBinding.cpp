@@ -33,9 +33,7 @@ py::dict tuneForward(const Package& package, std::int64_t batch, std::int64_t se
   d["ok"] = r.result.status.ok;
   d["message"] = r.result.status.message;
   if (r.result.record) {
-    const auto& c = r.result.record->config;  // tuning::TileConfig, printed in parseTileConfig's syntax
-    d["config"] = "chunk=" + std::to_string(c.chunk) + ",block_v=" + std::to_string(c.block_v) +
-                  ",warps=" + std::to_string(c.warps) + ",stages=" + std::to_string(c.stages);
+    d["config"] = toString(r.result.record->config);  // the form parseTileConfig reads
   } else {
     d["config"] = py::none();
   }

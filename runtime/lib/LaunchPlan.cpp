@@ -3,32 +3,12 @@
 #include <limits>
 
 #include "dgps/device/launch_rules.h"
+#include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/runtime/Error.h"
 
 namespace dgps {
 namespace detail {
 namespace {
-
-// The spec's axes in launch_rules.h's encoding (explicit, so reordering a dsl enum cannot shift them).
-launch::FeatureSet featuresOf(const Spec& s) {
-  launch::FeatureSet f;
-  f.decay = s.decay.kind == DecayKind::None ? 0 : s.decay.kind == DecayKind::Scalar ? 1 : 2;
-  f.gain = s.gain.kind == GainKind::Scalar ? 1 : 0;
-  f.precond = s.precond.kind == PrecondKind::Diagonal ? 1 : 0;
-  f.side = s.precond.side == PrecondSide::Query ? 1 : 0;
-  f.source = s.precond.source == PrecondSource::HypergradOgd ? 1 : 0;
-  f.solve = s.solve.kind == SolveKind::Delta ? 1 : 0;
-  return f;
-}
-
-launch::TileConfig tileOf(const TileConfig& c) {
-  launch::TileConfig t;
-  t.chunk = c.chunk;
-  t.block_v = c.block_v;
-  t.warps = c.warps;
-  t.stages = c.stages;
-  return t;
-}
 
 LaunchGeometry toGeometry(const launch::Geometry& g) {
   LaunchGeometry k;
@@ -78,7 +58,7 @@ launch::ProblemShape forwardShape(const ForwardProblem& p) {
 void checkForwardRoles(const Package& package) {
   const Manifest& m = package.manifest();
   int roles[launch::kMaxRoles];
-  const int n = launch::forwardRoles(featuresOf(package.spec()), roles);
+  const int n = launch::forwardRoles(deviceFeatures(package.spec()), roles);
   // Compared in place (no strings built): forward() runs this on every call.
   bool same = std::size_t(n) == m.forward_roles.size();
   for (int i = 0; same && i < n; ++i) same = m.forward_roles[std::size_t(i)] == launch::roleName(roles[i]);
@@ -95,9 +75,9 @@ void checkForwardRoles(const Package& package) {
 
 ForwardGeometry forwardGeometry(const Package& package, const ForwardProblem& p, const TileConfig& config) {
   static_assert(kMaxForwardKernels == launch::kMaxRoles, "ForwardGeometry holds one entry per launch-rules role");
-  const launch::FeatureSet f = featuresOf(package.spec());
+  const launch::FeatureSet f = deviceFeatures(package.spec());
   const launch::ProblemShape s = forwardShape(p);
-  const launch::TileConfig t = tileOf(config);
+  const TileConfig& t = config;
   int roles[launch::kMaxRoles];
   const int n = launch::forwardRoles(f, roles);
   const long long slots = launch::chunkSlots(s, t.chunk);
@@ -120,7 +100,7 @@ ForwardGeometry forwardGeometry(const Package& package, const ForwardProblem& p,
 }
 
 LaunchGeometry decodeGeometry(const Package& package, const DecodeProblem& p, const TileConfig& config) {
-  const launch::FeatureSet f = featuresOf(package.spec());
+  const launch::FeatureSet f = deviceFeatures(package.spec());
   launch::ProblemShape s;
   s.B = p.batch;
   s.T = 1;
@@ -130,7 +110,7 @@ LaunchGeometry decodeGeometry(const Package& package, const DecodeProblem& p, co
   s.K = p.key_dim;
   s.V = p.value_dim;
   s.f16 = p.input_dtype == ScalarType::F16 ? 1 : 0;
-  const launch::TileConfig t = tileOf(config);
+  const TileConfig& t = config;
   const long long tiles = launch::cdiv(s.V, launch::decodeTile(s, t));
   checkGridCount("decode", "decode", f.precond == 1 ? s.B * s.H : s.B * s.HV * tiles);
   return toGeometry(launch::decodeGeometry(f, s, t));

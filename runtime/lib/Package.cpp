@@ -498,47 +498,4 @@ void Package::checkConfig(const TileConfig& c) const {
   check("stages", c.stages, manifest_.tunables.stages);
 }
 
-std::string toString(const TileConfig& c) {
-  return "chunk=" + std::to_string(c.chunk) + ",block_v=" + std::to_string(c.block_v) +
-         ",warps=" + std::to_string(c.warps) + ",stages=" + std::to_string(c.stages);
-}
-
-TileConfig parseTileConfig(const std::string& text, const TileConfig& base) {
-  TileConfig c = base;
-  const std::string expected = "expected key=value items separated by commas, key one of chunk, block_v, warps, "
-                               "stages and value an integer in [1, 1024]";
-  if (text.size() > 1024) {
-    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
-                       "tile config \"" + text::shown(text) + "\": too long (" + expected + ")");
-  }
-  std::istringstream in(text);
-  std::string item;
-  auto trim = [](std::string s) {
-    while (!s.empty() && text::isSpace(s.back())) s.pop_back();
-    std::size_t b = 0;
-    while (b < s.size() && text::isSpace(s[b])) ++b;
-    return s.substr(b);
-  };
-  while (std::getline(in, item, ',')) {
-    if (trim(item).empty()) continue;
-    const auto eq = item.find('=');
-    const std::string k = eq == std::string::npos ? "" : trim(item.substr(0, eq));
-    long long v = 0;
-    if (eq == std::string::npos || !text::parseInt(trim(item.substr(eq + 1)), 1, 1024, &v)) {
-      throw RuntimeError(RuntimeErrorCode::InvalidArgument,
-                         "tile config \"" + text::shown(text) + "\": cannot read \"" + text::shown(item) + "\" (" +
-                             expected + ")");
-    }
-    if (k == "chunk") c.chunk = int(v);
-    else if (k == "block_v") c.block_v = int(v);
-    else if (k == "warps") c.warps = int(v);
-    else if (k == "stages") c.stages = int(v);
-    else {
-      throw RuntimeError(RuntimeErrorCode::InvalidArgument, "tile config \"" + text::shown(text) + "\": unknown key \"" +
-                                                                text::shown(k) + "\" (expected chunk, block_v, warps or stages)");
-    }
-  }
-  return c;
-}
-
 }  // namespace dgps

@@ -16,7 +16,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "Process.h"
+#include "dgps/dsl/Process.h"
 #include "dgps/dsl/FileRead.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Jit.h"
@@ -101,7 +101,7 @@ JitBinary compileInChild(const Variant& v, std::size_t index, const ChildContext
                                          toString(v.config), c.arch,            c.cache_dir.empty() ? "-" : c.cache_dir,
                                          result};
   const auto limit = std::chrono::milliseconds(static_cast<long long>(c.timeout_s * 1000));
-  const tune::detail::ProcessResult p = tune::detail::runProcess(argv, log, limit);
+  const dgps::ProcessResult p = dgps::runProcess(argv, log, limit);
   if (!p.started) throw RuntimeError(RuntimeErrorCode::Jit, "cannot start the compile process: " + p.error);
   if (p.timed_out) {
     throw RuntimeError(RuntimeErrorCode::Jit, "compile of " + describe(v) + " exceeded " + secondsText(c.timeout_s) +
@@ -110,13 +110,13 @@ JitBinary compileInChild(const Variant& v, std::size_t index, const ChildContext
   }
   if (p.signaled) {
     throw RuntimeError(RuntimeErrorCode::Jit, "the compile process of " + describe(v) + " was killed by signal " +
-                                                  std::to_string(p.signal) + ": " + tune::detail::fileTail(log));
+                                                  std::to_string(p.signal) + ": " + dgps::fileTail(log));
   }
   const FileReadResult r = readRegularFile(result, file_limits::kCacheEntry, "a compile result");
   if (!r.ok) {
     throw RuntimeError(RuntimeErrorCode::Jit, "the compile process of " + describe(v) + " exited with status " +
                                                   std::to_string(p.exit_code) + " without a result (" + r.error +
-                                                  "): " + tune::detail::fileTail(log));
+                                                  "): " + dgps::fileTail(log));
   }
   const std::size_t nl = r.data.find('\n');
   const std::string head = r.data.substr(0, nl);
@@ -184,7 +184,7 @@ int runJitCheck(const JitCheckOptions& o, std::ostream& out, std::ostream& err) 
       return 1;
     }
     ScratchDir scratch;
-    ChildContext child{tune::detail::selfExePath(), o.arch, o.cache_dir, o.compile_timeout_s, &scratch};
+    ChildContext child{dgps::selfExePath(), o.arch, o.cache_dir, o.compile_timeout_s, &scratch};
     if (child.exe.empty()) {
       err << "dgps-jit-check: cannot find its own executable (/proc/self/exe) to run compiles in\n";
       return 1;

@@ -8,6 +8,7 @@
 #include "dgps/Emit/Package.h"
 #include "dgps/Transforms/PlanCost.h"
 #include "dgps/dsl/Canonical.h"
+#include "dgps/dsl/DeviceFeatures.h"
 
 namespace dgps::test {
 namespace {
@@ -34,25 +35,13 @@ std::vector<std::string> roles(Plan& p) {
 
 class PlanOfSpec : public ::testing::TestWithParam<std::string> {};
 
-/// The launch_rules feature set of a spec, read from the Spec itself (the plan reads it from the IR).
-launch::FeatureSet featuresOfSpec(const Spec& s) {
-  launch::FeatureSet f;
-  f.decay = s.decay.kind == DecayKind::None ? 0 : s.decay.kind == DecayKind::Scalar ? 1 : 2;
-  f.gain = s.gain.kind == GainKind::Scalar ? 1 : 0;
-  f.precond = s.precond.kind == PrecondKind::Diagonal ? 1 : 0;
-  f.side = s.precond.side == PrecondSide::Query ? 1 : 0;
-  f.source = s.precond.source == PrecondSource::HypergradOgd ? 1 : 0;
-  f.solve = s.solve.kind == SolveKind::Delta ? 1 : 0;
-  return f;
-}
-
 TEST_P(PlanOfSpec, BytesAreTheLaunchRulesLayoutsCount) {
   Plan p;
   Spec spec = loadSpec(GetParam());
   p.snaps = snapshots(p.c, spec);
   if (!hasKernel(spec, KernelKind::ChunkForward)) GTEST_SKIP() << spec.name << " has no chunked forward";
   mlir::func::FuncOp fn = p.forward();
-  const launch::FeatureSet f = featuresOfSpec(spec);
+  const launch::FeatureSet f = deviceFeatures(spec);
   const launch::FeatureSet g = featuresOf(fn);
   EXPECT_EQ(std::vector<int>({f.decay, f.gain, f.precond, f.side, f.source, f.solve}),
             std::vector<int>({g.decay, g.gain, g.precond, g.side, g.source, g.solve}))

@@ -127,7 +127,7 @@ class TuneGpu : public ::testing::Test {
 
 const tuning::CandidateReport* row(const tuning::TuneResult& r, const TileConfig& c) {
   for (const auto& x : r.table)
-    if (tune::toRuntimeConfig(x.config) == c) return &x;
+    if (x.config == c) return &x;
   return nullptr;
 }
 
@@ -140,8 +140,8 @@ TEST_F(TuneGpu, WrongCandidateIsRejectedAndFaultingOneIsSurvived) {
   if (cands.kept.size() < 3) GTEST_SKIP() << "needs 3 candidates, the manifest leaves " << cands.kept.size();
   // The simplest candidate is screened first: make it the faulting one, so every later candidate runs
   // after the fault, in the same tuner process.
-  const TileConfig fault = tune::toRuntimeConfig(cands.kept.front());
-  const TileConfig wrong = tune::toRuntimeConfig(cands.kept.back());
+  const TileConfig fault = cands.kept.front();
+  const TileConfig wrong = cands.kept.back();
   const std::string src = hookedSource(pkg_->source(), wrong, fault);
   ASSERT_FALSE(src.empty()) << "generated/pgdn/kernels.cu has no forward kernel signature to hook";
   const std::string bad_dir = tmp_ + "/pgdn_hooked";
@@ -166,7 +166,7 @@ TEST_F(TuneGpu, WrongCandidateIsRejectedAndFaultingOneIsSurvived) {
   // Every other candidate was screened and timed after the fault, in this process.
   int timed = 0;
   for (const auto& x : r.table) {
-    const TileConfig c = tune::toRuntimeConfig(x.config);
+    const TileConfig c = x.config;
     if (c == wrong || c == fault || x.status == TrialStatus::Pruned) continue;
     EXPECT_EQ(x.status, TrialStatus::Ok) << toString(c) << ": " << x.message;
     if (x.status == TrialStatus::Ok) {
@@ -178,7 +178,7 @@ TEST_F(TuneGpu, WrongCandidateIsRejectedAndFaultingOneIsSurvived) {
     }
   }
   EXPECT_GE(timed, 1);
-  const TileConfig winner = tune::toRuntimeConfig(r.record->config);
+  const TileConfig winner = r.record->config;
   EXPECT_NE(winner, wrong);
   EXPECT_NE(winner, fault);
 
@@ -187,7 +187,7 @@ TEST_F(TuneGpu, WrongCandidateIsRejectedAndFaultingOneIsSurvived) {
   ASSERT_TRUE(db.load().ok);
   auto rec = db.findExact(out.fingerprint, out.key);
   ASSERT_TRUE(rec);
-  EXPECT_EQ(tune::toRuntimeConfig(rec->config), winner);
+  EXPECT_EQ(rec->config, winner);
   {
     DeviceContextGuard guard(0);
     EXPECT_EQ(cudaDriver().cuCtxSynchronize(), CUDA_SUCCESS);
@@ -217,7 +217,7 @@ TEST_F(TuneGpu, TuneThenReuseWithoutRetuning) {
   EXPECT_EQ(progress_events, 0);
   ASSERT_TRUE(second.result.record);
   EXPECT_EQ(second.result.record->config, first.result.record->config);
-  const TileConfig winner = tune::toRuntimeConfig(first.result.record->config);
+  const TileConfig winner = first.result.record->config;
 
   // A deployment in `recorded` mode launches with it (T varies inside the bucket).
   {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dgps/device/launch_rules.h"
+#include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/runtime/Package.h"
 
 namespace dgps {
@@ -24,17 +25,6 @@ std::vector<std::string> packageDirs() {
   return dirs;
 }
 
-FeatureSet featuresOf(const PackageFeatures& p) {
-  FeatureSet f;  // launch_rules.h spells the dsl enums as ints in their declaration order
-  f.decay = static_cast<int>(p.decay);
-  f.gain = static_cast<int>(p.gain);
-  f.precond = static_cast<int>(p.precond);
-  f.side = static_cast<int>(p.precond_side);
-  f.source = static_cast<int>(p.precond_source);
-  f.solve = static_cast<int>(p.solve);
-  return f;
-}
-
 TEST(LaunchRules, EveryPackageDefaultFitsSm90) {
   const std::vector<std::string> dirs = packageDirs();
   ASSERT_FALSE(dirs.empty()) << "no packages under generated/";
@@ -42,9 +32,8 @@ TEST(LaunchRules, EveryPackageDefaultFitsSm90) {
     const Package pkg = Package::open(dir);
     const Manifest& m = pkg.manifest();
     SCOPED_TRACE(m.name);
-    const FeatureSet f = featuresOf(m.features);
-    const dgps::TileConfig& d = m.default_config;
-    const launch::TileConfig t{d.chunk, d.block_v, d.warps, d.stages};
+    const FeatureSet f = deviceFeatures(pkg.spec());
+    const TileConfig& t = m.default_config;
     for (int K : m.key_dims)
       for (int V : m.value_dims) {
         if (K > 128 || V > 128) continue;  // K > 128 spills by design (README, docs/math.md §7.5)
@@ -74,7 +63,7 @@ TEST(LaunchRules, NoWorkspaceBufferHoldsAPreconditionedOperand) {
     const Package pkg = Package::open(dir);
     const Manifest& m = pkg.manifest();
     SCOPED_TRACE(m.name);
-    const FeatureSet f = featuresOf(m.features);
+    const FeatureSet f = deviceFeatures(pkg.spec());
     ProblemShape s;
     s.B = s.N = 2;
     s.T = 300;

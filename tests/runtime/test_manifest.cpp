@@ -2,11 +2,16 @@
 // {Package} naming the file, the key and what was expected; random corruption never crashes.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
 #include <random>
+#include <regex>
+#include <type_traits>
 
 #include "RuntimeTestUtil.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Package.h"
+#include "dgps/runtime/tuning/TileConfig.h"
 
 namespace dgps {
 namespace {
@@ -161,6 +166,40 @@ TEST(TileConfigText, ParsesOverridesAndRejectsJunk) {
   EXPECT_THROW(parseTileConfig("tile=3", base), RuntimeError);
   EXPECT_THROW(parseTileConfig("chunk=", base), RuntimeError);
   EXPECT_THROW(parseTileConfig("chunk=-4", base), RuntimeError);
+}
+
+// The one text form reads back to the same configuration, whatever the base it is parsed over (the base is
+// a different configuration, so a key the text failed to set would show).
+TEST(TileConfigText, RoundTripsEveryConfiguration) {
+  std::mt19937 rng(20261201);
+  std::uniform_int_distribution<int> v(1, 1024);
+  for (int i = 0; i < 200; ++i) {
+    const TileConfig c{v(rng), v(rng), v(rng), v(rng)};
+    const TileConfig base{c.chunk % 1024 + 1, c.block_v % 1024 + 1, c.warps % 1024 + 1, c.stages % 1024 + 1};
+    const std::string text = toString(c);
+    EXPECT_EQ(parseTileConfig(text, base), c) << text;
+  }
+}
+
+// One TileConfig: the runtime's, the tuner's and the device library's are the same type, and its defaults are
+// the kernels' own (config.cuh's DGPS_CHUNK, DGPS_BLOCK_V, DGPS_WARPS, DGPS_STAGES, read from the file).
+TEST(TileConfigText, OneTypeWhoseDefaultsAreConfigCuh) {
+  static_assert(std::is_same_v<dgps::TileConfig, dgps::launch::TileConfig>);
+  static_assert(std::is_same_v<dgps::TileConfig, dgps::tuning::TileConfig>);
+  std::ifstream in(std::string(DGPS_SOURCE_DIR) + "/runtime/device/dgps/device/config.cuh");
+  ASSERT_TRUE(in) << "cannot read config.cuh";
+  std::map<std::string, int> defines;
+  std::string line;
+  std::smatch m;
+  const std::regex define(R"(^#define (DGPS_[A-Z_]+) ([0-9]+)\s*$)");
+  while (std::getline(in, line))
+    if (std::regex_match(line, m, define)) defines[m[1]] = std::stoi(m[2]);
+  const TileConfig d;
+  ASSERT_EQ(defines.count("DGPS_STAGES"), 1u);
+  EXPECT_EQ(d.chunk, defines["DGPS_CHUNK"]);
+  EXPECT_EQ(d.block_v, defines["DGPS_BLOCK_V"]);
+  EXPECT_EQ(d.warps, defines["DGPS_WARPS"]);
+  EXPECT_EQ(d.stages, defines["DGPS_STAGES"]);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // CPU check of a tile-decode package (dgpsc --codegen=tile-decode): the package's kernels.cu, i.e. the decode
-// kernel printed from tile IR plus the tile library, is compiled for the CPU emulator of tests/gpu_kernels/emu
+// kernel printed from tile IR plus the tile library, is compiled for the CPU emulator of tests/emu
 // (the same source NVRTC compiles, with the platform primitives forwarded to the emulator), launched with the
 // runtime's decode geometry (launch_rules.h decodeGeometry) and compared with the float64 reference
 // (dgps::runReference, T = 1) on fresh seeded inputs. Outputs are poisoned, shared memory starts as NaN.
@@ -18,6 +18,7 @@
 
 #include "dgps/device/abi.h"
 #include "dgps/device/launch_rules.h"
+#include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/SpecParser.h"
@@ -99,13 +100,7 @@ bool checkOnce(const dgps::Spec& spec, void* fn, int K, std::int64_t B, std::int
   a.heads_v = HV;
   a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)K));
 
-  dgps::launch::FeatureSet f;
-  f.decay = spec.decay.kind == dgps::DecayKind::None ? 0 : spec.decay.kind == dgps::DecayKind::Scalar ? 1 : 2;
-  f.gain = spec.gain.kind == dgps::GainKind::Scalar ? 1 : 0;
-  f.precond = pre ? 1 : 0;
-  f.side = spec.precond.side == dgps::PrecondSide::Query ? 1 : 0;
-  f.source = spec.precond.source == dgps::PrecondSource::HypergradOgd ? 1 : 0;
-  f.solve = spec.solve.kind == dgps::SolveKind::Delta ? 1 : 0;
+  const dgps::launch::FeatureSet f = dgps::deviceFeatures(spec);
   dgps::launch::ProblemShape ls;
   ls.B = B;
   ls.T = 1;

@@ -60,7 +60,7 @@ class Resolver : public ::testing::Test {
     tuning::TuningRecord r;
     r.fingerprint = fp;
     r.key = tune::problemKey(pkg_, tune::tuningShape(p), fp.sm_count);
-    r.config = tune::toTuningConfig(config);
+    r.config = config;
     r.median_ms = 0.5;
     r.p20_ms = 0.49;
     r.p80_ms = 0.51;

@@ -27,7 +27,7 @@ class TrialProcess : public ::testing::Test {
     r.inputs = tmp_ / "in.safetensors";
     r.outputs = tmp_ / "out.safetensors";
     r.report = tmp_ / "verdict.txt";
-    r.config.block_v = 32;
+    r.config = TileConfig{64, 32, 4, 1};  // every field explicit: not the defaults
     r.full_batch = 8;
     r.full_tokens = 4096;
     return r;

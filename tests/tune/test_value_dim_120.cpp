@@ -51,7 +51,7 @@ TEST_P(ValueDim120, TunerKeepsCandidatesThatCompile) {
 
   const tuning::CandidateSet set = tune::forwardCandidates(pkg, tune::tuningShape(problem120()), h200(pkg));
   std::string pruned;
-  for (const auto& p : set.pruned) pruned += "\n  " + p.config.str() + ": " + p.reason;
+  for (const auto& p : set.pruned) pruned += "\n  " + toString(p.config) + ": " + p.reason;
   ASSERT_FALSE(set.kept.empty()) << "every candidate pruned at K = V = 120:" << pruned;
   // Every block_v of the manifest at or below 128 (= V rounded up to 16) is a distinct kernel and must survive.
   std::set<int> keptBlockV;

@@ -159,7 +159,7 @@ class FakeBackend : public TrialBackend {
  private:
   const Behaviour& behaviour(const TileConfig& c) const {
     auto it = behaviours_.find(c);
-    if (it == behaviours_.end()) throw std::logic_error("test asked about an unknown config " + c.str());
+    if (it == behaviours_.end()) throw std::logic_error("test asked about an unknown config " + toString(c));
     return it->second;
   }
 

@@ -38,7 +38,7 @@ TunerOptions fastOptions() {
 const CandidateReport& row(const TuneResult& r, const TileConfig& c) {
   for (const CandidateReport& x : r.table)
     if (x.config == c) return x;
-  throw std::logic_error("no table row for " + c.str());
+  throw std::logic_error("no table row for " + toString(c));
 }
 
 class AutotunerTest : public ::testing::Test {
@@ -224,9 +224,9 @@ TEST_F(AutotunerTest, FinalistsAreRetimedInterleavedWithRotatingStart) {
   std::set<std::string> starts;
   for (int round = 0; round < 3; ++round) {
     std::set<std::string> inRound;
-    for (int j = 0; j < 3; ++j) inRound.insert(backend.timeCalls[4 + 3 * round + j].str());
+    for (int j = 0; j < 3; ++j) inRound.insert(toString(backend.timeCalls[4 + 3 * round + j]));
     EXPECT_EQ(inRound.size(), 3u) << "each round times every finalist once";
-    starts.insert(backend.timeCalls[4 + 3 * round].str());
+    starts.insert(toString(backend.timeCalls[4 + 3 * round]));
   }
   EXPECT_EQ(starts.size(), 3u);
 }

@@ -147,7 +147,7 @@ TEST(Candidates, CostModelKeepsTopN) {
   // Cheapest is 32*32/8 = 128 (stages 1 and 2); six configs tie at 256, and the tie goes to the
   // simplest (stages 1, then 4 warps): {chunk 32, block_v 32, warps 4, stages 1}.
   const std::vector<TileConfig> want = {{32, 32, 8, 1}, {32, 32, 8, 2}, {32, 32, 4, 1}};
-  for (const TileConfig& w : want) EXPECT_TRUE(kept(s, w)) << w.str();
+  for (const TileConfig& w : want) EXPECT_TRUE(kept(s, w)) << toString(w);
   bool sawRankReason = false;
   for (const auto& p : s.pruned) sawRankReason |= p.reason.find("outside the top 3") != std::string::npos;
   EXPECT_TRUE(sawRankReason);

@@ -17,6 +17,32 @@ TuningRecord roundTrip(const TuningRecord& r) {
   return back;
 }
 
+// A line exactly as the tuner wrote it before the runtime and the tuner shared one TileConfig (whose default
+// stages changed from 1 to 2): the on-disk config is an object of four explicit integers, so old records keep
+// their values, stages = 1 included, and no default fills in.
+TEST(TuningRecord, LoadsARecordWrittenBeforeTileConfigWasUnified) {
+  const std::string line =
+      "{\"version\":1,\"fingerprint\":{\"name\":\"NVIDIA H200\",\"compute_capability\":\"9.0\",\"sm_count\":132,"
+      "\"driver_version\":\"580.159.04\",\"nvrtc_version\":\"13.0\",\"codegen_version\":\"1\","
+      "\"smem_per_block_optin\":232448,\"smem_per_sm\":233472,\"regs_per_sm\":65536,\"max_threads_per_block\":1024,"
+      "\"l2_bytes\":62914560},\"key\":{\"spec\":\"d946a7dd78dbf6d9\",\"K\":128,\"V\":128,\"H\":16,\"HV\":16,"
+      "\"t_bucket\":\"<=4096\",\"waves\":\"<2\",\"dtype\":\"bf16\",\"varlen\":false,\"kind\":\"forward\","
+      "\"precision\":\"ieee\"},\"config\":{\"chunk\":32,\"block_v\":64,\"warps\":8,\"stages\":1},"
+      "\"median_ms\":0.625,\"p20_ms\":0.62,\"p80_ms\":0.63,\"candidates_tried\":16,"
+      "\"date\":\"2026-11-29T12:00:00.000Z\",\"host\":\"gpu-node-1\"}";
+  TuningRecord r;
+  r.config = {7, 7, 7, 7};  // poisoned: every field must come from the line
+  std::string error;
+  ASSERT_TRUE(parseJsonLine(line, &r, &error)) << error;
+  EXPECT_EQ(r.config, (TileConfig{32, 64, 8, 1}));
+  EXPECT_EQ(r.key.spec_hash, "d946a7dd78dbf6d9");
+  EXPECT_EQ(r.candidates_tried, 16);
+  // Written back, it reads the same (the format itself did not change).
+  TuningRecord again;
+  ASSERT_TRUE(parseJsonLine(toJsonLine(r), &again, &error)) << error;
+  EXPECT_EQ(again.config, r.config);
+}
+
 TEST(TuningRecord, RoundTripsEveryField) {
   TuningRecord r = test::sampleRecord({32, 64, 8, 3}, 0.4321, "2025-06-01T10:00:00.123Z");
   r.candidates_tried = 17;

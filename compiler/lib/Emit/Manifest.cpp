@@ -9,6 +9,7 @@
 #include "dgps/Emit/TileEmitter.h"
 #include "dgps/device/launch_rules.h"
 #include "dgps/dsl/Canonical.h"
+#include "dgps/dsl/DeviceFeatures.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 using namespace mlir;
@@ -36,13 +37,7 @@ const char* yamlBool(bool b) { return b ? "true" : "false"; }
 
 /// The device library's forward roles for this spec (launch_rules.h).
 std::vector<std::string> deviceRoles(const Spec& s) {
-  launch::FeatureSet f;
-  f.decay = s.decay.kind == DecayKind::None ? 0 : s.decay.kind == DecayKind::Scalar ? 1 : 2;
-  f.gain = s.gain.kind == GainKind::Scalar ? 1 : 0;
-  f.precond = s.precond.kind == PrecondKind::Diagonal ? 1 : 0;
-  f.side = s.precond.side == PrecondSide::Query ? 1 : 0;
-  f.source = s.precond.source == PrecondSource::HypergradOgd ? 1 : 0;
-  f.solve = s.solve.kind == SolveKind::Delta ? 1 : 0;
+  const launch::FeatureSet f = deviceFeatures(s);
   int roles[launch::kMaxRoles];
   int n = launch::forwardRoles(f, roles);
   std::vector<std::string> out;
@@ -70,7 +65,7 @@ FailureOr<PlanSummary> summarizePlan(const Spec& spec, ModuleOp plan) {
     s.roles.push_back(k.getRole().str());
     chunk::TileAttr t = k.getTile();
     if (first) {
-      s.chunk = t.getChunk(), s.block_v = t.getBlockV(), s.warps = t.getWarps(), s.stages = t.getStages();
+      s.tile = {int(t.getChunk()), int(t.getBlockV()), int(t.getWarps()), int(t.getStages())};
       first = false;
     }
   }
@@ -108,8 +103,8 @@ std::string emitManifest(const Spec& s, const PlanSummary& plan) {
   if (hasKernel(s, KernelKind::Decode)) os << "decode: {symbol: dgps_" << s.name << "_decode}\n";
   os << "tunables: {chunk: " << flowList(s.tuning.chunk) << ", block_v: " << flowList(s.tuning.block_v)
      << ", warps: " << flowList(s.tuning.warps) << ", stages: " << flowList(s.tuning.stages) << "}\n";
-  os << "default_config: {chunk: " << plan.chunk << ", block_v: " << plan.block_v << ", warps: " << plan.warps
-     << ", stages: " << plan.stages << "}\n";
+  os << "default_config: {chunk: " << plan.tile.chunk << ", block_v: " << plan.tile.block_v
+     << ", warps: " << plan.tile.warps << ", stages: " << plan.tile.stages << "}\n";
   os << "plan: {bytes_per_token_head: " << plan.bytes_per_token_head
      << ", flops_per_token_head: " << plan.flops_per_token_head << "}\n";
   return os.str();

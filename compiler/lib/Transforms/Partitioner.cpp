@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "dgps/Dialect/DGPS/IR/DGPS.h"
+#include "dgps/device/launch_rules.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
@@ -40,7 +41,9 @@ TileAttr defaultTile(func::FuncOp fn) {
   int64_t chunk = 64;
   if (auto c = fn->getAttrOfType<IntegerAttr>(kChunkSizeAttr)) chunk = c.getInt();
   auto tuning = fn->getAttrOfType<dgps::ir::TuningAttr>(kTuningAttr);
-  if (!tuning) return TileAttr::get(fn.getContext(), chunk, 64, 4, 1);
+  // Without a tuning space: the device library's own defaults (launch_rules.h TileConfig, config.cuh).
+  const launch::TileConfig d;
+  if (!tuning) return TileAttr::get(fn.getContext(), chunk, d.block_v, d.warps, d.stages);
   return TileAttr::get(fn.getContext(), chunk, pick(tuning.getBlockV().asArrayRef(), 128),
                        pick(tuning.getWarps().asArrayRef(), hasPerChannelDecay(fn) ? 8 : 4),
                        pick(tuning.getStages().asArrayRef(), 2));

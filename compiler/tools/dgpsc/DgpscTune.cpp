@@ -1,7 +1,5 @@
 #include "DgpscTune.h"
 
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -15,22 +13,11 @@
 #include <sstream>
 #include <vector>
 
+#include "dgps/dsl/Process.h"
+
 namespace dgps {
 namespace dgpsc {
 namespace {
-
-bool isExecutable(const std::string& p) {
-  struct stat st;
-  return !p.empty() && ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
-}
-
-std::string selfDir() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return "";
-  std::string p(buf, std::size_t(n));
-  return p.substr(0, p.rfind('/'));
-}
 
 std::optional<std::string> findDgpsTune(std::string& searched) {
   std::vector<std::string> tried;
@@ -43,7 +30,7 @@ std::optional<std::string> findDgpsTune(std::string& searched) {
     return r;
   };
   if (const char* env = std::getenv("DGPS_TUNE"); env && *env) return done(check(env));
-  if (std::string d = selfDir(); !d.empty())
+  if (std::string d = selfExeDir(); !d.empty())
     if (auto p = check(d + "/dgps-tune")) return done(p);
 #ifdef DGPS_TUNE_BUILD_PATH
   if (auto p = check(DGPS_TUNE_BUILD_PATH)) return done(p);
@@ -58,29 +45,21 @@ std::optional<std::string> findDgpsTune(std::string& searched) {
   return done(std::nullopt);
 }
 
-// Runs argv[0] in a child process with inherited stdio; returns its exit status (1 for a signal).
+// Runs argv[0] in a child process with inherited stdout/stderr and no time limit (dgps-tune keeps its own
+// budgets); returns its exit status, or 1 when it could not start or ended by a signal.
 int runChild(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
   std::cout.flush();
   std::cerr.flush();
-  const pid_t pid = fork();
-  if (pid < 0) {
-    std::cerr << "dgpsc: error: cannot start " << argv[0] << ": " << std::strerror(errno) << "\n";
+  const ProcessResult r = runProcess(argv, /*log_path=*/"", kNoTimeout);
+  if (!r.started || !r.error.empty()) {
+    std::cerr << "dgpsc: error: " << (r.error.empty() ? "cannot run " + argv[0] : r.error) << "\n";
     return 1;
   }
-  if (pid == 0) {
-    execv(args[0], args.data());
-    std::fprintf(stderr, "dgpsc: error: cannot execute %s: %s\n", args[0], std::strerror(errno));
-    _exit(127);
+  if (r.signaled) {
+    std::cerr << "dgpsc: error: " << argv[0] << " ended by signal " << r.signal << "\n";
+    return 1;
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  std::cerr << "dgpsc: error: " << argv[0] << " ended by signal " << WTERMSIG(status) << "\n";
-  return 1;
+  return r.exit_code;
 }
 
 std::string makeTempDir() {

@@ -22,24 +22,6 @@
 namespace dgps {
 namespace tune {
 
-TileConfig toRuntimeConfig(const tuning::TileConfig& c) {
-  TileConfig r;
-  r.chunk = c.chunk;
-  r.block_v = c.block_v;
-  r.warps = c.warps;
-  r.stages = c.stages;
-  return r;
-}
-
-tuning::TileConfig toTuningConfig(const TileConfig& c) {
-  tuning::TileConfig r;
-  r.chunk = c.chunk;
-  r.block_v = c.block_v;
-  r.warps = c.warps;
-  r.stages = c.stages;
-  return r;
-}
-
 double defaultTolerance(ScalarType dtype) { return dtype == ScalarType::F16 ? 1e-2 : 2e-2; }
 
 namespace {
@@ -236,7 +218,7 @@ tuning::CompileResult RuntimeTrialBackend::compile(const tuning::TileConfig& con
   const TrialBackendOptions& o = impl_->opt;
   try {
     const VariantInfo info =
-        impl_->rt.prepare(impl_->pkg, o.full.key_dim, o.full.value_dim, o.dtype, toRuntimeConfig(config), o.device);
+        impl_->rt.prepare(impl_->pkg, o.full.key_dim, o.full.value_dim, o.dtype, config, o.device);
     for (const KernelInfo& k : info.kernels) {
       r.registers = std::max(r.registers, k.registers);
       r.local_bytes = std::max<long long>(r.local_bytes, k.local_bytes);
@@ -265,11 +247,11 @@ tuning::RunResult RuntimeTrialBackend::runOnce(const tuning::TileConfig& config)
     m.slice_scratch->poisonOutputs();
     LaunchOptions lo;
     lo.stream = m.stream;
-    lo.config = toRuntimeConfig(config);
+    lo.config = config;
     m.rt.forward(m.pkg, m.slice_scratch->tensors(), lo);
     checkCuda(cudaDriver().cuStreamSynchronize(m.stream), "cuStreamSynchronize after the candidate's forward");
     m.last_outputs = m.slice_scratch->downloadOutputs();
-    m.last_config = toRuntimeConfig(config);
+    m.last_config = config;
   } catch (const RuntimeError& e) {
     if (e.code() == RuntimeErrorCode::Cuda) m.suspect = true;
     r.status = TrialStatus::Fault;
@@ -284,10 +266,10 @@ tuning::RunResult RuntimeTrialBackend::runOnce(const tuning::TileConfig& config)
 tuning::Validation RuntimeTrialBackend::validate(const tuning::TileConfig& config) {
   tuning::Validation v;
   Impl& m = *impl_;
-  if (!m.last_config || *m.last_config != toRuntimeConfig(config)) {
+  if (!m.last_config || *m.last_config != config) {
     v.ok = false;
     v.max_rel_err = std::numeric_limits<double>::quiet_NaN();
-    v.message = "no outputs of " + config.str() + " to validate (runOnce failed or was not called)";
+    v.message = "no outputs of " + toString(config) + " to validate (runOnce failed or was not called)";
     return v;
   }
   std::string worst;
@@ -323,7 +305,7 @@ tuning::ScreenResult RuntimeTrialBackend::screen(const tuning::TileConfig& confi
   req.report = m.work_dir + "/verdict_" + std::to_string(n) + ".txt";
   req.cache_dir = m.opt.cache_dir;
   req.device = m.opt.device;
-  req.config = toRuntimeConfig(config);
+  req.config = config;
   if (m.opt.full_shape_screen && !m.isFullSameAsSlice()) {
     req.full_batch = m.opt.full.batch;
     req.full_tokens = m.opt.full.seq_len;
@@ -367,7 +349,7 @@ tuning::TimingResult RuntimeTrialBackend::time(const tuning::TileConfig& config,
     DeviceContextGuard g(m.opt.device);
     const CudaDriver& d = cudaDriver();
     m.ensureStream();
-    const TileConfig rc = toRuntimeConfig(config);
+    const TileConfig rc = config;
     const ForwardTensors t = m.fullTensors(rc);
     LaunchOptions lo;
     lo.stream = m.stream;
@@ -380,7 +362,7 @@ tuning::TimingResult RuntimeTrialBackend::time(const tuning::TileConfig& config,
       m.rt.forward(m.pkg, t, lo);
       checkCuda(d.cuEventRecord(ev.stop(i), m.stream), "cuEventRecord");
     }
-    checkCuda(d.cuStreamSynchronize(m.stream), "cuStreamSynchronize after timing " + config.str());
+    checkCuda(d.cuStreamSynchronize(m.stream), "cuStreamSynchronize after timing " + toString(config));
     for (int i = 0; i < reps; ++i) {
       float ms = 0;
       checkCuda(d.cuEventElapsedTime(&ms, ev.start(i), ev.stop(i)), "cuEventElapsedTime");

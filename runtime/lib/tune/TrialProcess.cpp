@@ -8,7 +8,7 @@
 #include <map>
 #include <sstream>
 
-#include "Process.h"
+#include "dgps/dsl/Process.h"
 #include "dgps/dsl/FileRead.h"
 #include "dgps/dsl/Safetensors.h"
 #include "dgps/runtime/CudaDriver.h"
@@ -182,7 +182,7 @@ TrialOutcome runIsolatedTrial(const std::string& helper, const TrialRequest& req
   std::vector<std::string> argv = {helper};
   for (std::string& a : trialArguments(request)) argv.push_back(std::move(a));
   std::remove(request.report.c_str());
-  const detail::ProcessResult p = detail::runProcess(argv, log_path, timeout);
+  const dgps::ProcessResult p = dgps::runProcess(argv, log_path, timeout);
   TrialOutcome o;
   using Kind = TrialOutcome::Kind;
   if (!p.started) {
@@ -198,12 +198,12 @@ TrialOutcome runIsolatedTrial(const std::string& helper, const TrialRequest& req
   if (p.signaled) {
     o.kind = Kind::Fault;
     o.message = "trial process killed by " + signalName(p.signal);
-    const std::string tail = detail::fileTail(log_path);
+    const std::string tail = dgps::fileTail(log_path);
     if (!tail.empty()) o.message += ": " + tail;
     return o;
   }
   std::string message = verdictMessage(request.report);
-  if (message.empty() && p.exit_code != kTrialExitOk) message = detail::fileTail(log_path);
+  if (message.empty() && p.exit_code != kTrialExitOk) message = dgps::fileTail(log_path);
   switch (p.exit_code) {
     case kTrialExitOk: o.kind = Kind::Ok; break;
     case kTrialExitFault: o.kind = Kind::Fault; break;
@@ -221,7 +221,7 @@ std::optional<std::string> findTrialHelper(std::string* searched) {
   std::vector<std::string> tried;
   auto found = [&](const std::string& path) -> std::optional<std::string> {
     tried.push_back(path);
-    if (detail::isExecutable(path)) return path;
+    if (dgps::isExecutable(path)) return path;
     return std::nullopt;
   };
   auto result = [&](std::optional<std::string> r) {
@@ -237,7 +237,7 @@ std::optional<std::string> findTrialHelper(std::string* searched) {
     return result(found(env));
   }
   const std::string name = "dgps-tune-trial";
-  if (std::string dir = detail::selfExeDir(); !dir.empty())
+  if (std::string dir = dgps::selfExeDir(); !dir.empty())
     if (auto p = found(dir + "/" + name)) return result(p);
 #ifdef DGPS_TUNE_TRIAL_BUILD_PATH
   if (auto p = found(DGPS_TUNE_TRIAL_BUILD_PATH)) return result(p);

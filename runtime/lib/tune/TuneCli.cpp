@@ -49,7 +49,7 @@ void ProgressPrinter::operator()(const tuning::TuneProgress& p) {
   bar += std::string(std::size_t(width - filled), '-');
   char count[32];
   std::snprintf(count, sizeof count, " %3d/%-3d ", p.done, p.total);
-  const std::string line = head + bar + count + p.config.str() + "  " + tuning::toString(p.status);
+  const std::string line = head + bar + count + toString(p.config) + "  " + tuning::toString(p.status);
   if (terminal_) {
     out_ << "\r" << line << "\033[K";
     line_open_ = true;

@@ -137,7 +137,7 @@ tuning::CandidateSet forwardCandidates(const Package& package, const tuning::Pro
   opt.smem_bytes = [&package, problem](const tuning::TileConfig& c, const tuning::ProblemShape&) -> std::int64_t {
     try {
       std::int64_t most = 0;
-      for (const auto& k : detail::planForward(package, problem, toRuntimeConfig(c)).kernels)
+      for (const auto& k : detail::planForward(package, problem, c).kernels)
         most = std::max<std::int64_t>(most, std::int64_t(k.shared_bytes));
       return most;
     } catch (const std::exception&) {
@@ -147,8 +147,8 @@ tuning::CandidateSet forwardCandidates(const Package& package, const tuning::Pro
   opt.capability = [&package, problem](const tuning::TileConfig& c,
                                        const tuning::ProblemShape&) -> std::optional<std::string> {
     try {
-      package.checkConfig(toRuntimeConfig(c));
-      detail::planForward(package, problem, toRuntimeConfig(c));
+      package.checkConfig(c);
+      detail::planForward(package, problem, c);
       return std::nullopt;
     } catch (const std::exception& e) {
       return std::string(e.what());

@@ -131,8 +131,8 @@ ResolverDecision TuningResolver::fromDatabase(const Package& package, const tuni
     state_->db->load();  // another process may have tuned this key since we read the file
   }
   const tuning::LookupResult r =
-      state_->db->lookup(fp, key, toTuningConfig(fallback), /*collectForeign=*/true);
-  d.config = toRuntimeConfig(r.config);
+      state_->db->lookup(fp, key, fallback, /*collectForeign=*/true);
+  d.config = r.config;
   d.record = r.record;
   switch (r.source) {
     case tuning::LookupSource::Exact: d.source = ConfigSource::RecordExact; break;
@@ -186,7 +186,7 @@ ResolverDecision TuningResolver::tuneNow(const Package& package, const ForwardPr
     return d;
   }
   d.source = out.result.reused ? ConfigSource::RecordExact : ConfigSource::Tuned;
-  d.config = toRuntimeConfig(out.result.record->config);
+  d.config = out.result.record->config;
   d.record = out.result.record;
   if (!out.result.db_error.empty()) {
     d.note = "the winner could not be recorded: " + out.result.db_error;

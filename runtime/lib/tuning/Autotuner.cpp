@@ -252,7 +252,7 @@ TuneResult Autotuner::tune(const DeviceFingerprint& device, const ProblemKey& ke
 
   auto checkContext = [&](const CandidateReport& row) {
     if (row.status != TrialStatus::Ok && contextLostBy.empty() && !backend_.contextHealthy())
-      contextLostBy = "candidate " + row.config.str();
+      contextLostBy = "candidate " + toString(row.config);
     return contextLostBy.empty();
   };
   auto contextLost = [&] {
@@ -452,7 +452,7 @@ std::string formatTable(const TuneResult& result) {
   for (const CandidateReport* r : order) {
     const char mark = r->winner ? '*' : (r->finalist ? '+' : ' ');
     std::snprintf(line, sizeof line, "%c %-44s %-13s %10s %10s %10s %9s %5s %6s  %s\n", mark,
-                  r->config.str().c_str(), toString(r->status), fmt(r->median_ms).c_str(),
+                  toString(r->config).c_str(), toString(r->status), fmt(r->median_ms).c_str(),
                   fmt(r->p20_ms).c_str(), fmt(r->p80_ms).c_str(),
                   fmt(r->max_rel_err, "%.2e").c_str(),
                   r->registers >= 0 ? std::to_string(r->registers).c_str() : "-",

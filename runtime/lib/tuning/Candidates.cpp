@@ -35,8 +35,8 @@ std::string staticRejection(const TileConfig& c, const ProblemShape& shape,
            " is not a multiple of 16 in [16, 128] (one consumer warp per 16 value columns)";
   if (shape.V <= 0 || shape.V % 8 != 0)
     return "V " + std::to_string(shape.V) + " is not a positive multiple of 8 (the kernels move 16-byte rows)";
-  if (dev.max_threads_per_block > 0 && c.threads() > dev.max_threads_per_block)
-    return std::to_string(c.threads()) + " threads > max threads per block " +
+  if (dev.max_threads_per_block > 0 && c.warps * 32 > dev.max_threads_per_block)
+    return std::to_string(c.warps * 32) + " threads > max threads per block " +
            std::to_string(dev.max_threads_per_block);
   if (opt.smem_bytes) {
     const std::int64_t smem = opt.smem_bytes(c, shape);
@@ -77,7 +77,7 @@ CandidateSet generateCandidates(const Tunables& t, const ProblemShape& shape,
           if (same != runsAs.end()) {
             set.pruned.push_back({c, "block_v " + std::to_string(c.block_v) + " runs as block_v " +
                                          std::to_string(effective.block_v) + " for V " + std::to_string(shape.V) +
-                                         " (clipped to V rounded up to 16): same kernel as " + same->first.str()});
+                                         " (clipped to V rounded up to 16): same kernel as " + toString(same->first)});
             continue;
           }
           runsAs.push_back({c, effective});
@@ -118,7 +118,7 @@ double simpleCostModel(const TileConfig& c, const ProblemShape& shape,
 
   // Resident blocks per SM: registers (assume 128 per thread) and shared memory, at least 1.
   double perSm = 16;
-  if (dev.regs_per_sm > 0) perSm = std::min(perSm, std::floor(dev.regs_per_sm / (128.0 * c.threads())));
+  if (dev.regs_per_sm > 0) perSm = std::min(perSm, std::floor(dev.regs_per_sm / (128.0 * c.warps * 32)));
   if (smem && dev.smem_per_sm > 0) {
     const std::int64_t bytes = smem(c, shape);
     if (bytes > 0) perSm = std::min(perSm, std::floor(static_cast<double>(dev.smem_per_sm) / bytes));

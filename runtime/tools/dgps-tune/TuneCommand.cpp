@@ -44,7 +44,7 @@ int report(const TuneOutcome& o, std::ostream& out, std::ostream& err) {
     return 1;
   }
   const tuning::TuningRecord& rec = *r.record;
-  const std::string cfg = toString(toRuntimeConfig(rec.config));
+  const std::string cfg = toString(rec.config);
   if (r.reused) {
     out << "reused recorded winner " << cfg << " (median " << fmtMs(rec.median_ms) << " ms, recorded " << rec.date
         << " on " << rec.host << ") for key " << o.key.str() << " in DB " << o.db_path

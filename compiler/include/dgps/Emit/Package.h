@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "dgps/device/launch_rules.h"
 #include "dgps/dsl/Spec.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
@@ -32,7 +33,7 @@ struct PackageFiles {
 /// What the emitter reads off the plan.
 struct PlanSummary {
   std::vector<std::string> roles;  ///< forward kernel roles, in launch order
-  int64_t chunk = 64, block_v = 64, warps = 4, stages = 1;  ///< default tile configuration
+  launch::TileConfig tile;          ///< default tile configuration (the first kernel's chunk.tile)
   int64_t bytes_per_token_head = 0, flops_per_token_head = 0;
 };
 

@@ -46,14 +46,26 @@ struct ProblemShape {
   int f16 = 0;        ///< q, k, v, o are fp16 (DGPS_INPUT_F16); bf16 otherwise
 };
 
-/// One tuning candidate; the same values are passed to NVRTC as DGPS_CHUNK, DGPS_BLOCK_V, DGPS_WARPS,
-/// DGPS_STAGES.
+/// A tile configuration: one point of a package's tuning space, baked into a kernel variant as the
+/// NVRTC macros DGPS_CHUNK, DGPS_BLOCK_V, DGPS_WARPS, DGPS_STAGES (config.cuh, whose defaults these are).
+/// The one definition of the concept: the host side (runtime, tuner, tuning DB, compiler plan) uses this
+/// struct too (runtime/include/dgps/runtime/TileConfig.h adds its text form "chunk=64,block_v=64,...").
 struct TileConfig {
+  /// Chunk length C in tokens (chunkwise WY/UT-transform form, docs/math.md §2). A plan-global parameter:
+  /// every role of a forward shares it. Irrelevant to decode.
   int chunk = 64;
+  /// Value columns of the state one state_output CTA owns (the value tile); also decode's value tile.
   int block_v = 64;
+  /// Warps per chunk_local / precond_summary CTA (32 threads each).
   int warps = 4;
+  /// Shared-memory stages of state_output's prefetch pipeline (1 or 2).
   int stages = 2;
 };
+
+DGPS_HD constexpr bool operator==(const TileConfig& a, const TileConfig& b) {
+  return a.chunk == b.chunk && a.block_v == b.block_v && a.warps == b.warps && a.stages == b.stages;
+}
+DGPS_HD constexpr bool operator!=(const TileConfig& a, const TileConfig& b) { return !(a == b); }
 
 struct Dim3 {
   unsigned x = 1, y = 1, z = 1;

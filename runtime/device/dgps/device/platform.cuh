@@ -2,7 +2,7 @@
 // cp.async, fast special functions and bf16/fp16 conversions.
 //
 // NVRTC has no standard headers, so nothing here includes one; bf16/fp16 are carried as raw uint16_t bits
-// and converted with `cvt` PTX. When DGPS_EMU is defined (the CPU emulator of tests/gpu_kernels), every
+// and converted with `cvt` PTX. When DGPS_EMU is defined (the CPU emulator of tests/emu), every
 // primitive forwards to the emulator's hooks instead, so the same kernel source runs on a CPU for debugging.
 #pragma once
 
@@ -22,7 +22,7 @@ typedef unsigned long long uint64_t;
 #include "dgps/device/abi.h"
 
 #if defined(DGPS_EMU)
-#include "emu_hooks.h"  // provided by tests/gpu_kernels/emu on the include path
+#include "emu_hooks.h"  // provided by tests/emu on the include path
 #define DGPS_DEV inline
 #else
 #define DGPS_DEV __device__ __forceinline__

@@ -1,27 +1,34 @@
-// A tile configuration: the compile-time constants a kernel variant is built with (-DDGPS_CHUNK= ...).
+// The tile configuration on the host: the device library's launch::TileConfig (one definition, shared
+// with NVRTC; runtime/device/dgps/device/launch_rules.h) plus its one text form, used by CLI flags
+// (--config), logs, error messages and tables: "chunk=64,block_v=64,warps=4,stages=2".
 #pragma once
 
 #include <string>
 
+#include "dgps/device/launch_rules.h"
+
 namespace dgps {
+namespace launch {
 
-struct TileConfig {
-  int chunk = 64;    ///< C, tokens per chunk of the chunkwise (WY/UT-transform) forward.
-  int block_v = 64;  ///< value columns of the state one thread block owns.
-  int warps = 4;     ///< warps per thread block.
-  int stages = 1;    ///< software-pipelining depth of global->shared loads.
-
-  bool operator==(const TileConfig& o) const {
-    return chunk == o.chunk && block_v == o.block_v && warps == o.warps && stages == o.stages;
-  }
-  bool operator!=(const TileConfig& o) const { return !(*this == o); }
-};
-
-/// "chunk=64,block_v=64,warps=4,stages=1" (the --config syntax of dgps-run).
+/// "chunk=64,block_v=64,warps=4,stages=2" (all four keys, in this order). parseTileConfig reads it back.
 std::string toString(const TileConfig& c);
 
-/// Parses "chunk=64,block_v=32" on top of `base` (keys not given keep base's values). Throws
-/// RuntimeError{InvalidArgument} naming the bad key or value and the accepted keys.
+/// Parses "chunk=64,block_v=32" on top of `base` (keys not given keep base's values; blanks around items
+/// are ignored). Throws RuntimeError{InvalidArgument} naming the bad item and the accepted keys and
+/// values (integers in [1, 1024]); at most 1024 characters.
 TileConfig parseTileConfig(const std::string& text, const TileConfig& base);
+
+/// The fixed "simplicity" order used to break ties between configurations whose times are equal within
+/// noise: fewer pipeline stages, then fewer warps, then a narrower value tile, then a shorter chunk.
+/// Smaller means simpler (less shared memory, fewer registers in flight), so a tie always resolves to the
+/// same, cheaper configuration whatever the input order.
+bool simplerThan(const TileConfig& a, const TileConfig& b);
+
+}  // namespace launch
+
+using TileConfig = launch::TileConfig;
+using launch::parseTileConfig;
+using launch::simplerThan;
+using launch::toString;
 
 }  // namespace dgps

@@ -76,9 +76,5 @@ class RuntimeTrialBackend : public tuning::TrialBackend {
   std::unique_ptr<Impl> impl_;
 };
 
-/// Conversions between the runtime's and the tuner's TileConfig (same four fields).
-TileConfig toRuntimeConfig(const tuning::TileConfig& c);
-tuning::TileConfig toTuningConfig(const TileConfig& c);
-
 }  // namespace tune
 }  // namespace dgps

@@ -1,4 +1,4 @@
-#include "Process.h"
+#include "dgps/dsl/Process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -14,8 +14,6 @@
 extern char** environ;
 
 namespace dgps {
-namespace tune {
-namespace detail {
 
 ProcessResult runProcess(const std::vector<std::string>& argv, const std::string& log_path,
                          std::chrono::milliseconds timeout) {
@@ -31,8 +29,10 @@ ProcessResult runProcess(const std::vector<std::string>& argv, const std::string
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  if (!log_path.empty()) {
+    posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  }
   pid_t pid = -1;
   const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -43,7 +43,8 @@ ProcessResult runProcess(const std::vector<std::string>& argv, const std::string
   r.started = true;
 
   // Poll rather than block: the deadline must hold even if the child hangs inside a kernel.
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const bool limited = timeout != kNoTimeout;
+  const auto deadline = std::chrono::steady_clock::now() + (limited ? timeout : std::chrono::milliseconds(0));
   int status = 0;
   for (;;) {
     const pid_t w = waitpid(pid, &status, WNOHANG);
@@ -52,7 +53,7 @@ ProcessResult runProcess(const std::vector<std::string>& argv, const std::string
       r.error = std::string("waitpid failed: ") + std::strerror(errno);
       return r;
     }
-    if (std::chrono::steady_clock::now() >= deadline) {
+    if (limited && std::chrono::steady_clock::now() >= deadline) {
       kill(pid, SIGKILL);
       while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
@@ -125,6 +126,4 @@ std::string fileTail(const std::string& path, int max_lines) {
   for (const std::string& l : lines) out += (out.empty() ? "" : " | ") + l;
   return out;
 }
-}  // namespace detail
-}  // namespace tune
 }  // namespace dgps

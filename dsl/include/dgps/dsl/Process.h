@@ -1,4 +1,6 @@
-// Child processes for the tuner: spawn with a deadline, and locate executables. POSIX only.
+// The one child-process spawner: posix_spawn of an absolute path with an argv (no shell, no PATH search),
+// stdin from /dev/null, output to a log file or inherited, and a deadline after which the child is killed.
+// Used by the tuner's isolated trials, dgps-jit-check's compile children and `dgpsc tune`. POSIX only.
 #pragma once
 
 #include <chrono>
@@ -6,8 +8,6 @@
 #include <vector>
 
 namespace dgps {
-namespace tune {
-namespace detail {
 
 struct ProcessResult {
   bool started = false;   ///< false: posix_spawn failed (`error` says why)
@@ -18,9 +18,12 @@ struct ProcessResult {
   std::string error;
 };
 
-/// Runs argv[0] with argv (argv[0] is a path, not searched in PATH), stdin from /dev/null and
-/// stdout+stderr appended to `log_path`. Waits at most `timeout`, then kills the child (SIGKILL) and
-/// reaps it. Never throws.
+/// "No deadline" for runProcess: for a child that enforces its own time budgets (dgps-tune under dgpsc).
+inline constexpr std::chrono::milliseconds kNoTimeout = std::chrono::milliseconds::max();
+
+/// Runs argv[0] with argv (argv[0] is a path, not searched in PATH; no shell), stdin from /dev/null and
+/// stdout+stderr appended to `log_path`, or inherited from this process when `log_path` is empty. Waits
+/// at most `timeout` (kNoTimeout: no limit), then kills the child (SIGKILL) and reaps it. Never throws.
 ProcessResult runProcess(const std::vector<std::string>& argv, const std::string& log_path,
                          std::chrono::milliseconds timeout);
 
@@ -37,6 +40,4 @@ std::string selfExePath();
 /// most the last 64 KiB of the file (a child's log may be huge).
 std::string fileTail(const std::string& path, int max_lines = 3);
 
-}  // namespace detail
-}  // namespace tune
 }  // namespace dgps

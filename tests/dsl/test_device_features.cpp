@@ -1,0 +1,74 @@
+// deviceFeatures (dgps/dsl/DeviceFeatures.h): the one Spec -> launch_rules.h FeatureSet mapping, checked against
+// the codes the device library documents (launch_rules.h FeatureSet, config.cuh Traits) for every axis value,
+// and on every shipped spec against the forward roles its committed manifest lists.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "dgps/dsl/DeviceFeatures.h"
+#include "dgps/dsl/SpecParser.h"
+
+namespace dgps {
+namespace {
+
+TEST(DeviceFeatures, EveryAxisValueHasItsDocumentedCode) {
+  Spec s;
+  s.solve.kind = SolveKind::Linear;
+  for (auto [kind, code] : {std::pair{DecayKind::None, 0}, {DecayKind::Scalar, 1}, {DecayKind::Diagonal, 2}}) {
+    s.decay.kind = kind;
+    EXPECT_EQ(deviceFeatures(s).decay, code);
+  }
+  for (auto [kind, code] : {std::pair{GainKind::None, 0}, {GainKind::Scalar, 1}}) {
+    s.gain.kind = kind;
+    EXPECT_EQ(deviceFeatures(s).gain, code);
+  }
+  for (auto [kind, code] : {std::pair{PrecondKind::None, 0}, {PrecondKind::Diagonal, 1}}) {
+    s.precond.kind = kind;
+    EXPECT_EQ(deviceFeatures(s).precond, code);
+  }
+  for (auto [side, code] : {std::pair{PrecondSide::Key, 0}, {PrecondSide::Query, 1}}) {
+    s.precond.side = side;
+    EXPECT_EQ(deviceFeatures(s).side, code);
+  }
+  for (auto [src, code] : {std::pair{PrecondSource::EmaSqSquash, 0}, {PrecondSource::HypergradOgd, 1}}) {
+    s.precond.source = src;
+    EXPECT_EQ(deviceFeatures(s).source, code);
+  }
+  for (auto [kind, code] : {std::pair{SolveKind::Linear, 0}, {SolveKind::Delta, 1}}) {
+    s.solve.kind = kind;
+    EXPECT_EQ(deviceFeatures(s).solve, code);
+  }
+}
+
+// The roles launch_rules.h derives from deviceFeatures(spec) are the roles the committed package lists
+// (written by the compiler's plan, checked against the same rules only at emit time).
+TEST(DeviceFeatures, ShippedSpecsGiveTheirPackagesRoles) {
+  namespace fs = std::filesystem;
+  int checked = 0;
+  for (const auto& e : fs::directory_iterator(DGPS_SPECS_DIR)) {
+    if (e.path().extension() != ".yaml") continue;
+    const fs::path manifest = fs::path(DGPS_GENERATED_DIR) / e.path().stem() / "manifest.yaml";
+    if (!fs::exists(manifest)) continue;
+    std::ifstream in(manifest);
+    std::string line, rolesLine;
+    while (std::getline(in, line))
+      if (line.rfind("forward: {roles: [", 0) == 0) rolesLine = line;
+    if (rolesLine.empty()) continue;  // decode-only package
+    const ParseResult parsed = parseSpecFile(e.path().string());
+    ASSERT_TRUE(parsed.ok()) << e.path();
+    int roles[launch::kMaxRoles];
+    const int n = launch::forwardRoles(deviceFeatures(*parsed.spec), roles);
+    std::string want = "forward: {roles: [";
+    for (int i = 0; i < n; ++i) want += std::string(i ? ", " : "") + launch::roleName(roles[i]);
+    want += "]";
+    EXPECT_EQ(rolesLine.rfind(want, 0), 0u) << e.path() << "\n  manifest: " << rolesLine << "\n  expected: " << want;
+    ++checked;
+  }
+  EXPECT_GE(checked, 5) << "too few shipped packages found under " << DGPS_GENERATED_DIR;
+}
+
+}  // namespace
+}  // namespace dgps
