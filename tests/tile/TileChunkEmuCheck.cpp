@@ -3,10 +3,11 @@
 // and the device-library package of the same spec are compiled for the CPU emulator of tests/gpu_kernels/emu
 // and launched with the runtime's forward geometry (launch_rules.h forwardGeometry). Per problem, on fresh
 // seeded inputs and NaN-poisoned workspaces/outputs:
-//   1. both chunk_local kernels run; their workspaces must be bit-identical (tok, aqk, tb, opq/opk/opw, pdec:
-//      the generated role must be a drop-in replacement for the roles that read them);
-//   2. the remaining roles (state_output) run after the generated chunk_local; o and the final state are
-//      compared with the float64 reference (dgps::runReference).
+//   1. the roles before chunk_local (precond_scan) and both chunk_local kernels run on two workspaces, which must
+//      then be bit-identical (tok, aqk, tb, opq/opk/opw, pdec: the generated role must be a drop-in replacement
+//      for the roles that read them);
+//   2. the remaining roles (state_output) run after the generated chunk_local; o, the final state and the final
+//      preconditioner state are compared with the float64 reference (dgps::runReference).
 // Problems: K = V = each square head dim <= 64 the spec allows (else its smallest), C = 64; T = 100 (a partial chunk) with B = 2, and varlen cu = {0, 37, 100}
 // when the spec allows it; H = 2 unless the spec fixes it, with the spec's GVA ratio.
 //
@@ -135,10 +136,11 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, std::int64_t B, 
 
   auto has = [&](const char* n) { return in.count(n) != 0; };
   auto floats = [&](const char* n) { return has(n) ? f32Of(in.at(n)) : std::vector<float>(); };
-  std::vector<float> g = floats("g"), beta = floats("beta"), s0 = floats("initial_state");
+  std::vector<float> g = floats("g"), beta = floats("beta"), s0 = floats("initial_state"), pg = floats("precond_g"),
+                     pb = floats("precond_beta"), pc = floats("precond_center"), p0 = floats("initial_precond_state");
   std::vector<std::int64_t> cuv = cu;
   std::vector<std::uint16_t> o((size_t)(B * T * HV * V), 0x7fc1);  // poison: bf16 NaN
-  std::vector<float> sT((size_t)(N * HV * K * V), NAN);
+  std::vector<float> sT((size_t)(N * HV * K * V), NAN), pT((size_t)(N * s.heads_qk * K), NAN);
   auto ptr = [](std::vector<float>& v) -> const float* { return v.empty() ? nullptr : v.data(); };
 
   const dgps::launch::FeatureSet f = featuresOf(spec);
@@ -166,6 +168,11 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, std::int64_t B, 
   a.g = ptr(g);
   a.beta = ptr(beta);
   a.initial_state = ptr(s0);
+  a.precond_g = ptr(pg);
+  a.precond_beta = ptr(pb);
+  a.precond_center = ptr(pc);
+  a.initial_precond_state = ptr(p0);
+  a.final_precond_state = ref.has_final_precond_state ? pT.data() : nullptr;
   a.cu_seqlens = cuv.empty() ? nullptr : cuv.data();
   a.o = o.data();
   a.final_state = ref.has_final_state ? sT.data() : nullptr;
@@ -180,16 +187,23 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, std::int64_t B, 
   const int nr = dgps::launch::forwardRoles(f, roles);
   const std::string prefix = "dgps_" + spec.name + "_fwd_";
   bool ok = true;
-  // 1. chunk_local of both packages on separate poisoned workspaces
-  for (int i = 0; i < nr && ok; ++i) {
-    if (std::string(dgps::launch::roleName(roles[i])) != "chunk_local") continue;
+  // 1. the roles up to chunk_local on separate poisoned workspaces (the earlier roles, e.g. precond_scan, are
+  // the device library's in both packages); chunk_local of each package
+  int local = -1;
+  for (int i = 0; i < nr && ok && local < 0; ++i) {
+    const std::string role = dgps::launch::roleName(roles[i]);
     const dgps::launch::Geometry geo = dgps::launch::forwardGeometry(roles[i], f, ls, tc);
     a.workspace = wsLib.data();
-    ok = launchRole(m.lib, prefix + "chunk_local", geo, a);
+    ok = launchRole(m.lib, prefix + role, geo, a);
     a.workspace = wsTile.data();
-    ok = ok && launchRole(m.tile, prefix + "chunk_local", geo, a);
+    ok = ok && launchRole(m.tile, prefix + role, geo, a);
+    if (role == "chunk_local") local = i;
   }
   if (!ok) return false;
+  if (local < 0) {
+    std::fprintf(stderr, "%s has no chunk_local role\n", spec.name.c_str());
+    return false;
+  }
   long long firstDiff = -1, ndiff = 0;
   for (size_t i = 0; i < wsBytes; ++i)
     if (wsLib[i] != wsTile[i]) {
@@ -199,9 +213,8 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, std::int64_t B, 
   const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(f, ls, tc);
   // 2. every other role after the generated chunk_local, in launch_rules.h order
   a.workspace = wsTile.data();
-  for (int i = 0; i < nr && ok; ++i) {
+  for (int i = local + 1; i < nr && ok; ++i) {
     const std::string role = dgps::launch::roleName(roles[i]);
-    if (role == "chunk_local") continue;
     ok = launchRole(m.tile, prefix + role, dgps::launch::forwardGeometry(roles[i], f, ls, tc), a);
   }
   if (!ok) return false;
@@ -214,10 +227,14 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, std::int64_t B, 
   }
   const double eo = relErr(od, ref.o);
   const double es = ref.has_final_state ? relErr(std::vector<double>(sT.begin(), sT.end()), ref.final_state) : 0.0;
-  const bool pass = ndiff == 0 && eo <= kTolOut && es <= kTolState;
-  std::printf("  %s K=V=%d B=%lld T=%lld N=%lld H=%lld HV=%lld%s: workspace %s, rel err o %.3g, final state %.3g  %s\n",
+  const double ep = ref.has_final_precond_state
+                       ? relErr(std::vector<double>(pT.begin(), pT.end()), ref.final_precond_state)
+                       : 0.0;
+  const bool pass = ndiff == 0 && eo <= kTolOut && es <= kTolState && ep <= kTolState;
+  std::printf("  %s K=V=%d B=%lld T=%lld N=%lld H=%lld HV=%lld%s: workspace %s, rel err o %.3g, final state %.3g, "
+              "precond state %.3g  %s\n",
               spec.name.c_str(), K, (long long)B, (long long)T, (long long)N, (long long)s.heads_qk, (long long)HV,
-              cu.empty() ? "" : " varlen", ndiff == 0 ? "identical" : "DIFFERS", eo, es, pass ? "ok" : "FAIL");
+              cu.empty() ? "" : " varlen", ndiff == 0 ? "identical" : "DIFFERS", eo, es, ep, pass ? "ok" : "FAIL");
   if (ndiff)
     std::printf("    %lld bytes differ, first at byte %lld (region %s)\n", ndiff, firstDiff, regionOf(W, firstDiff));
   return pass;

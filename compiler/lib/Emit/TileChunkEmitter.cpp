@@ -16,15 +16,17 @@ using namespace dgps::tile;
 namespace dgps {
 namespace {
 
-/// [C] vectors live in the columns of the [C][8] token area (launch_rules.h ChunkLocalSmem tok).
-constexpr int kVectorColumns = 8;
+/// [C] vectors live in the columns of the token area (launch_rules.h ChunkLocalSmem tok): 8 columns of its
+/// [C][8] part, then 4 of its [C][4] part (the span scratch of the gated products follows at C·12).
+constexpr int kVectorColumns = 12;
 
 /// A ForwardArgs tensor a chunk_local load may read: 16-bit input rows or f32.
 struct Field {
   bool act;
 };
 const std::map<std::string, Field>& forwardFields() {
-  static const std::map<std::string, Field> f = {{"q", {true}}, {"k", {true}}, {"g", {false}}, {"beta", {false}}};
+  static const std::map<std::string, Field> f = {{"q", {true}},    {"k", {true}},         {"g", {false}},
+                                                 {"beta", {false}}, {"precond_g", {false}}, {"precond_beta", {false}}};
   return f;
 }
 
@@ -58,7 +60,17 @@ class ChunkEmitter {
     if (t.getRank() == 1) {
       if (vecUsed_ == kVectorColumns)
         return op->emitOpError() << "needs more than " << kVectorColumns << " [C] vectors (the token area's columns)";
-      os_ << "  const t::RowVec " << n << "{sVec + " << vecUsed_++ << ", 8};\n";
+      if (t.getDims()[0] == Extent::K) {
+        if (pstateUsed_) return op->emitOpError("needs a second [K] vector (the layout has one, pstate)");
+        pstateUsed_ = true;
+        os_ << "  float* const " << n << " = dev::smem_at<float>(sm, L.pstate);\n";
+        return success();
+      }
+      const int col = vecUsed_++;
+      if (col < 8)
+        os_ << "  const t::RowVec " << n << "{sVec + " << col << ", 8};\n";
+      else
+        os_ << "  const t::RowVec " << n << "{sVec + C * 8 + " << col - 8 << ", 4};\n";
       return success();
     }
     if (t.getDims()[1] == Extent::C) {
@@ -73,8 +85,8 @@ class ChunkEmitter {
       os_ << "  float* const " << n << " = dev::smem_at<float>(sm, L.G);\n";
       return success();
     }
-    static const char* const slots[] = {"L.q", "L.k"};
-    if (rowsUsed_ == 2) return op->emitOpError("needs a third 16-bit [C, K] tile (the layout has q and k)");
+    static const char* const slots[] = {"L.q", "L.k", "L.kw"};
+    if (rowsUsed_ == 3) return op->emitOpError("needs a fourth 16-bit [C, K] tile (the layout has q, k and kw)");
     os_ << "  uint16_t* const " << n << " = dev::smem_at<uint16_t>(sm, " << slots[rowsUsed_++] << ");\n";
     return success();
   }
@@ -133,7 +145,45 @@ class ChunkEmitter {
   LogicalResult tokenRecord(StoreTokenRecordOp op) {
     os_ << "  t::store_token_record<C>(" << region(op.getInto()) << ", " << name(op.getA()) << ", " << name(op.getB())
         << ", " << name(op.getC()) << ", " << (op.getGate() ? "&" + name(op.getGate()) : "nullptr") << ", "
-        << name(op.getS()) << ");\n";
+        << name(op.getS());
+    for (Value f : op.getFields()) os_ << ", &" << name(f);
+    os_ << ");\n";
+    return success();
+  }
+
+  LogicalResult workspaceRows(WorkspaceRowsOp op) {
+    if (failed(place(op, op.getResult()))) return failure();
+    const std::string n = name(op.getResult());
+    if (op.getRegion() == "pst") {
+      os_ << "  t::load_vec32<KP>(" << n << ", reinterpret_cast<const float*>(ws + W.pst) + (slot * H + h) * K, K);\n";
+      pendingLoads_ = true;
+    } else {
+      os_ << "  t::load_row_slice<C>(" << n << ", reinterpret_cast<const float*>(ws + W.pcoef) + (slot * H + h) * C, at);\n";
+    }
+    return success();
+  }
+
+  LogicalResult channelScan(ChannelScanOp op) {
+    const bool inPlace = op.getTarget() != op.getX();
+    if (inPlace)
+      alias(op.getResult(), op.getTarget());
+    else if (failed(place(op, op.getResult())))
+      return failure();
+    const char* readout = op.getReadout() == ScanReadout::soft_power    ? "soft_power"
+                          : op.getReadout() == ScanReadout::clamped_pre ? "clamped_pre"
+                                                                         : "clamped_post";
+    os_ << "  {\n    t::ScanParams sp;\n";
+    if (op.getBase()) os_ << "    sp.base = " << cudaFloatLiteral(op.getBase()->convertToDouble()) << ";\n";
+    if (op.getEps()) os_ << "    sp.eps = " << cudaFloatLiteral(op.getEps()->convertToDouble()) << ";\n";
+    if (op.getCenter()) os_ << "    sp.center = " << name(op.getCenter()) << ";\n";
+    if (op.getMin())
+      os_ << "    sp.has_min = true;\n    sp.min = " << cudaFloatLiteral(op.getMin()->convertToDouble()) << ";\n";
+    if (op.getMax())
+      os_ << "    sp.has_max = true;\n    sp.max = " << cudaFloatLiteral(op.getMax()->convertToDouble()) << ";\n";
+    os_ << "    t::channel_scan_apply<C, K, KP, t::Readout::" << readout << ", Codec>("
+        << (inPlace ? "nullptr" : name(op.getResult())) << ", " << name(op.getStart()) << ", " << name(op.getA())
+        << ", " << name(op.getB()) << ", " << name(op.getX()) << ", " << name(op.getTarget()) << ", PQ, at.Lr, sp);\n";
+    os_ << "  }\n";
     return success();
   }
 
@@ -176,7 +226,7 @@ class ChunkEmitter {
         .Case<ChunkFillOp>([&](ChunkFillOp o) {
           if (failed(place(o, o.getResult()))) return failure();
           os_ << "  t::fill_rows<C>(" << name(o.getResult()) << ", " << cudaFloatLiteral(o.getValue().convertToDouble())
-              << ", at);\n";
+              << ", " << cudaFloatLiteral(o.getPad().convertToDouble()) << ", at);\n";
           return success();
         })
         .Case<BarrierOp>([&](auto) {
@@ -188,11 +238,32 @@ class ChunkEmitter {
         .Case<RowRsqrtNormOp>([&](auto o) { return rowNorm(o); })
         .Case<CumsumOp>([&](auto o) { return cumsum(o); })
         .Case<LoadScalarOp>([&](LoadScalarOp o) -> LogicalResult {
-          if (o.getIndex() != Index::none || o.getName() != "scale")
-            return o.emitOpError("chunk_local reads only the scalar argument \"scale\"");
-          os_ << "  const float " << name(o) << " = a.scale;\n";
+          if (o.getIndex() == Index::none && o.getName() == "scale") {
+            os_ << "  const float " << name(o) << " = a.scale;\n";
+            return success();
+          }
+          if (o.getIndex() == Index::h && o.getName() == "precond_center") {
+            const std::string absent = cudaFloatLiteral(o.getAbsent() ? o.getAbsent()->convertToDouble() : 0.0);
+            os_ << "  const float " << name(o) << " = a.precond_center != nullptr ? a.precond_center[h] : " << absent
+                << ";\n";
+            return success();
+          }
+          return o.emitOpError("chunk_local reads only the scalars \"scale\" (argument) and \"precond_center\" at h");
+        })
+        .Case<WorkspaceRowsOp>([&](auto o) { return workspaceRows(o); })
+        .Case<RowExpOp>([&](RowExpOp o) {
+          if (failed(place(o, o.getResult()))) return failure();
+          os_ << "  t::exp_rows<C>(" << name(o.getResult()) << ", " << name(o.getX()) << ", "
+              << cudaFloatLiteral(o.getPad().convertToDouble()) << ", at);\n";
           return success();
         })
+        .Case<RowMulOp>([&](RowMulOp o) {
+          if (failed(place(o, o.getResult()))) return failure();
+          os_ << "  t::mul_rows<C>(" << name(o.getResult()) << ", " << name(o.getLhs()) << ", " << name(o.getRhs())
+              << ");\n";
+          return success();
+        })
+        .Case<ChannelScanOp>([&](auto o) { return channelScan(o); })
         .Case<StoreTokenRecordOp>([&](auto o) { return tokenRecord(o); })
         .Case<StoreGatedRowsOp>([&](StoreGatedRowsOp o) {
           os_ << "  t::store_gated_rows<C, K, " << (o.getReverse() ? "true" : "false") << ", Codec>("
@@ -228,7 +299,7 @@ class ChunkEmitter {
   std::ostringstream& os_;
   std::map<const void*, std::string> names_;
   int vecUsed_ = 0, rowsUsed_ = 0, products_ = 0;
-  bool blockUsed_ = false, gateUsed_ = false, pendingLoads_ = false;
+  bool blockUsed_ = false, gateUsed_ = false, pendingLoads_ = false, pstateUsed_ = false;
 };
 
 }  // namespace

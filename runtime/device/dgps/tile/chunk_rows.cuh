@@ -49,10 +49,34 @@ DGPS_DEV void load_row_scalars(RowVec v, const float* g, const ChunkAt& at, int6
   for (int i = dev::tid(); i < C; i += dev::nthreads()) v[i] = i < at.Lr ? g[(at.t0 + i) * heads + head] : 0.f;
 }
 
-/// v_i = x for real rows, 0 for pad rows.
+/// v_i = src[i] for real rows, 0 for pad rows (a [C] slice of a workspace region in device memory).
 template <int C>
-DGPS_DEV void fill_rows(RowVec v, float x, const ChunkAt& at) {
-  for (int i = dev::tid(); i < C; i += dev::nthreads()) v[i] = i < at.Lr ? x : 0.f;
+DGPS_DEV void load_row_slice(RowVec v, const float* src, const ChunkAt& at) {
+  for (int i = dev::tid(); i < C; i += dev::nthreads()) v[i] = i < at.Lr ? src[i] : 0.f;
+}
+
+/// v_d = src[d] for d < K, 0 for K <= d < KP (a [K] vector of device memory; cp.async, see wait_rows()).
+template <int KP>
+DGPS_DEV void load_vec32(float* v, const float* src, int K) {
+  dev::load_tile32<1, KP>(v, KP, src, K, 1, K);
+}
+
+/// v_i = x on real rows, pad on pad rows.
+template <int C>
+DGPS_DEV void fill_rows(RowVec v, float x, float pad, const ChunkAt& at) {
+  for (int i = dev::tid(); i < C; i += dev::nthreads()) v[i] = i < at.Lr ? x : pad;
+}
+
+/// y_i = e^{x_i} on real rows, pad on pad rows.
+template <int C>
+DGPS_DEV void exp_rows(RowVec y, RowVec x, float pad, const ChunkAt& at) {
+  for (int i = dev::tid(); i < C; i += dev::nthreads()) y[i] = i < at.Lr ? dev::exp_(x[i]) : pad;
+}
+
+/// y_i = a_i · b_i (the same rows per thread as every other [C] loop here).
+template <int C>
+DGPS_DEV void mul_rows(RowVec y, RowVec a, RowVec b) {
+  for (int i = dev::tid(); i < C; i += dev::nthreads()) y[i] = a[i] * b[i];
 }
 
 /// Re-encodes a 16-bit tile of the input dtype as bf16 in place (fp16 inputs feed bf16 tensor-core

@@ -20,6 +20,14 @@ struct RowFactor {
   DGPS_DEV float operator[](int i) const { return p ? p[i * stride] : s; }
 };
 
+/// Part p's entry of a per-part array of NP <= 2 entries, by a select: a runtime index into a register array
+/// would put the array in local memory.
+template <int NP, class T>
+DGPS_DEV T part_of(const T (&x)[NP], int p) {
+  static_assert(NP == 1 || NP == 2, "one or two parts");
+  return (NP == 1 || p == 0) ? x[0] : x[NP - 1];
+}
+
 /// One 16x16 output block: acc += rows[r0..r0+16) · cols[c0..c0+16)ᵀ over all KP channels.
 template <int KP, int PITCH>
 DGPS_DEV void mma_block(float acc[2][4], const uint16_t* rows, int r0, const uint16_t* cols, int c0) {
@@ -107,7 +115,7 @@ DGPS_DEV void lower_products(const uint16_t* const (&rows)[NP], const RowFactor 
     if (tt < NTILE) {
       int p, I, J;
       lower_block_of<NB>(tt, p, I, J);
-      mma_block<KP, PITCH>(acc[u], rows[p], 16 * I, cols, 16 * J);
+      mma_block<KP, PITCH>(acc[u], part_of(rows, p), 16 * I, cols, 16 * J);
     }
   }
   dev::sync_threads();
@@ -117,7 +125,7 @@ DGPS_DEV void lower_products(const uint16_t* const (&rows)[NP], const RowFactor 
     if (tt < NTILE) {
       int p, I, J;
       lower_block_of<NB>(tt, p, I, J);
-      store_block<C, kGate>(p < NP - 1, I, J, acc[u], a[p], b[p], c, G, out_s, lda, out_g);
+      store_block<C, kGate>(p < NP - 1, I, J, acc[u], part_of(a, p), part_of(b, p), c, G, out_s, lda, out_g);
     }
   }
 }

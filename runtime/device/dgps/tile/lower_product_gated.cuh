@@ -35,7 +35,7 @@ DGPS_DEV void lower_products_channel_gated(const uint16_t* const (&rows)[NP], co
       const int rr = e / KP, d = e - rr * KP;
       const int i = r + (rr & 15);
       const float f = dev::ex2(G[i * gp + d] - G[r * gp + d]);
-      sRows[rr * PITCH + d] = dev::f32_to_bf16(dev::bf16_to_f32(rows[rr >> 4][i * PITCH + d]) * f);
+      sRows[rr * PITCH + d] = dev::f32_to_bf16(dev::bf16_to_f32(part_of(rows, rr >> 4)[i * PITCH + d]) * f);
     }
     for (int e = dev::tid(); e < (r + 16) * KP; e += dev::nthreads()) {
       const int j = e / KP, d = e - j * KP;
@@ -53,7 +53,8 @@ DGPS_DEV void lower_products_channel_gated(const uint16_t* const (&rows)[NP], co
         for (int e = 0; e < 4; ++e) acc[x][e] = 0.f;
       mma_block<KP, PITCH>(acc, sRows, 16 * p, sKc, 16 * J);
       if (!(J == I && ((unsafe >> I) & 1u)))
-        store_block<C, false>(p < NP - 1, I, J, acc, a[p], b[p], c, RowVec{nullptr, 0}, out_s, lda, out_g);
+        store_block<C, false>(p < NP - 1, I, J, acc, part_of(a, p), part_of(b, p), c, RowVec{nullptr, 0}, out_s,
+                              lda, out_g);
     }
     dev::sync_threads();
   }
@@ -65,14 +66,14 @@ DGPS_DEV void lower_products_channel_gated(const uint16_t* const (&rows)[NP], co
       const bool strict = p < NP - 1;
       float s = 0.f;
       if (j <= i) {
-        const uint16_t* ri = rows[p] + i * PITCH;
+        const uint16_t* ri = part_of(rows, p) + i * PITCH;
         for (int d = 0; d < K; ++d)
           s += dev::bf16_to_f32(ri[d]) * dev::bf16_to_f32(cols[j * PITCH + d]) * dev::ex2(G[i * gp + d] - G[j * gp + d]);
       }
       if (strict)
-        out_s[i * lda + j] = i > j ? s * a[p][i] * b[p][i] * c[j] : 0.f;
+        out_s[i * lda + j] = i > j ? s * part_of(a, p)[i] * part_of(b, p)[i] * c[j] : 0.f;
       else
-        out_g[i * C + j] = dev::f32_to_bf16(i >= j ? s * a[p][i] * b[p][i] * c[j] : 0.f);
+        out_g[i * C + j] = dev::f32_to_bf16(i >= j ? s * part_of(a, p)[i] * part_of(b, p)[i] * c[j] : 0.f);
     }
   }
 }

@@ -7,6 +7,7 @@
 #include "dgps/tile/split_vec.cuh"
 #include "dgps/tile/update.cuh"
 // chunk roles (tiles over the rows of one chunk)
+#include "dgps/tile/channel_scan.cuh"
 #include "dgps/tile/chunk_rows.cuh"
 #include "dgps/tile/gated_rows.cuh"
 #include "dgps/tile/lower_product.cuh"

@@ -70,6 +70,37 @@ LogicalResult ChunkRowsOp::verify() {
 
 LogicalResult ChunkFillOp::verify() { return expectShared(*this, getResult(), {Extent::C}, "result"); }
 
+LogicalResult WorkspaceRowsOp::verify() {
+  if (getRegion() == "pcoef") return expectShared(*this, getResult(), {Extent::C}, "\"pcoef\"");
+  if (getRegion() == "pst") return expectShared(*this, getResult(), {Extent::K}, "\"pst\"");
+  return emitOpError() << "reads workspace region \"" << getRegion() << "\"; expected \"pcoef\" or \"pst\"";
+}
+
+LogicalResult RowExpOp::verify() {
+  if (failed(expectShared(*this, getX(), {Extent::C}, "operand"))) return failure();
+  return expectShared(*this, getResult(), {Extent::C}, "result");
+}
+
+LogicalResult RowMulOp::verify() {
+  for (Value v : {getLhs(), getRhs(), getResult()})
+    if (failed(expectShared(*this, v, {Extent::C}, "operand and result"))) return failure();
+  return success();
+}
+
+LogicalResult ChannelScanOp::verify() {
+  if (failed(expectRows16(*this, getX(), "rows"))) return failure();
+  if (failed(expectShared(*this, getStart(), {Extent::K}, "start"))) return failure();
+  if (failed(expectShared(*this, getA(), {Extent::C}, "coefficient a"))) return failure();
+  if (failed(expectRows16(*this, getResult(), "result"))) return failure();
+  const bool soft = getReadout() == ScanReadout::soft_power;
+  if (soft != (getBase().has_value() && getEps().has_value()))
+    return emitOpError("readout soft_power needs `base` and `eps`, and only it takes them");
+  if (soft != (getCenter() != nullptr)) return emitOpError("readout soft_power needs the `center` operand, and only it");
+  if (soft && (getMin() || getMax())) return emitOpError("readout soft_power takes no `min` / `max`");
+  if (getTarget() != getX()) return expectInPlace(*this, getTarget());
+  return success();
+}
+
 LogicalResult RowRsqrtNormOp::verify() {
   if (getRows().empty() || getRows().size() > 2) return emitOpError("takes one or two row tiles");
   if (getResults().size() != getRows().size()) return emitOpError("needs one result per row tile");
@@ -93,6 +124,9 @@ LogicalResult StoreTokenRecordOp::verify() {
   for (Value v : {getA(), getB(), getC()})
     if (failed(expectShared(*this, v, {Extent::C}, "row vector"))) return failure();
   if (getGate() && failed(expectShared(*this, getGate(), {Extent::C}, "gate"))) return failure();
+  if (!getFields().empty() && getFields().size() != 2) return emitOpError("takes no `fields` or two (e, f)");
+  for (Value v : getFields())
+    if (failed(expectShared(*this, v, {Extent::C}, "field"))) return failure();
   return expectRegion(*this, getInto(), {"tok"});
 }
 

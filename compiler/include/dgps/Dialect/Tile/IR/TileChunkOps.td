@@ -25,10 +25,68 @@ def Tile_ChunkRowsOp : Tile_Op<"chunk_rows"> {
 }
 
 def Tile_ChunkFillOp : Tile_Op<"chunk_fill"> {
-  let summary = "a [C] shared vector: value on the chunk's real rows, 0 on pad rows";
-  let arguments = (ins F32Attr:$value);
+  let summary = "a [C] shared vector: value on the chunk's real rows, `pad` (default 0) on pad rows";
+  let arguments = (ins F32Attr:$value, DefaultValuedAttr<F32Attr, "0.0f">:$pad);
   let results = (outs Tile_AnyTile:$result);
   let assemblyFormat = "$value attr-dict `:` type($result)";
+}
+
+def Tile_WorkspaceRowsOp : Tile_Op<"workspace_rows"> {
+  let summary = "load the CTA's slice of a workspace region an earlier role wrote, at the key head";
+  let description = [{
+    `tile.workspace_rows "pcoef" : !tile.tile<[C], f32, smem, row>` reads one f32 per chunk row (0 on pad
+    rows); `"pst" : !tile.tile<[K], f32, smem, row>` the chunk's [K] start vector (launch_rules.h
+    WorkspaceLayout; both indexed by chunk slot and key head). Visible after the next `tile.barrier`.
+  }];
+  let arguments = (ins StrAttr:$region);
+  let results = (outs Tile_AnyTile:$result);
+  let assemblyFormat = "$region attr-dict `:` type($result)";
+}
+
+def Tile_RowExpOp : Tile_Op<"row_exp"> {
+  let summary = "y_i = e^{x_i} on the chunk's real rows, `pad` on pad rows ([C] shared vectors)";
+  let arguments = (ins Tile_AnyTile:$x, F32Attr:$pad);
+  let results = (outs Tile_AnyTile:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+}
+
+def Tile_RowMulOp : Tile_Op<"row_mul"> {
+  let summary = "y_i = a_i · b_i for [C] shared vectors (each thread its own rows: no barrier needed after)";
+  let arguments = (ins Tile_AnyTile:$lhs, Tile_AnyTile:$rhs);
+  let results = (outs Tile_AnyTile:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
+}
+
+// The read-out of a per-channel scan state s (tile.channel_scan).
+def Tile_ScanReadout : I32EnumAttr<"ScanReadout", "read-out of a channel scan", [
+    // P = x^(−r/(1+|r|)), r = ln(s + eps) − c: a soft power of the inclusive state
+    I32EnumAttrCase<"soft_power", 0>,
+    // P = s before the step (the state is clamped to [min, max] after each step)
+    I32EnumAttrCase<"clamped_pre", 1>,
+    // P = s after the step (clamped)
+    I32EnumAttrCase<"clamped_post", 2>]> {
+  let cppNamespace = "::dgps::tile";
+}
+
+def Tile_ChannelScanOp : Tile_Op<"channel_scan", [AllTypesMatch<["a", "b"]>,
+                                                     AllTypesMatch<["x", "target"]>]> {
+  let summary = "per-channel linear scan over the chunk rows, read out as a multiplier of a row tile";
+  let description = [{
+    Per channel d, sequentially over rows i, from the start vector s0 [K]:
+      s_i = a_i s_{i−1} + b_i x_id²          (a, b [C] vectors; x the 16-bit rows [C, K])
+    P_id is the read-out (`readout`: soft_power with attributes `base` = x, `eps` and the uniform operand
+    `center`; clamped_pre / clamped_post with optional `min` / `max`); pad rows and channels get P = 1.
+    The result is bf16(P ⊙ target) [C, K]; in place over `target` unless the target is `x` itself.
+  }];
+  let arguments = (ins Tile_AnyTile:$x, Tile_AnyTile:$start, Tile_AnyTile:$a, Tile_AnyTile:$b,
+                       Tile_AnyTile:$target, Optional<F32>:$center, Tile_ScanReadout:$readout,
+                       OptionalAttr<F32Attr>:$base, OptionalAttr<F32Attr>:$eps, OptionalAttr<F32Attr>:$min,
+                       OptionalAttr<F32Attr>:$max);
+  let results = (outs Tile_AnyTile:$result);
+  let assemblyFormat = [{
+    $x `,` $start `,` $a `,` $b `apply` $target (`center` $center^)? `readout` $readout attr-dict `:`
+    type($x) `,` type($start) `,` type($a) `->` type($result)
+  }];
 }
 
 def Tile_RowRsqrtNormOp : Tile_Op<"row_rsqrt_norm"> {
@@ -53,16 +111,22 @@ def Tile_CumsumOp : Tile_Op<"cumsum", [AllTypesMatch<["x", "result"]>]> {
   let assemblyFormat = "$x attr-dict `:` type($x)";
 }
 
-def Tile_StoreTokenRecordOp : Tile_Op<"store_token_record", [AllTypesMatch<["a", "b", "c"]>]> {
+def Tile_StoreTokenRecordOp : Tile_Op<"store_token_record", [AllTypesMatch<["a", "b", "c"]>,
+                                                               AttrSizedOperandSegments]> {
   let summary = "write the per-row record {s·a·2^G, b·2^G, b·2^(G_last − G), c, a, b, G, 0} of the chunk";
   let description = [{
     For [C] vectors a, b, c, optional log2 gates G and a uniform s, writes C + 1 rows of 8 floats into the
     workspace region `into`: row i < C is {s·a_i·2^{G_i}, b_i·2^{G_i}, b_i·2^{G_last − G_i}, c_i, a_i, b_i,
     G_i, 0}, row C is {2^{G_last}, 0, ...} (G_last = G_{C−1}); without G every power of 2 is 1 and G_i is 0.
+    With `fields` e, f (both [C]), fields 4 and 5 hold e_i, f_i instead of a_i, b_i.
   }];
   let arguments = (ins Tile_AnyTile:$a, Tile_AnyTile:$b, Tile_AnyTile:$c, F32:$s, Optional<Tile_AnyTile>:$gate,
-                       StrAttr:$into);
-  let assemblyFormat = "$a `,` $b `,` $c `,` $s (`gate` $gate^)? `into` $into attr-dict `:` type($a) (`,` type($gate)^)?";
+                       Variadic<Tile_AnyTile>:$fields, StrAttr:$into);
+  let assemblyFormat = [{
+    $a `,` $b `,` $c `,` $s (`gate` $gate^)? (`fields` `(` $fields^ `:` type($fields) `)`)? `into` $into attr-dict
+    `:` type($a)
+    (`,` type($gate)^)?
+  }];
 }
 
 def Tile_StoreGatedRowsOp : Tile_Op<"store_gated_rows"> {
