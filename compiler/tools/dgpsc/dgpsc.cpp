@@ -290,7 +290,7 @@ int run(int argc, char** argv) {
         std::stringstream ss(list);
         for (std::string item; std::getline(ss, item, ',');)
           if (item != "device-library" && item != "tile-decode" && item != "tile-chunk-local")
-            return "--codegen: unknown item '" + item +
+            return "unknown item '" + item +
                    "'; expected device-library, tile-decode, tile-chunk-local or a comma list of the tile ones";
         return std::string();
       });

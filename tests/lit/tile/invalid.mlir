@@ -107,3 +107,22 @@ func.func @bad_products() {
   tile.lower_products rows(%k, %k) cols %k row_factors(%r, %r) (%r, %r) col_factor %r into "aqk" : (!tile.tile<[C, K], bf16, smem, row>, !tile.tile<[C, K], bf16, smem, row>, !tile.tile<[C, K], bf16, smem, row>, !tile.tile<[C], f32, smem, row>, !tile.tile<[C], f32, smem, row>, !tile.tile<[C], f32, smem, row>, !tile.tile<[C], f32, smem, row>, !tile.tile<[C], f32, smem, row>) -> ()
   return
 }
+
+// -----
+
+func.func @bad_scan() {
+  %k = tile.chunk_rows "k" at key_head : !tile.tile<[C, K], bf16, smem, row>
+  %s0 = tile.workspace_rows "pst" : !tile.tile<[K], f32, smem, row>
+  %a = tile.chunk_fill 1.0 : !tile.tile<[C], f32, smem, row>
+  // expected-error @+1 {{readout soft_power needs `base` and `eps`, and only it takes them}}
+  %p = tile.channel_scan %k, %s0, %a, %a apply %k readout soft_power : !tile.tile<[C, K], bf16, smem, row>, !tile.tile<[K], f32, smem, row>, !tile.tile<[C], f32, smem, row> -> !tile.tile<[C, K], bf16, smem, row>
+  return
+}
+
+// -----
+
+func.func @bad_workspace() {
+  // expected-error @+1 {{reads workspace region "tok"; expected "pcoef" or "pst"}}
+  %s0 = tile.workspace_rows "tok" : !tile.tile<[K], f32, smem, row>
+  return
+}
