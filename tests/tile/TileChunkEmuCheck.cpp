@@ -9,11 +9,13 @@
 //   2. the remaining roles (state_output) run after the generated chunk_local; o, the final state and the final
 //      preconditioner state are compared with the float64 reference (dgps::runReference).
 // Problems: K = V = each square head dim <= 64 the spec allows (else its smallest), C = 64; T = 100 (a partial chunk) with B = 2, and varlen cu = {0, 37, 100}
-// when the spec allows it; H = 2 unless the spec fixes it, with the spec's GVA ratio.
+// when the spec allows it; H = 2 unless the spec fixes it, with the spec's GVA ratio; bf16 inputs, and fp16
+// once (dense, smallest dim) where the spec takes fp16.
 //
 //   dgps-tile-chunk-emu-check TILE_PACKAGE_DIR LIBRARY_PACKAGE_DIR WORK_DIR
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -57,11 +59,11 @@ int fail(const std::string& msg) {
   return 1;
 }
 
-/// Compiles a package's kernels.cu for the emulator at head dims K = V and dlopens it.
-void* compileForEmu(const std::string& pkg, const std::string& so, int K) {
+/// Compiles a package's kernels.cu for the emulator at head dims K = V (fp16 or bf16 inputs) and dlopens it.
+void* compileForEmu(const std::string& pkg, const std::string& so, int K, bool f16) {
   const std::string cmd = std::string(DGPS_EMU_CXX) + " -O1 -std=c++17 -fPIC -shared -Wno-unknown-pragmas -include " +
                           DGPS_EMU_DIR + "/emu_prelude.h -I" + DGPS_DEVICE_DIR + " -I" + DGPS_EMU_DIR +
-                          " -DDGPS_EMU_WGMMA=1 -DDGPS_INPUT_BF16=1 -DDGPS_K=" + std::to_string(K) +
+                          " -DDGPS_EMU_WGMMA=1 " + (f16 ? "-DDGPS_INPUT_F16=1" : "-DDGPS_INPUT_BF16=1") + " -DDGPS_K=" + std::to_string(K) +
                           " -DDGPS_V=" + std::to_string(K) + " -DDGPS_CHUNK=" + std::to_string(kChunk) +
                           " -DDGPS_BLOCK_V=" + std::to_string(kBlockV) + " -DDGPS_WARPS=" + std::to_string(kWarps) +
                           " -DDGPS_STAGES=" + std::to_string(kStages) + " -x c++ " + pkg + "/kernels.cu -o " + so;
@@ -121,7 +123,7 @@ bool launchRole(void* module, const std::string& sym, const dgps::launch::Geomet
 }
 
 /// One forward problem: workspace equality of the two chunk_local kernels, then o and the final state.
-bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, std::int64_t B, std::int64_t T,
+bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, bool f16, std::int64_t B, std::int64_t T,
                std::vector<std::int64_t> cu, std::uint64_t seed) {
   dgps::ProblemShape s;
   s.batch = B;
@@ -130,7 +132,8 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, std::int64_t B, 
   s.heads_v = s.heads_qk * spec.gva_ratio;
   s.key_dim = s.value_dim = K;
   s.cu_seqlens = cu;
-  const dgps::ReferenceInputs in = dgps::generateInputs(spec, s, seed, dgps::ScalarType::BF16);
+  const dgps::ReferenceInputs in =
+      dgps::generateInputs(spec, s, seed, f16 ? dgps::ScalarType::F16 : dgps::ScalarType::BF16);
   const dgps::ReferenceOutputs ref = dgps::runReference(spec, in);
   const std::int64_t HV = s.heads_v, V = K, N = s.numSeqs();
 
@@ -139,7 +142,7 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, std::int64_t B, 
   std::vector<float> g = floats("g"), beta = floats("beta"), s0 = floats("initial_state"), pg = floats("precond_g"),
                      pb = floats("precond_beta"), pc = floats("precond_center"), p0 = floats("initial_precond_state");
   std::vector<std::int64_t> cuv = cu;
-  std::vector<std::uint16_t> o((size_t)(B * T * HV * V), 0x7fc1);  // poison: bf16 NaN
+  std::vector<std::uint16_t> o((size_t)(B * T * HV * V), f16 ? 0x7e01 : 0x7fc1);  // poison: NaN
   std::vector<float> sT((size_t)(N * HV * K * V), NAN), pT((size_t)(N * s.heads_qk * K), NAN);
   auto ptr = [](std::vector<float>& v) -> const float* { return v.empty() ? nullptr : v.data(); };
 
@@ -153,6 +156,7 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, std::int64_t B, 
   ls.K = K;
   ls.V = V;
   ls.varlen = cu.empty() ? 0 : 1;
+  ls.f16 = f16 ? 1 : 0;
   dgps::launch::TileConfig tc;
   tc.chunk = kChunk;
   tc.block_v = kBlockV;
@@ -219,21 +223,16 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, std::int64_t B, 
   }
   if (!ok) return false;
   std::vector<double> od(o.size());
-  for (size_t i = 0; i < o.size(); ++i) {
-    std::uint32_t bits = (std::uint32_t)o[i] << 16;
-    float x;
-    std::memcpy(&x, &bits, 4);
-    od[i] = x;
-  }
+  for (size_t i = 0; i < o.size(); ++i) od[i] = f16 ? dgps::f16BitsToDouble(o[i]) : dgps::bf16BitsToDouble(o[i]);
   const double eo = relErr(od, ref.o);
   const double es = ref.has_final_state ? relErr(std::vector<double>(sT.begin(), sT.end()), ref.final_state) : 0.0;
   const double ep = ref.has_final_precond_state
                        ? relErr(std::vector<double>(pT.begin(), pT.end()), ref.final_precond_state)
                        : 0.0;
   const bool pass = ndiff == 0 && eo <= kTolOut && es <= kTolState && ep <= kTolState;
-  std::printf("  %s K=V=%d B=%lld T=%lld N=%lld H=%lld HV=%lld%s: workspace %s, rel err o %.3g, final state %.3g, "
+  std::printf("  %s %s K=V=%d B=%lld T=%lld N=%lld H=%lld HV=%lld%s: workspace %s, rel err o %.3g, final state %.3g, "
               "precond state %.3g  %s\n",
-              spec.name.c_str(), K, (long long)B, (long long)T, (long long)N, (long long)s.heads_qk, (long long)HV,
+              spec.name.c_str(), f16 ? "f16" : "bf16", K, (long long)B, (long long)T, (long long)N, (long long)s.heads_qk, (long long)HV,
               cu.empty() ? "" : " varlen", ndiff == 0 ? "identical" : "DIFFERS", eo, es, ep, pass ? "ok" : "FAIL");
   if (ndiff)
     std::printf("    %lld bytes differ, first at byte %lld (region %s)\n", ndiff, firstDiff, regionOf(W, firstDiff));
@@ -262,11 +261,21 @@ int run(int argc, char** argv) {
   for (int K : dims) {
     const std::string tag = work + "/" + spec.name + "_k" + std::to_string(K);
     Modules m;
-    m.tile = compileForEmu(tilePkg, tag + "_tile_chunk_emu.so", K);
-    m.lib = compileForEmu(libPkg, tag + "_lib_chunk_emu.so", K);
+    m.tile = compileForEmu(tilePkg, tag + "_tile_chunk_emu.so", K, false);
+    m.lib = compileForEmu(libPkg, tag + "_lib_chunk_emu.so", K, false);
     if (!m.tile || !m.lib) return fail("cannot build the emulated kernels of " + spec.name);
-    ok = checkOnce(spec, m, K, 2, 100, {}, 5150 + K) && ok;
-    if (spec.varlen) ok = checkOnce(spec, m, K, 1, 100, {0, 37, 100}, 5151 + K) && ok;
+    ok = checkOnce(spec, m, K, false, 2, 100, {}, 5150 + K) && ok;
+    if (spec.varlen) ok = checkOnce(spec, m, K, false, 1, 100, {0, 37, 100}, 5151 + K) && ok;
+  }
+  // fp16 inputs (re-encoded to bf16 for the tensor cores) once, at the smallest dim, when the spec takes them.
+  if (std::find(spec.input_dtypes.begin(), spec.input_dtypes.end(), dgps::DType::F16) != spec.input_dtypes.end()) {
+    const int K = *std::min_element(dims.begin(), dims.end());
+    const std::string tag = work + "/" + spec.name + "_k" + std::to_string(K) + "_f16";
+    Modules m;
+    m.tile = compileForEmu(tilePkg, tag + "_tile_chunk_emu.so", K, true);
+    m.lib = compileForEmu(libPkg, tag + "_lib_chunk_emu.so", K, true);
+    if (!m.tile || !m.lib) return fail("cannot build the fp16 emulated kernels of " + spec.name);
+    ok = checkOnce(spec, m, K, true, 2, 100, {}, 5250 + K) && ok;
   }
   return ok ? 0 : 1;
 }

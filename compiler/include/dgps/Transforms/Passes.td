@@ -249,7 +249,9 @@ def LowerChunkLocalToTile : Pass<"dgps-lower-chunk-local-to-tile", "::mlir::Modu
     `tile.lower_products` (a [C] gate in the epilogue, a [C, K] gate inside the sum), `chunk.solve_tril`
     `tile.tri_inverse` and `tile.store_lower_col_scaled`. The per-token record and, for a [C, K] gate,
     the gated operands opq/opk/opw and the last-row decays pdec that state_output reads are written
-    from the same tiles. Fails, naming the op, on a chunk op it cannot lower (the preconditioner's).
+    from the same tiles. The preconditioner's `chunk.accum_apply` / `chunk.hypergrad_apply` becomes a
+    `tile.channel_scan` from the chunk-start state (workspace "pst") that multiplies the write key (a
+    new tile) or the read query (in place). Fails, naming the op, on a chunk op it cannot lower.
 
     Before (GDN):
     ```mlir

@@ -1,5 +1,6 @@
-// The `tile` dialect: typed tiles of one CTA and generic tile maths (TileOps.td). First role lowered
-// to it: decode (--dgps-lower-decode-to-tile); printed as CUDA by the emitter (Emit/TileEmitter.h).
+// The `tile` dialect: typed tiles of one CTA and generic tile maths (TileOps.td, TileChunkOps.td). Roles
+// lowered to it: decode (--dgps-lower-decode-to-tile) and chunk_local (--dgps-lower-chunk-local-to-tile);
+// printed as CUDA by the emitters (Emit/TileEmitter.h).
 #pragma once
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"

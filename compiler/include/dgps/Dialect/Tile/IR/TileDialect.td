@@ -3,7 +3,8 @@
 // The `tile` dialect sits below `chunk`: one kernel role becomes a `func.func` whose body is tile
 // maths over typed tiles of one CTA. It knows nothing of decay, gain or preconditioner kinds; the
 // lowering decides those and the emitter prints each op as a call into the typed tile library
-// (runtime/device/dgps/tile/*.cuh). First role: decode (--dgps-lower-decode-to-tile).
+// (runtime/device/dgps/tile/*.cuh). Roles: decode (--dgps-lower-decode-to-tile), chunk_local
+// (--dgps-lower-chunk-local-to-tile; ops in TileChunkOps.td).
 //
 //===----------------------------------------------------------------------===//
 #ifndef DGPS_DIALECT_TILE_IR_DIALECT_TD
