@@ -35,7 +35,9 @@ bool is16(Type t) { return !cast<TileType>(t).getElementType().isF32(); }
 
 class ChunkEmitter {
  public:
-  explicit ChunkEmitter(std::ostringstream& os) : os_(os) {}
+  /// `features`: the function's tile.launch_features, which decide which slots chunkLocalSmem has.
+  ChunkEmitter(std::ostringstream& os, ArrayRef<int32_t> features)
+      : os_(os), diagonalGate_(features[0] == 2), precond_(features[2] == 1), keySide_(features[3] == 0) {}
 
   LogicalResult block(Block& body) {
     for (Operation& op : body)
@@ -61,6 +63,7 @@ class ChunkEmitter {
       if (vecUsed_ == kVectorColumns)
         return op->emitOpError() << "needs more than " << kVectorColumns << " [C] vectors (the token area's columns)";
       if (t.getDims()[0] == Extent::K) {
+        if (!precond_) return op->emitOpError("needs a [K] vector, which the layout has only with a preconditioner");
         if (pstateUsed_) return op->emitOpError("needs a second [K] vector (the layout has one, pstate)");
         pstateUsed_ = true;
         os_ << "  float* const " << n << " = dev::smem_at<float>(sm, L.pstate);\n";
@@ -80,6 +83,8 @@ class ChunkEmitter {
       return success();
     }
     if (!is16(t)) {
+      if (!diagonalGate_)
+        return op->emitOpError("needs an f32 [C, K] tile, which the layout has only for a per-channel gate");
       if (gateUsed_) return op->emitOpError("needs a second f32 [C, K] tile (the layout has one, G)");
       gateUsed_ = true;
       os_ << "  float* const " << n << " = dev::smem_at<float>(sm, L.G);\n";
@@ -87,6 +92,8 @@ class ChunkEmitter {
     }
     static const char* const slots[] = {"L.q", "L.k", "L.kw"};
     if (rowsUsed_ == 3) return op->emitOpError("needs a fourth 16-bit [C, K] tile (the layout has q, k and kw)");
+    if (rowsUsed_ == 2 && !(precond_ && keySide_))
+      return op->emitOpError("needs a third 16-bit [C, K] tile, which the layout has only for a key-side preconditioner");
     os_ << "  uint16_t* const " << n << " = dev::smem_at<uint16_t>(sm, " << slots[rowsUsed_++] << ");\n";
     return success();
   }
@@ -297,6 +304,7 @@ class ChunkEmitter {
   }
 
   std::ostringstream& os_;
+  const bool diagonalGate_, precond_, keySide_;
   std::map<const void*, std::string> names_;
   int vecUsed_ = 0, rowsUsed_ = 0, products_ = 0;
   bool blockUsed_ = false, gateUsed_ = false, pendingLoads_ = false, pstateUsed_ = false;
@@ -338,7 +346,7 @@ FailureOr<std::string> emitTileChunkKernel(func::FuncOp fn, const std::string& s
   os << "  float* const sVec = dev::smem_at<float>(sm, L.tok);\n";
   os << "  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);\n";
   os << "  const int64_t sh = slot * HV + hv;\n";
-  ChunkEmitter e(os);
+  ChunkEmitter e(os, f);
   if (failed(e.block(fn.getBody().front()))) return failure();
   os << "}\n";
   return os.str();

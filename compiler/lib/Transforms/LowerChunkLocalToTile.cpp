@@ -29,7 +29,7 @@ namespace {
 
 /// A chunk value's tile form: rows of one chunk and, for a normalised key or query, its per-row factor.
 struct Rows {
-  Value tile;    ///< [C, K] (16-bit input rows) or [C] / [C, K] f32
+  Value tile;    ///< [C, K] (16-bit input rows), [C] / [C, K] f32, or a uniform f32 (precond_center)
   Value factor;  ///< [C] f32 row factor of an l2norm result (the rows themselves stay unnormalised)
 };
 
