@@ -113,16 +113,23 @@ std::string emitManifest(const Spec& s, const PlanSummary& plan) {
 FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp tileModule) {
   FailureOr<PlanSummary> summary = summarizePlan(spec, plan);
   if (failed(summary)) return failure();
-  std::optional<std::string> tileDecode;
-  if (tileModule && hasKernel(spec, KernelKind::Decode)) {
+  std::optional<std::string> tileDecode, tileChunkLocal;
+  auto chunkLocal = tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_chunk_local") : nullptr;
+  if (tileModule && hasKernel(spec, KernelKind::Decode) && (!chunkLocal || tileModule.lookupSymbol(spec.name + "_decode"))) {
     auto fn = tileModule.lookupSymbol<func::FuncOp>(spec.name + "_decode");
     if (!fn) return tileModule.emitError() << "no tile function @" << spec.name << "_decode for the decode kernel";
     FailureOr<std::string> text = emitTileKernel(fn, "dgps_" + spec.name + "_decode");
     if (failed(text)) return failure();
     tileDecode = *text;
   }
+  if (chunkLocal) {
+    FailureOr<std::string> text = emitTileChunkKernel(chunkLocal, "dgps_" + spec.name + "_fwd_chunk_local");
+    if (failed(text)) return failure();
+    tileChunkLocal = *text;
+  }
   PackageFiles files;
-  files.kernels_cu = emitKernelsCu(spec, *summary, tileDecode ? &*tileDecode : nullptr);
+  files.kernels_cu = emitKernelsCu(spec, *summary, tileDecode ? &*tileDecode : nullptr,
+                                   tileChunkLocal ? &*tileChunkLocal : nullptr);
   files.spec_yaml = canonicalYaml(spec);
   files.manifest_yaml = emitManifest(spec, *summary);
   return files;

@@ -1,13 +1,15 @@
 // dgpsc: the DGPS compiler driver.
 //
 //   dgpsc compile SPEC -o DIR [--target sm_90a] [--print-after=dgps|chunk|plan|tile|all]
-//                  [--codegen=device-library|tile-decode]
+//                  [--codegen=device-library|tile-decode|tile-chunk-local|tile-decode,tile-chunk-local]
 //       parse + validate the spec (dsl), import it as dgps IR, run the pipeline (Passes.td) and write
 //       the generated package DIR/{kernels.cu, spec.yaml, manifest.yaml}. --print-after prints the IR
 //       of a stage (or after every pass) to stdout; the plan's cost estimate goes to stderr as a remark.
 //       --codegen=tile-decode (experimental) also lowers the decode role to tile IR
 //       (--dgps-lower-decode-to-tile) and prints its kernel from that IR against runtime/device/dgps/tile;
-//       the default calls the hand-written device library for every role.
+//       --codegen=tile-chunk-local (experimental) likewise prints the forward chunk_local kernel from tile IR
+//       (--dgps-lower-chunk-local-to-tile on the partitioned plan); a comma list selects both.
+//       The default calls the hand-written device library for every role.
 //   dgpsc check SPEC
 //       the spec checker of dsl (classification, hash, tensors, canonical form).
 //   dgpsc plan SPEC [--backward [--keep NAME,...]] [--segment-chunks L] [--print-ir]
@@ -24,12 +26,14 @@
 // 2 bad command line. Nothing escapes main.
 #include <cmath>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "DgpscTune.h"
 #include "dgps/Dialect/DGPS/IR/SpecConversion.h"
+#include "dgps/Dialect/Tile/IR/Tile.h"
 #include "dgps/Emit/Package.h"
 #include "dgps/Transforms/Passes.h"
 #include "dgps/Transforms/PlanCost.h"
@@ -77,6 +81,38 @@ mlir::LogicalResult runStep(mlir::MLIRContext& ctx, mlir::ModuleOp module, std::
   else
     pm.addPass(std::move(pass));
   return pm.run(module);
+}
+
+/// Whether the --codegen list (comma-separated) names `what`.
+bool codegenHas(const std::string& list, const std::string& what) {
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (item == what) return true;
+  return false;
+}
+
+/// --codegen=tile-chunk-local: lowers the chunk_local kernel of the partitioned plan to tile IR and adds its
+/// function to `tileModule` (created when absent).
+mlir::LogicalResult lowerChunkLocal(mlir::MLIRContext& ctx, const CompileOptions& o, mlir::ModuleOp plan,
+                                    mlir::OwningOpRef<mlir::ModuleOp>& tileModule) {
+  mlir::OwningOpRef<mlir::ModuleOp> lowered = plan.clone();
+  if (mlir::failed(runStep(ctx, *lowered, dgps::createLowerChunkLocalToTile()))) {
+    std::cerr << "dgpsc: error: " << o.spec << ": pass --dgps-lower-chunk-local-to-tile failed\n";
+    return mlir::failure();
+  }
+  if (o.printAfter == "tile" || o.printAfter == "all") {
+    llvm::outs() << "// -----// IR after --dgps-lower-chunk-local-to-tile (" << o.spec << ") //----- //\n";
+    lowered->print(llvm::outs());
+    llvm::outs() << "\n";
+    llvm::outs().flush();
+  }
+  if (!tileModule) tileModule = mlir::ModuleOp::create(plan.getLoc());
+  for (auto fn : llvm::to_vector(lowered->getOps<mlir::func::FuncOp>())) {
+    if (!fn->hasAttr(dgps::tile::kRoleAttr)) continue;
+    fn->remove();
+    tileModule->push_back(fn);
+  }
+  return mlir::success();
 }
 
 /// Prints a remark or note as "file:line:col: remark: message" (no source line, no caret: it is not an
@@ -128,7 +164,7 @@ int compile(const CompileOptions& o) {
     }
     if (step.stage && std::string(step.stage) == "dgps") {
       for (auto op : module->getOps<dgps::ir::RecurrenceOp>()) canonical = dgps::ir::exportSpec(op);
-      if (o.codegen == "tile-decode") {
+      if (codegenHas(o.codegen, "tile-decode")) {
         // The decode role is lowered from the canonical dgps IR, beside the chunk pipeline.
         tileModule = module->clone();
         if (mlir::failed(runStep(ctx, *tileModule, dgps::createLowerDecodeToTile()))) {
@@ -151,6 +187,9 @@ int compile(const CompileOptions& o) {
       llvm::outs().flush();
     }
   }
+
+  if (codegenHas(o.codegen, "tile-chunk-local") && mlir::failed(lowerChunkLocal(ctx, o, *module, tileModule)))
+    return 1;
 
   // The package describes the canonicalised spec (identical to the input for every parsed spec
   // whose preconditioner is not the identity), so kernels, spec.yaml and manifest always agree.
@@ -257,9 +296,16 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"dgps", "chunk", "plan", "tile", "all"}));
   compileCmd
       ->add_option("--codegen", co.codegen,
-                   "device-library (default): every kernel calls runtime/device/dgps/device; tile-decode: the "
-                   "decode kernel is printed from tile IR (experimental)")
-      ->check(CLI::IsMember({"device-library", "tile-decode"}));
+                   "device-library (default): every kernel calls runtime/device/dgps/device; tile-decode, "
+                   "tile-chunk-local or both comma-separated: that kernel is printed from tile IR (experimental)")
+      ->check([](const std::string& list) -> std::string {
+        std::stringstream ss(list);
+        for (std::string item; std::getline(ss, item, ',');)
+          if (item != "device-library" && item != "tile-decode" && item != "tile-chunk-local")
+            return "unknown item '" + item +
+                   "'; expected device-library, tile-decode, tile-chunk-local or a comma list of the tile ones";
+        return std::string();
+      });
 
   std::string checkSpec;
   CLI::App* checkCmd = app.add_subcommand("check", "parse and validate SPEC, print its classification");

@@ -6,12 +6,12 @@ func.func private @bad_frag(!tile.tile<[K], f32, reg, frag>)
 
 // -----
 
-// expected-error @+1 {{a shared tile is [K], f32, layout row}}
+// expected-error @+1 {{a shared tile is [K], [C] or [C, C] f32, or [C, K]}}
 func.func private @bad_smem(!tile.tile<[K, BV], f32, smem, row>)
 
 // -----
 
-// expected-error @+1 {{unknown tile extent 'T'; expected K, V or BV}}
+// expected-error @+1 {{unknown tile extent 'T'; expected K, V, BV or C}}
 func.func private @bad_extent(!tile.tile<[T], f32, reg, split>)
 
 // -----
@@ -67,5 +67,62 @@ func.func @outer_needs_quad(%s: !tile.tile<[K, BV], f32, reg, frag>, %a: !tile.t
 func.func @store_to_reg(%x: !tile.tile<[K], f32, reg, split>) {
   // expected-error @+1 {{destination must be a global view}}
   tile.store %x, %x : !tile.tile<[K], f32, reg, split>, !tile.tile<[K], f32, reg, split>
+  return
+}
+
+// -----
+
+// Chunk-role tiles: a shared [C, K] tile may hold 16-bit rows; [C] vectors are f32.
+// expected-error @+1 {{a shared tile is [K], [C] or [C, C] f32, or [C, K]}}
+func.func private @bad_vec(!tile.tile<[C], bf16, smem, row>)
+
+// -----
+
+func.func @bad_cumsum_reuse() {
+  %g = tile.chunk_rows "g" at value_head : !tile.tile<[C], f32, smem, row>
+  // expected-error @+1 {{works in place: its operand must not be used after it (use the result)}}
+  %G = tile.cumsum %g {scale = 1.0 : f32} : !tile.tile<[C], f32, smem, row>
+  %b = tile.chunk_fill 1.0 : !tile.tile<[C], f32, smem, row>
+  %s = tile.load_scalar "scale" at none : f32
+  tile.store_token_record %g, %b, %b, %s into "tok" : !tile.tile<[C], f32, smem, row>
+  return
+}
+
+// -----
+
+func.func @bad_region() {
+  %t = tile.chunk_rows "k" at key_head : !tile.tile<[C, K], bf16, smem, row>
+  %G = tile.chunk_rows "g" at value_head : !tile.tile<[C, K], f32, smem, row>
+  // expected-error @+1 {{writes workspace region "aqk"; expected one of "opq", "opk", "opw"}}
+  tile.store_gated_rows %t, %G into "aqk" : !tile.tile<[C, K], bf16, smem, row>, !tile.tile<[C, K], f32, smem, row>
+  return
+}
+
+// -----
+
+func.func @bad_products() {
+  %k = tile.chunk_rows "k" at key_head : !tile.tile<[C, K], bf16, smem, row>
+  %r = tile.chunk_fill 1.0 : !tile.tile<[C], f32, smem, row>
+  // expected-error @+1 {{has one result per part but the last (1), got 0}}
+  tile.lower_products rows(%k, %k) cols %k row_factors(%r, %r) (%r, %r) col_factor %r into "aqk" : (!tile.tile<[C, K], bf16, smem, row>, !tile.tile<[C, K], bf16, smem, row>, !tile.tile<[C, K], bf16, smem, row>, !tile.tile<[C], f32, smem, row>, !tile.tile<[C], f32, smem, row>, !tile.tile<[C], f32, smem, row>, !tile.tile<[C], f32, smem, row>, !tile.tile<[C], f32, smem, row>) -> ()
+  return
+}
+
+// -----
+
+func.func @bad_scan() {
+  %k = tile.chunk_rows "k" at key_head : !tile.tile<[C, K], bf16, smem, row>
+  %s0 = tile.workspace_rows "pst" : !tile.tile<[K], f32, smem, row>
+  %a = tile.chunk_fill 1.0 : !tile.tile<[C], f32, smem, row>
+  // expected-error @+1 {{readout soft_power needs `base` and `eps`, and only it takes them}}
+  %p = tile.channel_scan %k, %s0, %a, %a apply %k readout soft_power : !tile.tile<[C, K], bf16, smem, row>, !tile.tile<[K], f32, smem, row>, !tile.tile<[C], f32, smem, row> -> !tile.tile<[C, K], bf16, smem, row>
+  return
+}
+
+// -----
+
+func.func @bad_workspace() {
+  // expected-error @+1 {{reads workspace region "tok"; expected "pcoef" or "pst"}}
+  %s0 = tile.workspace_rows "tok" : !tile.tile<[K], f32, smem, row>
   return
 }

@@ -20,4 +20,12 @@ namespace dgps {
 /// launch geometry provides.
 mlir::FailureOr<std::string> emitTileKernel(mlir::func::FuncOp fn, const std::string& symbol);
 
+/// `extern "C" __global__ void <symbol>(dgps::ForwardArgs a) { ... }` for a chunk_local tile function
+/// (--dgps-lower-chunk-local-to-tile; TileChunkEmitter.cpp). It keeps the device library role's ABI and
+/// launch geometry (launch_rules.h forwardGeometry: grid = chunk slots x HV, WARPS warps, shared memory
+/// chunkLocalSmem of the function's tile.launch_features) and writes the same workspace (WorkspaceLayout).
+/// Emits an error at the offending op and fails on an op it cannot print, a tensor ForwardArgs lacks,
+/// or more shared tiles than that layout provides.
+mlir::FailureOr<std::string> emitTileChunkKernel(mlir::func::FuncOp fn, const std::string& symbol);
+
 }  // namespace dgps

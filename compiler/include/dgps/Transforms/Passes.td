@@ -275,4 +275,67 @@ def LowerDecodeToTile : Pass<"dgps-lower-decode-to-tile", "::mlir::ModuleOp"> {
   let dependentDialects = ["::dgps::tile::TileDialect", "::mlir::func::FuncDialect"];
 }
 
+def LowerChunkLocalToTile : Pass<"dgps-lower-chunk-local-to-tile", "::mlir::ModuleOp"> {
+  let summary = "Lower the chunk_local kernel of each partitioned forward to a function over chunk tiles";
+  let description = [{
+    Runs on the partitioned chunk IR (after --chunk-partition-kernels). For every
+    `chunk.kernel "chunk_local"` adds `func.func @<name>_chunk_local` (the forward function's name
+    without `_forward`) with `tile.role = "chunk_local"`, `tile.grid = "chunk"` (one CTA per chunk slot
+    and value head) and `tile.launch_features` (the launch_rules.h FeatureSet whose workspace and
+    shared-memory layout the kernel shares with the device library's other roles). Each chunk op
+    becomes tile maths: loads are `tile.chunk_rows`, the l2norms one `tile.row_rsqrt_norm` (the rows
+    stay unnormalised; the factors scale products and the token record), `chunk.gate_cumsum` a
+    `tile.cumsum` in log2 units, `chunk.kkt` and `chunk.qk_attn` the parts of one
+    `tile.lower_products` (a [C] gate in the epilogue, a [C, K] gate inside the sum), `chunk.solve_tril`
+    `tile.tri_inverse` and `tile.store_lower_col_scaled`. The per-token record and, for a [C, K] gate,
+    the gated operands opq/opk/opw and the last-row decays pdec that state_output reads are written
+    from the same tiles. The preconditioner's `chunk.accum_apply` / `chunk.hypergrad_apply` becomes a
+    `tile.channel_scan` from the chunk-start state (workspace "pst") that multiplies the write key (a
+    new tile) or the read query (in place). Fails, naming the op, on a chunk op it cannot lower.
+
+    Before (GDN):
+    ```mlir
+    %0:2 = chunk.kernel "chunk_local" -> ... {
+      %1 = chunk.load "q" : !bf16_bthk
+      %2 = chunk.load "k" : !bf16_bthk
+      %3 = chunk.load "g" : !f32_bthv
+      %4 = chunk.load "beta" : !f32_bthv
+      %5 = chunk.l2norm %2 {eps = 1.0e-06 : f64} : !bf16_bthk -> !f32_bthk
+      %6 = chunk.l2norm %1 {eps = 1.0e-06 : f64} : !bf16_bthk -> !f32_bthk
+      %7 = chunk.gate_cumsum %3 : !f32_bthv -> !f32_bthv
+      %8 = chunk.kkt read %5, write %5 gain %4 gate %7 : ...
+      %9 = chunk.solve_tril %8 : !f32_bthvc -> !bf16_bthvc
+      %10 = chunk.qk_attn query %6, write %5 gate %7 : ...
+      chunk.yield %9, %10 : !bf16_bthvc, !bf16_bthvc
+    }
+    ```
+    After (appended to the module):
+    ```mlir
+    func.func @gdn_chunk_local() attributes {tile.grid = "chunk", tile.launch_features = array<i32: 1, 1, 0, 0, 0, 1>,
+                                             tile.role = "chunk_local"} {
+      %q = tile.chunk_rows "q" at key_head : !bf16_ck_smem_row
+      %k = tile.chunk_rows "k" at key_head : !bf16_ck_smem_row
+      %g = tile.chunk_rows "g" at value_head : !f32_c_smem_row
+      %b = tile.chunk_rows "beta" at value_head : !f32_c_smem_row
+      tile.barrier
+      %rk, %rq = tile.row_rsqrt_norm %k, %q {eps = 9.99999997E-7 : f32} : ...
+      %G = tile.cumsum %g {scale = 1.44269502 : f32} : !f32_c_smem_row
+      tile.barrier
+      %s = tile.load_scalar "scale" at none : f32
+      tile.store_token_record %rq, %rk, %b, %s gate %G into "tok" : !f32_c_smem_row, !f32_c_smem_row
+      %qb = tile.encode_bf16 %q : !bf16_ck_smem_row
+      %kb = tile.encode_bf16 %k : !bf16_ck_smem_row
+      tile.barrier
+      %A = tile.lower_products rows(%kb, %qb) cols %kb row_factors(%b, %s) (%rk, %rq) col_factor %rk
+             gate %G into "aqk" : (...) -> !f32_cc_smem_row
+      tile.barrier
+      %T = tile.tri_inverse %A : !f32_cc_smem_row
+      tile.store_lower_col_scaled %T, %b into "tb" : !f32_cc_smem_row, !f32_c_smem_row
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["::dgps::tile::TileDialect", "::mlir::func::FuncDialect"];
+}
+
 #endif

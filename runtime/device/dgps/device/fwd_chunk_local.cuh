@@ -276,7 +276,9 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
     float* pdec = reinterpret_cast<float*>(ws + W.pdec) + sh * K;
     for (int d = tid(); d < K; d += nthreads()) pdec[d] = ex2(sG[(C - 1) * PG + d]);
   }
-  if (kPre) sync_threads();  // pb (sPin) now carries rk²
+  // pb (sPin) now carries rk²; and with fp16 inputs the re-encoding below rewrites the q/k tiles that the
+  // gated-operand loop above read through other threads
+  if (kPre || (kDiag && cfg::kInputF16)) sync_threads();
 
   // ---- 4. preconditioner multiplier P (precond_rebuild.cuh): write key P⊙k (ATK) or read query P⊙q (ATQ),
   // kept in shared memory only ----

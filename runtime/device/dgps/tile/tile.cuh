@@ -6,3 +6,13 @@
 #include "dgps/tile/reduce.cuh"
 #include "dgps/tile/split_vec.cuh"
 #include "dgps/tile/update.cuh"
+// chunk roles (tiles over the rows of one chunk)
+#include "dgps/tile/channel_scan.cuh"
+#include "dgps/tile/chunk_rows.cuh"
+#include "dgps/tile/gated_rows.cuh"
+#include "dgps/tile/lower_product.cuh"
+#include "dgps/tile/lower_product_gated.cuh"
+#include "dgps/tile/row_norm.cuh"
+#include "dgps/tile/scan.cuh"
+#include "dgps/tile/token_record.cuh"
+#include "dgps/tile/tri_solve.cuh"

@@ -58,7 +58,7 @@ Type TileType::parse(AsmParser& parser) {
     llvm::SMLoc loc = parser.getCurrentLocation();
     if (parser.parseKeyword(&name)) return failure();
     std::optional<Extent> e = symbolizeExtent(name);
-    if (!e) return parser.emitError(loc) << "unknown tile extent '" << name << "'; expected K, V or BV";
+    if (!e) return parser.emitError(loc) << "unknown tile extent '" << name << "'; expected K, V, BV or C";
     dims.push_back(*e);
     return success();
   };
@@ -107,9 +107,11 @@ LogicalResult TileType::verify(function_ref<InFlightDiagnostic()> emitError, Arr
         return emitError() << "a global view has shape [K], [V] or [K, V]";
       return success();
     case Space::smem:
-      if (layout != Layout::row || !is({Extent::K}) || !elem.isF32())
-        return emitError() << "a shared tile is [K], f32, layout row";
-      return success();
+      if (layout != Layout::row) return emitError() << "a shared tile must have layout row";
+      // [K] f32 vectors (decode); over the rows of one chunk: [C, K] of any dtype, [C] and [C, C] f32.
+      if (is({Extent::C, Extent::K})) return success();
+      if ((is({Extent::K}) || is({Extent::C}) || is({Extent::C, Extent::C})) && elem.isF32()) return success();
+      return emitError() << "a shared tile is [K], [C] or [C, C] f32, or [C, K]";
     case Space::reg:
       if (!elem.isF32()) return emitError() << "a register tile holds f32, got " << elem;
       if (layout == Layout::split && is({Extent::K})) return success();

@@ -1,5 +1,6 @@
-// The `tile` dialect: typed tiles of one CTA and generic tile maths (TileOps.td). First role lowered
-// to it: decode (--dgps-lower-decode-to-tile); printed as CUDA by the emitter (Emit/TileEmitter.h).
+// The `tile` dialect: typed tiles of one CTA and generic tile maths (TileOps.td, TileChunkOps.td). Roles
+// lowered to it: decode (--dgps-lower-decode-to-tile) and chunk_local (--dgps-lower-chunk-local-to-tile);
+// printed as CUDA by the emitters (Emit/TileEmitter.h).
 #pragma once
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
@@ -20,10 +21,14 @@
 #include "dgps/Dialect/Tile/IR/TileOps.h.inc"
 
 namespace dgps::tile {
-/// Function attribute: the kernel role a tile function implements ("decode").
+/// Function attribute: the kernel role a tile function implements ("decode", "chunk_local").
 inline constexpr const char* kRoleAttr = "tile.role";
 /// Function attribute: the CTA grid (a Grid keyword: "value_tile" or "key_head").
 inline constexpr const char* kGridAttr = "tile.grid";
+/// Function attribute of a chunk role: the launch contract shared with the device library's other roles,
+/// array<i32: decay, gain, precond, side, source, solve> (launch_rules.h FeatureSet). It fixes the
+/// workspace and shared-memory layout only; the maths is in the body.
+inline constexpr const char* kLaunchFeaturesAttr = "tile.launch_features";
 /// Function attribute: the value-tile width BV the function is written for.
 inline constexpr const char* kValueTileAttr = "tile.value_tile";
 }  // namespace dgps::tile

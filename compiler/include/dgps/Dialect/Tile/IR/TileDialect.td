@@ -3,7 +3,8 @@
 // The `tile` dialect sits below `chunk`: one kernel role becomes a `func.func` whose body is tile
 // maths over typed tiles of one CTA. It knows nothing of decay, gain or preconditioner kinds; the
 // lowering decides those and the emitter prints each op as a call into the typed tile library
-// (runtime/device/dgps/tile/*.cuh). First role: decode (--dgps-lower-decode-to-tile).
+// (runtime/device/dgps/tile/*.cuh). Roles: decode (--dgps-lower-decode-to-tile), chunk_local
+// (--dgps-lower-chunk-local-to-tile; ops in TileChunkOps.td).
 //
 //===----------------------------------------------------------------------===//
 #ifndef DGPS_DIALECT_TILE_IR_DIALECT_TD
@@ -29,7 +30,9 @@ def Tile_Dialect : Dialect {
 
 // Symbolic tile extents.
 def Tile_Extent : I32EnumAttr<"Extent", "symbolic tile extent", [
-    I32EnumAttrCase<"K", 0>, I32EnumAttrCase<"V", 1>, I32EnumAttrCase<"BV", 2>]> {
+    I32EnumAttrCase<"K", 0>, I32EnumAttrCase<"V", 1>, I32EnumAttrCase<"BV", 2>,
+    // C: the chunk length (rows of one chunk; chunk-role tiles).
+    I32EnumAttrCase<"C", 3>]> {
   let cppNamespace = "::dgps::tile";
   let genSpecializedAttr = 0;
 }
@@ -71,7 +74,17 @@ def Tile_Grid : I32EnumAttr<"Grid", "CTA grid of a tile kernel", [
     // one CTA per (batch row, value head, value tile); tile.for_value_tiles runs once.
     I32EnumAttrCase<"value_tile", 0>,
     // one CTA per (batch row, key head); tile.for_value_tiles visits every value tile of the group.
-    I32EnumAttrCase<"key_head", 1>]> {
+    I32EnumAttrCase<"key_head", 1>,
+    // one CTA per (chunk slot, value head) of a chunked forward role; no tile.for_value_tiles.
+    I32EnumAttrCase<"chunk", 2>]> {
+  let cppNamespace = "::dgps::tile";
+}
+
+// Which head of a [tokens, heads, ...] tensor a chunk-role load reads.
+def Tile_HeadOf : I32EnumAttr<"HeadOf", "head of a chunk-row load", [
+    I32EnumAttrCase<"key_head", 0>,    // [T, H, ...] at the CTA's key head h = hv / (HV/H)
+    I32EnumAttrCase<"value_head", 1>]> // [T, HV, ...] at the CTA's value head hv
+{
   let cppNamespace = "::dgps::tile";
 }
 

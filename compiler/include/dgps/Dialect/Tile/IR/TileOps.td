@@ -179,4 +179,7 @@ def Tile_ForValueTilesOp : Tile_Op<"for_value_tiles", [NoTerminator, SingleBlock
   let assemblyFormat = "$body attr-dict";
 }
 
+// Ops of the chunked forward roles (tiles over the rows of one chunk).
+include "dgps/Dialect/Tile/IR/TileChunkOps.td"
+
 #endif

@@ -1,0 +1,355 @@
+// The chunk-role tile emitter (TileEmitter.h emitTileChunkKernel): a chunk_local tile function -> CUDA calling
+// runtime/device/dgps/tile. Shared tiles are placed in the role's shared-memory layout (launch_rules.h
+// chunkLocalSmem): 16-bit [C, K] rows in the q, k slots in order of loading, the f32 [C, K] gate in G, [C, C]
+// blocks in A, [C] vectors in the columns of the [C][8] token area. In-place ops reuse their operand's name.
+#include <map>
+#include <sstream>
+
+#include "dgps/Dialect/Tile/IR/Tile.h"
+#include "dgps/Emit/Package.h"
+#include "dgps/Emit/TileEmitter.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace dgps::tile;
+
+namespace dgps {
+namespace {
+
+/// [C] vectors live in the columns of the token area (launch_rules.h ChunkLocalSmem tok): 8 columns of its
+/// [C][8] part, then 4 of its [C][4] part (the span scratch of the gated products follows at C·12).
+constexpr int kVectorColumns = 12;
+
+/// A ForwardArgs tensor a chunk_local load may read: 16-bit input rows or f32.
+struct Field {
+  bool act;
+};
+const std::map<std::string, Field>& forwardFields() {
+  static const std::map<std::string, Field> f = {{"q", {true}},    {"k", {true}},         {"g", {false}},
+                                                 {"beta", {false}}, {"precond_g", {false}}, {"precond_beta", {false}}};
+  return f;
+}
+
+bool isVec(Type t) { return cast<TileType>(t).getRank() == 1; }
+bool is16(Type t) { return !cast<TileType>(t).getElementType().isF32(); }
+
+class ChunkEmitter {
+ public:
+  /// `features`: the function's tile.launch_features, which decide which slots chunkLocalSmem has.
+  ChunkEmitter(std::ostringstream& os, ArrayRef<int32_t> features)
+      : os_(os), diagonalGate_(features[0] == 2), precond_(features[2] == 1), keySide_(features[3] == 0) {}
+
+  LogicalResult block(Block& body) {
+    for (Operation& op : body)
+      if (failed(emit(op))) return failure();
+    return success();
+  }
+
+ private:
+  std::string name(Value v) {
+    auto it = names_.find(v.getAsOpaquePointer());
+    if (it != names_.end()) return it->second;
+    std::string n = "t" + std::to_string(names_.size());
+    names_[v.getAsOpaquePointer()] = n;
+    return n;
+  }
+  void alias(Value result, Value operand) { names_[result.getAsOpaquePointer()] = name(operand); }
+
+  /// Storage for a new shared tile; fails when the role's layout has no room left.
+  LogicalResult place(Operation* op, Value v) {
+    auto t = cast<TileType>(v.getType());
+    const std::string n = name(v);
+    if (t.getRank() == 1) {
+      if (vecUsed_ == kVectorColumns)
+        return op->emitOpError() << "needs more than " << kVectorColumns << " [C] vectors (the token area's columns)";
+      if (t.getDims()[0] == Extent::K) {
+        if (!precond_) return op->emitOpError("needs a [K] vector, which the layout has only with a preconditioner");
+        if (pstateUsed_) return op->emitOpError("needs a second [K] vector (the layout has one, pstate)");
+        pstateUsed_ = true;
+        os_ << "  float* const " << n << " = dev::smem_at<float>(sm, L.pstate);\n";
+        return success();
+      }
+      const int col = vecUsed_++;
+      if (col < 8)
+        os_ << "  const t::RowVec " << n << "{sVec + " << col << ", 8};\n";
+      else
+        os_ << "  const t::RowVec " << n << "{sVec + C * 8 + " << col - 8 << ", 4};\n";
+      return success();
+    }
+    if (t.getDims()[1] == Extent::C) {
+      if (blockUsed_) return op->emitOpError("needs a second [C, C] block (the layout has one, A)");
+      blockUsed_ = true;
+      os_ << "  float* const " << n << " = dev::smem_at<float>(sm, L.A);\n";
+      return success();
+    }
+    if (!is16(t)) {
+      if (!diagonalGate_)
+        return op->emitOpError("needs an f32 [C, K] tile, which the layout has only for a per-channel gate");
+      if (gateUsed_) return op->emitOpError("needs a second f32 [C, K] tile (the layout has one, G)");
+      gateUsed_ = true;
+      os_ << "  float* const " << n << " = dev::smem_at<float>(sm, L.G);\n";
+      return success();
+    }
+    static const char* const slots[] = {"L.q", "L.k", "L.kw"};
+    if (rowsUsed_ == 3) return op->emitOpError("needs a fourth 16-bit [C, K] tile (the layout has q, k and kw)");
+    if (rowsUsed_ == 2 && !(precond_ && keySide_))
+      return op->emitOpError("needs a third 16-bit [C, K] tile, which the layout has only for a key-side preconditioner");
+    os_ << "  uint16_t* const " << n << " = dev::smem_at<uint16_t>(sm, " << slots[rowsUsed_++] << ");\n";
+    return success();
+  }
+
+  /// The CTA's slice of a workspace region (launch_rules.h WorkspaceLayout).
+  static std::string region(StringRef r) {
+    if (r == "tok") return "reinterpret_cast<float*>(ws + W.tok) + sh * (C + 1) * 8";
+    if (r == "pdec") return "reinterpret_cast<float*>(ws + W.pdec) + sh * K";
+    const std::string per = (r == "aqk" || r == "tb") ? "C * C" : "C * K";
+    return "reinterpret_cast<uint16_t*>(ws + W." + r.str() + ") + sh * " + per;
+  }
+
+  LogicalResult chunkRows(ChunkRowsOp op) {
+    auto it = forwardFields().find(op.getName().str());
+    TileType t = cast<TileType>(op.getType());
+    if (it == forwardFields().end())
+      return op.emitOpError() << "'" << op.getName() << "' is not a row tensor of the forward arguments (abi.h ForwardArgs)";
+    if (it->second.act != is16(t))
+      return op.emitOpError() << "'" << op.getName() << "' holds " << (it->second.act ? "the 16-bit input dtype" : "f32");
+    if (failed(place(op, op.getResult()))) return failure();
+    const bool key = op.getHead() == HeadOf::key_head;
+    const std::string heads = key ? "H" : "HV", head = key ? "h" : "hv", n = name(op.getResult());
+    if (isVec(t))
+      os_ << "  t::load_row_scalars<C>(" << n << ", a." << op.getName().str() << ", at, " << heads << ", " << head << ");\n";
+    else if (is16(t))
+      os_ << "  t::load_rows16<C, KP>(" << n << ", PQ, a." << op.getName().str() << ", at, " << heads << ", " << head
+          << ", K);\n";
+    else
+      os_ << "  t::load_rows32<C, KP>(" << n << ", PG, a." << op.getName().str() << ", at, " << heads << ", " << head
+          << ", K);\n";
+    pendingLoads_ = true;
+    return success();
+  }
+
+  LogicalResult rowNorm(RowRsqrtNormOp op) {
+    for (Value r : op.getResults())
+      if (failed(place(op, r))) return failure();
+    const bool two = op.getRows().size() == 2;
+    os_ << "  t::row_rsqrt_norm<C, KP, Codec>(" << name(op.getResult(0)) << ", " << name(op.getRows()[0]) << ", "
+        << (two ? name(op.getResult(1)) : "t::RowVec{nullptr, 0}") << ", "
+        << (two ? name(op.getRows()[1]) : "nullptr") << ", PQ, " << cudaFloatLiteral(op.getEps().convertToDouble())
+        << ", at.Lr);\n";
+    return success();
+  }
+
+  LogicalResult cumsum(CumsumOp op) {
+    alias(op.getResult(), op.getX());
+    const std::string s = cudaFloatLiteral(op.getScale().convertToDouble());
+    if (isVec(op.getType()))
+      os_ << "  t::cumsum_rows<C>(" << name(op.getX()) << ", " << s << ");\n";
+    else
+      os_ << "  t::cumsum_columns<C, KP>(" << name(op.getX()) << ", PG, " << s << ");\n";
+    return success();
+  }
+
+  LogicalResult tokenRecord(StoreTokenRecordOp op) {
+    os_ << "  t::store_token_record<C>(" << region(op.getInto()) << ", " << name(op.getA()) << ", " << name(op.getB())
+        << ", " << name(op.getC()) << ", " << (op.getGate() ? "&" + name(op.getGate()) : "nullptr") << ", "
+        << name(op.getS());
+    for (Value f : op.getFields()) os_ << ", &" << name(f);
+    os_ << ");\n";
+    return success();
+  }
+
+  LogicalResult workspaceRows(WorkspaceRowsOp op) {
+    if (failed(place(op, op.getResult()))) return failure();
+    const std::string n = name(op.getResult());
+    if (op.getRegion() == "pst") {
+      os_ << "  t::load_vec32<KP>(" << n << ", reinterpret_cast<const float*>(ws + W.pst) + (slot * H + h) * K, K);\n";
+      pendingLoads_ = true;
+    } else {
+      os_ << "  t::load_row_slice<C>(" << n << ", reinterpret_cast<const float*>(ws + W.pcoef) + (slot * H + h) * C, at);\n";
+    }
+    return success();
+  }
+
+  LogicalResult channelScan(ChannelScanOp op) {
+    const bool inPlace = op.getTarget() != op.getX();
+    if (inPlace)
+      alias(op.getResult(), op.getTarget());
+    else if (failed(place(op, op.getResult())))
+      return failure();
+    const char* readout = op.getReadout() == ScanReadout::soft_power    ? "soft_power"
+                          : op.getReadout() == ScanReadout::clamped_pre ? "clamped_pre"
+                                                                         : "clamped_post";
+    os_ << "  {\n    t::ScanParams sp;\n";
+    if (op.getBase()) os_ << "    sp.base = " << cudaFloatLiteral(op.getBase()->convertToDouble()) << ";\n";
+    if (op.getEps()) os_ << "    sp.eps = " << cudaFloatLiteral(op.getEps()->convertToDouble()) << ";\n";
+    if (op.getCenter()) os_ << "    sp.center = " << name(op.getCenter()) << ";\n";
+    if (op.getMin())
+      os_ << "    sp.has_min = true;\n    sp.min = " << cudaFloatLiteral(op.getMin()->convertToDouble()) << ";\n";
+    if (op.getMax())
+      os_ << "    sp.has_max = true;\n    sp.max = " << cudaFloatLiteral(op.getMax()->convertToDouble()) << ";\n";
+    os_ << "    t::channel_scan_apply<C, K, KP, t::Readout::" << readout << ", Codec>("
+        << (inPlace ? "nullptr" : name(op.getResult())) << ", " << name(op.getStart()) << ", " << name(op.getA())
+        << ", " << name(op.getB()) << ", " << name(op.getX()) << ", " << name(op.getTarget()) << ", PQ, at.Lr, sp);\n";
+    os_ << "  }\n";
+    return success();
+  }
+
+  LogicalResult lowerProducts(LowerProductsOp op) {
+    const size_t np = op.getRows().size();
+    if (op.getNumResults() == 1 && failed(place(op, op.getResult(0)))) return failure();
+    const std::string id = std::to_string(products_++);
+    auto list = [&](auto values, auto fn) {
+      std::string s;
+      for (Value v : values) s += (s.empty() ? "" : ", ") + fn(v);
+      return s;
+    };
+    os_ << "  {\n    const uint16_t* const rows" << id << "[" << np << "] = {"
+        << list(op.getRows(), [&](Value v) { return name(v); }) << "};\n";
+    os_ << "    const t::RowFactor fa" << id << "[" << np << "] = {" << list(op.getRowA(), [&](Value v) {
+      return v.getType().isF32() ? "t::RowFactor{nullptr, 0, " + name(v) + "}"
+                                 : "t::RowFactor{" + name(v) + ".p, " + name(v) + ".stride, 0.f}";
+    }) << "};\n";
+    os_ << "    const t::RowVec fb" << id << "[" << np << "] = {" << list(op.getRowB(), [&](Value v) { return name(v); })
+        << "};\n";
+    const std::string out = op.getNumResults() ? name(op.getResult(0)) : "nullptr";
+    Value g = op.getGate();
+    const std::string common = "rows" + id + ", fa" + id + ", fb" + id + ", " + name(op.getCols()) + ", " +
+                               name(op.getCol()) + ", ";
+    if (g && !isVec(g.getType())) {
+      os_ << "    t::lower_products_channel_gated<C, K, KP, PQ, NW, " << np << ">(" << common << name(g)
+          << ", PG, dev::smem_at<uint16_t>(sm, L.rows), dev::smem_at<uint16_t>(sm, L.kcol), sVec + C * 12, " << out
+          << ", PA, " << region(op.getInto()) << ");\n";
+    } else {
+      os_ << "    t::lower_products<C, KP, PQ, NW, " << np << ", " << (g ? "true" : "false") << ">(" << common
+          << (g ? name(g) : "t::RowVec{nullptr, 0}") << ", " << out << ", PA, " << region(op.getInto()) << ");\n";
+    }
+    os_ << "  }\n";
+    return success();
+  }
+
+  LogicalResult emit(Operation& op) {
+    return llvm::TypeSwitch<Operation*, LogicalResult>(&op)
+        .Case<ChunkRowsOp>([&](auto o) { return chunkRows(o); })
+        .Case<ChunkFillOp>([&](ChunkFillOp o) {
+          if (failed(place(o, o.getResult()))) return failure();
+          os_ << "  t::fill_rows<C>(" << name(o.getResult()) << ", " << cudaFloatLiteral(o.getValue().convertToDouble())
+              << ", " << cudaFloatLiteral(o.getPad().convertToDouble()) << ", at);\n";
+          return success();
+        })
+        .Case<BarrierOp>([&](auto) {
+          // the first barrier after cp.async row loads also waits for them
+          os_ << (pendingLoads_ ? "  t::wait_rows();\n" : "  dev::sync_threads();\n");
+          pendingLoads_ = false;
+          return success();
+        })
+        .Case<RowRsqrtNormOp>([&](auto o) { return rowNorm(o); })
+        .Case<CumsumOp>([&](auto o) { return cumsum(o); })
+        .Case<LoadScalarOp>([&](LoadScalarOp o) -> LogicalResult {
+          if (o.getIndex() == Index::none && o.getName() == "scale") {
+            os_ << "  const float " << name(o) << " = a.scale;\n";
+            return success();
+          }
+          if (o.getIndex() == Index::h && o.getName() == "precond_center") {
+            const std::string absent = cudaFloatLiteral(o.getAbsent() ? o.getAbsent()->convertToDouble() : 0.0);
+            os_ << "  const float " << name(o) << " = a.precond_center != nullptr ? a.precond_center[h] : " << absent
+                << ";\n";
+            return success();
+          }
+          return o.emitOpError("chunk_local reads only the scalars \"scale\" (argument) and \"precond_center\" at h");
+        })
+        .Case<WorkspaceRowsOp>([&](auto o) { return workspaceRows(o); })
+        .Case<RowExpOp>([&](RowExpOp o) {
+          if (failed(place(o, o.getResult()))) return failure();
+          os_ << "  t::exp_rows<C>(" << name(o.getResult()) << ", " << name(o.getX()) << ", "
+              << cudaFloatLiteral(o.getPad().convertToDouble()) << ", at);\n";
+          return success();
+        })
+        .Case<RowMulOp>([&](RowMulOp o) {
+          if (failed(place(o, o.getResult()))) return failure();
+          os_ << "  t::mul_rows<C>(" << name(o.getResult()) << ", " << name(o.getLhs()) << ", " << name(o.getRhs())
+              << ");\n";
+          return success();
+        })
+        .Case<ChannelScanOp>([&](auto o) { return channelScan(o); })
+        .Case<StoreTokenRecordOp>([&](auto o) { return tokenRecord(o); })
+        .Case<StoreGatedRowsOp>([&](StoreGatedRowsOp o) {
+          os_ << "  t::store_gated_rows<C, K, " << (o.getReverse() ? "true" : "false") << ", Codec>("
+              << region(o.getInto()) << ", " << name(o.getX()) << ", PQ, " << name(o.getGate()) << ", PG);\n";
+          return success();
+        })
+        .Case<StoreLastExp2Op>([&](StoreLastExp2Op o) {
+          os_ << "  t::store_last_exp2<C, K>(" << region(o.getInto()) << ", " << name(o.getGate()) << ", PG);\n";
+          return success();
+        })
+        .Case<EncodeBf16Op>([&](EncodeBf16Op o) {
+          alias(o.getResult(), o.getX());
+          // earlier readers of the input-dtype rows (other threads) finish before they are rewritten
+          os_ << "  if (dgps::cfg::kInputF16) {\n    dev::sync_threads();\n    t::encode_bf16<C, KP, true>("
+              << name(o.getX()) << ", PQ);\n  }\n";
+          return success();
+        })
+        .Case<LowerProductsOp>([&](auto o) { return lowerProducts(o); })
+        .Case<TriInverseOp>([&](TriInverseOp o) {
+          alias(o.getResult(), o.getA());
+          os_ << "  t::tri_inverse<C>(" << name(o.getA()) << ", PA);\n";
+          return success();
+        })
+        .Case<StoreLowerColScaledOp>([&](StoreLowerColScaledOp o) {
+          os_ << "  t::store_lower_col_scaled<C>(" << region(o.getInto()) << ", " << name(o.getT()) << ", PA, "
+              << name(o.getS()) << ");\n";
+          return success();
+        })
+        .Case<func::ReturnOp>([&](auto) { return success(); })
+        .Default([&](Operation* o) { return o->emitOpError("has no chunk_local tile emitter"); });
+  }
+
+  std::ostringstream& os_;
+  const bool diagonalGate_, precond_, keySide_;
+  std::map<const void*, std::string> names_;
+  int vecUsed_ = 0, rowsUsed_ = 0, products_ = 0;
+  bool blockUsed_ = false, gateUsed_ = false, pendingLoads_ = false, pstateUsed_ = false;
+};
+
+}  // namespace
+
+FailureOr<std::string> emitTileChunkKernel(func::FuncOp fn, const std::string& symbol) {
+  auto role = fn->getAttrOfType<StringAttr>(kRoleAttr);
+  auto grid = fn->getAttrOfType<StringAttr>(kGridAttr);
+  auto feat = fn->getAttrOfType<DenseI32ArrayAttr>(kLaunchFeaturesAttr);
+  if (!role || role.getValue() != "chunk_local" || !grid || grid.getValue() != stringifyGrid(Grid::chunk) || !feat ||
+      feat.size() != 6)
+    return fn.emitOpError() << "is not a chunk_local tile function (needs " << kRoleAttr << " = \"chunk_local\", "
+                            << kGridAttr << " = \"chunk\" and " << kLaunchFeaturesAttr << " with 6 entries)";
+  ArrayRef<int32_t> f = feat.asArrayRef();
+  std::ostringstream os;
+  os << "extern \"C\" __global__ void " << symbol << "(dgps::ForwardArgs a) {\n";
+  os << "  // Generated from tile IR (" << fn.getSymName().str() << ", grid chunk: one CTA per chunk slot and value head).\n";
+  os << "  namespace t = dgps::tile;\n  namespace dev = dgps::dev;\n";
+  os << "  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;\n";
+  os << "  constexpr int C = dgps::cfg::C, K = dgps::cfg::K, KP = dgps::cfg::KP, NW = dgps::cfg::WARPS;\n";
+  os << "  constexpr int PQ = dgps::launch::bf16Pitch(KP), PA = dgps::launch::f32Pitch(C), PG = KP;\n";
+  os << "  (void)PA;\n  (void)PG;\n  (void)NW;\n";
+  os << "  // The launch contract shared with the other roles: workspace and shared-memory layout only.\n";
+  os << "  constexpr dgps::launch::FeatureSet F = {" << f[0] << ", " << f[1] << ", " << f[2] << ", " << f[3] << ", "
+     << f[4] << ", " << f[5] << "};\n";
+  os << "  constexpr dgps::launch::ChunkLocalSmem L = dgps::launch::chunkLocalSmem(F, K, C);\n";
+  os << "  const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), dev::tile_of());\n";
+  os << "  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;\n";
+  os << "  const int64_t slot = dev::block_x() / HV, hv = dev::block_x() - slot * HV, h = hv / ratio;\n";
+  os << "  (void)h;\n";
+  os << "  int64_t n = 0, c = 0;\n  dev::Seq sq;\n";
+  os << "  if (!dev::slot_to_chunk(a, slot, n, c, sq)) {\n";
+  os << "    dev::zero_output_tail(a, slot, hv);  // varlen padding rows past cu_seqlens[N] read back as zeros\n";
+  os << "    return;\n  }\n";
+  os << "  t::ChunkAt at;\n  at.t0 = sq.bos + c * C;\n  at.Lr = (int)dev::lmin(C, sq.len - c * C);\n";
+  os << "  unsigned char* const sm = dev::dyn_smem();\n";
+  os << "  float* const sVec = dev::smem_at<float>(sm, L.tok);\n";
+  os << "  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);\n";
+  os << "  const int64_t sh = slot * HV + hv;\n";
+  ChunkEmitter e(os, f);
+  if (failed(e.block(fn.getBody().front()))) return failure();
+  os << "}\n";
+  return os.str();
+}
+
+}  // namespace dgps

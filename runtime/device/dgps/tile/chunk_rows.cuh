@@ -1,0 +1,92 @@
+// Rows of one chunk in shared memory: the CTA's chunk coordinates, loads of [C, K] row tiles and [C] per-row
+// vectors, and the per-row vector type RowVec. Pad rows of a partial last chunk (i >= Lr) read as zero.
+#pragma once
+
+#include "dgps/device/common.cuh"
+
+namespace dgps {
+namespace tile {
+
+/// A [C] f32 vector in shared memory with element i at p[i * stride] (columns of a [C][stride] record).
+struct RowVec {
+  float* p;
+  int stride;
+  DGPS_DEV float& operator[](int i) const { return p[i * stride]; }
+};
+
+/// Where the CTA's chunk lies: tokens [t0, t0 + Lr) of the flattened token axis, heads (h, hv).
+struct ChunkAt {
+  int64_t t0 = 0;
+  int Lr = 0;
+};
+
+/// rows [0, C) x columns [0, KP) of a 16-bit tensor [tokens, heads, K] at `head` into s (pitch `pitch`), by
+/// cp.async; rows >= Lr and columns >= K are zero. Completes at the next wait_rows().
+template <int C, int KP>
+DGPS_DEV void load_rows16(uint16_t* s, int pitch, const void* g, const ChunkAt& at, int64_t heads, int64_t head,
+                          int K) {
+  dev::load_tile16<C, KP>(s, pitch, static_cast<const uint16_t*>(g) + (at.t0 * heads + head) * K, heads * K, at.Lr,
+                          K);
+}
+
+/// The same for an f32 tensor [tokens, heads, K] (pitch KP).
+template <int C, int KP>
+DGPS_DEV void load_rows32(float* s, int pitch, const float* g, const ChunkAt& at, int64_t heads, int64_t head,
+                          int K) {
+  dev::load_tile32<C, KP>(s, pitch, g + (at.t0 * heads + head) * K, heads * K, at.Lr, K);
+}
+
+/// Waits for this thread's row loads and publishes them to the CTA.
+DGPS_DEV void wait_rows() {
+  dev::cp_async_commit();
+  dev::cp_async_wait<0>();
+  dev::sync_threads();
+}
+
+/// v_i = g[(t0 + i)·heads + head] for real rows, 0 for pad rows (an f32 tensor [tokens, heads]).
+template <int C>
+DGPS_DEV void load_row_scalars(RowVec v, const float* g, const ChunkAt& at, int64_t heads, int64_t head) {
+  for (int i = dev::tid(); i < C; i += dev::nthreads()) v[i] = i < at.Lr ? g[(at.t0 + i) * heads + head] : 0.f;
+}
+
+/// v_i = src[i] for real rows, 0 for pad rows (a [C] slice of a workspace region in device memory).
+template <int C>
+DGPS_DEV void load_row_slice(RowVec v, const float* src, const ChunkAt& at) {
+  for (int i = dev::tid(); i < C; i += dev::nthreads()) v[i] = i < at.Lr ? src[i] : 0.f;
+}
+
+/// v_d = src[d] for d < K, 0 for K <= d < KP (a [K] vector of device memory; cp.async, see wait_rows()).
+template <int KP>
+DGPS_DEV void load_vec32(float* v, const float* src, int K) {
+  dev::load_tile32<1, KP>(v, KP, src, K, 1, K);
+}
+
+/// v_i = x on real rows, pad on pad rows.
+template <int C>
+DGPS_DEV void fill_rows(RowVec v, float x, float pad, const ChunkAt& at) {
+  for (int i = dev::tid(); i < C; i += dev::nthreads()) v[i] = i < at.Lr ? x : pad;
+}
+
+/// y_i = e^{x_i} on real rows, pad on pad rows.
+template <int C>
+DGPS_DEV void exp_rows(RowVec y, RowVec x, float pad, const ChunkAt& at) {
+  for (int i = dev::tid(); i < C; i += dev::nthreads()) y[i] = i < at.Lr ? dev::exp_(x[i]) : pad;
+}
+
+/// y_i = a_i · b_i (the same rows per thread as every other [C] loop here).
+template <int C>
+DGPS_DEV void mul_rows(RowVec y, RowVec a, RowVec b) {
+  for (int i = dev::tid(); i < C; i += dev::nthreads()) y[i] = a[i] * b[i];
+}
+
+/// Re-encodes a 16-bit tile of the input dtype as bf16 in place (fp16 inputs feed bf16 tensor-core
+/// products); a no-op for bf16 inputs. Thread t converts channels t, t + nthreads, ...
+template <int C, int KP, bool kF16>
+DGPS_DEV void encode_bf16(uint16_t* s, int pitch) {
+  if (!kF16) return;
+  for (int d = dev::tid(); d < KP; d += dev::nthreads())
+    for (int i = 0; i < C; ++i) s[i * pitch + d] = dev::f32_to_bf16(dev::f16_to_f32(s[i * pitch + d]));
+}
+
+}  // namespace tile
+}  // namespace dgps

@@ -1,0 +1,82 @@
+// The lower products of lower_product.cuh with per-channel log2 gates G [C, KP] inside the sum
+// (docs/math.md §4.3):
+//   P_p[i, j] = (a_p,i·b_p,i)·c_j·Σ_d R_p[i, d] Kc[j, d]·2^{G_id − G_jd}
+// Block row I uses reference row r = 16I: its rows carry 2^{G_i − G_r} <= 1, the columns 2^{G_r − G_j} (<= 1
+// for j < r). The diagonal block's columns carry factors >= 1, safe while the block's gate span
+// max_d (G_rd − G_{r+15,d}) is <= 100; otherwise that block is evaluated directly, exponents <= 0 only.
+// Scratch: sRows bf16 [16·NP][PITCH], sKc bf16 [C][PITCH], span NB floats (all shared).
+#pragma once
+
+#include "dgps/tile/lower_product.cuh"
+
+namespace dgps {
+namespace tile {
+
+template <int C, int K, int KP, int PITCH, int NW, int NP>
+DGPS_DEV void lower_products_channel_gated(const uint16_t* const (&rows)[NP], const RowFactor (&a)[NP],
+                                           const RowVec (&b)[NP], const uint16_t* cols, RowVec c, const float* G,
+                                           int gp, uint16_t* sRows, uint16_t* sKc, float* span, float* out_s,
+                                           int lda, uint16_t* out_g) {
+  constexpr int NB = C / 16;
+  if (dev::tid() < 32) {
+    for (int I = 0; I < NB; ++I) {
+      float m = 0.f;
+      for (int d = dev::lane(); d < KP; d += 32) m = dev::fmax_(m, G[(16 * I) * gp + d] - G[(16 * I + 15) * gp + d]);
+      m = dev::warp_max(m);
+      if (dev::lane() == 0) span[I] = m;
+    }
+  }
+  dev::sync_threads();
+  unsigned unsafe = 0;
+  for (int I = 0; I < NB; ++I) unsafe |= (span[I] <= 100.f ? 0u : 1u) << I;
+  for (int I = 0; I < NB; ++I) {
+    const int r = 16 * I;
+    for (int e = dev::tid(); e < 16 * NP * KP; e += dev::nthreads()) {
+      const int rr = e / KP, d = e - rr * KP;
+      const int i = r + (rr & 15);
+      const float f = dev::ex2(G[i * gp + d] - G[r * gp + d]);
+      sRows[rr * PITCH + d] = dev::f32_to_bf16(dev::bf16_to_f32(part_of(rows, rr >> 4)[i * PITCH + d]) * f);
+    }
+    for (int e = dev::tid(); e < (r + 16) * KP; e += dev::nthreads()) {
+      const int j = e / KP, d = e - j * KP;
+      const float dg = dev::fmin_(G[r * gp + d] - G[j * gp + d], 100.f);
+      sKc[j * PITCH + d] = dev::f32_to_bf16(dev::bf16_to_f32(cols[j * PITCH + d]) * dev::ex2(dg));
+    }
+    dev::sync_threads();
+    const int ntile = NP * (I + 1);
+    for (int tt = dev::warp(); tt < ntile; tt += NW) {
+      const int p = tt / (I + 1), J = tt - p * (I + 1);
+      float acc[2][4];
+#pragma unroll
+      for (int x = 0; x < 2; ++x)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[x][e] = 0.f;
+      mma_block<KP, PITCH>(acc, sRows, 16 * p, sKc, 16 * J);
+      if (!(J == I && ((unsafe >> I) & 1u)))
+        store_block<C, false>(p < NP - 1, I, J, acc, part_of(a, p), part_of(b, p), c, RowVec{nullptr, 0}, out_s,
+                              lda, out_g);
+    }
+    dev::sync_threads();
+  }
+  // unsafe diagonal blocks: direct per-element evaluation, exponents G_i − G_j <= 0 only
+  for (int I = 0; I < NB; ++I) {
+    if (!((unsafe >> I) & 1u)) continue;
+    for (int e = dev::tid(); e < NP * 256; e += dev::nthreads()) {
+      const int p = e >> 8, i = 16 * I + ((e >> 4) & 15), j = 16 * I + (e & 15);
+      const bool strict = p < NP - 1;
+      float s = 0.f;
+      if (j <= i) {
+        const uint16_t* ri = part_of(rows, p) + i * PITCH;
+        for (int d = 0; d < K; ++d)
+          s += dev::bf16_to_f32(ri[d]) * dev::bf16_to_f32(cols[j * PITCH + d]) * dev::ex2(G[i * gp + d] - G[j * gp + d]);
+      }
+      if (strict)
+        out_s[i * lda + j] = i > j ? s * part_of(a, p)[i] * part_of(b, p)[i] * c[j] : 0.f;
+      else
+        out_g[i * C + j] = dev::f32_to_bf16(i >= j ? s * part_of(a, p)[i] * part_of(b, p)[i] * c[j] : 0.f);
+    }
+  }
+}
+
+}  // namespace tile
+}  // namespace dgps

@@ -1,0 +1,39 @@
+// The per-token record of one chunk in device memory: C + 1 rows of 8 floats (launch_rules.h
+// WorkspaceLayout tok). With per-row vectors a, b, c, log2 gates G (G_last = G_{C-1}) and a uniform s:
+//   row i < C: { s·a_i·2^{G_i}, b_i·2^{G_i}, b_i·2^{G_last − G_i}, c_i, e_i, f_i, G_i, 0 }
+//   row C:     { 2^{G_last}, 0, 0, 0, 0, 0, 0, 0 }
+// e, f default to a, b. Without G every power of 2 is 1 and field 6 is 0.
+#pragma once
+
+#include "dgps/tile/chunk_rows.cuh"
+
+namespace dgps {
+namespace tile {
+
+template <int C>
+DGPS_DEV void store_token_record(float* out, RowVec a, RowVec b, RowVec c, const RowVec* G, float s,
+                                 const RowVec* e = nullptr, const RowVec* f = nullptr) {
+  const float GL = G ? (*G)[C - 1] : 0.f;
+  for (int i = dev::tid(); i <= C; i += dev::nthreads()) {
+    if (i == C) {
+      out[C * 8 + 0] = G ? dev::ex2(GL) : 1.f;
+#pragma unroll
+      for (int k = 1; k < 8; ++k) out[C * 8 + k] = 0.f;
+      continue;
+    }
+    const float ai = a[i], bi = b[i], Gi = G ? (*G)[i] : 0.f;
+    const float eg = G ? dev::ex2(Gi) : 1.f;
+    const float ew = G ? dev::ex2(GL - Gi) : 1.f;
+    out[i * 8 + 0] = s * ai * eg;
+    out[i * 8 + 1] = bi * eg;
+    out[i * 8 + 2] = bi * ew;
+    out[i * 8 + 3] = c[i];
+    out[i * 8 + 4] = e ? (*e)[i] : ai;
+    out[i * 8 + 5] = f ? (*f)[i] : bi;
+    out[i * 8 + 6] = Gi;
+    out[i * 8 + 7] = 0.f;
+  }
+}
+
+}  // namespace tile
+}  // namespace dgps
