@@ -45,6 +45,8 @@ Role roleOf(Operation* op) {
       .Case<AccumScanOp, AccumPassOp, HypergradScanOp, HypergradPassOp>([](auto) { return Role::PrecondScan; })
       .Case<KKTOp, SolveTrilOp, QKAttnOp>([](auto) { return Role::ChunkLocal; })
       .Case<WYRecomputeOp, GainScaleOp, StatePassOp, OutputOp>([](auto) { return Role::StateOutput; })
+      // o of a multi-step recurrence is the output's last-step rows, written where the output is computed.
+      .Case<GatherStepsOp>([](auto) { return Role::StateOutput; })
       .Default([](Operation*) { return Role::Recompute; });
 }
 

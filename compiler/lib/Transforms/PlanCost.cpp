@@ -28,6 +28,8 @@ double bytesPerTokenHead(ChunkTensorType t, const CostPoint& at) {
   double perToken;
   if (t.hasDim(Dim::T))
     perToken = 1.0;
+  else if (t.hasDim(Dim::TQ))
+    perToken = 1.0 / static_cast<double>(at.steps);
   else if (t.hasDim(Dim::NT))
     perToken = 1.0 / static_cast<double>(at.C);
   else
@@ -103,6 +105,7 @@ CostPoint costPointOf(func::FuncOp fn) {
   at.V = pointOf(fn->getAttr(kValueDimsAttr), at.V);
   if (auto c = fn->getAttrOfType<IntegerAttr>(kChunkSizeAttr)) at.C = c.getInt();
   if (auto g = fn->getAttrOfType<IntegerAttr>(kGvaAttr)) at.gvaRatio = std::max<int64_t>(1, g.getInt());
+  if (auto n = fn->getAttrOfType<IntegerAttr>(kHouseholderStepsAttr)) at.steps = std::max<int64_t>(1, n.getInt());
   return at;
 }
 

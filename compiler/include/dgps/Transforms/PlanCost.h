@@ -26,6 +26,9 @@ namespace dgps {
 /// Sizes the estimate is evaluated at.
 struct CostPoint {
   int64_t K = 128, V = 128, C = 64, gvaRatio = 1;
+  /// Householder steps per token (chunk.householder_steps): a "token" of the estimate is then one step,
+  /// a row of T, and a per-token tensor (dim TQ) counts 1/steps per step.
+  int64_t steps = 1;
 };
 
 struct KernelCost {
