@@ -32,7 +32,7 @@ class ForwardBuilder {
   ForwardBuilder(dgps::ir::RecurrenceOp op, OpBuilder& b)
       : op_(op), b_(b), loc_(op.getLoc()), ctx_(op.getContext()) {
     f32_ = b.getF32Type();
-    steps_ = op.getHouseholderSteps().value_or(1);
+    steps_ = op.householderStepsOr1();
     // Activations (q, k, v, o, and buffers stored in the input dtype) use the spec's first input
     // dtype; the float64 executor ignores element types.
     act_ = cast<TypeAttr>(op.getInputDtypes()[0]).getValue();
@@ -206,8 +206,8 @@ struct LowerToChunkPass : dgps::impl::LowerToChunkBase<LowerToChunkPass> {
       fn->setAttr(dgps::chunk::kKeyDimsAttr, op.getKeyDimsAttr());
       fn->setAttr(dgps::chunk::kValueDimsAttr, op.getValueDimsAttr());
       fn->setAttr(dgps::chunk::kTuningAttr, op.getTuning());
-      if (op.getHouseholderSteps().value_or(1) > 1)
-        fn->setAttr(dgps::chunk::kHouseholderStepsAttr, b.getI64IntegerAttr(*op.getHouseholderSteps()));
+      if (op.householderStepsOr1() > 1)
+        fn->setAttr(dgps::chunk::kHouseholderStepsAttr, b.getI64IntegerAttr(op.householderStepsOr1()));
       Block* body = fn.addEntryBlock();
       b.setInsertionPointToStart(body);
       ForwardBuilder(op, b).build();

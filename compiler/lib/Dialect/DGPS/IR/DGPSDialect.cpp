@@ -91,7 +91,7 @@ LogicalResult RecurrenceOp::verifyIntegerRanges() {
       {"heads_qk", "heads.qk", {getHeadsQk()}, [](Spec& s, const std::vector<int>& v) { s.heads_qk = v[0]; }},
       {"gva_ratio", "heads.gva_ratio", {getGvaRatio()},
        [](Spec& s, const std::vector<int>& v) { s.gva_ratio = v[0]; }},
-      {"householder_steps", "solve.steps", {getHouseholderSteps().value_or(1)},
+      {"householder_steps", "solve.steps", {householderStepsOr1()},
        [](Spec& s, const std::vector<int>& v) { s.solve.steps = v[0]; }},
       {"key_dims", "dims.key", SmallVector<int64_t>(getKeyDims()),
        [](Spec& s, const std::vector<int>& v) { s.key_dims = v; }},
@@ -150,7 +150,7 @@ LogicalResult RecurrenceOp::canonicalize(RecurrenceOp op, PatternRewriter& rewri
   bool resetGain = op.getGain() == GainKind::None &&
                    (op.getGainLo().convertToDouble() != 0.0 || op.getGainHi().convertToDouble() != 1.0);
   // One Householder step is the plain delta rule: the attribute is left out (its default).
-  bool dropSteps = op.getHouseholderSteps() && *op.getHouseholderSteps() == 1;
+  bool dropSteps = op.getHouseholderStepsAttr() && op.householderStepsOr1() == 1;
   if (!identity && !dropParams && !dropStates && !resetGain && !dropSteps) return failure();
 
   rewriter.modifyOpInPlace(op, [&] {

@@ -194,7 +194,7 @@ Spec exportSpec(RecurrenceOp op) {
     }
   }
   s.solve.kind = fromIr(op.getSolve());
-  if (auto n = op.getHouseholderSteps()) s.solve.steps = toInt(*n);
+  if (op.getHouseholderStepsAttr()) s.solve.steps = toInt(op.householderStepsOr1());
   s.qk_l2norm = op.getQkL2norm();
   s.l2norm_eps = op.getL2normEps().convertToDouble();
   if (auto sc = op.getScale()) s.scale = sc->convertToDouble();

@@ -83,6 +83,11 @@ def DGPS_RecurrenceOp : Op<DGPS_Dialect, "recurrence", [Symbol]> {
   let extraClassDeclaration = [{
     /// Every i64 attribute that becomes an int of dgps::Spec fits it (part of verify()).
     ::mlir::LogicalResult verifyIntegerRanges();
+    /// householder_steps as a signed value (the attribute's own getter is unsigned); 1 when absent.
+    int64_t householderStepsOr1() {
+      ::mlir::IntegerAttr a = getHouseholderStepsAttr();
+      return a ? a.getInt() : 1;
+    }
   }];
 }
 
