@@ -96,7 +96,7 @@ module {
 // -----
 
 module {
-  // expected-error @+1 {{attribute 'householder_steps': integer out of range}}
+  // expected-error @+1 {{attribute 'householder_steps': must be in 1..4, got 4294967298}}
   dgps.recurrence @big {decay = #dgps.decay<scalar>, gain = #dgps.gain<scalar>, gain_lo = 0.0, gain_hi = 1.0,
       precond = #dgps.precond<none>, solve = #dgps.solve<delta>, householder_steps = 4294967298, qk_l2norm = true,
       l2norm_eps = 1.0e-6, heads_qk = 0, gva_ratio = 1, key_dims = array<i64: 128>, value_dims = array<i64: 128>,

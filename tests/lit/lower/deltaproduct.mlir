@@ -3,22 +3,23 @@
 // steps (docs/math.md §3.7). One step is GDN: the canonicalizer drops householder_steps = 1.
 // RUN: %dgps-opt %s -split-input-file --canonicalize --dgps-lower-to-chunk --canonicalize | %FileCheck %s
 
+// CHECK-DAG: !bf16_btqhk = !chunk.tensor<[B, TQ, H, K], bf16>
 // CHECK-LABEL: func.func @gdp_forward
 // CHECK-SAME: chunk.householder_steps = 2 : i64
-// CHECK: %[[Q:.*]] = chunk.load "q" : !chunk.tensor<[B, TQ, H, K], bf16>
+// CHECK: %[[Q:.*]] = chunk.load "q" : !bf16_btqhk
 // CHECK: %[[K:.*]] = chunk.load "k" : !bf16_bthk
 // CHECK: %[[V:.*]] = chunk.load "v" : !bf16_bthvv
-// CHECK: %[[G:.*]] = chunk.load "g" : !chunk.tensor<[B, TQ, HV], f32>
-// CHECK: %[[GS:.*]] = chunk.spread_steps %[[G]] {step = 0 : i64, steps = 2 : i64} : !chunk.tensor<[B, TQ, HV], f32> -> !f32_bthv
+// CHECK: %[[G:.*]] = chunk.load "g" : !f32_btqhv
+// CHECK: %[[GS:.*]] = chunk.spread_steps %[[G]] {step = 0 : i64, steps = 2 : i64} : !f32_btqhv -> !f32_bthv
 // CHECK: %[[BETA:.*]] = chunk.load "beta" : !f32_bthv
 // CHECK: %[[KR:.*]] = chunk.l2norm %[[K]]
-// CHECK: %[[QN:.*]] = chunk.l2norm %[[Q]] {{.*}} -> !chunk.tensor<[B, TQ, H, K], f32>
-// CHECK: %[[QS:.*]] = chunk.spread_steps %[[QN]] {step = 1 : i64, steps = 2 : i64} : !chunk.tensor<[B, TQ, H, K], f32> -> !f32_bthk
+// CHECK: %[[QN:.*]] = chunk.l2norm %[[Q]] {{.*}} -> !f32_btqhk
+// CHECK: %[[QS:.*]] = chunk.spread_steps %[[QN]] {step = 1 : i64, steps = 2 : i64} : !f32_btqhk -> !f32_bthk
 // CHECK: %[[GC:.*]] = chunk.gate_cumsum %[[GS]]
 // CHECK: chunk.kkt read %[[KR]], write %[[KR]] gain %[[BETA]] gate %[[GC]]
 // CHECK: chunk.qk_attn query %[[QS]], write %[[KR]] gate %[[GC]]
 // CHECK: %[[O:.*]] = chunk.output query %[[QS]]
-// CHECK: %[[OT:.*]] = chunk.gather_steps %[[O]] {step = 1 : i64, steps = 2 : i64} : !bf16_bthvv -> !chunk.tensor<[B, TQ, HV, V], bf16>
+// CHECK: %[[OT:.*]] = chunk.gather_steps %[[O]] {step = 1 : i64, steps = 2 : i64} : !bf16_bthvv -> !bf16_btqhvv
 // CHECK: chunk.store "o", %[[OT]]
 module attributes {dgps.target = "sm_90a"} {
   dgps.recurrence @gdp {decay = #dgps.decay<scalar>, gain = #dgps.gain<scalar>, gain_lo = 0.0, gain_hi = 1.0,
