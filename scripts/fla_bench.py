@@ -4,6 +4,10 @@
 
     python3 scripts/fla_bench.py FLA_PARENT_DIR OUT.json [--shapes LIST] [--ops gdn,deltanet,kda,...]
 
+Gated DeltaProduct (n_h = 2, FLA's chunk_gated_delta_product; no DGPS kernels yet), alone:
+    python3 scripts/fla_bench.py FLA_PARENT_DIR gdp.json --ops gated_deltaproduct \
+        --shapes "forward:B=8,T=4096,H=16,K=128,V=128"
+
 FLA_PARENT_DIR holds FLA's `fla/` package (a git-ignored copy; never committed). LIST uses dgps-bench's
 --dgps_shapes syntax: "forward:B=8,T=4096,H=16,K=128,V=128;decode:B=256,H=16,K=128,V=128" (HV=n for GVA).
 
@@ -54,7 +58,11 @@ def import_fla(parent):
     sys.modules['fla'] = pkg
 
 
-def make_inputs(torch, s, seed=0):
+# Householder steps per token of specs/gated_deltaproduct.yaml (solve.steps).
+GDP_STEPS = 2
+
+
+def make_inputs(torch, s, seed=0, with_steps=False):
     F = torch.nn.functional
     g = torch.Generator(device='cuda').manual_seed(seed)
     B, T, H, HV, K, V = s['B'], s['T'], s['H'], s['HV'], s['K'], s['V']
@@ -73,6 +81,12 @@ def make_inputs(torch, s, seed=0):
     }
     if s['kind'] == 'decode':
         x['h0'] = randn(B, HV, K, V) * 0.1
+    elif with_steps:
+        # Gated DeltaProduct: k, v and beta carry T * n_h rows (row t*n_h + j is Householder step j of token t).
+        n = GDP_STEPS
+        x['k_steps'] = F.normalize(randn(B, T * n, H, K), dim=-1).to(bf)
+        x['v_steps'] = randn(B, T * n, HV, V).to(bf)
+        x['beta_steps'] = torch.sigmoid(randn(B, T * n, HV))
     return x
 
 
@@ -100,6 +114,15 @@ def fla_ops(torch):
         ops['kda'] = ('chunk_kda', lambda x: chunk_kda(x['q'], x['k'], x['v'], x['gk'], x['beta'])[0], None)
     except Exception as e:
         print(f"fla_bench: kda unavailable: {e!r}", file=sys.stderr)
+    try:
+        from fla.ops.gated_delta_product import chunk_gated_delta_product
+        ops['gated_deltaproduct'] = (
+            'chunk_gated_delta_product',
+            lambda x: chunk_gated_delta_product(q=x['q'], k=x['k_steps'], v=x['v_steps'], g=x['g'],
+                                                beta=x['beta_steps'], num_householder=GDP_STEPS)[0],
+            None)
+    except Exception as e:  # an FLA older than gated_delta_product
+        print(f"fla_bench: gated_deltaproduct unavailable: {e!r}", file=sys.stderr)
     return ops
 
 
@@ -142,7 +165,7 @@ def main():
     out = {'gpu': torch.cuda.get_device_name(), 'torch': torch.__version__, 'triton': triton.__version__,
            'date': time.strftime('%Y-%m-%d'), 'rows': []}
     for s in parse_shapes(args.shapes):
-        x = make_inputs(torch, s)
+        x = make_inputs(torch, s, with_steps='gated_deltaproduct' in ops)
         for spec, (op, fwd, dec) in ops.items():
             if s['kind'] == 'decode':
                 if dec is None:

@@ -131,6 +131,8 @@ std::string render(const Spec& s, bool forHash) {
     }
   }
   o << "solve:\n  kind: " << toString(s.solve.kind) << "\n";
+  // steps: 1 (every single-step spec) is left out, so those specs keep their canonical text and hash.
+  if (s.solve.steps != 1) o << "  steps: " << s.solve.steps << "\n";
   o << "normalize:\n  qk_l2norm: " << boolText(s.qk_l2norm) << "\n";
   if (s.qk_l2norm) o << "  eps: " << formatNumber(s.l2norm_eps) << "\n";
   o << "scale: " << (s.scale ? formatNumber(*s.scale) : "auto") << "\n";

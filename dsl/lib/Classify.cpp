@@ -53,6 +53,11 @@ std::optional<std::string> linearModel(const Spec& s, GainClass g) {
 std::optional<std::string> deltaModel(const Spec& s, GainClass g) {
   if (g != GainClass::Beta01 && g != GainClass::Beta02) return std::nullopt;
   const std::string negEig = g == GainClass::Beta02 ? ", negative eigenvalues (beta in (0,2))" : "";
+  if (householderSteps(s) > 1) {  // validation excludes a preconditioner with several steps
+    if (s.decay.kind == DecayKind::None) return "DeltaProduct" + negEig;
+    if (s.decay.kind == DecayKind::Scalar) return "Gated DeltaProduct" + negEig;
+    return std::nullopt;
+  }
   if (!hasPrecond(s)) return baseName(s.decay.kind, s.solve.kind) + negEig;
   if (s.precond.side == PrecondSide::Query) {
     if (!usesSquash(s)) return std::nullopt;
@@ -90,6 +95,7 @@ std::string axisSummary(const Spec& s) {
     if (usesHypergrad(s) && s.precond.hypergrad.has_retention) out += "+retention";
   }
   out += std::string(" S=") + toString(s.solve.kind);
+  if (householderSteps(s) > 1) out += "x" + std::to_string(householderSteps(s));  // Householder steps per token
   return out;
 }
 

@@ -156,6 +156,15 @@ void checkReferenceSpec(const Spec& spec) {
                       std::to_string(spec.gva_ratio));
     }
   }
+  const int steps = householderSteps(spec);
+  if (steps < 1 || steps > kMaxHouseholderSteps) {
+    throw DataError(who + ": solve.steps must be in 1.." + std::to_string(kMaxHouseholderSteps) + ", got " +
+                    std::to_string(steps));
+  }
+  if (steps > 1 && (spec.solve.kind != SolveKind::Delta || usesDiagonalPrecond(spec))) {
+    throw DataError(who + ": solve.steps " + std::to_string(steps) +
+                    " needs solve.kind delta and no preconditioner (docs/math.md §3.7)");
+  }
 }
 
 void checkProblemShape(const Spec& spec, const ProblemShape& s) {
@@ -210,20 +219,27 @@ std::vector<TensorSlot> referenceInputSlots(const Spec& spec, const ProblemShape
   checkReferenceSpec(spec);
   const std::int64_t B = s.batch, T = s.seq_len, H = s.heads_qk, HV = s.heads_v, K = s.key_dim, V = s.value_dim;
   const std::int64_t N = s.numSeqs();
+  // Keys, values and gains carry one row per Householder step: T·n_h rows, token-major.
+  const std::int64_t n = householderSteps(spec), TS = T * n;
+  const std::string ts = n == 1 ? "T" : "T*" + std::to_string(n);
+  const std::string stepNote = n == 1 ? "" : " (" + std::to_string(n) + " Householder steps per token, row t*" +
+                                                 std::to_string(n) + "+j is step j of token t)";
   std::vector<TensorSlot> out;
   auto add = [&](std::string name, std::vector<std::int64_t> shape, std::string layout, bool required,
                  SlotType type, std::string meaning) {
     out.push_back(TensorSlot{std::move(name), std::move(shape), std::move(layout), required, type, std::move(meaning)});
   };
   add("q", {B, T, H, K}, "[B,T,H,K]", true, SlotType::Activation, "queries");
-  add("k", {B, T, H, K}, "[B,T,H,K]", true, SlotType::Activation, "keys");
-  add("v", {B, T, HV, V}, "[B,T,HV,V]", true, SlotType::Activation, "values");
+  add("k", {B, TS, H, K}, "[B," + ts + ",H,K]", true, SlotType::Activation, "keys" + stepNote);
+  add("v", {B, TS, HV, V}, "[B," + ts + ",HV,V]", true, SlotType::Activation, "values" + stepNote);
   if (spec.decay.kind == DecayKind::Scalar) {
     add("g", {B, T, HV}, "[B,T,HV]", true, SlotType::Float, "log-decay of the scalar decay");
   } else if (spec.decay.kind == DecayKind::Diagonal) {
     add("g", {B, T, HV, K}, "[B,T,HV,K]", true, SlotType::Float, "log-decay of the diagonal decay");
   }
-  if (spec.gain.kind == GainKind::Scalar) add("beta", {B, T, HV}, "[B,T,HV]", true, SlotType::Float, "scalar gain");
+  if (spec.gain.kind == GainKind::Scalar) {
+    add("beta", {B, TS, HV}, "[B," + ts + ",HV]", true, SlotType::Float, "scalar gain" + stepNote);
+  }
   if (takesPrecondG(spec)) {
     add("precond_g", {B, T, H}, "[B,T,H]", true, SlotType::Float,
         isSquash(spec) ? "log-decay of the squash accumulator (has_gate)" : "log retention of d (has_retention)");
@@ -279,9 +295,14 @@ ProblemShape inferProblemShape(const Spec& spec, const ReferenceInputs& inputs) 
   s.key_dim = q.dim(3);
   s.heads_v = v.dim(2);
   s.value_dim = v.dim(3);
-  if (v.dim(0) != s.batch || v.dim(1) != s.seq_len) {
-    failInput("v", "expected [B,T,HV,V] with B=" + std::to_string(s.batch) + ", T=" + std::to_string(s.seq_len) +
-                       " (from q " + q.shapeString() + "), got " + v.shapeString());
+  const std::int64_t steps = householderSteps(spec);
+  if (v.dim(0) != s.batch || v.dim(1) != s.seq_len * steps) {
+    const std::string rows = steps == 1 ? "T=" + std::to_string(s.seq_len)
+                                        : "T*" + std::to_string(steps) + "=" + std::to_string(s.seq_len * steps) +
+                                              " rows (" + std::to_string(steps) + " Householder steps per token)";
+    failInput("v", std::string(steps == 1 ? "expected [B,T,HV,V]" : "expected [B,T*n_h,HV,V]") +
+                       " with B=" + std::to_string(s.batch) + ", " + rows + " (T from q " + q.shapeString() +
+                       "), got " + v.shapeString());
   }
   auto cu = inputs.find("cu_seqlens");
   if (spec.varlen && cu != inputs.end()) {
@@ -386,8 +407,11 @@ ProblemShape validateReferenceInputs(const Spec& spec, const ReferenceInputs& in
 namespace {
 
 // Inputs converted to double once, with the index arithmetic of the FLA layouts.
+// Per-token tensors (q, g, o, precond inputs) have T rows; the per-step ones (k, v, beta) have T·n_h rows
+// and are indexed by the step row r = t·n_h + j.
 struct Problem {
   ProblemShape s;
+  std::int64_t steps = 1;  // n_h
   std::vector<double> q, k, v, g, beta, pg, pb, pc, s0, p0;
   bool hasS0 = false, hasP0 = false;
 
@@ -399,6 +423,16 @@ struct Problem {
   }
   std::int64_t perV(std::int64_t b, std::int64_t t, std::int64_t hv) const { return (b * s.seq_len + t) * s.heads_v + hv; }
   std::int64_t perH(std::int64_t b, std::int64_t t, std::int64_t h) const { return (b * s.seq_len + t) * s.heads_qk + h; }
+  // Step rows r in [0, T·n_h): k [B,T·n_h,H,K], v [B,T·n_h,HV,V], beta [B,T·n_h,HV].
+  std::int64_t kStep(std::int64_t b, std::int64_t r, std::int64_t h) const {
+    return ((b * s.seq_len * steps + r) * s.heads_qk + h) * s.key_dim;
+  }
+  std::int64_t vStep(std::int64_t b, std::int64_t r, std::int64_t hv) const {
+    return ((b * s.seq_len * steps + r) * s.heads_v + hv) * s.value_dim;
+  }
+  std::int64_t betaStep(std::int64_t b, std::int64_t r, std::int64_t hv) const {
+    return (b * s.seq_len * steps + r) * s.heads_v + hv;
+  }
 };
 
 std::vector<double> doublesOf(const ReferenceInputs& in, const char* name) {
@@ -559,25 +593,33 @@ void runSequenceHead(const Spec& spec, const Problem& p, std::int64_t n, std::in
   Preconditioner pre(spec, p, n, h);
 
   std::vector<double> qhat(static_cast<std::size_t>(K)), khat(qhat.size()), kw(qhat.size()), qr(qhat.size());
-  std::vector<double> e(static_cast<std::size_t>(V)), dec(static_cast<std::size_t>(K));
+  std::vector<double> e(static_cast<std::size_t>(V)), dec(static_cast<std::size_t>(K)), unread(e.size());
+  const std::int64_t n_h = p.steps;
   for (std::int64_t t = t0; t < t1; ++t) {
     normalise(&p.q[static_cast<std::size_t>(p.qk(b, t, h))], K, spec.qk_l2norm, spec.l2norm_eps, scale, qhat);
-    normalise(&p.k[static_cast<std::size_t>(p.qk(b, t, h))], K, spec.qk_l2norm, spec.l2norm_eps, 1.0, khat);
-    kw = khat;
-    qr = qhat;
-    if (precond) {
-      const std::vector<double>& P = pre.step(b, t, khat);
-      std::vector<double>& target = atk ? kw : qr;
-      for (std::size_t i = 0; i < target.size(); ++i) target[i] *= P[i];
-    }
-    for (std::int64_t r = 0; r < ratio; ++r) {
-      const std::int64_t hv = h * ratio + r;
-      Memory& m = mem[static_cast<std::size_t>(r)];
-      const bool decays = decayFactors(spec, p, b, t, hv, dec);
-      const double beta = spec.gain.kind == GainKind::Scalar ? p.beta[static_cast<std::size_t>(p.perV(b, t, hv))] : 1.0;
-      const std::size_t vi = static_cast<std::size_t>(p.vIdx(b, t, hv));
-      m.step(decays ? dec.data() : nullptr, spec.solve.kind, beta, &p.v[vi], khat.data(), kw.data(), qr.data(),
-             e.data(), &out.o[vi]);
+    // Householder step j of token t (one step unless solve.steps > 1, which excludes a preconditioner):
+    // the decay before the first step, the read after the last.
+    for (std::int64_t j = 0; j < n_h; ++j) {
+      const std::int64_t row = t * n_h + j;
+      normalise(&p.k[static_cast<std::size_t>(p.kStep(b, row, h))], K, spec.qk_l2norm, spec.l2norm_eps, 1.0, khat);
+      kw = khat;
+      qr = qhat;
+      if (precond) {
+        const std::vector<double>& P = pre.step(b, t, khat);
+        std::vector<double>& target = atk ? kw : qr;
+        for (std::size_t i = 0; i < target.size(); ++i) target[i] *= P[i];
+      }
+      for (std::int64_t r = 0; r < ratio; ++r) {
+        const std::int64_t hv = h * ratio + r;
+        Memory& m = mem[static_cast<std::size_t>(r)];
+        const bool decays = j == 0 && decayFactors(spec, p, b, t, hv, dec);
+        const double beta =
+            spec.gain.kind == GainKind::Scalar ? p.beta[static_cast<std::size_t>(p.betaStep(b, row, hv))] : 1.0;
+        const std::size_t vi = static_cast<std::size_t>(p.vStep(b, row, hv));
+        double* o = j + 1 == n_h ? &out.o[static_cast<std::size_t>(p.vIdx(b, t, hv))] : unread.data();
+        m.step(decays ? dec.data() : nullptr, spec.solve.kind, beta, &p.v[vi], khat.data(), kw.data(), qr.data(),
+               e.data(), o);
+      }
     }
   }
 
@@ -608,6 +650,7 @@ TensorMap ReferenceOutputs::toMap() const {
 ReferenceOutputs runReference(const Spec& spec, const ReferenceInputs& inputs) {
   Problem p;
   p.s = validateReferenceInputs(spec, inputs);
+  p.steps = householderSteps(spec);
   p.q = doublesOf(inputs, "q");
   p.k = doublesOf(inputs, "k");
   p.v = doublesOf(inputs, "v");

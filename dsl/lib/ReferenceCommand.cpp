@@ -87,7 +87,9 @@ int runDemoCommand(const std::string& spec_path, std::ostream& out, std::ostream
     if (spec.precond.kind == PrecondKind::Diagonal) {
       out << " " << toString(spec.precond.source) << " on the " << toString(spec.precond.side) << " side";
     }
-    out << ", solve " << toString(spec.solve.kind) << ")\n";
+    out << ", solve " << toString(spec.solve.kind);
+    if (householderSteps(spec) > 1) out << " with " << householderSteps(spec) << " Householder steps per token";
+    out << ")\n";
     out << "shape B=" << shape.batch << " T=" << shape.seq_len << " H=" << shape.heads_qk << " HV=" << shape.heads_v
         << " K=" << shape.key_dim << " V=" << shape.value_dim << " N=" << shape.numSeqs();
     if (!shape.cu_seqlens.empty()) out << " cu_seqlens=" << shapeToString(shape.cu_seqlens);

@@ -4,7 +4,7 @@ namespace dgps {
 namespace {
 
 TensorSig sig(const char* name, std::vector<std::string> shape, const char* dtype, TensorRole role,
-              bool optional, const char* note) {
+              bool optional, const std::string& note) {
   TensorSig t;
   t.name = name;
   t.shape = std::move(shape);
@@ -20,17 +20,21 @@ TensorSig sig(const char* name, std::vector<std::string> shape, const char* dtyp
 std::vector<TensorSig> forwardSignature(const Spec& s) {
   using R = TensorRole;
   std::vector<TensorSig> out;
+  // k, v and beta carry one row per Householder step (solve.steps = n_h > 1: T*n_h rows, token-major).
+  const std::string ts = householderSteps(s) == 1 ? "T" : "T*" + std::to_string(householderSteps(s));
+  const char* stepNote = householderSteps(s) == 1 ? "" : "; row t*n_h + j is Householder step j of token t";
   out.push_back(sig("q", {"B", "T", "H", "K"}, "input", R::Input, false,
                     s.qk_l2norm ? "L2-normalised in the kernel" : "used as given"));
-  out.push_back(sig("k", {"B", "T", "H", "K"}, "input", R::Input, false,
-                    s.qk_l2norm ? "L2-normalised in the kernel" : "used as given"));
-  out.push_back(sig("v", {"B", "T", "HV", "V"}, "input", R::Input, false, ""));
+  out.push_back(sig("k", {"B", ts, "H", "K"}, "input", R::Input, false,
+                    std::string(s.qk_l2norm ? "L2-normalised in the kernel" : "used as given") + stepNote));
+  out.push_back(sig("v", {"B", ts, "HV", "V"}, "input", R::Input, false,
+                    householderSteps(s) == 1 ? "" : "row t*n_h + j is Householder step j of token t"));
   if (s.decay.kind == DecayKind::Scalar)
     out.push_back(sig("g", {"B", "T", "HV"}, "f32", R::Input, false, "log decay, natural log, <= 0"));
   if (s.decay.kind == DecayKind::Diagonal)
     out.push_back(sig("g", {"B", "T", "HV", "K"}, "f32", R::Input, false, "log decay per key channel, natural log, <= 0"));
   if (hasGainInput(s))
-    out.push_back(sig("beta", {"B", "T", "HV"}, "f32", R::Input, false, "gain, inside gain.range"));
+    out.push_back(sig("beta", {"B", ts, "HV"}, "f32", R::Input, false, std::string("gain, inside gain.range") + stepNote));
   if (usesSquash(s)) {
     if (s.precond.squash.has_gate)
       out.push_back(sig("precond_g", {"B", "T", "H"}, "f32", R::Input, false,

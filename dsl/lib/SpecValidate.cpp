@@ -197,6 +197,10 @@ class Validator {
       error("heads.gva_ratio",
             "must be in 1.." + std::to_string(kMaxGvaRatio) + ", got " + std::to_string(s_.gva_ratio),
             "an integer HV/H >= 1 (1 = no GVA)");
+    if (s_.solve.steps < 1 || s_.solve.steps > kMaxHouseholderSteps)
+      error("solve.steps",
+            "must be in 1.." + std::to_string(kMaxHouseholderSteps) + ", got " + std::to_string(s_.solve.steps),
+            "the number of Householder steps per token n_h (1 = the delta rule, 2 or 3 = Gated DeltaProduct)");
     checkDims("dims.key", s_.key_dims, "K");
     checkDims("dims.value", s_.value_dims, "V");
     checkDtypes();
@@ -386,6 +390,20 @@ class Validator {
                 std::to_string(s_.gva_ratio),
             "heads.gva_ratio: 1, or precond.source: ema_sq_squash (its gain precond_beta is per key "
             "head)");
+      return;
+    }
+    if (s_.solve.steps != 1 && s_.solve.kind != SolveKind::Delta) {
+      error("solve.steps",
+            "Householder steps are repeated delta-rule steps (docs/math.md §3.7); solve.kind is linear",
+            "solve.steps: 1, or solve.kind: delta");
+      return;
+    }
+    if (s_.solve.steps > 1 && hasPrecond(s_)) {
+      error("solve.steps",
+            "solve.steps " + std::to_string(s_.solve.steps) +
+                " with a diagonal preconditioner: the preconditioner state advances once per token, and "
+                "which of the token's n_h keys would feed it is not defined (docs/math.md §3.7)",
+            "solve.steps: 1, or precond.kind: none");
       return;
     }
     if (s_.solve.kind == SolveKind::Delta) checkWriteEigenvalue(unstable, allowNote);

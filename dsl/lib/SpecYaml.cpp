@@ -491,8 +491,15 @@ void Reader::readSolve(const Entry& e, Spec& s) {
   s.solve.loc = at(e.value);
   Entries m;
   YAML::Node kind;
-  if (readAxis(e, "solve", {"kind"}, m, kind, "solve: {kind: linear|delta}"))
-    readEnum(kind, "solve.kind", kSolveKinds, s.solve.kind);
+  if (!readAxis(e, "solve", {"kind", "steps"}, m, kind, "solve: {kind: linear|delta, steps: n_h}")) return;
+  if (!readEnum(kind, "solve.kind", kSolveKinds, s.solve.kind)) return;
+  if (s.solve.kind == SolveKind::Linear) {
+    notApplicable(m, "steps", "solve",
+                  "solve.kind is linear (Householder steps are repeated delta-rule steps; a Hebbian write has none)",
+                  "remove solve.steps, or set solve.kind: delta");
+    return;
+  }
+  if (const Entry* x = find(m, "steps")) readInt(x->value, "solve.steps", s.solve.steps);
 }
 
 void Reader::readNormalize(const Entry& e, Spec& s) {
@@ -617,7 +624,7 @@ void Reader::readDocument(const YAML::Node& root, Spec& s) {
     readGain(*find(m, "gain"), s);
   if (requireKey(m, "precond", root, "", "precond: none, or precond: {kind: diagonal, ...}  (" + axes + ")"))
     readPrecond(*find(m, "precond"), s);
-  if (requireKey(m, "solve", root, "", "solve: {kind: linear|delta}  (" + axes + ")"))
+  if (requireKey(m, "solve", root, "", "solve: {kind: linear|delta, steps: n_h}  (" + axes + ")"))
     readSolve(*find(m, "solve"), s);
   if (const Entry* x = find(m, "normalize")) readNormalize(*x, s);
   if (const Entry* x = find(m, "scale")) readScale(*x, s);

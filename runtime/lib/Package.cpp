@@ -462,6 +462,12 @@ Package Package::open(const std::string& directory) {
     packageError(msg);
   }
   p.spec_ = *parsed.spec;
+  // The kernels take one key, value and gain row per token; dgpsc refuses solve.steps > 1, so such a
+  // package was made by hand and would run a different recurrence.
+  if (householderSteps(p.spec_) > 1) {
+    packageError(spath + ": solve.steps is " + std::to_string(householderSteps(p.spec_)) +
+                 " (Householder steps per token), which no kernel of the runtime runs (dgpsc compile refuses it)");
+  }
   const std::string hash = specHash(p.spec_);
   if (hash != p.manifest_.spec_hash) {
     packageError(mpath + ": spec_hash is \"" + p.manifest_.spec_hash + "\" but " + spath + " hashes to \"" + hash +

@@ -40,6 +40,8 @@ TEST_P(PlanOfSpec, BytesAreTheLaunchRulesLayoutsCount) {
   Spec spec = loadSpec(GetParam());
   p.snaps = snapshots(p.c, spec);
   if (!hasKernel(spec, KernelKind::ChunkForward)) GTEST_SKIP() << spec.name << " has no chunked forward";
+  if (householderSteps(spec) > 1)
+    GTEST_SKIP() << spec.name << ": solve.steps > 1 has no device kernels, so launch_rules has no layout to compare with";
   mlir::func::FuncOp fn = p.forward();
   const launch::FeatureSet f = deviceFeatures(spec);
   const launch::FeatureSet g = featuresOf(fn);
@@ -118,6 +120,14 @@ TEST_P(PlanOfSpec, PackageIsDeterministicAndConsistent) {
   Plan a, b;
   a.snaps = snapshots(a.c, spec);
   b.snaps = snapshots(b.c, spec);
+  if (householderSteps(spec) > 1) {
+    // No kernels for several Householder steps per token: one error naming solve.steps, no package.
+    EXPECT_TRUE(mlir::failed(emitPackage(spec, a.module())));
+    ASSERT_EQ(a.c.diagnostics.size(), 1u);
+    EXPECT_NE(a.c.diagnostics[0].find("solve.steps"), std::string::npos) << a.c.diagnostics[0];
+    EXPECT_NE(a.c.diagnostics[0].find("tile IR"), std::string::npos) << a.c.diagnostics[0];
+    return;
+  }
   mlir::FailureOr<PackageFiles> fa = emitPackage(spec, a.module()), fb = emitPackage(spec, b.module());
   ASSERT_TRUE(mlir::succeeded(fa) && mlir::succeeded(fb));
   EXPECT_EQ(fa->kernels_cu, fb->kernels_cu);

@@ -21,7 +21,8 @@ inline std::string testDir() { return DGPS_DSL_TEST_DIR; }
 inline const std::vector<std::string>& shippedSpecs() {
   static const std::vector<std::string> v = {"linear_attention", "mamba2", "deltanet", "gdn",
                                              "kda",              "pdn",    "pgdn",     "pkda",
-                                             "osdn",             "osdn_apf", "atq"};
+                                             "osdn",             "osdn_apf", "atq",
+                                             "gated_deltaproduct"};
   return v;
 }
 

@@ -227,6 +227,32 @@ TEST(Hash, FieldsThatDoNotApplyAreLeftOut) {
   EXPECT_EQ(specHash(none2), specHash(none));
 }
 
+// solve.steps reaches the kernels (k, v, beta have T·n_h rows), so it is in the hash; steps: 1 is the
+// default and is left out, so a single-step spec written with or without it has one hash.
+TEST(Hash, HouseholderStepsAreHashedAndOneStepIsTheDefault) {
+  const std::string gdn = test::readText(test::specsDir() + "/gdn.yaml");
+  const Spec plain = parseOk(gdn);
+  std::string withOne = gdn, withTwo = gdn, withThree = gdn;
+  const std::string solve = "solve:\n  kind: delta\n";
+  ASSERT_NE(gdn.find(solve), std::string::npos);
+  withOne.replace(withOne.find(solve), solve.size(), "solve: {kind: delta, steps: 1}\n");
+  withTwo.replace(withTwo.find(solve), solve.size(), "solve: {kind: delta, steps: 2}\n");
+  withThree.replace(withThree.find(solve), solve.size(), "solve:\n  steps: 3\n  kind: delta\n");
+  const Spec one = parseOk(withOne), two = parseOk(withTwo), three = parseOk(withThree);
+  EXPECT_EQ(one.solve.steps, 1);
+  EXPECT_EQ(two.solve.steps, 2);
+  EXPECT_EQ(three.solve.steps, 3);
+  EXPECT_EQ(canonicalYaml(one), canonicalYaml(plain));
+  EXPECT_EQ(specHash(one), specHash(plain));
+  EXPECT_EQ(canonicalYaml(plain).find("steps:"), std::string::npos);
+  EXPECT_NE(canonicalYaml(two).find("solve:\n  kind: delta\n  steps: 2\n"), std::string::npos) << canonicalYaml(two);
+  EXPECT_NE(specHash(two), specHash(plain));
+  EXPECT_NE(specHash(three), specHash(two));
+  const Spec back = parseOk(canonicalYaml(three));
+  EXPECT_TRUE(back == three);
+  EXPECT_EQ(back.solve.steps, 3);
+}
+
 // ---- random valid specs: parse(canonical(s)) == s ----
 
 template <class T>

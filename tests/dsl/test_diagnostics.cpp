@@ -21,6 +21,11 @@ const std::string H4 =
     "gain: {kind: scalar, range: [0, 1]}\n"
     "solve: delta\n";
 const std::string HG = H4 + "precond:\n  kind: diagonal\n  source: hypergrad_ogd\n";  // line 8 next
+// Without precond and solve: an appended `precond:` is line 4, `solve:` line 5.
+const std::string H3 =
+    "name: t\n"
+    "decay: scalar\n"
+    "gain: {kind: scalar, range: [0, 1]}\n";
 
 struct BadCase {
   const char* label;
@@ -162,6 +167,17 @@ const std::vector<BadCase>& badCases() {
       {"kernels_empty", H5 + "kernels: []\n", 6, 10, "kernels", "must not be empty"},
       {"kernels_duplicate", H5 + "kernels: [decode, decode]\n", 6, 19, "kernels[1]", "duplicate value decode"},
       {"scale_zero", H5 + "scale: 0\n", 6, 8, "scale", "must be > 0, got 0"},
+      // ---- Householder steps per token (solve.steps) ----
+      {"steps_zero", H3 + "precond: none\nsolve: {kind: delta, steps: 0}\n", 5, 29, "solve.steps",
+       "must be in 1..4, got 0"},
+      {"steps_too_many", H3 + "precond: none\nsolve: {kind: delta, steps: 5}\n", 5, 29, "solve.steps",
+       "must be in 1..4, got 5"},
+      {"steps_not_integer", H3 + "precond: none\nsolve: {kind: delta, steps: 1.5}\n", 5, 29, "solve.steps",
+       "wrong type: got '1.5'"},
+      {"steps_with_linear", H3 + "precond: none\nsolve: {kind: linear, steps: 2}\n", 5, 23, "solve.steps",
+       "does not apply: solve.kind is linear"},
+      {"steps_with_precond", H3 + "precond: {kind: diagonal}\nsolve: {kind: delta, steps: 2}\n", 5, 29,
+       "solve.steps", "with a diagonal preconditioner"},
       // ---- keys that do not apply ----
       {"range_without_gain", "name: t\ndecay: none\ngain: {kind: none, range: [0, 1]}\nprecond: none\nsolve: delta\n",
        3, 20, "gain.range", "does not apply: gain.kind is none"},

@@ -95,6 +95,7 @@ TEST(ShippedSpecs, ClassifiedAsTheirModel) {
       {"osdn_apf", "D=none G=beta(0,1) P=diagonal-key/hypergrad_ogd+retention S=delta  ~ OSDN (APF)"},
       {"atq", "D=scalar G=beta(0,1) P=diagonal-query/ema_sq_squash S=delta  ~ GDN + diagonal ATQ (no "
               "released kernel)"},
+      {"gated_deltaproduct", "D=scalar G=beta(0,1) P=none S=deltax2  ~ Gated DeltaProduct"},
   };
   for (const std::string& stem : shippedSpecs()) {
     ParseResult r = parseSpecFile(specsDir() + "/" + stem + ".yaml");
@@ -148,6 +149,14 @@ TEST(ShippedSpecs, TensorSignaturesFollowAbi) {
   EXPECT_EQ(gdn["cu_seqlens"], "[N+1] i64");
   EXPECT_EQ(gdn.count("precond_g"), 0u);
   EXPECT_EQ(gdn.count("initial_precond_state"), 0u);
+
+  auto gdp = signatureOf("gated_deltaproduct");  // 2 Householder steps: k, v, beta carry T*2 rows
+  EXPECT_EQ(gdp["q"], "[B, T, H, K] input");
+  EXPECT_EQ(gdp["k"], "[B, T*2, H, K] input");
+  EXPECT_EQ(gdp["v"], "[B, T*2, HV, V] input");
+  EXPECT_EQ(gdp["beta"], "[B, T*2, HV] f32");
+  EXPECT_EQ(gdp["g"], "[B, T, HV] f32");
+  EXPECT_EQ(gdp["o"], "[B, T, HV, V] input");
 
   auto kda = signatureOf("kda");
   EXPECT_EQ(kda["g"], "[B, T, HV, K] f32");  // per-channel gate

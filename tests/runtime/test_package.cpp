@@ -78,6 +78,16 @@ TEST(Package, SpecHashMismatchMeansTheSpecWasEdited) {
   EXPECT_NE(msg.find("regenerate"), std::string::npos) << msg;
 }
 
+TEST(Package, SeveralHouseholderStepsPerTokenHaveNoKernels) {
+  // dgpsc refuses solve.steps > 1 (Gated DeltaProduct); a package claiming it would run the one-step kernels.
+  TempDir tmp;
+  std::string dir = test::writeTinyPackage(tmp / "tiny");
+  edit(dir + "/spec.yaml", "solve:\n  kind: delta\n", "solve:\n  kind: delta\n  steps: 2\n");
+  std::string msg = openError(dir);
+  EXPECT_NE(msg.find("solve.steps is 2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("spec.yaml"), std::string::npos) << msg;
+}
+
 TEST(Package, ManifestThatDisagreesWithTheSpecIsRejected) {
   struct Case {
     const char* from;

@@ -109,6 +109,8 @@ TEST(Validation, AgreesWithTheReferenceOnEveryShippedSpec) {
     SCOPED_TRACE(name);
     Spec spec = shippedSpec(name);
     if (!hasKernel(spec, KernelKind::ChunkForward)) continue;
+    // solve.steps > 1 has no package and no kernels (the runtime refuses it at Package::open).
+    if (householderSteps(spec) > 1) continue;
     for (bool varlen : {false, true}) {
       if (varlen && !spec.varlen) continue;
       ProblemShape shape = shapeFor(spec, varlen);

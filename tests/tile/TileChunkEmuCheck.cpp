@@ -1,6 +1,6 @@
 // CPU check of a tile-chunk-local package (dgpsc --codegen=tile-chunk-local): the package's kernels.cu (its
 // chunk_local printed from tile IR against runtime/device/dgps/tile, every other role the device library's)
-// and the device-library package of the same spec are compiled for the CPU emulator of tests/gpu_kernels/emu
+// and the device-library package of the same spec are compiled for the CPU emulator of tests/emu
 // and launched with the runtime's forward geometry (launch_rules.h forwardGeometry). Per problem, on fresh
 // seeded inputs and NaN-poisoned workspaces/outputs:
 //   1. the roles before chunk_local (precond_scan) and both chunk_local kernels run on two workspaces, which must

@@ -111,6 +111,14 @@ std::string emitManifest(const Spec& s, const PlanSummary& plan) {
 }
 
 FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp tileModule) {
+  // The device library's roles take one key, value and gain row per token; a multi-step recurrence
+  // (Gated DeltaProduct) is checked on the CPU (chunk-IR executor) but has no kernels yet.
+  if (householderSteps(spec) > 1)
+    return plan.emitError() << "spec '" << spec.name << "' has solve.steps " << householderSteps(spec)
+                            << " (Householder steps per token): the device library's kernels take one key, "
+                               "value and gain row per token, and the kernels for solve.steps > 1 are to come "
+                               "from the tile IR, which does not lower them yet; `dgpsc check` and `dgpsc plan` "
+                               "work for it, and the float64 reference and chunk-IR executor run it on the CPU";
   FailureOr<PlanSummary> summary = summarizePlan(spec, plan);
   if (failed(summary)) return failure();
   std::optional<std::string> tileDecode, tileChunkLocal;

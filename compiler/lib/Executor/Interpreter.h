@@ -4,6 +4,7 @@
 // kernel's grid would. Internal to dgps_executor.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -59,10 +60,17 @@ class Interpreter {
     const Tensor& v = input("v");
     if (q.rank() != 4) throw ExecError("input q: expected [B, T, H, K], got " + q.shapeString());
     if (v.rank() != 4) throw ExecError("input v: expected [B, T, HV, V], got " + v.shapeString());
-    B_ = q.dim(0), T_ = q.dim(1), H_ = q.dim(2), K_ = q.dim(3);
+    // With n_h Householder steps per token, q has TQ tokens and the chunkwise ops run over T = TQ·n_h steps.
+    if (auto n = fn_->getAttrOfType<IntegerAttr>(kHouseholderStepsAttr)) steps_ = n.getInt();
+    if (steps_ < 1) throw ExecError("chunk.householder_steps must be >= 1");
+    B_ = q.dim(0), TQ_ = q.dim(1), H_ = q.dim(2), K_ = q.dim(3);
+    T_ = TQ_ * steps_;
     HV_ = v.dim(2), V_ = v.dim(3);
     if (v.dim(0) != B_ || v.dim(1) != T_)
-      throw ExecError("input v: expected [B, T, HV, V] with B = " + std::to_string(B_) + ", T = " +
+      throw ExecError("input v: expected [B, T" + std::string(steps_ > 1 ? "·n_h" : "") + ", HV, V] with B = " +
+                      std::to_string(B_) + ", T" + (steps_ > 1 ? "·n_h = " + std::to_string(TQ_) + "·" +
+                                                                     std::to_string(steps_) + " = "
+                                                               : std::string(" = ")) +
                       std::to_string(T_) + ", got " + v.shapeString());
     if (H_ < 1 || HV_ < H_ || HV_ % H_ != 0)
       throw ExecError("heads: HV = " + std::to_string(HV_) + " must be a positive multiple of H = " +
@@ -85,8 +93,10 @@ class Interpreter {
       if (B_ != 1) throw ExecError("cu_seqlens needs B = 1, got B = " + std::to_string(B_));
       if (c.rank() != 1 || c.numel() < 2) throw ExecError("cu_seqlens: expected [N + 1] with N >= 1");
       for (int64_t i = 0; i + 1 < c.numel(); ++i) {
+        // cu_seqlens counts tokens; the chunks split the steps (token t owns rows t·n_h .. t·n_h + n_h − 1).
         int64_t a = c.getInt(i), e = c.getInt(i + 1);
-        if (a < 0 || e < a || e > T_) throw ExecError("cu_seqlens: not a non-decreasing split of [0, T]");
+        if (a < 0 || e < a || e > TQ_) throw ExecError("cu_seqlens: not a non-decreasing split of [0, T]");
+        a *= steps_, e *= steps_;
         seqs.push_back({0, a});
         lens.push_back(e - a);
       }
@@ -126,6 +136,7 @@ class Interpreter {
       case Dim::N: return N_;
       case Dim::NS:  // segment slots per batch row (all segments with varlen, B = 1)
         return static_cast<int64_t>(segments().size()) / (cu_ ? 1 : std::max<int64_t>(B_, 1));
+      case Dim::TQ: return TQ_;  // tokens; T counts their Householder steps (T = TQ·n_h)
     }
     return 0;
   }
@@ -190,6 +201,8 @@ class Interpreter {
             values_[r] = std::move(buffer);
           }
         })
+        .Case([&](SpreadStepsOp o) { spreadSteps(o); })
+        .Case([&](GatherStepsOp o) { gatherSteps(o); })
         .Case([&](YieldOp) {})
         .Case([&](func::ReturnOp) {})
         .Default([&](Operation* other) {
@@ -726,6 +739,42 @@ class Interpreter {
                  std::vector<double>& X, int64_t width, std::vector<double>& vn) const;
   /// The fold's segment list (sequence, token range) in slot order.
   std::vector<dgps::segment::Segment> foldSegmentsList() const;
+  // ---- Householder steps (ChunkStepOps.td) ------------------------------------------------------------
+  /// Rows per (b, t) entry of `a`: the product of its dims after B and T/TQ.
+  static int64_t rowWidth(const Array& a) {
+    int64_t w = 1;
+    for (size_t i = 2; i < a.sizes.size(); ++i) w *= a.sizes[i];
+    return w;
+  }
+  void checkSteps(int64_t steps) const {
+    if (steps != steps_)
+      throw ExecError("step op has steps = " + std::to_string(steps) + " but the function's chunk.householder_steps is " +
+                      std::to_string(steps_));
+  }
+  // result[b, t·n + step] = input[b, t]; the other steps' rows stay 0.
+  void spreadSteps(SpreadStepsOp o) {
+    checkSteps(o.getSteps());
+    const Array& in = get(o.getInput());
+    ArrayPtr r = make(o.getType());
+    const int64_t w = rowWidth(in), step = static_cast<int64_t>(o.getStep());
+    for (int64_t b = 0; b < B_; ++b)
+      for (int64_t t = 0; t < TQ_; ++t)
+        std::copy_n(&in.data[static_cast<size_t>((b * TQ_ + t) * w)], w,
+                    &r->data[static_cast<size_t>((b * T_ + t * steps_ + step) * w)]);
+    set(o, r);
+  }
+  // result[b, t] = input[b, t·n + step].
+  void gatherSteps(GatherStepsOp o) {
+    checkSteps(o.getSteps());
+    const Array& in = get(o.getInput());
+    ArrayPtr r = make(o.getType());
+    const int64_t w = rowWidth(in), step = static_cast<int64_t>(o.getStep());
+    for (int64_t b = 0; b < B_; ++b)
+      for (int64_t t = 0; t < TQ_; ++t)
+        std::copy_n(&in.data[static_cast<size_t>((b * T_ + t * steps_ + step) * w)], w,
+                    &r->data[static_cast<size_t>((b * TQ_ + t) * w)]);
+    set(o, r);
+  }
 
   // ---- adjoint ops (ExecutorBackward.cpp) ------------------------------------------------------------
   /// Runs `op` if it is an adjoint op (ChunkGradOps.td); false for any other op.
@@ -757,6 +806,7 @@ class Interpreter {
   llvm::DenseMap<Value, ArrayPtr> values_;
   std::vector<ChunkRef> chunks_;
   int64_t B_ = 0, T_ = 0, H_ = 0, HV_ = 0, K_ = 0, V_ = 0, C_ = 64, NT_ = 0, N_ = 0;
+  int64_t TQ_ = 0, steps_ = 1;  // tokens and Householder steps per token (T_ = TQ_ · steps_)
   double defaultScale_ = 1.0;
   bool cu_ = false;  ///< varlen (cu_seqlens given)
   ExecutorOptions segmentOptions_;

@@ -3,6 +3,11 @@
 // The lowering is deliberately uniform: an absent decay is a zero gate, an absent gain a unit gain,
 // an absent preconditioner state a zero state; the canonicalizer folds those away. That keeps this
 // file a direct transcription of the chunkwise algorithm, with one place per axis.
+//
+// Several Householder steps per token (householder_steps = n_h > 1, Gated DeltaProduct, docs/math.md
+// §3.7) reuse the same algorithm over the T·n_h steps: k, v and beta already have one row per step;
+// the per-token q and g (dim TQ) are spread onto the steps — the gate on each token's first step, the
+// query on its last — and o is gathered from the last steps (chunk.spread_steps / gather_steps).
 #include <algorithm>
 
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
@@ -27,13 +32,14 @@ class ForwardBuilder {
   ForwardBuilder(dgps::ir::RecurrenceOp op, OpBuilder& b)
       : op_(op), b_(b), loc_(op.getLoc()), ctx_(op.getContext()) {
     f32_ = b.getF32Type();
+    steps_ = op.householderStepsOr1();
     // Activations (q, k, v, o, and buffers stored in the input dtype) use the spec's first input
     // dtype; the float64 executor ignores element types.
     act_ = cast<TypeAttr>(op.getInputDtypes()[0]).getValue();
   }
 
   void build() {
-    Value q = load("q", {Dim::B, Dim::T, Dim::H, Dim::K}, act_);
+    Value q = load("q", {Dim::B, tokens(), Dim::H, Dim::K}, act_);
     Value k = load("k", {Dim::B, Dim::T, Dim::H, Dim::K}, act_);
     Value v = load("v", {Dim::B, Dim::T, Dim::HV, Dim::V}, act_);
     Value gate = decayGate();
@@ -41,7 +47,7 @@ class ForwardBuilder {
 
     // Read key k̂ and normalised query q̂ (scale is applied by the output op).
     Value readKey = normalise(k);
-    Value query = normalise(q);
+    Value query = onStep(normalise(q), steps_ - 1);
     Value G = b_.create<dgps::chunk::GateCumsumOp>(loc_, gate.getType(), gate);
 
     // Write key: k̃ = P ⊙ k̂ for a key-side preconditioner, else the read key itself.
@@ -78,7 +84,10 @@ class ForwardBuilder {
                                                   writeKey, G, scale);
     Value o = b_.create<dgps::chunk::OutputOp>(loc_, type({Dim::B, Dim::T, Dim::HV, Dim::V}, act_), query,
                                                pass.getVNew(), pass.getStates(), attn, G, scale);
-    store("o", o);
+    store("o", steps_ > 1 ? b_.create<dgps::chunk::GatherStepsOp>(loc_, type({Dim::B, Dim::TQ, Dim::HV, Dim::V}, act_), o,
+                                                                b_.getI64IntegerAttr(steps_),
+                                                                b_.getI64IntegerAttr(steps_ - 1))
+                          : o);
     if (op_.getIo().getFinalState().getValue()) store("final_state", pass.getFinal());
   }
 
@@ -95,6 +104,19 @@ class ForwardBuilder {
   }
   void store(StringRef name, Value v) { b_.create<dgps::chunk::StoreOp>(loc_, b_.getStringAttr(name), v); }
 
+  /// The axis of the per-token tensors q, g, o: T, or TQ when T counts Householder steps.
+  Dim tokens() const { return steps_ > 1 ? Dim::TQ : Dim::T; }
+
+  /// A per-token tensor on Householder step `step` of each token (zero on the others); itself with one step.
+  Value onStep(Value x, int64_t step) {
+    if (steps_ == 1) return x;
+    auto t = cast<ChunkTensorType>(x.getType());
+    SmallVector<Dim, 4> dims(t.getDims());
+    dims[1] = Dim::T;
+    return b_.create<dgps::chunk::SpreadStepsOp>(loc_, type(dims, t.getElementType()), x, b_.getI64IntegerAttr(steps_),
+                                                 b_.getI64IntegerAttr(step));
+  }
+
   Value normalise(Value x) {
     if (!op_.getQkL2norm()) return x;
     auto t = cast<ChunkTensorType>(x.getType());
@@ -105,8 +127,8 @@ class ForwardBuilder {
   /// The natural-log decay gate: g [B,T,HV] or [B,T,HV,K]; zero without decay (D = I).
   Value decayGate() {
     switch (op_.getDecay()) {
-      case dgps::ir::DecayKind::Scalar: return load("g", {Dim::B, Dim::T, Dim::HV}, f32_);
-      case dgps::ir::DecayKind::Diagonal: return load("g", {Dim::B, Dim::T, Dim::HV, Dim::K}, f32_);
+      case dgps::ir::DecayKind::Scalar: return onStep(load("g", {Dim::B, tokens(), Dim::HV}, f32_), 0);
+      case dgps::ir::DecayKind::Diagonal: return onStep(load("g", {Dim::B, tokens(), Dim::HV, Dim::K}, f32_), 0);
       case dgps::ir::DecayKind::None: break;
     }
     return splat(0.0, {Dim::B, Dim::T, Dim::HV});
@@ -156,6 +178,7 @@ class ForwardBuilder {
   Location loc_;
   MLIRContext* ctx_;
   Type f32_, act_;
+  int64_t steps_ = 1;  ///< Householder steps per token n_h
 };
 
 /// The chunk size the IR is specialised for: 64 when the tuning space allows it (the released
@@ -183,6 +206,8 @@ struct LowerToChunkPass : dgps::impl::LowerToChunkBase<LowerToChunkPass> {
       fn->setAttr(dgps::chunk::kKeyDimsAttr, op.getKeyDimsAttr());
       fn->setAttr(dgps::chunk::kValueDimsAttr, op.getValueDimsAttr());
       fn->setAttr(dgps::chunk::kTuningAttr, op.getTuning());
+      if (op.householderStepsOr1() > 1)
+        fn->setAttr(dgps::chunk::kHouseholderStepsAttr, b.getI64IntegerAttr(op.householderStepsOr1()));
       Block* body = fn.addEntryBlock();
       b.setInsertionPointToStart(body);
       ForwardBuilder(op, b).build();

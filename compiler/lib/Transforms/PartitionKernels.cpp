@@ -64,6 +64,8 @@ Role roleOf(Operation* op, bool segmented) {
       // W and U are formed on the fly from 𝒯 wherever the state pass runs (never materialised): in
       // state_output, and in a segmented plan also in segment_summary, which recomputes them.
       .Case<WYRecomputeOp, GainScaleOp>([&](auto) { return segmented ? Role::Recompute : Role::StateOutput; })
+      // o of a multi-step recurrence is the output's last-step rows, written where the output is computed.
+      .Case<GatherStepsOp>([](auto) { return Role::StateOutput; })
       .Default([](Operation*) { return Role::Recompute; });
 }
 

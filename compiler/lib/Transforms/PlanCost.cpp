@@ -30,6 +30,8 @@ double bytesPerTokenHead(ChunkTensorType t, const CostPoint& at) {
   double perToken;
   if (t.hasDim(Dim::T))
     perToken = 1.0;
+  else if (t.hasDim(Dim::TQ))
+    perToken = 1.0 / static_cast<double>(at.steps);
   else if (t.hasDim(Dim::NT))
     perToken = 1.0 / static_cast<double>(at.C);
   else if (t.hasDim(Dim::NS))
@@ -125,6 +127,7 @@ CostPoint costPointOf(func::FuncOp fn) {
     rule.K = at.K, rule.C = at.C;
     at.segmentChunks = segment::chooseSegmentChunks(rule);
   }
+  if (auto n = fn->getAttrOfType<IntegerAttr>(kHouseholderStepsAttr)) at.steps = std::max<int64_t>(1, n.getInt());
   return at;
 }
 

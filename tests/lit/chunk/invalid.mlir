@@ -44,3 +44,47 @@ func.func @buffer_not_global() {
   }
   return
 }
+
+// -----
+
+// Householder steps (ChunkStepOps.td): spread_steps maps [B, TQ, ...] to [B, T, ...], gather_steps back.
+func.func @spread_from_steps() attributes {chunk.chunk_size = 64 : i64, chunk.householder_steps = 2 : i64} {
+  %g = chunk.load "g" : !chunk.tensor<[B, T, HV], f32>
+  // expected-error @+1 {{input has dims [B, T, HV]; expected [B, TQ, ...]}}
+  %s = chunk.spread_steps %g {steps = 2 : i64, step = 0 : i64} : !chunk.tensor<[B, T, HV], f32> -> !chunk.tensor<[B, T, HV], f32>
+  return
+}
+
+// -----
+
+func.func @spread_step_out_of_range() attributes {chunk.chunk_size = 64 : i64, chunk.householder_steps = 2 : i64} {
+  %g = chunk.load "g" : !chunk.tensor<[B, TQ, HV], f32>
+  // expected-error @+1 {{step must be in [0, 2), got 2}}
+  %s = chunk.spread_steps %g {steps = 2 : i64, step = 2 : i64} : !chunk.tensor<[B, TQ, HV], f32> -> !chunk.tensor<[B, T, HV], f32>
+  return
+}
+
+// -----
+
+func.func @gather_changes_a_dim() attributes {chunk.chunk_size = 64 : i64, chunk.householder_steps = 3 : i64} {
+  %v = chunk.load "v" : !chunk.tensor<[B, T, HV, V], bf16>
+  // expected-error @+1 {{result has dims [B, TQ, HV, K]; expected [B, TQ, HV, V]}}
+  %o = chunk.gather_steps %v {steps = 3 : i64, step = 2 : i64} : !chunk.tensor<[B, T, HV, V], bf16> -> !chunk.tensor<[B, TQ, HV, K], bf16>
+  return
+}
+
+// -----
+
+func.func @one_step_is_not_a_step_op() attributes {chunk.chunk_size = 64 : i64} {
+  %v = chunk.load "v" : !chunk.tensor<[B, T, HV, V], bf16>
+  // expected-error @+1 {{steps must be >= 2 (Householder steps per token), got 1}}
+  %o = chunk.gather_steps %v {steps = 1 : i64, step = 0 : i64} : !chunk.tensor<[B, T, HV, V], bf16> -> !chunk.tensor<[B, TQ, HV, V], bf16>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{attribute 'chunk.householder_steps' must be in 2..4}}
+func.func @steps_attribute_range() attributes {chunk.chunk_size = 64 : i64, chunk.householder_steps = 1 : i64} {
+  return
+}

@@ -6,6 +6,8 @@
 //   q, k [B,T,H,K]; v [B,T,HV,V]; g [B,T,HV] or [B,T,HV,K]; beta [B,T,HV]; precond_g,
 //   precond_beta [B,T,H]; precond_center [H]; initial_state [N,HV,K,V]; initial_precond_state
 //   [N,H,K]; cu_seqlens [N+1] (i64, B = 1). Any floating dtype; values are read as double.
+//   A function with chunk.householder_steps = n_h (Gated DeltaProduct) takes k, v, beta with T·n_h rows
+//   (q, g, o keep T; cu_seqlens counts tokens), as Reference.h describes.
 // Outputs (f64): o [B,T,HV,V], and final_state [N,HV,K,V] / final_precond_state [N,H,K] when the
 // IR stores them. Every op is computed chunk by chunk exactly as ChunkOps.td documents (chunks of
 // C tokens restart at every sequence start; the last chunk of a sequence may be partial).

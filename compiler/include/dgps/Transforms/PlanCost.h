@@ -29,6 +29,9 @@ struct CostPoint {
   /// Segment length in chunks of a segmented plan (ChunkSegmentOps.td): a [.., NS, ..] tensor counts
   /// 1/(C · segmentChunks) per token, the fold's 2K²V per segment likewise.
   int64_t segmentChunks = 1;
+  /// Householder steps per token (chunk.householder_steps): a "token" of the estimate is then one step,
+  /// a row of T, and a per-token tensor (dim TQ) counts 1/steps per step.
+  int64_t steps = 1;
 };
 
 struct KernelCost {

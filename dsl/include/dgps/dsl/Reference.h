@@ -2,11 +2,12 @@
 // any valid Spec describes. It is the oracle for the chunk-IR CPU executor and the GPU tests.
 //
 // Tensors (names and layouts of runtime/device/dgps/device/abi.h, FLA conventions):
-//   q, k                  [B, T, H,  K]  any of spec.input_dtypes, or f32/f64; q, k, v share one dtype
-//   v                     [B, T, HV, V]
+//   q                     [B, T, H,  K]  any of spec.input_dtypes, or f32/f64; q, k, v share one dtype
+//   k                     [B, T·n_h, H,  K]  n_h = spec.solve.steps (Householder steps per token, 1 for all
+//   v                     [B, T·n_h, HV, V]  but Gated DeltaProduct); row t·n_h + j is step j of token t
 //   g                     [B, T, HV]     decay: scalar   (natural-log decay, g <= 0)      f32 or f64
 //                         [B, T, HV, K]  decay: diagonal (per key channel, g <= 0)
-//   beta                  [B, T, HV]     gain: scalar, spec.gain.lo <= beta <= spec.gain.hi
+//   beta                  [B, T·n_h, HV] gain: scalar, spec.gain.lo <= beta <= spec.gain.hi
 //   precond_g             [B, T, H]      ema_sq_squash with has_gate (accumulator log-decay), or
 //                                        hypergrad_ogd with has_retention (log retention); <= 0
 //   precond_beta          [B, T, H]      ema_sq_squash with has_gain (accumulator gain), >= 0
@@ -15,7 +16,9 @@
 //   initial_precond_state [N, H, K]      optional (spec.initial_precond_state, diagonal precond only);
 //                                        default A_0 = 0 (squash, must be >= 0) or d_0 = init (hypergrad)
 //   cu_seqlens            [N + 1] i64    optional (spec.varlen): then B == 1, 0 = cu[0] <= ... <= cu[N] <= T;
-//                                        cu[N] < T is a padded token buffer (rows t >= cu[N] are no sequence's)
+//                                        cu[N] < T is a padded token buffer (rows t >= cu[N] are no sequence's);
+//                                        it counts tokens, not Householder steps (token t owns step rows
+//                                        t·n_h .. t·n_h + n_h − 1)
 // Outputs, all f64:
 //   o                     [B, T, HV, V]  rows t >= cu[N] (varlen padding) are 0
 //   final_state           [N, HV, K, V]  when spec.final_state
@@ -40,6 +43,9 @@
 //     S ← D_t S                        (D = exp(g) I, Diag(exp(g)) or I)
 //     delta:  e = β (v − Sᵀ k^r);  S ← S + k^w eᵀ         linear: S ← S + β k^w vᵀ   (β = 1 without gain)
 //     o_t = Sᵀ (read query)
+//   With n_h = solve.steps > 1 (Gated DeltaProduct, docs/math.md §3.7; delta solve, no preconditioner):
+//     S ← D_t S once, then for j = 0..n_h−1 the delta step with k̂_{t,j}, v_{t,j}, β_{t,j} (row t·n_h + j),
+//     and o_t = Sᵀ q̂_t after the last step.
 #pragma once
 
 #include <cstdint>
@@ -90,7 +96,8 @@ std::vector<TensorSlot> referenceInputSlots(const Spec& spec, const ProblemShape
 /// The outputs runReference produces (all f64).
 std::vector<TensorSlot> referenceOutputSlots(const Spec& spec, const ProblemShape& shape);
 
-/// Checks the spec fields the reference relies on and throws DataError naming the field: gva_ratio >= 1,
+/// Checks the spec fields the reference relies on and throws DataError naming the field: solve.steps in
+/// 1..kMaxHouseholderSteps (more than 1 only with the delta solve and no preconditioner), gva_ratio >= 1,
 /// heads_qk >= 0, squash x > 0 and eps > 0, l2norm_eps >= 0, scale finite, clamp_min <= clamp_max,
 /// hypergrad_ogd with gva_ratio == 1 (d is per key head and needs one gain per key head).
 void checkReferenceSpec(const Spec& spec);

@@ -112,8 +112,16 @@ struct PrecondSpec {
   SourceLoc loc;
 };
 
+/// Most Householder steps per token a spec may ask for (solve.steps).
+inline constexpr int kMaxHouseholderSteps = 4;
+
 struct SolveSpec {
   SolveKind kind = SolveKind::Delta;
+  /// Householder steps per token n_h (Gated DeltaProduct, docs/math.md §3.7): the delta rule is applied
+  /// n_h times per token, with keys, values and gains k, v, beta carrying T·n_h rows (token-major,
+  /// row t·n_h + j is step j of token t), the decay applied once before the first step and the output
+  /// read after the last. 1..kMaxHouseholderSteps; only with kind delta. 1 is the ordinary delta rule.
+  int steps = 1;
   SourceLoc loc;
 };
 
@@ -193,6 +201,8 @@ inline bool usesHypergrad(const Spec& s) {
   return hasPrecond(s) && s.precond.source == PrecondSource::HypergradOgd;
 }
 inline bool hasGainInput(const Spec& s) { return s.gain.kind == GainKind::Scalar; }
+/// n_h, the rows of k, v and beta per token (solve.steps; 1 for every single-step spec).
+inline int householderSteps(const Spec& s) { return s.solve.steps; }
 inline bool hasKernel(const Spec& s, KernelKind k) {
   for (KernelKind x : s.kernels)
     if (x == k) return true;

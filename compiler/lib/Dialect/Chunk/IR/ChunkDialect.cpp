@@ -200,6 +200,14 @@ LogicalResult ChunkDialect::verifyOperationAttribute(Operation* op, NamedAttribu
         return failure();
     return success();
   }
+  if (name == kHouseholderStepsAttr) {
+    std::optional<int64_t> v = asI64(value);
+    if (!v) return emitError() << " must be an i64 integer, got " << value;
+    if (*v < 2 || *v > dgps::kMaxHouseholderSteps)
+      return emitError() << " must be in 2.." << dgps::kMaxHouseholderSteps
+                         << " (Householder steps per token; one step is expressed by leaving it out), got " << *v;
+    return success();
+  }
   if (name == kPlanAttr && !isa<PlanAttr>(value)) return emitError() << " must be a #chunk.plan<...>, got " << value;
   if (name == kSegmentChunksAttr) {
     std::optional<int64_t> v = asI64(value);

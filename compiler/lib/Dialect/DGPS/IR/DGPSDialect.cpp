@@ -91,6 +91,8 @@ LogicalResult RecurrenceOp::verifyIntegerRanges() {
       {"heads_qk", "heads.qk", {getHeadsQk()}, [](Spec& s, const std::vector<int>& v) { s.heads_qk = v[0]; }},
       {"gva_ratio", "heads.gva_ratio", {getGvaRatio()},
        [](Spec& s, const std::vector<int>& v) { s.gva_ratio = v[0]; }},
+      {"householder_steps", "solve.steps", {householderStepsOr1()},
+       [](Spec& s, const std::vector<int>& v) { s.solve.steps = v[0]; }},
       {"key_dims", "dims.key", SmallVector<int64_t>(getKeyDims()),
        [](Spec& s, const std::vector<int>& v) { s.key_dims = v; }},
       {"value_dims", "dims.value", SmallVector<int64_t>(getValueDims()),
@@ -147,7 +149,9 @@ LogicalResult RecurrenceOp::canonicalize(RecurrenceOp op, PatternRewriter& rewri
   // Unit gain has no range: normalise it so that equal models print equal IR.
   bool resetGain = op.getGain() == GainKind::None &&
                    (op.getGainLo().convertToDouble() != 0.0 || op.getGainHi().convertToDouble() != 1.0);
-  if (!identity && !dropParams && !dropStates && !resetGain) return failure();
+  // One Householder step is the plain delta rule: the attribute is left out (its default).
+  bool dropSteps = op.getHouseholderStepsAttr() && op.householderStepsOr1() == 1;
+  if (!identity && !dropParams && !dropStates && !resetGain && !dropSteps) return failure();
 
   rewriter.modifyOpInPlace(op, [&] {
     if (identity) op.setPrecond(PrecondKind::None);
@@ -166,6 +170,7 @@ LogicalResult RecurrenceOp::canonicalize(RecurrenceOp op, PatternRewriter& rewri
       op.setGainLo(llvm::APFloat(0.0));
       op.setGainHi(llvm::APFloat(1.0));
     }
+    if (dropSteps) op.removeHouseholderStepsAttr();
   });
   return success();
 }

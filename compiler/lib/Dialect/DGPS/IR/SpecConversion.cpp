@@ -133,6 +133,8 @@ OwningOpRef<ModuleOp> importSpec(MLIRContext& ctx, const Spec& s, const std::str
     }
   }
   p.solve = SolveKindAttr::get(&ctx, toIr(s.solve.kind));
+  // Absent means one step, so single-step specs import to the IR they always had.
+  if (s.solve.steps != 1) p.householder_steps = b.getI64IntegerAttr(s.solve.steps);
   p.qk_l2norm = b.getBoolAttr(s.qk_l2norm);
   p.l2norm_eps = b.getF64FloatAttr(s.l2norm_eps);
   if (s.scale) p.scale = b.getF64FloatAttr(*s.scale);
@@ -192,6 +194,7 @@ Spec exportSpec(RecurrenceOp op) {
     }
   }
   s.solve.kind = fromIr(op.getSolve());
+  if (op.getHouseholderStepsAttr()) s.solve.steps = toInt(op.householderStepsOr1());
   s.qk_l2norm = op.getQkL2norm();
   s.l2norm_eps = op.getL2normEps().convertToDouble();
   if (auto sc = op.getScale()) s.scale = sc->convertToDouble();

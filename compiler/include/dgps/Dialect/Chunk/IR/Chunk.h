@@ -32,6 +32,9 @@ inline constexpr const char* kTuningAttr = "chunk.tuning";
 inline constexpr const char* kSegmentChunksAttr = "chunk.segment_chunks";
 /// Function attribute: the GVA ratio HV/H assumed by the cost estimate.
 inline constexpr const char* kGvaAttr = "chunk.gva_ratio";
+/// Function attribute: Householder steps per token n_h (i64 >= 2; absent = 1). Dim T then counts
+/// the T·n_h steps and dim TQ the tokens (ChunkStepOps.td).
+inline constexpr const char* kHouseholderStepsAttr = "chunk.householder_steps";
 /// Function attribute: the spec's key and value dims (dense i64 arrays).
 inline constexpr const char* kKeyDimsAttr = "chunk.key_dims";
 inline constexpr const char* kValueDimsAttr = "chunk.value_dims";

@@ -21,7 +21,10 @@ def Chunk_Dialect : Dialect {
   let description = [{
     Values are whole tensors `!chunk.tensor<[dims], elem>` with symbolic dimensions
     (B batch, T tokens, H key heads, HV value heads, K key dim, V value dim, C chunk-local
-    column, NT chunk index, N sequence). A tensor marked `global` is a device-memory buffer that
+    column, NT chunk index, N sequence, TQ query tokens). With several Householder steps per
+    token (function attribute `chunk.householder_steps` = n_h > 1, Gated DeltaProduct) T counts
+    the T·n_h steps the chunkwise algorithm runs over and TQ the tokens, which own one query,
+    gate and output each (chunk.spread_steps, chunk.gather_steps); TQ appears in no other IR. A tensor marked `global` is a device-memory buffer that
     crosses a kernel boundary (set by --chunk-partition-kernels). Ops are grouped into
     `chunk.kernel` regions by the partitioning pass; the function attribute `chunk.chunk_size`
     gives C.
@@ -40,7 +43,9 @@ def Chunk_Dim : I32EnumAttr<"Dim", "symbolic tensor dimension", [
     I32EnumAttrCase<"HV", 3>, I32EnumAttrCase<"K", 4>, I32EnumAttrCase<"V", 5>,
     I32EnumAttrCase<"C", 6>, I32EnumAttrCase<"NT", 7>, I32EnumAttrCase<"N", 8>,
     // NS: segment slots per batch row of a sequence-parallel state pass (ChunkSegmentOps.td).
-    I32EnumAttrCase<"NS", 9>]> {
+    I32EnumAttrCase<"NS", 9>,
+    // TQ: tokens when T counts Householder steps (ChunkStepOps.td).
+    I32EnumAttrCase<"TQ", 10>]> {
   let cppNamespace = "::dgps::chunk";
   let genSpecializedAttr = 0;
 }

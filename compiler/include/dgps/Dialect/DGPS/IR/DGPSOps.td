@@ -21,7 +21,10 @@ def DGPS_RecurrenceOp : Op<DGPS_Dialect, "recurrence", [Symbol]> {
     preconditioner is present (q̃ = M ⊙ q̂ for the query side). Attribute groups:
 
     * axes: `decay`, `gain` (+ open interval `gain_lo`, `gain_hi`), `precond` (+ `precond_side`,
-      `precond_source` and exactly one of `squash` / `hypergrad` when diagonal), `solve`;
+      `precond_source` and exactly one of `squash` / `hypergrad` when diagonal), `solve` (+
+      `householder_steps` n_h, absent = 1: Gated DeltaProduct, docs/math.md §3.7 — k, v and the
+      gain carry T·n_h rows, the decay applies before a token's first step and the output is read
+      after its last);
     * normalisation: `qk_l2norm`, `l2norm_eps`, optional `scale` (absent = K^-1/2);
     * heads and dims: `heads_qk` (0 = any), `gva_ratio` (HV / H), `key_dims`, `value_dims`;
     * dtypes: `input_dtypes` (bf16/f16/f32), `state_dtype` (f32);
@@ -59,6 +62,7 @@ def DGPS_RecurrenceOp : Op<DGPS_Dialect, "recurrence", [Symbol]> {
     OptionalAttr<DGPS_SquashAttr>:$squash,
     OptionalAttr<DGPS_HypergradAttr>:$hypergrad,
     DGPS_SolveAttr:$solve,
+    OptionalAttr<I64Attr>:$householder_steps,
     BoolAttr:$qk_l2norm,
     F64Attr:$l2norm_eps,
     OptionalAttr<F64Attr>:$scale,
@@ -79,6 +83,11 @@ def DGPS_RecurrenceOp : Op<DGPS_Dialect, "recurrence", [Symbol]> {
   let extraClassDeclaration = [{
     /// Every i64 attribute that becomes an int of dgps::Spec fits it (part of verify()).
     ::mlir::LogicalResult verifyIntegerRanges();
+    /// householder_steps as a signed value (the attribute's own getter is unsigned); 1 when absent.
+    int64_t householderStepsOr1() {
+      ::mlir::IntegerAttr a = getHouseholderStepsAttr();
+      return a ? a.getInt() : 1;
+    }
   }];
 }
 
