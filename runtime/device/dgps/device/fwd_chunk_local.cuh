@@ -20,6 +20,7 @@
 #include "dgps/device/common.cuh"
 #include "dgps/device/precond_rebuild.cuh"
 #include "dgps/device/tri_inverse.cuh"
+#include "dgps/tile/exp2_scale.cuh"
 
 namespace dgps {
 namespace dev {
@@ -80,20 +81,6 @@ DGPS_DEV void store_tile(int part, int I, int J, const float acc[2][4], const fl
       }
     }
   }
-}
-
-/// Eight channels of a per-channel gated operand row: dst_d = bf16(src_d · 2^{min(a_d − b_d, cap)}), d = 0..7.
-/// src is a bf16 smem row segment, a and b f32 smem cumsum segments (16-byte aligned).
-DGPS_DEV void gated_row8(uint16_t* dst, const uint16_t* src, const float* a, const float* b, float cap) {
-  const U4 x = *reinterpret_cast<const U4*>(src);
-  const uint32_t xs[4] = {x.x, x.y, x.z, x.w};
-  uint32_t out[4];
-#pragma unroll
-  for (int u = 0; u < 4; ++u) {
-    const float f0 = ex2(fmin_(a[2 * u] - b[2 * u], cap)), f1 = ex2(fmin_(a[2 * u + 1] - b[2 * u + 1], cap));
-    out[u] = pack_bf16(bf16_lo(xs[u]) * f0, bf16_hi(xs[u]) * f1);
-  }
-  *reinterpret_cast<U4*>(dst) = U4{out[0], out[1], out[2], out[3]};
 }
 
 }  // namespace dev
@@ -374,11 +361,11 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
         const int rr = e / CK, d0 = 8 * (e - rr * CK);
         const int i = r + (rr & 15);
         const uint16_t* src = (rr < 16 ? sK : sQ) + i * PQ + d0;
-        gated_row8(sRows + rr * PQ + d0, src, sG + i * PG + d0, sG + r * PG + d0, 1e30f);
+        tile::exp2_scale_row8(sRows + rr * PQ + d0, src, sG + i * PG + d0, sG + r * PG + d0, 1e30f);
       }
       for (int e = tid(); e < (r + 16) * CK; e += nthreads()) {
         const int j = e / CK, d0 = 8 * (e - j * CK);
-        gated_row8(sKc + j * PQ + d0, sKw + j * PQ + d0, sG + r * PG + d0, sG + j * PG + d0, 100.f);
+        tile::exp2_scale_row8(sKc + j * PQ + d0, sKw + j * PQ + d0, sG + r * PG + d0, sG + j * PG + d0, 100.f);
       }
       sync_threads();
       const int ntile = (kDelta ? 2 : 1) * (I + 1);

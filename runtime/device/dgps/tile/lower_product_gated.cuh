@@ -7,6 +7,7 @@
 // Scratch: sRows bf16 [16·NP][PITCH], sKc bf16 [C][PITCH], span NB floats (all shared).
 #pragma once
 
+#include "dgps/tile/exp2_scale.cuh"
 #include "dgps/tile/lower_product.cuh"
 
 namespace dgps {
@@ -31,16 +32,17 @@ DGPS_DEV void lower_products_channel_gated(const uint16_t* const (&rows)[NP], co
   for (int I = 0; I < NB; ++I) unsafe |= (span[I] <= 100.f ? 0u : 1u) << I;
   for (int I = 0; I < NB; ++I) {
     const int r = 16 * I;
-    for (int e = dev::tid(); e < 16 * NP * KP; e += dev::nthreads()) {
-      const int rr = e / KP, d = e - rr * KP;
+    // 8 channels (16 bytes) per thread step; pad channels are built too (their rows and gates are zero)
+    constexpr int CK = KP / 8;
+    for (int e = dev::tid(); e < 16 * NP * CK; e += dev::nthreads()) {
+      const int rr = e / CK, d0 = 8 * (e - rr * CK);
       const int i = r + (rr & 15);
-      const float f = dev::ex2(G[i * gp + d] - G[r * gp + d]);
-      sRows[rr * PITCH + d] = dev::f32_to_bf16(dev::bf16_to_f32(part_of(rows, rr >> 4)[i * PITCH + d]) * f);
+      exp2_scale_row8(sRows + rr * PITCH + d0, part_of(rows, rr >> 4) + i * PITCH + d0, G + i * gp + d0,
+                      G + r * gp + d0, 1e30f);
     }
-    for (int e = dev::tid(); e < (r + 16) * KP; e += dev::nthreads()) {
-      const int j = e / KP, d = e - j * KP;
-      const float dg = dev::fmin_(G[r * gp + d] - G[j * gp + d], 100.f);
-      sKc[j * PITCH + d] = dev::f32_to_bf16(dev::bf16_to_f32(cols[j * PITCH + d]) * dev::ex2(dg));
+    for (int e = dev::tid(); e < (r + 16) * CK; e += dev::nthreads()) {
+      const int j = e / CK, d0 = 8 * (e - j * CK);
+      exp2_scale_row8(sKc + j * PITCH + d0, cols + j * PITCH + d0, G + r * gp + d0, G + j * gp + d0, 100.f);
     }
     dev::sync_threads();
     const int ntile = NP * (I + 1);
