@@ -41,6 +41,24 @@ TEST(ShapeDefaultConfig, OnlyPicksAllowedValues) {
   EXPECT_EQ(shapeDefaultConfig(manifestWith({64, 128, 256}, 256), 1, 8, 256, 132).block_v, 64);
 }
 
+TEST(ShapeDefaultConfig, ShorterChunksOnlyWhenTheGpuIsFullAndAllowed) {
+  Manifest m = manifestWith({32, 64, 128}, 128);
+  m.tunables.chunk = {32, 64};
+  // B=8, HV=16, V=128: 128 CTAs >= 7/8 of 132 -> chunk 32, block_v kept
+  TileConfig c = shapeDefaultConfig(m, 8, 16, 128, 132);
+  EXPECT_EQ(c.chunk, 32);
+  EXPECT_EQ(c.block_v, 128);
+  // B=7: 112 CTAs < 115.5 -> chunk 64
+  EXPECT_EQ(shapeDefaultConfig(m, 7, 16, 128, 132).chunk, 64);
+  // B=1: block_v halves to 64 (32 CTAs), chunk stays 64
+  c = shapeDefaultConfig(m, 1, 16, 128, 132);
+  EXPECT_EQ(c.chunk, 64);
+  EXPECT_EQ(c.block_v, 64);
+  // a package whose tunables have no chunk 32 keeps its chunk
+  m.tunables.chunk = {64};
+  EXPECT_EQ(shapeDefaultConfig(m, 8, 16, 128, 132).chunk, 64);
+}
+
 TEST(ShapeDefaultConfig, UnknownDeviceOrEmptyProblemKeepsTheDefault) {
   const Manifest m = manifestWith({32, 64, 128}, 128);
   EXPECT_EQ(shapeDefaultConfig(m, 1, 16, 128, 0), m.default_config);
