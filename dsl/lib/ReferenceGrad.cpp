@@ -119,13 +119,9 @@ std::vector<refgrad::SequenceSpan> sequences(const ProblemShape& s) {
 }  // namespace
 
 TensorMap runReferenceBackward(const Spec& spec, const ReferenceInputs& inputs, const TensorMap& cotangents) {
-  if (householderSteps(spec) > 1) {
-    throw DataError("spec '" + spec.name + "': reference gradients are not implemented for solve.steps " +
-                    std::to_string(householderSteps(spec)) +
-                    " (Householder steps per token); the forward reference runs it (docs/backward.md)");
-  }
   const ProblemShape shape = validateReferenceInputs(spec, inputs);
   validateCotangents(spec, shape, cotangents);
+  if (householderSteps(spec) > 1) return refgrad::stepSequenceBackward(spec, inputs, cotangents);
   const refgrad::Problem p = loadProblem(shape, inputs, cotangents);
 
   // One zero-filled gradient per floating-point input that was given.

@@ -4,6 +4,7 @@
 //   ReferenceGradMemory.cpp   the memory recurrence of one value head (checkpointed reverse sweep)
 //   ReferenceGradPrecond.cpp  the key-head quantities: l2 normalisation, preconditioner, read/write keys
 //   ReferenceGrad.cpp         validation of the cotangents and the loop over sequences and heads
+//   ReferenceGradSteps.cpp    several Householder steps per token, through the single-step backward
 #pragma once
 
 #include <cstdint>
@@ -89,5 +90,12 @@ void keyHeadBackward(const Spec& spec, const Problem& p, const SequenceSpan& seq
 /// key head's read/write vectors into `adj`.
 void memoryBackward(const Spec& spec, const Problem& p, const SequenceSpan& seq, std::int64_t hv,
                     const KeyHeadTape& tape, KeyHeadAdjoint& adj, Gradients& out);
+
+// ---- ReferenceGradSteps.cpp ---------------------------------------------------------------------
+
+/// runReferenceBackward for solve.steps = n_h > 1 on validated inputs and cotangents: the single-step
+/// backward on the step sequence (T·n_h rows; g on each token's first step, q and do on its last), with
+/// dq and dg gathered back to token rows. Same names, shapes and dtype (f64) as runReferenceBackward.
+TensorMap stepSequenceBackward(const Spec& spec, const ReferenceInputs& inputs, const TensorMap& cotangents);
 
 }  // namespace dgps::refgrad

@@ -2,9 +2,12 @@
 // against the single-step reference run on the Householder-step sequence: a GDN over T·n_h rows whose
 // log-decay is g_t on each token's first step and 0 on the others, whose query is q_t on the last step
 // and 0 elsewhere, and whose output rows at the last steps are o. With n_h = 1 the spec is GDN exactly.
+// Its reference gradients are checked against central finite differences of the n_h-step forward.
 #include <gtest/gtest.h>
 
+#include "GradTestUtil.h"
 #include "TestUtil.h"
+#include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/ReferenceGrad.h"
 
 namespace dgps::test {
@@ -157,18 +160,99 @@ TEST(DeltaProduct, InputShapesNameTheStepRows) {
   }
 }
 
-TEST(DeltaProduct, ReferenceGradientsSayTheyAreMissing) {
-  const Spec s = deltaProduct(2);
-  const ProblemShape shape = shapeOf(1, 3, 1, 1, 4, 4);
-  const ReferenceInputs in = inputs64(s, shape, 3);
-  TensorMap ct;
-  ct["do"] = Tensor::fromDoubles(ScalarType::F64, {1, 3, 1, 4}, std::vector<double>(12, 0.25));
-  try {
-    runReferenceBackward(s, in, ct);
-    ADD_FAILURE() << "gradients of solve.steps 2 were computed, but they are not implemented";
-  } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("solve.steps 2"), std::string::npos) << e.what();
+/// Central finite differences of the n_h-step forward reference (independent of the backward, which runs
+/// the single-step adjoint on the step sequence) against runReferenceBackward, every element.
+void expectStepGradientsMatchFiniteDifferences(const Spec& gdp, const ProblemShape& shape, std::uint64_t seed,
+                                               bool initialState) {
+  InputGenOptions opt;
+  opt.initial_state = initialState;
+  ReferenceInputs in = inputs64(gdp, shape, seed, opt);
+  ASSERT_EQ(in.count("initial_state"), initialState ? 1u : 0u);
+  keepOffBounds(gdp, in);
+  const TensorMap ct = randomCotangents(gdp, shape, seed + 1);
+  expectGradientsMatchFiniteDifferences(gdp, in, ct, seed + 2);
+}
+
+TEST(DeltaProduct, ReferenceGradientsMatchFiniteDifferences) {
+  DGPS_SEEDED(seed);
+  for (int steps : {2, 3}) {
+    for (DecayKind decay : {DecayKind::Scalar, DecayKind::None, DecayKind::Diagonal}) {
+      SCOPED_TRACE("steps=" + std::to_string(steps) + " decay=" + toString(decay));
+      const Spec s = deltaProduct(steps, decay);
+      {
+        SCOPED_TRACE("batched B=2 T=3, initial state");
+        expectStepGradientsMatchFiniteDifferences(s, shapeOf(2, 3, 1, 1, 3, 2), seed + steps, true);
+      }
+      {
+        SCOPED_TRACE("batched B=1 T=3 H=2, no initial state");
+        expectStepGradientsMatchFiniteDifferences(s, shapeOf(1, 3, 2, 2, 2, 3), seed + 5 * steps, false);
+      }
+      {
+        SCOPED_TRACE("varlen cu_seqlens = [0, 2, 2, 4] of T=5 (one padding token), initial state");
+        expectStepGradientsMatchFiniteDifferences(s, shapeOf(1, 5, 1, 1, 3, 2, {0, 2, 2, 4}), seed + 7 * steps,
+                                                  true);
+      }
+      {
+        SCOPED_TRACE("GVA ratio 2");
+        Spec gva = s;
+        gva.gva_ratio = 2;
+        expectStepGradientsMatchFiniteDifferences(gva, shapeOf(1, 3, 1, 2, 2, 2), seed + 11 * steps, true);
+      }
+    }
   }
+}
+
+TEST(DeltaProduct, ReferenceGradientsOfPaddingTokensAreZero) {
+  DGPS_SEEDED(seed);
+  const Spec s = deltaProduct(2);
+  const ProblemShape shape = shapeOf(1, 5, 1, 1, 3, 2, {0, 2, 4});
+  const ReferenceInputs in = inputs64(s, shape, seed);
+  const TensorMap g = runReferenceBackward(s, in, randomCotangents(s, shape, seed + 1));
+  // Token 4 (step rows 8, 9) belongs to no sequence.
+  for (std::int64_t i = 0; i < 3; ++i) EXPECT_EQ(g.at("dq").get(4 * 3 + i), 0.0);
+  EXPECT_EQ(g.at("dg").get(4), 0.0);
+  for (std::int64_t r : {8, 9}) {
+    for (std::int64_t i = 0; i < 3; ++i) EXPECT_EQ(g.at("dk").get(r * 3 + i), 0.0);
+    for (std::int64_t i = 0; i < 2; ++i) EXPECT_EQ(g.at("dv").get(r * 2 + i), 0.0);
+    EXPECT_EQ(g.at("dbeta").get(r), 0.0);
+  }
+  EXPECT_GT(maxAbs(g.at("dq")), 1e-6) << "the sequences' tokens must have gradients";
+}
+
+TEST(DeltaProduct, OneStepGradientsAreGatedDeltaNetsExactly) {
+  DGPS_SEEDED(seed);
+  for (std::int64_t ratio : {1, 2}) {
+    Spec one = deltaProduct(1), g = gdn();
+    one.gva_ratio = g.gva_ratio = ratio;
+    const ProblemShape shape = shapeOf(2, 6, 2, 2 * ratio, 4, 3);
+    const ReferenceInputs in = inputs64(g, shape, seed + ratio);
+    const TensorMap ct = randomCotangents(g, shape, seed + 10 + ratio);
+    const TensorMap a = runReferenceBackward(one, in, ct), b = runReferenceBackward(g, in, ct);
+    ASSERT_EQ(a.size(), b.size());
+    for (const auto& kv : b) {
+      ASSERT_TRUE(a.count(kv.first)) << kv.first;
+      EXPECT_EQ(maxAbsDiff(a.at(kv.first), kv.second), 0.0) << kv.first;
+      EXPECT_GT(maxAbs(kv.second), 1e-9) << kv.first << ": an all-zero gradient proves nothing";
+    }
+  }
+}
+
+/// f32 inputs (q, k, v share one dtype): the step-sequence spread keeps it, and the gradients equal those
+/// of the same values in f64.
+TEST(DeltaProduct, ReferenceGradientsOfF32InputsEqualF64) {
+  DGPS_SEEDED(seed);
+  const Spec s = deltaProduct(2);
+  const ProblemShape shape = shapeOf(1, 4, 1, 1, 3, 2);
+  ReferenceInputs in32 = generateInputs(s, shape, seed, ScalarType::F32);
+  ReferenceInputs in64;
+  for (const auto& kv : in32) {
+    in64.emplace(kv.first, kv.first == "cu_seqlens" ? kv.second
+                                                     : Tensor::fromDoubles(ScalarType::F64, kv.second.shape(),
+                                                                           kv.second.toDoubles()));
+  }
+  const TensorMap ct = randomCotangents(s, shape, seed + 1);
+  const TensorMap a = runReferenceBackward(s, in32, ct), b = runReferenceBackward(s, in64, ct);
+  for (const auto& kv : b) EXPECT_EQ(maxAbsDiff(a.at(kv.first), kv.second), 0.0) << kv.first;
 }
 
 TEST(DeltaProduct, ReferenceRefusesStepsItCannotRun) {

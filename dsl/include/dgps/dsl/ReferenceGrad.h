@@ -15,7 +15,9 @@
 // get zero gradients. Value heads sum into their key head's gradient (GVA). Where the forward is not
 // differentiable (a clamp at its bound, ‖k̂‖² = 0 in the hypergradient step) the gradient is the one of
 // the branch the forward took. Spec constants (squash x and eps, eta, clamp bounds, l2norm_eps, scale)
-// get no gradient.
+// get no gradient. With n_h = solve.steps > 1 (Gated DeltaProduct) dk, dv, dbeta have the T·n_h step rows
+// of k, v, beta, and dq, dg the T token rows of q, g; they are the single-step adjoint over the step
+// sequence (docs/backward.md, "Several Householder steps per token").
 //
 // Cost: about 3× runReference's time; memory O(T·K) per key head plus
 // O(√L·K·V) per value head for a sequence of L tokens (memory states are rebuilt from checkpoints
