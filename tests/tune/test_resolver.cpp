@@ -71,6 +71,14 @@ class Resolver : public ::testing::Test {
     ASSERT_TRUE(db.append(r).ok);
   }
 
+  // What a call that fills the fake H200 (B=8, H=16: 128 CTAs) gets without a record: the manifest default
+  // with chunk 32 (DefaultConfig.h), written out here rather than computed by the function under test.
+  TileConfig fullGpuDefault() const {
+    TileConfig c = pkg_.manifest().default_config;
+    c.chunk = 32;
+    return c;
+  }
+
   std::shared_ptr<tune::TuningResolver> make(TuneMode mode) {
     tune::ResolverOptions o;
     o.mode = mode;
@@ -169,7 +177,7 @@ TEST_F(Resolver, ForeignRecordsAreNeverUsedSilently) {
   record(problem(8, 4096), oldCodegen, cfg(32, 4, 2));
   tunetest::WarningCapture warnings;
   auto r = make(TuneMode::Recorded);
-  EXPECT_EQ(r->resolve(pkg_, problem(8, 4096), 0), pkg_.manifest().default_config);
+  EXPECT_EQ(r->resolve(pkg_, problem(8, 4096), 0), fullGpuDefault());
   ASSERT_EQ(decisions_.size(), 1u);
   EXPECT_EQ(decisions_[0].source, ConfigSource::DefaultNoRecord);
   EXPECT_NE(decisions_[0].note.find("2 record(s)"), std::string::npos) << decisions_[0].note;
@@ -189,15 +197,19 @@ TEST_F(Resolver, UnlaunchableRecordFallsBackToTheDefault) {
 
 TEST_F(Resolver, RecordWrittenByAnotherProcessLaterIsPickedUp) {
   auto r = make(TuneMode::Recorded);
-  EXPECT_EQ(r->resolve(pkg_, problem(8, 200), 0), pkg_.manifest().default_config);
+  EXPECT_EQ(r->resolve(pkg_, problem(8, 200), 0), fullGpuDefault());
   record(problem(8, 4096), fakeH200(pkg_), cfg(32, 8, 2));
   EXPECT_EQ(r->resolve(pkg_, problem(8, 4096), 0), cfg(32, 8, 2));  // a new key re-reads the file
 }
 
 TEST_F(Resolver, WithoutARecordTheDefaultFollowsTheShape) {
   auto r = make(TuneMode::Recorded);
-  // B=8, H=16: 128 state_output CTAs on the fake H200's 132 SMs -> the manifest default
-  EXPECT_EQ(r->resolve(pkg_, problem(8, 4096), 0), pkg_.manifest().default_config);
+  // B=8, H=16: 128 state_output CTAs on the fake H200's 132 SMs -> the manifest default with chunk 32
+  // (DefaultConfig.h: the GPU is full and pgdn allows chunk 32)
+  const TileConfig full = fullGpuDefault();
+  EXPECT_EQ(full.chunk, 32);
+  EXPECT_EQ(full.block_v, pkg_.manifest().default_config.block_v);
+  EXPECT_EQ(r->resolve(pkg_, problem(8, 4096), 0), full);
   // B=1, H=16: 16 CTAs at block_v 128 -> halved (pgdn allows 64), everything else the manifest's
   TileConfig want = pkg_.manifest().default_config;
   ASSERT_EQ(want.block_v, 128) << "the expectation assumes pgdn's default block_v";
