@@ -169,5 +169,29 @@ TEST(Candidates, SimpleCostModelPrefersFullerGpuAndIsFinite) {
   EXPECT_GT(c, 0);
 }
 
+// T means tokens per sequence for a dense shape and the packed total for varlen (launch_rules.h): N
+// sequences of T tokens cost the same either way, and more tokens per sequence cost more serial steps.
+TEST(Candidates, SimpleCostModelReadsTPerSequenceDenseAndTotalVarlen) {
+  const DeviceFingerprint dev = test::h200();
+  unsigned long long seed = 0;
+  auto rng = test::freshRng(&seed);
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::uniform_int_distribution<int> seqs(2, 64), chunks(2, 64);
+  for (int trial = 0; trial < 20; ++trial) {
+    TuneProblem dense = shape(128, 128);
+    dense.shape.B = dense.shape.N = seqs(rng);
+    dense.shape.T = 64LL * chunks(rng);  // whole chunks, so per-sequence steps agree exactly
+    TuneProblem packed = dense;
+    packed.shape.B = 1;
+    packed.shape.varlen = 1;
+    packed.shape.T = dense.shape.N * dense.shape.T;
+    const TileConfig c{64, 64, 4, 1};
+    EXPECT_DOUBLE_EQ(simpleCostModel(c, dense, dev), simpleCostModel(c, packed, dev));
+    TuneProblem longer = dense;
+    longer.shape.T *= 2;
+    EXPECT_GT(simpleCostModel(c, longer, dev), simpleCostModel(c, dense, dev));
+  }
+}
+
 }  // namespace
 }  // namespace dgps::tuning

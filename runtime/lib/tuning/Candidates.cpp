@@ -136,7 +136,9 @@ double simpleCostModel(const TileConfig& c, const TuneProblem& problem,
     steps = 1;
     stepWork = K * c.block_v;
   } else {
-    const double tokensPerSeq = std::max<double>(1.0, static_cast<double>(shape.T) / seqs);
+    // launch::ProblemShape's T is per sequence dense, the packed total varlen (as chunkSlots reads it).
+    const double T = static_cast<double>(shape.T);
+    const double tokensPerSeq = std::max(1.0, shape.varlen ? T / seqs : T);
     steps = std::ceil(tokensPerSeq / c.chunk);
     stepWork = static_cast<double>(c.chunk) * c.chunk * K + static_cast<double>(c.chunk) * K * c.block_v;
   }
