@@ -26,17 +26,18 @@ tuning::DeviceFingerprint currentFingerprint(const GpuInfo& gpu, const Package& 
 }
 
 tuning::ProblemKey problemKey(const Package& package, const BenchShape& shape, int sm_count) {
-  tuning::ProblemShape s;
-  s.sequences = int(shape.batch);
-  s.tokens = shape.kind == Kind::Forward ? shape.seq_len : 1;
-  s.H = int(shape.heads_qk);
-  s.HV = int(valueHeads(package.spec(), shape));
-  s.K = int(shape.key_dim);
-  s.V = int(shape.value_dim);
-  s.dtype = tuning::InputDType::BF16;
-  s.varlen = false;
-  s.kind = shape.kind == Kind::Forward ? tuning::KernelFamily::Forward : tuning::KernelFamily::Decode;
-  return tuning::makeKey(package.manifest().spec_hash, s, sm_count);
+  launch::ProblemShape s;
+  s.B = shape.batch;
+  s.N = shape.batch;
+  s.T = shape.kind == Kind::Forward ? shape.seq_len : 1;
+  s.H = shape.heads_qk;
+  s.HV = valueHeads(package.spec(), shape);
+  s.K = shape.key_dim;
+  s.V = shape.value_dim;
+  const tuning::KernelFamily kind =
+      shape.kind == Kind::Forward ? tuning::KernelFamily::Forward : tuning::KernelFamily::Decode;
+  return tuning::makeKey(package.manifest().spec_hash, tuning::tuneProblem(s, tuning::InputDType::BF16, kind),
+                         sm_count);
 }
 
 TunedLookup lookupTuned(const Package& package, const BenchShape& shape, const GpuInfo& gpu) {

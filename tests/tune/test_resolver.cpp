@@ -248,7 +248,7 @@ TEST_F(Resolver, CodegenIdentityFollowsTheKernelSource) {
 }
 
 TEST_F(Resolver, CandidatesArePrunedByDeviceLimitsWithReasons) {
-  const tuning::ProblemShape shape = tune::tuningShape(problem(8, 4096));
+  const tuning::TuneProblem shape = tune::tuningShape(problem(8, 4096));
   tuning::DeviceFingerprint fp = fakeH200(pkg_);
   const tuning::CandidateSet all = tune::forwardCandidates(pkg_, shape, fp);
   const TuningSpace& t = pkg_.manifest().tunables;

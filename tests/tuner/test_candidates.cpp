@@ -8,20 +8,21 @@
 namespace dgps::tuning {
 namespace {
 
-ProblemShape shape(int K, int V) {
-  ProblemShape s;
-  s.sequences = 2;
-  s.tokens = 4096;
-  s.H = 16;
-  s.HV = 32;
-  s.K = K;
-  s.V = V;
-  return s;
+TuneProblem shape(int K, int V) {
+  TuneProblem p;
+  p.shape.B = p.shape.N = 2;
+  p.shape.T = 4096;
+  p.shape.H = 16;
+  p.shape.HV = 32;
+  p.shape.K = K;
+  p.shape.V = V;
+  return p;
 }
 
 /// A toy launch rule with the structure of the real ones: K x block_v state tile in fp32, a
 /// chunk x K key tile and chunk x block_v value tile per stage in bf16, a chunk x chunk fp32 KKT block.
-std::int64_t toySmem(const TileConfig& c, const ProblemShape& s) {
+std::int64_t toySmem(const TileConfig& c, const TuneProblem& p) {
+  const launch::ProblemShape& s = p.shape;
   return 4LL * s.K * c.block_v + 2LL * c.stages * c.chunk * (s.K + c.block_v) + 4LL * c.chunk * c.chunk;
 }
 
@@ -105,8 +106,8 @@ TEST(Candidates, PinnedChunkCapabilityAndDuplicates) {
   Tunables t{{16, 32, 64, 64}, {64}, {4, 4}, {1}};
   PruneOptions opt;
   opt.pinned_chunk = 32;  // backward reuses the forward's A [.., BT]
-  opt.capability = [](const TileConfig& c, const ProblemShape& s) -> std::optional<std::string> {
-    if (c.chunk == 32 && s.K != 128) return std::string("wgmma variant needs K == 128");
+  opt.capability = [](const TileConfig& c, const TuneProblem& p) -> std::optional<std::string> {
+    if (c.chunk == 32 && p.shape.K != 128) return std::string("wgmma variant needs K == 128");
     return std::nullopt;
   };
   CandidateSet ok = generateCandidates(t, shape(128, 128), test::h200(), opt);
@@ -124,7 +125,7 @@ TEST(Candidates, PinnedChunkCapabilityAndDuplicates) {
 TEST(Candidates, NegativeSmemEstimateMeansRefused) {
   Tunables t{{64}, {64}, {4}, {1, 2}};
   PruneOptions opt;
-  opt.smem_bytes = [](const TileConfig& c, const ProblemShape&) -> std::int64_t {
+  opt.smem_bytes = [](const TileConfig& c, const TuneProblem&) -> std::int64_t {
     return c.stages == 2 ? -1 : 1024;
   };
   CandidateSet s = generateCandidates(t, shape(64, 64), test::h200(), opt);
@@ -137,7 +138,7 @@ TEST(Candidates, CostModelKeepsTopN) {
   Tunables t{{32, 64}, {32, 64}, {4, 8}, {1, 2}};
   PruneOptions opt;
   // An independent toy model: cost = block_v * chunk / warps, ties by simplicity.
-  opt.cost_model = [](const TileConfig& c, const ProblemShape&, const DeviceFingerprint&) {
+  opt.cost_model = [](const TileConfig& c, const TuneProblem&, const DeviceFingerprint&) {
     return static_cast<double>(c.block_v * c.chunk) / c.warps;
   };
   opt.keep_top = 3;
@@ -155,17 +156,41 @@ TEST(Candidates, CostModelKeepsTopN) {
 
 TEST(Candidates, SimpleCostModelPrefersFullerGpuAndIsFinite) {
   const DeviceFingerprint dev = test::h200();
-  ProblemShape small = shape(128, 128);
-  small.sequences = 1;
-  small.HV = 8;  // 8 heads: far below one wave
+  TuneProblem small = shape(128, 128);
+  small.shape.B = small.shape.N = 1;
+  small.shape.HV = 8;  // 8 heads: far below one wave
   // With few blocks, a narrower value tile (more blocks, same waves) costs no more.
   EXPECT_LE(simpleCostModel({64, 32, 4, 1}, small, dev), simpleCostModel({64, 128, 4, 1}, small, dev));
-  ProblemShape decode = small;
+  TuneProblem decode = small;
   decode.kind = KernelFamily::Decode;
-  decode.tokens = 1;
+  decode.shape.T = 1;
   const double c = simpleCostModel({64, 64, 4, 1}, decode, dev, toySmem);
   EXPECT_TRUE(std::isfinite(c));
   EXPECT_GT(c, 0);
+}
+
+// T means tokens per sequence for a dense shape and the packed total for varlen (launch_rules.h): N
+// sequences of T tokens cost the same either way, and more tokens per sequence cost more serial steps.
+TEST(Candidates, SimpleCostModelReadsTPerSequenceDenseAndTotalVarlen) {
+  const DeviceFingerprint dev = test::h200();
+  unsigned long long seed = 0;
+  auto rng = test::freshRng(&seed);
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::uniform_int_distribution<int> seqs(2, 64), chunks(2, 64);
+  for (int trial = 0; trial < 20; ++trial) {
+    TuneProblem dense = shape(128, 128);
+    dense.shape.B = dense.shape.N = seqs(rng);
+    dense.shape.T = 64LL * chunks(rng);  // whole chunks, so per-sequence steps agree exactly
+    TuneProblem packed = dense;
+    packed.shape.B = 1;
+    packed.shape.varlen = 1;
+    packed.shape.T = dense.shape.N * dense.shape.T;
+    const TileConfig c{64, 64, 4, 1};
+    EXPECT_DOUBLE_EQ(simpleCostModel(c, dense, dev), simpleCostModel(c, packed, dev));
+    TuneProblem longer = dense;
+    longer.shape.T *= 2;
+    EXPECT_GT(simpleCostModel(c, longer, dev), simpleCostModel(c, dense, dev));
+  }
 }
 
 }  // namespace

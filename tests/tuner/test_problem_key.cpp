@@ -75,17 +75,16 @@ TEST(ProblemKey, EveryFieldChangesTheKey) {
 }
 
 TEST(ProblemKey, MakeKeyMapsEveryShapeField) {
-  ProblemShape s;
-  s.sequences = 4;
-  s.tokens = 3000;
+  launch::ProblemShape s;
+  s.B = 1;
+  s.N = 4;
+  s.T = 3000;
   s.H = 8;
   s.HV = 16;
   s.K = 64;
   s.V = 128;
-  s.dtype = InputDType::F16;
-  s.varlen = true;
-  s.kind = KernelFamily::Decode;
-  const ProblemKey k = makeKey("abc", s, 132, "tf32x3");
+  s.varlen = 1;
+  const ProblemKey k = makeKey("abc", tuneProblem(s, InputDType::F16, KernelFamily::Decode), 132, "tf32x3");
   EXPECT_EQ(k.spec_hash, "abc");
   EXPECT_EQ(k.K, 64);
   EXPECT_EQ(k.V, 128);
@@ -99,6 +98,23 @@ TEST(ProblemKey, MakeKeyMapsEveryShapeField) {
   EXPECT_EQ(k.precision, "tf32x3");
 }
 
+// The launch shape's f16 flag follows the tuned dtype, whatever the caller's shape said, so the
+// key's dtype and the shape the launch rules read cannot disagree.
+TEST(ProblemKey, TuneProblemKeepsF16InStepWithDType) {
+  launch::ProblemShape s;
+  s.T = 512;
+  for (int f16 : {0, 1}) {
+    s.f16 = f16;
+    EXPECT_EQ(tuneProblem(s, InputDType::F16, KernelFamily::Forward).shape.f16, 1);
+    EXPECT_EQ(tuneProblem(s, InputDType::BF16, KernelFamily::Forward).shape.f16, 0);
+    EXPECT_EQ(tuneProblem(s, InputDType::F32, KernelFamily::Decode).shape.f16, 0);
+    const TuneProblem p = tuneProblem(s, InputDType::F32, KernelFamily::Decode);
+    EXPECT_EQ(p.dtype, InputDType::F32);
+    EXPECT_EQ(p.kind, KernelFamily::Decode);
+    EXPECT_EQ(p.shape.T, 512);
+  }
+}
+
 // Varlen packing whose total tokens (30k-34k) and document count vary every step must keep one
 // key, so a 200-step training loop tunes once.
 TEST(ProblemKey, VaryingPackedTokensDoNotFragmentTheKey) {
@@ -109,15 +125,16 @@ TEST(ProblemKey, VaryingPackedTokensDoNotFragmentTheKey) {
   std::uniform_int_distribution<int> docs(17, 32);  // 17..32 docs x 16 HV = 272..512 blocks: 2-4 waves
   std::set<std::string> keys;
   for (int step = 0; step < 200; ++step) {
-    ProblemShape s;
-    s.sequences = docs(rng);
-    s.tokens = total(rng);
+    launch::ProblemShape s;
+    s.B = 1;
+    s.N = docs(rng);
+    s.T = total(rng);
     s.H = 16;
     s.HV = 16;
     s.K = 128;
     s.V = 128;
-    s.varlen = true;
-    keys.insert(makeKey("gdn", s, 132).str());
+    s.varlen = 1;
+    keys.insert(makeKey("gdn", tuneProblem(s, InputDType::BF16, KernelFamily::Forward), 132).str());
   }
   EXPECT_EQ(keys.size(), 1u);
 }

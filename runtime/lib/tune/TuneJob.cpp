@@ -34,19 +34,26 @@ int attribute(CUdevice dev, CUdevice_attribute a, const char* name) {
 }
 
 // The launch plan's problem for a tuning shape (host-side only; nothing is launched).
-ForwardProblem planProblem(const Package& package, const tuning::ProblemShape& s) {
+ForwardProblem planProblem(const Package& package, const tuning::TuneProblem& problem) {
+  const launch::ProblemShape& s = problem.shape;
   ForwardProblem p;
-  p.batch = s.varlen ? 1 : s.sequences;
-  p.num_seqs = s.sequences;
-  p.seq_len = s.tokens;
+  p.batch = s.varlen ? 1 : s.N;
+  p.num_seqs = s.N;
+  p.seq_len = s.T;
   p.heads_qk = s.H;
   p.heads_v = s.HV;
   p.key_dim = s.K;
   p.value_dim = s.V;
-  p.input_dtype = s.dtype == tuning::InputDType::F16 ? ScalarType::F16 : ScalarType::BF16;
-  p.varlen = s.varlen;
+  p.input_dtype = problem.dtype == tuning::InputDType::F16 ? ScalarType::F16 : ScalarType::BF16;
+  p.varlen = s.varlen != 0;
   p.scale = package.spec().scale ? float(*package.spec().scale) : float(1.0 / std::sqrt(double(s.K)));
   return p;
+}
+
+// The tuner's element type of q, k, v: the runtime runs f16 or bf16 (anything else is keyed as bf16,
+// as before, since the forward refuses it before tuning matters).
+tuning::InputDType inputDType(ScalarType t) {
+  return t == ScalarType::F16 ? tuning::InputDType::F16 : tuning::InputDType::BF16;
 }
 
 }  // namespace
@@ -90,41 +97,39 @@ tuning::DeviceFingerprint deviceFingerprint(const Package& package, int device) 
   return f;
 }
 
-tuning::ProblemShape tuningShape(const ForwardProblem& p) {
-  tuning::ProblemShape s;
-  s.sequences = int(p.num_seqs);
-  s.tokens = p.seq_len;  // total packed tokens for varlen
-  s.H = int(p.heads_qk);
-  s.HV = int(p.heads_v);
-  s.K = int(p.key_dim);
-  s.V = int(p.value_dim);
-  s.dtype = p.input_dtype == ScalarType::F16 ? tuning::InputDType::F16 : tuning::InputDType::BF16;
-  s.varlen = p.varlen;
-  s.kind = tuning::KernelFamily::Forward;
-  return s;
+tuning::TuneProblem tuningShape(const ForwardProblem& p) {
+  launch::ProblemShape s;
+  s.B = p.batch;
+  s.N = p.num_seqs;
+  s.T = p.seq_len;  // total packed tokens for varlen
+  s.H = p.heads_qk;
+  s.HV = p.heads_v;
+  s.K = p.key_dim;
+  s.V = p.value_dim;
+  s.varlen = p.varlen ? 1 : 0;
+  return tuning::tuneProblem(s, inputDType(p.input_dtype), tuning::KernelFamily::Forward);
 }
 
-tuning::ProblemShape tuningShape(const ProblemShape& shape, ScalarType dtype) {
-  tuning::ProblemShape s;
-  s.varlen = !shape.cu_seqlens.empty();
-  s.sequences = int(shape.numSeqs());
-  s.tokens = shape.seq_len;
-  s.H = int(shape.heads_qk);
-  s.HV = int(shape.heads_v);
-  s.K = int(shape.key_dim);
-  s.V = int(shape.value_dim);
-  s.dtype = dtype == ScalarType::F16 ? tuning::InputDType::F16 : tuning::InputDType::BF16;
-  s.kind = tuning::KernelFamily::Forward;
-  return s;
+tuning::TuneProblem tuningShape(const ProblemShape& shape, ScalarType dtype) {
+  launch::ProblemShape s;
+  s.varlen = shape.cu_seqlens.empty() ? 0 : 1;
+  s.N = shape.numSeqs();
+  s.B = s.varlen ? 1 : s.N;
+  s.T = shape.seq_len;
+  s.H = shape.heads_qk;
+  s.HV = shape.heads_v;
+  s.K = shape.key_dim;
+  s.V = shape.value_dim;
+  return tuning::tuneProblem(s, inputDType(dtype), tuning::KernelFamily::Forward);
 }
 
-tuning::ProblemKey problemKey(const Package& package, const tuning::ProblemShape& shape, int sm_count) {
+tuning::ProblemKey problemKey(const Package& package, const tuning::TuneProblem& shape, int sm_count) {
   // Every candidate of a package computes with the same precision policy (fp32 accumulation and
   // state, docs/math.md §7.5); precision is not searched, so one constant names it.
   return tuning::makeKey(package.manifest().spec_hash, shape, sm_count, "ieee");
 }
 
-tuning::CandidateSet forwardCandidates(const Package& package, const tuning::ProblemShape& shape,
+tuning::CandidateSet forwardCandidates(const Package& package, const tuning::TuneProblem& shape,
                                        const tuning::DeviceFingerprint& device) {
   const TuningSpace& space = package.manifest().tunables;
   tuning::Tunables t;
@@ -134,7 +139,7 @@ tuning::CandidateSet forwardCandidates(const Package& package, const tuning::Pro
   t.stages = space.stages;
   tuning::PruneOptions opt;
   const ForwardProblem problem = planProblem(package, shape);
-  opt.smem_bytes = [&package, problem](const tuning::TileConfig& c, const tuning::ProblemShape&) -> std::int64_t {
+  opt.smem_bytes = [&package, problem](const tuning::TileConfig& c, const tuning::TuneProblem&) -> std::int64_t {
     try {
       std::int64_t most = 0;
       for (const auto& k : detail::planForward(package, problem, c).kernels)
@@ -145,7 +150,7 @@ tuning::CandidateSet forwardCandidates(const Package& package, const tuning::Pro
     }
   };
   opt.capability = [&package, problem](const tuning::TileConfig& c,
-                                       const tuning::ProblemShape&) -> std::optional<std::string> {
+                                       const tuning::TuneProblem&) -> std::optional<std::string> {
     try {
       package.checkConfig(c);
       detail::planForward(package, problem, c);
@@ -209,7 +214,7 @@ TuneOutcome tunePackage(Runtime& runtime, const Package& package, const TuneJob&
   }
   TuneOutcome out;
   out.fingerprint = deviceFingerprint(package, job.device);
-  const tuning::ProblemShape shape = tuningShape(job.shape, job.dtype);
+  const tuning::TuneProblem shape = tuningShape(job.shape, job.dtype);
   out.key = problemKey(package, job.key_shape ? *job.key_shape : shape, out.fingerprint.sm_count);
 
   out.db_path = job.db_path;

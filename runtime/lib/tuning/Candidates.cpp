@@ -20,8 +20,9 @@ std::string kib(std::int64_t bytes) {
 }
 
 /// The first static rule `c` breaks, or "" when it passes them all.
-std::string staticRejection(const TileConfig& c, const ProblemShape& shape,
+std::string staticRejection(const TileConfig& c, const TuneProblem& problem,
                             const DeviceFingerprint& dev, const PruneOptions& opt) {
+  const launch::ProblemShape& shape = problem.shape;
   if (c.chunk <= 0 || c.block_v <= 0 || c.warps <= 0 || c.stages <= 0)
     return "non-positive tunable value";
   if (!isPowerOfTwo(c.chunk)) return "chunk " + std::to_string(c.chunk) + " is not a power of two";
@@ -39,22 +40,23 @@ std::string staticRejection(const TileConfig& c, const ProblemShape& shape,
     return std::to_string(c.warps * 32) + " threads > max threads per block " +
            std::to_string(dev.max_threads_per_block);
   if (opt.smem_bytes) {
-    const std::int64_t smem = opt.smem_bytes(c, shape);
+    const std::int64_t smem = opt.smem_bytes(c, problem);
     if (smem < 0) return "launch rules refuse this tile for the shape";
     if (dev.smem_per_block_optin > 0 && smem > dev.smem_per_block_optin)
       return "shared memory " + kib(smem) + " > opt-in limit per block " +
              kib(dev.smem_per_block_optin);
   }
   if (opt.capability) {
-    if (auto why = opt.capability(c, shape)) return "variant cannot handle the shape: " + *why;
+    if (auto why = opt.capability(c, problem)) return "variant cannot handle the shape: " + *why;
   }
   return {};
 }
 
 }  // namespace
 
-CandidateSet generateCandidates(const Tunables& t, const ProblemShape& shape,
+CandidateSet generateCandidates(const Tunables& t, const TuneProblem& problem,
                                 const DeviceFingerprint& dev, const PruneOptions& opt) {
+  const launch::ProblemShape& shape = problem.shape;
   CandidateSet set;
   std::vector<TileConfig> seen;
   std::vector<std::pair<TileConfig, TileConfig>> runsAs;  // kept config, with the value tile it really covers
@@ -65,13 +67,13 @@ CandidateSet generateCandidates(const Tunables& t, const ProblemShape& shape,
           const TileConfig c{chunk, bv, warps, stages};
           if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;  // manifest repeats
           seen.push_back(c);
-          if (std::string why = staticRejection(c, shape, dev, opt); !why.empty()) {
+          if (std::string why = staticRejection(c, problem, dev, opt); !why.empty()) {
             set.pruned.push_back({c, std::move(why)});
             continue;
           }
           // block_v beyond V rounded up to 16 compiles to the same kernel as the clipped tile: time it once.
           TileConfig effective = c;
-          effective.block_v = launch::valueTile(shape.V, c.block_v);
+          effective.block_v = launch::valueTile(int(shape.V), c.block_v);
           auto same = std::find_if(runsAs.begin(), runsAs.end(),
                                    [&](const auto& k) { return k.second == effective; });
           if (same != runsAs.end()) {
@@ -89,7 +91,7 @@ CandidateSet generateCandidates(const Tunables& t, const ProblemShape& shape,
       set.kept.size() > static_cast<std::size_t>(opt.keep_top)) {
     std::vector<std::pair<double, TileConfig>> ranked;
     for (const TileConfig& c : set.kept) {
-      double cost = opt.cost_model(c, shape, dev);
+      double cost = opt.cost_model(c, problem, dev);
       if (!std::isfinite(cost)) cost = HUGE_VAL;
       ranked.push_back({cost, c});
     }
@@ -110,30 +112,33 @@ CandidateSet generateCandidates(const Tunables& t, const ProblemShape& shape,
   return set;
 }
 
-double simpleCostModel(const TileConfig& c, const ProblemShape& shape,
+double simpleCostModel(const TileConfig& c, const TuneProblem& problem,
                        const DeviceFingerprint& dev, const SmemEstimator& smem) {
-  const double seqs = std::max(1, shape.sequences);
-  const double vTiles = std::ceil(static_cast<double>(std::max(1, shape.V)) / std::max(1, c.block_v));
-  const double blocks = seqs * std::max(1, shape.HV) * vTiles;
+  const launch::ProblemShape& shape = problem.shape;
+  const double seqs = static_cast<double>(std::max<long long>(1, shape.N));
+  const double vTiles = std::ceil(static_cast<double>(std::max<long long>(1, shape.V)) / std::max(1, c.block_v));
+  const double blocks = seqs * static_cast<double>(std::max<long long>(1, shape.HV)) * vTiles;
 
   // Resident blocks per SM: registers (assume 128 per thread) and shared memory, at least 1.
   double perSm = 16;
   if (dev.regs_per_sm > 0) perSm = std::min(perSm, std::floor(dev.regs_per_sm / (128.0 * c.warps * 32)));
   if (smem && dev.smem_per_sm > 0) {
-    const std::int64_t bytes = smem(c, shape);
+    const std::int64_t bytes = smem(c, problem);
     if (bytes > 0) perSm = std::min(perSm, std::floor(static_cast<double>(dev.smem_per_sm) / bytes));
   }
   perSm = std::max(1.0, perSm);
   const double sms = std::max(1, dev.sm_count);
   const double waves = std::ceil(blocks / (sms * perSm));
 
-  const double K = std::max(1, shape.K);
+  const double K = static_cast<double>(std::max<long long>(1, shape.K));
   double steps, stepWork;
-  if (shape.kind == KernelFamily::Decode) {
+  if (problem.kind == KernelFamily::Decode) {
     steps = 1;
     stepWork = K * c.block_v;
   } else {
-    const double tokensPerSeq = std::max<double>(1.0, static_cast<double>(shape.tokens) / seqs);
+    // launch::ProblemShape's T is per sequence dense, the packed total varlen (as chunkSlots reads it).
+    const double T = static_cast<double>(shape.T);
+    const double tokensPerSeq = std::max(1.0, shape.varlen ? T / seqs : T);
     steps = std::ceil(tokensPerSeq / c.chunk);
     stepWork = static_cast<double>(c.chunk) * c.chunk * K + static_cast<double>(c.chunk) * K * c.block_v;
   }

@@ -43,19 +43,29 @@ WaveBucket waveBucketFor(std::int64_t sequences, int HV, int sm_count) {
   return WaveBucket::Ge4;
 }
 
-ProblemKey makeKey(const std::string& spec_hash, const ProblemShape& shape, int sm_count,
+TuneProblem tuneProblem(const launch::ProblemShape& shape, InputDType dtype, KernelFamily kind) {
+  TuneProblem p;
+  p.shape = shape;
+  p.shape.f16 = dtype == InputDType::F16 ? 1 : 0;
+  p.dtype = dtype;
+  p.kind = kind;
+  return p;
+}
+
+ProblemKey makeKey(const std::string& spec_hash, const TuneProblem& problem, int sm_count,
                    const std::string& precision) {
+  const launch::ProblemShape& s = problem.shape;
   ProblemKey key;
   key.spec_hash = spec_hash;
-  key.K = shape.K;
-  key.V = shape.V;
-  key.H = shape.H;
-  key.HV = shape.HV;
-  key.t_bucket = tBucketFor(shape.tokens);
-  key.waves = waveBucketFor(shape.sequences, shape.HV, sm_count);
-  key.dtype = shape.dtype;
-  key.varlen = shape.varlen;
-  key.kind = shape.kind;
+  key.K = int(s.K);
+  key.V = int(s.V);
+  key.H = int(s.H);
+  key.HV = int(s.HV);
+  key.t_bucket = tBucketFor(s.T);
+  key.waves = waveBucketFor(s.N, int(s.HV), sm_count);
+  key.dtype = problem.dtype;
+  key.varlen = s.varlen != 0;
+  key.kind = problem.kind;
   key.precision = precision;
   return key;
 }

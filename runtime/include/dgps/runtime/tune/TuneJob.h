@@ -42,15 +42,16 @@ std::string codegenIdentity(const Package& package);
 /// Throws RuntimeError (NoDriver / NoDevice / Cuda).
 tuning::DeviceFingerprint deviceFingerprint(const Package& package, int device);
 
-/// The tuner's view of a forward problem. Varlen calls map to sequences = N, tokens = total tokens.
-tuning::ProblemShape tuningShape(const ForwardProblem& problem);
-tuning::ProblemShape tuningShape(const ProblemShape& shape, ScalarType dtype);
+/// The tuner's view of a forward problem (tuning/ProblemKey.h TuneProblem). Varlen calls map to N sequences
+/// of T = total tokens.
+tuning::TuneProblem tuningShape(const ForwardProblem& problem);
+tuning::TuneProblem tuningShape(const ProblemShape& shape, ScalarType dtype);
 
 /// The database key of `shape` for this package on a device with `sm_count` SMs.
-tuning::ProblemKey problemKey(const Package& package, const tuning::ProblemShape& shape, int sm_count);
+tuning::ProblemKey problemKey(const Package& package, const tuning::TuneProblem& shape, int sm_count);
 
 /// Candidate tile configurations for the package's forward at `shape` on `device` (see above).
-tuning::CandidateSet forwardCandidates(const Package& package, const tuning::ProblemShape& shape,
+tuning::CandidateSet forwardCandidates(const Package& package, const tuning::TuneProblem& shape,
                                        const tuning::DeviceFingerprint& device);
 
 /// One tuning run.
@@ -69,7 +70,7 @@ struct TuneJob {
   /// The shape the record is keyed under when it differs from the timed one: the runtime resolver
   /// times a varlen call on a dense stand-in (N sequences of ceil(total/N) tokens) but records it
   /// under the varlen call's own key. Unset: tuningShape(shape, dtype).
-  std::optional<tuning::ProblemShape> key_shape;
+  std::optional<tuning::TuneProblem> key_shape;
   TuneJob() { tuner.max_rel_err = -1; }
 };
 

@@ -26,18 +26,18 @@ struct Tunables {
   std::vector<int> stages;
 };
 
-/// Dynamic shared memory one thread block of `config` needs for `shape`, bytes; supplied by the
+/// Dynamic shared memory one thread block of `config` needs for `problem`, bytes; supplied by the
 /// kernels' launch rules. A negative value means the launch rules refuse the pair outright.
-using SmemEstimator = std::function<std::int64_t(const TileConfig&, const ProblemShape&)>;
+using SmemEstimator = std::function<std::int64_t(const TileConfig&, const TuneProblem&)>;
 
 /// Extra capability predicate of a specialised variant: nullopt when `config` can handle
-/// `shape`, otherwise the reason it cannot (e.g. "wgmma variant needs K == 128").
+/// `problem`, otherwise the reason it cannot (e.g. "wgmma variant needs K == 128").
 using CapabilityCheck =
-    std::function<std::optional<std::string>(const TileConfig&, const ProblemShape&)>;
+    std::function<std::optional<std::string>(const TileConfig&, const TuneProblem&)>;
 
 /// Estimated run time of `config` (any unit; only the order matters). Lower is better.
 using CostModel =
-    std::function<double(const TileConfig&, const ProblemShape&, const DeviceFingerprint&)>;
+    std::function<double(const TileConfig&, const TuneProblem&, const DeviceFingerprint&)>;
 
 struct PruneOptions {
   /// Forces the chunk length, e.g. when a backward pass must reuse the forward's saved A/h.
@@ -66,11 +66,11 @@ struct CandidateSet {
 ///   every value positive; chunk a power of two; chunk == pinned_chunk when pinned;
 ///   block_v a multiple of 16 in [16, 128]; V a positive multiple of 8 (launch_rules.h valueTile: block_v
 ///   need not divide V, the last value tile is masked); warps * 32 <= max_threads_per_block;
-///   smem_bytes(config, shape) >= 0 and <= smem_per_block_optin; capability(config, shape) has no objection.
+///   smem_bytes(config, problem) >= 0 and <= smem_per_block_optin; capability(config, problem) has no objection.
 /// Then a block_v above V rounded up to 16, which runs as that clipped tile, is dropped when a kept
 /// configuration already runs the same tile (e.g. V = 64: block_v 128 runs as 64).
 /// Device limits of 0 in the fingerprint mean "unknown" and skip that check.
-CandidateSet generateCandidates(const Tunables& tunables, const ProblemShape& shape,
+CandidateSet generateCandidates(const Tunables& tunables, const TuneProblem& problem,
                                 const DeviceFingerprint& device, const PruneOptions& options);
 
 /// A deliberately simple ranking model for the pre-filter, good only for discarding clearly poor
@@ -79,7 +79,7 @@ CandidateSet generateCandidates(const Tunables& tunables, const ProblemShape& sh
 /// divided by a throughput factor that grows sub-linearly with warps and stages. Resident blocks per
 /// SM are limited by shared memory (when an estimator is given) and by registers (assuming 128 per
 /// thread). Decode uses one token per block.
-double simpleCostModel(const TileConfig& config, const ProblemShape& shape,
+double simpleCostModel(const TileConfig& config, const TuneProblem& problem,
                        const DeviceFingerprint& device, const SmemEstimator& smem = nullptr);
 
 }  // namespace dgps::tuning

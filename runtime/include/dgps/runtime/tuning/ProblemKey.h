@@ -16,6 +16,8 @@
 #include <optional>
 #include <string>
 
+#include "dgps/device/launch_rules.h"
+
 namespace dgps::tuning {
 
 /// Upper bounds of the sequence-length buckets, tokens: <=64, <=256, <=1024, <=4096, <=16384, >16384.
@@ -35,19 +37,20 @@ enum class InputDType { F32, F16, BF16 };
 /// Which kernel family is tuned.
 enum class KernelFamily { Forward, Decode };
 
-/// The concrete shape of one call, before bucketing. Layouts as in docs/spec.md (Tensors): q,k [B,T,H,K],
-/// v [B,T,HV,V]; for varlen (cu_seqlens [N+1], B=1) `sequences` is N and `tokens` is cu_seqlens[N].
-struct ProblemShape {
-  int sequences = 1;           ///< B, or N for varlen.
-  std::int64_t tokens = 1;     ///< T per sequence, or the total packed tokens for varlen; 1 for decode.
-  int H = 0;                   ///< query/key heads.
-  int HV = 0;                  ///< value heads, a multiple of H (GVA).
-  int K = 0;                   ///< key head dim.
-  int V = 0;                   ///< value head dim.
+/// One tuned call, before bucketing: the device's launch shape plus what it does not carry. The shape is
+/// the one struct the kernels' launch rules read (launch_rules.h): q,k [B,T,H,K], v [B,T,HV,V] as in
+/// docs/spec.md (Tensors); N is the number of sequences (B dense, len(cu_seqlens) - 1 varlen, B = 1) and
+/// T is the tokens per sequence dense, or the total packed tokens cu_seqlens[N] varlen; T = 1 for decode.
+/// `dtype` is authoritative for the key (launch::ProblemShape::f16 cannot say f32); tuneProblem() keeps
+/// shape.f16 in step with it.
+struct TuneProblem {
+  launch::ProblemShape shape;
   InputDType dtype = InputDType::BF16;
-  bool varlen = false;
   KernelFamily kind = KernelFamily::Forward;
 };
+
+/// A TuneProblem for `shape` with shape.f16 set from `dtype`.
+TuneProblem tuneProblem(const launch::ProblemShape& shape, InputDType dtype, KernelFamily kind);
 
 struct ProblemKey {
   std::string spec_hash;  ///< canonical-form hash of the spec (dsl), covers every axis and flag.
@@ -79,7 +82,7 @@ TBucket tBucketFor(std::int64_t tokens);
 WaveBucket waveBucketFor(std::int64_t sequences, int HV, int sm_count);
 
 /// Bucket a concrete call. `spec_hash` and `precision` are passed through unchanged.
-ProblemKey makeKey(const std::string& spec_hash, const ProblemShape& shape, int sm_count,
+ProblemKey makeKey(const std::string& spec_hash, const TuneProblem& problem, int sm_count,
                    const std::string& precision = "ieee");
 
 const char* toString(TBucket);      ///< "<=64" ... ">16384"
