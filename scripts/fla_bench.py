@@ -78,6 +78,9 @@ def make_inputs(torch, s, seed=0, with_steps=False):
         'beta': torch.sigmoid(randn(B, T, HV)),
         'g': F.logsigmoid(randn(B, T, HV)),
         'gk': F.logsigmoid(randn(B, T, HV, K)),
+        # the ATK preconditioner's own gain and log-decay (pgdn, pkda), per key head
+        'g_atk': F.logsigmoid(randn(B, T, H)),
+        'beta_atk': torch.sigmoid(randn(B, T, H)),
     }
     if s['kind'] == 'decode':
         x['h0'] = randn(B, HV, K, V) * 0.1
@@ -114,6 +117,20 @@ def fla_ops(torch):
         ops['kda'] = ('chunk_kda', lambda x: chunk_kda(x['q'], x['k'], x['v'], x['gk'], x['beta'])[0], None)
     except Exception as e:
         print(f"fla_bench: kda unavailable: {e!r}", file=sys.stderr)
+    try:
+        from fla.ops.precond_gated_delta_rule import chunk_precond_gated_delta_rule
+        ops['pgdn'] = ('chunk_precond_gated_delta_rule',
+                       lambda x: chunk_precond_gated_delta_rule(x['q'], x['k'], x['v'], x['g_atk'], x['g'],
+                                                                x['beta_atk'], x['beta'])[0], None)
+    except Exception as e:  # an FLA older than the preconditioned ops
+        print(f"fla_bench: pgdn unavailable: {e!r}", file=sys.stderr)
+    try:
+        from fla.ops.precond_kda import chunk_precond_kda
+        ops['pkda'] = ('chunk_precond_kda',
+                       lambda x: chunk_precond_kda(x['q'], x['k'], x['v'], x['gk'], x['g_atk'], x['beta_atk'],
+                                                   x['beta'])[0], None)
+    except Exception as e:
+        print(f"fla_bench: pkda unavailable: {e!r}", file=sys.stderr)
     try:
         from fla.ops.gated_delta_product import chunk_gated_delta_product
         ops['gated_deltaproduct'] = (
