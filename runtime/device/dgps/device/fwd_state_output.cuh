@@ -40,6 +40,7 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
   constexpr bool kQop = launch::needOpQ(F), kKop = launch::needOpK(F), kKw = launch::needOpW(F);
   constexpr bool kRebuildW = launch::rebuildsKw(F), kRebuildQ = launch::rebuildsQ(F);
   constexpr bool kRawK = launch::rawKInKTile(F), kRawOwn = launch::rawKOwnTile(F);
+  constexpr bool kRowAlignedO = (V * 2) % 32 == 0;  // rows of o start on a 32-byte sector boundary
   // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
   // Roles: NWC consumer warps (16 value columns each) run the sequential state pass; with a preconditioner a
@@ -330,13 +331,29 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
         const int i = 8 * nt + 2 * t + (e & 1), vl = 16 * w + g + 8 * (e >> 1);
         sV[i * PV + vl] = Act_t::store(XQ[nt][e]);
       }
-    sync_warp();
-    for (int e = l; e < Lr * 2; e += 32) {
-      const int i = e >> 1, half = e & 1;
-      const int vcol = vw + 8 * half;
-      if (vcol < V) {
-        const U4 x = *reinterpret_cast<const U4*>(sV + i * PV + 16 * w + 8 * half);
-        *reinterpret_cast<U4*>(og + ((t0 + i) * HV + hv) * V + vcol) = x;
+    if constexpr (kRowAlignedO) {
+      // each warp stores its own 32-byte column slice of every row: one sector per row, no CTA barrier
+      sync_warp();
+      for (int e = l; e < Lr * 2; e += 32) {
+        const int i = e >> 1, half = e & 1;
+        const int vcol = vw + 8 * half;
+        if (vcol < V) {
+          const U4 x = *reinterpret_cast<const U4*>(sV + i * PV + 16 * w + 8 * half);
+          *reinterpret_cast<U4*>(og + ((t0 + i) * HV + hv) * V + vcol) = x;
+        }
+      }
+    } else {
+      // rows of o are not 32-byte aligned (V·2 bytes is not a multiple of 32, e.g. V = 120): a warp's 32-byte
+      // slice would straddle two sectors, so the consumers store whole rows together after one barrier. sV is
+      // next written by chunk c + STAGES's load, which comes after this chunk's closing sync_all.
+      sync_consumers();
+      constexpr int CPR = BV / 8;  // 16-byte pieces per row of the value tile
+      for (int e = ct; e < Lr * CPR; e += NTC) {
+        const int i = e / CPR, vcol = v0 + 8 * (e - i * CPR);
+        if (vcol < V) {
+          const U4 x = *reinterpret_cast<const U4*>(sV + i * PV + (vcol - v0));
+          *reinterpret_cast<U4*>(og + ((t0 + i) * HV + hv) * V + vcol) = x;
+        }
       }
     }
 
