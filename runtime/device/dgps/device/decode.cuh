@@ -55,6 +55,29 @@ DGPS_DEV void decode(const DecodeArgs& a) {
     ntile = 1;
   }
 
+  // The state tile of (value head, value tile) `tile`, read straight into registers. The first tile's read is
+  // issued before the key/query reductions below and each next tile's while the current one computes, so the
+  // state stream (all but a few bytes of decode's traffic) never waits for the prologue or the previous tile.
+  const int tx = tid();
+  const int rg = tx / TPR, cg = tx - rg * TPR;
+  auto head_of = [&](int tile) { return kPre ? hv_first + tile / VT : hv_first; };
+  auto col_of = [&](int tile) { return (int)(kPre ? tile % VT : vt_first) * DBV + 4 * cg; };
+  auto load_state = [&](int tile, F4* S) {
+    const int col0 = col_of(tile);
+    const float* sp = a.state + (b * HV + head_of(tile)) * (int64_t)K * V;
+#pragma unroll
+    for (int j = 0; j < RPT; ++j) {
+      const int k = rg + RG * j;
+      if (k < K && col0 < V) {
+        S[j] = *reinterpret_cast<const F4*>(sp + (int64_t)k * V + col0);
+      } else {
+        S[j].x = S[j].y = S[j].z = S[j].w = 0.f;
+      }
+    }
+  };
+  F4 S[RPT];
+  load_state(0, S);
+
   float* sm = reinterpret_cast<float*>(dyn_smem());
   float* sKh = sm;           // k̂ (read key)
   float* sKw = sm + KP;      // write key
@@ -62,7 +85,6 @@ DGPS_DEV void decode(const DecodeArgs& a) {
   float* sDec = sm + 3 * KP; // per-channel decay of the current value head
   float* sRed = sm + 4 * KP; // [4][2][32]
   float* sScal = sRed + 256; // scalars
-  const int tx = tid();
 
   // ---- normalised key / query ----
   const uint16_t* kp = static_cast<const uint16_t*>(a.k) + (b * H + h) * K;
@@ -143,12 +165,14 @@ DGPS_DEV void decode(const DecodeArgs& a) {
   }
   const float kwq = block_sum128(kwq_part, sScal + 16);  // also orders the sKh/sKw/sQr writes
 
-  const int rg = tx / TPR, cg = tx - rg * TPR;
+  F4 Snext[kPre ? RPT : 1];  // the next tile's state (only a preconditioned CTA walks several tiles)
   for (int tile = 0; tile < ntile; ++tile) {
-    const int64_t hv = kPre ? hv_first + tile / VT : hv_first;
-    const int64_t vt = kPre ? tile % VT : vt_first;
-    const int col0 = (int)vt * DBV + 4 * cg;
+    const int64_t hv = head_of(tile);
+    const int col0 = col_of(tile);
     const bool colok = col0 < V;
+    if constexpr (kPre) {
+      if (tile + 1 < ntile) load_state(tile + 1, Snext);
+    }
     float dec = 1.f;
     if (Tr::kDecay == 1) dec = exp_(a.g[b * HV + hv]);
     if (Tr::kDecay == 2) {
@@ -157,16 +181,6 @@ DGPS_DEV void decode(const DecodeArgs& a) {
     }
     const float beta = Tr::kGain ? a.beta[b * HV + hv] : 1.f;
     float* sp = a.state + (b * HV + hv) * (int64_t)K * V;
-    F4 S[RPT];
-#pragma unroll
-    for (int j = 0; j < RPT; ++j) {
-      const int k = rg + RG * j;
-      if (k < K && colok) {
-        S[j] = *reinterpret_cast<const F4*>(sp + (int64_t)k * V + col0);
-      } else {
-        S[j].x = S[j].y = S[j].z = S[j].w = 0.f;
-      }
-    }
     F4 vv;
     vv.x = vv.y = vv.z = vv.w = 0.f;
     if (colok) {
@@ -242,6 +256,10 @@ DGPS_DEV void decode(const DecodeArgs& a) {
       }
     }
     sync_threads();  // sRed / sDec reuse by the next tile
+    if constexpr (kPre) {
+#pragma unroll
+      for (int j = 0; j < RPT; ++j) S[j] = Snext[j];
+    }
   }
 }
 
