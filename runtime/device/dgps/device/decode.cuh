@@ -55,28 +55,57 @@ DGPS_DEV void decode(const DecodeArgs& a) {
     ntile = 1;
   }
 
-  // The state tile of (value head, value tile) `tile`, read straight into registers. The first tile's read is
-  // issued before the key/query reductions below and each next tile's while the current one computes, so the
-  // state stream (all but a few bytes of decode's traffic) never waits for the prologue or the previous tile.
+  // What one (value head, value tile) `tile` reads from memory, read straight into registers: the state tile
+  // (load_state) and the value, gain and raw decay (load_small). Tile 0's reads are issued before the key/query
+  // reductions below, so the state stream (all but a few bytes of decode's traffic) and the small per-head reads
+  // never wait for the prologue; a preconditioned CTA, which walks several tiles, reads the next tile's state
+  // while the current one computes (prefetching its small reads too cost registers and measured no faster).
   const int tx = tid();
   const int rg = tx / TPR, cg = tx - rg * TPR;
   auto head_of = [&](int tile) { return kPre ? hv_first + tile / VT : hv_first; };
   auto col_of = [&](int tile) { return (int)(kPre ? tile % VT : vt_first) * DBV + 4 * cg; };
-  auto load_state = [&](int tile, F4* S) {
+  struct TileInputs {
+    F4 S[RPT];
+    F4 v;
+    float beta, g[2];  // g: the raw log-decay (scalar in g[0]; per channel: channels tx and tx + 128)
+  };
+  auto load_state = [&](int tile, TileInputs& in) {
+    const int64_t hv = head_of(tile);
     const int col0 = col_of(tile);
-    const float* sp = a.state + (b * HV + head_of(tile)) * (int64_t)K * V;
+    const float* sp = a.state + (b * HV + hv) * (int64_t)K * V;
 #pragma unroll
     for (int j = 0; j < RPT; ++j) {
       const int k = rg + RG * j;
       if (k < K && col0 < V) {
-        S[j] = *reinterpret_cast<const F4*>(sp + (int64_t)k * V + col0);
+        in.S[j] = *reinterpret_cast<const F4*>(sp + (int64_t)k * V + col0);
       } else {
-        S[j].x = S[j].y = S[j].z = S[j].w = 0.f;
+        in.S[j].x = in.S[j].y = in.S[j].z = in.S[j].w = 0.f;
       }
     }
   };
-  F4 S[RPT];
-  load_state(0, S);
+  auto load_small = [&](int tile, TileInputs& in) {
+    const int64_t hv = head_of(tile);
+    const int col0 = col_of(tile);
+    in.v.x = in.v.y = in.v.z = in.v.w = 0.f;
+    if (col0 < V) {
+      const uint16_t* vp = static_cast<const uint16_t*>(a.v) + (b * HV + hv) * V + col0;
+      in.v.x = Act_t::load(vp[0]);
+      in.v.y = Act_t::load(vp[1]);
+      in.v.z = Act_t::load(vp[2]);
+      in.v.w = Act_t::load(vp[3]);
+    }
+    in.beta = Tr::kGain ? a.beta[b * HV + hv] : 1.f;
+    in.g[0] = in.g[1] = 0.f;
+    if (Tr::kDecay == 1) in.g[0] = a.g[b * HV + hv];
+    if (Tr::kDecay == 2) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        if (tx + 128 * r < K) in.g[r] = a.g[(b * HV + hv) * K + tx + 128 * r];
+    }
+  };
+  TileInputs cur;
+  load_state(0, cur);
+  load_small(0, cur);
 
   float* sm = reinterpret_cast<float*>(dyn_smem());
   float* sKh = sm;           // k̂ (read key)
@@ -165,31 +194,29 @@ DGPS_DEV void decode(const DecodeArgs& a) {
   }
   const float kwq = block_sum128(kwq_part, sScal + 16);  // also orders the sKh/sKw/sQr writes
 
-  F4 Snext[kPre ? RPT : 1];  // the next tile's state (only a preconditioned CTA walks several tiles)
+  TileInputs next;  // the next tile's inputs (only a preconditioned CTA walks several tiles)
   for (int tile = 0; tile < ntile; ++tile) {
     const int64_t hv = head_of(tile);
     const int col0 = col_of(tile);
     const bool colok = col0 < V;
     if constexpr (kPre) {
-      if (tile + 1 < ntile) load_state(tile + 1, Snext);
+      if (tile + 1 < ntile) load_state(tile + 1, next);
+      if (tile > 0) load_small(tile, cur);
     }
+    F4* S = cur.S;
     float dec = 1.f;
-    if (Tr::kDecay == 1) dec = exp_(a.g[b * HV + hv]);
+    if (Tr::kDecay == 1) dec = exp_(cur.g[0]);
     if (Tr::kDecay == 2) {
-      for (int d = tx; d < KP; d += 128) sDec[d] = d < K ? exp_(a.g[(b * HV + hv) * K + d]) : 1.f;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int d = tx + 128 * r;
+        if (d < KP) sDec[d] = d < K ? exp_(cur.g[r]) : 1.f;
+      }
       sync_threads();
     }
-    const float beta = Tr::kGain ? a.beta[b * HV + hv] : 1.f;
+    const float beta = cur.beta;
     float* sp = a.state + (b * HV + hv) * (int64_t)K * V;
-    F4 vv;
-    vv.x = vv.y = vv.z = vv.w = 0.f;
-    if (colok) {
-      const uint16_t* vp = static_cast<const uint16_t*>(a.v) + (b * HV + hv) * V + col0;
-      vv.x = Act_t::load(vp[0]);
-      vv.y = Act_t::load(vp[1]);
-      vv.z = Act_t::load(vp[2]);
-      vv.w = Act_t::load(vp[3]);
-    }
+    const F4 vv = cur.v;
     float pk[4] = {0.f, 0.f, 0.f, 0.f}, pq[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int j = 0; j < RPT; ++j) {
@@ -256,10 +283,7 @@ DGPS_DEV void decode(const DecodeArgs& a) {
       }
     }
     sync_threads();  // sRed / sDec reuse by the next tile
-    if constexpr (kPre) {
-#pragma unroll
-      for (int j = 0; j < RPT; ++j) S[j] = Snext[j];
-    }
+    if constexpr (kPre) cur = next;
   }
 }
 
