@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <type_traits>
 
 #include "dgps/runtime/Error.h"
@@ -19,6 +20,7 @@ namespace {
 
 using ncclResult = int;  // ncclResult_t
 constexpr ncclResult kNcclSuccess = 0;
+constexpr ncclResult kNcclInProgress = 7;  // a non-blocking communicator is still enqueueing
 constexpr int kNcclInt8 = 0;  // ncclDataType_t ncclInt8: the gather counts bytes
 struct ncclUniqueIdAbi {
   char internal[128];
@@ -184,7 +186,14 @@ NcclCollective::~NcclCollective() {
 }
 
 void NcclCollective::doAllGather(const void* send, void* recv, std::size_t bytes, CUstream stream) {
-  checkNccl(*api_, api_->ncclAllGather(send, recv, bytes, kNcclInt8, comm_, stream), "ncclAllGather", comm_);
+  ncclResult r = api_->ncclAllGather(send, recv, bytes, kNcclInt8, comm_, stream);
+  // A communicator made non-blocking by the host answers ncclInProgress until the operation is enqueued;
+  // NCCL documents polling ncclCommGetAsyncError for the outcome.
+  while (r == kNcclInProgress) {
+    std::this_thread::yield();
+    if (api_->ncclCommGetAsyncError(comm_, &r) != kNcclSuccess) break;
+  }
+  checkNccl(*api_, r, "ncclAllGather", comm_);
 }
 
 }  // namespace dgps

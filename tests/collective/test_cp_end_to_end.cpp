@@ -11,6 +11,8 @@
 
 #include "TestUtil.h"
 #include "dgps/dsl/ContextParallelPlan.h"
+#include "dgps/runtime/ContextParallel.h"
+#include "dgps/runtime/Error.h"
 #include "dgps/runtime/LocalCollective.h"
 
 namespace dgps::test {
@@ -46,13 +48,17 @@ class SimulatedRun {
     return runReference(spec_, in);
   }
 
-  /// Gathers every rank's slot through a host LocalCollective: out[r] is rank r's received buffer.
-  static std::vector<std::vector<double>> gather(const std::vector<std::vector<double>>& slots) {
-    const int G = static_cast<int>(slots.size());
-    const std::size_t bytes = slots[0].size() * sizeof(double);
+  /// Gathers every rank's slot through a host LocalCollective (gatherSummaries): out[r] is rank r's
+  /// received buffer, poisoned before the gather.
+  std::vector<std::vector<double>> gather(const cp::SummaryLayout& layout,
+                                          const std::vector<std::vector<double>>& slots) const {
+    const int G = plan_.ranks;
+    const std::size_t slot = layout.slotElements();
     auto ranks = LocalCollective::group(G, LocalMemory::Host);
-    std::vector<std::vector<double>> recv(G, std::vector<double>(G * slots[0].size(), kNaN));
-    for (int r = 0; r < G; ++r) ranks[r]->allGather(slots[r].data(), bytes, recv[r].data(), G * bytes, nullptr);
+    std::vector<std::vector<double>> recv(G, std::vector<double>(G * slot, kNaN));
+    for (int r = 0; r < G; ++r)
+      gatherSummaries(*ranks[r], plan_, layout, sizeof(double), slots[r].data(), recv[r].data(),
+                      recv[r].size() * sizeof(double), nullptr);
     return recv;
   }
 
@@ -92,7 +98,7 @@ class SimulatedRun {
           }
       }
     }
-    return fold(layout, gather(slots), full_.at("initial_precond_state").toDoubles(), {H_, K_});
+    return fold(layout, gather(layout, slots), full_.at("initial_precond_state").toDoubles(), {H_, K_});
   }
 
   /// Round 2: the memory state, E from S = 0, M from S = column blocks of the identity with v = 0 (M acts
@@ -123,7 +129,7 @@ class SimulatedRun {
               M[(hv * K_ + k) * K_ + j0 + c] = m[last * X + (hv * K_ + k) * V_ + c];
       }
     }
-    return fold(layout, gather(slots), full_.at("initial_state").toDoubles(), {HV_, K_, V_});
+    return fold(layout, gather(layout, slots), full_.at("initial_state").toDoubles(), {HV_, K_, V_});
   }
 
   /// Each rank's start states [frags, inner...] folded from its own gathered buffer.
@@ -212,6 +218,31 @@ TEST_P(ContextParallelEndToEnd, GatheredFoldedRanksEqualTheSingleSequence) {
       expectClose(Tensor::fromDoubles(ScalarType::F64, {N, H, K}, pFinal), expected.final_precond_state, kTolerance,
                   "final_precond_state");
   }
+}
+
+/// The gather refuses a collective whose group is not the plan's, and a recv of the wrong size.
+TEST(ContextParallelGather, RankMismatchAndBufferSizeAreRefused) {
+  const cp::Plan plan = cp::makePlan({0, 10, 30}, cp::equalRankBounds(30, 4));
+  const cp::SummaryLayout layout{{FoldShape{2, 2, 3, 4, false}}};
+  std::vector<double> send(layout.slotElements(), 1.0), recv(4 * layout.slotElements(), kNaN);
+  auto message = [&](Collective& c, std::size_t recvBytes) {
+    try {
+      gatherSummaries(c, plan, layout, sizeof(double), send.data(), recv.data(), recvBytes, nullptr);
+    } catch (const RuntimeError& e) {
+      EXPECT_EQ(e.code(), RuntimeErrorCode::InvalidArgument);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  auto two = LocalCollective::group(2, LocalMemory::Host);
+  EXPECT_NE(message(*two[0], recv.size() * sizeof(double)).find("expected 4 ranks, the collective has 2"),
+            std::string::npos);
+  auto four = LocalCollective::group(4, LocalMemory::Host);
+  const std::string m = message(*four[1], 3 * layout.slotElements() * sizeof(double));
+  EXPECT_NE(m.find("expected 4 slots of " + std::to_string(layout.slotElements() * sizeof(double)) + " bytes"),
+            std::string::npos)
+      << m;
+  EXPECT_TRUE(std::all_of(recv.begin(), recv.end(), [](double x) { return std::isnan(x); }));
 }
 
 /// Scalar and per-channel decay, grouped value heads, and both preconditioner sources.

@@ -91,6 +91,17 @@ TEST(NcclLoader, CreateChecksRanksAndGathersThroughTheLibrary) {
   EXPECT_NE(msg2.find("ncclAllGather failed: fake NCCL: invalid usage"), std::string::npos) << msg2;
 }
 
+TEST(NcclLoader, NonBlockingCommunicatorIsPolledToCompletion) {
+  NcclLibrary lib(DGPS_FAKE_NCCL_OK);
+  NcclUniqueId id = NcclCollective::uniqueId();
+  id.bytes[1] = 'n';  // the fake's non-blocking communicator: ncclInProgress, then three polls
+  auto one = NcclCollective::create(id, 1, 0);
+  std::vector<unsigned char> send(19), recv(19, 0xEE);
+  std::iota(send.begin(), send.end(), 1);
+  one->allGather(send.data(), send.size(), recv.data(), recv.size(), nullptr);
+  EXPECT_EQ(recv, send);
+}
+
 TEST(NcclLoader, WrapChecksTheCommunicatorsGroup) {
   NcclLibrary lib(DGPS_FAKE_NCCL_OK);
   auto owner = NcclCollective::create(NcclCollective::uniqueId(), 4, 3);  // owns the fake communicator
