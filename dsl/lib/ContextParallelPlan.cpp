@@ -36,10 +36,14 @@ int ownerOfEmptyDocument(const std::vector<std::int64_t>& bounds, std::int64_t t
   return G - 1;
 }
 
-void checkRankAndState(const Plan& plan, int rank, const SummaryLayout& layout, std::size_t state) {
+void checkRank(const Plan& plan, int rank) {
   if (rank < 0 || rank >= plan.ranks)
     throw std::invalid_argument("context parallel: rank " + std::to_string(rank) + " outside [0, " +
                                 std::to_string(plan.ranks) + ")");
+}
+
+void checkRankAndState(const Plan& plan, int rank, const SummaryLayout& layout, std::size_t state) {
+  checkRank(plan, rank);
   if (state >= layout.states.size())
     throw std::invalid_argument("context parallel: carried state " + std::to_string(state) + " outside [0, " +
                                 std::to_string(layout.states.size()) + ")");
@@ -162,7 +166,7 @@ void rankStartStates(const Plan& plan, int rank, const SummaryLayout& layout, st
 template <typename Real>
 void scatterFinalStates(const Plan& plan, int rank, const segment::FoldShape& shape, const Real* localFinal,
                         const Real* docInit, Real* docFinal) {
-  checkRankAndState(plan, rank, SummaryLayout{{shape}}, 0);
+  checkRank(plan, rank);
   const std::size_t X = static_cast<std::size_t>(shape.heads * shape.K * shape.width);
   const RankPlan& rp = plan.rank[rank];
   for (std::size_t i = 0; i < rp.fragments.size(); ++i) {

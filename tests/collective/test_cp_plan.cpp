@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -165,6 +167,69 @@ TEST(ContextParallelPlan, SummaryLayoutPacksEachStatesTransitionThenEnd) {
   EXPECT_EQ(layout.transElements(1), 2u * 6);
   EXPECT_EQ(layout.extOffset(1), layout.transOffset(1) + 2 * 6);
   EXPECT_EQ(layout.slotElements(), layout.extOffset(1) + 2 * 6);
+}
+
+}  // namespace
+}  // namespace dgps
+
+namespace dgps {
+namespace {
+
+/// rankStartStates in fp32 (the device's precision) against a direct float64 fold X ← M_j X + E_j over
+/// the earlier ranks' slots, for a document spanning four ranks, two carried states (full and diagonal M).
+TEST(ContextParallelPlan, StartStatesAreTheFoldOfEarlierSlots) {
+  const std::uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> nd;
+  const cp::Plan plan = cp::makePlan({0, 3, 40, 44}, {0, 12, 24, 36, 48});  // doc 1 over ranks 0..3
+  const std::int64_t N = 3, H = 2, K = 4, W = 3;
+  cp::SummaryLayout layout{{segment::FoldShape{N, H, K, W, false}, segment::FoldShape{N, H, K, 1, true}}};
+  const int G = plan.ranks;
+  std::vector<float> gathered(G * layout.slotElements());
+  for (auto& x : gathered) x = static_cast<float>(0.4 * nd(rng));
+  for (std::size_t state = 0; state < 2; ++state) {
+    const std::size_t X = layout.stateElements(state);
+    std::vector<float> init(N * X);
+    for (auto& x : init) x = static_cast<float>(nd(rng));
+    const std::int64_t width = layout.states[state].width;
+    const bool diagonal = layout.states[state].diagonal;
+    for (int r = 0; r < G; ++r) {
+      const std::size_t frags = plan.rank[r].fragments.size();
+      std::vector<float> out(frags * X, std::numeric_limits<float>::quiet_NaN());
+      cp::rankStartStates<float>(plan, r, layout, state, gathered.data(), init.data(), out.data());
+      for (std::size_t i = 0; i < frags; ++i) {
+        const std::int64_t n = plan.rank[r].fragments[i].seq;
+        std::vector<double> h(init.begin() + n * X, init.begin() + (n + 1) * X);
+        if (i == 0 && plan.rank[r].continuesIn)
+          for (int j = 0; j < r; ++j) {  // doc 1 is the last fragment of every earlier rank
+            const float* slot = gathered.data() + j * layout.slotElements();
+            const float* M = slot + layout.transOffset(state);
+            const float* E = slot + layout.extOffset(state);
+            std::vector<double> next(X);
+            for (std::int64_t hd = 0; hd < H; ++hd)
+              for (std::int64_t a = 0; a < K; ++a)
+                for (std::int64_t c = 0; c < width; ++c) {
+                  double acc = E[(hd * K + a) * width + c];
+                  for (std::int64_t b = 0; b < K; ++b) {
+                    const double m = diagonal ? (a == b ? M[hd * K + a] : 0.0) : M[(hd * K + a) * K + b];
+                    acc += m * h[(hd * K + b) * width + c];
+                  }
+                  next[(hd * K + a) * width + c] = acc;
+                }
+            h = next;
+          }
+        for (std::size_t x = 0; x < X; ++x)
+          EXPECT_NEAR(out[i * X + x], h[x], 1e-5 * std::max(1.0, std::fabs(h[x])))
+              << "state " << state << " rank " << r << " fragment " << i;
+      }
+    }
+  }
+  std::vector<float> out(16);
+  EXPECT_THROW(cp::rankStartStates<float>(plan, 4, layout, 0, gathered.data(), nullptr, out.data()),
+               std::invalid_argument);
+  EXPECT_THROW(cp::rankStartStates<float>(plan, 0, layout, 2, gathered.data(), nullptr, out.data()),
+               std::invalid_argument);
 }
 
 }  // namespace
