@@ -31,15 +31,15 @@ static_assert(sizeof(ncclUniqueIdAbi) == sizeof(NcclUniqueId), "NCCL_UNIQUE_ID_B
 constexpr int kMinVersion = 21400;
 
 #define DGPS_NCCL_FUNCTIONS(X)                                                                      \
-  X(ncclGetVersion, ncclResult(int*))                                                          \
-  X(ncclGetErrorString, const char*(ncclResult))                                               \
-  X(ncclGetUniqueId, ncclResult(ncclUniqueIdAbi*))                                             \
-  X(ncclCommInitRank, ncclResult(ncclComm**, int, ncclUniqueIdAbi, int))                       \
-  X(ncclCommFinalize, ncclResult(ncclComm*))                                                   \
-  X(ncclCommDestroy, ncclResult(ncclComm*))                                                    \
-  X(ncclCommCount, ncclResult(ncclComm*, int*))                                                \
-  X(ncclCommUserRank, ncclResult(ncclComm*, int*))                                             \
-  X(ncclCommGetAsyncError, ncclResult(ncclComm*, ncclResult*))                                 \
+  X(ncclGetVersion, ncclResult(int*))                                                               \
+  X(ncclGetErrorString, const char*(ncclResult))                                                    \
+  X(ncclGetUniqueId, ncclResult(ncclUniqueIdAbi*))                                                  \
+  X(ncclCommInitRank, ncclResult(ncclComm**, int, ncclUniqueIdAbi, int))                            \
+  X(ncclCommFinalize, ncclResult(ncclComm*))                                                        \
+  X(ncclCommDestroy, ncclResult(ncclComm*))                                                         \
+  X(ncclCommCount, ncclResult(ncclComm*, int*))                                                     \
+  X(ncclCommUserRank, ncclResult(ncclComm*, int*))                                                  \
+  X(ncclCommGetAsyncError, ncclResult(ncclComm*, ncclResult*))                                      \
   X(ncclAllGather, ncclResult(const void*, void*, std::size_t, int, ncclComm*, CUstream))
 
 }  // namespace
@@ -76,11 +76,11 @@ LoadState load(const std::string& path, bool fromEnv) {
               "); context parallelism needs NCCL 2.14 or newer (set DGPS_NCCL_LIBRARY to its path)";
     return s;
   }
-#define DGPS_NCCL_RESOLVE(name, type)                                                                   \
-  s.nccl.name = reinterpret_cast<std::add_pointer_t<type>>(dlsym(lib, #name));                                              \
-  if (!s.nccl.name) {                                                                                   \
+#define DGPS_NCCL_RESOLVE(name, type)                                                               \
+  s.nccl.name = reinterpret_cast<std::add_pointer_t<type>>(dlsym(lib, #name));                      \
+  if (!s.nccl.name) {                                                                               \
     s.error = "no usable NCCL: " + where + " has no entry point " #name " (expected NCCL 2.14 or newer)"; \
-    return s;                                                                                           \
+    return s;                                                                                       \
   }
   DGPS_NCCL_FUNCTIONS(DGPS_NCCL_RESOLVE)
 #undef DGPS_NCCL_RESOLVE
@@ -115,7 +115,8 @@ const NcclApi& nccl() {
 
 void checkNccl(const NcclApi& n, ncclResult r, const char* what, ncclComm* comm = nullptr) {
   if (r == kNcclSuccess) return;
-  std::string msg = std::string(what) + " failed: " + n.ncclGetErrorString(r) + " (ncclResult " + std::to_string(r) + ")";
+  std::string msg =
+      std::string(what) + " failed: " + n.ncclGetErrorString(r) + " (ncclResult " + std::to_string(r) + ")";
   ncclResult async = kNcclSuccess;
   if (comm && n.ncclCommGetAsyncError(comm, &async) == kNcclSuccess && async != kNcclSuccess)
     msg += "; the communicator reports " + std::string(n.ncclGetErrorString(async));
@@ -136,7 +137,8 @@ bool ncclAvailable(std::string* reason) {
   }
 }
 
-NcclCollective::NcclCollective(const NcclApi& api, ncclComm* comm, bool owned) : api_(&api), comm_(comm), owned_(owned) {
+NcclCollective::NcclCollective(const NcclApi& api, ncclComm* comm, bool owned)
+    : api_(&api), comm_(comm), owned_(owned) {
   checkNccl(api, api.ncclCommCount(comm_, &size_), "ncclCommCount", comm_);
   checkNccl(api, api.ncclCommUserRank(comm_, &rank_), "ncclCommUserRank", comm_);
 }

@@ -58,7 +58,8 @@ TEST(CollectiveGpu, LocalGroupGathersDeviceBuffersInStreamOrder) {
       checkCuda(d.cuMemcpyDtoHAsync(got.data(), recv[r].ptr(), G * bytes, streams[r].s), "cuMemcpyDtoHAsync");
       checkCuda(d.cuStreamSynchronize(streams[r].s), "cuStreamSynchronize");
       for (int j = 0; j < G; ++j)
-        EXPECT_TRUE(std::equal(host[j].begin(), host[j].end(), got.begin() + j * bytes)) << "rank " << r << " slot " << j;
+        EXPECT_TRUE(std::equal(host[j].begin(), host[j].end(), got.begin() + j * bytes))
+            << "rank " << r << " slot " << j;
     }
   }
 }
