@@ -34,7 +34,7 @@ echo "commit $DGPS_COMMIT" >> "$logs/gpu.txt"
 
 if ((!skip_build)); then
   [[ -d "$root/.deps/include" ]] || echo "gpu_suite: no .deps/include (run scripts/stage_device_deps.sh here first) — needed where nlohmann-json/CLI11 are not installed"
-  DGPS_BUILD_DIR=$build DGPS_BUILD_TARGETS="${DGPS_BUILD_TARGETS:-dgps_gpu_tests dgps_tune_gpu_tests dgps-tune-trial dgps-tune dgps-bench dgps-bench-host dgps-host-app dgps-run}" \
+  DGPS_BUILD_DIR=$build DGPS_BUILD_TARGETS="${DGPS_BUILD_TARGETS:-dgps_gpu_tests dgps_tune_gpu_tests dgps_collective_gpu_tests dgps-tune-trial dgps-tune dgps-bench dgps-bench-host dgps-host-app dgps-run}" \
     bash "$root/scripts/build.sh" --no-compiler > "$logs/build.log" 2>&1 \
     || { tail -40 "$logs/build.log"; echo "gpu_suite: build failed"; exit 1; }
 fi

@@ -99,8 +99,12 @@ class Op:
     # ----------------------------------------------------------------------------------- forward
     def __call__(self, q, k, v, g=None, beta=None, precond_g=None, precond_beta=None, precond_center=None,
                  initial_state=None, initial_precond_state=None, output_final_state=False, cu_seqlens=None,
-                 scale=None):
-        """Chunked forward over whole sequences; returns (o, final_state, final_precond_state)."""
+                 scale=None, cp_group=None):
+        """Chunked forward over whole sequences; returns (o, final_state, final_precond_state).
+
+        cp_group (a torch.distributed process group) asks for context parallelism: this rank's tokens are
+        one contiguous piece of the sequence. Not available yet (docs/context_parallel.md)."""
+        check_no_context_parallel(cp_group)
         if not self.info["has_forward"]:
             raise native.InvalidArgument(f"dgps: package '{self.name}' has no chunked forward kernel")
         q = self._scaled_query(q, scale)
@@ -278,6 +282,15 @@ class Op:
                                                                  (B,) + tuple(precond_state_pool.shape[1:]))
         tensors = dict(zip(DECODE_SLOTS, per_row + [center, state, pstate, _Shaped(per_row[0], shape_o, address_past(per_row + [center, state_pool, precond_state_pool]))]))
         self.runtime.validate_decode(self.package, views(tensors, DECODE_SLOTS))
+
+
+def check_no_context_parallel(cp_group):
+    """Refuses a context-parallel call: the C++ collective and fold exist, the segment-summary kernels
+    that feed them do not (docs/context_parallel.md)."""
+    if cp_group is not None:
+        raise NotImplementedError("dgps: context parallelism (cp_group) needs the segment-summary kernels, "
+                                  "which are not built yet; run the whole sequence on one rank with "
+                                  "cp_group=None (docs/context_parallel.md)")
 
 
 def _building_graph(t):

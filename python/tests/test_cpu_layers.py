@@ -64,3 +64,14 @@ def test_negative_eigenvalues_refused():
 def test_osdn_retention_picks_apf_spec():
     layer = OSDN(hidden_size=HIDDEN, head_dim=HEAD, num_heads=HEADS, retention=True)
     assert layer.op.name == "osdn_apf" and hasattr(layer, "a_atk_proj")
+
+
+@pytest.mark.parametrize("cls", [GatedDeltaNet, PreconditionedGatedDeltaNet])
+def test_context_parallel_group_is_refused_clearly(cls):
+    torch.manual_seed(0)
+    layer = with_reference(cls(hidden_size=HIDDEN, head_dim=HEAD, num_heads=HEADS)).double()
+    x = torch.randn(1, 6, HIDDEN, dtype=torch.float64)
+    with torch.no_grad():
+        torch.testing.assert_close(layer(x, cp_group=None)[0], layer(x)[0], rtol=0, atol=0)
+        with pytest.raises(NotImplementedError, match="context parallelism .cp_group. needs the segment-summary"):
+            layer(x, cp_group=object())

@@ -124,3 +124,14 @@ def test_backward_names_the_spec(recording):
     assert o.requires_grad
     with pytest.raises(RuntimeError, match="dgps: no backward pass for spec 'pgdn' yet"):
         o.float().sum().backward()
+
+
+def test_context_parallel_group_is_refused_before_any_launch(recording):
+    op = load("gdn", recording)
+    x = generate_inputs(op, 1, 9, 2, 64, 64, seed=3)
+    q, k, v = x.pop("q"), x.pop("k"), x.pop("v")
+    with pytest.raises(NotImplementedError, match="segment-summary kernels, which are not built yet"):
+        op(q, k, v, cp_group=object(), **x)
+    assert recording.launches == []
+    op(q, k, v, cp_group=None, **x)
+    assert len(recording.launches) == 1

@@ -251,6 +251,7 @@ const char* toString(RuntimeErrorCode c) {
     case RuntimeErrorCode::Cache: return "cache";
     case RuntimeErrorCode::Cuda: return "cuda";
     case RuntimeErrorCode::Io: return "io";
+    case RuntimeErrorCode::Collective: return "collective";
   }
   return "?";
 }

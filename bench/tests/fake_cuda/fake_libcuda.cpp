@@ -269,6 +269,12 @@ CUresult cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
   return CUDA_SUCCESS;
 }
 CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream) { return cuMemcpyHtoD(dst, src, n); }
+CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream) {
+  if (CUresult r = sticky()) return r;
+  if (bytesFrom(dst) < n || bytesFrom(src) < n) return CUDA_ERROR_INVALID_VALUE;
+  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+  return CUDA_SUCCESS;
+}
 CUresult cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream) { return cuMemcpyDtoH(dst, src, n); }
 CUresult cuMemsetD8(CUdeviceptr p, unsigned char v, size_t n) {
   if (CUresult r = sticky()) return r;
@@ -299,6 +305,7 @@ CUresult cuStreamDestroy(CUstream s) {
   return CUDA_SUCCESS;
 }
 CUresult cuStreamSynchronize(CUstream) { return wait(); }
+CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned int) { return sticky(); }  // streams are synchronous
 CUresult cuStreamIsCapturing(CUstream, CUstreamCaptureStatus* c) {
   *c = CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;

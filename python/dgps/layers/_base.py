@@ -12,7 +12,7 @@ import math
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..op import load
+from ..op import check_no_context_parallel, load
 from ._modules import GatedRMSNorm, RMSNorm, ShortConvolution, repad, unpad
 
 
@@ -85,9 +85,11 @@ class DgpsLayer(nn.Module):
                 v.view(B, T, self.num_v_heads, self.head_v_dim))
 
     def forward(self, hidden_states, attention_mask=None, past_key_values=None, use_cache=False,
-                output_attentions=False, cu_seqlens=None, **kwargs):
+                output_attentions=False, cu_seqlens=None, cp_group=None, **kwargs):
         """Returns (o [B,T,hidden], None, past_key_values), as FLA's layers do. Caches (use_cache) are
-        not kept: serve decode through ``self.op.decode`` with a state pool (docs/python.md)."""
+        not kept: serve decode through ``self.op.decode`` with a state pool (docs/python.md).
+        cp_group (context parallelism over a torch.distributed group) is not available yet."""
+        check_no_context_parallel(cp_group)
         if use_cache:
             raise NotImplementedError(f"{type(self).__name__}: use_cache is not supported; decode with "
                                       "layer.op.decode(..., state_pool=..., state_indices=...)")

@@ -47,6 +47,7 @@ namespace dgps {
   X(cuMemcpyDtoH)                     \
   X(cuMemcpyHtoDAsync)                \
   X(cuMemcpyDtoHAsync)                \
+  X(cuMemcpyDtoDAsync)                \
   X(cuMemsetD8)                       \
   X(cuMemsetD8Async)                  \
   X(cuMemsetD32Async)                 \
@@ -56,6 +57,7 @@ namespace dgps {
   X(cuStreamSynchronize)              \
   X(cuStreamIsCapturing)              \
   X(cuStreamGetCtx)                   \
+  X(cuStreamWaitEvent)                \
   X(cuEventCreate)                    \
   X(cuEventDestroy)                   \
   X(cuEventRecord)                    \

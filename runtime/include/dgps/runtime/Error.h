@@ -18,6 +18,8 @@ enum class RuntimeErrorCode {
   Cache,            ///< the binary cache directory cannot be created or written.
   Cuda,             ///< a CUDA driver call failed (module load, launch, memory); carries the CUresult name.
   Io,               ///< a file could not be read or written.
+  Collective,       ///< the collective library (NCCL) is missing, lacks an entry point or is too old, or a
+                    ///< collective call failed (Collective.h).
 };
 
 const char* toString(RuntimeErrorCode);
