@@ -16,27 +16,11 @@
 // A chunk is (t0, len, slot) with len <= C; rows of a chunk are t0 .. t0+len−1.
 #pragma once
 
+#include "dgps/device/hypergrad_chunk_args.h"
 #include "dgps/device/platform.cuh"
 
 namespace dgps {
 namespace dev {
-
-struct HypergradChunkArgs {
-  const float* khat;
-  const float* beta;
-  const float* rlog;  ///< log retention; null: r = 1
-  float eta;
-  int H, K;
-  float* R;
-  float* a;
-  float* Y;
-  float* log_decay;
-};
-
-/// Shared memory of hypergrad_chunk_summary_cta: u [C][K], 𝒢 and 𝒯 [C][C], κ, β [C], cum [C + 1].
-DGPS_DEV constexpr int hypergrad_chunk_summary_smem(int C, int K) {
-  return (C * K + 2 * C * C + 3 * C + 1) * 4;
-}
 
 DGPS_DEV float hg_exp(float x) { return ex2(x * 1.4426950408889634f); }
 
@@ -104,22 +88,6 @@ DGPS_DEV void hypergrad_chunk_summary_cta(const HypergradChunkArgs& p, int t0, i
   }
   if (t == 0) p.log_decay[(long long)slot * H + h] = cum[n];
 }
-
-struct HypergradPassArgs {
-  const float* R;
-  const float* a;
-  const float* Y;
-  const float* log_decay;
-  const float* init;  ///< [N][H][K]; null: d_init in every channel
-  float d_init;
-  int H, K;
-  float* pst;
-  float* coef;
-  float* final_d;  ///< [N][H][K]
-};
-
-/// Shared memory of hypergrad_chunk_pass_cta: d [K], coef [C].
-DGPS_DEV constexpr int hypergrad_chunk_pass_smem(int C, int K) { return (K + C) * 4; }
 
 /// Stage 2 for sequence `seq` and key head h over its chunks (t0[c], len[c], slot[c]), c < count, in order.
 DGPS_DEV void hypergrad_chunk_pass_cta(const HypergradPassArgs& p, const int* t0, const int* len, const int* slot,
