@@ -33,6 +33,7 @@ struct Problem {
   std::vector<Chunk> chunks;
   std::vector<float> khat, beta, rlog, init;
   std::vector<double> refStart, refCoef, refFinal;
+  std::vector<double> refPcoef;  ///< refCoef in the workspace layout pcoef [S][H][C], 0 past a chunk's length
 };
 
 inline double relErr(const std::vector<float>& got, const std::vector<double>& ref) {
@@ -107,13 +108,19 @@ inline Problem makeProblem(const Case& cs, std::uint64_t seed) {
       }
       for (int x = 0; x < K; ++x) P.refFinal[(static_cast<size_t>(s) * H + h) * K + x] = d[x];
     }
+  P.refPcoef.assign(static_cast<size_t>(P.S) * H * C, 0.0);
+  for (const Chunk& c : P.chunks)
+    for (int h = 0; h < H; ++h)
+      for (int i = 0; i < c.len; ++i)
+        P.refPcoef[(static_cast<size_t>(c.slot) * H + h) * C + i] = P.refCoef[static_cast<size_t>(c.t0 + i) * H + h];
   return P;
 }
 
-/// Prints one line and returns whether the device's chunk-start d, coefficients and final d are within 1e-4.
+/// Prints one line and returns whether the device's chunk-start d (pst), coefficients (pcoef, pad rows 0) and
+/// final d are within 1e-4.
 inline bool report(const Case& cs, std::uint64_t seed, const Problem& P, const std::vector<float>& pst,
-                   const std::vector<float>& coef, const std::vector<float>& fin) {
-  const double eStart = relErr(pst, P.refStart), eCoef = relErr(coef, P.refCoef), eFinal = relErr(fin, P.refFinal);
+                   const std::vector<float>& pcoef, const std::vector<float>& fin) {
+  const double eStart = relErr(pst, P.refStart), eCoef = relErr(pcoef, P.refPcoef), eFinal = relErr(fin, P.refFinal);
   const double tol = 1e-4;
   const bool pass = eStart <= tol && eCoef <= tol && eFinal <= tol;
   std::printf("%s %s (seed %llu): start %.2e, coef %.2e, final %.2e (tolerance %.0e)\n", pass ? "ok  " : "FAIL",

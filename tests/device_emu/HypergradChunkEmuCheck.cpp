@@ -17,11 +17,11 @@ bool run(const Case& cs, std::uint64_t seed) {
   Problem P = makeProblem(cs, seed);
   const int H = cs.H, K = cs.K, C = cs.C, N = P.N, S = P.S;
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  std::vector<float> R(P.khat.size(), nan), Y(P.khat.size(), nan), a(P.beta.size(), nan),
-      ld(static_cast<size_t>(S) * H, nan), pst(P.refStart.size(), nan), coef(P.beta.size(), nan),
-      fin(P.init.size(), nan);
+  const size_t perChunk = static_cast<size_t>(S) * H * C;
+  std::vector<float> R(perChunk * K, nan), Y(perChunk * K, nan), a(perChunk, nan), ld(static_cast<size_t>(S) * H, nan),
+      pst(P.refStart.size(), nan), pcoef(perChunk, nan), fin(P.init.size(), nan);
   dgps::dev::HypergradChunkArgs sa{P.khat.data(), P.beta.data(), cs.retention ? P.rlog.data() : nullptr, cs.eta,
-                                   H, K, R.data(), a.data(), Y.data(), ld.data()};
+                                   H, K, C, R.data(), a.data(), Y.data(), ld.data()};
   char err[256] = {0};
   bool ok = dgps_emu::launch(
       [&] {
@@ -34,22 +34,22 @@ bool run(const Case& cs, std::uint64_t seed) {
     std::printf("FAIL %s: stage 1: %s\n", cs.name.c_str(), err);
     return false;
   }
-  std::vector<std::vector<int>> t0(N), len(N), slot(N);
-  for (const Chunk& c : P.chunks) t0[c.seq].push_back(c.t0), len[c.seq].push_back(c.len), slot[c.seq].push_back(c.slot);
+  std::vector<std::vector<int>> len(N), slot(N);
+  for (const Chunk& c : P.chunks) len[c.seq].push_back(c.len), slot[c.seq].push_back(c.slot);
   dgps::dev::HypergradPassArgs pa{R.data(), a.data(), Y.data(), ld.data(), cs.init ? P.init.data() : nullptr, 1.f,
-                                  H, K, pst.data(), coef.data(), fin.data()};
+                                  H, K, C, pst.data(), pcoef.data(), fin.data()};
   ok = dgps_emu::launch(
       [&] {
         const int b = static_cast<int>(dgps::dev::block_x()), s = b / H;
-        dgps::dev::hypergrad_chunk_pass_cta(pa, t0[s].data(), len[s].data(), slot[s].data(),
-                                            static_cast<int>(t0[s].size()), s, b % H);
+        dgps::dev::hypergrad_chunk_pass_cta(pa, len[s].data(), slot[s].data(), static_cast<int>(len[s].size()), s,
+                                            b % H);
       },
       static_cast<unsigned long long>(N) * H, 64, dgps::dev::hypergrad_chunk_pass_smem(C, K), err, sizeof err);
   if (!ok) {
     std::printf("FAIL %s: stage 2: %s\n", cs.name.c_str(), err);
     return false;
   }
-  return report(cs, seed, P, pst, coef, fin);
+  return report(cs, seed, P, pst, pcoef, fin);
 }
 
 }  // namespace

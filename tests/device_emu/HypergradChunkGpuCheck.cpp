@@ -25,10 +25,10 @@ extern "C" __global__ void hg_summary(dgps::dev::HypergradChunkArgs a, const int
   const int b = (int)blockIdx.x, c = b / a.H;
   dgps::dev::hypergrad_chunk_summary_cta(a, t0[c], len[c], slot[c], b % a.H);
 }
-extern "C" __global__ void hg_pass(dgps::dev::HypergradPassArgs a, const int* t0, const int* len, const int* slot,
+extern "C" __global__ void hg_pass(dgps::dev::HypergradPassArgs a, const int* len, const int* slot,
                                    const int* first, const int* count) {
   const int b = (int)blockIdx.x, s = b / a.H, f = first[s];
-  dgps::dev::hypergrad_chunk_pass_cta(a, t0 + f, len + f, slot + f, count[s], s, b % a.H);
+  dgps::dev::hypergrad_chunk_pass_cta(a, len + f, slot + f, count[s], s, b % a.H);
 }
 )";
 
@@ -60,12 +60,13 @@ bool run(const Case& cs, std::uint64_t seed, CUfunction summary, CUfunction pass
     t0.push_back(c.t0), len.push_back(c.len), slot.push_back(c.slot);
   }
   DeviceBuffer khat = upload(P.khat), beta = upload(P.beta), rlog = upload(P.rlog), init = upload(P.init);
-  DeviceBuffer R = poisoned(P.khat.size()), Y = poisoned(P.khat.size()), a = poisoned(P.beta.size()),
-               ld = poisoned(static_cast<size_t>(S) * H), pst = poisoned(P.refStart.size()),
-               coef = poisoned(P.beta.size()), fin = poisoned(P.init.size());
+  const size_t perChunk = static_cast<size_t>(S) * H * C;
+  DeviceBuffer R = poisoned(perChunk * K), Y = poisoned(perChunk * K), a = poisoned(perChunk),
+               ld = poisoned(static_cast<size_t>(S) * H), pst = poisoned(P.refStart.size()), pcoef = poisoned(perChunk),
+               fin = poisoned(P.init.size());
   DeviceBuffer dt0 = upload(t0), dlen = upload(len), dslot = upload(slot), dfirst = upload(first),
                dcount = upload(count);
-  dev::HypergradChunkArgs sa{f32(khat), f32(beta), cs.retention ? f32(rlog) : nullptr, cs.eta, H, K,
+  dev::HypergradChunkArgs sa{f32(khat), f32(beta), cs.retention ? f32(rlog) : nullptr, cs.eta, H, K, C,
                              f32(R), f32(a), f32(Y), f32(ld)};
   int* pt0 = i32(dt0); int* plen = i32(dlen); int* pslot = i32(dslot); int* pfirst = i32(dfirst);
   int* pcount = i32(dcount);
@@ -76,14 +77,14 @@ bool run(const Case& cs, std::uint64_t seed, CUfunction summary, CUfunction pass
   if (S > 0)
     checkCuda(cu.cuLaunchKernel(summary, static_cast<unsigned>(S * H), 1, 1, 128, 1, 1, smemA, nullptr, argsA, nullptr),
               "launch hg_summary");
-  dev::HypergradPassArgs pa{f32(R), f32(a), f32(Y), f32(ld), cs.init ? f32(init) : nullptr, 1.f, H, K,
-                            f32(pst), f32(coef), f32(fin)};
-  void* argsB[] = {&pa, &pt0, &plen, &pslot, &pfirst, &pcount};
+  dev::HypergradPassArgs pa{f32(R), f32(a), f32(Y), f32(ld), cs.init ? f32(init) : nullptr, 1.f, H, K, C,
+                            f32(pst), f32(pcoef), f32(fin)};
+  void* argsB[] = {&pa, &plen, &pslot, &pfirst, &pcount};
   checkCuda(cu.cuLaunchKernel(pass, static_cast<unsigned>(N * H), 1, 1, 64, 1, 1,
                               static_cast<unsigned>(dev::hypergrad_chunk_pass_smem(C, K)), nullptr, argsB, nullptr),
             "launch hg_pass");
   checkCuda(cu.cuCtxSynchronize(), "cuCtxSynchronize");
-  return report(cs, seed, P, download(pst, P.refStart.size()), download(coef, P.beta.size()),
+  return report(cs, seed, P, download(pst, P.refStart.size()), download(pcoef, perChunk),
                 download(fin, P.init.size()));
 }
 

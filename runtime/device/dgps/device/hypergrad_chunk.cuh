@@ -11,9 +11,11 @@
 //   hypergrad_chunk_pass_cta     one CTA per (sequence, key head), sequential over its chunks:
 //       pst_c = d;  coef_j = a_j − R_j·d;  d ← e^{log_decay_c} d + Σ_j coef_j Y_j;  final = d.
 //
-// Layouts (f32): k̂ [rows][H][K] (the l2-normalised key), beta / rlog [rows][H] (rlog may be null: no
-// retention); R, Y [rows][H][K]; a [rows][H]; log_decay, per chunk slot, [S][H]; pst [S][H][K]; coef [rows][H].
-// A chunk is (t0, len, slot) with len <= C; rows of a chunk are t0 .. t0+len−1.
+// Layouts (f32): inputs per token row, k̂ [rows][H][K] (the l2-normalised key), beta / rlog [rows][H] (rlog
+// may be null: no retention); everything else per chunk slot s, as the device library's workspace
+// (launch_rules.h WorkspaceLayout): R, Y [S][H][C][K], a [S][H][C], log_decay [S][H], and stage 2 writes
+// exactly the token scan's pst [S][H][K] and pcoef [S][H][C] (0 past the chunk's length), so chunk_local and
+// state_output read it unchanged. A chunk is (t0, len, slot) with len <= C; its rows are t0 .. t0+len−1.
 #pragma once
 
 #include "dgps/device/hypergrad_chunk_args.h"
@@ -77,44 +79,44 @@ DGPS_DEV void hypergrad_chunk_summary_cta(const HypergradChunkArgs& p, int t0, i
     const int j = e / K, x = e % K;
     float r = 0.f;
     for (int i = 0; i <= j; ++i) r += T[j * n + i] * bet[i] * hg_exp(cum[i]) * u[i * K + x];
-    const long long row = ((long long)(t0 + j) * H + h) * K + x;
+    const long long row = (((long long)slot * H + h) * p.C + j) * K + x;
     p.R[row] = kap[j] * r;
     p.Y[row] = hg_exp(cum[n] - cum[j + 1]) * u[j * K + x];
   }
   for (int j = t; j < n; j += nt) {
     float s = 0.f;
     for (int i = 0; i <= j; ++i) s += T[j * n + i];
-    p.a[(long long)(t0 + j) * H + h] = kap[j] * s;
+    p.a[((long long)slot * H + h) * p.C + j] = kap[j] * s;
   }
   if (t == 0) p.log_decay[(long long)slot * H + h] = cum[n];
 }
 
-/// Stage 2 for sequence `seq` and key head h over its chunks (t0[c], len[c], slot[c]), c < count, in order.
-DGPS_DEV void hypergrad_chunk_pass_cta(const HypergradPassArgs& p, const int* t0, const int* len, const int* slot,
-                                       int count, int seq, int h) {
-  const int K = p.K, H = p.H, nt = nthreads(), t = tid();
+/// Stage 2 for sequence `seq` and key head h over its chunks (len[c], slot[c]), c < count, in order.
+DGPS_DEV void hypergrad_chunk_pass_cta(const HypergradPassArgs& p, const int* len, const int* slot, int count,
+                                       int seq, int h) {
+  const int K = p.K, H = p.H, C = p.C, nt = nthreads(), t = tid();
   float* d = reinterpret_cast<float*>(dyn_smem());
   float* c = d + K;
   for (int x = t; x < K; x += nt) d[x] = p.init ? p.init[((long long)seq * H + h) * K + x] : p.d_init;
   sync_threads();
   for (int ci = 0; ci < count; ++ci) {
-    const int r0 = t0[ci], n = len[ci], s = slot[ci];
+    const int n = len[ci], s = slot[ci];
     for (int x = t; x < K; x += nt) p.pst[((long long)s * H + h) * K + x] = d[x];
     for (int j = warp(); j < n; j += nt / 32) {  // coef_j = a_j − R_j·d: one warp per row
-      const float* Rj = p.R + ((long long)(r0 + j) * H + h) * K;
+      const float* Rj = p.R + (((long long)s * H + h) * C + j) * K;
       float v = 0.f;
       for (int x = lane(); x < K; x += 32) v += Rj[x] * d[x];
       v = warp_sum(v);
       if (lane() == 0) {
-        c[j] = p.a[(long long)(r0 + j) * H + h] - v;
-        p.coef[(long long)(r0 + j) * H + h] = c[j];
+        c[j] = p.a[((long long)s * H + h) * C + j] - v;
       }
     }
     sync_threads();
+    for (int j = t; j < C; j += nt) p.pcoef[((long long)s * H + h) * C + j] = j < n ? c[j] : 0.f;  // 0: pad rows
     const float decay = hg_exp(p.log_decay[(long long)s * H + h]);
     for (int x = t; x < K; x += nt) {  // each thread owns its channels of d: no race with the reads above
       float v = decay * d[x];
-      for (int j = 0; j < n; ++j) v += c[j] * p.Y[((long long)(r0 + j) * H + h) * K + x];
+      for (int j = 0; j < n; ++j) v += c[j] * p.Y[(((long long)s * H + h) * C + j) * K + x];
       d[x] = v;
     }
     sync_threads();

@@ -15,13 +15,13 @@ namespace dgps {
 namespace dev {
 
 /// Stage 1 (per chunk and key head): inputs k̂ [rows][H][K], beta / rlog [rows][H] (rlog null: no retention);
-/// outputs R, Y [rows][H][K], a [rows][H], log_decay [S][H]. All f32.
+/// outputs per chunk slot R, Y [S][H][C][K], a [S][H][C], log_decay [S][H]. All f32.
 struct HypergradChunkArgs {
   const float* khat;
   const float* beta;
   const float* rlog;
   float eta;
-  int H, K;
+  int H, K, C;
   float* R;
   float* a;
   float* Y;
@@ -29,7 +29,8 @@ struct HypergradChunkArgs {
 };
 
 /// Stage 2 (per sequence and key head): stage 1's outputs and the initial d [N][H][K] (null: d_init in every
-/// channel) → pst [S][H][K], coef [rows][H], final_d [N][H][K]. All f32.
+/// channel) → pst [S][H][K], pcoef [S][H][C] (0 past a chunk's length), final_d [N][H][K]. All f32: the
+/// device library's workspace buffers pst and pcoef (launch_rules.h), as the token scan writes them.
 struct HypergradPassArgs {
   const float* R;
   const float* a;
@@ -37,9 +38,9 @@ struct HypergradPassArgs {
   const float* log_decay;
   const float* init;
   float d_init;
-  int H, K;
+  int H, K, C;
   float* pst;
-  float* coef;
+  float* pcoef;
   float* final_d;
 };
 
