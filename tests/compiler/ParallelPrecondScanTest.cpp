@@ -27,14 +27,14 @@ Spec osdn(const std::string& name) {
   return s;
 }
 
-/// Stores the pass's chunk-start d and coefficients as extra outputs "scan.start" / "scan.coef", so that the
-/// two forms of the scan can be compared directly (the o they lead to is compared separately).
+/// Stores the pass's chunk-start d and coefficients as extra outputs ("saved.scan_start", "saved.scan_coef": the
+/// verifier's name for a stored forward value), so that the two forms of the scan can be compared directly.
 template <typename PassOp>
 void exposeScan(mlir::ModuleOp m) {
   m.walk([](PassOp op) {
     mlir::OpBuilder b(op->getBlock()->getTerminator());
-    b.create<chunk::StoreOp>(op.getLoc(), b.getStringAttr("scan.start"), op.getStart());
-    b.create<chunk::StoreOp>(op.getLoc(), b.getStringAttr("scan.coef"), op.getCoef());
+    b.create<chunk::StoreOp>(op.getLoc(), b.getStringAttr("saved.scan_start"), op.getStart());
+    b.create<chunk::StoreOp>(op.getLoc(), b.getStringAttr("saved.scan_coef"), op.getCoef());
   });
 }
 
@@ -65,8 +65,10 @@ Forms lowerAll(Context& c, const Spec& spec) {
   EXPECT_TRUE(mlir::succeeded(mlir::verify(*m))) << spec.name;
   f.plan = std::move(m);
   exposeScan<chunk::HypergradPassOp>(*f.sequential);
+  EXPECT_TRUE(mlir::succeeded(mlir::verify(*f.sequential)));
   exposeScan<chunk::HypergradPassOp>(*f.chunked);  // a clamped scan keeps the token-by-token pass
   exposeScan<chunk::HypergradChunkPassOp>(*f.chunked);
+  EXPECT_TRUE(mlir::succeeded(mlir::verify(*f.chunked)));
   return f;
 }
 
@@ -101,7 +103,7 @@ void checkInputs(const Forms& f, const Spec& spec, const ReferenceInputs& inputs
   }
   ExecutorResult chunked = executeChunkIR(*f.chunked, inputs, eo);
   ASSERT_TRUE(chunked.ok) << chunked.error;
-  for (const char* name : {"scan.start", "scan.coef"})
+  for (const char* name : {"saved.scan_start", "saved.scan_coef"})
     EXPECT_LE(relativeError(chunked.outputs.at(name), sequential.outputs.at(name)), kPassTolerance) << name;
 }
 
@@ -217,6 +219,37 @@ TEST(ParallelPrecondScan, NearlyParallelKeysAtTheStabilityLimit) {
     for (int64_t x = 0; x < K; ++x) k.set(r * K + x, first[x] + 1e-3 * k.get(r * K + x));
   for (int64_t i = 0; i < beta.numel(); ++i) beta.set(i, 1.0);
   checkInputs(f, spec, in, 32);
+}
+
+TEST(ParallelPrecondScan, ComposesWithTheSegmentedStatePass) {
+  // Long sequences: the chunked d-scan first, then the state pass split into segments (ChunkSegmentOps.td).
+  Context c;
+  const Spec spec = osdn("osdn_apf");
+  Forms f = lowerAll(c, spec);
+  mlir::OwningOpRef<mlir::ModuleOp> m = f.chunked->clone();
+  SegmentStatePassOptions o;
+  o.segmentChunks = 3;
+  ASSERT_TRUE(mlir::succeeded(runPass(*c.ctx, *m, createSegmentStatePass(o))))
+      << (c.diagnostics.empty() ? std::string() : c.diagnostics.back());
+  ASSERT_TRUE(mlir::succeeded(runPass(*c.ctx, *m, createPartitionKernels())));
+  ASSERT_TRUE(mlir::succeeded(mlir::verify(*m)));
+  EXPECT_EQ(count<chunk::HypergradChunkPassOp>(*m), 1);
+  EXPECT_EQ(count<chunk::SegmentSummaryOp>(*m), 1);
+  ProblemShape p;
+  p.batch = 1, p.seq_len = 250, p.heads_qk = 2, p.heads_v = 2, p.key_dim = 16, p.value_dim = 16;
+  p.cu_seqlens = {0, 3, 170, 171, 171, 190, 230};
+  const std::uint64_t seed = freshSeed();
+  SCOPED_TRACE(describe(p, 16) + " seed=" + std::to_string(seed));
+  InputGenOptions opts;
+  opts.initial_state = true;
+  opts.initial_precond_state = true;
+  ReferenceInputs in = generateInputs(spec, p, seed, ScalarType::F64, opts);
+  TensorMap expected = runReference(spec, in).toMap();
+  ExecutorOptions eo;
+  eo.chunkSize = 16;
+  ExecutorResult r = executeChunkIR(*m, in, eo);
+  ASSERT_TRUE(r.ok) << r.error;
+  for (const auto& [name, ref] : expected) EXPECT_LE(relativeError(r.outputs.at(name), ref), kTolerance) << name;
 }
 
 // ---- the pass's refusals, the clamp, the plan -------------------------------------------------------
