@@ -208,6 +208,7 @@ class Interpreter {
         .Default([&](Operation* other) {
           if (runGradOp(other)) return;
           if (runSegmentOp(other)) return;
+          if (runPrecondScanOp(other)) return;
           throw ExecError("cannot execute '" + other->getName().getStringRef().str() + "'");
         });
   }
@@ -739,6 +740,11 @@ class Interpreter {
                  std::vector<double>& X, int64_t width, std::vector<double>& vn) const;
   /// The fold's segment list (sequence, token range) in slot order.
   std::vector<dgps::segment::Segment> foldSegmentsList() const;
+  // ---- chunked hypergradient scan (ExecutorPrecondScan.cpp, ChunkPrecondScanOps.td) -------------------
+  /// Runs `op` if it is a chunked-scan op; false for any other op.
+  bool runPrecondScanOp(Operation* op);
+  void hypergradChunkSummary(HypergradChunkSummaryOp o);
+  void hypergradChunkPass(HypergradChunkPassOp o);
   // ---- Householder steps (ChunkStepOps.td) ------------------------------------------------------------
   /// Rows per (b, t) entry of `a`: the product of its dims after B and T/TQ.
   static int64_t rowWidth(const Array& a) {

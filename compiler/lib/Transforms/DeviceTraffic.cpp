@@ -27,7 +27,7 @@ launch::FeatureSet featuresOf(func::FuncOp fn) {
       f.gain = 1;
     else if (isa<SolveTrilOp>(op))
       f.solve = 1;
-    if (isa<HypergradScanOp, HypergradPassOp, HypergradApplyOp>(op)) f.source = 1;
+    if (isa<HypergradScanOp, HypergradPassOp, HypergradApplyOp, HypergradChunkPassOp>(op)) f.source = 1;
     if (isPreconditionerApply(op)) {
       f.precond = 1;
       // ATQ: the preconditioned value is the query of Aqk and of the output.

@@ -40,7 +40,8 @@ enum class Role {
 };
 
 /// Where an op runs:
-///   precond_summary  per-chunk accumulator summaries (parallel over chunks),
+///   precond_summary  per-chunk preconditioner summaries (parallel over chunks): the accumulator's, or
+///                    the chunked hypergradient scan's (ChunkPrecondScanOps.td),
 ///   precond_scan     sequential pass producing chunk-start preconditioner states,
 ///   chunk_local      everything of a chunk that does not depend on the memory state (KKT, 𝒯, Aqk),
 ///   state_output     the sequential state pass with W, U formed on the fly, and the output.
@@ -54,9 +55,9 @@ enum class Role {
 /// (device library: precond_rebuild.cuh; the state_output rebuild overlaps its warpgroup products).
 Role roleOf(Operation* op, bool segmented) {
   return llvm::TypeSwitch<Operation*, Role>(op)
-      .Case<AccumSummaryOp>([](auto) { return Role::PrecondSummary; })
+      .Case<AccumSummaryOp, HypergradChunkSummaryOp>([](auto) { return Role::PrecondSummary; })
       .Case<AccumScanOp, AccumPassOp, HypergradScanOp, HypergradPassOp, AccumSegmentPassOp,
-            HypergradSegmentPassOp>([](auto) { return Role::PrecondScan; })
+            HypergradSegmentPassOp, HypergradChunkPassOp>([](auto) { return Role::PrecondScan; })
       .Case<SegmentSummaryOp>([](auto) { return Role::SegmentSummary; })
       .Case<SegmentFoldOp>([](auto) { return Role::SegmentFold; })
       .Case<KKTOp, SolveTrilOp, QKAttnOp>([](auto) { return Role::ChunkLocal; })

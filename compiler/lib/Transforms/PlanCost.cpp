@@ -76,6 +76,10 @@ double flopsPerTokenHead(Operation* op, const CostPoint& at) {
       .Case([&](HypergradScanOp) { return 7 * K * perKeyHead; })
       .Case([&](HypergradPassOp) { return 7 * K * perKeyHead; })
       .Case([&](HypergradApplyOp) { return 4 * K * perKeyHead; })
+      // Chunked d-scan (ChunkPrecondScanOps.td): the Gram matrix of u 2C²K, the solve C³/3 and the read rows
+      // 2C²K per chunk, plus u, κ and the write rows; the pass 4K per token (R·d and Yᵀ coef).
+      .Case([&](HypergradChunkSummaryOp) { return (4 * C * K + C * C / 3 + 4 * K) * perKeyHead; })
+      .Case([&](HypergradChunkPassOp) { return 4 * K * perKeyHead; })
       // Segmented passes (ChunkSegmentOps.td); L chunks per segment.
       .Case([&](SegmentSummaryOp) { return 4 * K * V + 4 * K * K; })   // E: as state_pass; M: on a K×K block
       .Case([&](SegmentFoldOp) { return 2 * K * K * V / (C * L); })  // M X + E once per segment
@@ -137,8 +141,10 @@ static bool isLibraryBuffer(Value v) {
   if (auto k = v.getDefiningOp<KernelOp>())  // a buffer: look at the value its kernel yields
     v = cast<YieldOp>(k.getBody().front().getTerminator()).getValues()[cast<OpResult>(v).getResultNumber()];
   Operation* def = v.getDefiningOp();
+  // hypergrad_chunk_pass writes what hypergrad_pass writes (pst, pcoef); the chunked summary's R, a, Y and
+  // log retention have no place in the library's workspace yet.
   return def && (isa<SolveTrilOp, QKAttnOp, AccumSummaryOp, AccumPassOp, HypergradPassOp, AccumSegmentPassOp,
-                        HypergradSegmentPassOp>(def) ||
+                        HypergradSegmentPassOp, HypergradChunkPassOp>(def) ||
                  isPreconditionerApply(def));
 }
 

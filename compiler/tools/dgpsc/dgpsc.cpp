@@ -12,12 +12,13 @@
 //       The default calls the hand-written device library for every role.
 //   dgpsc check SPEC
 //       the spec checker of dsl (classification, hash, tensors, canonical form).
-//   dgpsc plan SPEC [--backward [--keep NAME,...]] [--segment-chunks L] [--print-ir]
+//   dgpsc plan SPEC [--backward [--keep NAME,...]] [--segment-chunks L] [--parallel-precond-scan] [--print-ir]
 //       the kernel plan's estimate (bytes and FLOPs per token-head, per kernel) to stdout; with
 //       --backward also the derived backward's (--chunk-derive-backward, --chunk-partition-backward;
 //       --keep picks the forward intermediates the forward stores, default solve_tril). With
 //       --segment-chunks the forward's sequence-parallel form (--chunk-segment-state-pass; L chunks per
-//       segment, 0 = the launch rule's length at B = 1, T = 32768, HV = 16). No package.
+//       segment, 0 = the launch rule's length at B = 1, T = 32768, HV = 16). With --parallel-precond-scan
+//       OSDN's d-scan in its chunked form (--chunk-parallel-precond-scan). No package.
 //   dgpsc tune SPEC --shape B=8,T=4096,H=16,K=128,V=128 [--dtype ..] [--db PATH] [--package-dir DIR] ...
 //       compile as `compile` does, then autotune the package on this GPU with the runtime's dgps-tune
 //       (a child process; see DgpscTune.h) and record the winner in the tuning database.
@@ -210,6 +211,7 @@ struct PlanOptions {
   std::vector<std::string> keep;
   bool printIR = false;
   int64_t segmentChunks = -1;  ///< >= 0: plan the segmented state pass (0: the launch rule's length)
+  bool parallelPrecondScan = false;  ///< plan OSDN's d-scan in its chunked form (--chunk-parallel-precond-scan)
 };
 
 void printPlan(const char* what, mlir::func::FuncOp fn, const dgps::PlanCost& cost, std::ostream& os) {
@@ -253,6 +255,7 @@ int plan(const PlanOptions& o) {
     so.segmentChunks = o.segmentChunks;
     passes.push_back(dgps::createSegmentStatePass(so));
   }
+  if (o.parallelPrecondScan) passes.push_back(dgps::createParallelPrecondScan());
   passes.push_back(dgps::createPartitionKernels());
   if (o.backward) passes.push_back(dgps::createPartitionBackward());
   for (auto& pass : passes) {
@@ -322,6 +325,9 @@ int run(int argc, char** argv) {
   planCmd->add_option("--segment-chunks", po.segmentChunks,
                       "plan the sequence-parallel state pass with L chunks per segment (0: the launch rule)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
+      ->excludes(planCmd->get_option("--backward"));
+  planCmd->add_flag("--parallel-precond-scan", po.parallelPrecondScan,
+                    "plan OSDN's preconditioner scan in its chunked form, parallel over chunks (no package)")
       ->excludes(planCmd->get_option("--backward"));
 
   dgps::dgpsc::TuneArgs tuneArgs;

@@ -8,6 +8,8 @@
 //
 // optionally, for long sequences, between fusion and partitioning:
 //     ─chunk-fuse-preconditioner─▶ ─chunk-segment-state-pass─▶ ─chunk-partition-kernels─▶ segmented plan
+// and, for OSDN's d-scan in its chunked (parallel over time) form:
+//     ─chunk-fuse-preconditioner─▶ ─chunk-parallel-precond-scan─▶ ─chunk-partition-kernels─▶
 //
 // and, for the tile code path of the decode role (dgpsc compile --codegen=tile-decode):
 //   dgps IR ─dgps-lower-decode-to-tile─▶ tile IR (func @<name>_decode) ─emitTileKernel─▶ decode kernel
@@ -145,6 +147,32 @@ def SegmentStatePass : Pass<"chunk-segment-state-pass", "::mlir::func::FuncOp"> 
     Option<"segmentChunks", "segment-chunks", "int64_t", /*default=*/"0",
            "segment length in chunks (>= 1); 0: chosen at launch from the shape and SM count">
   ];
+}
+
+def ParallelPrecondScan : Pass<"chunk-parallel-precond-scan", "::mlir::func::FuncOp"> {
+  let summary = "Replace OSDN's token-by-token preconditioner scan by its chunked affine form";
+  let description = [{
+    Runs on a fused, unpartitioned forward (after --chunk-fuse-preconditioner, before
+    --chunk-partition-kernels) and rewrites hypergrad_pass (the hypergradient d-scan, one cross-channel
+    reduction ⟨d, u⟩ per token) into hypergrad_chunk_summary (per chunk, in parallel: the affine map
+    from the chunk's incoming d to its step coefficients and its end d, a WY form with value
+    dimension 1) and hypergrad_chunk_pass (sequential over chunks: 4CK FLOPs per chunk)
+    (ChunkPrecondScanOps.td, docs/math.md §5.2). Both produce hypergrad_pass's results, so
+    hypergrad_apply and everything after it are unchanged. A clamped step is not affine in d: the
+    pass keeps hypergrad_pass and says so in a remark. --chunk-partition-kernels places the summary
+    in precond_summary and the pass in precond_scan. Opt-in: the default pipeline keeps the
+    token-by-token scan (no device kernels for the chunked form yet).
+
+    Before:
+    ```mlir
+    %ds, %c, %df = chunk.hypergrad_pass %kr gain %beta {d_init = 1.0, eta = 1.0, post = false} : ...
+    ```
+    After:
+    ```mlir
+    %R, %a, %Y, %ld = chunk.hypergrad_chunk_summary %kr gain %beta {eta = 1.0} : ...
+    %ds, %c, %df = chunk.hypergrad_chunk_pass %R, %a, %Y, %ld {d_init = 1.0} : ...
+    ```
+  }];
 }
 
 def DeriveBackward : Pass<"chunk-derive-backward", "::mlir::ModuleOp"> {

@@ -336,6 +336,7 @@ def Chunk_HypergradApplyOp : Chunk_PureOp<"hypergrad_apply"> {
 
 include "dgps/Dialect/Chunk/IR/ChunkGradOps.td"
 include "dgps/Dialect/Chunk/IR/ChunkSegmentOps.td"
+include "dgps/Dialect/Chunk/IR/ChunkPrecondScanOps.td"
 include "dgps/Dialect/Chunk/IR/ChunkStepOps.td"
 
 //===----------------------------------------------------------------------===//
