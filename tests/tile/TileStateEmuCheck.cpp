@@ -11,7 +11,8 @@
 // Problems: T = 100 (a partial last chunk) with B = 2 and an initial state where the spec takes one; varlen
 // cu = {0, 37, 100} when the spec allows it; H = 2 (or the spec's), and a GVA problem (2 value heads per key
 // head) when the spec's reference allows it. K = V = 64 with C = 64, BV = 64, 2 stages (the warpgroup-MMA
-// path on sm_90a, emulated) and K = V = 32 with C = 32, BV = 32, 1 stage (mma.sync, two warps).
+// path on sm_90a, emulated) and K = V = 32 with C = 32, BV = 32, 1 stage (mma.sync, two warps), bf16 inputs;
+// fp16 inputs once (dense, K = V = 64, wide) where the spec takes them.
 //
 //   dgps-tile-state-emu-check TILE_PACKAGE_DIR LIBRARY_PACKAGE_DIR WORK_DIR
 #include <dlfcn.h>
@@ -42,6 +43,7 @@ constexpr double kTolState = 1e-2;  // f32 state built from bf16 tensor-core pro
 
 struct Config {
   int chunk, block_v, warps, stages;
+  bool f16;  ///< fp16 inputs and output (re-encoded to bf16 for the tensor cores)
 };
 
 double relErr(const std::vector<double>& got, const dgps::Tensor& ref) {
@@ -69,7 +71,8 @@ int fail(const std::string& msg) {
 /// The emulator compile command of a package's kernels.cu at head dims K = V and configuration `c`.
 std::string compileCommand(const std::string& pkg, const std::string& so, int K, const Config& c) {
   return std::string(DGPS_EMU_CXX) + " -O1 -std=c++17 -fPIC -shared -Wno-unknown-pragmas -include " + DGPS_EMU_DIR +
-         "/emu_prelude.h -I" + DGPS_DEVICE_DIR + " -I" + DGPS_EMU_DIR + " -DDGPS_EMU_WGMMA=1 -DDGPS_INPUT_BF16=1" +
+         "/emu_prelude.h -I" + DGPS_DEVICE_DIR + " -I" + DGPS_EMU_DIR + " -DDGPS_EMU_WGMMA=1" +
+         (c.f16 ? " -DDGPS_INPUT_F16=1" : " -DDGPS_INPUT_BF16=1") +
          " -DDGPS_K=" + std::to_string(K) + " -DDGPS_V=" + std::to_string(K) +
          " -DDGPS_CHUNK=" + std::to_string(c.chunk) + " -DDGPS_BLOCK_V=" + std::to_string(c.block_v) +
          " -DDGPS_WARPS=" + std::to_string(c.warps) + " -DDGPS_STAGES=" + std::to_string(c.stages) + " -x c++ " + pkg +
@@ -139,7 +142,7 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, const Config& cfg, int 
   s.heads_v = H * spec.gva_ratio;
   s.key_dim = s.value_dim = K;
   s.cu_seqlens = cu;
-  const dgps::ReferenceInputs in = dgps::generateInputs(spec, s, seed, dgps::ScalarType::BF16);
+  const dgps::ReferenceInputs in = dgps::generateInputs(spec, s, seed, cfg.f16 ? dgps::ScalarType::F16 : dgps::ScalarType::BF16);
   const dgps::ReferenceOutputs ref = dgps::runReference(spec, in);
   const std::int64_t HV = s.heads_v, V = K, N = s.numSeqs();
 
@@ -148,7 +151,7 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, const Config& cfg, int 
   std::vector<float> g = floats("g"), beta = floats("beta"), s0 = floats("initial_state");
   std::vector<std::int64_t> cuv = cu;
   const size_t nO = (size_t)(B * T * HV * V), nS = (size_t)(N * HV * K * V);
-  std::vector<std::uint16_t> oTile(nO, 0x7fc1), oLib(nO, 0x7fc1);  // poison: NaN
+  std::vector<std::uint16_t> oTile(nO, cfg.f16 ? 0x7e01 : 0x7fc1), oLib = oTile;  // poison: NaN
   std::vector<float> sTile(nS, NAN), sLib(nS, NAN);
   auto ptr = [](std::vector<float>& v) -> const float* { return v.empty() ? nullptr : v.data(); };
 
@@ -162,7 +165,7 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, const Config& cfg, int 
   ls.K = K;
   ls.V = V;
   ls.varlen = cu.empty() ? 0 : 1;
-  ls.f16 = 0;
+  ls.f16 = cfg.f16 ? 1 : 0;
   dgps::launch::TileConfig tc;
   tc.chunk = cfg.chunk;
   tc.block_v = cfg.block_v;
@@ -217,15 +220,15 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, const Config& cfg, int 
   const bool sameO = std::memcmp(oTile.data(), oLib.data(), nO * sizeof(std::uint16_t)) == 0;
   const bool sameS = !ref.has_final_state || std::memcmp(sTile.data(), sLib.data(), nS * sizeof(float)) == 0;
   std::vector<double> od(nO);
-  for (size_t i = 0; i < nO; ++i) od[i] = dgps::bf16BitsToDouble(oTile[i]);
+  for (size_t i = 0; i < nO; ++i) od[i] = cfg.f16 ? dgps::f16BitsToDouble(oTile[i]) : dgps::bf16BitsToDouble(oTile[i]);
   const double eo = relErr(od, ref.o);
   const double es =
       ref.has_final_state ? relErr(std::vector<double>(sTile.begin(), sTile.end()), ref.final_state) : 0.0;
   const bool pass = sameO && sameS && eo <= kTolOut && es <= kTolState;
   std::printf(
-      "  %s C=%d BV=%d stages=%d K=V=%d B=%lld T=%lld N=%lld H=%lld HV=%lld%s%s: vs library o %s, final state "
+      "  %s %s C=%d BV=%d stages=%d K=V=%d B=%lld T=%lld N=%lld H=%lld HV=%lld%s%s: vs library o %s, final state "
       "%s; vs float64 rel err o %.3g, final state %.3g  %s\n",
-      spec.name.c_str(), cfg.chunk, cfg.block_v, cfg.stages, K, (long long)B, (long long)T, (long long)N, (long long)H,
+      spec.name.c_str(), cfg.f16 ? "f16" : "bf16", cfg.chunk, cfg.block_v, cfg.stages, K, (long long)B, (long long)T, (long long)N, (long long)H,
       (long long)HV, cu.empty() ? "" : " varlen", s0.empty() ? "" : " initial state", sameO ? "identical" : "DIFFERS",
       sameS ? "identical" : "DIFFERS", eo, es, pass ? "ok" : "FAIL");
   return pass;
@@ -283,13 +286,18 @@ int run(int argc, char** argv) {
   const struct {
     int K;
     Config c;
-  } runs[] = {{64, {64, 64, 4, 2}}, {32, {32, 32, 4, 1}}};
+  } runs[] = {{64, {64, 64, 4, 2, false}}, {32, {32, 32, 4, 1, false}}, {64, {64, 64, 4, 2, true}}};
+  const bool takesF16 =
+      std::find(spec.input_dtypes.begin(), spec.input_dtypes.end(), dgps::DType::F16) != spec.input_dtypes.end();
   for (const auto& r : runs) {
+    if (r.c.f16 && !takesF16) continue;
     const dgps::Spec sp = withDim(spec, r.K);
-    const std::string tag = work + "/" + spec.name + "_k" + std::to_string(r.K) + "_c" + std::to_string(r.c.chunk);
+    const std::string tag = work + "/" + spec.name + "_k" + std::to_string(r.K) + "_c" + std::to_string(r.c.chunk) +
+                            (r.c.f16 ? "_f16" : "");
     Modules m;
     if (!build(tilePkg, libPkg, tag, r.K, r.c, m)) return fail("cannot build the emulated kernels of " + spec.name);
-    ok = checkOnce(sp, m, r.c, r.K, 2, 100, H, {}, 7150 + r.K) && ok;
+    ok = checkOnce(sp, m, r.c, r.K, 2, 100, H, {}, 7150 + r.K + (r.c.f16 ? 100 : 0)) && ok;
+    if (r.c.f16) continue;  // fp16: the dense problem only
     if (spec.varlen) ok = checkOnce(sp, m, r.c, r.K, 1, 100, H, {0, 37, 100}, 7151 + r.K) && ok;
     if (gvaOk && r.K == 64) ok = checkOnce(gva, m, r.c, r.K, 1, 100, 1, {}, 7152 + r.K) && ok;
   }
