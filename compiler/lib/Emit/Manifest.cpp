@@ -121,9 +121,10 @@ FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp ti
                                "work for it, and the float64 reference and chunk-IR executor run it on the CPU";
   FailureOr<PlanSummary> summary = summarizePlan(spec, plan);
   if (failed(summary)) return failure();
-  std::optional<std::string> tileDecode, tileChunkLocal;
+  std::optional<std::string> tileDecode, tileChunkLocal, tileStateOutput;
   auto chunkLocal = tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_chunk_local") : nullptr;
-  if (tileModule && hasKernel(spec, KernelKind::Decode) && (!chunkLocal || tileModule.lookupSymbol(spec.name + "_decode"))) {
+  auto stateOutput = tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_state_output") : nullptr;
+  if (tileModule && hasKernel(spec, KernelKind::Decode) && ((!chunkLocal && !stateOutput) || tileModule.lookupSymbol(spec.name + "_decode"))) {
     auto fn = tileModule.lookupSymbol<func::FuncOp>(spec.name + "_decode");
     if (!fn) return tileModule.emitError() << "no tile function @" << spec.name << "_decode for the decode kernel";
     FailureOr<std::string> text = emitTileKernel(fn, "dgps_" + spec.name + "_decode");
@@ -135,9 +136,15 @@ FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp ti
     if (failed(text)) return failure();
     tileChunkLocal = *text;
   }
+  if (stateOutput) {
+    FailureOr<std::string> text = emitTileStateKernel(stateOutput, "dgps_" + spec.name + "_fwd_state_output");
+    if (failed(text)) return failure();
+    tileStateOutput = *text;
+  }
   PackageFiles files;
   files.kernels_cu = emitKernelsCu(spec, *summary, tileDecode ? &*tileDecode : nullptr,
-                                   tileChunkLocal ? &*tileChunkLocal : nullptr);
+                                   tileChunkLocal ? &*tileChunkLocal : nullptr,
+                                   tileStateOutput ? &*tileStateOutput : nullptr);
   files.spec_yaml = canonicalYaml(spec);
   files.manifest_yaml = emitManifest(spec, *summary);
   return files;

@@ -1,14 +1,15 @@
 // dgpsc: the DGPS compiler driver.
 //
 //   dgpsc compile SPEC -o DIR [--target sm_90a] [--print-after=dgps|chunk|plan|tile|all]
-//                  [--codegen=device-library|tile-decode|tile-chunk-local|tile-decode,tile-chunk-local]
+//                  [--codegen=device-library|tile-decode|tile-chunk-local|tile-state-output|<comma list of tile-*>]
 //       parse + validate the spec (dsl), import it as dgps IR, run the pipeline (Passes.td) and write
 //       the generated package DIR/{kernels.cu, spec.yaml, manifest.yaml}. --print-after prints the IR
 //       of a stage (or after every pass) to stdout; the plan's cost estimate goes to stderr as a remark.
 //       --codegen=tile-decode (experimental) also lowers the decode role to tile IR
 //       (--dgps-lower-decode-to-tile) and prints its kernel from that IR against runtime/device/dgps/tile;
 //       --codegen=tile-chunk-local (experimental) likewise prints the forward chunk_local kernel from tile IR
-//       (--dgps-lower-chunk-local-to-tile on the partitioned plan); a comma list selects both.
+//       (--dgps-lower-chunk-local-to-tile on the partitioned plan) and --codegen=tile-state-output the forward
+//       state_output kernel (--dgps-lower-state-output-to-tile); a comma list selects several.
 //       The default calls the hand-written device library for every role.
 //   dgpsc check SPEC
 //       the spec checker of dsl (classification, hash, tensors, canonical form).
@@ -92,17 +93,18 @@ bool codegenHas(const std::string& list, const std::string& what) {
   return false;
 }
 
-/// --codegen=tile-chunk-local: lowers the chunk_local kernel of the partitioned plan to tile IR and adds its
-/// function to `tileModule` (created when absent).
-mlir::LogicalResult lowerChunkLocal(mlir::MLIRContext& ctx, const CompileOptions& o, mlir::ModuleOp plan,
-                                    mlir::OwningOpRef<mlir::ModuleOp>& tileModule) {
+/// --codegen=tile-chunk-local / tile-state-output: lowers one kernel role of the partitioned plan to tile IR
+/// with `pass` and adds its function to `tileModule` (created when absent).
+mlir::LogicalResult lowerChunkRole(mlir::MLIRContext& ctx, const CompileOptions& o, mlir::ModuleOp plan,
+                                   std::unique_ptr<mlir::Pass> pass, mlir::OwningOpRef<mlir::ModuleOp>& tileModule) {
   mlir::OwningOpRef<mlir::ModuleOp> lowered = plan.clone();
-  if (mlir::failed(runStep(ctx, *lowered, dgps::createLowerChunkLocalToTile()))) {
-    std::cerr << "dgpsc: error: " << o.spec << ": pass --dgps-lower-chunk-local-to-tile failed\n";
+  const std::string name = pass->getArgument().str();
+  if (mlir::failed(runStep(ctx, *lowered, std::move(pass)))) {
+    std::cerr << "dgpsc: error: " << o.spec << ": pass --" << name << " failed\n";
     return mlir::failure();
   }
   if (o.printAfter == "tile" || o.printAfter == "all") {
-    llvm::outs() << "// -----// IR after --dgps-lower-chunk-local-to-tile (" << o.spec << ") //----- //\n";
+    llvm::outs() << "// -----// IR after --" << name << " (" << o.spec << ") //----- //\n";
     lowered->print(llvm::outs());
     llvm::outs() << "\n";
     llvm::outs().flush();
@@ -189,7 +191,11 @@ int compile(const CompileOptions& o) {
     }
   }
 
-  if (codegenHas(o.codegen, "tile-chunk-local") && mlir::failed(lowerChunkLocal(ctx, o, *module, tileModule)))
+  if (codegenHas(o.codegen, "tile-chunk-local") &&
+      mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerChunkLocalToTile(), tileModule)))
+    return 1;
+  if (codegenHas(o.codegen, "tile-state-output") &&
+      mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerStateOutputToTile(), tileModule)))
     return 1;
 
   // The package describes the canonicalised spec (identical to the input for every parsed spec
@@ -300,13 +306,16 @@ int run(int argc, char** argv) {
   compileCmd
       ->add_option("--codegen", co.codegen,
                    "device-library (default): every kernel calls runtime/device/dgps/device; tile-decode, "
-                   "tile-chunk-local or both comma-separated: that kernel is printed from tile IR (experimental)")
+                   "tile-chunk-local, tile-state-output or a comma list of them: those kernels are printed from tile "
+                   "IR (experimental)")
       ->check([](const std::string& list) -> std::string {
         std::stringstream ss(list);
         for (std::string item; std::getline(ss, item, ',');)
-          if (item != "device-library" && item != "tile-decode" && item != "tile-chunk-local")
+          if (item != "device-library" && item != "tile-decode" && item != "tile-chunk-local" &&
+              item != "tile-state-output")
             return "unknown item '" + item +
-                   "'; expected device-library, tile-decode, tile-chunk-local or a comma list of the tile ones";
+                   "'; expected device-library, tile-decode, tile-chunk-local, tile-state-output or a comma list of "
+                   "the tile ones";
         return std::string();
       });
 

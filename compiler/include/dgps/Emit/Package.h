@@ -44,9 +44,10 @@ mlir::FailureOr<PlanSummary> summarizePlan(const Spec& spec, mlir::ModuleOp plan
 
 /// kernels.cu text (see the file comment of this header). With `tileDecode`, that text (the decode kernel
 /// printed from tile IR by emitTileKernel) replaces the device library's decode entry point; with
-/// `tileChunkLocal` (emitTileChunkKernel) likewise the forward chunk_local entry point.
+/// `tileChunkLocal` (emitTileChunkKernel) likewise the forward chunk_local entry point, and with
+/// `tileStateOutput` (emitTileStateKernel) the forward state_output entry point.
 std::string emitKernelsCu(const Spec& spec, const PlanSummary& plan, const std::string* tileDecode = nullptr,
-                          const std::string* tileChunkLocal = nullptr);
+                          const std::string* tileChunkLocal = nullptr, const std::string* tileStateOutput = nullptr);
 /// The shortest CUDA float literal that reads back to `x` rounded to float ("1.5f", "1e-06f").
 std::string cudaFloatLiteral(double x);
 /// manifest.yaml text.
@@ -54,7 +55,8 @@ std::string emitManifest(const Spec& spec, const PlanSummary& plan);
 
 /// All three files. With `tileModule` (the output of --dgps-lower-decode-to-tile and/or
 /// --dgps-lower-chunk-local-to-tile), the decode kernel is printed from its `@<name>_decode` tile function
-/// and the chunk_local kernel from `@<name>_chunk_local` when present, instead of calling the device library.
+/// and the chunk_local kernel from `@<name>_chunk_local` and the state_output kernel from `@<name>_state_output`
+/// when present (--dgps-lower-state-output-to-tile), instead of calling the device library.
 mlir::FailureOr<PackageFiles> emitPackage(const Spec& spec, mlir::ModuleOp plan,
                                           mlir::ModuleOp tileModule = nullptr);
 

@@ -28,4 +28,13 @@ mlir::FailureOr<std::string> emitTileKernel(mlir::func::FuncOp fn, const std::st
 /// or more shared tiles than that layout provides.
 mlir::FailureOr<std::string> emitTileChunkKernel(mlir::func::FuncOp fn, const std::string& symbol);
 
+/// `extern "C" __global__ void <symbol>(dgps::ForwardArgs a) { ... }` for a state_output tile function
+/// (--dgps-lower-state-output-to-tile; TileStateEmitter.cpp): the function's tile.state_walk printed as the
+/// sequential chunk walk over runtime/device/dgps/tile. It keeps the device library role's ABI and launch
+/// geometry (launch_rules.h forwardGeometry: one CTA per sequence, value head and value tile, BV/16 warps,
+/// shared memory stateOutputSmem of tile.launch_features) and reads the workspace chunk_local wrote. Emits an
+/// error at the walk and fails when it reads a tile that layout lacks, or for a preconditioned forward (its
+/// producer warpgroup is not printed yet).
+mlir::FailureOr<std::string> emitTileStateKernel(mlir::func::FuncOp fn, const std::string& symbol);
+
 }  // namespace dgps

@@ -366,4 +366,54 @@ def LowerChunkLocalToTile : Pass<"dgps-lower-chunk-local-to-tile", "::mlir::Modu
   let dependentDialects = ["::dgps::tile::TileDialect", "::mlir::func::FuncDialect"];
 }
 
+def LowerStateOutputToTile : Pass<"dgps-lower-state-output-to-tile", "::mlir::ModuleOp"> {
+  let summary = "Lower the state_output kernel of each partitioned forward to a walk of a register state";
+  let description = [{
+    Runs on the partitioned chunk IR (after --chunk-partition-kernels). For every
+    `chunk.kernel "state_output"` adds `func.func @<name>_state_output` (the forward function's name without
+    `_forward`) with `tile.role = "state_output"`, `tile.grid = "value_tile"` (one CTA per sequence, value
+    head and value tile of the configuration's BV columns) and `tile.launch_features` (the launch_rules.h FeatureSet whose
+    workspace and shared-memory layout the kernel shares with the other roles). The kernel's
+    `chunk.state_pass` and `chunk.output` become one `tile.state_walk`: `w` present (a delta rule) gives
+    value_form residual_lower reading the solve block "tb", otherwise scaled; a [C] gate gives carry uniform,
+    a [C, K] gate carry columns over "pdec" with the gated operands "opq", "opk", "opw" that chunk_local
+    wrote; an `initial_state` load gives start argument; `chunk.store "o"` and `"final_state"` set
+    write_output and write_final. The other ops of the kernel (loads, l2norm, gate_cumsum, wy_recompute,
+    gain_scale) are what chunk_local already folded into the workspace (token record, blocks, gated
+    operands). Fails, naming the op, on anything else — a preconditioner's in-kernel rebuild
+    (`chunk.accum_apply`, `chunk.hypergrad_apply`) has no tile lowering here yet and stays in the device
+    library.
+
+    Before (GDN):
+    ```mlir
+    chunk.kernel "state_output" attributes {tile = #chunk.tile<chunk = 64, block_v = 128, warps = 4, stages = 2>} {
+      %1 = chunk.load "q" : !bf16_bthk
+      %2 = chunk.load "k" : !bf16_bthk
+      %3 = chunk.load "v" : !bf16_bthvv
+      %4 = chunk.load "g" : !f32_bthv
+      %5 = chunk.load "beta" : !f32_bthv
+      %6 = chunk.l2norm %2 {eps = 1.0E-6 : f64} : !bf16_bthk -> !f32_bthk
+      %7 = chunk.l2norm %1 {eps = 1.0E-6 : f64} : !bf16_bthk -> !f32_bthk
+      %8 = chunk.gate_cumsum %4 : !f32_bthv -> !f32_bthv
+      %w, %u = chunk.wy_recompute %0#0, read %6, value %3 gain %5 gate %8 : (...) -> (...)
+      %9 = chunk.load "initial_state" {absent = 0.0 : f64} : !f32_nhvkv
+      %v_new, %states, %final = chunk.state_pass w %w, u %u, write %6 gate %8 init %9 : (...) -> (...)
+      %10 = chunk.output query %7, vnew %v_new, states %states, attn %0#1 gate %8 : (...) -> !bf16_bthvv
+      chunk.store "o", %10 : !bf16_bthvv
+      chunk.store "final_state", %final : !f32_nhvkv
+    }
+    ```
+    After (appended to the module):
+    ```mlir
+    func.func @gdn_state_output() attributes {tile.grid = "value_tile", tile.launch_features = array<i32: 1, 1, 0, 0, 0, 1>,
+                                              tile.role = "state_output"} {
+      tile.state_walk start argument query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb"
+        readout "aqk" value_form residual_lower carry uniform {write_final, write_output}
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["::dgps::tile::TileDialect", "::mlir::func::FuncDialect"];
+}
+
 #endif

@@ -16,6 +16,11 @@
 
 #include "dgps/device/common.cuh"
 #include "dgps/device/precond_rebuild.cuh"
+#include "dgps/tile/lower_readout.cuh"
+#include "dgps/tile/state_frag.cuh"
+#include "dgps/tile/state_rank_update.cuh"
+#include "dgps/tile/state_rows_product.cuh"
+#include "dgps/tile/value_residual.cuh"
 
 namespace dgps {
 
@@ -64,7 +69,7 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
   const Seq sq = seq_of(a, n);
   const int64_t s0 = first_slot(a, n, sq.bos);
   const int64_t nch = (sq.len + C - 1) / C;
-  const int w = warp(), l = lane(), g = l >> 2, t = l & 3;
+  const int w = warp();
   const bool producer = w >= NWC;
   const int v0 = (int)vt * BV;
   const int vw = v0 + 16 * w;  // first value column of this (consumer) warp
@@ -167,18 +172,10 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
   }
   if (kRealloc) regs_inc<kRegsConsumer>();
 
-  // ---- state Sᵀ: rows v = vw + g (+8), columns d = 8 nt + 2t (+1) ----
+  // ---- state Sᵀ: rows v = vw + g (+8), columns d = 8 nt + 2t (+1) (tile/state_frag.cuh) ----
   float S[KP / 8][4];
-  {
-    const float* s0p = a.initial_state != nullptr ? a.initial_state + (n * HV + hv) * (int64_t)K * V : nullptr;
-#pragma unroll
-    for (int nt = 0; nt < KP / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int v = vw + g + 8 * (e >> 1), d = 8 * nt + 2 * t + (e & 1);
-        S[nt][e] = (s0p != nullptr && v < V && d < K) ? s0p[(int64_t)d * V + v] : 0.f;
-      }
-  }
+  tile::state_start<KP>(S, a.initial_state != nullptr ? a.initial_state + (n * HV + hv) * (int64_t)K * V : nullptr, K,
+                        V, vw);
 
   const int ct = tid();  // consumer thread index (consumers are warps 0..NWC-1)
   if (nch > 0) {
@@ -214,185 +211,30 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
       sync_consumers();
     }
 
-    // ---- XQᵀ, XKᵀ = Sᵀ [Q_op; K_op]ᵀ: warpgroup MMA on sm_90a (B read once per warpgroup), else mma.sync ----
+    // ---- XQᵀ, XKᵀ = Sᵀ [Q_op; K_op]ᵀ (tile/state_rows_product.cuh) ----
     float XQ[NCT][4], XK[NCT][4];
-#pragma unroll
-    for (int nt = 0; nt < NCT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) XQ[nt][e] = XK[nt][e] = 0.f;
-    if (kWG) {
-      // all A fragments first, so no register feeding a wgmma is written between fence and wait
-      uint32_t A[KP / 16][4];
-#pragma unroll
-      for (int ks = 0; ks < KP / 16; ++ks) acc_to_a(A[ks], S[2 * ks], S[2 * ks + 1]);
-      wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < KP / 16; ++ks) {
-        wgmma_m64n64k16(&XQ[0][0], A[ks], wgmma_desc(sQop + core_off<C>(0, 16 * ks), 16 * C, 128));
-        if (kDelta) wgmma_m64n64k16(&XK[0][0], A[ks], wgmma_desc(sKop + core_off<C>(0, 16 * ks), 16 * C, 128));
-      }
-      wgmma_commit();
-      wgmma_wait0();
-    } else {
-#pragma unroll
-      for (int ks = 0; ks < KP / 16; ++ks) {
-        uint32_t A[4];
-        acc_to_a(A, S[2 * ks], S[2 * ks + 1]);
-#pragma unroll
-        for (int p = 0; p < C / 16; ++p) {
-          uint32_t b[4];
-          lds_b_nk_core<C>(b, sQop, 16 * p, 16 * ks);
-          mma_bf16(XQ[2 * p], A, b[0], b[1]);
-          mma_bf16(XQ[2 * p + 1], A, b[2], b[3]);
-          if (kDelta) {
-            lds_b_nk_core<C>(b, sKop, 16 * p, 16 * ks);
-            mma_bf16(XK[2 * p], A, b[0], b[1]);
-            mma_bf16(XK[2 * p + 1], A, b[2], b[3]);
-          }
-        }
-      }
-    }
+    tile::state_times_rows<C, KP, kWG, kDelta>(XQ, XK, S, sQop, sKop);
 
-    // ---- Nᵀ ----
+    // ---- Nᵀ (tile/value_residual.cuh); the token record's columns: 0 cq, 1 ck, 2 w, 3 β ----
     float N[NCT][4];
-#pragma unroll
-    for (int nt = 0; nt < NCT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) N[nt][e] = 0.f;
-    {
-      uint32_t RA[C / 16][4];
-#pragma unroll
-      for (int p = 0; p < C / 16; ++p) {
-        uint32_t vt4[4];  // Vᵀ pairs: [0] (v g, i 16p+2t..), [1] (v g+8, ..), [2] (v g, i 16p+8+2t..), [3] (v g+8, ..)
-        lds_at(vt4, sV, PV, 16 * p, 16 * w);
-        float R[2][4];
-#pragma unroll
-        for (int hf = 0; hf < 2; ++hf) {
-          const int i0 = 16 * p + 8 * hf + 2 * t;
-          const float x00 = bf16_lo(vt4[2 * hf]), x01 = bf16_hi(vt4[2 * hf]);
-          const float x10 = bf16_lo(vt4[2 * hf + 1]), x11 = bf16_hi(vt4[2 * hf + 1]);
-          if (kDelta) {
-            const float c0 = sTok[i0 * 8 + 1], c1 = sTok[(i0 + 1) * 8 + 1];
-            R[hf][0] = x00 - c0 * XK[2 * p + hf][0];
-            R[hf][1] = x01 - c1 * XK[2 * p + hf][1];
-            R[hf][2] = x10 - c0 * XK[2 * p + hf][2];
-            R[hf][3] = x11 - c1 * XK[2 * p + hf][3];
-          } else {
-            const float b0 = sTok[i0 * 8 + 3], b1 = sTok[(i0 + 1) * 8 + 3];
-            N[2 * p + hf][0] = b0 * x00;
-            N[2 * p + hf][1] = b1 * x01;
-            N[2 * p + hf][2] = b0 * x10;
-            N[2 * p + hf][3] = b1 * x11;
-          }
-        }
-        if (kDelta) acc_to_a(RA[p], R[0], R[1]);
-      }
-      if (kDelta) {
-#pragma unroll
-        for (int p = 0; p < C / 16; ++p)
-#pragma unroll
-          for (int ks = 0; ks <= p; ++ks) {
-            uint32_t b[4];
-            lds_b_nk(b, sTb, PC, 16 * p, 16 * ks);
-            mma_bf16(N[2 * p], RA[ks], b[0], b[1]);
-            mma_bf16(N[2 * p + 1], RA[ks], b[2], b[3]);
-          }
-      }
-    }
+    if (kDelta)
+      tile::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XK, sTb);
+    else
+      tile::scaled_values<C, PV, 8>(N, sV, w, sTok + 3);
 
-    // ---- Oᵀ = XQᵀ diag(cq) + Nᵀ Aqkᵀ ----
+    // ---- Oᵀ = XQᵀ diag(cq) + Nᵀ Aqkᵀ, staged through this warp's columns of the V tile (tile/lower_readout.cuh) ----
     uint32_t NA[C / 16][4];
-#pragma unroll
-    for (int ks = 0; ks < C / 16; ++ks) acc_to_a(NA[ks], N[2 * ks], N[2 * ks + 1]);
-#pragma unroll
-    for (int nt = 0; nt < NCT; ++nt) {
-      const int i0 = 8 * nt + 2 * t;
-      const float c0 = sTok[i0 * 8 + 0], c1 = sTok[(i0 + 1) * 8 + 0];
-      XQ[nt][0] *= c0;
-      XQ[nt][1] *= c1;
-      XQ[nt][2] *= c0;
-      XQ[nt][3] *= c1;
-    }
-#pragma unroll
-    for (int p = 0; p < C / 16; ++p)
-#pragma unroll
-      for (int ks = 0; ks <= p; ++ks) {
-        uint32_t b[4];
-        lds_b_nk(b, sAqk, PC, 16 * p, 16 * ks);
-        mma_bf16(XQ[2 * p], NA[ks], b[0], b[1]);
-        mma_bf16(XQ[2 * p + 1], NA[ks], b[2], b[3]);
-      }
-    // stage O through this warp's 16 columns of the V tile (only this warp reads/writes them)
-    sync_warp();
-#pragma unroll
-    for (int nt = 0; nt < NCT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = 8 * nt + 2 * t + (e & 1), vl = 16 * w + g + 8 * (e >> 1);
-        sV[i * PV + vl] = Act_t::store(XQ[nt][e]);
-      }
-    if constexpr (kRowAlignedO) {
-      // each warp stores its own 32-byte column slice of every row: one sector per row, no CTA barrier
-      sync_warp();
-      for (int e = l; e < Lr * 2; e += 32) {
-        const int i = e >> 1, half = e & 1;
-        const int vcol = vw + 8 * half;
-        if (vcol < V) {
-          const U4 x = *reinterpret_cast<const U4*>(sV + i * PV + 16 * w + 8 * half);
-          *reinterpret_cast<U4*>(og + ((t0 + i) * HV + hv) * V + vcol) = x;
-        }
-      }
-    } else {
-      // rows of o are not 32-byte aligned (V·2 bytes is not a multiple of 32, e.g. V = 120): a warp's 32-byte
-      // slice would straddle two sectors, so the consumers store whole rows together after one barrier. sV is
-      // next written by chunk c + STAGES's load, which comes after this chunk's closing sync_all.
-      sync_consumers();
-      constexpr int CPR = BV / 8;  // 16-byte pieces per row of the value tile
-      for (int e = ct; e < Lr * CPR; e += NTC) {
-        const int i = e / CPR, vcol = v0 + 8 * (e - i * CPR);
-        if (vcol < V) {
-          const U4 x = *reinterpret_cast<const U4*>(sV + i * PV + (vcol - v0));
-          *reinterpret_cast<U4*>(og + ((t0 + i) * HV + hv) * V + vcol) = x;
-        }
-      }
-    }
+    tile::lower_readout<C, PC, 8>(XQ, NA, N, sTok + 0, sAqk);
+    // sV is next written by chunk c + STAGES's load, after this chunk's closing sync_all
+    tile::store_rows<C, PV, BV, !kRowAlignedO, Act_t>(XQ, sV, w, og + (t0 * HV + hv) * V, HV * V, v0, V, Lr, ct, NTC,
+                                                      sync_consumers);
 
-    // ---- Sᵀ ← Sᵀ D_C + (Nᵀ diag(w)) K_w ----
-    if (Tr::kDecay == 1) {
-      const float dec = sTok[C * 8 + 0];
-#pragma unroll
-      for (int nt = 0; nt < KP / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) S[nt][e] *= dec;
-    } else if (kDiag) {
-#pragma unroll
-      for (int nt = 0; nt < KP / 8; ++nt) {
-        const float d0 = sDec[8 * nt + 2 * t], d1 = sDec[8 * nt + 2 * t + 1];
-        S[nt][0] *= d0;
-        S[nt][1] *= d1;
-        S[nt][2] *= d0;
-        S[nt][3] *= d1;
-      }
-    }
-#pragma unroll
-    for (int ks = 0; ks < C / 16; ++ks) {
-      const int j0 = 16 * ks + 2 * t, j1 = j0 + 8;
-      const float w00 = sTok[j0 * 8 + 2], w01 = sTok[(j0 + 1) * 8 + 2];
-      const float w10 = sTok[j1 * 8 + 2], w11 = sTok[(j1 + 1) * 8 + 2];
-      NA[ks][0] = pack_bf16(N[2 * ks][0] * w00, N[2 * ks][1] * w01);
-      NA[ks][1] = pack_bf16(N[2 * ks][2] * w00, N[2 * ks][3] * w01);
-      NA[ks][2] = pack_bf16(N[2 * ks + 1][0] * w10, N[2 * ks + 1][1] * w11);
-      NA[ks][3] = pack_bf16(N[2 * ks + 1][2] * w10, N[2 * ks + 1][3] * w11);
-    }
-#pragma unroll
-    for (int qd = 0; qd < KP / 16; ++qd)
-#pragma unroll
-      for (int ks = 0; ks < C / 16; ++ks) {
-        uint32_t b[4];
-        lds_b_kn_core<C>(b, sKw, 16 * ks, 16 * qd);
-        mma_bf16(S[2 * qd], NA[ks], b[0], b[1]);
-        mma_bf16(S[2 * qd + 1], NA[ks], b[2], b[3]);
-      }
+    // ---- Sᵀ ← Sᵀ D_C + (Nᵀ diag(w)) K_w (tile/state_frag.cuh, tile/state_rank_update.cuh) ----
+    if (Tr::kDecay == 1)
+      tile::state_scale<KP>(S, sTok[C * 8 + 0]);
+    else if (kDiag)
+      tile::state_scale_columns<KP>(S, sDec);
+    tile::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);
     sync_all();  // this stage may be overwritten from here on
     if (cfg::STAGES == 1 && c + 1 < nch) {
       issue(c + 1, false, ct, NTC);
@@ -400,16 +242,8 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
     }
   }
 
-  if (a.final_state != nullptr) {
-    float* sf = a.final_state + (n * HV + hv) * (int64_t)K * V;
-#pragma unroll
-    for (int nt = 0; nt < KP / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int v = vw + g + 8 * (e >> 1), d = 8 * nt + 2 * t + (e & 1);
-        if (v < V && d < K) sf[(int64_t)d * V + v] = S[nt][e];
-      }
-  }
+  if (a.final_state != nullptr)
+    tile::state_store<KP>(S, a.final_state + (n * HV + hv) * (int64_t)K * V, K, V, vw);
 }
 
 }  // namespace dgps

@@ -16,3 +16,9 @@
 #include "dgps/tile/scan.cuh"
 #include "dgps/tile/token_record.cuh"
 #include "dgps/tile/tri_solve.cuh"
+// state roles (a register state walked over the chunks)
+#include "dgps/tile/lower_readout.cuh"
+#include "dgps/tile/state_frag.cuh"
+#include "dgps/tile/state_rank_update.cuh"
+#include "dgps/tile/state_rows_product.cuh"
+#include "dgps/tile/value_residual.cuh"

@@ -1,5 +1,6 @@
-// The `tile` dialect: typed tiles of one CTA and generic tile maths (TileOps.td, TileChunkOps.td). Roles
-// lowered to it: decode (--dgps-lower-decode-to-tile) and chunk_local (--dgps-lower-chunk-local-to-tile);
+// The `tile` dialect: typed tiles of one CTA and generic tile maths (TileOps.td, TileChunkOps.td,
+// TileStateOps.td). Roles lowered to it: decode (--dgps-lower-decode-to-tile), chunk_local
+// (--dgps-lower-chunk-local-to-tile) and state_output (--dgps-lower-state-output-to-tile);
 // printed as CUDA by the emitters (Emit/TileEmitter.h).
 #pragma once
 
@@ -21,7 +22,7 @@
 #include "dgps/Dialect/Tile/IR/TileOps.h.inc"
 
 namespace dgps::tile {
-/// Function attribute: the kernel role a tile function implements ("decode", "chunk_local").
+/// Function attribute: the kernel role a tile function implements ("decode", "chunk_local", "state_output").
 inline constexpr const char* kRoleAttr = "tile.role";
 /// Function attribute: the CTA grid (a Grid keyword: "value_tile" or "key_head").
 inline constexpr const char* kGridAttr = "tile.grid";

@@ -4,7 +4,8 @@
 // maths over typed tiles of one CTA. It knows nothing of decay, gain or preconditioner kinds; the
 // lowering decides those and the emitter prints each op as a call into the typed tile library
 // (runtime/device/dgps/tile/*.cuh). Roles: decode (--dgps-lower-decode-to-tile), chunk_local
-// (--dgps-lower-chunk-local-to-tile; ops in TileChunkOps.td).
+// (--dgps-lower-chunk-local-to-tile; ops in TileChunkOps.td), state_output
+// (--dgps-lower-state-output-to-tile; ops in TileStateOps.td).
 //
 //===----------------------------------------------------------------------===//
 #ifndef DGPS_DIALECT_TILE_IR_DIALECT_TD
@@ -71,7 +72,8 @@ def Tile_Index : I32EnumAttr<"Index", "coordinates of a global view", [
 
 // How the grid covers the problem.
 def Tile_Grid : I32EnumAttr<"Grid", "CTA grid of a tile kernel", [
-    // one CTA per (batch row, value head, value tile); tile.for_value_tiles runs once.
+    // one CTA per (batch row, value head, value tile); tile.for_value_tiles runs once. For the
+    // state_output role: one CTA per (sequence, value head, value tile).
     I32EnumAttrCase<"value_tile", 0>,
     // one CTA per (batch row, key head); tile.for_value_tiles visits every value tile of the group.
     I32EnumAttrCase<"key_head", 1>,

@@ -181,5 +181,7 @@ def Tile_ForValueTilesOp : Tile_Op<"for_value_tiles", [NoTerminator, SingleBlock
 
 // Ops of the chunked forward roles (tiles over the rows of one chunk).
 include "dgps/Dialect/Tile/IR/TileChunkOps.td"
+// Ops of the state_output forward role (a register state walked over the chunks).
+include "dgps/Dialect/Tile/IR/TileStateOps.td"
 
 #endif

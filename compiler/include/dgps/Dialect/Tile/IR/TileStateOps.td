@@ -1,0 +1,73 @@
+//===- TileStateOps.td - the sequential walk of a register state over chunks -*- tablegen -*-===//
+//
+// Ops of the state_output forward role (--dgps-lower-state-output-to-tile). A function with
+// `tile.role = "state_output"` and `tile.grid = "value_tile"` runs one CTA per (sequence, value head, value
+// tile of BV columns); its warps own 16 value columns each and keep the transposed state Sᵀ [BV, K] in f32
+// registers (runtime/device/dgps/tile/state_frag.cuh). The chunks of the sequence are walked in order; per
+// chunk the operands are staged in shared memory (launch_rules.h stateOutputSmem) from the chunk_local
+// workspace regions (launch_rules.h WorkspaceLayout) and the input tensors named by the op.
+// Each op is generic maths; the lowering picks the operands and attributes that express a model.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DGPS_DIALECT_TILE_IR_STATE_OPS_TD
+#define DGPS_DIALECT_TILE_IR_STATE_OPS_TD
+
+// Where the walk's state comes from before the first chunk.
+def Tile_StateStart : I32EnumAttr<"StateStart", "start state of a state walk", [
+    // the `initial_state` argument [N, HV, K, V]; zero when the pointer is null
+    I32EnumAttrCase<"argument", 0>,
+    // zero (a segment's own contribution, e.g. the end state of a segment from a zero start)
+    I32EnumAttrCase<"zero", 1>,
+    // the identity (a transition product over a square K x K state)
+    I32EnumAttrCase<"identity", 2>]> {
+  let cppNamespace = "::dgps::tile";
+}
+
+// How the state is carried from one chunk to the next before the chunk's rank-C update.
+def Tile_StateCarry : I32EnumAttr<"StateCarry", "state carry between chunks", [
+    // Sᵀ unchanged
+    I32EnumAttrCase<"none", 0>,
+    // Sᵀ·s with the uniform s of the record's row C, field 0
+    I32EnumAttrCase<"uniform", 1>,
+    // Sᵀ·diag(d) with d the chunk's [K] vector of the workspace region `columns`
+    I32EnumAttrCase<"columns", 2>]> {
+  let cppNamespace = "::dgps::tile";
+}
+
+// The value-side operand N of a chunk, from its values V and the record's per-row factors.
+def Tile_ValueForm : I32EnumAttr<"ValueForm", "value-side operand of a state walk", [
+    // Nᵀ = (Vᵀ − (S·read_keyᵀ)ᵀ diag(record field 1)) Tᵀ, T the lower-triangular block `solve`
+    I32EnumAttrCase<"residual_lower", 0>,
+    // Nᵀ = Vᵀ diag(record field 3)
+    I32EnumAttrCase<"scaled", 1>]> {
+  let cppNamespace = "::dgps::tile";
+}
+
+def Tile_StateWalkOp : Tile_Op<"state_walk"> {
+  let summary = "walk the chunks of a sequence in order, carrying a register state: read-out and rank-C update";
+  let description = [{
+    Per chunk, with Sᵀ the state at the chunk's start, Q, R, W the bf16 [C, K] row tiles named by `query`,
+    `read_key` and `write_key` ("q", "k": the input tensors at the key head; "opq", "opk", "opw": workspace
+    regions), V the value rows (`values`, "v", at the value head), the per-row record `record` ("tok":
+    [C + 1][8] f32 with fields 0 a_q, 1 c, 2 w, 3 b; row C field 0 the uniform carry), L and T the
+    lower-triangular bf16 [C, C] blocks `readout` ("aqk") and `solve` ("tb"):
+      XQᵀ = Sᵀ Qᵀ,  XRᵀ = Sᵀ Rᵀ                            (one pass over S)
+      Nᵀ  = value_form (residual_lower or scaled, see ValueForm)
+      Oᵀ  = XQᵀ diag(a_q) + Nᵀ Lᵀ                          -> o rows of the chunk   (when `write_output`)
+      Sᵀ  ← carry(Sᵀ) + (Nᵀ diag(w)) W
+    The state starts as `start` and, when `write_final`, is written to `final_state` [N, HV, K, V] after the
+    last chunk. Pad rows of a partial last chunk are exact no-ops (their operands are zero). Products take
+    bf16 operands and accumulate in f32; the state enters them as bf16.
+  }];
+  let arguments = (ins Tile_StateStart:$start, StrAttr:$query, StrAttr:$write_key, OptionalAttr<StrAttr>:$read_key,
+                       StrAttr:$values, StrAttr:$record, OptionalAttr<StrAttr>:$solve, StrAttr:$readout,
+                       Tile_ValueForm:$value_form, Tile_StateCarry:$carry, OptionalAttr<StrAttr>:$columns,
+                       UnitAttr:$write_output, UnitAttr:$write_final);
+  let assemblyFormat = [{
+    `start` $start `query` $query `write_key` $write_key (`read_key` $read_key^)? `values` $values
+    `record` $record (`solve` $solve^)? `readout` $readout `value_form` $value_form `carry` $carry
+    (`columns` $columns^)? attr-dict
+  }];
+}
+
+#endif

@@ -1,0 +1,43 @@
+// Verifiers of the state-walk tile ops (TileStateOps.td): the operand sources each slot of the walk may name
+// (input tensors or launch_rules.h WorkspaceLayout regions) and that the attributes agree with one another.
+#include "dgps/Dialect/Tile/IR/Tile.h"
+
+using namespace mlir;
+using namespace dgps::tile;
+
+namespace {
+
+/// `value` is one of `allowed`, or an error naming the slot, the value and the allowed sources.
+LogicalResult expectSource(Operation* op, const char* slot, StringRef value, std::initializer_list<const char*> allowed) {
+  for (const char* a : allowed)
+    if (value == a) return success();
+  std::string list;
+  for (const char* a : allowed) list += (list.empty() ? "\"" : ", \"") + std::string(a) + "\"";
+  return op->emitOpError() << slot << " reads \"" << value << "\"; expected one of " << list;
+}
+
+}  // namespace
+
+LogicalResult StateWalkOp::verify() {
+  Operation* op = getOperation();
+  if (failed(expectSource(op, "query", getQuery(), {"q", "opq"})) ||
+      failed(expectSource(op, "write_key", getWriteKey(), {"k", "opw"})) ||
+      failed(expectSource(op, "values", getValues(), {"v"})) || failed(expectSource(op, "record", getRecord(), {"tok"})) ||
+      failed(expectSource(op, "readout", getReadout(), {"aqk"})))
+    return failure();
+  const bool residual = getValueForm() == ValueForm::residual_lower;
+  if (residual != getReadKey().has_value() || residual != getSolve().has_value())
+    return emitOpError() << "value_form " << stringifyValueForm(getValueForm()) << " "
+                         << (residual ? "needs" : "takes no") << " read_key and solve";
+  if (getReadKey() && failed(expectSource(op, "read_key", *getReadKey(), {"k", "opk"}))) return failure();
+  if (getSolve() && failed(expectSource(op, "solve", *getSolve(), {"tb"}))) return failure();
+  const bool columns = getCarry() == StateCarry::columns;
+  if (columns != getColumns().has_value())
+    return emitOpError() << "carry " << stringifyStateCarry(getCarry()) << " " << (columns ? "needs" : "takes no")
+                         << " columns (the per-chunk [K] carry vector)";
+  if (getColumns() && failed(expectSource(op, "columns", *getColumns(), {"pdec"}))) return failure();
+  if (getStart() == StateStart::identity && getWriteOutput())
+    return emitOpError("start identity (a transition product) has no read-out: write_output must be absent");
+  if (!getWriteOutput() && !getWriteFinal()) return emitOpError("writes nothing: set write_output or write_final");
+  return success();
+}

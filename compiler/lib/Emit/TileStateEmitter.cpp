@@ -1,0 +1,222 @@
+// The state-role tile emitter (TileEmitter.h emitTileStateKernel): a state_output tile function (one
+// tile.state_walk) -> CUDA calling runtime/device/dgps/tile (state_frag, state_rows_product, value_residual,
+// lower_readout, state_rank_update). The kernel keeps the device library role's ABI, launch geometry and
+// shared-memory layout (launch_rules.h stateOutputSmem of the function's tile.launch_features): each chunk's
+// operands are staged by cp.async into stage c % STAGES, loaded one chunk ahead with two stages, and the
+// walk's per-chunk steps are printed in the walk's order. The operand sources are checked against the
+// layout here, so a walk that names a region the layout lacks is an error at the op, not a bad kernel.
+#include <sstream>
+
+#include "dgps/Dialect/Tile/IR/Tile.h"
+#include "dgps/Emit/Package.h"
+#include "dgps/Emit/TileEmitter.h"
+#include "dgps/device/launch_rules.h"
+
+using namespace mlir;
+using namespace dgps::tile;
+
+namespace dgps {
+namespace {
+
+/// Checks that the layout of `f` holds every tile the walk reads.
+LogicalResult checkLayout(StateWalkOp w, const launch::FeatureSet& f) {
+  if (f.precond == 1)
+    return w.emitOpError("is in a preconditioned forward: its state_output rebuilds the preconditioned operand in "
+                         "a producer warpgroup, which the tile emitter does not print yet (the device library's "
+                         "state_output stays in use)");
+  auto need = [&](bool ok, const char* what) -> LogicalResult {
+    if (ok) return success();
+    return w.emitOpError() << "reads " << what << ", which the launch layout of tile.launch_features lacks "
+                           << "(launch_rules.h stateOutputSmem / WorkspaceLayout)";
+  };
+  if (failed(need(w.getQuery() != "opq" || launch::needOpQ(f), "the gated query \"opq\"")) ||
+      failed(need(w.getQuery() != "q" || !launch::needOpQ(f), "the raw query \"q\" where the layout stages \"opq\"")) ||
+      failed(need(!w.getReadKey() || *w.getReadKey() != "opk" || launch::needOpK(f), "the gated key \"opk\"")) ||
+      failed(need(!w.getReadKey() || *w.getReadKey() != "k" || launch::rawKInKTile(f), "the raw key \"k\"")) ||
+      failed(need(w.getWriteKey() != "opw" || launch::needOpW(f), "the gated write key \"opw\"")) ||
+      failed(need(w.getWriteKey() != "k" || (launch::rawKInKTile(f) && !launch::needOpW(f)),
+                  "the raw write key \"k\" where the layout stages \"opw\"")) ||
+      failed(need(w.getValueForm() != ValueForm::residual_lower || f.solve == 1, "the solve block \"tb\"")) ||
+      failed(need(w.getValueForm() != ValueForm::scaled || f.solve == 0,
+                  "no solve block where the layout stages \"tb\" (value_form scaled in a delta-rule layout)")) ||
+      failed(need(w.getCarry() != StateCarry::columns || f.decay == 2, "the per-chunk carry vector \"pdec\"")) ||
+      failed(need(w.getCarry() != StateCarry::uniform || f.decay == 1, "a uniform carry without a scalar gate")))
+    return failure();
+  return success();
+}
+
+/// The stage loader `stage(c)`: every tile the walk reads for chunk c, in the device library's order.
+void emitStageLoader(std::ostringstream& os, StateWalkOp w) {
+  const bool rawK = (w.getReadKey() && *w.getReadKey() == "k") || w.getWriteKey() == "k";
+  os << "  auto stage = [&](int64_t c) {\n";
+  os << "    unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;\n";
+  os << "    const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step\n";
+  os << "    const int Lr = (int)dev::lmin(C, sq.len - c * C);\n";
+  if (w.getQuery() == "opq")
+    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * K) + chunk * C * K, K, Lr, "
+          "K, ct, NT);\n";
+  else
+    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);\n";
+  if (w.getReadKey() && *w.getReadKey() == "opk")
+    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * K) + chunk * C * K, K, Lr, "
+          "K, ct, NT);\n";
+  else if (rawK)
+    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);\n";
+  if (w.getWriteKey() == "opw")
+    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * K) + chunk * C * K, K, "
+          "Lr, K, ct, NT);\n";
+  os << "    dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, "
+        "(C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);\n";
+  os << "    dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, "
+        "HV * V, Lr, V - v0, ct, NT);\n";
+  if (w.getSolve())
+    os << "    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, "
+          "ct, NT);\n";
+  os << "    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.aqk), PC, ws16(W.aqk, C * C) + chunk * C * C, C, C, C, "
+        "ct, NT);\n";
+  if (w.getCarry() == StateCarry::columns)
+    os << "    dev::load_tile32<1, KP>(dev::smem_at<float>(st, L.dec), KP, reinterpret_cast<const float*>(ws16(W.pdec, "
+          "K * 2)) + chunk * K, K, 1, K, ct, NT);\n";
+  os << "  };\n";
+}
+
+/// One chunk of the walk (tile.state_walk's formulas, in order).
+void emitChunkStep(std::ostringstream& os, StateWalkOp w) {
+  const bool delta = w.getValueForm() == ValueForm::residual_lower, out = w.getWriteOutput();
+  const bool rawQ = w.getQuery() == "q";
+  const bool rawK = (w.getReadKey() && *w.getReadKey() == "k") || w.getWriteKey() == "k";
+  os << "    unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;\n";
+  os << "    const int Lr = (int)dev::lmin(C, sq.len - c * C);\n";
+  os << "    if (STAGES == 2) {\n      if (c + 1 < nch) stage(c + 1);\n      dev::cp_async_commit();\n"
+        "      dev::cp_async_wait<1>();\n    } else {\n      dev::cp_async_wait<0>();\n    }\n";
+  os << "    dev::sync_threads();\n";
+  os << "    uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);\n";
+  os << "    uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);\n";
+  os << "    const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged\n";
+  os << "    uint16_t* const sV = dev::smem_at<uint16_t>(st, L.v);\n";
+  os << "    const float* const sTok = dev::smem_at<float>(st, L.tok);  // record fields: 0 a_q, 1 c, 2 w, 3 b\n";
+  os << "    (void)sQ;\n    (void)sK;\n";
+  // fp16 inputs: the raw input tiles become bf16 tensor-core operands (workspace tiles are bf16 already)
+  os << "    if (dgps::cfg::kInputF16) {\n";
+  if (rawQ) os << "      dev::f16_to_bf16_lin(sQ, C * KP, ct, NT);\n";
+  if (rawK) os << "      dev::f16_to_bf16_lin(sK, C * KP, ct, NT);\n";
+  os << "      dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);\n      dev::sync_threads();\n    }\n";
+  // products with the state: XQ (read-out) and XR (residual), or XR alone without a read-out
+  os << "    float XQ[NCT][4], XR[NCT][4], N[NCT][4];\n    uint32_t NA[C / 16][4];\n    (void)XQ;\n    (void)XR;\n";
+  if (out)
+    os << "    t::state_times_rows<C, KP, kWG, " << (delta ? "true" : "false") << ">(XQ, XR, S, sQ, sK);\n";
+  else if (delta)
+    os << "    t::state_times_rows<C, KP, kWG, false>(XR, XQ, S, sK, sK);\n";
+  if (delta)
+    os << "    t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));\n";
+  else
+    os << "    t::scaled_values<C, PV, 8>(N, sV, w, sTok + 3);\n";
+  if (out) {
+    os << "    t::lower_readout<C, PC, 8>(XQ, NA, N, sTok + 0, dev::smem_at<uint16_t>(st, L.aqk));\n";
+    // rows of o that are not 32-byte aligned (V = 120) are stored whole by all threads after one barrier
+    os << "    t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + ((sq.bos + c * C) * HV + hv) * V, "
+          "HV * V, v0, V, Lr, ct, NT, [] { dev::sync_threads(); });\n";
+  }
+  if (w.getCarry() == StateCarry::uniform)
+    os << "    t::state_scale<KP>(S, sTok[C * 8 + 0]);\n";
+  else if (w.getCarry() == StateCarry::columns)
+    os << "    t::state_scale_columns<KP>(S, dev::smem_at<float>(st, L.dec));\n";
+  os << "    t::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);\n";
+  os << "    dev::sync_threads();  // this stage may be overwritten from here on\n";
+  os << "    if (STAGES == 1 && c + 1 < nch) {\n      stage(c + 1);\n      dev::cp_async_commit();\n    }\n";
+}
+
+}  // namespace
+
+FailureOr<std::string> emitTileStateKernel(func::FuncOp fn, const std::string& symbol) {
+  auto role = fn->getAttrOfType<StringAttr>(kRoleAttr);
+  auto grid = fn->getAttrOfType<StringAttr>(kGridAttr);
+  auto feat = fn->getAttrOfType<DenseI32ArrayAttr>(kLaunchFeaturesAttr);
+  if (!role || role.getValue() != "state_output" || !grid || grid.getValue() != stringifyGrid(Grid::value_tile) ||
+      !feat || feat.size() != 6)
+    return fn.emitOpError() << "is not a state_output tile function (needs " << kRoleAttr << " = \"state_output\", "
+                            << kGridAttr << " = \"value_tile\" and " << kLaunchFeaturesAttr << " with 6 entries)";
+  StateWalkOp walk;
+  for (Operation& op : fn.getBody().front()) {
+    if (isa<func::ReturnOp>(op)) continue;
+    auto w = dyn_cast<StateWalkOp>(op);
+    if (!w || walk) return op.emitOpError("has no state_output tile emitter (the function holds one tile.state_walk)");
+    walk = w;
+  }
+  if (!walk) return fn.emitOpError("state_output tile function without a tile.state_walk");
+  ArrayRef<int32_t> f = feat.asArrayRef();
+  launch::FeatureSet F;
+  F.decay = f[0];
+  F.gain = f[1];
+  F.precond = f[2];
+  F.side = f[3];
+  F.source = f[4];
+  F.solve = f[5];
+  if (failed(checkLayout(walk, F))) return failure();
+  std::ostringstream fs;
+  fs << "dgps::launch::FeatureSet{" << f[0] << ", " << f[1] << ", " << f[2] << ", " << f[3] << ", " << f[4] << ", "
+     << f[5] << "}";
+  std::ostringstream os;
+  // one CTA per SM at this thread count fixes ptxas's register budget, as the device library's wrapper does
+  os << "extern \"C\" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(" << fs.str()
+     << ", dgps::cfg::BV), 1) " << symbol << "(dgps::ForwardArgs a) {\n";
+  os << "  // Generated from tile IR (" << fn.getSymName().str()
+     << ", grid value_tile: one CTA per sequence, value head and value tile; one warp per 16 value columns).\n";
+  os << "  namespace t = dgps::tile;\n  namespace dev = dgps::dev;\n";
+  os << "  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;\n";
+  os << "  constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;\n";
+  os << "  constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), "
+        "PC = dgps::launch::bf16Pitch(C);\n";
+  os << "  constexpr int NT = dgps::launch::stateOutputConsumerWarps(BV) * 32;\n";
+  os << "  // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)\n";
+  os << "  constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;\n";
+  os << "  // The launch contract shared with the other roles: workspace and shared-memory layout only.\n";
+  os << "  constexpr dgps::launch::FeatureSet F = " << fs.str() << ";\n";
+  os << "  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, "
+        "dgps::cfg::kInputF16);\n";
+  os << "  const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), "
+        "dev::tile_of());\n";
+  os << "  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;\n";
+  os << "  constexpr int64_t VT = (V + BV - 1) / BV;\n";
+  os << "  const int64_t bid = dev::block_x();\n";
+  os << "  const int64_t vt = bid % VT, nh = bid / VT, hv = nh % HV, n = nh / HV, h = hv / ratio;\n";
+  os << "  const dev::Seq sq = dev::seq_of(a, n);\n";
+  os << "  const int64_t s0 = dev::first_slot(a, n, sq.bos), nch = (sq.len + C - 1) / C;\n";
+  os << "  const int w = dev::warp(), ct = dev::tid(), v0 = (int)vt * BV, vw = v0 + 16 * w;\n";
+  os << "  unsigned char* const sm = dev::dyn_smem();\n";
+  os << "  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);\n";
+  os << "  const uint16_t* const vg = static_cast<const uint16_t*>(a.v);\n";
+  os << "  uint16_t* const og = static_cast<uint16_t*>(a.o);\n";
+  os << "  const uint16_t* const q0 = static_cast<const uint16_t*>(a.q) + (sq.bos * H + h) * K;\n";
+  os << "  const uint16_t* const k0 = static_cast<const uint16_t*>(a.k) + (sq.bos * H + h) * K;\n";
+  os << "  (void)og;\n  (void)q0;\n  (void)k0;\n";
+  os << "  const int64_t sh0 = s0 * HV + hv;  // workspace row (slot·HV + hv) of chunk 0; chunk c adds c·HV\n";
+  os << "  auto ws16 = [&](int64_t off, int64_t row_elems) {\n"
+        "    return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;\n  };\n";
+  emitStageLoader(os, walk);
+  os << "  // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)\n";
+  os << "  float S[KP / 8][4];\n";
+  switch (walk.getStart()) {
+    case StateStart::argument:
+      os << "  t::state_start<KP>(S, a.initial_state != nullptr ? a.initial_state + (n * HV + hv) * (int64_t)K * V : "
+            "nullptr, K, V, vw);\n";
+      break;
+    case StateStart::zero:
+      os << "  t::state_start<KP>(S, nullptr, K, V, vw);\n";
+      break;
+    case StateStart::identity:
+      os << "  t::state_identity<KP>(S, K, V, vw);\n";
+      break;
+  }
+  os << "  if (nch > 0) {\n    stage(0);\n    dev::cp_async_commit();\n  }\n";
+  os << "  for (int64_t c = 0; c < nch; ++c) {\n";
+  emitChunkStep(os, walk);
+  os << "  }\n";
+  if (walk.getWriteFinal())
+    os << "  if (a.final_state != nullptr) t::state_store<KP>(S, a.final_state + (n * HV + hv) * (int64_t)K * V, K, V, "
+          "vw);\n";
+  os << "}\n";
+  return os.str();
+}
+
+}  // namespace dgps

@@ -1,0 +1,131 @@
+// --dgps-lower-state-output-to-tile: the `chunk.kernel "state_output"` of each partitioned forward function
+// becomes `func.func @<name>_state_output` holding one tile.state_walk (Passes.td has the before/after). The
+// walk's attributes are read off the kernel's chunk.state_pass and chunk.output: which value form (w present:
+// the delta rule's residual through the solve block), which carry (the gate's rank), which operand sources
+// (a per-channel gate reads the gated operands chunk_local wrote), the start state and what is written. A
+// chunk op this lowering does not know is an error naming it; the kernel is then left to the device library.
+#include "dgps/Dialect/Chunk/IR/Chunk.h"
+#include "dgps/Dialect/Tile/IR/Tile.h"
+#include "dgps/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+
+namespace dgps {
+#define GEN_PASS_DEF_LOWERSTATEOUTPUTTOTILE
+#include "dgps/Transforms/Passes.h.inc"
+}  // namespace dgps
+
+using namespace mlir;
+using namespace dgps::tile;
+namespace ch = dgps::chunk;
+
+namespace {
+
+/// What the walk needs to know about one state_output kernel.
+struct WalkPlan {
+  ch::StatePassOp pass;
+  ch::OutputOp output;
+  bool writesO = false, writesFinal = false, initial = false;
+};
+
+/// Collects the kernel's state pass, read-out and stores; fails on an op without a tile lowering.
+LogicalResult inspect(ch::KernelOp kernel, WalkPlan& p) {
+  for (Operation& op : kernel.getBody().front()) {
+    if (isa<ch::L2NormOp, ch::GateCumsumOp, ch::WYRecomputeOp, ch::GainScaleOp, ch::YieldOp>(op)) continue;
+    if (auto l = dyn_cast<ch::LoadOp>(op)) {
+      p.initial |= l.getName() == "initial_state";
+      continue;
+    }
+    if (auto s = dyn_cast<ch::StatePassOp>(op); s && !p.pass) {
+      p.pass = s;
+      continue;
+    }
+    if (auto o = dyn_cast<ch::OutputOp>(op); o && !p.output) {
+      p.output = o;
+      continue;
+    }
+    if (auto st = dyn_cast<ch::StoreOp>(op)) {
+      if (st.getName() == "o" && st.getValue() == p.output.getResult()) {
+        p.writesO = true;
+        continue;
+      }
+      if (st.getName() == "final_state" && p.pass && st.getValue() == p.pass.getFinal()) {
+        p.writesFinal = true;
+        continue;
+      }
+    }
+    return op.emitOpError() << "has no tile lowering in state_output (--dgps-lower-state-output-to-tile covers loads, "
+                               "l2norm, gate_cumsum, wy_recompute, gain_scale, one state_pass, one output and "
+                               "the stores of \"o\" and \"final_state\")";
+  }
+  if (!p.pass) return kernel.emitOpError("state_output without chunk.state_pass has no tile lowering");
+  if (p.output && p.output.getVNew() != p.pass.getVNew())
+    return p.output.emitOpError("must read the v_new of the kernel's chunk.state_pass");
+  if (p.output && p.output.getGate() != p.pass.getGate())
+    return p.output.emitOpError("must share its gate with the kernel's chunk.state_pass (one carry per chunk)");
+  if (!p.writesO && !p.writesFinal) return kernel.emitOpError("state_output stores neither \"o\" nor \"final_state\"");
+  return success();
+}
+
+struct LowerStateOutputToTilePass : public dgps::impl::LowerStateOutputToTileBase<LowerStateOutputToTilePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<ch::KernelOp> kernels;
+    module.walk([&](ch::KernelOp k) {
+      if (k.getRole() == "state_output") kernels.push_back(k);
+    });
+    for (ch::KernelOp kernel : kernels) {
+      auto parent = kernel->getParentOfType<func::FuncOp>();
+      WalkPlan p;
+      if (failed(inspect(kernel, p))) return signalPassFailure();
+      // The launch contract shared with the other roles (launch_rules.h FeatureSet), read over the whole
+      // forward as chunk_local's lowering does: it fixes the workspace and shared-memory layout.
+      bool gain = false, querySide = false, hypergrad = false, precond = false;
+      int decay = 0;
+      parent.walk([&](Operation* op) {
+        if (auto l = dyn_cast<ch::LoadOp>(op)) {
+          gain |= l.getName() == "beta";
+          if (l.getName() == "g") decay = cast<ch::ChunkTensorType>(l.getType()).hasDim(ch::Dim::K) ? 2 : 1;
+        }
+        if (isa<ch::AccumApplyOp, ch::HypergradApplyOp>(op)) {
+          precond = true;
+          hypergrad = isa<ch::HypergradApplyOp>(op);
+          for (Operation* user : op->getResult(0).getUsers())
+            if (auto q = dyn_cast<ch::QKAttnOp>(user)) querySide |= q.getQuery() == op->getResult(0);
+        }
+      });
+      const bool delta = static_cast<bool>(p.pass.getW());
+      Value gate = p.pass.getGate();
+      const bool perChannel = gate && cast<ch::ChunkTensorType>(gate.getType()).hasDim(ch::Dim::K);
+      if (gate && decay != (perChannel ? 2 : 1))
+        return (void)p.pass.emitOpError("gate does not match the forward's loaded \"g\""), signalPassFailure();
+
+      StringRef base = parent.getSymName();
+      base.consume_back("_forward");
+      OpBuilder b(module.getContext());
+      b.setInsertionPointToEnd(module.getBody());
+      auto fn = b.create<func::FuncOp>(kernel.getLoc(), (base + "_state_output").str(), b.getFunctionType({}, {}));
+      fn->setAttr(kRoleAttr, b.getStringAttr("state_output"));
+      fn->setAttr(kGridAttr, b.getStringAttr(stringifyGrid(Grid::value_tile)));
+      fn->setAttr(kLaunchFeaturesAttr, b.getDenseI32ArrayAttr({decay, gain ? 1 : 0, precond ? 1 : 0, querySide ? 1 : 0,
+                                                                hypergrad ? 1 : 0, delta ? 1 : 0}));
+      OpBuilder body(fn.getContext());
+      body.setInsertionPointToStart(fn.addEntryBlock());
+      auto str = [&](const char* s) { return body.getStringAttr(s); };
+      const StateCarry carry = !gate ? StateCarry::none : perChannel ? StateCarry::columns : StateCarry::uniform;
+      body.create<StateWalkOp>(
+          kernel.getLoc(), p.initial ? StateStart::argument : StateStart::zero, str(perChannel ? "opq" : "q"),
+          str(perChannel ? "opw" : "k"), delta ? str(perChannel ? "opk" : "k") : StringAttr(), str("v"), str("tok"),
+          delta ? str("tb") : StringAttr(), str("aqk"), delta ? ValueForm::residual_lower : ValueForm::scaled, carry,
+          perChannel ? str("pdec") : StringAttr(), p.writesO, p.writesFinal);
+      body.create<func::ReturnOp>(kernel.getLoc());
+      if (failed(mlir::verify(fn))) {
+        fn.erase();
+        return signalPassFailure();
+      }
+    }
+  }
+};
+
+}  // namespace

@@ -1,0 +1,57 @@
+// Products of the register state with the chunk's key-side rows: XAᵀ = Sᵀ Aᵀ and, when kTwo, XBᵀ = Sᵀ Bᵀ
+// (A, B bf16 [C, KP] shared tiles in core-matrix order, common.cuh core_off<C>; S as in state_frag.cuh). The
+// results are [V-rows of the warp, C] accumulator fragments X[nt][e] at value row g + 8·(e >> 1), chunk row
+// 8·nt + 2t + (e & 1). The state enters as bf16 (also for fp16 inputs: |S| may exceed 65504). With kWG
+// (sm_90a, C = 64, whole warpgroups) one warpgroup MMA per 16 key columns reads each B tile once per
+// warpgroup; otherwise mma.sync. One pass over S serves both products.
+#pragma once
+
+#include "dgps/device/common.cuh"
+
+namespace dgps {
+namespace tile {
+
+template <int C, int KP, bool kWG, bool kTwo>
+DGPS_DEV void state_times_rows(float (&XA)[C / 8][4], float (&XB)[C / 8][4], const float (&S)[KP / 8][4],
+                               const uint16_t* sA, const uint16_t* sB) {
+#pragma unroll
+  for (int nt = 0; nt < C / 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) XA[nt][e] = XB[nt][e] = 0.f;
+  if (kWG) {
+    static_assert(!kWG || C == 64, "tile: warpgroup MMA needs C = 64 (N of m64n64k16)");
+    // all A fragments first, so no register feeding a wgmma is written between fence and wait
+    uint32_t A[KP / 16][4];
+#pragma unroll
+    for (int ks = 0; ks < KP / 16; ++ks) dev::acc_to_a(A[ks], S[2 * ks], S[2 * ks + 1]);
+    dev::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < KP / 16; ++ks) {
+      dev::wgmma_m64n64k16(&XA[0][0], A[ks], dev::wgmma_desc(sA + dev::core_off<C>(0, 16 * ks), 16 * C, 128));
+      if (kTwo) dev::wgmma_m64n64k16(&XB[0][0], A[ks], dev::wgmma_desc(sB + dev::core_off<C>(0, 16 * ks), 16 * C, 128));
+    }
+    dev::wgmma_commit();
+    dev::wgmma_wait0();
+  } else {
+#pragma unroll
+    for (int ks = 0; ks < KP / 16; ++ks) {
+      uint32_t A[4];
+      dev::acc_to_a(A, S[2 * ks], S[2 * ks + 1]);
+#pragma unroll
+      for (int p = 0; p < C / 16; ++p) {
+        uint32_t b[4];
+        dev::lds_b_nk_core<C>(b, sA, 16 * p, 16 * ks);
+        dev::mma_bf16(XA[2 * p], A, b[0], b[1]);
+        dev::mma_bf16(XA[2 * p + 1], A, b[2], b[3]);
+        if (kTwo) {
+          dev::lds_b_nk_core<C>(b, sB, 16 * p, 16 * ks);
+          dev::mma_bf16(XB[2 * p], A, b[0], b[1]);
+          dev::mma_bf16(XB[2 * p + 1], A, b[2], b[3]);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace tile
+}  // namespace dgps

@@ -1,0 +1,66 @@
+// The verifier of tile.state_walk: operand sources, and attributes that must agree with one another.
+// RUN: %dgps-opt %s -split-input-file -verify-diagnostics
+
+func.func @bad_query() {
+  // expected-error @+1 {{query reads "k"; expected one of "q", "opq"}}
+  tile.state_walk start argument query "k" write_key "k" values "v" record "tok" readout "aqk" value_form scaled carry none {write_output}
+  return
+}
+
+// -----
+
+func.func @residual_without_solve() {
+  // expected-error @+1 {{value_form residual_lower needs read_key and solve}}
+  tile.state_walk start argument query "q" write_key "k" read_key "k" values "v" record "tok" readout "aqk" value_form residual_lower carry none {write_output}
+  return
+}
+
+// -----
+
+func.func @scaled_with_read_key() {
+  // expected-error @+1 {{value_form scaled takes no read_key and solve}}
+  tile.state_walk start argument query "q" write_key "k" read_key "k" values "v" record "tok" readout "aqk" value_form scaled carry none {write_output}
+  return
+}
+
+// -----
+
+func.func @columns_without_vector() {
+  // expected-error @+1 {{carry columns needs columns (the per-chunk [K] carry vector)}}
+  tile.state_walk start argument query "opq" write_key "opw" values "v" record "tok" readout "aqk" value_form scaled carry columns {write_output}
+  return
+}
+
+// -----
+
+func.func @bad_columns() {
+  // expected-error @+1 {{columns reads "tok"; expected one of "pdec"}}
+  tile.state_walk start argument query "opq" write_key "opw" values "v" record "tok" readout "aqk" value_form scaled carry columns columns "tok" {write_output}
+  return
+}
+
+// -----
+
+func.func @identity_with_output() {
+  // expected-error @+1 {{start identity (a transition product) has no read-out: write_output must be absent}}
+  tile.state_walk start identity query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform {write_output, write_final}
+  return
+}
+
+// -----
+
+func.func @writes_nothing() {
+  // expected-error @+1 {{writes nothing: set write_output or write_final}}
+  tile.state_walk start zero query "q" write_key "k" values "v" record "tok" readout "aqk" value_form scaled carry none
+  return
+}
+
+// -----
+
+// The walks of the sequence-parallel state pass parse and verify: a segment's end state from a zero start
+// (no output) and a transition product from the identity.
+func.func @segment_walks() {
+  tile.state_walk start zero query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform {write_final}
+  tile.state_walk start identity query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform {write_final}
+  return
+}

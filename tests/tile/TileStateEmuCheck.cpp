@@ -1,0 +1,313 @@
+// CPU check of a tile-state-output package (dgpsc --codegen=tile-chunk-local,tile-state-output: both chunk roles
+// printed from tile IR against runtime/device/dgps/tile). The package's kernels.cu and the device-library
+// package of the same spec are compiled for the CPU emulator of tests/emu and launched with the runtime's
+// forward geometry (launch_rules.h forwardGeometry). Per problem, on fresh seeded inputs and NaN-poisoned
+// outputs and workspace:
+//   1. the tile package's roles before state_output run once (its chunk_local writes the workspace);
+//   2. the generated state_output and the device library's run on that same workspace, each into its own
+//      poisoned o and final state, which must be bit-identical (both call the same tile headers in the same
+//      order: the generated role is a drop-in replacement);
+//   3. o and the final state are compared with the float64 reference (dgps::runReference).
+// Problems: T = 100 (a partial last chunk) with B = 2 and an initial state where the spec takes one; varlen
+// cu = {0, 37, 100} when the spec allows it; H = 2 (or the spec's), and a GVA problem (2 value heads per key
+// head) when the spec's reference allows it. K = V = 64 with C = 64, BV = 64, 2 stages (the warpgroup-MMA
+// path on sm_90a, emulated) and K = V = 32 with C = 32, BV = 32, 1 stage (mma.sync, two warps), bf16 inputs;
+// fp16 inputs once (dense, K = V = 64, wide) where the spec takes them.
+//
+//   dgps-tile-state-emu-check TILE_PACKAGE_DIR LIBRARY_PACKAGE_DIR WORK_DIR
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dgps/device/abi.h"
+#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/InputGen.h"
+#include "dgps/dsl/Reference.h"
+#include "dgps/dsl/SpecParser.h"
+#include "emu_hooks.h"
+
+namespace {
+
+constexpr double kTolOut = 1e-2;    // bf16 inputs, operands and output (the GPU suite's forward tolerance)
+constexpr double kTolState = 1e-2;  // f32 state built from bf16 tensor-core products
+
+struct Config {
+  int chunk, block_v, warps, stages;
+  bool f16;  ///< fp16 inputs and output (re-encoded to bf16 for the tensor cores)
+};
+
+double relErr(const std::vector<double>& got, const dgps::Tensor& ref) {
+  double num = 0, den = 0;
+  for (std::int64_t i = 0; i < ref.numel(); ++i) {
+    if (!std::isfinite(got[(size_t)i])) return INFINITY;
+    const double d = got[(size_t)i] - ref.get(i);
+    num += d * d;
+    den += ref.get(i) * ref.get(i);
+  }
+  return std::sqrt(num / (den > 0 ? den : 1.0));
+}
+
+std::vector<float> f32Of(const dgps::Tensor& t) {
+  std::vector<float> v((size_t)t.numel());
+  for (std::int64_t i = 0; i < t.numel(); ++i) v[(size_t)i] = (float)t.get(i);
+  return v;
+}
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "dgps-tile-state-emu-check: %s\n", msg.c_str());
+  return 1;
+}
+
+/// The emulator compile command of a package's kernels.cu at head dims K = V and configuration `c`.
+std::string compileCommand(const std::string& pkg, const std::string& so, int K, const Config& c) {
+  return std::string(DGPS_EMU_CXX) + " -O1 -std=c++17 -fPIC -shared -Wno-unknown-pragmas -include " + DGPS_EMU_DIR +
+         "/emu_prelude.h -I" + DGPS_DEVICE_DIR + " -I" + DGPS_EMU_DIR + " -DDGPS_EMU_WGMMA=1" +
+         (c.f16 ? " -DDGPS_INPUT_F16=1" : " -DDGPS_INPUT_BF16=1") +
+         " -DDGPS_K=" + std::to_string(K) + " -DDGPS_V=" + std::to_string(K) +
+         " -DDGPS_CHUNK=" + std::to_string(c.chunk) + " -DDGPS_BLOCK_V=" + std::to_string(c.block_v) +
+         " -DDGPS_WARPS=" + std::to_string(c.warps) + " -DDGPS_STAGES=" + std::to_string(c.stages) + " -x c++ " + pkg +
+         "/kernels.cu -o " + so;
+}
+
+void* open(const std::string& so) {
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) std::fprintf(stderr, "dlopen: %s\n", dlerror());
+  return h;
+}
+
+struct Modules {
+  void* tile = nullptr;  ///< the package with both chunk roles on tiles
+  void* lib = nullptr;   ///< the device-library package
+};
+
+/// Both packages compiled for one (K, configuration), the two compiles in parallel (2 cores).
+bool build(const std::string& tilePkg, const std::string& libPkg, const std::string& tag, int K, const Config& c,
+           Modules& m) {
+  const std::string tileSo = tag + "_tile_state_emu.so", libSo = tag + "_lib_state_emu.so";
+  const std::string ct = compileCommand(tilePkg, tileSo, K, c), cl = compileCommand(libPkg, libSo, K, c);
+  auto a = std::async(std::launch::async, [&] { return std::system(ct.c_str()); });
+  const int rl = std::system(cl.c_str());
+  const int rt = a.get();
+  if (rt != 0) std::fprintf(stderr, "emulator compile failed: %s\n", ct.c_str());
+  if (rl != 0) std::fprintf(stderr, "emulator compile failed: %s\n", cl.c_str());
+  if (rt != 0 || rl != 0) return false;
+  m.tile = open(tileSo);
+  m.lib = open(libSo);
+  return m.tile && m.lib;
+}
+
+dgps::launch::FeatureSet featuresOf(const dgps::Spec& spec) {
+  dgps::launch::FeatureSet f;
+  f.decay = spec.decay.kind == dgps::DecayKind::None ? 0 : spec.decay.kind == dgps::DecayKind::Scalar ? 1 : 2;
+  f.gain = spec.gain.kind == dgps::GainKind::Scalar ? 1 : 0;
+  f.precond = spec.precond.kind == dgps::PrecondKind::Diagonal ? 1 : 0;
+  f.side = spec.precond.side == dgps::PrecondSide::Query ? 1 : 0;
+  f.source = spec.precond.source == dgps::PrecondSource::HypergradOgd ? 1 : 0;
+  f.solve = spec.solve.kind == dgps::SolveKind::Delta ? 1 : 0;
+  return f;
+}
+
+bool launchRole(void* module, const std::string& sym, const dgps::launch::Geometry& geo, dgps::ForwardArgs& a) {
+  void* fn = dlsym(module, sym.c_str());
+  if (!fn) {
+    std::fprintf(stderr, "no symbol %s\n", sym.c_str());
+    return false;
+  }
+  auto kernel = reinterpret_cast<void (*)(dgps::ForwardArgs)>(fn);
+  char err[512] = {0};
+  if (!dgps_emu::launch([&] { kernel(a); }, geo.grid.x, geo.block.x, geo.smem_bytes, err, sizeof err)) {
+    std::fprintf(stderr, "emulator (%s): %s\n", sym.c_str(), err);
+    return false;
+  }
+  return true;
+}
+
+/// One forward problem: the two state_output kernels on one workspace, then o and the final state.
+bool checkOnce(const dgps::Spec& spec, const Modules& m, const Config& cfg, int K, std::int64_t B, std::int64_t T,
+               std::int64_t H, std::vector<std::int64_t> cu, std::uint64_t seed) {
+  dgps::ProblemShape s;
+  s.batch = B;
+  s.seq_len = T;
+  s.heads_qk = H;
+  s.heads_v = H * spec.gva_ratio;
+  s.key_dim = s.value_dim = K;
+  s.cu_seqlens = cu;
+  const dgps::ReferenceInputs in = dgps::generateInputs(spec, s, seed, cfg.f16 ? dgps::ScalarType::F16 : dgps::ScalarType::BF16);
+  const dgps::ReferenceOutputs ref = dgps::runReference(spec, in);
+  const std::int64_t HV = s.heads_v, V = K, N = s.numSeqs();
+
+  auto has = [&](const char* n) { return in.count(n) != 0; };
+  auto floats = [&](const char* n) { return has(n) ? f32Of(in.at(n)) : std::vector<float>(); };
+  std::vector<float> g = floats("g"), beta = floats("beta"), s0 = floats("initial_state");
+  std::vector<std::int64_t> cuv = cu;
+  const size_t nO = (size_t)(B * T * HV * V), nS = (size_t)(N * HV * K * V);
+  std::vector<std::uint16_t> oTile(nO, cfg.f16 ? 0x7e01 : 0x7fc1), oLib = oTile;  // poison: NaN
+  std::vector<float> sTile(nS, NAN), sLib(nS, NAN);
+  auto ptr = [](std::vector<float>& v) -> const float* { return v.empty() ? nullptr : v.data(); };
+
+  const dgps::launch::FeatureSet f = featuresOf(spec);
+  dgps::launch::ProblemShape ls;
+  ls.B = B;
+  ls.T = T;
+  ls.N = N;
+  ls.H = H;
+  ls.HV = HV;
+  ls.K = K;
+  ls.V = V;
+  ls.varlen = cu.empty() ? 0 : 1;
+  ls.f16 = cfg.f16 ? 1 : 0;
+  dgps::launch::TileConfig tc;
+  tc.chunk = cfg.chunk;
+  tc.block_v = cfg.block_v;
+  tc.warps = cfg.warps;
+  tc.stages = cfg.stages;
+  std::vector<unsigned char> ws((size_t)dgps::launch::workspaceBytes(f, ls, tc) + 256, 0xFF);
+
+  dgps::ForwardArgs a{};
+  a.q = in.at("q").data();
+  a.k = in.at("k").data();
+  a.v = in.at("v").data();
+  a.g = ptr(g);
+  a.beta = ptr(beta);
+  a.initial_state = ptr(s0);
+  a.cu_seqlens = cuv.empty() ? nullptr : cuv.data();
+  a.workspace = ws.data();
+  a.batch = B;
+  a.seq_len = T;
+  a.num_seqs = N;
+  a.heads_qk = H;
+  a.heads_v = HV;
+  a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)K));
+
+  int roles[dgps::launch::kMaxRoles];
+  const int nr = dgps::launch::forwardRoles(f, roles);
+  const std::string prefix = "dgps_" + spec.name + "_fwd_";
+  bool ok = true, seen = false;
+  for (int i = 0; i < nr && ok; ++i) {
+    const std::string role = dgps::launch::roleName(roles[i]);
+    const dgps::launch::Geometry geo = dgps::launch::forwardGeometry(roles[i], f, ls, tc);
+    if (role != "state_output") {
+      a.o = oTile.data();
+      a.final_state = sTile.data();
+      ok = launchRole(m.tile, prefix + role, geo, a);
+      continue;
+    }
+    seen = true;
+    oLib = oTile;  // what the earlier roles wrote into o (chunk_local zeroes varlen padding rows) in both
+    a.o = oTile.data();
+    a.final_state = ref.has_final_state ? sTile.data() : nullptr;
+    ok = launchRole(m.tile, prefix + role, geo, a);
+    a.o = oLib.data();
+    a.final_state = ref.has_final_state ? sLib.data() : nullptr;
+    ok = ok && launchRole(m.lib, prefix + role, geo, a);
+  }
+  if (!ok) return false;
+  if (!seen) {
+    std::fprintf(stderr, "%s has no state_output role\n", spec.name.c_str());
+    return false;
+  }
+  // bit-identical outputs (NaN poison left anywhere compares unequal to the reference below)
+  const bool sameO = std::memcmp(oTile.data(), oLib.data(), nO * sizeof(std::uint16_t)) == 0;
+  const bool sameS = !ref.has_final_state || std::memcmp(sTile.data(), sLib.data(), nS * sizeof(float)) == 0;
+  std::vector<double> od(nO);
+  for (size_t i = 0; i < nO; ++i) od[i] = cfg.f16 ? dgps::f16BitsToDouble(oTile[i]) : dgps::bf16BitsToDouble(oTile[i]);
+  const double eo = relErr(od, ref.o);
+  const double es =
+      ref.has_final_state ? relErr(std::vector<double>(sTile.begin(), sTile.end()), ref.final_state) : 0.0;
+  const bool pass = sameO && sameS && eo <= kTolOut && es <= kTolState;
+  std::printf(
+      "  %s %s C=%d BV=%d stages=%d K=V=%d B=%lld T=%lld N=%lld H=%lld HV=%lld%s%s: vs library o %s, final state "
+      "%s; vs float64 rel err o %.3g, final state %.3g  %s\n",
+      spec.name.c_str(), cfg.f16 ? "f16" : "bf16", cfg.chunk, cfg.block_v, cfg.stages, K, (long long)B, (long long)T, (long long)N, (long long)H,
+      (long long)HV, cu.empty() ? "" : " varlen", s0.empty() ? "" : " initial state", sameO ? "identical" : "DIFFERS",
+      sameS ? "identical" : "DIFFERS", eo, es, pass ? "ok" : "FAIL");
+  return pass;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  if (argc != 4) return fail("usage: dgps-tile-state-emu-check TILE_PACKAGE_DIR LIBRARY_PACKAGE_DIR WORK_DIR");
+  const std::string tilePkg = argv[1], libPkg = argv[2], work = argv[3];
+  dgps::ParseResult parsed = dgps::parseSpecFile(tilePkg + "/spec.yaml");
+  if (!parsed.ok()) return fail("cannot parse " + tilePkg + "/spec.yaml");
+  const dgps::Spec& spec = *parsed.spec;
+  // A package whose state_output is still the device library's (no tile lowering: a preconditioned forward)
+  // has nothing to compare: reported as skipped, never passed.
+  {
+    std::ifstream cu(tilePkg + "/kernels.cu");
+    std::stringstream text;
+    text << cu.rdbuf();
+    if (text.str().find("Generated from tile IR (" + spec.name + "_state_output") == std::string::npos) {
+      std::printf(
+          "SKIPPED: %s/kernels.cu has no state_output printed from tile IR (%s's state_output has no tile "
+          "lowering yet; scripts/gen_tile_state_output.sh lists why)\n",
+          tilePkg.c_str(), spec.name.c_str());
+      return 77;
+    }
+  }
+  // Head dims: K = V = 64 with the wide configuration and 32 with the narrow one. The kernels take any K, V
+  // the launch rules allow; a dim the spec does not list is added to a copy of the spec for the reference
+  // and the input generator (the spec's dims limit its packages' tuning, not the maths).
+  auto withDim = [](dgps::Spec s, int d) {
+    if (!std::count(s.key_dims.begin(), s.key_dims.end(), d)) s.key_dims.push_back(d);
+    if (!std::count(s.value_dims.begin(), s.value_dims.end(), d)) s.value_dims.push_back(d);
+    return s;
+  };
+  const std::int64_t H = spec.heads_qk > 0 ? spec.heads_qk : 2;
+  // The GVA problem: 2 value heads per key head (or the spec's ratio), when the reference accepts it (it
+  // refuses GVA for a hypergrad preconditioner).
+  dgps::Spec gva = withDim(spec, 64);
+  gva.gva_ratio = spec.gva_ratio > 1 ? spec.gva_ratio : 2;
+  bool gvaOk = true;
+  try {
+    dgps::ProblemShape probe;
+    probe.batch = 1;
+    probe.seq_len = 8;
+    probe.heads_qk = 1;
+    probe.heads_v = gva.gva_ratio;
+    probe.key_dim = probe.value_dim = 64;
+    (void)dgps::generateInputs(gva, probe, 1, dgps::ScalarType::BF16);
+  } catch (const std::exception& e) {
+    gvaOk = false;
+    std::printf("  %s: no GVA problem (%s)\n", spec.name.c_str(), e.what());
+  }
+  bool ok = true;
+  const struct {
+    int K;
+    Config c;
+  } runs[] = {{64, {64, 64, 4, 2, false}}, {32, {32, 32, 4, 1, false}}, {64, {64, 64, 4, 2, true}}};
+  const bool takesF16 =
+      std::find(spec.input_dtypes.begin(), spec.input_dtypes.end(), dgps::DType::F16) != spec.input_dtypes.end();
+  for (const auto& r : runs) {
+    if (r.c.f16 && !takesF16) continue;
+    const dgps::Spec sp = withDim(spec, r.K);
+    const std::string tag = work + "/" + spec.name + "_k" + std::to_string(r.K) + "_c" + std::to_string(r.c.chunk) +
+                            (r.c.f16 ? "_f16" : "");
+    Modules m;
+    if (!build(tilePkg, libPkg, tag, r.K, r.c, m)) return fail("cannot build the emulated kernels of " + spec.name);
+    ok = checkOnce(sp, m, r.c, r.K, 2, 100, H, {}, 7150 + r.K + (r.c.f16 ? 100 : 0)) && ok;
+    if (r.c.f16) continue;  // fp16: the dense problem only
+    if (spec.varlen) ok = checkOnce(sp, m, r.c, r.K, 1, 100, H, {0, 37, 100}, 7151 + r.K) && ok;
+    if (gvaOk && r.K == 64) ok = checkOnce(gva, m, r.c, r.K, 1, 100, 1, {}, 7152 + r.K) && ok;
+  }
+  return ok ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+}
