@@ -21,66 +21,22 @@
 #include "dgps/device/precond_rebuild.cuh"
 #include "dgps/device/tri_inverse.cuh"
 #include "dgps/tile/exp2_scale.cuh"
+#include "dgps/tile/gated_rows.cuh"
+#include "dgps/tile/lower_product.cuh"
+#include "dgps/tile/tri_solve.cuh"
 
 namespace dgps {
 namespace dev {
 
-/// One 16x16 output tile: acc += rows[r0..r0+16) · cols[c0..c0+16)ᵀ over all KP channels.
-template <int KP, int PITCH>
-DGPS_DEV void tile_rows_cols(float acc[2][4], const uint16_t* rows, int r0, const uint16_t* cols, int c0) {
-#pragma unroll
-  for (int ks = 0; ks < KP / 16; ++ks) {
-    uint32_t A[4], B[4];
-    lds_a(A, rows, PITCH, r0, 16 * ks);
-    lds_b_nk(B, cols, PITCH, c0, 16 * ks);
-    mma_bf16(acc[0], A, B[0], B[1]);
-    mma_bf16(acc[1], A, B[2], B[3]);
-  }
-}
-
-/// Epilogue of one tile (block row I, block col J) of the KKT (part 0: 𝒜, fp32 to smem) or Q·Kᵀ (part 1:
-/// Aqk, bf16 to global). kGate: multiply by 2^{G2_i − G2_j} (scalar decay), masked by a select before the
-/// exponential (docs/math.md §7.5). Otherwise the gating is inside the operands.
+/// Epilogue of one 16x16 block (block row I, block col J) of the KKT (part 0: 𝒜 = β·rk_i·rk_j·(K Kᵀ), fp32 to
+/// smem) or Q·Kᵀ (part 1: Aqk = scale·rq_i·rk_j·(Q Kᵀ), bf16 to global): the tile library's store_block over
+/// the token columns β (3), rq (4), rk (5), G2 (6). kGate: times 2^{G2_i − G2_j} (scalar decay).
 template <bool kGate>
-DGPS_DEV void store_tile(int part, int I, int J, const float acc[2][4], const float* sTok, float* sA, int lda,
+DGPS_DEV void store_tile(int part, int I, int J, const float acc[2][4], float* sTok, float* sA, int lda,
                          uint16_t* aqk, float scale) {
-  const int g = lane() >> 2, t = lane() & 3;
-  float rf[2], rg[2], cf[4], cg[4];
-#pragma unroll
-  for (int h8 = 0; h8 < 2; ++h8) {
-    const float* ti = sTok + (16 * I + g + 8 * h8) * 8;
-    rf[h8] = part == 0 ? ti[3] * ti[5] : scale * ti[4];
-    rg[h8] = ti[6];
-  }
-#pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    const float* tj = sTok + (16 * J + 8 * (c >> 1) + 2 * t + (c & 1)) * 8;
-    cf[c] = tj[5];
-    cg[c] = tj[6];
-  }
-#pragma unroll
-  for (int h8 = 0; h8 < 2; ++h8) {
-    const int i = 16 * I + g + 8 * h8;
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
-      const int j = 16 * J + 8 * nt + 2 * t;
-      float v[2];
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int c = 2 * nt + e;
-        const bool keep = part == 0 ? i > j + e : i >= j + e;
-        float f = rf[h8] * cf[c];
-        if (kGate) f *= ex2(keep ? rg[h8] - cg[c] : -1e30f);
-        v[e] = keep ? acc[nt][2 * h8 + e] * f : 0.f;
-      }
-      if (part == 0) {
-        sA[i * lda + j] = v[0];
-        sA[i * lda + j + 1] = v[1];
-      } else {
-        *reinterpret_cast<uint32_t*>(aqk + i * cfg::C + j) = pack_bf16(v[0], v[1]);
-      }
-    }
-  }
+  const tile::RowVec beta{sTok + 3, 8}, rq{sTok + 4, 8}, rk{sTok + 5, 8}, G{sTok + 6, 8};
+  const tile::RowFactor a = part == 0 ? tile::RowFactor{beta.p, 8, 0.f} : tile::RowFactor{nullptr, 0, scale};
+  tile::store_block<cfg::C, kGate>(part == 0, I, J, acc, a, part == 0 ? rk : rq, rk, G, sA, lda, aqk);
 }
 
 }  // namespace dev
@@ -231,37 +187,20 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   if (kDiag) {
     // ---- 3'. per-channel gated operands of state_output (launch_rules.h WorkspaceLayout opq/opk/opw), from
     // the raw inputs, before the preconditioner rewrites q (ATQ) ----
-    constexpr int CH = K / 8;
+    // one pass for all three (tile/gated_rows.cuh: 2^{G} and 2^{G_C − G} taken once per element)
     uint16_t* opq = reinterpret_cast<uint16_t*>(ws + W.opq) + sh * C * K;
     uint16_t* opk = reinterpret_cast<uint16_t*>(ws + W.opk) + sh * C * K;
     uint16_t* opw = reinterpret_cast<uint16_t*>(ws + W.opw) + sh * C * K;
-    for (int e = tid(); e < C * CH; e += nthreads()) {
-      const int i = e / CH, d0 = (e - i * CH) * 8;
-      const float* Gi = sG + i * PG + d0;
-      const float* GC = sG + (C - 1) * PG + d0;
-      uint32_t pq[4], pk[4], pw[4];
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        float vq[2], vk[2], vw[2];
-#pragma unroll
-        for (int x = 0; x < 2; ++x) {
-          const int d = d0 + 2 * u + x;
-          const float eg = ex2(Gi[2 * u + x]), ew = ex2(GC[2 * u + x] - Gi[2 * u + x]);
-          const float kv = Act_t::load(sK[i * PQ + d]);
-          vq[x] = Act_t::load(sQ[i * PQ + d]) * eg;
-          vk[x] = kv * eg;
-          vw[x] = kv * ew;
-        }
-        pq[u] = pack_bf16(vq[0], vq[1]);
-        pk[u] = pack_bf16(vk[0], vk[1]);
-        pw[u] = pack_bf16(vw[0], vw[1]);
-      }
-      *reinterpret_cast<U4*>(opq + i * K + d0) = U4{pq[0], pq[1], pq[2], pq[3]};
-      if (launch::needOpK(F)) *reinterpret_cast<U4*>(opk + i * K + d0) = U4{pk[0], pk[1], pk[2], pk[3]};
-      *reinterpret_cast<U4*>(opw + i * K + d0) = U4{pw[0], pw[1], pw[2], pw[3]};
+    if constexpr (launch::needOpK(F)) {
+      uint16_t* const y[3] = {opq, opk, opw};
+      const uint16_t* const x[3] = {sQ, sK, sK};
+      tile::store_gated_rows<C, K, Act_t, false, false, true>(y, x, PQ, sG, PG);
+    } else {
+      uint16_t* const y[2] = {opq, opw};
+      const uint16_t* const x[2] = {sQ, sK};
+      tile::store_gated_rows<C, K, Act_t, false, true>(y, x, PQ, sG, PG);
     }
-    float* pdec = reinterpret_cast<float*>(ws + W.pdec) + sh * K;
-    for (int d = tid(); d < K; d += nthreads()) pdec[d] = ex2(sG[(C - 1) * PG + d]);
+    tile::store_last_exp2<C, K>(reinterpret_cast<float*>(ws + W.pdec) + sh * K, sG, PG);
   }
   // pb (sPin) now carries rk²; and with fp16 inputs the re-encoding below rewrites the q/k tiles that the
   // gated-operand loop above read through other threads
@@ -315,7 +254,7 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
           ++I;
         }
         const int J = idx;
-        tile_rows_cols<KP, PQ>(acc[u], part == 0 ? sK : sQ, 16 * I, sKw, 16 * J);
+        tile::mma_block<KP, PQ>(acc[u], part == 0 ? sK : sQ, 16 * I, sKw, 16 * J);
       }
     }
     sync_threads();  // sA aliases the operand tiles
@@ -378,7 +317,7 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) acc[x][e] = 0.f;
         // tile_rows_cols reads rows [r0, r0+16) of the row operand: block row I's gated rows live at 0 / 16
-        tile_rows_cols<KP, PQ>(acc, sRows, part == 0 ? 0 : 16, sKc, 16 * J);
+        tile::mma_block<KP, PQ>(acc, sRows, part == 0 ? 0 : 16, sKc, 16 * J);
         if (!(J == I && ((unsafe >> I) & 1u))) store_tile<false>(part, I, J, acc, sTok, sA, PA, aqk, a.scale);
       }
       sync_threads();
@@ -408,20 +347,8 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   if (kDelta) {
     sync_threads();
     invert_unit_lower<C>(sA, PA);
-    uint16_t* tb = reinterpret_cast<uint16_t*>(ws + W.tb) + sh * C * C;
-    for (int e = tid(); e < NB * (NB + 1) / 2 * 16 * 8; e += nthreads()) {
-      int tile = e >> 7;
-      const int r = (e >> 3) & 15, cp = e & 7;
-      int I = 0;
-      while (tile > I) {
-        tile -= I + 1;
-        ++I;
-      }
-      const int i = 16 * I + r, j = 16 * tile + 2 * cp;
-      const float v0 = j <= i ? sA[i * PA + j] * sTok[j * 8 + 3] : 0.f;
-      const float v1 = j + 1 <= i ? sA[i * PA + j + 1] * sTok[(j + 1) * 8 + 3] : 0.f;
-      *reinterpret_cast<uint32_t*>(tb + i * C + j) = pack_bf16(v0, v1);
-    }
+    tile::store_lower_col_scaled<C>(reinterpret_cast<uint16_t*>(ws + W.tb) + sh * C * C, sA, PA,
+                                    tile::RowVec{sTok + 3, 8});
   }
 }
 
