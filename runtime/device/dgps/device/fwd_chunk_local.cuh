@@ -20,33 +20,21 @@
 #include "dgps/device/common.cuh"
 #include "dgps/device/precond_rebuild.cuh"
 #include "dgps/device/tri_inverse.cuh"
-#include "dgps/tile/exp2_scale.cuh"
 #include "dgps/tile/gated_rows.cuh"
 #include "dgps/tile/lower_product.cuh"
+#include "dgps/tile/lower_product_gated.cuh"
+#include "dgps/tile/row_norm.cuh"
+#include "dgps/tile/scan.cuh"
+#include "dgps/tile/token_record.cuh"
 #include "dgps/tile/tri_solve.cuh"
 
 namespace dgps {
-namespace dev {
-
-/// Epilogue of one 16x16 block (block row I, block col J) of the KKT (part 0: 𝒜 = β·rk_i·rk_j·(K Kᵀ), fp32 to
-/// smem) or Q·Kᵀ (part 1: Aqk = scale·rq_i·rk_j·(Q Kᵀ), bf16 to global): the tile library's store_block over
-/// the token columns β (3), rq (4), rk (5), G2 (6). kGate: times 2^{G2_i − G2_j} (scalar decay).
-template <bool kGate>
-DGPS_DEV void store_tile(int part, int I, int J, const float acc[2][4], float* sTok, float* sA, int lda,
-                         uint16_t* aqk, float scale) {
-  const tile::RowVec beta{sTok + 3, 8}, rq{sTok + 4, 8}, rk{sTok + 5, 8}, G{sTok + 6, 8};
-  const tile::RowFactor a = part == 0 ? tile::RowFactor{beta.p, 8, 0.f} : tile::RowFactor{nullptr, 0, scale};
-  tile::store_block<cfg::C, kGate>(part == 0, I, J, acc, a, part == 0 ? rk : rq, rk, G, sA, lda, aqk);
-}
-
-}  // namespace dev
-
 template <class Tr>
 DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   using namespace dev;
   static_assert(TraitsCheck<Tr>::ok, "");
   constexpr launch::FeatureSet F = features<Tr>();
-  constexpr int C = cfg::C, K = cfg::K, KP = cfg::KP, NB = C / 16;
+  constexpr int C = cfg::C, K = cfg::K, KP = cfg::KP;
   constexpr int PQ = launch::bf16Pitch(KP), PA = launch::f32Pitch(C), PG = KP;
   constexpr launch::ChunkLocalSmem L = launch::chunkLocalSmem(F, K, C);
   constexpr bool kDelta = Tr::kSolve == 1;
@@ -72,7 +60,7 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   uint16_t* sK = smem_at<uint16_t>(sm, L.k);
   uint16_t* sKw = smem_at<uint16_t>(sm, L.kw);  // == sK unless ATK
   float* sA = smem_at<float>(sm, L.A);
-  float* sTok = smem_at<float>(sm, L.tok);  // [C][8] cq ck w β rq rk G2 -
+  float* sTok = smem_at<float>(sm, L.tok);  // [C][8]: columns 3-6 β rq rk G2 (0-2, 7 unused)
   float* sPin = sTok + C * 8;               // [C][4] precond per-token inputs
   float* sPst = smem_at<float>(sm, L.pstate);
   unsigned char* ws = static_cast<unsigned char*>(a.workspace);
@@ -106,83 +94,31 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   cp_async_wait<0>();
   sync_threads();
 
-  // ---- 2. l2norm factors (fp32 from the raw input bits), gate cumsum ----
-  {
-    // CH lanes per row, 8 elements (16 bytes) per lane; 32/CH rows per warp step
-    constexpr int CH = KP / 8;
-    constexpr int CHP = CH >= 32 ? 32 : (CH > 16 ? 32 : CH > 8 ? 16 : CH > 4 ? 8 : CH > 2 ? 4 : 2);
-    constexpr int RPW = 32 / CHP;
-    for (int r0 = warp() * RPW; r0 < 2 * C; r0 += NW * RPW) {
-      const int r = r0 + lane() / CHP, sub = lane() % CHP;
-      const int i = r < C ? r : r - C;
-      const uint16_t* row = (r < C ? sK : sQ) + i * PQ;
-      float ss = 0.f;
-      for (int ch = sub; ch < CH; ch += CHP) {
-        const U4 x = *reinterpret_cast<const U4*>(row + ch * 8);
-        const uint32_t wv[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float a0 = Act_t::load((uint16_t)(wv[e] & 0xffffu)), a1 = Act_t::load((uint16_t)(wv[e] >> 16));
-          ss += a0 * a0 + a1 * a1;
-        }
-      }
-#pragma unroll
-      for (int m = CHP / 2; m >= 1; m >>= 1) ss += shfl_xor(ss, m);
-      const float rs = i < Lr ? (Tr::kL2Norm ? rsqrt(ss + Tr::kL2Eps) : 1.f) : 0.f;
-      if (sub == 0) sTok[i * 8 + (r < C ? 5 : 4)] = rs;
-    }
+  // ---- 2. l2norm factors (fp32 from the raw input bits; tile/row_norm.cuh), gate cumsums (tile/scan.cuh) ----
+  const tile::RowVec beta{sTok + 3, 8}, rq{sTok + 4, 8}, rk{sTok + 5, 8}, G2{sTok + 6, 8};
+  if (Tr::kL2Norm) {
+    tile::row_rsqrt_norm<C, KP, Act_t>(rk, sK, rq, sQ, PQ, Tr::kL2Eps, Lr);
+  } else {
+    for (int i = tid(); i < C; i += nthreads()) rq[i] = rk[i] = i < Lr ? 1.f : 0.f;
   }
-  if (Tr::kDecay == 1 && warp() == NW - 1) {
-    float carry = 0.f;
-    for (int base = 0; base < C; base += 32) {
-      const int i = base + lane();  // C may be 16: lanes past the chunk add 0 and write nothing
-      float x = i < C ? sTok[i * 8 + 6] : 0.f;
-      x = warp_inclusive_scan(x) + carry;
-      if (i < C) sTok[i * 8 + 6] = x;
-      carry = shfl(x, 31);
-    }
-  }
+  if (Tr::kDecay == 1) tile::cumsum_rows<C>(G2, 1.f);  // G2 holds g in log2 units already
   float* sG = kDiag ? smem_at<float>(sm, L.G) : nullptr;
-  if (kDiag) {
-    // per-channel inclusive cumsum in place (log2 units); pad rows/channels were zero-filled, so pad rows
-    // carry the last real token's value
-    for (int d = tid(); d < KP; d += nthreads()) {
-      float G = 0.f;
-#pragma unroll 8
-      for (int i = 0; i < C; ++i) {
-        G += sG[i * PG + d] * kLog2e;
-        sG[i * PG + d] = G;
-      }
-    }
-  }
+  // per-channel: in place, log2 units; pad rows/channels were zero-filled, so pad rows carry the last real
+  // token's value
+  if (kDiag) tile::cumsum_columns<C, KP>(sG, PG, kLog2e);
   sync_threads();
 
-  // ---- 3. per-token factors -> tok workspace; the preconditioner's key coefficient takes rk² in ----
+  // ---- 3. per-token record -> tok workspace (tile/token_record.cuh); the preconditioner's key coefficient
+  // takes rk² in first ----
   {
-    const float G2C = sTok[(C - 1) * 8 + 6];
+    const tile::RowVec pa{sPin, 4}, pb{sPin + 1, 4};
+    const tile::RowVec* G = Tr::kDecay == 1 ? &G2 : nullptr;
     float* tokw = reinterpret_cast<float*>(ws + W.tok) + sh * (C + 1) * 8;
-    for (int i = tid(); i <= C; i += nthreads()) {
-      if (i == C) {
-        tokw[C * 8 + 0] = Tr::kDecay == 1 ? ex2(G2C) : 1.f;
-#pragma unroll
-        for (int e = 1; e < 8; ++e) tokw[C * 8 + e] = 0.f;
-        continue;
-      }
-      const float rq = sTok[i * 8 + 4], rk = sTok[i * 8 + 5], G2 = sTok[i * 8 + 6];
-      const float eg = Tr::kDecay == 1 ? ex2(G2) : 1.f;
-      const float ew = Tr::kDecay == 1 ? ex2(G2C - G2) : 1.f;
-      sTok[i * 8 + 0] = a.scale * rq * eg;
-      sTok[i * 8 + 1] = rk * eg;
-      sTok[i * 8 + 2] = rk * ew;
-      sTok[i * 8 + 7] = 0.f;
-      if (kPre) sPin[i * 4 + 1] *= rk * rk;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) tokw[i * 8 + e] = sTok[i * 8 + e];
-      if (kPre) {
-        tokw[i * 8 + 4] = sPin[i * 4 + 0];
-        tokw[i * 8 + 5] = sPin[i * 4 + 1];
-      }
+    for (int i = tid(); i < C; i += nthreads()) {
+      if (kPre) pb[i] *= rk[i] * rk[i];
+      tile::store_token_record<C>(tokw, rq, rk, beta, G, a.scale, kPre ? &pa : nullptr, kPre ? &pb : nullptr, i);
     }
+    tile::store_token_record_last<C>(tokw, G);
   }
   if (kDiag) {
     // ---- 3'. per-channel gated operands of state_output (launch_rules.h WorkspaceLayout opq/opk/opw), from
@@ -232,114 +168,33 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
 
   uint16_t* aqk = reinterpret_cast<uint16_t*>(ws + W.aqk) + sh * C * C;
 
-  if (!kDiag) {
-    // ---- 5. tensor-core products [K̂ ; Q̂] · K_wᵀ, lower 16x16 tiles ----
-    constexpr int NTRI = NB * (NB + 1) / 2;
-    constexpr int NTILE = (kDelta ? 2 : 1) * NTRI;
-    constexpr int PER = (NTILE + NW - 1) / NW;
-    float acc[PER][2][4];
-#pragma unroll
-    for (int u = 0; u < PER; ++u) {
-      const int tt = warp() + NW * u;
-#pragma unroll
-      for (int x = 0; x < 2; ++x)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[u][x][e] = 0.f;
-      if (tt < NTILE) {
-        const int part = kDelta ? (tt < NTRI ? 0 : 1) : 1;
-        int idx = kDelta && tt >= NTRI ? tt - NTRI : tt;
-        int I = 0;
-        while (idx > I) {
-          idx -= I + 1;
-          ++I;
-        }
-        const int J = idx;
-        tile::mma_block<KP, PQ>(acc[u], part == 0 ? sK : sQ, 16 * I, sKw, 16 * J);
+  // ---- 5. tensor-core products [K̂ ; Q̂] · K_wᵀ over the lower 16x16 blocks (tile/lower_product.cuh), with
+  // scalar decay 2^{G2_i − G2_j} in the epilogue; per-channel decay inside the operands, by block row
+  // (tile/lower_product_gated.cuh, docs/math.md §4.3) ----
+  {
+    constexpr int NP = kDelta ? 2 : 1;
+    auto products = [&](const uint16_t* const (&rows)[NP], const tile::RowFactor (&fa)[NP],
+                        const tile::RowVec (&fb)[NP]) {
+      if constexpr (!kDiag) {
+        tile::lower_products<C, KP, PQ, NW, NP, Tr::kDecay == 1>(rows, fa, fb, sKw, rk, G2, sA, PA, aqk);
+      } else {
+        tile::lower_products_channel_gated<C, K, KP, PQ, NW, NP>(rows, fa, fb, sKw, rk, sG, PG,
+                                                                smem_at<uint16_t>(sm, L.rows),
+                                                                smem_at<uint16_t>(sm, L.kcol), sTok + C * 12, sA,
+                                                                PA, aqk);
       }
-    }
-    sync_threads();  // sA aliases the operand tiles
-#pragma unroll
-    for (int u = 0; u < PER; ++u) {
-      const int tt = warp() + NW * u;
-      if (tt < NTILE) {
-        const int part = kDelta ? (tt < NTRI ? 0 : 1) : 1;
-        int idx = kDelta && tt >= NTRI ? tt - NTRI : tt;
-        int I = 0;
-        while (idx > I) {
-          idx -= I + 1;
-          ++I;
-        }
-        store_tile<Tr::kDecay == 1>(part, I, idx, acc[u], sTok, sA, PA, aqk, a.scale);
-      }
-    }
-  } else {
-    // ---- 5'. per-channel decay (docs/math.md §4.3): block row I uses reference row r = 16I; rows carry
-    // 2^{G_i − G_r} <= 1, columns 2^{G_r − G_j} (<= 1 for j < r). The diagonal block's columns carry factors
-    // >= 1, safe while the block's decay span is <= 100 (log2); otherwise that block is recomputed directly.
-    uint16_t* sRows = smem_at<uint16_t>(sm, L.rows);  // rows 0-15: gated keys of block row I, 16-31: queries
-    uint16_t* sKc = smem_at<uint16_t>(sm, L.kcol);
-    float* sSpan = sTok + C * 12;  // NB floats: per diagonal block, max over channels of G_r − G_{r+15}
-    if (tid() < 32) {
-      for (int I = 0; I < NB; ++I) {
-        float m = 0.f;
-        for (int d = lane(); d < KP; d += 32) m = fmax_(m, sG[(16 * I) * PG + d] - sG[(16 * I + 15) * PG + d]);
-        m = warp_max(m);
-        if (lane() == 0) sSpan[I] = m;
-      }
-    }
-    sync_threads();
-    unsigned unsafe = 0;
-    for (int I = 0; I < NB; ++I) unsafe |= (sSpan[I] <= 100.f ? 0u : 1u) << I;
-    // The gated operands are built 8 channels (16 bytes) at a time. Pad channels are built too: their q/k and
-    // G are zero-filled, so they come out 0 (a K-only loop measured slower at K = 120: CK = 15 splits the
-    // CTA's threads unevenly and adds a division).
-    constexpr int CK = KP / 8;
-    for (int I = 0; I < NB; ++I) {
-      const int r = 16 * I;
-      for (int e = tid(); e < 32 * CK; e += nthreads()) {
-        const int rr = e / CK, d0 = 8 * (e - rr * CK);
-        const int i = r + (rr & 15);
-        const uint16_t* src = (rr < 16 ? sK : sQ) + i * PQ + d0;
-        tile::exp2_scale_row8(sRows + rr * PQ + d0, src, sG + i * PG + d0, sG + r * PG + d0, 1e30f);
-      }
-      for (int e = tid(); e < (r + 16) * CK; e += nthreads()) {
-        const int j = e / CK, d0 = 8 * (e - j * CK);
-        tile::exp2_scale_row8(sKc + j * PQ + d0, sKw + j * PQ + d0, sG + r * PG + d0, sG + j * PG + d0, 100.f);
-      }
-      sync_threads();
-      const int ntile = (kDelta ? 2 : 1) * (I + 1);
-      for (int tt = warp(); tt < ntile; tt += NW) {
-        const int part = kDelta ? (tt <= I ? 0 : 1) : 1;
-        const int J = kDelta && tt > I ? tt - I - 1 : tt;
-        float acc[2][4];
-#pragma unroll
-        for (int x = 0; x < 2; ++x)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc[x][e] = 0.f;
-        // tile_rows_cols reads rows [r0, r0+16) of the row operand: block row I's gated rows live at 0 / 16
-        tile::mma_block<KP, PQ>(acc, sRows, part == 0 ? 0 : 16, sKc, 16 * J);
-        if (!(J == I && ((unsafe >> I) & 1u))) store_tile<false>(part, I, J, acc, sTok, sA, PA, aqk, a.scale);
-      }
-      sync_threads();
-    }
-    // unsafe diagonal blocks: direct per-element evaluation, exp of (G_i − G_j) <= 0 only
-    for (int I = 0; I < NB; ++I) {
-      if (!((unsafe >> I) & 1u)) continue;
-      for (int e = tid(); e < 2 * 256; e += nthreads()) {
-        const int part = e >> 8, i = 16 * I + ((e >> 4) & 15), j = 16 * I + (e & 15);
-        if (part == 0 && !kDelta) continue;
-        float s = 0.f;
-        if (j <= i) {
-          const uint16_t* ri = (part == 0 ? sK : sQ) + i * PQ;
-          for (int d = 0; d < K; ++d)
-            s += bf16_to_f32(ri[d]) * bf16_to_f32(sKw[j * PQ + d]) * ex2(sG[i * PG + d] - sG[j * PG + d]);
-        }
-        if (part == 0) {
-          sA[i * PA + j] = i > j ? s * sTok[i * 8 + 3] * sTok[i * 8 + 5] * sTok[j * 8 + 5] : 0.f;
-        } else {
-          aqk[i * C + j] = f32_to_bf16(i >= j ? s * a.scale * sTok[i * 8 + 4] * sTok[j * 8 + 5] : 0.f);
-        }
-      }
+    };
+    const tile::RowFactor scale{nullptr, 0, a.scale};
+    if constexpr (kDelta) {  // the KKT's rows (part 0), then the queries'
+      const uint16_t* const rows[NP] = {sK, sQ};
+      const tile::RowFactor fa[NP] = {tile::RowFactor{beta.p, 8, 0.f}, scale};
+      const tile::RowVec fb[NP] = {rk, rq};
+      products(rows, fa, fb);
+    } else {
+      const uint16_t* const rows[NP] = {sQ};
+      const tile::RowFactor fa[NP] = {scale};
+      const tile::RowVec fb[NP] = {rq};
+      products(rows, fa, fb);
     }
   }
 
