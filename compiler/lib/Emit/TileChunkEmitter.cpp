@@ -12,6 +12,8 @@
 //    writes (it reads row C − 1), closes the loop.
 //  - Consecutive store_gated_rows over the same gate become one pass (gated_rows.cuh): the gate is read and
 //    each power of two taken once per element for all outputs.
+//  - Consecutive encode_bf16 (fp16 inputs) share one barrier, printed only when other threads read the rows
+//    since the last barrier.
 #include <map>
 #include <set>
 #include <sstream>
@@ -55,6 +57,7 @@ class ChunkEmitter {
   LogicalResult block(Block& body) {
     for (Operation& op : body)
       if (failed(emit(op))) return failure();
+    flushEncodes();
     flushGated();
     flushRows();
     return success();
@@ -304,7 +307,32 @@ class ChunkEmitter {
     return success();
   }
 
+  /// Prints the open run of bf16 re-encodings (fp16 inputs only) behind one barrier, if any. encode_bf16 gives
+  /// channel d to the thread that channel_scan gives it, so only other readers of the rows since the last
+  /// barrier (otherThreadsReadRows_) need the barrier, as in the hand-written kernel.
+  void flushEncodes() {
+    if (encodes_.empty()) return;
+    os_ << "  if (dgps::cfg::kInputF16) {\n";
+    if (otherThreadsReadRows_) os_ << "    dev::sync_threads();  // other threads' readers of the input-dtype rows\n";
+    for (const std::string& x : encodes_) os_ << "    t::encode_bf16<C, KP, true>(" << x << ", PQ);\n";
+    os_ << "  }\n";
+    encodes_.clear();
+  }
+
+  /// Whether `op` may leave a 16-bit row tile read (or written) by threads other than the one that
+  /// encode_bf16 gives its channel: everything except the ops listed.
+  static bool readsRowsAcrossThreads(Operation& op) {
+    return !isa<BarrierOp, LoadScalarOp, CumsumOp, ChannelScanOp, StoreTokenRecordOp, StoreLastExp2Op,
+                WorkspaceRowsOp, EncodeBf16Op, ChunkFillOp, RowExpOp, RowMulOp, func::ReturnOp>(op) &&
+           !(isa<ChunkRowsOp>(op) && isVec(op.getResult(0).getType()));
+  }
+
   LogicalResult emit(Operation& op) {
+    if (!isa<EncodeBf16Op>(op)) flushEncodes();
+    if (isa<BarrierOp>(op))
+      otherThreadsReadRows_ = false;
+    else if (readsRowsAcrossThreads(op))
+      otherThreadsReadRows_ = true;
     if (!isa<StoreGatedRowsOp>(op)) flushGated();
     if (!isRowLocal(op) && !touchesNoVector(op)) flushRows();
     if (auto r = dyn_cast<StoreTokenRecordOp>(op))
@@ -364,9 +392,7 @@ class ChunkEmitter {
         })
         .Case<EncodeBf16Op>([&](EncodeBf16Op o) {
           alias(o.getResult(), o.getX());
-          // earlier readers of the input-dtype rows (other threads) finish before they are rewritten
-          os_ << "  if (dgps::cfg::kInputF16) {\n    dev::sync_threads();\n    t::encode_bf16<C, KP, true>("
-              << name(o.getX()) << ", PQ);\n  }\n";
+          encodes_.push_back(name(o.getX()));
           return success();
         })
         .Case<LowerProductsOp>([&](auto o) { return lowerProducts(o); })
@@ -397,6 +423,10 @@ class ChunkEmitter {
   };
   std::vector<GatedOut> gated_;
   Value gatedGate_;
+  /// The open run of bf16 re-encodings (tile names), and whether a row tile was read across threads since the
+  /// last barrier.
+  std::vector<std::string> encodes_;
+  bool otherThreadsReadRows_ = false;
   int vecUsed_ = 0, rowsUsed_ = 0, products_ = 0;
   bool blockUsed_ = false, gateUsed_ = false, pendingLoads_ = false, pstateUsed_ = false;
 };
