@@ -258,13 +258,15 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, bool f16, std::i
   const double ep = ref.has_final_precond_state
                        ? relErr(std::vector<double>(pT.begin(), pT.end()), ref.final_precond_state)
                        : 0.0;
+  const std::string steep = gateScale == 1.0   ? ""
+                            : unsafeBlocks < 0 ? " steep gates"
+                                               : " steep gates (" + std::to_string(unsafeBlocks) + " blocks > 100)";
   // steep per-channel gates must reach the direct path, or this problem would not test it
   const bool pass = ndiff == 0 && eo <= kTolOut && es <= kTolState && ep <= kTolState && unsafeBlocks != 0;
   std::printf("  %s %s K=V=%d B=%lld T=%lld N=%lld H=%lld HV=%lld%s%s: workspace %s, rel err o %.3g, final state %.3g, "
               "precond state %.3g  %s\n",
               spec.name.c_str(), f16 ? "f16" : "bf16", K, (long long)B, (long long)T, (long long)N, (long long)s.heads_qk, (long long)HV,
-              cu.empty() ? "" : " varlen",
-              gateScale == 1.0 ? "" : unsafeBlocks < 0 ? " steep gates" : (" steep gates (" + std::to_string(unsafeBlocks) + " blocks > 100)").c_str(), ndiff == 0 ? "identical" : "DIFFERS", eo, es, ep, pass ? "ok" : "FAIL");
+              cu.empty() ? "" : " varlen", steep.c_str(), ndiff == 0 ? "identical" : "DIFFERS", eo, es, ep, pass ? "ok" : "FAIL");
   if (ndiff)
     std::printf("    %lld bytes differ, first at byte %lld (region %s)\n", ndiff, firstDiff, regionOf(W, firstDiff));
   return pass;
