@@ -9,9 +9,10 @@
 //   2. the remaining roles (state_output) run after the generated chunk_local; o, the final state and the final
 //      preconditioner state are compared with the float64 reference (dgps::runReference).
 // Problems: K = V = each square head dim <= 64 the spec allows (else its smallest) and the smallest square dim
-// that is not a multiple of 16, C = 64; T = 100 (a partial chunk) with B = 2, and varlen cu = {0, 37, 100}
-// when the spec allows it; H = 2 unless the spec fixes it, with the spec's GVA ratio; bf16 inputs, and fp16
-// once (dense, smallest dim) where the spec takes fp16.
+// that is not a multiple of 16, C = 64; T = 100 (a partial chunk) with B = 2, and varlen cu = {0, 37, 100} when
+// the spec allows it; once (first dim, dense) with log-decays g 24 times steeper, where a per-channel gate must
+// reach the gated products' direct path (checked); H = 2 unless the spec fixes it, with the spec's GVA ratio;
+// bf16 inputs, and fp16 once (dense, smallest dim) where the spec takes fp16.
 //
 //   dgps-tile-chunk-emu-check TILE_PACKAGE_DIR LIBRARY_PACKAGE_DIR WORK_DIR
 #include <dlfcn.h>
@@ -123,9 +124,30 @@ bool launchRole(void* module, const std::string& sym, const dgps::launch::Geomet
   return true;
 }
 
+/// Diagonal 16x16 blocks (of C-token chunks of a dense [B, T, HV, K] per-channel log-decay g) whose span
+/// max_d Σ_{i=r+1}^{r+15} −g_id·log2(e) exceeds 100: those the gated products evaluate directly
+/// (tile/lower_product_gated.cuh). Rows past T add nothing (pad rows carry the last real cumsum).
+int countSteepBlocks(const dgps::Tensor& g, std::int64_t B, std::int64_t T, std::int64_t HV, int K) {
+  int n = 0;
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t hv = 0; hv < HV; ++hv)
+      for (std::int64_t r = 0; r < T; r += 16) {
+        double worst = 0;
+        for (int d = 0; d < K; ++d) {
+          double span = 0;
+          for (std::int64_t i = r + 1; i < r + 16 && i < T && i / kChunk == r / kChunk; ++i)
+            span -= g.get(((b * T + i) * HV + hv) * K + d) * M_LOG2E;
+          worst = std::max(worst, span);
+        }
+        n += worst > 100.0 ? 1 : 0;
+      }
+  return n;
+}
+
 /// One forward problem: workspace equality of the two chunk_local kernels, then o and the final state.
+/// gateScale multiplies the generated log-decays g (1: as generated).
 bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, bool f16, std::int64_t B, std::int64_t T,
-               std::vector<std::int64_t> cu, std::uint64_t seed) {
+               std::vector<std::int64_t> cu, std::uint64_t seed, double gateScale = 1.0) {
   dgps::ProblemShape s;
   s.batch = B;
   s.seq_len = T;
@@ -133,8 +155,14 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, bool f16, std::i
   s.heads_v = s.heads_qk * spec.gva_ratio;
   s.key_dim = s.value_dim = K;
   s.cu_seqlens = cu;
-  const dgps::ReferenceInputs in =
+  dgps::ReferenceInputs in =
       dgps::generateInputs(spec, s, seed, f16 ? dgps::ScalarType::F16 : dgps::ScalarType::BF16);
+  int unsafeBlocks = -1;  // per-channel gate: 16-row diagonal blocks whose gate span exceeds 100 (log2)
+  if (gateScale != 1.0 && in.count("g")) {
+    dgps::Tensor& gt = in.at("g");
+    for (std::int64_t i = 0; i < gt.numel(); ++i) gt.set(i, gt.get(i) * gateScale);
+    if (gt.numel() == B * T * s.heads_v * K) unsafeBlocks = countSteepBlocks(gt, B, T, s.heads_v, K);
+  }
   const dgps::ReferenceOutputs ref = dgps::runReference(spec, in);
   const std::int64_t HV = s.heads_v, V = K, N = s.numSeqs();
 
@@ -230,11 +258,15 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, bool f16, std::i
   const double ep = ref.has_final_precond_state
                        ? relErr(std::vector<double>(pT.begin(), pT.end()), ref.final_precond_state)
                        : 0.0;
-  const bool pass = ndiff == 0 && eo <= kTolOut && es <= kTolState && ep <= kTolState;
-  std::printf("  %s %s K=V=%d B=%lld T=%lld N=%lld H=%lld HV=%lld%s: workspace %s, rel err o %.3g, final state %.3g, "
+  const std::string steep = gateScale == 1.0   ? ""
+                            : unsafeBlocks < 0 ? " steep gates"
+                                               : " steep gates (" + std::to_string(unsafeBlocks) + " blocks > 100)";
+  // steep per-channel gates must reach the direct path, or this problem would not test it
+  const bool pass = ndiff == 0 && eo <= kTolOut && es <= kTolState && ep <= kTolState && unsafeBlocks != 0;
+  std::printf("  %s %s K=V=%d B=%lld T=%lld N=%lld H=%lld HV=%lld%s%s: workspace %s, rel err o %.3g, final state %.3g, "
               "precond state %.3g  %s\n",
               spec.name.c_str(), f16 ? "f16" : "bf16", K, (long long)B, (long long)T, (long long)N, (long long)s.heads_qk, (long long)HV,
-              cu.empty() ? "" : " varlen", ndiff == 0 ? "identical" : "DIFFERS", eo, es, ep, pass ? "ok" : "FAIL");
+              cu.empty() ? "" : " varlen", steep.c_str(), ndiff == 0 ? "identical" : "DIFFERS", eo, es, ep, pass ? "ok" : "FAIL");
   if (ndiff)
     std::printf("    %lld bytes differ, first at byte %lld (region %s)\n", ndiff, firstDiff, regionOf(W, firstDiff));
   return pass;
@@ -275,6 +307,10 @@ int run(int argc, char** argv) {
     if (!m.tile || !m.lib) return fail("cannot build the emulated kernels of " + spec.name);
     ok = checkOnce(spec, m, K, false, 2, 100, {}, 5150 + K) && ok;
     if (spec.varlen) ok = checkOnce(spec, m, K, false, 1, 100, {0, 37, 100}, 5151 + K) && ok;
+    // Log-decays 24 times the generated ones (about −36 per token at the steepest): a per-channel gate's
+    // 16-row span then exceeds 100 (log2) on most diagonal blocks, which takes the direct-evaluation path of
+    // the gated products, and scalar gates take masked exponents far below 0.
+    if (K == dims.front()) ok = checkOnce(spec, m, K, false, 2, 100, {}, 5350 + K, 24.0) && ok;
   }
   // fp16 inputs (re-encoded to bf16 for the tensor cores) once, at the smallest dim, when the spec takes them.
   if (std::find(spec.input_dtypes.begin(), spec.input_dtypes.end(), dgps::DType::F16) != spec.input_dtypes.end()) {

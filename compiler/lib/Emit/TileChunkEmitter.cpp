@@ -2,8 +2,23 @@
 // runtime/device/dgps/tile. Shared tiles are placed in the role's shared-memory layout (launch_rules.h
 // chunkLocalSmem): 16-bit [C, K] rows in the q, k slots in order of loading, the f32 [C, K] gate in G, [C, C]
 // blocks in A, [C] vectors in the columns of the [C][8] token area. In-place ops reuse their operand's name.
+//
+// Two fusions, decided here so that the tile ops stay one idea each (docs/architecture.md, "Tile IR"):
+//  - Row-local ops (each writes row i of a [C] vector from row i of its operands: per-row scalar loads, fills,
+//    row_exp, row_mul, the token record) that follow each other are printed as ONE loop over the CTA's rows.
+//    The per-row global loads of a chunk are then issued together and their latencies overlap, and a value
+//    passed between them stays in the same thread. Ops that touch no [C] vector (the asynchronous row-tile
+//    loads, uniform scalars) may sit between them; anything else, or a token record whose gate the open loop
+//    writes (it reads row C − 1), closes the loop.
+//  - Consecutive store_gated_rows over the same gate become one pass (gated_rows.cuh): the gate is read and
+//    each power of two taken once per element for all outputs.
+//  - Consecutive encode_bf16 (fp16 inputs) share one barrier, printed only when other threads read the rows
+//    since the last barrier.
 #include <map>
+#include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "dgps/Dialect/Tile/IR/Tile.h"
 #include "dgps/Emit/Package.h"
@@ -42,6 +57,9 @@ class ChunkEmitter {
   LogicalResult block(Block& body) {
     for (Operation& op : body)
       if (failed(emit(op))) return failure();
+    flushEncodes();
+    flushGated();
+    flushRows();
     return success();
   }
 
@@ -116,9 +134,12 @@ class ChunkEmitter {
     if (failed(place(op, op.getResult()))) return failure();
     const bool key = op.getHead() == HeadOf::key_head;
     const std::string heads = key ? "H" : "HV", head = key ? "h" : "hv", n = name(op.getResult());
-    if (isVec(t))
-      os_ << "  t::load_row_scalars<C>(" << n << ", a." << op.getName().str() << ", at, " << heads << ", " << head << ");\n";
-    else if (is16(t))
+    if (isVec(t)) {
+      row(op.getResult(), "t::load_row_scalars(" + n + ", a." + op.getName().str() + ", at, " + heads + ", " + head +
+                              ", i);");
+      return success();
+    }
+    if (is16(t))
       os_ << "  t::load_rows16<C, KP>(" << n << ", PQ, a." << op.getName().str() << ", at, " << heads << ", " << head
           << ", K);\n";
     else
@@ -150,12 +171,70 @@ class ChunkEmitter {
   }
 
   LogicalResult tokenRecord(StoreTokenRecordOp op) {
-    os_ << "  t::store_token_record<C>(" << region(op.getInto()) << ", " << name(op.getA()) << ", " << name(op.getB())
-        << ", " << name(op.getC()) << ", " << (op.getGate() ? "&" + name(op.getGate()) : "nullptr") << ", "
-        << name(op.getS());
-    for (Value f : op.getFields()) os_ << ", &" << name(f);
-    os_ << ");\n";
+    if (op.getFields().size() != 0 && op.getFields().size() != 2)
+      return op.emitOpError("has no emitter for other than 0 or 2 fields");
+    const std::string out = region(op.getInto()), gate = op.getGate() ? "&" + name(op.getGate()) : "nullptr";
+    const bool fields = op.getFields().size() == 2;
+    row(Value(), "t::store_token_record<C>(" + out + ", " + name(op.getA()) + ", " + name(op.getB()) + ", " +
+                     name(op.getC()) + ", " + gate + ", " + name(op.getS()) + ", " +
+                     (fields ? "&" + name(op.getFields()[0]) : "nullptr") + ", " +
+                     (fields ? "&" + name(op.getFields()[1]) : "nullptr") + ", i);");
+    rowAfter_.push_back("t::store_token_record_last<C>(" + out + ", " + gate + ");");
     return success();
+  }
+
+  /// Adds one row-local statement (of row i) to the open row loop; `def` is the [C] vector it writes, if any.
+  void row(Value def, const std::string& stmt) {
+    rowBody_.push_back(stmt);
+    if (def) rowDefined_.insert(def.getAsOpaquePointer());
+  }
+
+  /// Prints the open row loop, if any.
+  void flushRows() {
+    if (rowBody_.empty()) return;
+    os_ << "  for (int i = dev::tid(); i < C; i += dev::nthreads()) {\n";
+    for (const std::string& b : rowBody_) os_ << "    " << b << "\n";
+    os_ << "  }\n";
+    for (const std::string& a : rowAfter_) os_ << "  " << a << "\n";
+    rowBody_.clear();
+    rowAfter_.clear();
+    rowDefined_.clear();
+  }
+
+  /// Adds one output to the open gated-rows pass (a new pass when the gate differs).
+  void gatedRows(StoreGatedRowsOp op) {
+    if (!gated_.empty() && gatedGate_ != op.getGate()) flushGated();
+    gatedGate_ = op.getGate();
+    gated_.push_back({region(op.getInto()), name(op.getX()), op.getReverse()});
+  }
+
+  /// Prints the open gated-rows pass, if any.
+  void flushGated() {
+    if (gated_.empty()) return;
+    std::string flags, ys, xs;
+    for (const GatedOut& g : gated_) {
+      flags += g.reverse ? ", true" : ", false";
+      ys += (ys.empty() ? "" : ", ") + g.y;
+      xs += (xs.empty() ? "" : ", ") + g.x;
+    }
+    const std::string n = std::to_string(gated_.size());
+    os_ << "  {\n    uint16_t* const gy[" << n << "] = {" << ys << "};\n    const uint16_t* const gx[" << n
+        << "] = {" << xs << "};\n    t::store_gated_rows<C, K, Codec" << flags << ">(gy, gx, PQ, " << name(gatedGate_)
+        << ", PG);\n  }\n";
+    gated_.clear();
+  }
+
+  /// Row-local ops: printed into the open row loop.
+  static bool isRowLocal(Operation& op) {
+    if (auto r = dyn_cast<ChunkRowsOp>(op)) return isVec(r.getType());
+    if (auto w = dyn_cast<WorkspaceRowsOp>(op)) return w.getRegion() != "pst";
+    return isa<ChunkFillOp, RowExpOp, RowMulOp, StoreTokenRecordOp>(op);
+  }
+  /// Ops that touch no [C] vector: the open row loop may be printed after them.
+  static bool touchesNoVector(Operation& op) {
+    if (auto r = dyn_cast<ChunkRowsOp>(op)) return !isVec(r.getType());
+    if (auto w = dyn_cast<WorkspaceRowsOp>(op)) return w.getRegion() == "pst";
+    return isa<LoadScalarOp>(op);
   }
 
   LogicalResult workspaceRows(WorkspaceRowsOp op) {
@@ -165,7 +244,8 @@ class ChunkEmitter {
       os_ << "  t::load_vec32<KP>(" << n << ", reinterpret_cast<const float*>(ws + W.pst) + (slot * H + h) * K, K);\n";
       pendingLoads_ = true;
     } else {
-      os_ << "  t::load_row_slice<C>(" << n << ", reinterpret_cast<const float*>(ws + W.pcoef) + (slot * H + h) * C, at);\n";
+      row(op.getResult(), "t::load_row_slice(" + n +
+                              ", reinterpret_cast<const float*>(ws + W.pcoef) + (slot * H + h) * C, at, i);");
     }
     return success();
   }
@@ -227,13 +307,43 @@ class ChunkEmitter {
     return success();
   }
 
+  /// Prints the open run of bf16 re-encodings (fp16 inputs only) behind one barrier, if any. encode_bf16 gives
+  /// channel d to the thread that channel_scan gives it, so only other readers of the rows since the last
+  /// barrier (otherThreadsReadRows_) need the barrier, as in the hand-written kernel.
+  void flushEncodes() {
+    if (encodes_.empty()) return;
+    os_ << "  if (dgps::cfg::kInputF16) {\n";
+    if (otherThreadsReadRows_) os_ << "    dev::sync_threads();  // other threads' readers of the input-dtype rows\n";
+    for (const std::string& x : encodes_) os_ << "    t::encode_bf16<C, KP, true>(" << x << ", PQ);\n";
+    os_ << "  }\n";
+    encodes_.clear();
+  }
+
+  /// Whether `op` may leave a 16-bit row tile read (or written) by threads other than the one that
+  /// encode_bf16 gives its channel: everything except the ops listed.
+  static bool readsRowsAcrossThreads(Operation& op) {
+    return !isa<BarrierOp, LoadScalarOp, CumsumOp, ChannelScanOp, StoreTokenRecordOp, StoreLastExp2Op,
+                WorkspaceRowsOp, EncodeBf16Op, ChunkFillOp, RowExpOp, RowMulOp, func::ReturnOp>(op) &&
+           !(isa<ChunkRowsOp>(op) && isVec(op.getResult(0).getType()));
+  }
+
   LogicalResult emit(Operation& op) {
+    if (!isa<EncodeBf16Op>(op)) flushEncodes();
+    if (isa<BarrierOp>(op))
+      otherThreadsReadRows_ = false;
+    else if (readsRowsAcrossThreads(op))
+      otherThreadsReadRows_ = true;
+    if (!isa<StoreGatedRowsOp>(op)) flushGated();
+    if (!isRowLocal(op) && !touchesNoVector(op)) flushRows();
+    if (auto r = dyn_cast<StoreTokenRecordOp>(op))
+      if (r.getGate() && rowDefined_.count(r.getGate().getAsOpaquePointer())) flushRows();  // it reads row C − 1
     return llvm::TypeSwitch<Operation*, LogicalResult>(&op)
         .Case<ChunkRowsOp>([&](auto o) { return chunkRows(o); })
         .Case<ChunkFillOp>([&](ChunkFillOp o) {
           if (failed(place(o, o.getResult()))) return failure();
-          os_ << "  t::fill_rows<C>(" << name(o.getResult()) << ", " << cudaFloatLiteral(o.getValue().convertToDouble())
-              << ", " << cudaFloatLiteral(o.getPad().convertToDouble()) << ", at);\n";
+          row(o.getResult(), "t::fill_rows(" + name(o.getResult()) + ", " +
+                                 cudaFloatLiteral(o.getValue().convertToDouble()) + ", " +
+                                 cudaFloatLiteral(o.getPad().convertToDouble()) + ", at, i);");
           return success();
         })
         .Case<BarrierOp>([&](auto) {
@@ -260,21 +370,20 @@ class ChunkEmitter {
         .Case<WorkspaceRowsOp>([&](auto o) { return workspaceRows(o); })
         .Case<RowExpOp>([&](RowExpOp o) {
           if (failed(place(o, o.getResult()))) return failure();
-          os_ << "  t::exp_rows<C>(" << name(o.getResult()) << ", " << name(o.getX()) << ", "
-              << cudaFloatLiteral(o.getPad().convertToDouble()) << ", at);\n";
+          row(o.getResult(), "t::exp_rows(" + name(o.getResult()) + ", " + name(o.getX()) + ", " +
+                                 cudaFloatLiteral(o.getPad().convertToDouble()) + ", at, i);");
           return success();
         })
         .Case<RowMulOp>([&](RowMulOp o) {
           if (failed(place(o, o.getResult()))) return failure();
-          os_ << "  t::mul_rows<C>(" << name(o.getResult()) << ", " << name(o.getLhs()) << ", " << name(o.getRhs())
-              << ");\n";
+          row(o.getResult(),
+              "t::mul_rows(" + name(o.getResult()) + ", " + name(o.getLhs()) + ", " + name(o.getRhs()) + ", i);");
           return success();
         })
         .Case<ChannelScanOp>([&](auto o) { return channelScan(o); })
         .Case<StoreTokenRecordOp>([&](auto o) { return tokenRecord(o); })
         .Case<StoreGatedRowsOp>([&](StoreGatedRowsOp o) {
-          os_ << "  t::store_gated_rows<C, K, " << (o.getReverse() ? "true" : "false") << ", Codec>("
-              << region(o.getInto()) << ", " << name(o.getX()) << ", PQ, " << name(o.getGate()) << ", PG);\n";
+          gatedRows(o);
           return success();
         })
         .Case<StoreLastExp2Op>([&](StoreLastExp2Op o) {
@@ -283,9 +392,7 @@ class ChunkEmitter {
         })
         .Case<EncodeBf16Op>([&](EncodeBf16Op o) {
           alias(o.getResult(), o.getX());
-          // earlier readers of the input-dtype rows (other threads) finish before they are rewritten
-          os_ << "  if (dgps::cfg::kInputF16) {\n    dev::sync_threads();\n    t::encode_bf16<C, KP, true>("
-              << name(o.getX()) << ", PQ);\n  }\n";
+          encodes_.push_back(name(o.getX()));
           return success();
         })
         .Case<LowerProductsOp>([&](auto o) { return lowerProducts(o); })
@@ -306,6 +413,20 @@ class ChunkEmitter {
   std::ostringstream& os_;
   const bool diagonalGate_, precond_, keySide_;
   std::map<const void*, std::string> names_;
+  /// The open row loop: its statements (of row i), what follows it, and the [C] vectors it writes.
+  std::vector<std::string> rowBody_, rowAfter_;
+  std::set<const void*> rowDefined_;
+  /// The open gated-rows pass: one entry per output, and their common gate.
+  struct GatedOut {
+    std::string y, x;
+    bool reverse;
+  };
+  std::vector<GatedOut> gated_;
+  Value gatedGate_;
+  /// The open run of bf16 re-encodings (tile names), and whether a row tile was read across threads since the
+  /// last barrier.
+  std::vector<std::string> encodes_;
+  bool otherThreadsReadRows_ = false;
   int vecUsed_ = 0, rowsUsed_ = 0, products_ = 0;
   bool blockUsed_ = false, gateUsed_ = false, pendingLoads_ = false, pstateUsed_ = false;
 };

@@ -82,16 +82,18 @@ class ChunkLocalBuilder {
     if (apply) {
       scanStart_ = b_.create<WorkspaceRowsOp>(loc_, vecK_, "pst");
       if (isa<ch::HypergradApplyOp>(apply)) scanB_ = b_.create<WorkspaceRowsOp>(loc_, vec_, "pcoef");
+      // the scan's coefficients depend on the loaded rows only: taken beside the loads (the emitter prints
+      // them in the same row loop), not after the norms
+      scanCoefficients(apply);
     }
     b_.create<BarrierOp>(loc_);
-    // 2. l2norm factors of every normalised input, in one op; gate cumsums (log2 units); the scan's row decay
+    // 2. l2norm factors of every normalised input, in one op; gate cumsums (log2 units)
     SmallVector<ch::L2NormOp> norms;
     for (Operation& op : body)
       if (auto n = dyn_cast<ch::L2NormOp>(op)) norms.push_back(n);
     if (failed(l2norms(norms))) return failure();
     for (Operation& op : body)
       if (auto c = dyn_cast<ch::GateCumsumOp>(op)) map_[c.getResult()] = {cumsum(map_[c.getGate()].tile), {}};
-    if (apply) scanCoefficients(apply);
     b_.create<BarrierOp>(loc_);
     return products(kkt, qk, solve, apply);
   }

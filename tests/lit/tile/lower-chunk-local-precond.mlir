@@ -5,7 +5,8 @@
 
 // PGDN (ema_sq_squash, key side): the in-chunk accumulator is a channel scan from the chunk-start state "pst",
 // decaying by e^{precond_g}, stepping by precond_beta·rk²·k², read out as a soft power; it multiplies the write
-// key into a new tile (the products' column operand). The record carries the scan's coefficients.
+// key into a new tile (the products' column operand). The scan's row decay is taken beside the loads (before
+// the first barrier); the record carries the scan's coefficients.
 // CHECK-LABEL: func.func @pgdn_chunk_local()
 // CHECK-SAME: tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1>
 // CHECK: %[[Q:.*]] = tile.chunk_rows "q"
@@ -15,9 +16,9 @@
 // CHECK: %[[PB:.*]] = tile.chunk_rows "precond_beta" at key_head : !f32_c_smem_row
 // CHECK: %[[C:.*]] = tile.load_scalar "precond_center" at h {absent = 0.000000e+00 : f32} : f32
 // CHECK: %[[S0:.*]] = tile.workspace_rows "pst" : !f32_k_smem_row
+// CHECK-NEXT: %[[A:.*]] = tile.row_exp %[[PG]] {pad = 1.000000e+00 : f32}
 // CHECK-NEXT: tile.barrier
 // CHECK: %[[R:.*]]:2 = tile.row_rsqrt_norm %[[K]], %[[Q]]
-// CHECK: %[[A:.*]] = tile.row_exp %[[PG]] {pad = 1.000000e+00 : f32}
 // CHECK: tile.barrier
 // CHECK: %[[RK2:.*]] = tile.row_mul %[[R]]#0, %[[R]]#0
 // CHECK: %[[BK:.*]] = tile.row_mul %[[PB]], %[[RK2]]
@@ -198,7 +199,8 @@ module attributes {dgps.target = "sm_90a"} {
 // CHECK: %[[PG:.*]] = tile.chunk_rows "precond_g" at key_head
 // CHECK: %[[S0:.*]] = tile.workspace_rows "pst" : !f32_k_smem_row
 // CHECK: %[[PC:.*]] = tile.workspace_rows "pcoef" : !f32_c_smem_row
-// CHECK: %[[A:.*]] = tile.row_exp %[[PG]]
+// CHECK-NEXT: %[[A:.*]] = tile.row_exp %[[PG]]
+// CHECK-NEXT: tile.barrier
 // CHECK: %[[BK:.*]] = tile.row_mul %[[PC]], %{{.*}}
 // CHECK: %[[KW:.*]] = tile.channel_scan %[[K]], %[[S0]], %[[A]], %[[BK]] apply %[[K]] readout clamped_pre :
 // CHECK: tile.lower_products rows(%{{.*}}, %{{.*}}) cols %[[KW]]

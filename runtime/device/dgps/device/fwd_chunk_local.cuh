@@ -20,77 +20,21 @@
 #include "dgps/device/common.cuh"
 #include "dgps/device/precond_rebuild.cuh"
 #include "dgps/device/tri_inverse.cuh"
-#include "dgps/tile/exp2_scale.cuh"
+#include "dgps/tile/gated_rows.cuh"
+#include "dgps/tile/lower_product.cuh"
+#include "dgps/tile/lower_product_gated.cuh"
+#include "dgps/tile/row_norm.cuh"
+#include "dgps/tile/scan.cuh"
+#include "dgps/tile/token_record.cuh"
+#include "dgps/tile/tri_solve.cuh"
 
 namespace dgps {
-namespace dev {
-
-/// One 16x16 output tile: acc += rows[r0..r0+16) · cols[c0..c0+16)ᵀ over all KP channels.
-template <int KP, int PITCH>
-DGPS_DEV void tile_rows_cols(float acc[2][4], const uint16_t* rows, int r0, const uint16_t* cols, int c0) {
-#pragma unroll
-  for (int ks = 0; ks < KP / 16; ++ks) {
-    uint32_t A[4], B[4];
-    lds_a(A, rows, PITCH, r0, 16 * ks);
-    lds_b_nk(B, cols, PITCH, c0, 16 * ks);
-    mma_bf16(acc[0], A, B[0], B[1]);
-    mma_bf16(acc[1], A, B[2], B[3]);
-  }
-}
-
-/// Epilogue of one tile (block row I, block col J) of the KKT (part 0: 𝒜, fp32 to smem) or Q·Kᵀ (part 1:
-/// Aqk, bf16 to global). kGate: multiply by 2^{G2_i − G2_j} (scalar decay), masked by a select before the
-/// exponential (docs/math.md §7.5). Otherwise the gating is inside the operands.
-template <bool kGate>
-DGPS_DEV void store_tile(int part, int I, int J, const float acc[2][4], const float* sTok, float* sA, int lda,
-                         uint16_t* aqk, float scale) {
-  const int g = lane() >> 2, t = lane() & 3;
-  float rf[2], rg[2], cf[4], cg[4];
-#pragma unroll
-  for (int h8 = 0; h8 < 2; ++h8) {
-    const float* ti = sTok + (16 * I + g + 8 * h8) * 8;
-    rf[h8] = part == 0 ? ti[3] * ti[5] : scale * ti[4];
-    rg[h8] = ti[6];
-  }
-#pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    const float* tj = sTok + (16 * J + 8 * (c >> 1) + 2 * t + (c & 1)) * 8;
-    cf[c] = tj[5];
-    cg[c] = tj[6];
-  }
-#pragma unroll
-  for (int h8 = 0; h8 < 2; ++h8) {
-    const int i = 16 * I + g + 8 * h8;
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
-      const int j = 16 * J + 8 * nt + 2 * t;
-      float v[2];
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int c = 2 * nt + e;
-        const bool keep = part == 0 ? i > j + e : i >= j + e;
-        float f = rf[h8] * cf[c];
-        if (kGate) f *= ex2(keep ? rg[h8] - cg[c] : -1e30f);
-        v[e] = keep ? acc[nt][2 * h8 + e] * f : 0.f;
-      }
-      if (part == 0) {
-        sA[i * lda + j] = v[0];
-        sA[i * lda + j + 1] = v[1];
-      } else {
-        *reinterpret_cast<uint32_t*>(aqk + i * cfg::C + j) = pack_bf16(v[0], v[1]);
-      }
-    }
-  }
-}
-
-}  // namespace dev
-
 template <class Tr>
 DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   using namespace dev;
   static_assert(TraitsCheck<Tr>::ok, "");
   constexpr launch::FeatureSet F = features<Tr>();
-  constexpr int C = cfg::C, K = cfg::K, KP = cfg::KP, NB = C / 16;
+  constexpr int C = cfg::C, K = cfg::K, KP = cfg::KP;
   constexpr int PQ = launch::bf16Pitch(KP), PA = launch::f32Pitch(C), PG = KP;
   constexpr launch::ChunkLocalSmem L = launch::chunkLocalSmem(F, K, C);
   constexpr bool kDelta = Tr::kSolve == 1;
@@ -116,7 +60,7 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   uint16_t* sK = smem_at<uint16_t>(sm, L.k);
   uint16_t* sKw = smem_at<uint16_t>(sm, L.kw);  // == sK unless ATK
   float* sA = smem_at<float>(sm, L.A);
-  float* sTok = smem_at<float>(sm, L.tok);  // [C][8] cq ck w β rq rk G2 -
+  float* sTok = smem_at<float>(sm, L.tok);  // [C][8]: columns 3-6 β rq rk G2 (0-2, 7 unused)
   float* sPin = sTok + C * 8;               // [C][4] precond per-token inputs
   float* sPst = smem_at<float>(sm, L.pstate);
   unsigned char* ws = static_cast<unsigned char*>(a.workspace);
@@ -150,118 +94,49 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   cp_async_wait<0>();
   sync_threads();
 
-  // ---- 2. l2norm factors (fp32 from the raw input bits), gate cumsum ----
-  {
-    // CH lanes per row, 8 elements (16 bytes) per lane; 32/CH rows per warp step
-    constexpr int CH = KP / 8;
-    constexpr int CHP = CH >= 32 ? 32 : (CH > 16 ? 32 : CH > 8 ? 16 : CH > 4 ? 8 : CH > 2 ? 4 : 2);
-    constexpr int RPW = 32 / CHP;
-    for (int r0 = warp() * RPW; r0 < 2 * C; r0 += NW * RPW) {
-      const int r = r0 + lane() / CHP, sub = lane() % CHP;
-      const int i = r < C ? r : r - C;
-      const uint16_t* row = (r < C ? sK : sQ) + i * PQ;
-      float ss = 0.f;
-      for (int ch = sub; ch < CH; ch += CHP) {
-        const U4 x = *reinterpret_cast<const U4*>(row + ch * 8);
-        const uint32_t wv[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float a0 = Act_t::load((uint16_t)(wv[e] & 0xffffu)), a1 = Act_t::load((uint16_t)(wv[e] >> 16));
-          ss += a0 * a0 + a1 * a1;
-        }
-      }
-#pragma unroll
-      for (int m = CHP / 2; m >= 1; m >>= 1) ss += shfl_xor(ss, m);
-      const float rs = i < Lr ? (Tr::kL2Norm ? rsqrt(ss + Tr::kL2Eps) : 1.f) : 0.f;
-      if (sub == 0) sTok[i * 8 + (r < C ? 5 : 4)] = rs;
-    }
+  // ---- 2. l2norm factors (fp32 from the raw input bits; tile/row_norm.cuh), gate cumsums (tile/scan.cuh) ----
+  const tile::RowVec beta{sTok + 3, 8}, rq{sTok + 4, 8}, rk{sTok + 5, 8}, G2{sTok + 6, 8};
+  if (Tr::kL2Norm) {
+    tile::row_rsqrt_norm<C, KP, Act_t>(rk, sK, rq, sQ, PQ, Tr::kL2Eps, Lr);
+  } else {
+    for (int i = tid(); i < C; i += nthreads()) rq[i] = rk[i] = i < Lr ? 1.f : 0.f;
   }
-  if (Tr::kDecay == 1 && warp() == NW - 1) {
-    float carry = 0.f;
-    for (int base = 0; base < C; base += 32) {
-      const int i = base + lane();  // C may be 16: lanes past the chunk add 0 and write nothing
-      float x = i < C ? sTok[i * 8 + 6] : 0.f;
-      x = warp_inclusive_scan(x) + carry;
-      if (i < C) sTok[i * 8 + 6] = x;
-      carry = shfl(x, 31);
-    }
-  }
+  if (Tr::kDecay == 1) tile::cumsum_rows<C>(G2, 1.f);  // G2 holds g in log2 units already
   float* sG = kDiag ? smem_at<float>(sm, L.G) : nullptr;
-  if (kDiag) {
-    // per-channel inclusive cumsum in place (log2 units); pad rows/channels were zero-filled, so pad rows
-    // carry the last real token's value
-    for (int d = tid(); d < KP; d += nthreads()) {
-      float G = 0.f;
-#pragma unroll 8
-      for (int i = 0; i < C; ++i) {
-        G += sG[i * PG + d] * kLog2e;
-        sG[i * PG + d] = G;
-      }
-    }
-  }
+  // per-channel: in place, log2 units; pad rows/channels were zero-filled, so pad rows carry the last real
+  // token's value
+  if (kDiag) tile::cumsum_columns<C, KP>(sG, PG, kLog2e);
   sync_threads();
 
-  // ---- 3. per-token factors -> tok workspace; the preconditioner's key coefficient takes rk² in ----
+  // ---- 3. per-token record -> tok workspace (tile/token_record.cuh); the preconditioner's key coefficient
+  // takes rk² in first ----
   {
-    const float G2C = sTok[(C - 1) * 8 + 6];
+    const tile::RowVec pa{sPin, 4}, pb{sPin + 1, 4};
+    const tile::RowVec* G = Tr::kDecay == 1 ? &G2 : nullptr;
     float* tokw = reinterpret_cast<float*>(ws + W.tok) + sh * (C + 1) * 8;
-    for (int i = tid(); i <= C; i += nthreads()) {
-      if (i == C) {
-        tokw[C * 8 + 0] = Tr::kDecay == 1 ? ex2(G2C) : 1.f;
-#pragma unroll
-        for (int e = 1; e < 8; ++e) tokw[C * 8 + e] = 0.f;
-        continue;
-      }
-      const float rq = sTok[i * 8 + 4], rk = sTok[i * 8 + 5], G2 = sTok[i * 8 + 6];
-      const float eg = Tr::kDecay == 1 ? ex2(G2) : 1.f;
-      const float ew = Tr::kDecay == 1 ? ex2(G2C - G2) : 1.f;
-      sTok[i * 8 + 0] = a.scale * rq * eg;
-      sTok[i * 8 + 1] = rk * eg;
-      sTok[i * 8 + 2] = rk * ew;
-      sTok[i * 8 + 7] = 0.f;
-      if (kPre) sPin[i * 4 + 1] *= rk * rk;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) tokw[i * 8 + e] = sTok[i * 8 + e];
-      if (kPre) {
-        tokw[i * 8 + 4] = sPin[i * 4 + 0];
-        tokw[i * 8 + 5] = sPin[i * 4 + 1];
-      }
+    for (int i = tid(); i < C; i += nthreads()) {
+      if (kPre) pb[i] *= rk[i] * rk[i];
+      tile::store_token_record<C>(tokw, rq, rk, beta, G, a.scale, kPre ? &pa : nullptr, kPre ? &pb : nullptr, i);
     }
+    tile::store_token_record_last<C>(tokw, G);
   }
   if (kDiag) {
     // ---- 3'. per-channel gated operands of state_output (launch_rules.h WorkspaceLayout opq/opk/opw), from
     // the raw inputs, before the preconditioner rewrites q (ATQ) ----
-    constexpr int CH = K / 8;
+    // one pass for all three (tile/gated_rows.cuh: 2^{G} and 2^{G_C − G} taken once per element)
     uint16_t* opq = reinterpret_cast<uint16_t*>(ws + W.opq) + sh * C * K;
     uint16_t* opk = reinterpret_cast<uint16_t*>(ws + W.opk) + sh * C * K;
     uint16_t* opw = reinterpret_cast<uint16_t*>(ws + W.opw) + sh * C * K;
-    for (int e = tid(); e < C * CH; e += nthreads()) {
-      const int i = e / CH, d0 = (e - i * CH) * 8;
-      const float* Gi = sG + i * PG + d0;
-      const float* GC = sG + (C - 1) * PG + d0;
-      uint32_t pq[4], pk[4], pw[4];
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        float vq[2], vk[2], vw[2];
-#pragma unroll
-        for (int x = 0; x < 2; ++x) {
-          const int d = d0 + 2 * u + x;
-          const float eg = ex2(Gi[2 * u + x]), ew = ex2(GC[2 * u + x] - Gi[2 * u + x]);
-          const float kv = Act_t::load(sK[i * PQ + d]);
-          vq[x] = Act_t::load(sQ[i * PQ + d]) * eg;
-          vk[x] = kv * eg;
-          vw[x] = kv * ew;
-        }
-        pq[u] = pack_bf16(vq[0], vq[1]);
-        pk[u] = pack_bf16(vk[0], vk[1]);
-        pw[u] = pack_bf16(vw[0], vw[1]);
-      }
-      *reinterpret_cast<U4*>(opq + i * K + d0) = U4{pq[0], pq[1], pq[2], pq[3]};
-      if (launch::needOpK(F)) *reinterpret_cast<U4*>(opk + i * K + d0) = U4{pk[0], pk[1], pk[2], pk[3]};
-      *reinterpret_cast<U4*>(opw + i * K + d0) = U4{pw[0], pw[1], pw[2], pw[3]};
+    if constexpr (launch::needOpK(F)) {
+      uint16_t* const y[3] = {opq, opk, opw};
+      const uint16_t* const x[3] = {sQ, sK, sK};
+      tile::store_gated_rows<C, K, Act_t, false, false, true>(y, x, PQ, sG, PG);
+    } else {
+      uint16_t* const y[2] = {opq, opw};
+      const uint16_t* const x[2] = {sQ, sK};
+      tile::store_gated_rows<C, K, Act_t, false, true>(y, x, PQ, sG, PG);
     }
-    float* pdec = reinterpret_cast<float*>(ws + W.pdec) + sh * K;
-    for (int d = tid(); d < K; d += nthreads()) pdec[d] = ex2(sG[(C - 1) * PG + d]);
+    tile::store_last_exp2<C, K>(reinterpret_cast<float*>(ws + W.pdec) + sh * K, sG, PG);
   }
   // pb (sPin) now carries rk²; and with fp16 inputs the re-encoding below rewrites the q/k tiles that the
   // gated-operand loop above read through other threads
@@ -293,114 +168,33 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
 
   uint16_t* aqk = reinterpret_cast<uint16_t*>(ws + W.aqk) + sh * C * C;
 
-  if (!kDiag) {
-    // ---- 5. tensor-core products [K̂ ; Q̂] · K_wᵀ, lower 16x16 tiles ----
-    constexpr int NTRI = NB * (NB + 1) / 2;
-    constexpr int NTILE = (kDelta ? 2 : 1) * NTRI;
-    constexpr int PER = (NTILE + NW - 1) / NW;
-    float acc[PER][2][4];
-#pragma unroll
-    for (int u = 0; u < PER; ++u) {
-      const int tt = warp() + NW * u;
-#pragma unroll
-      for (int x = 0; x < 2; ++x)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[u][x][e] = 0.f;
-      if (tt < NTILE) {
-        const int part = kDelta ? (tt < NTRI ? 0 : 1) : 1;
-        int idx = kDelta && tt >= NTRI ? tt - NTRI : tt;
-        int I = 0;
-        while (idx > I) {
-          idx -= I + 1;
-          ++I;
-        }
-        const int J = idx;
-        tile_rows_cols<KP, PQ>(acc[u], part == 0 ? sK : sQ, 16 * I, sKw, 16 * J);
+  // ---- 5. tensor-core products [K̂ ; Q̂] · K_wᵀ over the lower 16x16 blocks (tile/lower_product.cuh), with
+  // scalar decay 2^{G2_i − G2_j} in the epilogue; per-channel decay inside the operands, by block row
+  // (tile/lower_product_gated.cuh, docs/math.md §4.3) ----
+  {
+    constexpr int NP = kDelta ? 2 : 1;
+    auto products = [&](const uint16_t* const (&rows)[NP], const tile::RowFactor (&fa)[NP],
+                        const tile::RowVec (&fb)[NP]) {
+      if constexpr (!kDiag) {
+        tile::lower_products<C, KP, PQ, NW, NP, Tr::kDecay == 1>(rows, fa, fb, sKw, rk, G2, sA, PA, aqk);
+      } else {
+        tile::lower_products_channel_gated<C, K, KP, PQ, NW, NP>(rows, fa, fb, sKw, rk, sG, PG,
+                                                                smem_at<uint16_t>(sm, L.rows),
+                                                                smem_at<uint16_t>(sm, L.kcol), sTok + C * 12, sA,
+                                                                PA, aqk);
       }
-    }
-    sync_threads();  // sA aliases the operand tiles
-#pragma unroll
-    for (int u = 0; u < PER; ++u) {
-      const int tt = warp() + NW * u;
-      if (tt < NTILE) {
-        const int part = kDelta ? (tt < NTRI ? 0 : 1) : 1;
-        int idx = kDelta && tt >= NTRI ? tt - NTRI : tt;
-        int I = 0;
-        while (idx > I) {
-          idx -= I + 1;
-          ++I;
-        }
-        store_tile<Tr::kDecay == 1>(part, I, idx, acc[u], sTok, sA, PA, aqk, a.scale);
-      }
-    }
-  } else {
-    // ---- 5'. per-channel decay (docs/math.md §4.3): block row I uses reference row r = 16I; rows carry
-    // 2^{G_i − G_r} <= 1, columns 2^{G_r − G_j} (<= 1 for j < r). The diagonal block's columns carry factors
-    // >= 1, safe while the block's decay span is <= 100 (log2); otherwise that block is recomputed directly.
-    uint16_t* sRows = smem_at<uint16_t>(sm, L.rows);  // rows 0-15: gated keys of block row I, 16-31: queries
-    uint16_t* sKc = smem_at<uint16_t>(sm, L.kcol);
-    float* sSpan = sTok + C * 12;  // NB floats: per diagonal block, max over channels of G_r − G_{r+15}
-    if (tid() < 32) {
-      for (int I = 0; I < NB; ++I) {
-        float m = 0.f;
-        for (int d = lane(); d < KP; d += 32) m = fmax_(m, sG[(16 * I) * PG + d] - sG[(16 * I + 15) * PG + d]);
-        m = warp_max(m);
-        if (lane() == 0) sSpan[I] = m;
-      }
-    }
-    sync_threads();
-    unsigned unsafe = 0;
-    for (int I = 0; I < NB; ++I) unsafe |= (sSpan[I] <= 100.f ? 0u : 1u) << I;
-    // The gated operands are built 8 channels (16 bytes) at a time. Pad channels are built too: their q/k and
-    // G are zero-filled, so they come out 0 (a K-only loop measured slower at K = 120: CK = 15 splits the
-    // CTA's threads unevenly and adds a division).
-    constexpr int CK = KP / 8;
-    for (int I = 0; I < NB; ++I) {
-      const int r = 16 * I;
-      for (int e = tid(); e < 32 * CK; e += nthreads()) {
-        const int rr = e / CK, d0 = 8 * (e - rr * CK);
-        const int i = r + (rr & 15);
-        const uint16_t* src = (rr < 16 ? sK : sQ) + i * PQ + d0;
-        tile::exp2_scale_row8(sRows + rr * PQ + d0, src, sG + i * PG + d0, sG + r * PG + d0, 1e30f);
-      }
-      for (int e = tid(); e < (r + 16) * CK; e += nthreads()) {
-        const int j = e / CK, d0 = 8 * (e - j * CK);
-        tile::exp2_scale_row8(sKc + j * PQ + d0, sKw + j * PQ + d0, sG + r * PG + d0, sG + j * PG + d0, 100.f);
-      }
-      sync_threads();
-      const int ntile = (kDelta ? 2 : 1) * (I + 1);
-      for (int tt = warp(); tt < ntile; tt += NW) {
-        const int part = kDelta ? (tt <= I ? 0 : 1) : 1;
-        const int J = kDelta && tt > I ? tt - I - 1 : tt;
-        float acc[2][4];
-#pragma unroll
-        for (int x = 0; x < 2; ++x)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc[x][e] = 0.f;
-        // tile_rows_cols reads rows [r0, r0+16) of the row operand: block row I's gated rows live at 0 / 16
-        tile_rows_cols<KP, PQ>(acc, sRows, part == 0 ? 0 : 16, sKc, 16 * J);
-        if (!(J == I && ((unsafe >> I) & 1u))) store_tile<false>(part, I, J, acc, sTok, sA, PA, aqk, a.scale);
-      }
-      sync_threads();
-    }
-    // unsafe diagonal blocks: direct per-element evaluation, exp of (G_i − G_j) <= 0 only
-    for (int I = 0; I < NB; ++I) {
-      if (!((unsafe >> I) & 1u)) continue;
-      for (int e = tid(); e < 2 * 256; e += nthreads()) {
-        const int part = e >> 8, i = 16 * I + ((e >> 4) & 15), j = 16 * I + (e & 15);
-        if (part == 0 && !kDelta) continue;
-        float s = 0.f;
-        if (j <= i) {
-          const uint16_t* ri = (part == 0 ? sK : sQ) + i * PQ;
-          for (int d = 0; d < K; ++d)
-            s += bf16_to_f32(ri[d]) * bf16_to_f32(sKw[j * PQ + d]) * ex2(sG[i * PG + d] - sG[j * PG + d]);
-        }
-        if (part == 0) {
-          sA[i * PA + j] = i > j ? s * sTok[i * 8 + 3] * sTok[i * 8 + 5] * sTok[j * 8 + 5] : 0.f;
-        } else {
-          aqk[i * C + j] = f32_to_bf16(i >= j ? s * a.scale * sTok[i * 8 + 4] * sTok[j * 8 + 5] : 0.f);
-        }
-      }
+    };
+    const tile::RowFactor scale{nullptr, 0, a.scale};
+    if constexpr (kDelta) {  // the KKT's rows (part 0), then the queries'
+      const uint16_t* const rows[NP] = {sK, sQ};
+      const tile::RowFactor fa[NP] = {tile::RowFactor{beta.p, 8, 0.f}, scale};
+      const tile::RowVec fb[NP] = {rk, rq};
+      products(rows, fa, fb);
+    } else {
+      const uint16_t* const rows[NP] = {sQ};
+      const tile::RowFactor fa[NP] = {scale};
+      const tile::RowVec fb[NP] = {rq};
+      products(rows, fa, fb);
     }
   }
 
@@ -408,20 +202,8 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   if (kDelta) {
     sync_threads();
     invert_unit_lower<C>(sA, PA);
-    uint16_t* tb = reinterpret_cast<uint16_t*>(ws + W.tb) + sh * C * C;
-    for (int e = tid(); e < NB * (NB + 1) / 2 * 16 * 8; e += nthreads()) {
-      int tile = e >> 7;
-      const int r = (e >> 3) & 15, cp = e & 7;
-      int I = 0;
-      while (tile > I) {
-        tile -= I + 1;
-        ++I;
-      }
-      const int i = 16 * I + r, j = 16 * tile + 2 * cp;
-      const float v0 = j <= i ? sA[i * PA + j] * sTok[j * 8 + 3] : 0.f;
-      const float v1 = j + 1 <= i ? sA[i * PA + j + 1] * sTok[(j + 1) * 8 + 3] : 0.f;
-      *reinterpret_cast<uint32_t*>(tb + i * C + j) = pack_bf16(v0, v1);
-    }
+    tile::store_lower_col_scaled<C>(reinterpret_cast<uint16_t*>(ws + W.tb) + sh * C * C, sA, PA,
+                                    tile::RowVec{sTok + 3, 8});
   }
 }
 

@@ -43,16 +43,19 @@ DGPS_DEV void wait_rows() {
   dev::sync_threads();
 }
 
-/// v_i = g[(t0 + i)·heads + head] for real rows, 0 for pad rows (an f32 tensor [tokens, heads]).
-template <int C>
-DGPS_DEV void load_row_scalars(RowVec v, const float* g, const ChunkAt& at, int64_t heads, int64_t head) {
-  for (int i = dev::tid(); i < C; i += dev::nthreads()) v[i] = i < at.Lr ? g[(at.t0 + i) * heads + head] : 0.f;
+// Row-local ops: each computes row i of a [C] vector from row i of its operands. The tile emitter fuses
+// consecutive row-local ops into one loop over the CTA's rows (thread t takes rows t, t + nthreads, ...), so
+// every global load of a chunk's per-row scalars is issued in one iteration and their latencies overlap, as
+// in a hand-written per-token loop; one loop per op would wait for each load in turn.
+
+/// v_i = g[(t0 + i)·heads + head] for a real row, 0 for a pad row (an f32 tensor [tokens, heads]).
+DGPS_DEV void load_row_scalars(RowVec v, const float* g, const ChunkAt& at, int64_t heads, int64_t head, int i) {
+  v[i] = i < at.Lr ? g[(at.t0 + i) * heads + head] : 0.f;
 }
 
-/// v_i = src[i] for real rows, 0 for pad rows (a [C] slice of a workspace region in device memory).
-template <int C>
-DGPS_DEV void load_row_slice(RowVec v, const float* src, const ChunkAt& at) {
-  for (int i = dev::tid(); i < C; i += dev::nthreads()) v[i] = i < at.Lr ? src[i] : 0.f;
+/// v_i = src[i] for a real row, 0 for a pad row (a [C] slice of a workspace region in device memory).
+DGPS_DEV void load_row_slice(RowVec v, const float* src, const ChunkAt& at, int i) {
+  v[i] = i < at.Lr ? src[i] : 0.f;
 }
 
 /// v_d = src[d] for d < K, 0 for K <= d < KP (a [K] vector of device memory; cp.async, see wait_rows()).
@@ -61,23 +64,16 @@ DGPS_DEV void load_vec32(float* v, const float* src, int K) {
   dev::load_tile32<1, KP>(v, KP, src, K, 1, K);
 }
 
-/// v_i = x on real rows, pad on pad rows.
-template <int C>
-DGPS_DEV void fill_rows(RowVec v, float x, float pad, const ChunkAt& at) {
-  for (int i = dev::tid(); i < C; i += dev::nthreads()) v[i] = i < at.Lr ? x : pad;
+/// v_i = x on a real row, pad on a pad row.
+DGPS_DEV void fill_rows(RowVec v, float x, float pad, const ChunkAt& at, int i) { v[i] = i < at.Lr ? x : pad; }
+
+/// y_i = e^{x_i} on a real row, pad on a pad row.
+DGPS_DEV void exp_rows(RowVec y, RowVec x, float pad, const ChunkAt& at, int i) {
+  y[i] = i < at.Lr ? dev::exp_(x[i]) : pad;
 }
 
-/// y_i = e^{x_i} on real rows, pad on pad rows.
-template <int C>
-DGPS_DEV void exp_rows(RowVec y, RowVec x, float pad, const ChunkAt& at) {
-  for (int i = dev::tid(); i < C; i += dev::nthreads()) y[i] = i < at.Lr ? dev::exp_(x[i]) : pad;
-}
-
-/// y_i = a_i · b_i (the same rows per thread as every other [C] loop here).
-template <int C>
-DGPS_DEV void mul_rows(RowVec y, RowVec a, RowVec b) {
-  for (int i = dev::tid(); i < C; i += dev::nthreads()) y[i] = a[i] * b[i];
-}
+/// y_i = a_i · b_i.
+DGPS_DEV void mul_rows(RowVec y, RowVec a, RowVec b, int i) { y[i] = a[i] * b[i]; }
 
 /// Re-encodes a 16-bit tile of the input dtype as bf16 in place (fp16 inputs feed bf16 tensor-core
 /// products); a no-op for bf16 inputs. Thread t converts channels t, t + nthreads, ...

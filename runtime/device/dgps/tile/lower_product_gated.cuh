@@ -47,7 +47,8 @@ DGPS_DEV void lower_products_channel_gated(const uint16_t* const (&rows)[NP], co
     dev::sync_threads();
     const int ntile = NP * (I + 1);
     for (int tt = dev::warp(); tt < ntile; tt += NW) {
-      const int p = tt / (I + 1), J = tt - p * (I + 1);
+      // NP <= 2 (part_of): a compare, not a division by the runtime I + 1
+      const int p = tt > I ? 1 : 0, J = tt - p * (I + 1);
       float acc[2][4];
 #pragma unroll
       for (int x = 0; x < 2; ++x)

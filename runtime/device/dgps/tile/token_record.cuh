@@ -2,7 +2,7 @@
 // WorkspaceLayout tok). With per-row vectors a, b, c, log2 gates G (G_last = G_{C-1}) and a uniform s:
 //   row i < C: { s·a_i·2^{G_i}, b_i·2^{G_i}, b_i·2^{G_last − G_i}, c_i, e_i, f_i, G_i, 0 }
 //   row C:     { 2^{G_last}, 0, 0, 0, 0, 0, 0, 0 }
-// e, f default to a, b. Without G every power of 2 is 1 and field 6 is 0.
+// e, f default to a, b. Without G every power of 2 is 1 and field 6 is 0. `out` is 32-byte aligned.
 #pragma once
 
 #include "dgps/tile/chunk_rows.cuh"
@@ -10,29 +10,35 @@
 namespace dgps {
 namespace tile {
 
+/// Row i < C of the record (row-local: the tile emitter fuses it into its row loop, chunk_rows.cuh). G_last is
+/// read from row C − 1 of G, so G must be complete (published by a barrier) before the loop.
 template <int C>
 DGPS_DEV void store_token_record(float* out, RowVec a, RowVec b, RowVec c, const RowVec* G, float s,
-                                 const RowVec* e = nullptr, const RowVec* f = nullptr) {
-  const float GL = G ? (*G)[C - 1] : 0.f;
-  for (int i = dev::tid(); i <= C; i += dev::nthreads()) {
-    if (i == C) {
-      out[C * 8 + 0] = G ? dev::ex2(GL) : 1.f;
+                                 const RowVec* e, const RowVec* f, int i) {
+  const float ai = a[i], bi = b[i], Gi = G ? (*G)[i] : 0.f, GL = G ? (*G)[C - 1] : 0.f;
+  const float eg = G ? dev::ex2(Gi) : 1.f;
+  const float ew = G ? dev::ex2(GL - Gi) : 1.f;
+  // two 16-byte stores per row (out is 32-byte aligned: the region is 256-aligned, rows are 8 floats)
+  dev::F4 lo, hi;
+  lo.x = s * ai * eg;
+  lo.y = bi * eg;
+  lo.z = bi * ew;
+  lo.w = c[i];
+  hi.x = e ? (*e)[i] : ai;
+  hi.y = f ? (*f)[i] : bi;
+  hi.z = Gi;
+  hi.w = 0.f;
+  reinterpret_cast<dev::F4*>(out + i * 8)[0] = lo;
+  reinterpret_cast<dev::F4*>(out + i * 8)[1] = hi;
+}
+
+/// Row C of the record, written by the thread that a row loop over C + 1 rows would give it.
+template <int C>
+DGPS_DEV void store_token_record_last(float* out, const RowVec* G) {
+  if (dev::tid() != C % dev::nthreads()) return;
+  out[C * 8 + 0] = G ? dev::ex2((*G)[C - 1]) : 1.f;
 #pragma unroll
-      for (int k = 1; k < 8; ++k) out[C * 8 + k] = 0.f;
-      continue;
-    }
-    const float ai = a[i], bi = b[i], Gi = G ? (*G)[i] : 0.f;
-    const float eg = G ? dev::ex2(Gi) : 1.f;
-    const float ew = G ? dev::ex2(GL - Gi) : 1.f;
-    out[i * 8 + 0] = s * ai * eg;
-    out[i * 8 + 1] = bi * eg;
-    out[i * 8 + 2] = bi * ew;
-    out[i * 8 + 3] = c[i];
-    out[i * 8 + 4] = e ? (*e)[i] : ai;
-    out[i * 8 + 5] = f ? (*f)[i] : bi;
-    out[i * 8 + 6] = Gi;
-    out[i * 8 + 7] = 0.f;
-  }
+  for (int k = 1; k < 8; ++k) out[C * 8 + k] = 0.f;
 }
 
 }  // namespace tile
