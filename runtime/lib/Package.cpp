@@ -15,6 +15,7 @@
 #include "YamlStrict.h"
 #include "dgps/dsl/Canonical.h"
 #include "dgps/dsl/FileRead.h"
+#include "dgps/dsl/LaunchManifest.h"
 #include "dgps/dsl/SpecParser.h"
 #include "dgps/runtime/Error.h"
 
@@ -24,6 +25,9 @@ namespace {
 // Longest names the manifest may hold: far beyond what dgpsc writes, short enough for every message.
 constexpr std::size_t kMaxIdentifier = 256;
 constexpr std::size_t kMaxFileName = 255;
+// The manifest format this runtime reads (dsl/LaunchManifest.h's kPackageFormatVersion, which dgpsc writes).
+constexpr int kManifestVersion = 2;
+static_assert(kManifestVersion == kPackageFormatVersion, "the runtime reads the format dgpsc writes");
 
 [[noreturn]] void packageError(const std::string& msg) { throw RuntimeError(RuntimeErrorCode::Package, msg); }
 
@@ -33,10 +37,12 @@ class Reader {
  public:
   explicit Reader(std::string file) : file_(std::move(file)) {}
 
-  [[noreturn]] void fail(const YAML::Node& at, const std::string& key, const std::string& msg) const {
+  [[noreturn]] void fail(const YAML::Node& at, const std::string& key, const std::string& msg,
+                         int column_offset = 0) const {
     std::ostringstream os;
     os << file_;
-    if (at.IsDefined() && at.Mark().line >= 0) os << ":" << at.Mark().line + 1 << ":" << at.Mark().column + 1;
+    if (at.IsDefined() && at.Mark().line >= 0)
+      os << ":" << at.Mark().line + 1 << ":" << at.Mark().column + 1 + column_offset;
     os << ": " << (key.empty() ? std::string("manifest") : key) << ": " << msg;
     packageError(os.str());
   }
@@ -138,6 +144,19 @@ class Reader {
     return out;
   }
 
+  // A launch formula over the symbols and `lets` (LaunchFormula.h); a compile error points at its column.
+  Formula formula(const YAML::Node& n, const std::string& key, const std::vector<std::string>& lets) const {
+    if (!n.IsScalar()) fail(n, key, "expected a formula (a quoted integer expression), got " + describe(n));
+    try {
+      return Formula::compile(n.Scalar(), lets);
+    } catch (const FormulaError& e) {
+      // A quoted scalar's mark is its opening quote; the formula's first character is one further.
+      const int quote = n.Tag() == "!" ? 1 : 0;
+      fail(n, key, std::string("bad formula \"") + text::shown(n.Scalar(), 80) + "\": " + e.what(),
+           quote + e.column() - 1);
+    }
+  }
+
   // A plain file name inside the package folder (no folders, no "..").
   std::string fileName(const YAML::Node& n, const std::string& key) const {
     std::string s = str(n, key);
@@ -193,6 +212,107 @@ void parseDefaultConfig(const Reader& r, const YAML::Node& n, Manifest& m) {
   m.default_config.stages = member("stages", m.tunables.stages);
 }
 
+std::string identifier(const Reader& r, const YAML::Node& n, const std::string& key) {
+  std::string s = r.str(n, key);
+  if (!text::isIdentifier(s, kMaxIdentifier)) {
+    r.fail(n, key, "expected a C identifier [A-Za-z_][A-Za-z0-9_]* of at most " + std::to_string(kMaxIdentifier) +
+                       " characters, got " + Reader::describe(n));
+  }
+  return s;
+}
+
+void parseDims(const Reader& r, const YAML::Node& n, const std::string& key, const std::vector<std::string>& lets,
+               Formula out[3]) {
+  if (!n.IsSequence() || n.size() != 3) r.fail(n, key, "expected a list of 3 formulas [x, y, z], got " + Reader::describe(n));
+  for (std::size_t i = 0; i < 3; ++i) out[i] = r.formula(n[i], key + "[" + std::to_string(i) + "]", lets);
+}
+
+KernelLaunchRule parseKernel(const Reader& r, const YAML::Node& n, const std::string& key, bool has_role,
+                             const std::vector<std::string>& lets) {
+  if (has_role) {
+    r.checkKeys(n, key, {"role", "symbol", "grid", "block", "smem"});
+  } else {
+    r.checkKeys(n, key, {"symbol", "grid", "block", "smem"});
+  }
+  KernelLaunchRule k;
+  k.role = has_role ? identifier(r, n["role"], key + ".role") : "decode";
+  k.symbol = identifier(r, n["symbol"], key + ".symbol");
+  parseDims(r, n["grid"], key + ".grid", lets, k.grid);
+  parseDims(r, n["block"], key + ".block", lets, k.block);
+  k.smem = r.formula(n["smem"], key + ".smem", lets);
+  return k;
+}
+
+// launch: the compiler's plan (Package.h). Lets are compiled in order, each seeing only earlier ones, so
+// no definition can refer to itself.
+void parseLaunch(const Reader& r, const YAML::Node& n, Manifest& m) {
+  r.checkKeys(n, "launch", {"let"}, {"forward", "workspace", "decode"});
+  LaunchRules& L = m.launch;
+  const YAML::Node let = n["let"];
+  if (!let.IsSequence()) r.fail(let, "launch.let", "expected a list of {name, value}, got " + Reader::describe(let));
+  if (let.size() > std::size_t(kMaxFormulaLets)) {
+    r.fail(let, "launch.let", "expected at most " + std::to_string(kMaxFormulaLets) + " names, got " +
+                                  std::to_string(let.size()));
+  }
+  for (std::size_t i = 0; i < let.size(); ++i) {
+    const std::string key = "launch.let[" + std::to_string(i) + "]";
+    r.checkKeys(let[i], key, {"name", "value"});
+    const std::string name = identifier(r, let[i]["name"], key + ".name");
+    bool taken = std::find(L.let_names.begin(), L.let_names.end(), name) != L.let_names.end();
+    for (int k = 0; k < kFormulaSymbols; ++k) taken = taken || name == toString(FormulaSymbol(k));
+    if (taken) r.fail(let[i]["name"], key + ".name", "'" + name + "' is already a symbol or an earlier let name");
+    L.lets.push_back(r.formula(let[i]["value"], key + ".value", L.let_names));
+    L.let_names.push_back(name);
+  }
+  if (n["forward"]) {
+    const YAML::Node fw = n["forward"];
+    if (!fw.IsSequence() || fw.size() == 0 || fw.size() > kMaxForwardKernels) {
+      r.fail(fw, "launch.forward",
+             "expected a list of 1 to " + std::to_string(kMaxForwardKernels) + " kernels, got " + Reader::describe(fw) +
+                 (fw.IsSequence() ? " of " + std::to_string(fw.size()) : std::string()));
+    }
+    for (std::size_t i = 0; i < fw.size(); ++i) {
+      KernelLaunchRule k = parseKernel(r, fw[i], "launch.forward[" + std::to_string(i) + "]", true, L.let_names);
+      if (std::find(m.forward_roles.begin(), m.forward_roles.end(), k.role) != m.forward_roles.end())
+        r.fail(fw[i]["role"], "launch.forward[" + std::to_string(i) + "].role", "duplicate role " + k.role);
+      m.forward_roles.push_back(k.role);
+      m.forward_symbols.push_back(k.symbol);
+      L.forward.push_back(std::move(k));
+    }
+    m.has_forward = true;
+    const YAML::Node ws = n["workspace"];
+    if (!ws) r.fail(n, "launch.workspace", "missing required key (a forward needs its workspace layout)");
+    r.checkKeys(ws, "launch.workspace", {"align", "buffers"});
+    L.workspace_align = r.integer(ws["align"], "launch.workspace.align", 1, 4096);
+    if ((L.workspace_align & (L.workspace_align - 1)) != 0)
+      r.fail(ws["align"], "launch.workspace.align", "expected a power of two, got " + ws["align"].Scalar());
+    const YAML::Node bufs = ws["buffers"];
+    if (!bufs.IsSequence() || bufs.size() > kMaxWorkspaceBuffers) {
+      r.fail(bufs, "launch.workspace.buffers",
+             "expected a list of at most " + std::to_string(kMaxWorkspaceBuffers) + " buffers, got " +
+                 Reader::describe(bufs) + (bufs.IsSequence() ? " of " + std::to_string(bufs.size()) : std::string()));
+    }
+    for (std::size_t i = 0; i < bufs.size(); ++i) {
+      const std::string key = "launch.workspace.buffers[" + std::to_string(i) + "]";
+      r.checkKeys(bufs[i], key, {"name", "bytes"});
+      WorkspaceBufferRule b;
+      b.name = identifier(r, bufs[i]["name"], key + ".name");
+      b.bytes = r.formula(bufs[i]["bytes"], key + ".bytes", L.let_names);
+      L.workspace.push_back(std::move(b));
+    }
+  } else if (n["workspace"]) {
+    r.fail(n["workspace"], "launch.workspace", "a workspace without launch.forward kernels");
+  }
+  if (n["decode"]) {
+    L.decode = parseKernel(r, n["decode"], "launch.decode", false, L.let_names);
+    L.has_decode = true;
+    m.has_decode = true;
+    m.decode_symbol = L.decode.symbol;
+  }
+  if (!m.has_forward && !m.has_decode)
+    r.fail(n, "launch", "a package needs a forward or a decode kernel; neither is listed");
+}
+
 }  // namespace
 
 Manifest parseManifest(const std::string& text, const std::string& file) {
@@ -207,15 +327,21 @@ Manifest parseManifest(const std::string& text, const std::string& file) {
   Reader r(file);
   Manifest m;
   try {
+    // The version first, so an old package gets "regenerate it" rather than a list of unknown keys.
+    if (!root.IsMap()) r.fail(root, "", "expected a mapping, got " + Reader::describe(root));
+    m.dgps_package = int(r.integer(root["dgps_package"], "dgps_package", 1, 1000000));
+    if (m.dgps_package != kManifestVersion) {
+      r.fail(root["dgps_package"], "dgps_package",
+             "expected " + std::to_string(kManifestVersion) + " (the package format this runtime reads), got " +
+                 std::to_string(m.dgps_package) +
+                 (m.dgps_package < kManifestVersion
+                      ? "; the package was written by an older dgpsc: regenerate it with `dgpsc compile <spec.yaml> -o "
+                        "<folder>` (scripts/regen_generated.sh for generated/)"
+                      : "; the package is newer than this runtime"));
+    }
     r.checkKeys(root, "",
                 {"dgps_package", "codegen_version", "name", "spec_hash", "source", "spec", "features", "dims",
-                 "dtypes", "io", "tunables", "default_config", "plan"},
-                {"forward", "decode"});
-    m.dgps_package = int(r.integer(root["dgps_package"], "dgps_package", 1, 1000000));
-    if (m.dgps_package != 1) {
-      r.fail(root["dgps_package"], "dgps_package",
-             "expected 1 (the package format this runtime reads), got " + std::to_string(m.dgps_package));
-    }
+                 "dtypes", "io", "launch", "tunables", "default_config", "plan"});
     m.codegen_version = int(r.integer(root["codegen_version"], "codegen_version", 1, 1000000));
     m.name = r.str(root["name"], "name");
     if (!text::isLowerIdentifier(m.name, kMaxIdentifier)) {
@@ -273,30 +399,7 @@ Manifest parseManifest(const std::string& text, const std::string& file) {
       r.fail(io, "io", "precond state inputs/outputs are set but features.precond is none");
     }
 
-    if (root["forward"]) {
-      const YAML::Node fw = root["forward"];
-      r.checkKeys(fw, "forward", {"roles", "symbols"});
-      m.has_forward = true;
-      m.forward_roles = r.identList(fw["roles"], "forward.roles");
-      m.forward_symbols = r.identList(fw["symbols"], "forward.symbols");
-      if (m.forward_roles.size() != m.forward_symbols.size()) {
-        r.fail(fw["symbols"], "forward.symbols",
-               "expected one symbol per role (" + std::to_string(m.forward_roles.size()) + "), got " +
-                   std::to_string(m.forward_symbols.size()));
-      }
-    }
-    if (root["decode"]) {
-      const YAML::Node de = root["decode"];
-      r.checkKeys(de, "decode", {"symbol"});
-      m.has_decode = true;
-      m.decode_symbol = r.str(de["symbol"], "decode.symbol");
-      if (!text::isIdentifier(m.decode_symbol, kMaxIdentifier)) {
-        r.fail(de["symbol"], "decode.symbol",
-               "expected a C identifier [A-Za-z_][A-Za-z0-9_]* of at most " + std::to_string(kMaxIdentifier) +
-                   " characters, got " + Reader::describe(de["symbol"]));
-      }
-    }
-    if (!m.has_forward && !m.has_decode) r.fail(root, "forward", "a package needs a forward or a decode kernel; neither is listed");
+    parseLaunch(r, root["launch"], m);
 
     parseTunables(r, root["tunables"], m);
     parseDefaultConfig(r, root["default_config"], m);
@@ -479,11 +582,11 @@ Package Package::open(const std::string& directory) {
   if (p.source_.empty()) packageError(p.sourcePath() + ": the kernel source is empty");
   for (const auto& sym : p.manifest_.forward_symbols) {
     if (p.source_.find(sym) == std::string::npos) {
-      packageError(mpath + ": forward.symbols: " + sym + " does not occur in " + p.sourcePath());
+      packageError(mpath + ": launch.forward: symbol " + sym + " does not occur in " + p.sourcePath());
     }
   }
   if (p.manifest_.has_decode && p.source_.find(p.manifest_.decode_symbol) == std::string::npos) {
-    packageError(mpath + ": decode.symbol: " + p.manifest_.decode_symbol + " does not occur in " + p.sourcePath());
+    packageError(mpath + ": launch.decode.symbol: " + p.manifest_.decode_symbol + " does not occur in " + p.sourcePath());
   }
   static std::atomic<std::uint64_t> next_instance_id{1};
   p.instance_id_ = next_instance_id.fetch_add(1, std::memory_order_relaxed);
