@@ -75,12 +75,14 @@ class Parser {
   }
   void emit(Code c, std::int64_t arg = 0) {
     if (int(ops_.size()) >= kMaxFormulaOps)
-      fail("the formula is too long (more than " + std::to_string(kMaxFormulaOps) + " operations)");
+      fail("the formula has more than " + std::to_string(kMaxFormulaOps) + " operations (expected at most " +
+           std::to_string(kMaxFormulaOps) + ")");
     ops_.push_back(Op{c, arg});
   }
   void enter() {
     if (++depth_ > kMaxFormulaDepth)
-      fail("the formula nests deeper than " + std::to_string(kMaxFormulaDepth) + " levels");
+      fail("the formula nests deeper than " + std::to_string(kMaxFormulaDepth) +
+           " levels of parentheses, calls and negations (expected at most " + std::to_string(kMaxFormulaDepth) + ")");
   }
 
   void expr() {
@@ -220,8 +222,9 @@ bool cdiv(std::int64_t a, std::int64_t b, std::int64_t* out) {
 
 Formula Formula::compile(const std::string& text, const std::vector<std::string>& lets) {
   if (text.size() > kMaxFormulaChars)
-    throw FormulaError(int(kMaxFormulaChars) + 1, "the formula is longer than " + std::to_string(kMaxFormulaChars) +
-                                                      " characters (" + std::to_string(text.size()) + ")");
+    throw FormulaError(int(kMaxFormulaChars) + 1, "the formula is too long: expected at most " +
+                                                      std::to_string(kMaxFormulaChars) + " characters, got " +
+                                                      std::to_string(text.size()));
   if (lets.size() > std::size_t(kMaxFormulaLets))
     throw FormulaError(1, "more than " + std::to_string(kMaxFormulaLets) + " let names");
   for (char c : text)

@@ -140,7 +140,7 @@ TEST(Manifests, HostileLaunchFormulasAreOneBoundedError) {
       {"value: \"align_up(K, 16)\"", "value: \"KP + 1\"", "unknown name 'KP'"},
       {"value: \"align_up(K, 16)\"", "value: \"slots\"", "unknown name 'slots'"},
       {"value: \"align_up(K, 16)\"", "value: \"K * 123456789012345678901234567890\"", "does not fit in 64 bits"},
-      {"value: \"align_up(K, 16)\"", "value: \"" + std::string(300, 'K') + "\"", "longer than 256 characters"},
+      {"value: \"align_up(K, 16)\"", "value: \"" + std::string(300, 'K') + "\"", "expected at most 256 characters, got"},
       {"block: [\"warps * 32\"", "block: [\"warps ** 32\"", "launch.forward[0].block[0]"},
       {"    - {name: KP,", "    - {name: KP, value: \"1\"}\n" + std::string("    - {name: KP,"),
        "'KP' is already a symbol or an earlier let name"},
