@@ -1,5 +1,6 @@
 #include "dgps/dsl/LaunchManifest.h"
 
+#include <cstdio>
 #include <sstream>
 
 namespace dgps {
@@ -99,6 +100,23 @@ void writeKernel(std::ostringstream& os, const std::string& symbol, const Geomet
 }
 
 }  // namespace
+
+std::string layerSectionYaml(const Spec& s) {
+  const bool gate = (usesSquash(s) && s.precond.squash.has_gate) || (usesHypergrad(s) && s.precond.hypergrad.has_retention);
+  const bool gain = usesSquash(s) && s.precond.squash.has_gain;
+  const bool center = usesSquash(s);
+  std::string scale = "auto";
+  if (s.scale) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", *s.scale);
+    scale = buf;
+  }
+  auto b = [](bool x) { return x ? "true" : "false"; };
+  std::ostringstream os;
+  os << "layer: {heads_qk: " << s.heads_qk << ", gva_ratio: " << s.gva_ratio << ", scale: " << scale
+     << ", precond_inputs: {gate: " << b(gate) << ", gain: " << b(gain) << ", center: " << b(center) << "}}\n";
+  return os.str();
+}
 
 bool launchSectionYaml(const LaunchSectionRequest& r, std::string* yaml, std::string* error) {
   const FeatureSet& f = r.features;

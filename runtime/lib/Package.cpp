@@ -18,6 +18,7 @@
 #include "dgps/dsl/LaunchManifest.h"
 #include "dgps/dsl/SpecParser.h"
 #include "dgps/runtime/Error.h"
+#include "dgps/runtime/Validation.h"
 
 namespace dgps {
 namespace {
@@ -243,6 +244,29 @@ KernelLaunchRule parseKernel(const Reader& r, const YAML::Node& n, const std::st
   return k;
 }
 
+// layer: what validation needs beyond features, dims, dtypes and io (Package.h).
+void parseLayer(const Reader& r, const YAML::Node& n, Manifest& m) {
+  r.checkKeys(n, "layer", {"heads_qk", "gva_ratio", "scale", "precond_inputs"});
+  PackageLayer& l = m.layer;
+  l.heads_qk = int(r.integer(n["heads_qk"], "layer.heads_qk", 0, 65536));
+  l.gva_ratio = int(r.integer(n["gva_ratio"], "layer.gva_ratio", 1, 1024));
+  const YAML::Node sc = n["scale"];
+  if (sc.IsScalar() && sc.Scalar() == "auto") {
+    l.scale.reset();
+  } else {
+    if (!sc.IsScalar()) r.fail(sc, "layer.scale", "expected auto or a number > 0, got " + Reader::describe(sc));
+    l.scale = r.number(sc, "layer.scale");
+    if (!(*l.scale > 0)) r.fail(sc, "layer.scale", "expected auto or a number > 0, got " + sc.Scalar());
+  }
+  const YAML::Node pi = n["precond_inputs"];
+  r.checkKeys(pi, "layer.precond_inputs", {"gate", "gain", "center"});
+  l.precond_gate = r.boolean(pi["gate"], "layer.precond_inputs.gate");
+  l.precond_gain = r.boolean(pi["gain"], "layer.precond_inputs.gain");
+  l.precond_center = r.boolean(pi["center"], "layer.precond_inputs.center");
+  if (m.features.precond == PrecondKind::None && (l.precond_gate || l.precond_gain || l.precond_center))
+    r.fail(pi, "layer.precond_inputs", "preconditioner inputs are set but features.precond is none");
+}
+
 // launch: the compiler's plan (Package.h). Lets are compiled in order, each seeing only earlier ones, so
 // no definition can refer to itself.
 void parseLaunch(const Reader& r, const YAML::Node& n, Manifest& m) {
@@ -341,7 +365,7 @@ Manifest parseManifest(const std::string& text, const std::string& file) {
     }
     r.checkKeys(root, "",
                 {"dgps_package", "codegen_version", "name", "spec_hash", "source", "spec", "features", "dims",
-                 "dtypes", "io", "launch", "tunables", "default_config", "plan"});
+                 "dtypes", "io", "layer", "launch", "tunables", "default_config", "plan"});
     m.codegen_version = int(r.integer(root["codegen_version"], "codegen_version", 1, 1000000));
     m.name = r.str(root["name"], "name");
     if (!text::isLowerIdentifier(m.name, kMaxIdentifier)) {
@@ -399,6 +423,7 @@ Manifest parseManifest(const std::string& text, const std::string& file) {
       r.fail(io, "io", "precond state inputs/outputs are set but features.precond is none");
     }
 
+    parseLayer(r, root["layer"], m);
     parseLaunch(r, root["launch"], m);
 
     parseTunables(r, root["tunables"], m);
@@ -510,6 +535,18 @@ void crossCheck(const Manifest& m, const Spec& s, const std::string& mpath, cons
     mismatch("io.final_precond_state", b(m.io.final_precond_state), b(s.final_precond_state));
   }
   if (m.io.varlen != s.varlen) mismatch("io.varlen", b(m.io.varlen), b(s.varlen));
+  if (m.layer.heads_qk != s.heads_qk)
+    mismatch("layer.heads_qk", std::to_string(m.layer.heads_qk), std::to_string(s.heads_qk));
+  if (m.layer.gva_ratio != s.gva_ratio)
+    mismatch("layer.gva_ratio", std::to_string(m.layer.gva_ratio), std::to_string(s.gva_ratio));
+  auto scale = [](const std::optional<double>& x) { return x ? std::to_string(*x) : std::string("auto"); };
+  if (m.layer.scale != s.scale) mismatch("layer.scale", scale(m.layer.scale), scale(s.scale));
+  if (m.layer.precond_gate != specTakesPrecondGate(s))
+    mismatch("layer.precond_inputs.gate", b(m.layer.precond_gate), b(specTakesPrecondGate(s)));
+  if (m.layer.precond_gain != specTakesPrecondGain(s))
+    mismatch("layer.precond_inputs.gain", b(m.layer.precond_gain), b(specTakesPrecondGain(s)));
+  if (m.layer.precond_center != specTakesPrecondCenter(s))
+    mismatch("layer.precond_inputs.center", b(m.layer.precond_center), b(specTakesPrecondCenter(s)));
   if (m.has_forward != hasKernel(s, KernelKind::ChunkForward)) {
     mismatch("forward", m.has_forward ? "present" : "absent",
              hasKernel(s, KernelKind::ChunkForward) ? "kernels includes chunk_forward" : "no chunk_forward kernel");
@@ -527,6 +564,79 @@ void crossCheck(const Manifest& m, const Spec& s, const std::string& mpath, cons
   tun("stages", m.tunables.stages, s.tuning.stages);
 }
 }  // namespace
+
+namespace {
+// The layer as the manifest describes it (Package::layer): the fields validation reads.
+Spec layerOf(const Manifest& m) {
+  Spec s;
+  s.name = m.name;
+  s.decay.kind = m.features.decay;
+  s.gain.kind = m.features.gain;
+  s.precond.kind = m.features.precond;
+  s.precond.side = m.features.precond_side;
+  s.precond.source = m.features.precond_source;
+  s.precond.squash.has_gate = m.layer.precond_gate;
+  s.precond.squash.has_gain = m.layer.precond_gain;
+  s.precond.hypergrad.has_retention = m.layer.precond_gate;
+  s.solve.kind = m.features.solve;
+  s.scale = m.layer.scale;
+  s.heads_qk = m.layer.heads_qk;
+  s.gva_ratio = m.layer.gva_ratio;
+  s.key_dims = m.key_dims;
+  s.value_dims = m.value_dims;
+  s.input_dtypes = m.input_dtypes;
+  s.state_dtype = m.state_dtype;
+  s.initial_state = m.io.initial_state;
+  s.final_state = m.io.final_state;
+  s.initial_precond_state = m.io.initial_precond_state;
+  s.final_precond_state = m.io.final_precond_state;
+  s.varlen = m.io.varlen;
+  s.kernels.clear();
+  if (m.has_forward) s.kernels.push_back(KernelKind::ChunkForward);
+  if (m.has_decode) s.kernels.push_back(KernelKind::Decode);
+  s.tuning = m.tunables;
+  return s;
+}
+
+// spec.yaml, read, parsed and checked against the manifest (Package::spec).
+Spec loadSpec(const std::string& dir, const Manifest& manifest) {
+  const std::string mpath = dir + "/manifest.yaml";
+  const std::string spath = dir + "/" + manifest.spec;
+  const std::string spec_text = readPackageFile(spath, file_limits::kManifest, "the package's spec");
+  detail::checkPlainYaml(spec_text, spath, "a spec");
+  ParseResult parsed = parseSpecString(spec_text, spath);
+  if (!parsed.ok()) {
+    std::string msg = spath + ": the package's spec does not parse:";
+    int shown = 0;
+    for (const auto& d : parsed.diagnostics) {
+      if (d.severity != Severity::Error) continue;
+      msg += "\n  " + formatDiagnostic(d);
+      if (++shown == 5) break;
+    }
+    packageError(msg);
+  }
+  Spec spec = *parsed.spec;
+  // The kernels take one key, value and gain row per token; dgpsc refuses solve.steps > 1, so such a
+  // package was made by hand and would run a different recurrence.
+  if (householderSteps(spec) > 1) {
+    packageError(spath + ": solve.steps is " + std::to_string(householderSteps(spec)) +
+                 " (Householder steps per token), which no kernel of the runtime runs (dgpsc compile refuses it)");
+  }
+  const std::string hash = specHash(spec);
+  if (hash != manifest.spec_hash) {
+    packageError(mpath + ": spec_hash is \"" + manifest.spec_hash + "\" but " + spath + " hashes to \"" + hash +
+                 "\" (the spec was edited after the package was generated; regenerate it with dgpsc compile)");
+  }
+  crossCheck(manifest, spec, mpath, spath);
+  checkCanonical(spec_text, spec, spath);
+  return spec;
+}
+}  // namespace
+
+const Spec& Package::spec() const {
+  std::call_once(spec_->once, [this] { spec_->spec = loadSpec(dir_, manifest_); });
+  return spec_->spec;
+}
 
 Manifest readManifest(const std::string& path) {
   return parseManifest(readPackageFile(path, file_limits::kManifest, "the package manifest"), path);
@@ -548,36 +658,9 @@ Package Package::open(const std::string& directory) {
   Package p;
   p.dir_ = directory;
   while (p.dir_.size() > 1 && p.dir_.back() == '/') p.dir_.pop_back();
-  std::string mpath = p.dir_ + "/manifest.yaml";
-  p.manifest_ = readManifest(mpath);
-  std::string spath = p.dir_ + "/" + p.manifest_.spec;
-  const std::string spec_text = readPackageFile(spath, file_limits::kManifest, "the package's spec");
-  detail::checkPlainYaml(spec_text, spath, "a spec");
-  ParseResult parsed = parseSpecString(spec_text, spath);
-  if (!parsed.ok()) {
-    std::string msg = spath + ": the package's spec does not parse:";
-    int shown = 0;
-    for (const auto& d : parsed.diagnostics) {
-      if (d.severity != Severity::Error) continue;
-      msg += "\n  " + formatDiagnostic(d);
-      if (++shown == 5) break;
-    }
-    packageError(msg);
-  }
-  p.spec_ = *parsed.spec;
-  // The kernels take one key, value and gain row per token; dgpsc refuses solve.steps > 1, so such a
-  // package was made by hand and would run a different recurrence.
-  if (householderSteps(p.spec_) > 1) {
-    packageError(spath + ": solve.steps is " + std::to_string(householderSteps(p.spec_)) +
-                 " (Householder steps per token), which no kernel of the runtime runs (dgpsc compile refuses it)");
-  }
-  const std::string hash = specHash(p.spec_);
-  if (hash != p.manifest_.spec_hash) {
-    packageError(mpath + ": spec_hash is \"" + p.manifest_.spec_hash + "\" but " + spath + " hashes to \"" + hash +
-                 "\" (the spec was edited after the package was generated; regenerate it with dgpsc compile)");
-  }
-  crossCheck(p.manifest_, p.spec_, mpath, spath);
-  checkCanonical(spec_text, p.spec_, spath);
+  p.manifest_ = readManifest(p.dir_ + "/manifest.yaml");
+  p.layer_ = layerOf(p.manifest_);
+  const std::string mpath = p.dir_ + "/manifest.yaml";
   p.source_ = readPackageFile(p.sourcePath(), file_limits::kSource, "the kernel source");
   if (p.source_.empty()) packageError(p.sourcePath() + ": the kernel source is empty");
   for (const auto& sym : p.manifest_.forward_symbols) {

@@ -27,7 +27,7 @@ std::string replaced(std::string s, const std::string& from, const std::string& 
 // Opens the package and returns the RuntimeError message ("" when it opened).
 std::string openError(const std::string& dir) {
   try {
-    Package::open(dir);
+    (void)Package::open(dir).spec();  // open reads manifest and source; spec() reads spec.yaml
     return "";
   } catch (const RuntimeError& e) {
     return e.what();

@@ -127,7 +127,7 @@ std::string manifestFor(const Spec& s) {
   launch.decode = hasKernel(s, KernelKind::Decode);
   std::string launchYaml, error;
   if (!launchSectionYaml(launch, &launchYaml, &error)) throw std::runtime_error(error);
-  m << launchYaml;
+  m << layerSectionYaml(s) << launchYaml;
   m << "tunables: {chunk: " << flow(s.tuning.chunk) << ", block_v: " << flow(s.tuning.block_v)
     << ", warps: " << flow(s.tuning.warps) << ", stages: " << flow(s.tuning.stages) << "}\n"
     << "default_config: {chunk: " << s.tuning.chunk.back() << ", block_v: " << s.tuning.block_v.back()

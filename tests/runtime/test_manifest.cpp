@@ -26,6 +26,7 @@ features: {decay: scalar, gain: scalar, precond: diagonal, precond_side: key, pr
 dims: {key: [64, 128], value: [64, 128]}
 dtypes: {inputs: [bf16, f16], state: f32}
 io: {initial_state: true, final_state: true, initial_precond_state: true, final_precond_state: false, varlen: true}
+layer: {heads_qk: 0, gva_ratio: 2, scale: 0.125, precond_inputs: {gate: true, gain: true, center: true}}
 launch:
   let:
     - {name: KP, value: "align_up(K, 16)"}
@@ -82,6 +83,10 @@ TEST(Manifest, ParsesTheContractFormat) {
   EXPECT_EQ(m.forward_symbols[2], "dgps_pgdn_fwd_state_output");
   EXPECT_TRUE(m.has_decode);
   EXPECT_EQ(m.decode_symbol, "dgps_pgdn_decode");
+  EXPECT_EQ(m.layer.heads_qk, 0);
+  EXPECT_EQ(m.layer.gva_ratio, 2);
+  EXPECT_EQ(m.layer.scale, 0.125);
+  EXPECT_TRUE(m.layer.precond_gate && m.layer.precond_gain && m.layer.precond_center);
   EXPECT_EQ(m.launch.let_names, (std::vector<std::string>{"KP", "slots"}));
   ASSERT_EQ(m.launch.forward.size(), 3u);
   EXPECT_EQ(m.launch.forward[2].smem.text(), "chunk * KP * 2 * stages");
@@ -127,6 +132,10 @@ TEST(Manifest, CorruptionsNameFileKeyAndExpectation) {
   expectError(replace(kValid, "state: f32", "state: bf16"), {"dtypes.state", "f32", "'bf16'"});
   expectError(replace(kValid, "varlen: true", "varlen: yes"), {"io.varlen", "true or false", "'yes'"});
   expectError(replace(kValid, "precond: diagonal", "precond: none"), {"io", "precond state"});
+  expectError(replace(kValid, "scale: 0.125", "scale: -1"), {"layer.scale", ">= 0", "'-1'"});
+  expectError(replace(kValid, "scale: 0.125", "scale: 0"), {"layer.scale", "auto or a number > 0", "0"});
+  expectError(replace(kValid, "gva_ratio: 2", "gva_ratio: 0"), {"layer.gva_ratio", "[1, 1024]", "0"});
+  expectError(replace(kValid, "center: true}", "centre: true}"), {"layer.precond_inputs.centre", "unknown key"});
   expectError(replace(kValid, "role: chunk_local", "role: precond_scan"), {"launch.forward[1].role", "duplicate role"});
   expectError(replace(kValid, "symbol: dgps_pgdn_decode", "symbol: 9lives"), {"launch.decode.symbol", "C identifier"});
   expectError(replace(kValid, "symbol: dgps_pgdn_fwd_precond_scan", "symbol: a-b"),
@@ -167,13 +176,13 @@ TEST(Manifest, OldFormatSaysRegenerate) {
                   "regenerate it with `dgpsc compile"});
 }
 
-// A formula that does not compile points at the character inside the quoted formula: line 17 is
+// A formula that does not compile points at the character inside the quoted formula: line 18 is
 // chunk_local's entry, and the error column is that of the second '*'.
 TEST(Manifest, BadFormulaNamesLineColumnAndWhatWasExpected) {
   const std::string t = replace(kValid, "smem: \"chunk * 4\"", "smem: \"chunk * * 4\"");
   const std::size_t line_start = t.rfind('\n', t.find("chunk * * 4")) + 1;
   const std::size_t col = t.find("chunk * * 4") - line_start + 1 + 8;  // 1-based column of the second '*'
-  expectError(t, {"pkg/manifest.yaml:17:" + std::to_string(col) + ": launch.forward[1].smem: bad formula",
+  expectError(t, {"pkg/manifest.yaml:18:" + std::to_string(col) + ": launch.forward[1].smem: bad formula",
                   "expected a number, a name or '('"});
   expectError(replace(kValid, "\"warps * 32\"", "\"wraps * 32\""),
               {"launch.forward[1].block[0]", "unknown name 'wraps'", "expected one of B, T, N"});

@@ -104,6 +104,7 @@ FailureOr<std::string> emitManifest(const Spec& s, const PlanSummary& plan, std:
   os << "io: {initial_state: " << yamlBool(s.initial_state) << ", final_state: " << yamlBool(s.final_state)
      << ", initial_precond_state: " << yamlBool(s.initial_precond_state)
      << ", final_precond_state: " << yamlBool(s.final_precond_state) << ", varlen: " << yamlBool(s.varlen) << "}\n";
+  os << layerSectionYaml(s);
   os << launchYaml;
   os << "tunables: {chunk: " << flowList(s.tuning.chunk) << ", block_v: " << flowList(s.tuning.block_v)
      << ", warps: " << flowList(s.tuning.warps) << ", stages: " << flowList(s.tuning.stages) << "}\n";

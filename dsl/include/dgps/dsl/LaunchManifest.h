@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dgps/device/launch_rules.h"
+#include "dgps/dsl/Spec.h"
 
 namespace dgps {
 
@@ -28,6 +29,13 @@ struct LaunchSectionRequest {
 /// The YAML text of `launch:` (ends in a newline). Returns false and sets *error naming the role when the
 /// plan holds a role whose launch formulas are not known here.
 bool launchSectionYaml(const LaunchSectionRequest& request, std::string* yaml, std::string* error);
+
+/// The manifest's `layer:` line (ends in a newline): what the runtime's tensor validation needs of the spec
+/// beyond features, dims, dtypes and io, so the runtime never parses spec.yaml:
+///   layer: {heads_qk: <0 = any>, gva_ratio: <HV/H>, scale: auto|<number>,
+///           precond_inputs: {gate: <takes precond_g>, gain: <takes precond_beta>, center: <takes precond_center>}}
+/// The scale is printed with 17 significant digits, so it reads back to the same double.
+std::string layerSectionYaml(const Spec& spec);
 
 /// The manifest format version this writer produces and the runtime reads.
 constexpr int kPackageFormatVersion = 2;

@@ -3,6 +3,9 @@
 //                  parseManifest;
 //   spec.yaml      the canonical spec, parsed with dgps::parseSpecFile (dsl/SpecParser.h);
 //   kernels.cu     the CUDA source NVRTC compiles (the manifest's `source`).
+// Package::open reads the manifest and the kernel source only: everything the runtime needs to validate
+// tensors and launch is in the manifest. spec.yaml is read, parsed and cross-checked on the first call of
+// Package::spec(), which tools that run the float64 reference or generate inputs use.
 //
 // manifest.yaml (dgps_package: 2):
 //   dgps_package: 2                  format version (only 2 is understood; 1 is refused with "regenerate")
@@ -16,6 +19,9 @@
 //   dims: {key: [..], value: [..]}   supported K and V (each 1..256)
 //   dtypes: {inputs: [bf16, f16], state: f32}
 //   io: {initial_state, final_state, initial_precond_state, final_precond_state, varlen: bool}
+//   layer: {heads_qk: 0, gva_ratio: 1, scale: auto|<number>, precond_inputs: {gate, gain, center: bool}}
+//                                    heads_qk 0 = any; the preconditioner inputs the layer takes
+//                                    (precond_g, precond_beta, precond_center)
 //   launch:                          the compiler's plan, as integer formulas (LaunchFormula.h)
 //     let: [{name: KP, value: "align_up(K, 16)"}, ...]    names defined in order, each over the symbols
 //                                                       and earlier lets (at most kMaxFormulaLets)
@@ -43,6 +49,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -99,6 +108,16 @@ struct LaunchRules {
   KernelLaunchRule decode;
 };
 
+/// The manifest's `layer:` line: what tensor validation needs beyond features, dims, dtypes and io.
+struct PackageLayer {
+  int heads_qk = 0;              ///< H, or 0 for any
+  int gva_ratio = 1;             ///< HV / H
+  std::optional<double> scale;   ///< query scale; nullopt: K^{-1/2}
+  bool precond_gate = false;     ///< takes precond_g
+  bool precond_gain = false;     ///< takes precond_beta
+  bool precond_center = false;   ///< takes precond_center
+};
+
 struct Manifest {
   int dgps_package = 2;
   int codegen_version = 1;
@@ -112,6 +131,7 @@ struct Manifest {
   std::vector<DType> input_dtypes;
   DType state_dtype = DType::F32;
   PackageIo io;
+  PackageLayer layer;
   bool has_forward = false;
   std::vector<std::string> forward_roles;    ///< launch.forward[i].role
   std::vector<std::string> forward_symbols;  ///< launch.forward[i].symbol
@@ -129,17 +149,26 @@ Manifest parseManifest(const std::string& text, const std::string& file);
 /// Reads `path` and parses it. Throws RuntimeError{Package} (also for an unreadable file).
 Manifest readManifest(const std::string& path);
 
-/// An opened package: manifest, parsed spec and kernel source, cross-checked against each other.
+/// An opened package: manifest and kernel source; the spec on demand.
 class Package {
  public:
-  /// Opens the package folder. Throws RuntimeError{Package} naming the file and the problem: missing
-  /// files, a corrupt manifest, a spec with diagnostics, or a manifest that disagrees with the spec
-  /// (name, features, dims, dtypes, io, kernels, tunables).
+  /// Opens the package folder: reads and validates manifest.yaml and kernels.cu (every manifest symbol
+  /// must occur in it). Does not read spec.yaml. Throws RuntimeError{Package} naming the file and the
+  /// problem: missing files, a corrupt manifest, a symbol missing from the source.
   static Package open(const std::string& directory);
 
   const std::string& directory() const { return dir_; }
   const Manifest& manifest() const { return manifest_; }
-  const Spec& spec() const { return spec_; }
+  /// The layer as the manifest describes it (built at open, no parsing): name, kinds, dims, dtypes, io,
+  /// kernels, heads, gva_ratio, scale and the preconditioner inputs it takes; every other field (the
+  /// reference's constants such as eps) at its default. What tensor validation reads.
+  const Spec& layer() const { return layer_; }
+  /// The package's full spec: on the first call (from any copy; thread-safe) spec.yaml is read, parsed,
+  /// checked to be canonical and to hash to the manifest's spec_hash, and cross-checked against the
+  /// manifest (name, features, dims, dtypes, io, layer, kernels, tunables). Throws RuntimeError{Package}
+  /// naming the file, line and problem; a failed call is retried on the next. For tools that run the
+  /// float64 reference or generate inputs; the runtime's forward and decode never call it.
+  const Spec& spec() const;
   const std::string& source() const { return source_; }
   std::string sourcePath() const { return dir_ + "/" + manifest_.source; }
   const std::string& name() const { return manifest_.name; }
@@ -153,9 +182,14 @@ class Package {
   void checkConfig(const TileConfig& config) const;
 
  private:
+  struct LazySpec {
+    std::once_flag once;
+    Spec spec;
+  };
   std::string dir_;
   Manifest manifest_;
-  Spec spec_;
+  Spec layer_;
+  std::shared_ptr<LazySpec> spec_ = std::make_shared<LazySpec>();
   std::string source_;
   std::uint64_t instance_id_ = 0;
 };
