@@ -173,7 +173,6 @@ void registerCpu(const std::shared_ptr<const Package>& pkg) {
     benchmark::RegisterBenchmark(("cpu/forward_geometry/" + name).c_str(), [pkg, views](benchmark::State& s) {
       const ForwardProblem p = validateForward(*pkg, forwardFrom(*views));
       for (auto _ : s) {
-        detail::checkForwardRoles(*pkg);
         benchmark::DoNotOptimize(detail::forwardGeometry(*pkg, p, pkg->manifest().default_config));
       }
     })->Unit(benchmark::kMicrosecond);

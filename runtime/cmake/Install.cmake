@@ -1,10 +1,10 @@
-# Installs the runtime as a CMake package: find_package(dgps) gives dgps::runtime and dgps::dsl
+# Installs the runtime as a CMake package: find_package(dgps) gives dgps::runtime, dgps::spec and dgps::dsl
 # (and dgps::tuning when it is built), with their headers, the tools and dgpsConfig.cmake.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(DGPS_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/dgps)
-set(DGPS_EXPORT_TARGETS dgps_runtime dgps_dsl)
+set(DGPS_EXPORT_TARGETS dgps_runtime dgps_spec dgps_dsl)
 set_target_properties(dgps_dsl PROPERTIES EXPORT_NAME dsl)
 if(TARGET dgps_tuning)
   set_target_properties(dgps_tuning PROPERTIES EXPORT_NAME tuning)

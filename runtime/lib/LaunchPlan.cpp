@@ -1,136 +1,195 @@
 #include "LaunchPlan.h"
 
+#include <cstdint>
 #include <limits>
 
-#include "dgps/device/launch_rules.h"
-#include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/runtime/Error.h"
 
 namespace dgps {
 namespace detail {
 namespace {
 
-LaunchGeometry toGeometry(const launch::Geometry& g) {
-  LaunchGeometry k;
-  k.grid = {g.grid.x, g.grid.y, g.grid.z};
-  k.block = {g.block.x, g.block.y, g.block.z};
-  k.shared_bytes = std::size_t(g.smem_bytes);
-  return k;
+// The evaluation environment of one call: the symbols (LaunchFormula.h order), then the manifest's lets.
+struct Env {
+  std::int64_t v[kFormulaEnvSize] = {};
+  std::int64_t& operator[](FormulaSymbol s) { return v[int(s)]; }
+};
+
+void bindConfig(Env& e, const TileConfig& c) {
+  e[FormulaSymbol::chunk] = c.chunk;
+  e[FormulaSymbol::block_v] = c.block_v;
+  e[FormulaSymbol::warps] = c.warps;
+  e[FormulaSymbol::stages] = c.stages;
 }
 
-KernelLaunch named(const std::string& role, const std::string& symbol, const LaunchGeometry& g) {
-  KernelLaunch k;
-  k.role = role;
-  k.symbol = symbol;
-  k.grid = g.grid;
-  k.block = g.block;
-  k.shared_bytes = g.shared_bytes;
-  return k;
+Env forwardEnv(const ForwardProblem& p, const TileConfig& c) {
+  Env e;
+  e[FormulaSymbol::B] = p.batch;
+  e[FormulaSymbol::T] = p.seq_len;
+  e[FormulaSymbol::N] = p.num_seqs;
+  e[FormulaSymbol::H] = p.heads_qk;
+  e[FormulaSymbol::HV] = p.heads_v;
+  e[FormulaSymbol::K] = p.key_dim;
+  e[FormulaSymbol::V] = p.value_dim;
+  e[FormulaSymbol::varlen] = p.varlen ? 1 : 0;
+  e[FormulaSymbol::f16] = p.input_dtype == ScalarType::F16 ? 1 : 0;
+  bindConfig(e, c);
+  return e;
 }
 
-// The rules count blocks in grid.x only; refuse a problem whose block count would not fit (it would
-// otherwise wrap around in the unsigned conversion and silently skip work).
-void checkGridCount(const char* call, const char* role, long long blocks) {
-  const long long limit = std::numeric_limits<int>::max();  // 2^31 - 1, CUDA's grid.x limit
-  if (blocks > limit || blocks < 1) {
-    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
-                       std::string(call) + ": the problem needs " + std::to_string(blocks) + " thread blocks for " +
-                           role + ", beyond CUDA's grid limit of 2^31-1; split the batch");
-  }
+// Decode is one token per batch row: B = N = rows, T = 1, never varlen.
+Env decodeEnv(const DecodeProblem& p, const TileConfig& c) {
+  Env e;
+  e[FormulaSymbol::B] = p.batch;
+  e[FormulaSymbol::T] = 1;
+  e[FormulaSymbol::N] = p.batch;
+  e[FormulaSymbol::H] = p.heads_qk;
+  e[FormulaSymbol::HV] = p.heads_v;
+  e[FormulaSymbol::K] = p.key_dim;
+  e[FormulaSymbol::V] = p.value_dim;
+  e[FormulaSymbol::f16] = p.input_dtype == ScalarType::F16 ? 1 : 0;
+  bindConfig(e, c);
+  return e;
 }
 
-launch::ProblemShape forwardShape(const ForwardProblem& p) {
-  launch::ProblemShape s;
-  s.B = p.batch;
-  s.T = p.seq_len;
-  s.N = p.num_seqs;
-  s.H = p.heads_qk;
-  s.HV = p.heads_v;
-  s.K = p.key_dim;
-  s.V = p.value_dim;
-  s.varlen = p.varlen ? 1 : 0;
-  s.f16 = p.input_dtype == ScalarType::F16 ? 1 : 0;
+std::string shapeText(const Env& e) {
+  std::string s;
+  for (int i = 0; i < kFormulaSymbols; ++i)
+    s += (i ? ", " : "") + std::string(toString(FormulaSymbol(i))) + "=" + std::to_string(e.v[i]);
   return s;
+}
+
+// Error path only (builds strings): a formula that overflows for this problem.
+[[noreturn]] void formulaFault(const char* call, const Package& package, const std::string& key, const Formula& f,
+                               FormulaFault fault, const Env& e) {
+  throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                     std::string(call) + ": " + package.directory() + "/manifest.yaml: " + key + " = \"" + f.text() +
+                         "\" " + toString(fault) + " for this problem (" + shapeText(e) +
+                         "); the problem is too large for the package's launch plan");
+}
+
+std::int64_t eval(const char* call, const Package& package, const Formula& f, const Env& e, const char* section,
+                  int index, const char* what) {
+  std::int64_t out = 0;
+  const FormulaFault fault = f.evaluate(e.v, &out);
+  if (fault != FormulaFault::None) {
+    formulaFault(call, package,
+                 std::string(section) + (index >= 0 ? "[" + std::to_string(index) + "]" : std::string()) + "." + what,
+                 f, fault, e);
+  }
+  return out;
+}
+
+void evalLets(const char* call, const Package& package, Env& e) {
+  const LaunchRules& L = package.manifest().launch;
+  for (std::size_t i = 0; i < L.lets.size(); ++i)
+    e.v[kFormulaSymbols + i] = eval(call, package, L.lets[i], e, "launch.let", int(i), "value");
+}
+
+[[noreturn]] void impossible(const char* call, const Package& package, const KernelLaunchRule& k,
+                             const std::string& what, long long value, const std::string& expected, const Env& e) {
+  throw RuntimeError(RuntimeErrorCode::Package,
+                     std::string(call) + ": " + package.directory() + "/manifest.yaml: launch " + k.role + "." + what +
+                         " is " + std::to_string(value) + " for this problem (" + shapeText(e) + "), expected " +
+                         expected + " (regenerate the package with dgpsc compile)");
+}
+
+// One kernel's geometry. grid.x may count up to 2^31-1 blocks, y and z 65535 (CUDA's limits); a grid
+// beyond them means the problem is too large (it would otherwise wrap in the unsigned conversion and
+// silently skip work).
+LaunchGeometry kernelGeometry(const char* call, const Package& package, const KernelLaunchRule& k, const Env& e,
+                              const char* section, int index) {
+  static const char* const grid[] = {"grid[0]", "grid[1]", "grid[2]"};
+  static const char* const block[] = {"block[0]", "block[1]", "block[2]"};
+  LaunchGeometry g;
+  long long threads = 1;
+  for (int d = 0; d < 3; ++d) {
+    const std::int64_t n = eval(call, package, k.grid[d], e, section, index, grid[d]);
+    const std::int64_t limit = d == 0 ? std::numeric_limits<int>::max() : 65535;
+    if (n < 1) impossible(call, package, k, grid[d], n, "at least 1 block", e);
+    if (n > limit) {
+      throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                         std::string(call) + ": the problem needs " + std::to_string(n) + " thread blocks for " +
+                             k.role + " (" + grid[d] + "), beyond CUDA's grid limit of " +
+                             (d == 0 ? std::string("2^31-1") : std::string("65535")) + "; split the batch");
+    }
+    g.grid[std::size_t(d)] = unsigned(n);
+    const std::int64_t t = eval(call, package, k.block[d], e, section, index, block[d]);
+    if (t < 1 || t > 1024) impossible(call, package, k, block[d], t, "1..1024 threads", e);
+    threads *= t;
+    g.block[std::size_t(d)] = unsigned(t);
+  }
+  if (threads > 1024) impossible(call, package, k, "block", threads, "at most 1024 threads per block", e);
+  const std::int64_t smem = eval(call, package, k.smem, e, section, index, "smem");
+  if (smem < 0 || smem > std::numeric_limits<std::uint32_t>::max())
+    impossible(call, package, k, "smem", smem, "0..2^32-1 bytes", e);
+  g.shared_bytes = std::size_t(smem);
+  return g;
+}
+
+KernelLaunch named(const KernelLaunchRule& k, const LaunchGeometry& g) {
+  KernelLaunch l;
+  l.role = k.role;
+  l.symbol = k.symbol;
+  l.grid = g.grid;
+  l.block = g.block;
+  l.shared_bytes = g.shared_bytes;
+  return l;
 }
 
 }  // namespace
 
-void checkForwardRoles(const Package& package) {
-  const Manifest& m = package.manifest();
-  int roles[launch::kMaxRoles];
-  const int n = launch::forwardRoles(deviceFeatures(package.spec()), roles);
-  // Compared in place (no strings built): forward() runs this on every call.
-  bool same = std::size_t(n) == m.forward_roles.size();
-  for (int i = 0; same && i < n; ++i) same = m.forward_roles[std::size_t(i)] == launch::roleName(roles[i]);
-  if (same) return;
-  std::string want, have;
-  for (int i = 0; i < n; ++i) want += (want.empty() ? "" : ", ") + std::string(launch::roleName(roles[i]));
-  for (const auto& r : m.forward_roles) have += (have.empty() ? "" : ", ") + r;
-  throw RuntimeError(RuntimeErrorCode::Package,
-                     package.directory() + "/manifest.yaml: forward.roles is [" + have +
-                         "] but this runtime's launch rules run [" + want +
-                         "] for these features (the package and the runtime's device library disagree; regenerate "
-                         "the package with the matching dgpsc)");
-}
-
 ForwardGeometry forwardGeometry(const Package& package, const ForwardProblem& p, const TileConfig& config) {
-  static_assert(kMaxForwardKernels == launch::kMaxRoles, "ForwardGeometry holds one entry per launch-rules role");
-  const launch::FeatureSet f = deviceFeatures(package.spec());
-  const launch::ProblemShape s = forwardShape(p);
-  const TileConfig& t = config;
-  int roles[launch::kMaxRoles];
-  const int n = launch::forwardRoles(f, roles);
-  const long long slots = launch::chunkSlots(s, t.chunk);
-  const long long bv = launch::valueTile(int(s.V), t.block_v);
+  const LaunchRules& L = package.manifest().launch;
+  Env e = forwardEnv(p, config);
+  evalLets("forward", package, e);
   ForwardGeometry plan;
-  plan.count = n;
-  for (int i = 0; i < n; ++i) {
-    long long blocks = 0;
-    switch (roles[i]) {
-      case launch::kPrecondSummary: blocks = slots * s.H; break;
-      case launch::kPrecondScan: blocks = f.source == 1 ? launch::cdiv(s.N * s.H, 4) : s.N * s.H; break;
-      case launch::kChunkLocal: blocks = slots * s.HV; break;
-      default: blocks = s.N * s.HV * launch::cdiv(s.V, bv); break;
+  plan.count = int(L.forward.size());
+  for (int i = 0; i < plan.count; ++i)
+    plan.kernels[std::size_t(i)] = kernelGeometry("forward", package, L.forward[std::size_t(i)], e, "launch.forward", i);
+  // Buffers back to back, each starting at a multiple of the alignment (the device side lays them out the
+  // same way, so the offsets agree by construction of the plan).
+  std::int64_t off = 0;
+  plan.buffers = int(L.workspace.size());
+  for (int i = 0; i < plan.buffers; ++i) {
+    const WorkspaceBufferRule& b = L.workspace[std::size_t(i)];
+    const std::int64_t bytes = eval("forward", package, b.bytes, e, "launch.workspace.buffers", i, "bytes");
+    if (bytes < 0) {
+      throw RuntimeError(RuntimeErrorCode::Package, "forward: " + package.directory() +
+                                                        "/manifest.yaml: launch.workspace buffer " + b.name + " is " +
+                                                        std::to_string(bytes) + " bytes for this problem (" +
+                                                        shapeText(e) + "), expected >= 0");
     }
-    checkGridCount("forward", launch::roleName(roles[i]), blocks);
-    plan.kernels[std::size_t(i)] = toGeometry(launch::forwardGeometry(roles[i], f, s, t));
+    plan.buffer_offsets[std::size_t(i)] = std::size_t(off);
+    const std::int64_t a = L.workspace_align;
+    std::int64_t padded = 0;
+    if (__builtin_add_overflow(bytes, a - 1, &padded) || __builtin_add_overflow(off, padded / a * a, &off)) {
+      throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                         "forward: the workspace overflows 64-bit sizes for this problem (" + shapeText(e) + ")");
+    }
   }
-  plan.workspace_bytes = std::size_t(launch::workspaceBytes(f, s, t));
+  plan.workspace_bytes = std::size_t(off);
   return plan;
 }
 
 LaunchGeometry decodeGeometry(const Package& package, const DecodeProblem& p, const TileConfig& config) {
-  const launch::FeatureSet f = deviceFeatures(package.spec());
-  launch::ProblemShape s;
-  s.B = p.batch;
-  s.T = 1;
-  s.N = p.batch;
-  s.H = p.heads_qk;
-  s.HV = p.heads_v;
-  s.K = p.key_dim;
-  s.V = p.value_dim;
-  s.f16 = p.input_dtype == ScalarType::F16 ? 1 : 0;
-  const TileConfig& t = config;
-  const long long tiles = launch::cdiv(s.V, launch::decodeTile(s, t));
-  checkGridCount("decode", "decode", f.precond == 1 ? s.B * s.H : s.B * s.HV * tiles);
-  return toGeometry(launch::decodeGeometry(f, s, t));
+  const LaunchRules& L = package.manifest().launch;
+  Env e = decodeEnv(p, config);
+  evalLets("decode", package, e);
+  return kernelGeometry("decode", package, L.decode, e, "launch.decode", -1);
 }
 
 ForwardPlan planForward(const Package& package, const ForwardProblem& p, const TileConfig& config) {
-  checkForwardRoles(package);
   const ForwardGeometry g = forwardGeometry(package, p, config);
-  const Manifest& m = package.manifest();
+  const LaunchRules& L = package.manifest().launch;
   ForwardPlan plan;
-  for (int i = 0; i < g.count; ++i) {
-    plan.kernels.push_back(named(m.forward_roles[std::size_t(i)], m.forward_symbols[std::size_t(i)],
-                                 g.kernels[std::size_t(i)]));
-  }
+  for (int i = 0; i < g.count; ++i) plan.kernels.push_back(named(L.forward[std::size_t(i)], g.kernels[std::size_t(i)]));
   plan.workspace_bytes = g.workspace_bytes;
   return plan;
 }
 
 KernelLaunch planDecode(const Package& package, const DecodeProblem& p, const TileConfig& config) {
-  return named("decode", package.manifest().decode_symbol, decodeGeometry(package, p, config));
+  return named(package.manifest().launch.decode, decodeGeometry(package, p, config));
 }
 
 }  // namespace detail

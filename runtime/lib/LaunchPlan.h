@@ -1,7 +1,8 @@
 // Host side of the launch geometry: which kernels a forward or decode call launches, with what grid,
-// block, dynamic shared memory and workspace. The rules themselves live in the device library's
-// launch_rules.h (host+device compilable, written with the kernels), so host and device agree by
-// construction; this file adapts them to the runtime's ForwardProblem / DecodeProblem.
+// block, dynamic shared memory and workspace. Everything comes from the manifest's `launch` section (the
+// compiler's plan as formulas, Package.h / LaunchFormula.h), evaluated for the call's shape and tile
+// configuration; nothing is re-derived here, and the role names are data (a new role needs no runtime
+// change). Evaluation allocates nothing, so the warm forward/decode path stays allocation-free.
 #pragma once
 
 #include <array>
@@ -30,14 +31,15 @@ struct KernelLaunch {
   std::size_t shared_bytes = 0;  ///< dynamic shared memory
 };
 
-/// The most forward kernels one package launches (launch_rules.h's kMaxRoles).
-constexpr int kMaxForwardKernels = 4;
+/// The forward's launches in the manifest's role order, without names, and the workspace layout.
+using dgps::kMaxForwardKernels;
 
-/// The forward's launches in the manifest's role order, without names.
 struct ForwardGeometry {
   int count = 0;
   std::array<LaunchGeometry, kMaxForwardKernels> kernels{};
-  std::size_t workspace_bytes = 0;
+  int buffers = 0;                                              ///< launch.workspace.buffers
+  std::array<std::size_t, kMaxWorkspaceBuffers> buffer_offsets{};  ///< byte offset of each buffer
+  std::size_t workspace_bytes = 0;                              ///< the size to allocate
 };
 
 struct ForwardPlan {
@@ -45,17 +47,16 @@ struct ForwardPlan {
   std::size_t workspace_bytes = 0;
 };
 
-/// Throws RuntimeError{InvalidArgument} when the problem exceeds a launch limit (grid dims) and
-/// RuntimeError{Package} when the manifest lists a role the rules do not know.
+/// Throws RuntimeError{InvalidArgument} when the problem exceeds a launch limit (grid.x above 2^31-1,
+/// grid.y/z above 65535) or a formula overflows 64 bits for it, and RuntimeError{Package} when the
+/// manifest's formulas give an impossible launch for it (a grid or block dimension below 1, more than
+/// 1024 threads, negative shared memory or buffer size). Each message names the formula and the shape.
 ForwardPlan planForward(const Package& package, const ForwardProblem& problem, const TileConfig& config);
 KernelLaunch planDecode(const Package& package, const DecodeProblem& problem, const TileConfig& config);
 
-/// RuntimeError{Package} unless the manifest's forward roles are the ones the launch rules run for the
-/// package's features (depends on the package only: the runtime checks it once per resolved variant).
-void checkForwardRoles(const Package& package);
-/// planForward's geometry without the role check and without names; the same grid-limit errors.
+/// planForward without names (the warm path: no allocation); the same errors.
 ForwardGeometry forwardGeometry(const Package& package, const ForwardProblem& problem, const TileConfig& config);
-/// planDecode's geometry without names; the same grid-limit error.
+/// planDecode without names; the same errors.
 LaunchGeometry decodeGeometry(const Package& package, const DecodeProblem& problem, const TileConfig& config);
 
 }  // namespace detail

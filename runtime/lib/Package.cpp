@@ -15,8 +15,10 @@
 #include "YamlStrict.h"
 #include "dgps/dsl/Canonical.h"
 #include "dgps/dsl/FileRead.h"
+#include "dgps/dsl/LaunchManifest.h"
 #include "dgps/dsl/SpecParser.h"
 #include "dgps/runtime/Error.h"
+#include "dgps/runtime/Validation.h"
 
 namespace dgps {
 namespace {
@@ -24,6 +26,9 @@ namespace {
 // Longest names the manifest may hold: far beyond what dgpsc writes, short enough for every message.
 constexpr std::size_t kMaxIdentifier = 256;
 constexpr std::size_t kMaxFileName = 255;
+// The manifest format this runtime reads (dsl/LaunchManifest.h's kPackageFormatVersion, which dgpsc writes).
+constexpr int kManifestVersion = 2;
+static_assert(kManifestVersion == kPackageFormatVersion, "the runtime reads the format dgpsc writes");
 
 [[noreturn]] void packageError(const std::string& msg) { throw RuntimeError(RuntimeErrorCode::Package, msg); }
 
@@ -33,10 +38,12 @@ class Reader {
  public:
   explicit Reader(std::string file) : file_(std::move(file)) {}
 
-  [[noreturn]] void fail(const YAML::Node& at, const std::string& key, const std::string& msg) const {
+  [[noreturn]] void fail(const YAML::Node& at, const std::string& key, const std::string& msg,
+                         int column_offset = 0) const {
     std::ostringstream os;
     os << file_;
-    if (at.IsDefined() && at.Mark().line >= 0) os << ":" << at.Mark().line + 1 << ":" << at.Mark().column + 1;
+    if (at.IsDefined() && at.Mark().line >= 0)
+      os << ":" << at.Mark().line + 1 << ":" << at.Mark().column + 1 + column_offset;
     os << ": " << (key.empty() ? std::string("manifest") : key) << ": " << msg;
     packageError(os.str());
   }
@@ -138,6 +145,19 @@ class Reader {
     return out;
   }
 
+  // A launch formula over the symbols and `lets` (LaunchFormula.h); a compile error points at its column.
+  Formula formula(const YAML::Node& n, const std::string& key, const std::vector<std::string>& lets) const {
+    if (!n.IsScalar()) fail(n, key, "expected a formula (a quoted integer expression), got " + describe(n));
+    try {
+      return Formula::compile(n.Scalar(), lets);
+    } catch (const FormulaError& e) {
+      // A quoted scalar's mark is its opening quote; the formula's first character is one further.
+      const int quote = n.Tag() == "!" ? 1 : 0;
+      fail(n, key, std::string("bad formula \"") + text::shown(n.Scalar(), 80) + "\": " + e.what(),
+           quote + e.column() - 1);
+    }
+  }
+
   // A plain file name inside the package folder (no folders, no "..").
   std::string fileName(const YAML::Node& n, const std::string& key) const {
     std::string s = str(n, key);
@@ -193,6 +213,130 @@ void parseDefaultConfig(const Reader& r, const YAML::Node& n, Manifest& m) {
   m.default_config.stages = member("stages", m.tunables.stages);
 }
 
+std::string identifier(const Reader& r, const YAML::Node& n, const std::string& key) {
+  std::string s = r.str(n, key);
+  if (!text::isIdentifier(s, kMaxIdentifier)) {
+    r.fail(n, key, "expected a C identifier [A-Za-z_][A-Za-z0-9_]* of at most " + std::to_string(kMaxIdentifier) +
+                       " characters, got " + Reader::describe(n));
+  }
+  return s;
+}
+
+void parseDims(const Reader& r, const YAML::Node& n, const std::string& key, const std::vector<std::string>& lets,
+               Formula out[3]) {
+  if (!n.IsSequence() || n.size() != 3) r.fail(n, key, "expected a list of 3 formulas [x, y, z], got " + Reader::describe(n));
+  for (std::size_t i = 0; i < 3; ++i) out[i] = r.formula(n[i], key + "[" + std::to_string(i) + "]", lets);
+}
+
+KernelLaunchRule parseKernel(const Reader& r, const YAML::Node& n, const std::string& key, bool has_role,
+                             const std::vector<std::string>& lets) {
+  if (has_role) {
+    r.checkKeys(n, key, {"role", "symbol", "grid", "block", "smem"});
+  } else {
+    r.checkKeys(n, key, {"symbol", "grid", "block", "smem"});
+  }
+  KernelLaunchRule k;
+  k.role = has_role ? identifier(r, n["role"], key + ".role") : "decode";
+  k.symbol = identifier(r, n["symbol"], key + ".symbol");
+  parseDims(r, n["grid"], key + ".grid", lets, k.grid);
+  parseDims(r, n["block"], key + ".block", lets, k.block);
+  k.smem = r.formula(n["smem"], key + ".smem", lets);
+  return k;
+}
+
+// layer: what validation needs beyond features, dims, dtypes and io (Package.h).
+void parseLayer(const Reader& r, const YAML::Node& n, Manifest& m) {
+  r.checkKeys(n, "layer", {"heads_qk", "gva_ratio", "scale", "precond_inputs"});
+  PackageLayer& l = m.layer;
+  l.heads_qk = int(r.integer(n["heads_qk"], "layer.heads_qk", 0, 65536));
+  l.gva_ratio = int(r.integer(n["gva_ratio"], "layer.gva_ratio", 1, 1024));
+  const YAML::Node sc = n["scale"];
+  if (sc.IsScalar() && sc.Scalar() == "auto") {
+    l.scale.reset();
+  } else {
+    if (!sc.IsScalar()) r.fail(sc, "layer.scale", "expected auto or a number > 0, got " + Reader::describe(sc));
+    l.scale = r.number(sc, "layer.scale");
+    if (!(*l.scale > 0)) r.fail(sc, "layer.scale", "expected auto or a number > 0, got " + sc.Scalar());
+  }
+  const YAML::Node pi = n["precond_inputs"];
+  r.checkKeys(pi, "layer.precond_inputs", {"gate", "gain", "center"});
+  l.precond_gate = r.boolean(pi["gate"], "layer.precond_inputs.gate");
+  l.precond_gain = r.boolean(pi["gain"], "layer.precond_inputs.gain");
+  l.precond_center = r.boolean(pi["center"], "layer.precond_inputs.center");
+  if (m.features.precond == PrecondKind::None && (l.precond_gate || l.precond_gain || l.precond_center))
+    r.fail(pi, "layer.precond_inputs", "preconditioner inputs are set but features.precond is none");
+}
+
+// launch: the compiler's plan (Package.h). Lets are compiled in order, each seeing only earlier ones, so
+// no definition can refer to itself.
+void parseLaunch(const Reader& r, const YAML::Node& n, Manifest& m) {
+  r.checkKeys(n, "launch", {"let"}, {"forward", "workspace", "decode"});
+  LaunchRules& L = m.launch;
+  const YAML::Node let = n["let"];
+  if (!let.IsSequence()) r.fail(let, "launch.let", "expected a list of {name, value}, got " + Reader::describe(let));
+  if (let.size() > std::size_t(kMaxFormulaLets)) {
+    r.fail(let, "launch.let", "expected at most " + std::to_string(kMaxFormulaLets) + " names, got " +
+                                  std::to_string(let.size()));
+  }
+  for (std::size_t i = 0; i < let.size(); ++i) {
+    const std::string key = "launch.let[" + std::to_string(i) + "]";
+    r.checkKeys(let[i], key, {"name", "value"});
+    const std::string name = identifier(r, let[i]["name"], key + ".name");
+    bool taken = std::find(L.let_names.begin(), L.let_names.end(), name) != L.let_names.end();
+    for (int k = 0; k < kFormulaSymbols; ++k) taken = taken || name == toString(FormulaSymbol(k));
+    if (taken) r.fail(let[i]["name"], key + ".name", "'" + name + "' is already a symbol or an earlier let name");
+    L.lets.push_back(r.formula(let[i]["value"], key + ".value", L.let_names));
+    L.let_names.push_back(name);
+  }
+  if (n["forward"]) {
+    const YAML::Node fw = n["forward"];
+    if (!fw.IsSequence() || fw.size() == 0 || fw.size() > kMaxForwardKernels) {
+      r.fail(fw, "launch.forward",
+             "expected a list of 1 to " + std::to_string(kMaxForwardKernels) + " kernels, got " + Reader::describe(fw) +
+                 (fw.IsSequence() ? " of " + std::to_string(fw.size()) : std::string()));
+    }
+    for (std::size_t i = 0; i < fw.size(); ++i) {
+      KernelLaunchRule k = parseKernel(r, fw[i], "launch.forward[" + std::to_string(i) + "]", true, L.let_names);
+      if (std::find(m.forward_roles.begin(), m.forward_roles.end(), k.role) != m.forward_roles.end())
+        r.fail(fw[i]["role"], "launch.forward[" + std::to_string(i) + "].role", "duplicate role " + k.role);
+      m.forward_roles.push_back(k.role);
+      m.forward_symbols.push_back(k.symbol);
+      L.forward.push_back(std::move(k));
+    }
+    m.has_forward = true;
+    const YAML::Node ws = n["workspace"];
+    if (!ws) r.fail(n, "launch.workspace", "missing required key (a forward needs its workspace layout)");
+    r.checkKeys(ws, "launch.workspace", {"align", "buffers"});
+    L.workspace_align = r.integer(ws["align"], "launch.workspace.align", 1, 4096);
+    if ((L.workspace_align & (L.workspace_align - 1)) != 0)
+      r.fail(ws["align"], "launch.workspace.align", "expected a power of two, got " + ws["align"].Scalar());
+    const YAML::Node bufs = ws["buffers"];
+    if (!bufs.IsSequence() || bufs.size() > kMaxWorkspaceBuffers) {
+      r.fail(bufs, "launch.workspace.buffers",
+             "expected a list of at most " + std::to_string(kMaxWorkspaceBuffers) + " buffers, got " +
+                 Reader::describe(bufs) + (bufs.IsSequence() ? " of " + std::to_string(bufs.size()) : std::string()));
+    }
+    for (std::size_t i = 0; i < bufs.size(); ++i) {
+      const std::string key = "launch.workspace.buffers[" + std::to_string(i) + "]";
+      r.checkKeys(bufs[i], key, {"name", "bytes"});
+      WorkspaceBufferRule b;
+      b.name = identifier(r, bufs[i]["name"], key + ".name");
+      b.bytes = r.formula(bufs[i]["bytes"], key + ".bytes", L.let_names);
+      L.workspace.push_back(std::move(b));
+    }
+  } else if (n["workspace"]) {
+    r.fail(n["workspace"], "launch.workspace", "a workspace without launch.forward kernels");
+  }
+  if (n["decode"]) {
+    L.decode = parseKernel(r, n["decode"], "launch.decode", false, L.let_names);
+    L.has_decode = true;
+    m.has_decode = true;
+    m.decode_symbol = L.decode.symbol;
+  }
+  if (!m.has_forward && !m.has_decode)
+    r.fail(n, "launch", "a package needs a forward or a decode kernel; neither is listed");
+}
+
 }  // namespace
 
 Manifest parseManifest(const std::string& text, const std::string& file) {
@@ -207,15 +351,21 @@ Manifest parseManifest(const std::string& text, const std::string& file) {
   Reader r(file);
   Manifest m;
   try {
+    // The version first, so an old package gets "regenerate it" rather than a list of unknown keys.
+    if (!root.IsMap()) r.fail(root, "", "expected a mapping, got " + Reader::describe(root));
+    m.dgps_package = int(r.integer(root["dgps_package"], "dgps_package", 1, 1000000));
+    if (m.dgps_package != kManifestVersion) {
+      r.fail(root["dgps_package"], "dgps_package",
+             "expected " + std::to_string(kManifestVersion) + " (the package format this runtime reads), got " +
+                 std::to_string(m.dgps_package) +
+                 (m.dgps_package < kManifestVersion
+                      ? "; the package was written by an older dgpsc: regenerate it with `dgpsc compile <spec.yaml> -o "
+                        "<folder>` (scripts/regen_generated.sh for generated/)"
+                      : "; the package is newer than this runtime"));
+    }
     r.checkKeys(root, "",
                 {"dgps_package", "codegen_version", "name", "spec_hash", "source", "spec", "features", "dims",
-                 "dtypes", "io", "tunables", "default_config", "plan"},
-                {"forward", "decode"});
-    m.dgps_package = int(r.integer(root["dgps_package"], "dgps_package", 1, 1000000));
-    if (m.dgps_package != 1) {
-      r.fail(root["dgps_package"], "dgps_package",
-             "expected 1 (the package format this runtime reads), got " + std::to_string(m.dgps_package));
-    }
+                 "dtypes", "io", "layer", "launch", "tunables", "default_config", "plan"});
     m.codegen_version = int(r.integer(root["codegen_version"], "codegen_version", 1, 1000000));
     m.name = r.str(root["name"], "name");
     if (!text::isLowerIdentifier(m.name, kMaxIdentifier)) {
@@ -273,30 +423,8 @@ Manifest parseManifest(const std::string& text, const std::string& file) {
       r.fail(io, "io", "precond state inputs/outputs are set but features.precond is none");
     }
 
-    if (root["forward"]) {
-      const YAML::Node fw = root["forward"];
-      r.checkKeys(fw, "forward", {"roles", "symbols"});
-      m.has_forward = true;
-      m.forward_roles = r.identList(fw["roles"], "forward.roles");
-      m.forward_symbols = r.identList(fw["symbols"], "forward.symbols");
-      if (m.forward_roles.size() != m.forward_symbols.size()) {
-        r.fail(fw["symbols"], "forward.symbols",
-               "expected one symbol per role (" + std::to_string(m.forward_roles.size()) + "), got " +
-                   std::to_string(m.forward_symbols.size()));
-      }
-    }
-    if (root["decode"]) {
-      const YAML::Node de = root["decode"];
-      r.checkKeys(de, "decode", {"symbol"});
-      m.has_decode = true;
-      m.decode_symbol = r.str(de["symbol"], "decode.symbol");
-      if (!text::isIdentifier(m.decode_symbol, kMaxIdentifier)) {
-        r.fail(de["symbol"], "decode.symbol",
-               "expected a C identifier [A-Za-z_][A-Za-z0-9_]* of at most " + std::to_string(kMaxIdentifier) +
-                   " characters, got " + Reader::describe(de["symbol"]));
-      }
-    }
-    if (!m.has_forward && !m.has_decode) r.fail(root, "forward", "a package needs a forward or a decode kernel; neither is listed");
+    parseLayer(r, root["layer"], m);
+    parseLaunch(r, root["launch"], m);
 
     parseTunables(r, root["tunables"], m);
     parseDefaultConfig(r, root["default_config"], m);
@@ -407,6 +535,18 @@ void crossCheck(const Manifest& m, const Spec& s, const std::string& mpath, cons
     mismatch("io.final_precond_state", b(m.io.final_precond_state), b(s.final_precond_state));
   }
   if (m.io.varlen != s.varlen) mismatch("io.varlen", b(m.io.varlen), b(s.varlen));
+  if (m.layer.heads_qk != s.heads_qk)
+    mismatch("layer.heads_qk", std::to_string(m.layer.heads_qk), std::to_string(s.heads_qk));
+  if (m.layer.gva_ratio != s.gva_ratio)
+    mismatch("layer.gva_ratio", std::to_string(m.layer.gva_ratio), std::to_string(s.gva_ratio));
+  auto scale = [](const std::optional<double>& x) { return x ? std::to_string(*x) : std::string("auto"); };
+  if (m.layer.scale != s.scale) mismatch("layer.scale", scale(m.layer.scale), scale(s.scale));
+  if (m.layer.precond_gate != specTakesPrecondGate(s))
+    mismatch("layer.precond_inputs.gate", b(m.layer.precond_gate), b(specTakesPrecondGate(s)));
+  if (m.layer.precond_gain != specTakesPrecondGain(s))
+    mismatch("layer.precond_inputs.gain", b(m.layer.precond_gain), b(specTakesPrecondGain(s)));
+  if (m.layer.precond_center != specTakesPrecondCenter(s))
+    mismatch("layer.precond_inputs.center", b(m.layer.precond_center), b(specTakesPrecondCenter(s)));
   if (m.has_forward != hasKernel(s, KernelKind::ChunkForward)) {
     mismatch("forward", m.has_forward ? "present" : "absent",
              hasKernel(s, KernelKind::ChunkForward) ? "kernels includes chunk_forward" : "no chunk_forward kernel");
@@ -424,6 +564,79 @@ void crossCheck(const Manifest& m, const Spec& s, const std::string& mpath, cons
   tun("stages", m.tunables.stages, s.tuning.stages);
 }
 }  // namespace
+
+namespace {
+// The layer as the manifest describes it (Package::layer): the fields validation reads.
+Spec layerOf(const Manifest& m) {
+  Spec s;
+  s.name = m.name;
+  s.decay.kind = m.features.decay;
+  s.gain.kind = m.features.gain;
+  s.precond.kind = m.features.precond;
+  s.precond.side = m.features.precond_side;
+  s.precond.source = m.features.precond_source;
+  s.precond.squash.has_gate = m.layer.precond_gate;
+  s.precond.squash.has_gain = m.layer.precond_gain;
+  s.precond.hypergrad.has_retention = m.layer.precond_gate;
+  s.solve.kind = m.features.solve;
+  s.scale = m.layer.scale;
+  s.heads_qk = m.layer.heads_qk;
+  s.gva_ratio = m.layer.gva_ratio;
+  s.key_dims = m.key_dims;
+  s.value_dims = m.value_dims;
+  s.input_dtypes = m.input_dtypes;
+  s.state_dtype = m.state_dtype;
+  s.initial_state = m.io.initial_state;
+  s.final_state = m.io.final_state;
+  s.initial_precond_state = m.io.initial_precond_state;
+  s.final_precond_state = m.io.final_precond_state;
+  s.varlen = m.io.varlen;
+  s.kernels.clear();
+  if (m.has_forward) s.kernels.push_back(KernelKind::ChunkForward);
+  if (m.has_decode) s.kernels.push_back(KernelKind::Decode);
+  s.tuning = m.tunables;
+  return s;
+}
+
+// spec.yaml, read, parsed and checked against the manifest (Package::spec).
+Spec loadSpec(const std::string& dir, const Manifest& manifest) {
+  const std::string mpath = dir + "/manifest.yaml";
+  const std::string spath = dir + "/" + manifest.spec;
+  const std::string spec_text = readPackageFile(spath, file_limits::kManifest, "the package's spec");
+  detail::checkPlainYaml(spec_text, spath, "a spec");
+  ParseResult parsed = parseSpecString(spec_text, spath);
+  if (!parsed.ok()) {
+    std::string msg = spath + ": the package's spec does not parse:";
+    int shown = 0;
+    for (const auto& d : parsed.diagnostics) {
+      if (d.severity != Severity::Error) continue;
+      msg += "\n  " + formatDiagnostic(d);
+      if (++shown == 5) break;
+    }
+    packageError(msg);
+  }
+  Spec spec = *parsed.spec;
+  // The kernels take one key, value and gain row per token; dgpsc refuses solve.steps > 1, so such a
+  // package was made by hand and would run a different recurrence.
+  if (householderSteps(spec) > 1) {
+    packageError(spath + ": solve.steps is " + std::to_string(householderSteps(spec)) +
+                 " (Householder steps per token), which no kernel of the runtime runs (dgpsc compile refuses it)");
+  }
+  const std::string hash = specHash(spec);
+  if (hash != manifest.spec_hash) {
+    packageError(mpath + ": spec_hash is \"" + manifest.spec_hash + "\" but " + spath + " hashes to \"" + hash +
+                 "\" (the spec was edited after the package was generated; regenerate it with dgpsc compile)");
+  }
+  crossCheck(manifest, spec, mpath, spath);
+  checkCanonical(spec_text, spec, spath);
+  return spec;
+}
+}  // namespace
+
+const Spec& Package::spec() const {
+  std::call_once(spec_->once, [this] { spec_->spec = loadSpec(dir_, manifest_); });
+  return spec_->spec;
+}
 
 Manifest readManifest(const std::string& path) {
   return parseManifest(readPackageFile(path, file_limits::kManifest, "the package manifest"), path);
@@ -445,45 +658,18 @@ Package Package::open(const std::string& directory) {
   Package p;
   p.dir_ = directory;
   while (p.dir_.size() > 1 && p.dir_.back() == '/') p.dir_.pop_back();
-  std::string mpath = p.dir_ + "/manifest.yaml";
-  p.manifest_ = readManifest(mpath);
-  std::string spath = p.dir_ + "/" + p.manifest_.spec;
-  const std::string spec_text = readPackageFile(spath, file_limits::kManifest, "the package's spec");
-  detail::checkPlainYaml(spec_text, spath, "a spec");
-  ParseResult parsed = parseSpecString(spec_text, spath);
-  if (!parsed.ok()) {
-    std::string msg = spath + ": the package's spec does not parse:";
-    int shown = 0;
-    for (const auto& d : parsed.diagnostics) {
-      if (d.severity != Severity::Error) continue;
-      msg += "\n  " + formatDiagnostic(d);
-      if (++shown == 5) break;
-    }
-    packageError(msg);
-  }
-  p.spec_ = *parsed.spec;
-  // The kernels take one key, value and gain row per token; dgpsc refuses solve.steps > 1, so such a
-  // package was made by hand and would run a different recurrence.
-  if (householderSteps(p.spec_) > 1) {
-    packageError(spath + ": solve.steps is " + std::to_string(householderSteps(p.spec_)) +
-                 " (Householder steps per token), which no kernel of the runtime runs (dgpsc compile refuses it)");
-  }
-  const std::string hash = specHash(p.spec_);
-  if (hash != p.manifest_.spec_hash) {
-    packageError(mpath + ": spec_hash is \"" + p.manifest_.spec_hash + "\" but " + spath + " hashes to \"" + hash +
-                 "\" (the spec was edited after the package was generated; regenerate it with dgpsc compile)");
-  }
-  crossCheck(p.manifest_, p.spec_, mpath, spath);
-  checkCanonical(spec_text, p.spec_, spath);
+  p.manifest_ = readManifest(p.dir_ + "/manifest.yaml");
+  p.layer_ = layerOf(p.manifest_);
+  const std::string mpath = p.dir_ + "/manifest.yaml";
   p.source_ = readPackageFile(p.sourcePath(), file_limits::kSource, "the kernel source");
   if (p.source_.empty()) packageError(p.sourcePath() + ": the kernel source is empty");
   for (const auto& sym : p.manifest_.forward_symbols) {
     if (p.source_.find(sym) == std::string::npos) {
-      packageError(mpath + ": forward.symbols: " + sym + " does not occur in " + p.sourcePath());
+      packageError(mpath + ": launch.forward: symbol " + sym + " does not occur in " + p.sourcePath());
     }
   }
   if (p.manifest_.has_decode && p.source_.find(p.manifest_.decode_symbol) == std::string::npos) {
-    packageError(mpath + ": decode.symbol: " + p.manifest_.decode_symbol + " does not occur in " + p.sourcePath());
+    packageError(mpath + ": launch.decode.symbol: " + p.manifest_.decode_symbol + " does not occur in " + p.sourcePath());
   }
   static std::atomic<std::uint64_t> next_instance_id{1};
   p.instance_id_ = next_instance_id.fetch_add(1, std::memory_order_relaxed);

@@ -389,7 +389,6 @@ void Runtime::forward(const Package& package, const ForwardTensors& t, const Lau
   const ForwardProblem p = validateForward(package, t);
   const TileConfig config = options.config ? *options.config : resolveForwardConfig(package, p);
   package.checkConfig(config);
-  detail::checkForwardRoles(package);
   const detail::ForwardGeometry plan = detail::forwardGeometry(package, p, config);
   if (t.workspace.given() && t.workspace.nbytes() < plan.workspace_bytes) {
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,

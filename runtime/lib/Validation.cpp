@@ -301,7 +301,7 @@ ForwardProblem validateForward(const Spec& spec, const ForwardTensors& t) {
 }
 
 ForwardProblem validateForward(const Package& package, const ForwardTensors& t) {
-  return validateForward(package.spec(), t);
+  return validateForward(package.layer(), t);
 }
 
 DecodeProblem validateDecode(const Spec& spec, const DecodeTensors& t) {
@@ -378,7 +378,7 @@ DecodeProblem validateDecode(const Spec& spec, const DecodeTensors& t) {
 }
 
 DecodeProblem validateDecode(const Package& package, const DecodeTensors& t) {
-  return validateDecode(package.spec(), t);
+  return validateDecode(package.layer(), t);
 }
 
 }  // namespace dgps

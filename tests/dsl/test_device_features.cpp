@@ -53,9 +53,15 @@ TEST(DeviceFeatures, ShippedSpecsGiveTheirPackagesRoles) {
     const fs::path manifest = fs::path(DGPS_GENERATED_DIR) / e.path().stem() / "manifest.yaml";
     if (!fs::exists(manifest)) continue;
     std::ifstream in(manifest);
+    // The manifest's launch.forward entries, one line each: "    - {role: <name>, symbol: ...".
     std::string line, rolesLine;
+    const std::string entry = "    - {role: ";
     while (std::getline(in, line))
-      if (line.rfind("forward: {roles: [", 0) == 0) rolesLine = line;
+      if (line.rfind(entry, 0) == 0) {
+        const std::string role = line.substr(entry.size(), line.find(',') - entry.size());
+        rolesLine += (rolesLine.empty() ? "forward: {roles: [" : ", ") + role;
+      }
+    if (!rolesLine.empty()) rolesLine += "]";
     if (rolesLine.empty()) continue;  // decode-only package
     const ParseResult parsed = parseSpecFile(e.path().string());
     ASSERT_TRUE(parsed.ok()) << e.path();

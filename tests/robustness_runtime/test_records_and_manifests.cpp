@@ -8,6 +8,7 @@
 #include "RobustUtil.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Package.h"
+#include "dgps/runtime/Runtime.h"
 #include "dgps/runtime/tuning/TuningDb.h"
 
 namespace dgps {
@@ -86,7 +87,7 @@ TEST(Records, DeepOrLongLinesAreRefused) {
 // Opens the package and returns the RuntimeError message ("" when it opened).
 std::string openError(const std::string& dir) {
   try {
-    Package::open(dir);
+    (void)Package::open(dir).spec();  // open reads manifest and source; spec() reads spec.yaml
     return "";
   } catch (const RuntimeError& e) {
     EXPECT_EQ(e.code(), RuntimeErrorCode::Package);
@@ -106,7 +107,7 @@ TEST(Manifests, SecondDocumentTagsAndAnchorsAreRefused) {
     std::string file, from, to, where, what;
   } cases[] = {
       {"manifest.yaml", "plan:", "---\nname: other\n...\nplan:", "manifest.yaml:", "YAML"},
-      {"manifest.yaml", "dgps_package: 1", "dgps_package: 1\n---\ndgps_package: 2", "manifest.yaml:2:1:", "second YAML document"},
+      {"manifest.yaml", "dgps_package: 2", "dgps_package: 2\n---\ndgps_package: 2", "manifest.yaml:2:1:", "second YAML document"},
       {"manifest.yaml", "bytes_per_token_head: 2433", "bytes_per_token_head: !!str 2433", "manifest.yaml:", "tag !!str"},
       {"manifest.yaml", "codegen_version: 1", "codegen_version: !!int 1", "manifest.yaml:2:", "tag !!int"},
       {"manifest.yaml", "warps: [4, 8]", "warps: &w [4, 8]", "manifest.yaml:", "anchor"},
@@ -122,6 +123,56 @@ TEST(Manifests, SecondDocumentTagsAndAnchorsAreRefused) {
     const std::string msg = openError(dir);
     EXPECT_NE(msg.find(c.where), std::string::npos) << c.to << ": " << msg;
     EXPECT_NE(msg.find(c.what), std::string::npos) << c.to << ": " << msg;
+  }
+}
+
+// The launch formulas are untrusted text: nesting, length and integer size are bounded at load, with one
+// error naming line:column and what was expected; a let cannot refer to itself or a later let, so no
+// definition cycle exists; a formula that overflows for a call's shape is one InvalidArgument at that call.
+TEST(Manifests, HostileLaunchFormulasAreOneBoundedError) {
+  struct Case {
+    std::string from, to, what;
+  } cases[] = {
+      {"value: \"align_up(K, 16)\"", "value: \"" + std::string(200, '(') + "K" + std::string(200, ')') + "\"",
+       "launch.let[0].value: bad formula"},
+      {"value: \"align_up(K, 16)\"", "value: \"" + std::string(20, '(') + "K" + std::string(20, ')') + "\"",
+       "nests deeper than 16 levels"},
+      {"value: \"align_up(K, 16)\"", "value: \"KP + 1\"", "unknown name 'KP'"},
+      {"value: \"align_up(K, 16)\"", "value: \"slots\"", "unknown name 'slots'"},
+      {"value: \"align_up(K, 16)\"", "value: \"K * 123456789012345678901234567890\"", "does not fit in 64 bits"},
+      {"value: \"align_up(K, 16)\"", "value: \"" + std::string(300, 'K') + "\"", "expected at most 256 characters, got"},
+      {"block: [\"warps * 32\"", "block: [\"warps ** 32\"", "launch.forward[0].block[0]"},
+      {"    - {name: KP,", "    - {name: KP, value: \"1\"}\n" + std::string("    - {name: KP,"),
+       "'KP' is already a symbol or an earlier let name"},
+  };
+  for (const auto& c : cases) {
+    TempDir tmp;
+    const std::string dir = robust::copyPackage("gdn", tmp / "gdn");
+    edit(dir + "/manifest.yaml", c.from, c.to);
+    const std::string msg = openError(dir);
+    EXPECT_EQ(msg.rfind(dir + "/manifest.yaml:", 0), 0u) << msg.substr(0, 300);
+    EXPECT_NE(msg.find(c.what), std::string::npos) << c.to.substr(0, 80) << ": " << msg.substr(0, 400);
+    EXPECT_LT(msg.size(), 1200u) << "the message must not echo the whole formula";
+  }
+  // Loads, but overflows 64 bits for every real shape: the call fails with one InvalidArgument.
+  TempDir tmp;
+  const std::string dir = robust::copyPackage("gdn", tmp / "gdn");
+  edit(dir + "/manifest.yaml", "grid: [\"slots * HV\"", "grid: [\"slots * HV * 9223372036854775807\"");
+  const Package pkg = Package::open(dir);
+  ForwardProblem p;
+  p.batch = p.num_seqs = 2;
+  p.seq_len = 100;
+  p.heads_qk = p.heads_v = 2;
+  p.key_dim = p.value_dim = 64;
+  Runtime rt;
+  try {
+    rt.forwardWorkspaceBytes(pkg, p, pkg.manifest().default_config);
+    ADD_FAILURE() << "no error";
+  } catch (const RuntimeError& e) {
+    EXPECT_EQ(e.code(), RuntimeErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("launch.forward[0].grid[0] = \"slots * HV * 9223372036854775807\" overflows"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "dgps/dsl/Canonical.h"
+#include "dgps/dsl/DeviceFeatures.h"
+#include "dgps/dsl/LaunchManifest.h"
 #include "dgps/dsl/SpecParser.h"
 
 namespace dgps {
@@ -103,7 +105,7 @@ std::string manifestFor(const Spec& s) {
   std::ostringstream m;
   std::vector<std::string> dts;
   for (DType d : s.input_dtypes) dts.push_back(toString(d));
-  m << "dgps_package: 1\n"
+  m << "dgps_package: " << kPackageFormatVersion << "\n"
     << "codegen_version: 1\n"
     << "name: " << s.name << "\n"
     << "spec_hash: \"" << specHash(s) << "\"\n"
@@ -117,12 +119,15 @@ std::string manifestFor(const Spec& s) {
     << "io: {initial_state: " << b(s.initial_state) << ", final_state: " << b(s.final_state)
     << ", initial_precond_state: " << b(s.initial_precond_state) << ", final_precond_state: "
     << b(s.final_precond_state) << ", varlen: " << b(s.varlen) << "}\n";
-  if (hasKernel(s, KernelKind::ChunkForward)) {
-    // The roles launch_rules.h runs for a spec without a preconditioner.
-    m << "forward: {roles: [chunk_local, state_output], symbols: [dgps_" << s.name << "_fwd_chunk_local, dgps_"
-      << s.name << "_fwd_state_output]}\n";
-  }
-  if (hasKernel(s, KernelKind::Decode)) m << "decode: {symbol: dgps_" << s.name << "_decode}\n";
+  // The launch section dgpsc writes, for the roles launch_rules.h runs for a spec without a preconditioner.
+  LaunchSectionRequest launch;
+  launch.name = s.name;
+  launch.features = deviceFeatures(s);
+  if (hasKernel(s, KernelKind::ChunkForward)) launch.forward_roles = {"chunk_local", "state_output"};
+  launch.decode = hasKernel(s, KernelKind::Decode);
+  std::string launchYaml, error;
+  if (!launchSectionYaml(launch, &launchYaml, &error)) throw std::runtime_error(error);
+  m << layerSectionYaml(s) << launchYaml;
   m << "tunables: {chunk: " << flow(s.tuning.chunk) << ", block_v: " << flow(s.tuning.block_v)
     << ", warps: " << flow(s.tuning.warps) << ", stages: " << flow(s.tuning.stages) << "}\n"
     << "default_config: {chunk: " << s.tuning.chunk.back() << ", block_v: " << s.tuning.block_v.back()

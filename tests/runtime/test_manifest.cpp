@@ -16,7 +16,7 @@
 namespace dgps {
 namespace {
 
-const char* kValid = R"(dgps_package: 1
+const char* kValid = R"M(dgps_package: 2
 codegen_version: 1
 name: pgdn
 spec_hash: "0123456789abcdef"
@@ -26,12 +26,24 @@ features: {decay: scalar, gain: scalar, precond: diagonal, precond_side: key, pr
 dims: {key: [64, 128], value: [64, 128]}
 dtypes: {inputs: [bf16, f16], state: f32}
 io: {initial_state: true, final_state: true, initial_precond_state: true, final_precond_state: false, varlen: true}
-forward: {roles: [precond_scan, chunk_local, state_output], symbols: [dgps_pgdn_fwd_precond_scan, dgps_pgdn_fwd_chunk_local, dgps_pgdn_fwd_state_output]}
-decode: {symbol: dgps_pgdn_decode}
+layer: {heads_qk: 0, gva_ratio: 2, scale: 0.125, precond_inputs: {gate: true, gain: true, center: true}}
+launch:
+  let:
+    - {name: KP, value: "align_up(K, 16)"}
+    - {name: slots, value: "select(varlen, cdiv(T, chunk) + N, B * cdiv(T, chunk))"}
+  forward:
+    - {role: precond_scan, symbol: dgps_pgdn_fwd_precond_scan, grid: ["N * H", "1", "1"], block: ["max(32, KP)", "1", "1"], smem: "0"}
+    - {role: chunk_local, symbol: dgps_pgdn_fwd_chunk_local, grid: ["slots * HV", "1", "1"], block: ["warps * 32", "1", "1"], smem: "chunk * 4"}
+    - {role: state_output, symbol: dgps_pgdn_fwd_state_output, grid: ["N * HV * cdiv(V, block_v)", "1", "1"], block: ["block_v / 16 * 32", "1", "1"], smem: "chunk * KP * 2 * stages"}
+  workspace:
+    align: 256
+    buffers:
+      - {name: tok, bytes: "slots * HV * (chunk + 1) * 32"}
+  decode: {symbol: dgps_pgdn_decode, grid: ["B * HV", "1", "1"], block: ["128", "1", "1"], smem: "KP * 16"}
 tunables: {chunk: [64], block_v: [32, 64], warps: [4, 8], stages: [1, 2]}
 default_config: {chunk: 64, block_v: 64, warps: 4, stages: 1}
 plan: {bytes_per_token_head: 1536, flops_per_token_head: 2.5e5}
-)";
+)M";
 
 std::string replace(std::string s, const std::string& from, const std::string& to) {
   auto i = s.find(from);
@@ -71,16 +83,30 @@ TEST(Manifest, ParsesTheContractFormat) {
   EXPECT_EQ(m.forward_symbols[2], "dgps_pgdn_fwd_state_output");
   EXPECT_TRUE(m.has_decode);
   EXPECT_EQ(m.decode_symbol, "dgps_pgdn_decode");
+  EXPECT_EQ(m.layer.heads_qk, 0);
+  EXPECT_EQ(m.layer.gva_ratio, 2);
+  EXPECT_EQ(m.layer.scale, 0.125);
+  EXPECT_TRUE(m.layer.precond_gate && m.layer.precond_gain && m.layer.precond_center);
+  EXPECT_EQ(m.launch.let_names, (std::vector<std::string>{"KP", "slots"}));
+  ASSERT_EQ(m.launch.forward.size(), 3u);
+  EXPECT_EQ(m.launch.forward[2].smem.text(), "chunk * KP * 2 * stages");
+  ASSERT_EQ(m.launch.workspace.size(), 1u);
+  EXPECT_EQ(m.launch.workspace[0].name, "tok");
+  EXPECT_EQ(m.launch.workspace_align, 256);
   EXPECT_EQ(m.tunables.warps, (std::vector<int>{4, 8}));
   EXPECT_EQ(m.default_config, (TileConfig{64, 64, 4, 1}));
   EXPECT_DOUBLE_EQ(m.flops_per_token_head, 2.5e5);
 }
 
+// Removes the manifest's launch.forward and launch.workspace (up to launch.decode).
+std::string withoutForward(std::string t) {
+  auto a = t.find("  forward:");
+  t.erase(a, t.find("  decode:") - a);
+  return t;
+}
+
 TEST(Manifest, DecodeOnlyPackageHasNoForward) {
-  std::string t = kValid;
-  auto a = t.find("forward:");
-  auto b = t.find('\n', a);
-  t.erase(a, b - a + 1);
+  std::string t = withoutForward(kValid);
   Manifest m = parseManifest(t, "m.yaml");
   EXPECT_FALSE(m.has_forward);
   EXPECT_TRUE(m.has_decode);
@@ -90,7 +116,7 @@ TEST(Manifest, CorruptionsNameFileKeyAndExpectation) {
   expectError("", {"manifest", "expected a mapping"});
   expectError("- 1\n- 2\n", {"expected a mapping", "a list"});
   expectError("dgps_package: [1\n", {"malformed YAML"});
-  expectError(replace(kValid, "dgps_package: 1", "dgps_package: 2"), {"dgps_package", "expected 1", "got 2"});
+  expectError(replace(kValid, "dgps_package: 2", "dgps_package: 3"), {"dgps_package", "expected 2", "got 3", "newer"});
   expectError(replace(kValid, "codegen_version: 1\n", ""), {"codegen_version", "missing required key"});
   expectError(replace(kValid, "name: pgdn", "name: PGDN!"), {":3:", "name", "[a-z][a-z0-9_]*", "PGDN!"});
   expectError(replace(kValid, "\"0123456789abcdef\"", "\"0123\""), {"spec_hash", "16 lowercase hex digits", "0123"});
@@ -106,9 +132,22 @@ TEST(Manifest, CorruptionsNameFileKeyAndExpectation) {
   expectError(replace(kValid, "state: f32", "state: bf16"), {"dtypes.state", "f32", "'bf16'"});
   expectError(replace(kValid, "varlen: true", "varlen: yes"), {"io.varlen", "true or false", "'yes'"});
   expectError(replace(kValid, "precond: diagonal", "precond: none"), {"io", "precond state"});
-  expectError(replace(kValid, ", dgps_pgdn_fwd_state_output]", "]"), {"forward.symbols", "one symbol per role"});
-  expectError(replace(kValid, "symbol: dgps_pgdn_decode", "symbol: 9lives"), {"decode.symbol", "C identifier"});
-  expectError(replace(kValid, "symbols: [dgps_pgdn_fwd_precond_scan", "symbols: [a-b"), {"forward.symbols[0]", "C identifier"});
+  expectError(replace(kValid, "scale: 0.125", "scale: -1"), {"layer.scale", ">= 0", "'-1'"});
+  expectError(replace(kValid, "scale: 0.125", "scale: 0"), {"layer.scale", "auto or a number > 0", "0"});
+  expectError(replace(kValid, "gva_ratio: 2", "gva_ratio: 0"), {"layer.gva_ratio", "[1, 1024]", "0"});
+  expectError(replace(kValid, "center: true}", "centre: true}"), {"layer.precond_inputs.centre", "unknown key"});
+  expectError(replace(kValid, "role: chunk_local", "role: precond_scan"), {"launch.forward[1].role", "duplicate role"});
+  expectError(replace(kValid, "symbol: dgps_pgdn_decode", "symbol: 9lives"), {"launch.decode.symbol", "C identifier"});
+  expectError(replace(kValid, "symbol: dgps_pgdn_fwd_precond_scan", "symbol: a-b"),
+              {"launch.forward[0].symbol", "C identifier"});
+  expectError(replace(kValid, "grid: [\"N * H\", \"1\", \"1\"]", "grid: [\"N * H\", \"1\"]"),
+              {"launch.forward[0].grid", "3 formulas"});
+  expectError(replace(kValid, "smem: \"0\"", "smem: [0]"), {"launch.forward[0].smem", "expected a formula", "a list"});
+  expectError(replace(kValid, "      - {name: tok", "      - {name: tok, extra: 1"), {"launch.workspace.buffers[0].extra", "unknown key"});
+  expectError(replace(kValid, "align: 256", "align: 100"), {"launch.workspace.align", "power of two"});
+  expectError(replace(kValid, "  workspace:\n    align: 256\n    buffers:\n      - {name: tok, bytes: \"slots * HV * (chunk + 1) * 32\"}\n", ""),
+              {"launch.workspace", "missing required key"});
+  expectError(replace(kValid, "{name: slots,", "{name: K,"), {"launch.let[1].name", "'K' is already a symbol"});
   expectError(replace(kValid, "default_config: {chunk: 64, block_v: 64", "default_config: {chunk: 64, block_v: 128"),
               {"default_config.block_v", "tunables.block_v [32, 64]", "128"});
   expectError(replace(kValid, "warps: [4, 8]", "warps: 4"), {"tunables.warps", "non-empty list"});
@@ -122,12 +161,36 @@ TEST(Manifest, CorruptionsNameFileKeyAndExpectation) {
 }
 
 TEST(Manifest, NoForwardAndNoDecodeIsAnError) {
-  std::string t = kValid;
-  for (const char* key : {"forward:", "decode:"}) {
-    auto a = t.find(key);
-    t.erase(a, t.find('\n', a) - a + 1);
-  }
-  expectError(t, {"forward", "neither"});
+  std::string t = withoutForward(kValid);
+  auto a = t.find("  decode:");
+  t.erase(a, t.find('\n', a) - a + 1);
+  expectError(t, {"launch", "neither"});
+}
+
+// A package from an older dgpsc (dgps_package: 1: no launch section) is one error saying to regenerate it,
+// not a list of unknown and missing keys.
+TEST(Manifest, OldFormatSaysRegenerate) {
+  std::string t = replace(kValid, "dgps_package: 2", "dgps_package: 1");
+  t = replace(t, "launch:\n", "forward: {roles: [chunk_local], symbols: [x]}\nlaunch:\n");
+  expectError(t, {"pkg/manifest.yaml:1:15: dgps_package: expected 2", "got 1", "older dgpsc",
+                  "regenerate it with `dgpsc compile"});
+}
+
+// A formula that does not compile points at the character inside the quoted formula: line 18 is
+// chunk_local's entry, and the error column is that of the second '*'.
+TEST(Manifest, BadFormulaNamesLineColumnAndWhatWasExpected) {
+  const std::string t = replace(kValid, "smem: \"chunk * 4\"", "smem: \"chunk * * 4\"");
+  const std::size_t line_start = t.rfind('\n', t.find("chunk * * 4")) + 1;
+  const std::size_t col = t.find("chunk * * 4") - line_start + 1 + 8;  // 1-based column of the second '*'
+  expectError(t, {"pkg/manifest.yaml:18:" + std::to_string(col) + ": launch.forward[1].smem: bad formula",
+                  "expected a number, a name or '('"});
+  expectError(replace(kValid, "\"warps * 32\"", "\"wraps * 32\""),
+              {"launch.forward[1].block[0]", "unknown name 'wraps'", "expected one of B, T, N"});
+  expectError(replace(kValid, "\"align_up(K, 16)\"", "\"align_up(K, slots)\""),
+              {"launch.let[0].value", "unknown name 'slots'"});  // a let sees only earlier lets: no cycles
+  expectError(replace(kValid, "\"max(32, KP)\"", "\"pow(2, KP)\""), {"unknown function 'pow'", "cdiv, align_up"});
+  expectError(replace(kValid, "\"max(32, KP)\"", "\"max(32)\""), {"max takes 2 arguments"});
+  expectError(replace(kValid, "\"max(32, KP)\"", "\"99999999999999999999\""), {"does not fit in 64 bits"});
 }
 
 // Random truncation, byte flips and insertions: parse either succeeds or throws RuntimeError{Package};

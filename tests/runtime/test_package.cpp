@@ -1,10 +1,12 @@
 // Package::open: manifest + spec + source are loaded and cross-checked; each inconsistency is one
 // RuntimeError{Package} naming the file and the disagreeing key.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "RuntimeTestUtil.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Package.h"
+#include "dgps/runtime/Validation.h"
 
 namespace dgps {
 namespace {
@@ -13,7 +15,7 @@ using test::TempDir;
 
 std::string openError(const std::string& dir) {
   try {
-    Package::open(dir);
+    (void)Package::open(dir).spec();  // open reads manifest and source; spec() reads spec.yaml
   } catch (const RuntimeError& e) {
     EXPECT_EQ(e.code(), RuntimeErrorCode::Package);
     return e.what();
@@ -99,14 +101,53 @@ TEST(Package, ManifestThatDisagreesWithTheSpecIsRejected) {
       {"varlen: true", "varlen: false", "io.varlen"},
       {"inputs: [bf16, f16]", "inputs: [bf16]", "dtypes.inputs"},
       {"block_v: [32, 64]", "block_v: [64]", "tunables.block_v"},
-      {"decode: {symbol: dgps_tiny_decode}\n", "", "decode"},
+      {"  decode: {symbol: dgps_tiny_decode", nullptr, "decode"},  // nullptr: the whole line goes
   };
   for (const auto& c : cases) {
     TempDir tmp;
     std::string dir = test::writeTinyPackage(tmp / "tiny");
-    edit(dir + "/manifest.yaml", c.from, c.to);
+    if (c.to) {
+      edit(dir + "/manifest.yaml", c.from, c.to);
+    } else {
+      std::string text = test::readFile(dir + "/manifest.yaml");
+      const std::size_t a = text.find(c.from);
+      ASSERT_NE(a, std::string::npos) << c.from;
+      text.erase(a, text.find('\n', a) - a + 1);
+      test::writeFile(dir + "/manifest.yaml", text);
+    }
     std::string msg = openError(dir);
     EXPECT_NE(msg.find(std::string(c.key) + " is"), std::string::npos) << c.key << ": " << msg;
+  }
+}
+
+// Open reads the manifest and the kernel source only: the runtime's layer (what validation reads) comes
+// from the manifest, and spec.yaml is read on the first spec() call, with its errors then.
+TEST(Package, OpenDoesNotReadTheSpec) {
+  TempDir tmp;
+  std::string dir = test::writeTinyPackage(tmp / "tiny");
+  const Spec full = Package::open(dir).spec();
+  ASSERT_EQ(::unlink((dir + "/spec.yaml").c_str()), 0);
+  const Package pkg = Package::open(dir);
+  const Spec& l = pkg.layer();
+  EXPECT_EQ(l.name, full.name);
+  EXPECT_EQ(l.decay.kind, full.decay.kind);
+  EXPECT_EQ(l.gain.kind, full.gain.kind);
+  EXPECT_EQ(l.heads_qk, full.heads_qk);
+  EXPECT_EQ(l.gva_ratio, full.gva_ratio);
+  EXPECT_EQ(l.scale, full.scale);
+  EXPECT_EQ(l.key_dims, full.key_dims);
+  EXPECT_EQ(l.value_dims, full.value_dims);
+  EXPECT_EQ(l.input_dtypes, full.input_dtypes);
+  EXPECT_EQ(l.kernels, full.kernels);
+  EXPECT_EQ(l.varlen, full.varlen);
+  EXPECT_EQ(specTakesPrecondGate(l), specTakesPrecondGate(full));
+  EXPECT_EQ(specTakesPrecondGain(l), specTakesPrecondGain(full));
+  EXPECT_EQ(specTakesPrecondCenter(l), specTakesPrecondCenter(full));
+  try {
+    (void)pkg.spec();
+    ADD_FAILURE() << "spec() without spec.yaml";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("spec.yaml: cannot read the package's spec"), std::string::npos) << e.what();
   }
 }
 
@@ -117,7 +158,7 @@ TEST(Package, SymbolsMustOccurInTheSource) {
   src.replace(i, 16, "dgps_tiny_step");  // the kernel's only occurrence
   std::string dir = test::writeTinyPackage(tmp / "tiny", src);
   std::string msg = openError(dir);
-  EXPECT_NE(msg.find("decode.symbol: dgps_tiny_decode does not occur"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("manifest.yaml: launch.decode.symbol: dgps_tiny_decode does not occur"), std::string::npos) << msg;
 }
 
 TEST(Package, UnparsableSpecShowsItsDiagnostics) {

@@ -10,6 +10,7 @@
 #include "dgps/device/launch_rules.h"
 #include "dgps/dsl/Canonical.h"
 #include "dgps/dsl/DeviceFeatures.h"
+#include "dgps/dsl/LaunchManifest.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 using namespace mlir;
@@ -79,9 +80,17 @@ FailureOr<PlanSummary> summarizePlan(const Spec& spec, ModuleOp plan) {
   return s;
 }
 
-std::string emitManifest(const Spec& s, const PlanSummary& plan) {
+FailureOr<std::string> emitManifest(const Spec& s, const PlanSummary& plan, std::string* error) {
+  // The launch section: the plan's roles in its order, each with its geometry as formulas.
+  LaunchSectionRequest launch;
+  launch.name = s.name;
+  launch.features = deviceFeatures(s);
+  if (hasKernel(s, KernelKind::ChunkForward)) launch.forward_roles = plan.roles;
+  launch.decode = hasKernel(s, KernelKind::Decode);
+  std::string launchYaml;
+  if (!launchSectionYaml(launch, &launchYaml, error)) return failure();
   std::ostringstream os;
-  os << "dgps_package: 1\n";
+  os << "dgps_package: " << kPackageFormatVersion << "\n";
   os << "codegen_version: " << kCodegenVersion << "\n";
   os << "name: " << s.name << "\n";
   os << "spec_hash: \"" << specHash(s) << "\"\n";
@@ -95,12 +104,8 @@ std::string emitManifest(const Spec& s, const PlanSummary& plan) {
   os << "io: {initial_state: " << yamlBool(s.initial_state) << ", final_state: " << yamlBool(s.final_state)
      << ", initial_precond_state: " << yamlBool(s.initial_precond_state)
      << ", final_precond_state: " << yamlBool(s.final_precond_state) << ", varlen: " << yamlBool(s.varlen) << "}\n";
-  if (hasKernel(s, KernelKind::ChunkForward)) {
-    std::vector<std::string> symbols;
-    for (const std::string& r : plan.roles) symbols.push_back("dgps_" + s.name + "_fwd_" + r);
-    os << "forward: {roles: " << flowList(plan.roles) << ", symbols: " << flowList(symbols) << "}\n";
-  }
-  if (hasKernel(s, KernelKind::Decode)) os << "decode: {symbol: dgps_" << s.name << "_decode}\n";
+  os << layerSectionYaml(s);
+  os << launchYaml;
   os << "tunables: {chunk: " << flowList(s.tuning.chunk) << ", block_v: " << flowList(s.tuning.block_v)
      << ", warps: " << flowList(s.tuning.warps) << ", stages: " << flowList(s.tuning.stages) << "}\n";
   os << "default_config: {chunk: " << plan.tile.chunk << ", block_v: " << plan.tile.block_v
@@ -146,7 +151,10 @@ FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp ti
                                    tileChunkLocal ? &*tileChunkLocal : nullptr,
                                    tileStateOutput ? &*tileStateOutput : nullptr);
   files.spec_yaml = canonicalYaml(spec);
-  files.manifest_yaml = emitManifest(spec, *summary);
+  std::string error;
+  FailureOr<std::string> manifest = emitManifest(spec, *summary, &error);
+  if (failed(manifest)) return plan.emitError() << "cannot write the manifest's launch section: " << error;
+  files.manifest_yaml = *manifest;
   return files;
 }
 

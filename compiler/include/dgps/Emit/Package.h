@@ -50,8 +50,9 @@ std::string emitKernelsCu(const Spec& spec, const PlanSummary& plan, const std::
                           const std::string* tileChunkLocal = nullptr, const std::string* tileStateOutput = nullptr);
 /// The shortest CUDA float literal that reads back to `x` rounded to float ("1.5f", "1e-06f").
 std::string cudaFloatLiteral(double x);
-/// manifest.yaml text.
-std::string emitManifest(const Spec& spec, const PlanSummary& plan);
+/// manifest.yaml text (format: runtime/include/dgps/runtime/Package.h), its `launch` section written from
+/// the plan's roles by dsl/LaunchManifest.h. Fails, setting *error, for a role without launch formulas.
+mlir::FailureOr<std::string> emitManifest(const Spec& spec, const PlanSummary& plan, std::string* error);
 
 /// All three files. With `tileModule` (the output of --dgps-lower-decode-to-tile and/or
 /// --dgps-lower-chunk-local-to-tile), the decode kernel is printed from its `@<name>_decode` tile function

@@ -1,0 +1,43 @@
+// The `launch:` section of a package manifest (dgps_package: 2; format in runtime/include/dgps/runtime/
+// Package.h): for every kernel role of the compiler's plan its symbol, its grid and block as three integer
+// formulas and its dynamic shared memory as one, plus the workspace buffers' sizes, all written over the
+// problem shape (B, T, N, H, HV, K, V, varlen, f16) and the tile configuration (chunk, block_v, warps,
+// stages) in the language of runtime/include/dgps/runtime/LaunchFormula.h. The runtime evaluates them per
+// call and launches exactly that; it does not re-derive geometry.
+//
+// The formulas are the device library's layouts (runtime/device/dgps/device/launch_rules.h, which the
+// kernels still read at compile time) with the feature choices resolved here, once, at compile time.
+// tests/runtime/test_manifest_launch.cpp checks them equal to launch_rules.h for every shipped package.
+// No MLIR: the compiler's manifest writer and the runtime tests' package fixtures both call it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/Spec.h"
+
+namespace dgps {
+
+struct LaunchSectionRequest {
+  std::string name;                        ///< package name: symbols are dgps_<name>_fwd_<role>, dgps_<name>_decode
+  launch::FeatureSet features;             ///< the device encoding of the spec (DeviceFeatures.h)
+  std::vector<std::string> forward_roles;  ///< the plan's roles in launch order; empty: no forward
+  bool decode = false;                     ///< the package has a decode kernel
+};
+
+/// The YAML text of `launch:` (ends in a newline). Returns false and sets *error naming the role when the
+/// plan holds a role whose launch formulas are not known here.
+bool launchSectionYaml(const LaunchSectionRequest& request, std::string* yaml, std::string* error);
+
+/// The manifest's `layer:` line (ends in a newline): what the runtime's tensor validation needs of the spec
+/// beyond features, dims, dtypes and io, so the runtime never parses spec.yaml:
+///   layer: {heads_qk: <0 = any>, gva_ratio: <HV/H>, scale: auto|<number>,
+///           precond_inputs: {gate: <takes precond_g>, gain: <takes precond_beta>, center: <takes precond_center>}}
+/// The scale is printed with 17 significant digits, so it reads back to the same double.
+std::string layerSectionYaml(const Spec& spec);
+
+/// The manifest format version this writer produces and the runtime reads.
+constexpr int kPackageFormatVersion = 2;
+
+}  // namespace dgps

@@ -1,0 +1,153 @@
+#include "dgps/dsl/LaunchManifest.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace dgps {
+namespace {
+
+using launch::FeatureSet;
+
+// A sum of terms, printed as "a + b + c"; empty terms are skipped so feature-dependent parts vanish.
+std::string sum(std::initializer_list<std::string> terms) {
+  std::string s;
+  for (const std::string& t : terms)
+    if (!t.empty()) s += (s.empty() ? "" : " + ") + t;
+  return s.empty() ? "0" : s;
+}
+
+std::string when(bool b, const std::string& term) { return b ? term : std::string(); }
+
+struct Geometry {
+  std::string grid, block, smem;
+};
+
+// The let names every formula below reads. KP: the key dim padded to the 16-wide MMA tile; slots: chunk
+// slots (launch_rules.h chunkSlots: with varlen the device-side bound cdiv(T, C) + N); BV: the value tile
+// one state_output CTA covers (launch_rules.h valueTile).
+const char* const kLets[][2] = {
+    {"KP", "align_up(K, 16)"},
+    {"slots", "select(varlen, cdiv(T, chunk) + N, B * cdiv(T, chunk))"},
+    {"BV", "min(block_v, align_up(V, 16))"},
+};
+
+// launch_rules.h chunkLocalSmem: q, k (and the asymmetric write key) tiles with a 16-byte pad per row;
+// with per-channel decay the gated rows, columns, per-channel cumsum and a separate KKT block, else the KKT
+// block aliases the operand tiles; then per-token scalars and the preconditioner state.
+std::string chunkLocalSmem(const FeatureSet& f) {
+  const bool asym = f.precond == 1 && f.side == 0;
+  const std::string tiles = std::string(asym ? "3" : "2") + " * chunk * (KP + 8) * 2";
+  const std::string kkt = "chunk * (chunk + 4) * 4";
+  const std::string operands =
+      f.decay == 2 ? sum({tiles, "32 * (KP + 8) * 2", "chunk * (KP + 8) * 2", "chunk * KP * 4", kkt})
+                   : "max(" + tiles + ", " + kkt + ")";
+  return sum({operands, "chunk * 48 + 64", when(f.precond == 1, "KP * 4")});
+}
+
+// launch_rules.h stateOutputSmem: one 128-aligned pipeline stage times `stages`.
+std::string stateOutputSmem(const FeatureSet& f) {
+  const bool opw = f.decay == 2, opk = f.solve == 1 && f.decay == 2;
+  const bool kw = opw || (f.precond == 1 && f.side == 0);
+  const bool kraw = f.precond == 1 && opk;
+  const int key_tiles = 2 + (kw ? 1 : 0) + (kraw ? 1 : 0);
+  const std::string stage =
+      sum({std::to_string(key_tiles) + " * chunk * KP * 2", "chunk * (BV + 8) * 2",
+           std::string(f.solve == 1 ? "2" : "1") + " * chunk * (chunk + 8) * 2", "(chunk + 1) * 32",
+           when(f.precond == 1, "KP * 4"), when(f.decay == 2, "KP * 4")});
+  return "align_up(" + stage + ", 128) * stages";
+}
+
+bool forwardGeometry(const std::string& role, const FeatureSet& f, Geometry* g) {
+  if (role == "precond_summary") {
+    *g = {"slots * H", "warps * 32", "chunk * (KP + 8) * 2 + chunk * 16"};
+  } else if (role == "precond_scan") {
+    // hypergrad_ogd: one warp per (sequence, key head), 4 per CTA, 32 key rows per warp in shared memory;
+    // ema_sq_squash: one thread per key channel.
+    *g = f.source == 1 ? Geometry{"cdiv(N * H, 4)", "128", "256 * (KP + 8)"}
+                       : Geometry{"N * H", "max(32, align_up(KP, 32))", "0"};
+  } else if (role == "chunk_local") {
+    *g = {"slots * HV", "warps * 32", chunkLocalSmem(f)};
+  } else if (role == "state_output") {
+    // One consumer warp per 16 value columns, plus a producer warpgroup that rebuilds the preconditioned key.
+    *g = {"N * HV * cdiv(V, BV)", f.precond == 1 ? "(BV / 16 + 4) * 32" : "BV / 16 * 32", stateOutputSmem(f)};
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// launch_rules.h workspaceLayout, buffers in layout order; only those the features use.
+std::vector<std::pair<std::string, std::string>> workspaceBuffers(const FeatureSet& f) {
+  std::vector<std::pair<std::string, std::string>> b;
+  const bool pre = f.precond == 1, diag = f.decay == 2;
+  if (f.solve == 1) b.push_back({"tb", "slots * HV * chunk * chunk * 2"});
+  b.push_back({"aqk", "slots * HV * chunk * chunk * 2"});
+  b.push_back({"tok", "slots * HV * (chunk + 1) * 32"});
+  if (pre) b.push_back({"pst", "slots * H * K * 4"});
+  if (pre && f.source == 0) b.push_back({"psum", "slots * H * K * 4"});
+  if (pre && f.source == 0) b.push_back({"pgam", "slots * H * 4"});
+  if (pre && f.source == 1) b.push_back({"pcoef", "slots * H * chunk * 4"});
+  if (diag) b.push_back({"opq", "slots * HV * chunk * K * 2"});
+  if (diag && f.solve == 1) b.push_back({"opk", "slots * HV * chunk * K * 2"});
+  if (diag) b.push_back({"opw", "slots * HV * chunk * K * 2"});
+  if (diag) b.push_back({"pdec", "slots * HV * K * 4"});
+  return b;
+}
+
+void writeKernel(std::ostringstream& os, const std::string& symbol, const Geometry& g) {
+  os << "symbol: " << symbol << ", grid: [\"" << g.grid << "\", \"1\", \"1\"], block: [\"" << g.block
+     << "\", \"1\", \"1\"], smem: \"" << g.smem << "\"}\n";
+}
+
+}  // namespace
+
+std::string layerSectionYaml(const Spec& s) {
+  const bool gate = (usesSquash(s) && s.precond.squash.has_gate) || (usesHypergrad(s) && s.precond.hypergrad.has_retention);
+  const bool gain = usesSquash(s) && s.precond.squash.has_gain;
+  const bool center = usesSquash(s);
+  std::string scale = "auto";
+  if (s.scale) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", *s.scale);
+    scale = buf;
+  }
+  auto b = [](bool x) { return x ? "true" : "false"; };
+  std::ostringstream os;
+  os << "layer: {heads_qk: " << s.heads_qk << ", gva_ratio: " << s.gva_ratio << ", scale: " << scale
+     << ", precond_inputs: {gate: " << b(gate) << ", gain: " << b(gain) << ", center: " << b(center) << "}}\n";
+  return os.str();
+}
+
+bool launchSectionYaml(const LaunchSectionRequest& r, std::string* yaml, std::string* error) {
+  const FeatureSet& f = r.features;
+  std::ostringstream os;
+  os << "launch:\n  let:\n";
+  for (const auto& l : kLets) os << "    - {name: " << l[0] << ", value: \"" << l[1] << "\"}\n";
+  if (!r.forward_roles.empty()) {
+    os << "  forward:\n";
+    for (const std::string& role : r.forward_roles) {
+      Geometry g;
+      if (!forwardGeometry(role, f, &g)) {
+        *error = "kernel role '" + role +
+                 "' has no launch formulas (known: precond_summary, precond_scan, chunk_local, state_output; "
+                 "dsl/lib/LaunchManifest.cpp)";
+        return false;
+      }
+      os << "    - {role: " << role << ", ";
+      writeKernel(os, "dgps_" + r.name + "_fwd_" + role, g);
+    }
+    os << "  workspace:\n    align: 256\n    buffers:\n";
+    for (const auto& b : workspaceBuffers(f)) os << "      - {name: " << b.first << ", bytes: \"" << b.second << "\"}\n";
+  }
+  if (r.decode) {
+    // One CTA per (row, key head) when preconditioned (it owns the key head's preconditioner state),
+    // else per (row, value head, 32-column value tile); k̂, write key, query, decay, partial sums in smem.
+    const Geometry g{f.precond == 1 ? "B * H" : "B * HV * cdiv(V, 32)", "128", "(4 * KP + 288) * 4"};
+    os << "  decode: {";
+    writeKernel(os, "dgps_" + r.name + "_decode", g);
+  }
+  *yaml = os.str();
+  return true;
+}
+
+}  // namespace dgps

@@ -1,0 +1,179 @@
+// The runtime launches what the manifest's `launch` section says (LaunchPlan.cpp evaluates its formulas).
+// Those formulas must give exactly what the device library's launch_rules.h gives, because the kernels
+// still carve their shared memory and workspace with launch_rules.h at compile time. The old host
+// derivation (launch::forwardGeometry / decodeGeometry / workspaceLayout over deviceFeatures(spec)) is kept
+// here, in the test only, as the independent side: for every shipped package and a grid of shapes (dense
+// and varlen, GVA ratios, K and V including 120, odd T) and configurations (chunk 32/64, every block_v
+// that compiles, warps, stages) both must agree on every grid, block, shared-memory size, workspace
+// buffer offset and total.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "LaunchPlan.h"
+#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/DeviceFeatures.h"
+#include "dgps/runtime/Error.h"
+#include "dgps/runtime/Package.h"
+
+namespace dgps {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> packageDirs() {
+  std::vector<std::string> dirs;
+  for (const auto& e : fs::directory_iterator(std::string(DGPS_SOURCE_DIR) + "/generated"))
+    if (fs::exists(e.path() / "manifest.yaml")) dirs.push_back(e.path().string());
+  return dirs;
+}
+
+// The union of a tunables list and the values the test always tries.
+std::vector<int> values(std::vector<int> listed, std::initializer_list<int> extra) {
+  std::set<int> s(listed.begin(), listed.end());
+  s.insert(extra.begin(), extra.end());
+  return {s.begin(), s.end()};
+}
+
+std::vector<TileConfig> configs(const Manifest& m) {
+  std::vector<TileConfig> out;
+  for (int c : values(m.tunables.chunk, {32, 64}))
+    for (int bv : values(m.tunables.block_v, {16, 32, 48, 64, 128}))
+      for (int w : values(m.tunables.warps, {4, 8}))
+        for (int st : values(m.tunables.stages, {1, 2})) out.push_back(TileConfig{c, bv, w, st});
+  return out;
+}
+
+// Byte offset of each named workspace buffer in the old layout (launch_rules.h WorkspaceLayout).
+std::map<std::string, long long> oldOffsets(const launch::WorkspaceLayout& w) {
+  return {{"tb", w.tb},     {"aqk", w.aqk},     {"tok", w.tok}, {"pst", w.pst}, {"psum", w.psum}, {"pgam", w.pgam},
+          {"pcoef", w.pcoef}, {"opq", w.opq}, {"opk", w.opk}, {"opw", w.opw}, {"pdec", w.pdec}};
+}
+
+void expectSame(const detail::LaunchGeometry& got, const launch::Geometry& want, const std::string& what) {
+  EXPECT_EQ(got.grid[0], want.grid.x) << what << " grid.x";
+  EXPECT_EQ(got.grid[1], want.grid.y) << what << " grid.y";
+  EXPECT_EQ(got.grid[2], want.grid.z) << what << " grid.z";
+  EXPECT_EQ(got.block[0], want.block.x) << what << " block.x";
+  EXPECT_EQ(got.block[1], want.block.y) << what << " block.y";
+  EXPECT_EQ(got.block[2], want.block.z) << what << " block.z";
+  EXPECT_EQ(got.shared_bytes, want.smem_bytes) << what << " smem";
+}
+
+TEST(ManifestLaunch, FormulasEqualTheLaunchRulesForEveryPackageShapeAndConfig) {
+  const std::vector<std::string> dirs = packageDirs();
+  ASSERT_GE(dirs.size(), 10u) << "expected every shipped package under generated/";
+  long long compared = 0;
+  for (const std::string& dir : dirs) {
+    const Package pkg = Package::open(dir);
+    const Manifest& m = pkg.manifest();
+    SCOPED_TRACE(m.name);
+    const launch::FeatureSet f = deviceFeatures(pkg.spec());
+
+    if (m.has_forward) {
+      int roles[launch::kMaxRoles];
+      const int n = launch::forwardRoles(f, roles);
+      ASSERT_EQ(m.forward_roles.size(), std::size_t(n));
+      for (int i = 0; i < n; ++i) EXPECT_EQ(m.forward_roles[std::size_t(i)], launch::roleName(roles[i]));
+    }
+    for (const TileConfig& t : configs(m))
+      for (int K : m.key_dims)
+        for (int V : m.value_dims)
+          for (int ratio : {1, 2, 4})
+            for (bool varlen : {false, true})
+              for (long long T : {1LL, 63LL, 64LL, 65LL, 1000LL}) {
+                ForwardProblem p;
+                p.varlen = varlen;
+                p.num_seqs = varlen ? 3 : 2;
+                p.batch = varlen ? 1 : 2;
+                p.seq_len = varlen ? 3 * T : T;
+                p.heads_qk = 3;
+                p.heads_v = 3 * ratio;
+                p.key_dim = K;
+                p.value_dim = V;
+                p.input_dtype = (T % 2) ? ScalarType::F16 : ScalarType::BF16;
+                launch::ProblemShape s;
+                s.B = p.batch;
+                s.T = p.seq_len;
+                s.N = p.num_seqs;
+                s.H = p.heads_qk;
+                s.HV = p.heads_v;
+                s.K = K;
+                s.V = V;
+                s.varlen = varlen;
+                s.f16 = p.input_dtype == ScalarType::F16;
+                const std::string what = toString(t) + " K=" + std::to_string(K) + " V=" + std::to_string(V) +
+                                         " HV=" + std::to_string(p.heads_v) + " T=" + std::to_string(T) +
+                                         (varlen ? " varlen" : "");
+                if (m.has_forward) {
+                  const detail::ForwardGeometry g = detail::forwardGeometry(pkg, p, t);
+                  int roles[launch::kMaxRoles];
+                  ASSERT_EQ(g.count, launch::forwardRoles(f, roles));
+                  for (int i = 0; i < g.count; ++i)
+                    expectSame(g.kernels[std::size_t(i)], launch::forwardGeometry(roles[i], f, s, t),
+                               what + " " + launch::roleName(roles[i]));
+                  const launch::WorkspaceLayout w = launch::workspaceLayout(f, s, t);
+                  EXPECT_EQ(g.workspace_bytes, std::size_t(w.total)) << what << " workspace";
+                  const std::map<std::string, long long> old = oldOffsets(w);
+                  ASSERT_EQ(g.buffers, int(m.launch.workspace.size()));
+                  for (int i = 0; i < g.buffers; ++i) {
+                    const std::string& name = m.launch.workspace[std::size_t(i)].name;
+                    ASSERT_EQ(old.count(name), 1u) << name;
+                    EXPECT_EQ(g.buffer_offsets[std::size_t(i)], std::size_t(old.at(name))) << what << " " << name;
+                  }
+                }
+                if (m.has_decode && T == 1) {
+                  DecodeProblem d;
+                  d.batch = varlen ? 5 : 2;
+                  d.heads_qk = p.heads_qk;
+                  d.heads_v = p.heads_v;
+                  d.key_dim = K;
+                  d.value_dim = V;
+                  d.input_dtype = p.input_dtype;
+                  launch::ProblemShape ds = s;
+                  ds.B = ds.N = d.batch;
+                  ds.T = 1;
+                  ds.varlen = 0;
+                  expectSame(detail::decodeGeometry(pkg, d, t), launch::decodeGeometry(f, ds, t), what + " decode");
+                }
+                ++compared;
+              }
+  }
+  EXPECT_GT(compared, 10000);
+}
+
+// A problem whose grid needs more than 2^31-1 blocks, or whose formulas overflow 64 bits, is one
+// InvalidArgument naming the role or the formula; it never wraps around into a small launch.
+TEST(ManifestLaunch, HugeProblemsAreRefusedNotWrapped) {
+  const Package pkg = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gdn");
+  ForwardProblem p;
+  p.batch = p.num_seqs = 1LL << 20;
+  p.seq_len = 1LL << 20;
+  p.heads_qk = p.heads_v = 4;
+  p.key_dim = p.value_dim = 128;
+  try {
+    detail::forwardGeometry(pkg, p, pkg.manifest().default_config);
+    ADD_FAILURE() << "no error";
+  } catch (const RuntimeError& e) {
+    EXPECT_EQ(e.code(), RuntimeErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("forward: the problem needs"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("beyond CUDA's grid limit of 2^31-1"), std::string::npos) << e.what();
+  }
+  p.batch = p.num_seqs = 1LL << 40;
+  p.seq_len = 1LL << 40;
+  try {
+    detail::forwardGeometry(pkg, p, pkg.manifest().default_config);
+    ADD_FAILURE() << "no error";
+  } catch (const RuntimeError& e) {
+    EXPECT_EQ(e.code(), RuntimeErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("overflows 64-bit integers for this problem"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("manifest.yaml: launch."), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace dgps
