@@ -30,6 +30,7 @@ mkdir -p "$out"
 both=()
 localOnly=()
 skipped=()
+unpackaged=()
 # compile SPEC CODEGEN: 0 on success, 3 when a role has no tile lowering (log kept in $log), else exits
 compile() {
   if "$dgpsc" compile "$1" -o "$out/$name" --codegen="$2" 2>"$log"; then return 0; fi
@@ -42,6 +43,8 @@ compile() {
 for spec in "$root"/specs/*.yaml; do
   name="$(basename "$spec" .yaml)"
   grep -Eq '^kernels:.*\bchunk_forward\b' "$spec" || continue
+  # a spec the compiler refuses (no generated/ package, e.g. solve.steps > 1) has no chunk roles to print
+  if [[ ! -f "$root/generated/$name/manifest.yaml" ]]; then unpackaged+=("$name"); continue; fi
   log="$(mktemp)"
   rc=0
   compile "$spec" "tile-chunk-local,tile-state-output$extra" || rc=$?
@@ -55,4 +58,5 @@ for spec in "$root"/specs/*.yaml; do
   rm -f "$log"
 done
 echo "gen_tile_state_output.sh: in $out: both chunk roles on tiles: ${both[*]:-none}; chunk_local only (state_output" \
-  "has no tile lowering): ${localOnly[*]:-none}; skipped: ${skipped[*]:-none}"
+  "has no tile lowering): ${localOnly[*]:-none}; skipped: ${skipped[*]:-none}; not packaged (no generated/" \
+  "package): ${unpackaged[*]:-none}"
