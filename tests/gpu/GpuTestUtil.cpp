@@ -213,6 +213,11 @@ std::string writeGvaVariant(const Package& pkg, int ratio, const std::string& di
   auto at = manifest.find(old_hash);
   if (at == std::string::npos) throw std::runtime_error("manifest lacks its spec_hash text");
   manifest.replace(at, old_hash.size(), specHash(spec));
+  // the manifest's layer line carries the ratio too (the runtime reads it, not spec.yaml)
+  const std::string old_ratio = "gva_ratio: " + std::to_string(pkg.spec().gva_ratio);
+  at = manifest.find(old_ratio, manifest.find("\nlayer:"));
+  if (at == std::string::npos) throw std::runtime_error("manifest lacks layer.gva_ratio");
+  manifest.replace(at, old_ratio.size(), "gva_ratio: " + std::to_string(ratio));
   std::ofstream(dir + "/" + pkg.manifest().spec, std::ios::binary) << yaml;
   std::ofstream(dir + "/manifest.yaml", std::ios::binary) << manifest;
   std::ofstream(dir + "/" + pkg.manifest().source, std::ios::binary) << pkg.source();
