@@ -283,7 +283,10 @@ DGPS_DEV void decode(const DecodeArgs& a) {
       }
     }
     sync_threads();  // sRed / sDec reuse by the next tile
-    if constexpr (kPre) cur = next;
+    if constexpr (kPre) {
+#pragma unroll
+      for (int j = 0; j < RPT; ++j) cur.S[j] = next.S[j];  // the small reads come at the tile's start
+    }
   }
 }
 
