@@ -89,7 +89,8 @@ bool runProblem(const Problem& p, std::mt19937_64& rng) {
   const float spread = 0.3f / std::sqrt((float)K);  // M = 0.9 I + noise: a contracting, non-diagonal transition
   for (int64_t sh = 0; sh < S * HV; ++sh)
     for (int64_t r = 0; r < K; ++r)
-      for (int64_t c = 0; c < K; ++c) trans[(size_t)((sh * K + r) * K + c)] = (r == c ? 0.9f : 0.f) + spread * normal(rng);
+      for (int64_t c = 0; c < K; ++c)
+        trans[(size_t)((sh * K + r) * K + c)] = (r == c ? 0.9f : 0.f) + spread * normal(rng);
   for (float& x : ext) x = normal(rng);
   for (float& x : init) x = normal(rng);
   const float nan = std::numeric_limits<float>::quiet_NaN();

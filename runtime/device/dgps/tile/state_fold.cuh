@@ -1,5 +1,5 @@
-// The fold of a sequence-parallel state pass (docs/math.md §8): after the segment-summary kernel has written,
-// per segment s and value head hv, the transition product M_s [K, K] (the segment's walk from the identity
+// The fold of a sequence-parallel state pass (docs/math.md §8): given, per segment s and value head hv (the
+// segment summaries), the transition product M_s [K, K] (the segment's walk from the identity
 // with zero values) and the end state E_s [K, V] (its walk from a zero start), one CTA per (sequence n, value
 // head hv, value tile [v0, v0 + BV)) runs, over the sequence's segments in token order,
 //   h = init[n] (zero when init is null);  for each segment s:  start[s] = h;  h = M_s h + E_s;
@@ -7,11 +7,13 @@
 // in f32, the same recurrence as dsl SegmentScan.h foldSegments (its host/float64 twin). Per step the CTA
 // reads M_s (K² f32, shared by all value tiles of the head) and the tile's columns of E_s.
 //
-// Layouts, all f32 row-major in global memory (S = segments of the launch, segments of one sequence are
-// consecutive: s0 .. s0 + ns − 1):
+// Layouts, all f32 row-major in global memory (S = segment slots, segment_slots below; the segments of one
+// sequence are consecutive slots s0 .. s0 + ns − 1):
 //   trans [S, HV, K, K], ext [S, HV, K, V], init [N, HV, K, V], start [S, HV, K, V], final [N, HV, K, V].
 // X and Y are two shared [K, BV] f32 buffers (2·K·BV·4 bytes). One barrier per segment; cost 2K²·BV FLOPs
-// per segment, which is small beside the summary's walk over L chunks.
+// per segment, which is small beside the summary's walk over L chunks. Not tuned yet: every thread reads M_s
+// from global memory (L1/L2) K times per entry it owns; staging M_s in shared memory one segment ahead
+// (cp.async, K²·4 bytes) and register-blocking X are the first steps once the GPU times it.
 #pragma once
 
 #include "dgps/device/platform.cuh"
@@ -19,13 +21,13 @@
 namespace dgps {
 namespace tile {
 
-/// Segments of `len` tokens cut into segments of L chunks of C tokens: ⌈⌈len / C⌉ / L⌉ (0 for an empty sequence).
+/// Segments of a sequence of `len` tokens in segments of L chunks of C tokens: ⌈⌈len / C⌉ / L⌉ (0 when empty).
 DGPS_DEV int64_t segment_count(int64_t len, int64_t C, int64_t L) { return ((len + C - 1) / C + L - 1) / L; }
 
-/// Slot of the first segment of sequence n without a host sync, as dev::first_slot does for chunks: n · ⌈⌈T/C⌉/L⌉
-/// for a fixed-length batch (cu null, sequences of seq_len tokens), ⌊bos_n / (C·L)⌋ + n for a packed batch (each
-/// sequence adds at most one partial segment, so the slots of sequence n never reach those of n + 1). Slots
-/// stay below segment_slots(); those between sequences hold no segment and are never written.
+/// Slot of the first segment of sequence n without a host sync, as dev::first_slot does for chunks:
+/// n · ⌈⌈T/C⌉/L⌉ for a fixed-length batch (cu null, sequences of seq_len tokens), ⌊bos_n / (C·L)⌋ + n for a
+/// packed batch (each sequence adds at most one partial segment, so the slots of sequence n never reach those
+/// of n + 1). Slots stay below segment_slots(); those between sequences hold no segment and are never written.
 DGPS_DEV int64_t first_segment_slot(const int64_t* cu, int64_t n, int64_t seq_len, int64_t C, int64_t L) {
   return cu != nullptr ? cu[n] / (C * L) + n : n * segment_count(seq_len, C, L);
 }
