@@ -211,10 +211,12 @@ int maxStack(const std::vector<Op>& ops) {
   return peak;
 }
 
+// ceil(a / b) for b > 0, exact for every a (negative a included) and never overflowing: C++ division truncates
+// toward zero, which is already the ceiling for a negative quotient.
 bool cdiv(std::int64_t a, std::int64_t b, std::int64_t* out) {
-  std::int64_t t = 0;
-  if (__builtin_add_overflow(a, b - 1, &t)) return false;
-  *out = t / b;
+  std::int64_t q = a / b;
+  if (a % b != 0 && a > 0) ++q;
+  *out = q;
   return true;
 }
 

@@ -59,13 +59,17 @@ std::string shapeText(const Env& e) {
   return s;
 }
 
-// Error path only (builds strings): a formula that overflows for this problem.
+// Error path only (builds strings): a formula that cannot be evaluated for this problem. An overflow means the
+// problem is too large (the caller's input); a division by zero or a divisor <= 0 means the package's formula
+// is wrong for a valid problem (the package's fault).
 [[noreturn]] void formulaFault(const char* call, const Package& package, const std::string& key, const Formula& f,
                                FormulaFault fault, const Env& e) {
-  throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+  const bool tooLarge = fault == FormulaFault::Overflow;
+  throw RuntimeError(tooLarge ? RuntimeErrorCode::InvalidArgument : RuntimeErrorCode::Package,
                      std::string(call) + ": " + package.directory() + "/manifest.yaml: " + key + " = \"" + f.text() +
-                         "\" " + toString(fault) + " for this problem (" + shapeText(e) +
-                         "); the problem is too large for the package's launch plan");
+                         "\" " + toString(fault) + " for this problem (" + shapeText(e) + "); " +
+                         (tooLarge ? "the problem is too large for the package's launch plan"
+                                   : "the package's launch plan is broken: regenerate it with dgpsc compile"));
 }
 
 std::int64_t eval(const char* call, const Package& package, const Formula& f, const Env& e, const char* section,

@@ -31,6 +31,7 @@ DGPS_DEV void decode(const DecodeArgs& a) {
   constexpr int K = cfg::K, V = cfg::V, KP = cfg::KP;
   constexpr int DBV = 32, TPR = DBV / 4, RG = 128 / TPR, RPT = KP / RG;
   static_assert(KP % RG == 0, "decode: K padded to 16 rows per row group");
+  static_assert(KP <= 2 * 128, "decode: each of the 128 threads owns key channels tx and tx + 128");
   constexpr bool kPre = Tr::kPrecond == 1;
   constexpr bool kATK = kPre && Tr::kPrecondSide == 0;
   constexpr bool kATQ = kPre && Tr::kPrecondSide == 1;
@@ -284,8 +285,10 @@ DGPS_DEV void decode(const DecodeArgs& a) {
     }
     sync_threads();  // sRed / sDec reuse by the next tile
     if constexpr (kPre) {
+      if (tile + 1 < ntile) {
 #pragma unroll
-      for (int j = 0; j < RPT; ++j) cur.S[j] = next.S[j];  // the small reads come at the tile's start
+        for (int j = 0; j < RPT; ++j) cur.S[j] = next.S[j];  // the small reads come at the tile's start
+      }
     }
   }
 }

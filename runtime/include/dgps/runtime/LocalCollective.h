@@ -9,7 +9,8 @@
 // for every send buffer), and every rank's stream then waits for all copies that read its send buffer.
 // Between its own call and the last rank's call a rank must not enqueue work on its stream that reads
 // recv or writes send (a simulated-rank test calls allGather for ranks 0..G-1 in a loop, then goes on).
-// The group is thread-safe: ranks may also call from their own threads.
+// The group is thread-safe: ranks may also call from their own threads, but a rank must not read recv
+// until every rank has called (join the threads first): an earlier caller returns before its recv is written.
 #pragma once
 
 #include <memory>

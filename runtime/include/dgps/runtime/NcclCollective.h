@@ -2,8 +2,9 @@
 // has no build-time NCCL dependency, so the same binaries start where NCCL is absent and only a
 // context-parallel call fails there, with RuntimeError{Collective} naming why.
 //
-// The library is libnccl.so.2, or the path in the environment variable DGPS_NCCL_LIBRARY (read once, at
-// the first load). It must export every entry point used here (ncclGetVersion, ncclGetErrorString,
+// The library is libnccl.so.2, or the path in the environment variable DGPS_NCCL_LIBRARY (read at every
+// call that needs NCCL; each path is loaded once and kept). A communicator given to wrap() must come from
+// that same library (the one torch.distributed loaded: same soname, so the dynamic loader shares it). It must export every entry point used here (ncclGetVersion, ncclGetErrorString,
 // ncclGetUniqueId, ncclCommInitRank, ncclCommFinalize, ncclCommDestroy, ncclCommCount, ncclCommUserRank,
 // ncclCommGetAsyncError, ncclAllGather) and be NCCL 2.14 or newer (the first release with
 // ncclCommFinalize).
