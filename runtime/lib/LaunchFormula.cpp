@@ -229,9 +229,13 @@ Formula Formula::compile(const std::string& text, const std::vector<std::string>
                                                       std::to_string(text.size()));
   if (lets.size() > std::size_t(kMaxFormulaLets))
     throw FormulaError(1, "more than " + std::to_string(kMaxFormulaLets) + " let names");
-  for (char c : text)
-    if (c == '\0' || c == '\n' || c == '\r')
-      throw FormulaError(1, "the formula holds a control character (expected one line of text)");
+  // Formula text comes from an untrusted manifest and is echoed in error messages: printable ASCII only.
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c >= 0x7f)
+      throw FormulaError(int(i) + 1, "the formula holds a control character or a non-ASCII byte (expected one "
+                                     "line of printable ASCII)");
+  }
   Formula f;
   f.ops_ = Parser(text, lets).run();
   if (maxStack(f.ops_) > kMaxFormulaStack)

@@ -120,6 +120,8 @@ TEST(LaunchFormula, CompileErrorsNameTheColumnAndWhatWasExpected) {
   EXPECT_NE(compileError("K % 2").find("unexpected '%'"), std::string::npos);
   EXPECT_NE(compileError("99999999999999999999").find("does not fit in 64 bits"), std::string::npos);
   EXPECT_NE(compileError("K\n+1").find("control character"), std::string::npos);
+  EXPECT_NE(compileError("K+\x1b[2J1").find("control character"), std::string::npos);  // a terminal escape
+  EXPECT_NE(compileError("K+\xc3\xa91").find("non-ASCII"), std::string::npos);
 }
 
 // Untrusted text stays cheap: length, nesting, operation count and stack height are bounded, each with
@@ -143,6 +145,10 @@ TEST(LaunchFormula, HostileTextIsBounded) {
   deep += "1" + std::string(15, ')');
   const std::int64_t env[kFormulaEnvSize] = {};
   EXPECT_EQ(evalOk(deep, env), 16);
+  // Shallow (depth 7) but stack-hungry: each level keeps four values live under its select, 28 > 24.
+  std::string hungry = "1";
+  for (int i = 0; i < 7; ++i) hungry = "1+1*select(1,1," + hungry + ")";
+  EXPECT_NE(compileError(hungry).find("values on the evaluation stack"), std::string::npos);
   EXPECT_NE(compileError("select(select(1,2,select(1,2,select(1,2,select(1,2,select(1,2,select(1,2,select(1,2,"
                          "select(1,2,select(1,2,select(1,2,select(1,2,select(1,2,3))))))))))),1,1)")
                 .find("nests deeper"),
