@@ -28,6 +28,21 @@ DGPS_DEV T part_of(const T (&x)[NP], int p) {
   return (NP == 1 || p == 0) ? x[0] : x[NP - 1];
 }
 
+/// Row i's factor a_p,i·b_p,i of part p. Every part's factor is evaluated with its own compile-time operands
+/// and the value is selected: selecting the RowFactor first would mix a shared-memory pointer with a uniform's
+/// null pointer, and the loads through it become generic loads (measured on the H200: deltanet's chunk_local
+/// 3% slower).
+template <int NP>
+DGPS_DEV float part_factor(const RowFactor (&a)[NP], const RowVec (&b)[NP], int p, int i) {
+  const float f0 = a[0][i] * b[0][i];
+  if constexpr (NP == 1) {
+    return f0;
+  } else {
+    const float f1 = a[NP - 1][i] * b[NP - 1][i];
+    return p == 0 ? f0 : f1;
+  }
+}
+
 /// One 16x16 output block: acc += rows[r0..r0+16) · cols[c0..c0+16)ᵀ over all KP channels.
 template <int KP, int PITCH>
 DGPS_DEV void mma_block(float acc[2][4], const uint16_t* rows, int r0, const uint16_t* cols, int c0) {
@@ -42,15 +57,16 @@ DGPS_DEV void mma_block(float acc[2][4], const uint16_t* rows, int r0, const uin
 }
 
 /// Epilogue of block (I, J) of a part: factors, optional gate, mask; fp32 to shared (strict) or bf16 to global.
-template <int C, bool kGate>
-DGPS_DEV void store_block(bool strict, int I, int J, const float acc[2][4], RowFactor a, RowVec b, RowVec c,
-                          RowVec G, float* out_s, int lda, uint16_t* out_g) {
+template <int C, int NP, bool kGate>
+DGPS_DEV void store_block(int p, int I, int J, const float acc[2][4], const RowFactor (&a)[NP],
+                          const RowVec (&b)[NP], RowVec c, RowVec G, float* out_s, int lda, uint16_t* out_g) {
+  const bool strict = p < NP - 1;
   const int g = dev::lane() >> 2, t = dev::lane() & 3;
   float rf[2], rg[2], cf[4], cg[4];
 #pragma unroll
   for (int h8 = 0; h8 < 2; ++h8) {
     const int i = 16 * I + g + 8 * h8;
-    rf[h8] = a[i] * b[i];
+    rf[h8] = part_factor(a, b, p, i);
     rg[h8] = kGate ? G[i] : 0.f;
   }
 #pragma unroll
@@ -88,7 +104,7 @@ DGPS_DEV void store_block(bool strict, int I, int J, const float acc[2][4], RowF
 template <int NB>
 DGPS_DEV void lower_block_of(int tt, int& part, int& I, int& J) {
   constexpr int NTRI = NB * (NB + 1) / 2;
-  part = tt / NTRI;
+  part = tt >= NTRI ? 1 : 0;  // NP <= 2 (part_of): a compare, not a division
   int idx = tt - part * NTRI;
   I = 0;
   while (idx > I) {
@@ -125,7 +141,7 @@ DGPS_DEV void lower_products(const uint16_t* const (&rows)[NP], const RowFactor 
     if (tt < NTILE) {
       int p, I, J;
       lower_block_of<NB>(tt, p, I, J);
-      store_block<C, kGate>(p < NP - 1, I, J, acc[u], part_of(a, p), part_of(b, p), c, G, out_s, lda, out_g);
+      store_block<C, NP, kGate>(p, I, J, acc[u], a, b, c, G, out_s, lda, out_g);
     }
   }
 }

@@ -56,8 +56,7 @@ DGPS_DEV void lower_products_channel_gated(const uint16_t* const (&rows)[NP], co
         for (int e = 0; e < 4; ++e) acc[x][e] = 0.f;
       mma_block<KP, PITCH>(acc, sRows, 16 * p, sKc, 16 * J);
       if (!(J == I && ((unsafe >> I) & 1u)))
-        store_block<C, false>(p < NP - 1, I, J, acc, part_of(a, p), part_of(b, p), c, RowVec{nullptr, 0}, out_s,
-                              lda, out_g);
+        store_block<C, NP, false>(p, I, J, acc, a, b, c, RowVec{nullptr, 0}, out_s, lda, out_g);
     }
     dev::sync_threads();
   }
@@ -74,9 +73,9 @@ DGPS_DEV void lower_products_channel_gated(const uint16_t* const (&rows)[NP], co
           s += dev::bf16_to_f32(ri[d]) * dev::bf16_to_f32(cols[j * PITCH + d]) * dev::ex2(G[i * gp + d] - G[j * gp + d]);
       }
       if (strict)
-        out_s[i * lda + j] = i > j ? s * part_of(a, p)[i] * part_of(b, p)[i] * c[j] : 0.f;
+        out_s[i * lda + j] = i > j ? s * part_factor(a, b, p, i) * c[j] : 0.f;
       else
-        out_g[i * C + j] = dev::f32_to_bf16(i >= j ? s * part_of(a, p)[i] * part_of(b, p)[i] * c[j] : 0.f);
+        out_g[i * C + j] = dev::f32_to_bf16(i >= j ? s * part_factor(a, b, p, i) * c[j] : 0.f);
     }
   }
 }
