@@ -118,10 +118,12 @@ std::string layerSectionYaml(const Spec& s) {
   return os.str();
 }
 
+const char* deviceLayoutHash() { return DGPS_DEVICE_LAYOUT_HASH; }
+
 bool launchSectionYaml(const LaunchSectionRequest& r, std::string* yaml, std::string* error) {
   const FeatureSet& f = r.features;
   std::ostringstream os;
-  os << "launch:\n  let:\n";
+  os << "launch:\n  device_layout: \"" << deviceLayoutHash() << "\"\n  let:\n";
   for (const auto& l : kLets) os << "    - {name: " << l[0] << ", value: \"" << l[1] << "\"}\n";
   if (!r.forward_roles.empty()) {
     os << "  forward:\n";

@@ -270,7 +270,17 @@ void parseLayer(const Reader& r, const YAML::Node& n, Manifest& m) {
 // launch: the compiler's plan (Package.h). Lets are compiled in order, each seeing only earlier ones, so
 // no definition can refer to itself.
 void parseLaunch(const Reader& r, const YAML::Node& n, Manifest& m) {
-  r.checkKeys(n, "launch", {"let"}, {"forward", "workspace", "decode"});
+  r.checkKeys(n, "launch", {"device_layout", "let"}, {"forward", "workspace", "decode"});
+  // The formulas below size shared memory and the workspace on the host; the kernels carve them with the
+  // launch_rules.h this runtime compiles them with. Both must be the same layout (LaunchManifest.h).
+  const std::string layout = r.str(n["device_layout"], "launch.device_layout");
+  if (layout != deviceLayoutHash()) {
+    r.fail(n["device_layout"], "launch.device_layout",
+           "the package was generated for device layout \"" + text::shown(layout) +
+               "\" but this runtime's device library has layout \"" + deviceLayoutHash() +
+               "\" (runtime/device/dgps/device/launch_rules.h changed between dgpsc and this runtime); "
+               "regenerate the package with this version's dgpsc compile");
+  }
   LaunchRules& L = m.launch;
   const YAML::Node let = n["let"];
   if (!let.IsSequence()) r.fail(let, "launch.let", "expected a list of {name, value}, got " + Reader::describe(let));

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "RuntimeTestUtil.h"
+#include "dgps/dsl/LaunchManifest.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Package.h"
 #include "dgps/runtime/tuning/TileConfig.h"
@@ -16,7 +17,7 @@
 namespace dgps {
 namespace {
 
-const char* kValid = R"M(dgps_package: 2
+const char* kValidText = R"M(dgps_package: 2
 codegen_version: 1
 name: pgdn
 spec_hash: "0123456789abcdef"
@@ -28,6 +29,7 @@ dtypes: {inputs: [bf16, f16], state: f32}
 io: {initial_state: true, final_state: true, initial_precond_state: true, final_precond_state: false, varlen: true}
 layer: {heads_qk: 0, gva_ratio: 2, scale: 0.125, precond_inputs: {gate: true, gain: true, center: true}}
 launch:
+  device_layout: "@LAYOUT@"
   let:
     - {name: KP, value: "align_up(K, 16)"}
     - {name: slots, value: "select(varlen, cdiv(T, chunk) + N, B * cdiv(T, chunk))"}
@@ -44,6 +46,14 @@ tunables: {chunk: [64], block_v: [32, 64], warps: [4, 8], stages: [1, 2]}
 default_config: {chunk: 64, block_v: 64, warps: 4, stages: 1}
 plan: {bytes_per_token_head: 1536, flops_per_token_head: 2.5e5}
 )M";
+
+// The fixture with this build's device layout fingerprint (LaunchManifest.h deviceLayoutHash).
+std::string withLayout(std::string t) {
+  const std::string mark = "@LAYOUT@";
+  t.replace(t.find(mark), mark.size(), deviceLayoutHash());
+  return t;
+}
+const std::string kValid = withLayout(kValidText);
 
 std::string replace(std::string s, const std::string& from, const std::string& to) {
   auto i = s.find(from);
@@ -160,6 +170,18 @@ TEST(Manifest, CorruptionsNameFileKeyAndExpectation) {
   expectError(replace(kValid, "features: {", "features: ["), {});
 }
 
+// A package written against another launch_rules.h would size shared memory and the workspace on the host
+// differently from the kernels' offsets: refused at open, with both fingerprints and the fix.
+TEST(Manifest, OtherDeviceLayoutSaysRegenerate) {
+  std::string other = deviceLayoutHash();
+  other[0] = other[0] == '0' ? '1' : '0';
+  expectError(replace(kValid, deviceLayoutHash(), other),
+              {"launch.device_layout", other, deviceLayoutHash(), "launch_rules.h", "regenerate"});
+  expectError(replace(kValid, std::string("  device_layout: \"") + deviceLayoutHash() + "\"\n", ""),
+              {"launch", "device_layout", "missing required key"});
+  expectError(replace(kValid, std::string("\"") + deviceLayoutHash() + "\"", "[1]"), {"launch.device_layout"});
+}
+
 TEST(Manifest, NoForwardAndNoDecodeIsAnError) {
   std::string t = withoutForward(kValid);
   auto a = t.find("  decode:");
@@ -176,13 +198,13 @@ TEST(Manifest, OldFormatSaysRegenerate) {
                   "regenerate it with `dgpsc compile"});
 }
 
-// A formula that does not compile points at the character inside the quoted formula: line 18 is
+// A formula that does not compile points at the character inside the quoted formula: line 19 is
 // chunk_local's entry, and the error column is that of the second '*'.
 TEST(Manifest, BadFormulaNamesLineColumnAndWhatWasExpected) {
   const std::string t = replace(kValid, "smem: \"chunk * 4\"", "smem: \"chunk * * 4\"");
   const std::size_t line_start = t.rfind('\n', t.find("chunk * * 4")) + 1;
   const std::size_t col = t.find("chunk * * 4") - line_start + 1 + 8;  // 1-based column of the second '*'
-  expectError(t, {"pkg/manifest.yaml:18:" + std::to_string(col) + ": launch.forward[1].smem: bad formula",
+  expectError(t, {"pkg/manifest.yaml:19:" + std::to_string(col) + ": launch.forward[1].smem: bad formula",
                   "expected a number, a name or '('"});
   expectError(replace(kValid, "\"warps * 32\"", "\"wraps * 32\""),
               {"launch.forward[1].block[0]", "unknown name 'wraps'", "expected one of B, T, N"});

@@ -26,6 +26,13 @@ struct LaunchSectionRequest {
   bool decode = false;                     ///< the package has a decode kernel
 };
 
+/// The device layout fingerprint: the first 16 hex digits of the SHA-256 of the device library's
+/// launch_rules.h this build was configured with (every role's shared-memory carve-up and the workspace's
+/// buffer order, as the kernels compute them). `launch.device_layout` carries it; the runtime refuses a
+/// package whose fingerprint differs from its own, so the host's sizes (from the manifest's formulas) and the
+/// kernels' offsets (from the header the runtime compiles them with) cannot disagree.
+const char* deviceLayoutHash();
+
 /// The YAML text of `launch:` (ends in a newline). Returns false and sets *error naming the role when the
 /// plan holds a role whose launch formulas are not known here.
 bool launchSectionYaml(const LaunchSectionRequest& request, std::string* yaml, std::string* error);
