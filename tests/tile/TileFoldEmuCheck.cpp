@@ -25,7 +25,8 @@ namespace {
 
 using dgps::segment::Segment;
 using dgps_fold_check::FoldArgs;
-using dgps_fold_check::kFoldBV;
+using dgps_fold_check::kFoldCols;
+using dgps_fold_check::kFoldThreads;
 
 constexpr double kTol = 1e-5;
 
@@ -106,10 +107,14 @@ bool runProblem(const Problem& p, std::mt19937_64& rng) {
   a.init = p.init ? init.data() : nullptr;
   a.start = start.data();
   a.final = fin.data();
-  const int64_t VT = (V + kFoldBV - 1) / kFoldBV;
+  const int64_t VT = (V + kFoldCols - 1) / kFoldCols;
   char err[512] = {0};
-  if (!dgps_emu::launch([&] { dgps_fold_check::foldKernel(a); }, (unsigned long long)(N * HV * VT), 64,
-                        2 * (size_t)K * kFoldBV * sizeof(float), err, sizeof err)) {
+  if (!dgps_fold_check::foldSupports((int)K)) {
+    std::fprintf(stderr, "%s: no fold kernel compiled for K = %lld (TileFoldKernel.cpp)\n", p.name.c_str(), (long long)K);
+    return false;
+  }
+  if (!dgps_emu::launch([&] { dgps_fold_check::foldKernel(a); }, (unsigned long long)(N * HV * VT), kFoldThreads,
+                        dgps_fold_check::foldSmemBytes((int)K), err, sizeof err)) {
     std::fprintf(stderr, "%s: emulator error: %s\n", p.name.c_str(), err);
     return false;
   }
@@ -153,6 +158,9 @@ int main() {
       {"varlen without init", {0, 300, 300, 337}, 1, 337, 32, 2, 2, 32, 40, false},
       {"fixed B=2 T=300 C=64", {}, 2, 300, 64, 2, 1, 32, 64, true},
       {"one segment per sequence", {0, 50, 90}, 1, 90, 32, 4, 3, 16, 24, true},
+      // the shipped head dims: K = V = 128 (full slabs) and 120 (a half slab, rows past K in idle threads)
+      {"K = V = 128", {0, 700, 1000}, 1, 1000, 64, 2, 1, 128, 128, true},
+      {"K = V = 120", {}, 1, 640, 64, 2, 1, 120, 120, false},
   };
   bool ok = true;
   for (const Problem& p : problems) ok = runProblem(p, rng) && ok;

@@ -2,11 +2,13 @@
 // kFoldBV columns) calling runtime/device/dgps/tile/state_fold.cuh. Plain host types only, so the check's
 // main file does not see the emulator prelude (TileFoldKernel.cpp is compiled with it).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 namespace dgps_fold_check {
 
-constexpr int kFoldBV = 32;
+constexpr int kFoldCols = 16;     // state_fold.cuh kFoldCols (static_assert in TileFoldKernel.cpp)
+constexpr int kFoldThreads = 128;  // state_fold.cuh kFoldThreads
 
 /// Arguments of one launch; layouts as state_fold.cuh documents, indexed by its segment slots
 /// (first_segment_slot): cu the packed batch's cu_seqlens [N + 1] or null for N rows of seqLen tokens,
@@ -25,7 +27,10 @@ int64_t firstSlot(const FoldArgs& a, int64_t n);
 int64_t segmentCount(const FoldArgs& a, int64_t n);
 int64_t slotBound(const FoldArgs& a, int64_t T);
 
-/// The kernel body run by every emulated thread (grid N·HV·⌈V / kFoldBV⌉, dynamic smem 2·K·kFoldBV f32).
+/// The kernel body run by every emulated thread (grid N·HV·⌈V / kFoldCols⌉, kFoldThreads threads, dynamic
+/// smem foldSmemBytes(K)), for a.K with foldSupports (the head dims compiled here: 16, 32, 120, 128).
 void foldKernel(const FoldArgs& a);
+bool foldSupports(int K);
+size_t foldSmemBytes(int K);
 
 }  // namespace dgps_fold_check
