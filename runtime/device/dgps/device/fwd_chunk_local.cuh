@@ -103,8 +103,8 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   }
   if (Tr::kDecay == 1) tile::cumsum_rows<C>(G2, 1.f);  // G2 holds g in log2 units already
   float* sG = kDiag ? smem_at<float>(sm, L.G) : nullptr;
-  // per-channel: in place, log2 units; pad rows/channels were zero-filled, so pad rows carry the last real
-  // token's value
+  // per-channel: in place, log2 units, real channels only (nothing reads a pad channel's gate); pad rows were
+  // zero-filled, so they carry the last real token's value
   if (kDiag) tile::cumsum_columns<C, K>(sG, PG, kLog2e);
   sync_threads();
 
