@@ -153,7 +153,7 @@ class ChunkEmitter {
     for (Value r : op.getResults())
       if (failed(place(op, r))) return failure();
     const bool two = op.getRows().size() == 2;
-    os_ << "  t::row_rsqrt_norm<C, K, Codec>(" << name(op.getResult(0)) << ", " << name(op.getRows()[0]) << ", "
+    os_ << "  t::row_rsqrt_norm<C, KP, Codec>(" << name(op.getResult(0)) << ", " << name(op.getRows()[0]) << ", "
         << (two ? name(op.getResult(1)) : "t::RowVec{nullptr, 0}") << ", "
         << (two ? name(op.getRows()[1]) : "nullptr") << ", PQ, " << cudaFloatLiteral(op.getEps().convertToDouble())
         << ", at.Lr);\n";
@@ -166,7 +166,7 @@ class ChunkEmitter {
     if (isVec(op.getType()))
       os_ << "  t::cumsum_rows<C>(" << name(op.getX()) << ", " << s << ");\n";
     else
-      os_ << "  t::cumsum_columns<C, K>(" << name(op.getX()) << ", PG, " << s << ");\n";
+      os_ << "  t::cumsum_columns<C, KP>(" << name(op.getX()) << ", PG, " << s << ");\n";
     return success();
   }
 
@@ -300,7 +300,7 @@ class ChunkEmitter {
           << ", PG, dev::smem_at<uint16_t>(sm, L.rows), dev::smem_at<uint16_t>(sm, L.kcol), sVec + C * 12, " << out
           << ", PA, " << region(op.getInto()) << ");\n";
     } else {
-      os_ << "    t::lower_products<C, K, PQ, NW, " << np << ", " << (g ? "true" : "false") << ">(" << common
+      os_ << "    t::lower_products<C, KP, PQ, NW, " << np << ", " << (g ? "true" : "false") << ">(" << common
           << (g ? name(g) : "t::RowVec{nullptr, 0}") << ", " << out << ", PA, " << region(op.getInto()) << ");\n";
     }
     os_ << "  }\n";
@@ -314,7 +314,7 @@ class ChunkEmitter {
     if (encodes_.empty()) return;
     os_ << "  if (dgps::cfg::kInputF16) {\n";
     if (otherThreadsReadRows_) os_ << "    dev::sync_threads();  // other threads' readers of the input-dtype rows\n";
-    for (const std::string& x : encodes_) os_ << "    t::encode_bf16<C, K, true>(" << x << ", PQ);\n";
+    for (const std::string& x : encodes_) os_ << "    t::encode_bf16<C, KP, true>(" << x << ", PQ);\n";
     os_ << "  }\n";
     encodes_.clear();
   }

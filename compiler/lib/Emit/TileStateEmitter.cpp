@@ -194,8 +194,8 @@ FailureOr<std::string> emitTileStateKernel(func::FuncOp fn, const std::string& s
   os << "  auto ws16 = [&](int64_t off, int64_t row_elems) {\n"
         "    return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;\n  };\n";
   emitStageLoader(os, walk);
-  os << "  // the state Sᵀ of this warp's 16 value columns, K / 8 key fragments (tile/state_frag.cuh)\n";
-  os << "  float S[t::state_frags(K)][4];\n";
+  os << "  // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)\n";
+  os << "  float S[KP / 8][4];\n";
   switch (walk.getStart()) {
     case StateStart::argument:
       os << "  t::state_start<KP>(S, a.initial_state != nullptr ? a.initial_state + (n * HV + hv) * (int64_t)K * V : "

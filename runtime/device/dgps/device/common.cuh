@@ -272,32 +272,5 @@ DGPS_DEV void lds_at(uint32_t a[4], const uint16_t* s, int pitch, int k0, int m0
   ldsm_x4_trans(a, s + (k0 + (mi >> 1) * 8 + rr) * pitch + m0 + (mi & 1) * 8);
 }
 
-// ---- the 8-deep last step (mma.m16n8k8) of a product whose depth K is 8 mod 16 (e.g. K = 120 = 7·16 + 8),
-// and the single 8-wide n-tile where such a K is the N dimension: the pad channels K .. KP−1 are then never
-// loaded or multiplied. Lanes 16-31 repeat lanes 0-15's addresses (ldmatrix .x2 reads only those).
-/// A fragment (16x8) of a row-major [m][k] bf16 smem tile at (row0, col0): a[0] rows row0.., a[1] row0+8...
-DGPS_DEV void lds_a_k8(uint32_t a[2], const uint16_t* s, int pitch, int row0, int col0) {
-  const int l = lane(), mi = (l >> 3) & 1, rr = l & 7;
-  ldsm_x2(a, s + (row0 + mi * 8 + rr) * pitch + col0);
-}
-/// B fragments (8x8) of the two n-tiles n0, n0+8 at depth k0..k0+7 of an [n][k] (k contiguous) smem tile.
-DGPS_DEV void lds_b_nk_k8(uint32_t b[2], const uint16_t* s, int pitch, int n0, int k0) {
-  const int l = lane(), mi = (l >> 3) & 1, rr = l & 7;
-  ldsm_x2(b, s + (n0 + mi * 8 + rr) * pitch + k0);
-}
-/// The same from an [n][k] core tile with R rows (n = row).
-template <int R>
-DGPS_DEV void lds_b_nk_core_k8(uint32_t b[2], const uint16_t* s, int n0, int k0) {
-  const int l = lane(), mi = (l >> 3) & 1, rr = l & 7;
-  ldsm_x2(b, s + core_off<R>(n0 + mi * 8 + rr, k0));
-}
-/// B fragment (16 deep, b[0] depth k0.., b[1] k0+8..) of the one n-tile n0..n0+7 from a [k][n] core tile
-/// with R rows (k = row), transposing load.
-template <int R>
-DGPS_DEV void lds_b_kn_core_n8(uint32_t b[2], const uint16_t* s, int k0, int n0) {
-  const int l = lane(), mi = (l >> 3) & 1, rr = l & 7;
-  ldsm_x2_trans(b, s + core_off<R>(k0 + mi * 8 + rr, n0));
-}
-
 }  // namespace dev
 }  // namespace dgps

@@ -97,15 +97,15 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   // ---- 2. l2norm factors (fp32 from the raw input bits; tile/row_norm.cuh), gate cumsums (tile/scan.cuh) ----
   const tile::RowVec beta{sTok + 3, 8}, rq{sTok + 4, 8}, rk{sTok + 5, 8}, G2{sTok + 6, 8};
   if (Tr::kL2Norm) {
-    tile::row_rsqrt_norm<C, K, Act_t>(rk, sK, rq, sQ, PQ, Tr::kL2Eps, Lr);
+    tile::row_rsqrt_norm<C, KP, Act_t>(rk, sK, rq, sQ, PQ, Tr::kL2Eps, Lr);
   } else {
     for (int i = tid(); i < C; i += nthreads()) rq[i] = rk[i] = i < Lr ? 1.f : 0.f;
   }
   if (Tr::kDecay == 1) tile::cumsum_rows<C>(G2, 1.f);  // G2 holds g in log2 units already
   float* sG = kDiag ? smem_at<float>(sm, L.G) : nullptr;
-  // per-channel: in place, log2 units, real channels only (nothing reads a pad channel's gate); pad rows were
-  // zero-filled, so they carry the last real token's value
-  if (kDiag) tile::cumsum_columns<C, K>(sG, PG, kLog2e);
+  // per-channel: in place, log2 units; pad rows/channels were zero-filled, so pad rows carry the last real
+  // token's value
+  if (kDiag) tile::cumsum_columns<C, KP>(sG, PG, kLog2e);
   sync_threads();
 
   // ---- 3. per-token record -> tok workspace (tile/token_record.cuh); the preconditioner's key coefficient
@@ -156,9 +156,8 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   }
   if (cfg::kInputF16) {
     // fp16 inputs feed bf16 tensor-core products: re-encode what the multiplier pass did not rewrite
-    // (each thread converts only the channels it owned above, so no barrier is needed in between); the pad
-    // channels are zero, the same bits in both encodings
-    for (int d = tid(); d < K; d += nthreads()) {
+    // (each thread converts only the channels it owned above, so no barrier is needed in between)
+    for (int d = tid(); d < KP; d += nthreads()) {
       for (int i = 0; i < C; ++i) {
         sK[i * PQ + d] = f32_to_bf16(f16_to_f32(sK[i * PQ + d]));
         if (!(kPre && !kATK)) sQ[i * PQ + d] = f32_to_bf16(f16_to_f32(sQ[i * PQ + d]));
@@ -177,7 +176,7 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
     auto products = [&](const uint16_t* const (&rows)[NP], const tile::RowFactor (&fa)[NP],
                         const tile::RowVec (&fb)[NP]) {
       if constexpr (!kDiag) {
-        tile::lower_products<C, K, PQ, NW, NP, Tr::kDecay == 1>(rows, fa, fb, sKw, rk, G2, sA, PA, aqk);
+        tile::lower_products<C, KP, PQ, NW, NP, Tr::kDecay == 1>(rows, fa, fb, sKw, rk, G2, sA, PA, aqk);
       } else {
         tile::lower_products_channel_gated<C, K, KP, PQ, NW, NP>(rows, fa, fb, sKw, rk, sG, PG,
                                                                 smem_at<uint16_t>(sm, L.rows),

@@ -49,9 +49,9 @@ DGPS_DEV void fwd_precond_summary(const ForwardArgs& a) {
   cp_async_wait<0>();
   sync_threads();
   // fp32 from the raw input bits (bf16 or fp16): the accumulator never sees a re-rounded key.
-  // CHP lanes per row, 8 elements (16 bytes) per lane, real channels only.
+  // CHP lanes per row, 8 elements (16 bytes) per lane.
   {
-    constexpr int CH = K / 8;
+    constexpr int CH = KP / 8;
     constexpr int CHP = CH >= 32 ? 32 : (CH > 16 ? 32 : CH > 8 ? 16 : CH > 4 ? 8 : CH > 2 ? 4 : 2);
     constexpr int RPW = 32 / CHP;
     const int nw = nthreads() / 32;

@@ -172,9 +172,8 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
   }
   if (kRealloc) regs_inc<kRegsConsumer>();
 
-  // ---- state Sᵀ: rows v = vw + g (+8), columns d = 8 nt + 2t (+1) (tile/state_frag.cuh); K / 8 fragments, so
-  // a K of 8 mod 16 (e.g. 120) keeps no pad channels in registers ----
-  float S[tile::state_frags(K)][4];
+  // ---- state Sᵀ: rows v = vw + g (+8), columns d = 8 nt + 2t (+1) (tile/state_frag.cuh) ----
+  float S[KP / 8][4];
   tile::state_start<KP>(S, a.initial_state != nullptr ? a.initial_state + (n * HV + hv) * (int64_t)K * V : nullptr, K,
                         V, vw);
 

@@ -183,27 +183,6 @@ DGPS_DEV void ldsm_x4_trans(uint32_t r[4], const void* p) { dgps_emu::ldsm_x4(r,
 DGPS_DEV void mma_bf16(float d[4], const uint32_t a[4], const uint32_t b0, const uint32_t b1) {
   dgps_emu::mma_bf16(d, a, b0, b1);
 }
-/// ldmatrix .x2: lanes 0-15 supply the row addresses of matrices 0 and 1. The emulator runs it as .x4, so
-/// lanes 16-31 must pass readable addresses too (common.cuh's x2 loaders repeat lanes 0-15's).
-DGPS_DEV void ldsm_x2(uint32_t r[2], const void* p) {
-  uint32_t q[4];
-  dgps_emu::ldsm_x4(q, p, false);
-  r[0] = q[0];
-  r[1] = q[1];
-}
-DGPS_DEV void ldsm_x2_trans(uint32_t r[2], const void* p) {
-  uint32_t q[4];
-  dgps_emu::ldsm_x4(q, p, true);
-  r[0] = q[0];
-  r[1] = q[1];
-}
-/// D = A(16x8, row) * B(8x8, col) + D (m16n8k8), bf16 operands, fp32 accumulate: a0/a1 hold rows g/g+8 at
-/// columns 2t, 2t+1 and b0 rows 2t, 2t+1 of column g, i.e. the first k-half of an m16n8k16 step, so the
-/// emulator runs it as that step with a zero second half.
-DGPS_DEV void mma_bf16_k8(float d[4], uint32_t a0, uint32_t a1, uint32_t b0) {
-  const uint32_t a[4] = {a0, a1, 0u, 0u};
-  dgps_emu::mma_bf16(d, a, b0, 0u);
-}
 /// 16-byte global->shared async copy; zero-fills the 16 bytes when !valid (no global read then).
 DGPS_DEV void cp_async16(void* smem, const void* gmem, bool valid) { dgps_emu::cp_async16(smem, gmem, valid); }
 DGPS_DEV void cp_async_commit() { dgps_emu::cp_async_commit(); }
@@ -227,20 +206,6 @@ DGPS_DEV void mma_bf16(float d[4], const uint32_t a[4], const uint32_t b0, const
       "{%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-DGPS_DEV void ldsm_x2(uint32_t r[2], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(smem_u32(p)));
-}
-DGPS_DEV void ldsm_x2_trans(uint32_t r[2], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
-               : "=r"(r[0]), "=r"(r[1])
-               : "r"(smem_u32(p)));
-}
-DGPS_DEV void mma_bf16_k8(float d[4], uint32_t a0, uint32_t a1, uint32_t b0) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(b0));
 }
 DGPS_DEV void cp_async16(void* smem, const void* gmem, bool valid) {
   const int n = valid ? 16 : 0;

@@ -76,12 +76,11 @@ DGPS_DEV void exp_rows(RowVec y, RowVec x, float pad, const ChunkAt& at, int i) 
 DGPS_DEV void mul_rows(RowVec y, RowVec a, RowVec b, int i) { y[i] = a[i] * b[i]; }
 
 /// Re-encodes a 16-bit tile of the input dtype as bf16 in place (fp16 inputs feed bf16 tensor-core
-/// products); a no-op for bf16 inputs. Thread t converts channels t, t + nthreads, ... below K (the pad
-/// channels are zero, the same bits in both encodings).
-template <int C, int K, bool kF16>
+/// products); a no-op for bf16 inputs. Thread t converts channels t, t + nthreads, ...
+template <int C, int KP, bool kF16>
 DGPS_DEV void encode_bf16(uint16_t* s, int pitch) {
   if (!kF16) return;
-  for (int d = dev::tid(); d < K; d += dev::nthreads())
+  for (int d = dev::tid(); d < KP; d += dev::nthreads())
     for (int i = 0; i < C; ++i) s[i * pitch + d] = dev::f32_to_bf16(dev::f16_to_f32(s[i * pitch + d]));
 }
 

@@ -1,5 +1,5 @@
 // Lower-triangular products of one chunk on tensor cores, over 16x16 blocks (bf16 operands, fp32 accumulate):
-// for parts p = 0 .. NP−1 with row operands R_p [C, K], one column operand Kc [C, K], per-row factors
+// for parts p = 0 .. NP−1 with row operands R_p [C, KP], one column operand Kc [C, KP], per-row factors
 // a_p (vector or uniform), b_p, per-column factor c and optional log2 gates G [C]:
 //   P_p[i, j] = (a_p,i·b_p,i)·c_j·2^{G_i − G_j}·Σ_d R_p[i, d] Kc[j, d]
 // masked to j < i for the parts p < NP − 1 (fp32 to shared memory, row pitch lda) and to j <= i for the last
@@ -43,25 +43,16 @@ DGPS_DEV float part_factor(const RowFactor (&a)[NP], const RowVec (&b)[NP], int 
   }
 }
 
-/// One 16x16 output block: acc += rows[r0..r0+16) · cols[c0..c0+16)ᵀ over the first KD channels (KD a
-/// multiple of 8: K itself, so when K is 8 mod 16 the last step is 8 deep and the pad channels are not read).
-template <int KD, int PITCH>
+/// One 16x16 output block: acc += rows[r0..r0+16) · cols[c0..c0+16)ᵀ over all KP channels.
+template <int KP, int PITCH>
 DGPS_DEV void mma_block(float acc[2][4], const uint16_t* rows, int r0, const uint16_t* cols, int c0) {
-  static_assert(KD % 8 == 0, "tile: the product depth must be a multiple of 8");
 #pragma unroll
-  for (int ks = 0; ks < KD / 16; ++ks) {
+  for (int ks = 0; ks < KP / 16; ++ks) {
     uint32_t A[4], B[4];
     dev::lds_a(A, rows, PITCH, r0, 16 * ks);
     dev::lds_b_nk(B, cols, PITCH, c0, 16 * ks);
     dev::mma_bf16(acc[0], A, B[0], B[1]);
     dev::mma_bf16(acc[1], A, B[2], B[3]);
-  }
-  if constexpr (KD % 16 != 0) {
-    uint32_t A[2], B[2];
-    dev::lds_a_k8(A, rows, PITCH, r0, KD - 8);
-    dev::lds_b_nk_k8(B, cols, PITCH, c0, KD - 8);
-    dev::mma_bf16_k8(acc[0], A[0], A[1], B[0]);
-    dev::mma_bf16_k8(acc[1], A[0], A[1], B[1]);
   }
 }
 
@@ -124,9 +115,8 @@ DGPS_DEV void lower_block_of(int tt, int& part, int& I, int& J) {
 }
 
 /// Every part's blocks spread over the NW warps, accumulated in registers; then a CTA barrier (out_s may alias
-/// the operands) and the epilogues. G may be {nullptr, 0} when kGate is false. K: the channels summed (the
-/// key dim, a multiple of 8; the tiles' pad channels K .. PITCH are not read).
-template <int C, int K, int PITCH, int NW, int NP, bool kGate>
+/// the operands) and the epilogues. G may be {nullptr, 0} when kGate is false.
+template <int C, int KP, int PITCH, int NW, int NP, bool kGate>
 DGPS_DEV void lower_products(const uint16_t* const (&rows)[NP], const RowFactor (&a)[NP], const RowVec (&b)[NP],
                              const uint16_t* cols, RowVec c, RowVec G, float* out_s, int lda, uint16_t* out_g) {
   constexpr int NB = C / 16, NTILE = NP * NB * (NB + 1) / 2, PER = (NTILE + NW - 1) / NW;
@@ -141,7 +131,7 @@ DGPS_DEV void lower_products(const uint16_t* const (&rows)[NP], const RowFactor 
     if (tt < NTILE) {
       int p, I, J;
       lower_block_of<NB>(tt, p, I, J);
-      mma_block<K, PITCH>(acc[u], part_of(rows, p), 16 * I, cols, 16 * J);
+      mma_block<KP, PITCH>(acc[u], part_of(rows, p), 16 * I, cols, 16 * J);
     }
   }
   dev::sync_threads();

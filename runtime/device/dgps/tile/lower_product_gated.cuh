@@ -1,4 +1,4 @@
-// The lower products of lower_product.cuh with per-channel log2 gates G [C, KP] inside the sum over d < K
+// The lower products of lower_product.cuh with per-channel log2 gates G [C, KP] inside the sum
 // (docs/math.md §4.3):
 //   P_p[i, j] = (a_p,i·b_p,i)·c_j·Σ_d R_p[i, d] Kc[j, d]·2^{G_id − G_jd}
 // Block row I uses reference row r = 16I: its rows carry 2^{G_i − G_r} <= 1, the columns 2^{G_r − G_j} (<= 1
@@ -22,7 +22,7 @@ DGPS_DEV void lower_products_channel_gated(const uint16_t* const (&rows)[NP], co
   if (dev::tid() < 32) {
     for (int I = 0; I < NB; ++I) {
       float m = 0.f;
-      for (int d = dev::lane(); d < K; d += 32) m = dev::fmax_(m, G[(16 * I) * gp + d] - G[(16 * I + 15) * gp + d]);
+      for (int d = dev::lane(); d < KP; d += 32) m = dev::fmax_(m, G[(16 * I) * gp + d] - G[(16 * I + 15) * gp + d]);
       m = dev::warp_max(m);
       if (dev::lane() == 0) span[I] = m;
     }
@@ -32,9 +32,8 @@ DGPS_DEV void lower_products_channel_gated(const uint16_t* const (&rows)[NP], co
   for (int I = 0; I < NB; ++I) unsafe |= (span[I] <= 100.f ? 0u : 1u) << I;
   for (int I = 0; I < NB; ++I) {
     const int r = 16 * I;
-    // 8 channels (16 bytes) per thread step, real channels only: the products below stop at K (an 8-deep
-    // last step when K is 8 mod 16), so the pad channels of sRows / sKc are never read
-    constexpr int CK = K / 8;
+    // 8 channels (16 bytes) per thread step; pad channels are built too (their rows and gates are zero)
+    constexpr int CK = KP / 8;
     for (int e = dev::tid(); e < 16 * NP * CK; e += dev::nthreads()) {
       const int rr = e / CK, d0 = 8 * (e - rr * CK);
       const int i = r + (rr & 15);
@@ -55,7 +54,7 @@ DGPS_DEV void lower_products_channel_gated(const uint16_t* const (&rows)[NP], co
       for (int x = 0; x < 2; ++x)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[x][e] = 0.f;
-      mma_block<K, PITCH>(acc, sRows, 16 * p, sKc, 16 * J);
+      mma_block<KP, PITCH>(acc, sRows, 16 * p, sKc, 16 * J);
       if (!(J == I && ((unsafe >> I) & 1u)))
         store_block<C, NP, false>(p, I, J, acc, a, b, c, RowVec{nullptr, 0}, out_s, lda, out_g);
     }

@@ -1,4 +1,4 @@
-// Per-row inverse norms of one or two [C, K] 16-bit tiles in shared memory: r_i = rsqrt(Σ_{d<K} x_id² + eps)
+// Per-row inverse norms of one or two [C, KP] 16-bit tiles in shared memory: r_i = rsqrt(Σ_d x_id² + eps)
 // in fp32 from the raw input bits (Codec decodes the input dtype), 0 for pad rows (i >= Lr).
 #pragma once
 
@@ -8,11 +8,10 @@ namespace dgps {
 namespace tile {
 
 /// r0 from x0 and r1 from x1 (x1 may be null: one tile). CH lanes per row, 8 elements (16 bytes) per lane.
-template <int C, int K, class Codec>
+template <int C, int KP, class Codec>
 DGPS_DEV void row_rsqrt_norm(RowVec r0, const uint16_t* x0, RowVec r1, const uint16_t* x1, int pitch, float eps,
                              int Lr) {
-  static_assert(K % 8 == 0, "tile: rows are read 8 channels at a time");
-  constexpr int CH = K / 8;
+  constexpr int CH = KP / 8;
   constexpr int CHP = CH >= 32 ? 32 : (CH > 16 ? 32 : CH > 8 ? 16 : CH > 4 ? 8 : CH > 2 ? 4 : 2);
   constexpr int RPW = 32 / CHP;
   const int nrows = x1 != nullptr ? 2 * C : C;

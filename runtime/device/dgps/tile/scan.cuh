@@ -21,10 +21,10 @@ DGPS_DEV void cumsum_rows(RowVec x, float s) {
   }
 }
 
-/// In place over the first K columns of a [C, pitch] f32 tile, one thread per column (pad columns untouched).
-template <int C, int K>
+/// In place over every column of a [C, KP] f32 tile (pitch `pitch`), one thread per column.
+template <int C, int KP>
 DGPS_DEV void cumsum_columns(float* x, int pitch, float s) {
-  for (int d = dev::tid(); d < K; d += dev::nthreads()) {
+  for (int d = dev::tid(); d < KP; d += dev::nthreads()) {
     float G = 0.f;
 #pragma unroll 8
     for (int i = 0; i < C; ++i) {

@@ -1,12 +1,9 @@
 // The transposed state Sᵀ [V, K] of a state walk, held in registers as mma.sync accumulator fragments: the
 // warp owning value rows vw .. vw+15 keeps S[nt][e] at value row vw + g + 8·(e >> 1) and key column
-// 8·nt + 2t + (e & 1) (g = lane / 4, t = lane % 4) for nt < NS, so the state feeds the next product as an
-// A operand without passing through shared memory (common.cuh acc_to_a). NS = K / 8 fragments (state_frags):
-// when K is 8 mod 16 (e.g. 120) the pad channels K .. KP−1 of the 16-wide k-steps have no registers, and the
-// products take an 8-deep last step (state_rows_product.cuh, state_rank_update.cuh). NS is deduced from the
-// array, so a caller that declares [KP / 8] fragments still compiles (and carries the pad). Global states are
-// f32 [K, V] row-major (abi.h initial_state / final_state of one (sequence, value head)); entries past K or V
-// are zero in registers and never written.
+// 8·nt + 2t + (e & 1) (g = lane / 4, t = lane % 4) for nt < KP / 8, so the state feeds the next product as an
+// A operand without passing through shared memory (common.cuh acc_to_a). Global states are f32 [K, V]
+// row-major (abi.h initial_state / final_state of one (sequence, value head)); entries past K or V are zero
+// in registers and never written.
 #pragma once
 
 #include "dgps/device/common.cuh"
@@ -14,24 +11,12 @@
 namespace dgps {
 namespace tile {
 
-/// The register fragments of Sᵀ's key columns: K / 8 (K a multiple of 8), i.e. KP / 8 or KP / 8 − 1.
-DGPS_HD constexpr int state_frags(int K) { return (K + 7) / 8; }
-
-/// NS fragments cover the key columns of a KP-padded state: all KP, or KP − 8 when K is 8 mod 16.
-template <int KP, int NS>
-struct StateFrags {
-  static_assert(KP % 16 == 0 && (NS == KP / 8 || NS == KP / 8 - 1), "tile: state fragments must cover K");
-  static constexpr int kN = NS;
-  static constexpr int kPairs = NS / 2;       ///< 16-wide k-steps
-  static constexpr bool kTail = NS % 2 != 0;  ///< a last 8-wide key fragment (no 16-wide pair)
-};
-
 /// Sᵀ from a global [K, V] state `src`, or zero when src is null.
-template <int KP, int NS>
-DGPS_DEV void state_start(float (&S)[NS][4], const float* src, int K, int V, int vw) {
+template <int KP>
+DGPS_DEV void state_start(float (&S)[KP / 8][4], const float* src, int K, int V, int vw) {
   const int l = dev::lane(), g = l >> 2, t = l & 3;
 #pragma unroll
-  for (int nt = 0; nt < StateFrags<KP, NS>::kN; ++nt)
+  for (int nt = 0; nt < KP / 8; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int v = vw + g + 8 * (e >> 1), d = 8 * nt + 2 * t + (e & 1);
@@ -40,11 +25,11 @@ DGPS_DEV void state_start(float (&S)[NS][4], const float* src, int K, int V, int
 }
 
 /// Sᵀ = I (entries with d == v are 1): the start of a transition product over a square K x K state.
-template <int KP, int NS>
-DGPS_DEV void state_identity(float (&S)[NS][4], int K, int V, int vw) {
+template <int KP>
+DGPS_DEV void state_identity(float (&S)[KP / 8][4], int K, int V, int vw) {
   const int l = dev::lane(), g = l >> 2, t = l & 3;
 #pragma unroll
-  for (int nt = 0; nt < StateFrags<KP, NS>::kN; ++nt)
+  for (int nt = 0; nt < KP / 8; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int v = vw + g + 8 * (e >> 1), d = 8 * nt + 2 * t + (e & 1);
@@ -53,11 +38,11 @@ DGPS_DEV void state_identity(float (&S)[NS][4], int K, int V, int vw) {
 }
 
 /// dst[d, v] = Sᵀ[v, d] for d < K, v < V (dst a global [K, V] f32 state).
-template <int KP, int NS>
-DGPS_DEV void state_store(const float (&S)[NS][4], float* dst, int K, int V, int vw) {
+template <int KP>
+DGPS_DEV void state_store(const float (&S)[KP / 8][4], float* dst, int K, int V, int vw) {
   const int l = dev::lane(), g = l >> 2, t = l & 3;
 #pragma unroll
-  for (int nt = 0; nt < StateFrags<KP, NS>::kN; ++nt)
+  for (int nt = 0; nt < KP / 8; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int v = vw + g + 8 * (e >> 1), d = 8 * nt + 2 * t + (e & 1);
@@ -66,20 +51,20 @@ DGPS_DEV void state_store(const float (&S)[NS][4], float* dst, int K, int V, int
 }
 
 /// Sᵀ ← s · Sᵀ (a uniform factor).
-template <int KP, int NS>
-DGPS_DEV void state_scale(float (&S)[NS][4], float s) {
+template <int KP>
+DGPS_DEV void state_scale(float (&S)[KP / 8][4], float s) {
 #pragma unroll
-  for (int nt = 0; nt < StateFrags<KP, NS>::kN; ++nt)
+  for (int nt = 0; nt < KP / 8; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) S[nt][e] *= s;
 }
 
 /// Sᵀ ← Sᵀ diag(d): key column d scaled by d[d] (d a [KP] f32 shared vector).
-template <int KP, int NS>
-DGPS_DEV void state_scale_columns(float (&S)[NS][4], const float* d) {
+template <int KP>
+DGPS_DEV void state_scale_columns(float (&S)[KP / 8][4], const float* d) {
   const int t = dev::lane() & 3;
 #pragma unroll
-  for (int nt = 0; nt < StateFrags<KP, NS>::kN; ++nt) {
+  for (int nt = 0; nt < KP / 8; ++nt) {
     const float d0 = d[8 * nt + 2 * t], d1 = d[8 * nt + 2 * t + 1];
     S[nt][0] *= d0;
     S[nt][1] *= d1;

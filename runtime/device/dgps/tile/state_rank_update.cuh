@@ -1,20 +1,18 @@
-// The rank-C update of the register state (state_frag.cuh layout, NS fragments deduced) by one chunk:
+// The rank-C update of the register state (state_frag.cuh layout) by one chunk:
 //   Sᵀ ← Sᵀ + (Nᵀ diag(w)) Kw
 // N the value-side operand (value_residual.cuh layout), w a column of a [C][RS] f32 record, Kw a bf16
 // [C, KP] shared tile in core-matrix order (common.cuh core_off<C>). Nᵀ diag(w) enters the tensor cores as
-// bf16 through NA (scratch of C/16 A fragments, overwritten). Key columns come in 16-wide pairs of n-tiles;
-// when K is 8 mod 16 (NS odd) the last n-tile is alone, so Kw's pad channels are never read or multiplied.
+// bf16 through NA (scratch of C/16 A fragments, overwritten).
 #pragma once
 
-#include "dgps/tile/state_frag.cuh"
+#include "dgps/device/common.cuh"
 
 namespace dgps {
 namespace tile {
 
-template <int C, int KP, int RS, int NS>
-DGPS_DEV void state_rank_update(float (&S)[NS][4], uint32_t (&NA)[C / 16][4], const float (&N)[C / 8][4],
+template <int C, int KP, int RS>
+DGPS_DEV void state_rank_update(float (&S)[KP / 8][4], uint32_t (&NA)[C / 16][4], const float (&N)[C / 8][4],
                                 const float* w, const uint16_t* sKw) {
-  using SF = StateFrags<KP, NS>;
   const int t = dev::lane() & 3;
 #pragma unroll
   for (int ks = 0; ks < C / 16; ++ks) {
@@ -27,7 +25,7 @@ DGPS_DEV void state_rank_update(float (&S)[NS][4], uint32_t (&NA)[C / 16][4], co
     NA[ks][3] = dev::pack_bf16(N[2 * ks + 1][2] * w10, N[2 * ks + 1][3] * w11);
   }
 #pragma unroll
-  for (int qd = 0; qd < SF::kPairs; ++qd)
+  for (int qd = 0; qd < KP / 16; ++qd)
 #pragma unroll
     for (int ks = 0; ks < C / 16; ++ks) {
       uint32_t b[4];
@@ -35,14 +33,6 @@ DGPS_DEV void state_rank_update(float (&S)[NS][4], uint32_t (&NA)[C / 16][4], co
       dev::mma_bf16(S[2 * qd], NA[ks], b[0], b[1]);
       dev::mma_bf16(S[2 * qd + 1], NA[ks], b[2], b[3]);
     }
-  if constexpr (SF::kTail) {
-#pragma unroll
-    for (int ks = 0; ks < C / 16; ++ks) {
-      uint32_t b[2];
-      dev::lds_b_kn_core_n8<C>(b, sKw, 16 * ks, 8 * (NS - 1));
-      dev::mma_bf16(S[NS - 1], NA[ks], b[0], b[1]);
-    }
-  }
 }
 
 }  // namespace tile
