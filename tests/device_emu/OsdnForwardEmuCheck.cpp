@@ -12,6 +12,8 @@
 // T = 200 (a partial last chunk) with initial states; dense without initial states; varlen with 1-token, empty
 // and multi-chunk sequences in a padded token buffer; zero keys (κ = 0) on every third token; the post write
 // timing (the package's Traits with kTiming = 1, against the reference with timing post) dense and varlen;
+// nearly parallel keys at the d-scan's stability limit η β² = 2 (Traits with kEta = 2, without retention; the
+// scan and the final d are gated there, o and S only reported);
 // fp16 inputs once where the spec takes them.
 //
 //   dgps-osdn-forward-emu-check PACKAGE_DIR WORK_DIR        (DGPS_SEED=N fixes the base seed)
@@ -25,6 +27,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dgps/device/abi.h"
@@ -73,11 +76,16 @@ void* compileForEmu(const std::string& pkg, const std::string& work, const std::
   {
     std::ofstream os(src);
     os << "#include \"" << pkg << "/kernels.cu\"\n"
-       << "namespace { struct TraitsPost : Traits { static constexpr int kTiming = 1; }; }\n"
-       << "extern \"C\" void dgps_emu_token_scan(dgps::ForwardArgs a) { dgps::fwd_precond_scan_hypergrad<Traits>(a); }\n";
-    for (const char* role : {"precond_summary", "precond_scan", "chunk_local", "state_output"})
-      os << "extern \"C\" void dgps_emu_post_" << role << "(dgps::ForwardArgs a) { dgps::fwd_" << role
-         << "<TraitsPost>(a); }\n";
+       << "namespace { struct TraitsPost : Traits { static constexpr int kTiming = 1; };\n"
+       << "            struct TraitsEta2 : Traits { static constexpr float kEta = 2.0f; }; }\n";
+    for (const auto& [prefix, traits] : {std::pair<const char*, const char*>{"", "Traits"}, {"post_", "TraitsPost"},
+                                         {"eta2_", "TraitsEta2"}}) {
+      os << "extern \"C\" void dgps_emu_" << prefix << "token_scan(dgps::ForwardArgs a) { "
+         << "dgps::fwd_precond_scan_hypergrad<" << traits << ">(a); }\n";
+      for (const char* role : {"precond_summary", "precond_scan", "chunk_local", "state_output"})
+        os << "extern \"C\" void dgps_emu_" << prefix << role << "(dgps::ForwardArgs a) { dgps::fwd_" << role
+           << "<" << traits << ">(a); }\n";
+    }
     if (!os) return nullptr;
   }
   const std::string cmd = std::string(DGPS_EMU_CXX) + " -O1 -std=c++17 -fPIC -shared -Wno-unknown-pragmas -include " +
@@ -119,6 +127,10 @@ struct Problem {
   bool zeroKeys = false;  ///< every third key row set to zero (k̂ = 0: the token takes no step)
   bool post = false;      ///< write timing post
   bool f16 = false;
+  /// η = 2 with every gain 1 and every key of a head equal to its first one up to bf16 rounding of a 1e-3
+  /// perturbation: η β² = 2 is the d-scan's stability limit without retention (docs/math.md §5.2), and the
+  /// chunk's I + 𝒢 is far from the identity
+  bool nearlyParallelAtTheLimit = false;
 };
 
 /// max |got − ref| / max |ref| over the entries `use` selects; inf when a selected entry is not finite.
@@ -135,6 +147,7 @@ double maxRel(const std::vector<float>& got, const std::vector<float>& ref, cons
 
 bool checkOnce(dgps::Spec spec, void* module, const Problem& p, std::uint64_t seed) {
   if (p.post) spec.precond.hypergrad.timing = dgps::WriteTiming::Post;
+  if (p.nearlyParallelAtTheLimit) spec.precond.hypergrad.eta = 2.0;
   dgps::ProblemShape s;
   s.batch = p.B;
   s.seq_len = p.T;
@@ -151,6 +164,16 @@ bool checkOnce(dgps::Spec spec, void* module, const Problem& p, std::uint64_t se
     const std::int64_t rows = k.numel() / (s.heads_qk * kK);
     for (std::int64_t r = 0; r < rows; r += 3)
       for (std::int64_t x = 0; x < s.heads_qk * kK; ++x) k.set(r * s.heads_qk * kK + x, 0.0);
+  }
+  if (p.nearlyParallelAtTheLimit) {
+    dgps::Tensor& k = in.at("k");
+    const std::int64_t HK = s.heads_qk * kK, rows = k.numel() / HK;
+    std::vector<double> first((size_t)HK);
+    for (std::int64_t x = 0; x < HK; ++x) first[(size_t)x] = k.get(x);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t x = 0; x < HK; ++x) k.set(r * HK + x, first[(size_t)x] + 1e-3 * k.get(r * HK + x));
+    dgps::Tensor& b = in.at("beta");
+    for (std::int64_t i = 0; i < b.numel(); ++i) b.set(i, 1.0);
   }
   const dgps::ReferenceOutputs ref = dgps::runReference(spec, in);
   const std::int64_t H = s.heads_qk, HV = s.heads_v, N = s.numSeqs(), V = kK;
@@ -213,9 +236,11 @@ bool checkOnce(dgps::Spec spec, void* module, const Problem& p, std::uint64_t se
                  spec.name.c_str());
     return false;
   }
+  // the package's own entry points, or the same roles on the post-timing / η = 2 Traits
+  const std::string variant = p.post ? "post_" : p.nearlyParallelAtTheLimit ? "eta2_" : "";
   auto symbol = [&](int role) {
     const std::string r = dgps::launch::roleName(role);
-    return p.post ? "dgps_emu_post_" + r : "dgps_" + spec.name + "_fwd_" + r;
+    return variant.empty() ? "dgps_" + spec.name + "_fwd_" + r : "dgps_emu_" + variant + r;
   };
   bool ok = true;
   for (int i = 0; i < 2 && ok; ++i)
@@ -228,7 +253,7 @@ bool checkOnce(dgps::Spec spec, void* module, const Problem& p, std::uint64_t se
     t.final_precond_state = pTok.data();
     dgps::launch::FeatureSet clamped = f;
     clamped.clamp = 1;
-    ok = launchRole(module, "dgps_emu_token_scan",
+    ok = launchRole(module, "dgps_emu_" + variant + "token_scan",
                     dgps::launch::forwardGeometry(dgps::launch::kPrecondScan, clamped, ls, tc), t);
     if (!ok) return false;
   }
@@ -264,12 +289,16 @@ bool checkOnce(dgps::Spec spec, void* module, const Problem& p, std::uint64_t se
   const double eo = relErr(od, ref.o);
   const double es = relErr(std::vector<double>(sT.begin(), sT.end()), ref.final_state);
   const double ep = relErr(std::vector<double>(pT.begin(), pT.end()), ref.final_precond_state);
-  const bool pass = ePst <= kTolScan && eCoef <= kTolScan && eFin <= kTolScan && eo <= kTolOut &&
-                    es <= kTolState && ep <= kTolPrecond;
+  // With every key nearly equal and P·β near 2 the state pass's own bf16 tensor-core products lose the 1e-2
+  // bound on o (measured about 2e-2); that problem is about the d-scan, so o and S are reported, not gated.
+  const bool gateOutputs = !p.nearlyParallelAtTheLimit;
+  const bool pass = ePst <= kTolScan && eCoef <= kTolScan && eFin <= kTolScan && ep <= kTolPrecond &&
+                    (!gateOutputs || (eo <= kTolOut && es <= kTolState));
   std::printf("  %s %s %s%s B=%lld T=%lld N=%lld H=%lld: vs token scan pst %.2g pcoef %.2g final d %.2g; "
-              "vs float64 o %.3g, final state %.3g, precond state %.3g  %s\n",
+              "vs float64 o %.3g, final state %.3g%s, precond state %.3g  %s\n",
               spec.name.c_str(), p.what, p.f16 ? "f16" : "bf16", p.post ? " post" : "", (long long)p.B,
-              (long long)p.T, (long long)N, (long long)H, ePst, eCoef, eFin, eo, es, ep, pass ? "ok" : "FAIL");
+              (long long)p.T, (long long)N, (long long)H, ePst, eCoef, eFin, eo, es, gateOutputs ? "" : " (not gated)", ep,
+              pass ? "ok" : "FAIL");
   return pass;
 }
 
@@ -299,6 +328,12 @@ int run(int argc, char** argv) {
       {"zero keys", 2, 150, {}, true, true},
       {"post", 2, 200, {}, true, false, true},
   };
+  // retention allows only η β² <= 1 (the validator's bound), so the limit case is the plain spec's
+  if (!spec.precond.hypergrad.has_retention) {
+    Problem hard{"nearly parallel keys, eta beta^2 = 2", 2, 200, {}};
+    hard.nearlyParallelAtTheLimit = true;
+    problems.push_back(hard);
+  }
   if (spec.varlen) {
     problems.push_back({"varlen", 1, 260, cu});
     problems.push_back({"varlen post", 1, 260, cu, true, false, true});
