@@ -398,8 +398,10 @@ constexpr unsigned long long kSm90MaxDynamicSmem = 232448;
 
 // ---- geometry ----------------------------------------------------------------------------------------------
 DGPS_HD constexpr int precondScanThreads(const FeatureSet& f, int K) {
-  // ema_sq_squash: one thread per channel; hypergrad_ogd: one warp per (sequence, key head), 4 per CTA.
-  return f.source == 1 ? 128 : (pad16(K) <= 32 ? 32 : (pad16(K) + 31) / 32 * 32);
+  // ema_sq_squash: one thread per channel; hypergrad_ogd: the chunked pass's CTA, or (with a clamp) one warp
+  // per (sequence, key head), 4 per CTA.
+  return f.source == 1 ? (hypergradChunked(f) ? kHypergradPassThreads : 128)
+                       : (pad16(K) <= 32 ? 32 : (pad16(K) + 31) / 32 * 32);
 }
 
 DGPS_HD inline Geometry forwardGeometry(int role, const FeatureSet& f, const ProblemShape& s, const TileConfig& t) {
@@ -417,11 +419,11 @@ DGPS_HD inline Geometry forwardGeometry(int role, const FeatureSet& f, const Pro
     case kPrecondScan:
       if (hypergradChunked(f)) {
         g.grid.x = (unsigned)(s.N * s.H);
-        g.block.x = (unsigned)kHypergradPassThreads;
+        g.block.x = (unsigned)precondScanThreads(f, (int)s.K);
         g.smem_bytes = (unsigned long long)hypergradPassSmem((int)s.K, t.chunk).total;
       } else if (f.source == 1) {
         g.grid.x = (unsigned)cdiv(s.N * s.H, 4);
-        g.block.x = 128;
+        g.block.x = (unsigned)precondScanThreads(f, (int)s.K);
         g.smem_bytes = (unsigned long long)(4 * 32 * bf16Pitch(KP) * 2);  // 32 key rows per warp
       } else {
         g.grid.x = (unsigned)(s.N * s.H);
