@@ -8,13 +8,13 @@
 //      spec still runs) writes for the same inputs on a second poisoned workspace: they are the only thing
 //      chunk_local and state_output read from the scan;
 //   2. o, the final state and the final preconditioner state must match the float64 reference.
-// Problems (K = V = 64, C = 64, H = 2; GVA is not allowed for hypergrad_ogd, gva_ratio 1): dense B = 2,
+// Problems (K = V = 64 unless said, C = 64, H = 2; GVA is not allowed for hypergrad_ogd, gva_ratio 1): dense B = 2,
 // T = 200 (a partial last chunk) with initial states; dense without initial states; varlen with 1-token, empty
 // and multi-chunk sequences in a padded token buffer; zero keys (κ = 0) on every third token; the post write
 // timing (the package's Traits with kTiming = 1, against the reference with timing post) dense and varlen;
 // nearly parallel keys at the d-scan's stability limit η β² = 2 (Traits with kEta = 2, without retention; the
 // scan and the final d are gated there, o and S only reported);
-// fp16 inputs once where the spec takes them.
+// fp16 inputs once where the spec takes them; K = V = 128 once (dense).
 //
 //   dgps-osdn-forward-emu-check PACKAGE_DIR WORK_DIR        (DGPS_SEED=N fixes the base seed)
 #include <dlfcn.h>
@@ -40,7 +40,7 @@
 
 namespace {
 
-constexpr int kK = 64, kChunk = 64, kBlockV = 64, kWarps = 4, kStages = 2;
+constexpr int kChunk = 64, kBlockV = 64, kWarps = 4, kStages = 2;
 constexpr double kTolOut = 1e-2;     // bf16 inputs, operands and output (the GPU suite's forward tolerance)
 constexpr double kTolState = 1e-2;   // f32 state built from bf16 tensor-core products
 constexpr double kTolPrecond = 1e-4;  // the d-scan is f32 from the exact input values
@@ -70,8 +70,8 @@ std::vector<float> f32Of(const dgps::Tensor& t) {
 
 /// The package's kernels.cu plus entry points the package does not export: the per-token scan on the same
 /// Traits, and every forward role with the write timing switched to post.
-void* compileForEmu(const std::string& pkg, const std::string& work, const std::string& name, bool f16) {
-  const std::string tag = work + "/" + name + (f16 ? "_f16" : "_bf16");
+void* compileForEmu(const std::string& pkg, const std::string& work, const std::string& name, int K, bool f16) {
+  const std::string tag = work + "/" + name + "_k" + std::to_string(K) + (f16 ? "_f16" : "_bf16");
   const std::string src = tag + "_osdn_emu.cpp", so = tag + "_osdn_emu.so";
   {
     std::ofstream os(src);
@@ -91,7 +91,7 @@ void* compileForEmu(const std::string& pkg, const std::string& work, const std::
   const std::string cmd = std::string(DGPS_EMU_CXX) + " -O1 -std=c++17 -fPIC -shared -Wno-unknown-pragmas -include " +
                           DGPS_EMU_DIR + "/emu_prelude.h -I" + DGPS_DEVICE_DIR + " -I" + DGPS_EMU_DIR +
                           " -DDGPS_EMU_WGMMA=1 " + (f16 ? "-DDGPS_INPUT_F16=1" : "-DDGPS_INPUT_BF16=1") +
-                          " -DDGPS_K=" + std::to_string(kK) + " -DDGPS_V=" + std::to_string(kK) +
+                          " -DDGPS_K=" + std::to_string(K) + " -DDGPS_V=" + std::to_string(K) +
                           " -DDGPS_CHUNK=" + std::to_string(kChunk) + " -DDGPS_BLOCK_V=" + std::to_string(kBlockV) +
                           " -DDGPS_WARPS=" + std::to_string(kWarps) + " -DDGPS_STAGES=" + std::to_string(kStages) +
                           " -x c++ " + src + " -o " + so;
@@ -127,6 +127,7 @@ struct Problem {
   bool zeroKeys = false;  ///< every third key row set to zero (k̂ = 0: the token takes no step)
   bool post = false;      ///< write timing post
   bool f16 = false;
+  int K = 64;  ///< K = V
   /// η = 2 with every gain 1 and every key of a head equal to its first one up to bf16 rounding of a 1e-3
   /// perturbation: η β² = 2 is the d-scan's stability limit without retention (docs/math.md §5.2), and the
   /// chunk's I + 𝒢 is far from the identity
@@ -153,7 +154,7 @@ bool checkOnce(dgps::Spec spec, void* module, const Problem& p, std::uint64_t se
   s.seq_len = p.T;
   s.heads_qk = spec.heads_qk > 0 ? spec.heads_qk : 2;
   s.heads_v = s.heads_qk * spec.gva_ratio;
-  s.key_dim = s.value_dim = kK;
+  s.key_dim = s.value_dim = p.K;
   s.cu_seqlens = p.cu;
   dgps::InputGenOptions opts;
   opts.initial_state = opts.initial_precond_state = p.initialStates;
@@ -161,13 +162,13 @@ bool checkOnce(dgps::Spec spec, void* module, const Problem& p, std::uint64_t se
       dgps::generateInputs(spec, s, seed, p.f16 ? dgps::ScalarType::F16 : dgps::ScalarType::BF16, opts);
   if (p.zeroKeys) {
     dgps::Tensor& k = in.at("k");
-    const std::int64_t rows = k.numel() / (s.heads_qk * kK);
+    const std::int64_t rows = k.numel() / (s.heads_qk * p.K);
     for (std::int64_t r = 0; r < rows; r += 3)
-      for (std::int64_t x = 0; x < s.heads_qk * kK; ++x) k.set(r * s.heads_qk * kK + x, 0.0);
+      for (std::int64_t x = 0; x < s.heads_qk * p.K; ++x) k.set(r * s.heads_qk * p.K + x, 0.0);
   }
   if (p.nearlyParallelAtTheLimit) {
     dgps::Tensor& k = in.at("k");
-    const std::int64_t HK = s.heads_qk * kK, rows = k.numel() / HK;
+    const std::int64_t HK = s.heads_qk * p.K, rows = k.numel() / HK;
     std::vector<double> first((size_t)HK);
     for (std::int64_t x = 0; x < HK; ++x) first[(size_t)x] = k.get(x);
     for (std::int64_t r = 0; r < rows; ++r)
@@ -176,7 +177,7 @@ bool checkOnce(dgps::Spec spec, void* module, const Problem& p, std::uint64_t se
     for (std::int64_t i = 0; i < b.numel(); ++i) b.set(i, 1.0);
   }
   const dgps::ReferenceOutputs ref = dgps::runReference(spec, in);
-  const std::int64_t H = s.heads_qk, HV = s.heads_v, N = s.numSeqs(), V = kK;
+  const std::int64_t H = s.heads_qk, HV = s.heads_v, N = s.numSeqs(), V = p.K;
 
   auto floats = [&](const char* n) { return in.count(n) ? f32Of(in.at(n)) : std::vector<float>(); };
   auto ptr = [](std::vector<float>& v) -> const float* { return v.empty() ? nullptr : v.data(); };
@@ -184,7 +185,7 @@ bool checkOnce(dgps::Spec spec, void* module, const Problem& p, std::uint64_t se
                      p0 = floats("initial_precond_state");
   std::vector<std::int64_t> cuv = p.cu;
   std::vector<std::uint16_t> o((size_t)(p.B * p.T * HV * V), p.f16 ? 0x7e01 : 0x7fc1);  // poison: NaN
-  std::vector<float> sT((size_t)(N * HV * kK * V), NAN), pT((size_t)(N * H * kK), NAN), pTok(pT.size(), NAN);
+  std::vector<float> sT((size_t)(N * HV * p.K * V), NAN), pT((size_t)(N * H * p.K), NAN), pTok(pT.size(), NAN);
 
   const dgps::launch::FeatureSet f = dgps::deviceFeatures(spec);
   if (!dgps::launch::hypergradChunked(f)) {
@@ -197,7 +198,7 @@ bool checkOnce(dgps::Spec spec, void* module, const Problem& p, std::uint64_t se
   ls.N = N;
   ls.H = H;
   ls.HV = HV;
-  ls.K = kK;
+  ls.K = p.K;
   ls.V = V;
   ls.varlen = p.cu.empty() ? 0 : 1;
   ls.f16 = p.f16 ? 1 : 0;
@@ -226,7 +227,7 @@ bool checkOnce(dgps::Spec spec, void* module, const Problem& p, std::uint64_t se
   a.num_seqs = N;
   a.heads_qk = H;
   a.heads_v = HV;
-  a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)kK));
+  a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)p.K));
   a.workspace = ws.data();
 
   int roles[dgps::launch::kMaxRoles];
@@ -260,14 +261,14 @@ bool checkOnce(dgps::Spec spec, void* module, const Problem& p, std::uint64_t se
   // what chunk_local and state_output read: pst of chunk c < ceil(len/C) of every sequence, pcoef of its
   // tokens (the token scan leaves pad rows past its last 32-token block unwritten; the chunked scan zeroes them)
   const long long S = W.slots;
-  std::vector<char> usePst((size_t)(S * H * kK), 0), useCoef((size_t)(S * H * kChunk), 0);
+  std::vector<char> usePst((size_t)(S * H * p.K), 0), useCoef((size_t)(S * H * kChunk), 0);
   for (std::int64_t n = 0; n < N; ++n) {
     const std::int64_t bos = p.cu.empty() ? n * p.T : p.cu[(size_t)n];
     const std::int64_t len = p.cu.empty() ? p.T : p.cu[(size_t)n + 1] - bos;
     const std::int64_t first = p.cu.empty() ? n * ((p.T + kChunk - 1) / kChunk) : bos / kChunk + n;
     for (std::int64_t c = 0; c * kChunk < len; ++c)
       for (std::int64_t h = 0; h < H; ++h) {
-        std::fill_n(usePst.begin() + ((first + c) * H + h) * kK, kK, 1);
+        std::fill_n(usePst.begin() + ((first + c) * H + h) * p.K, p.K, 1);
         std::fill_n(useCoef.begin() + ((first + c) * H + h) * kChunk, std::min<std::int64_t>(kChunk, len - c * kChunk), 1);
       }
   }
@@ -294,9 +295,9 @@ bool checkOnce(dgps::Spec spec, void* module, const Problem& p, std::uint64_t se
   const bool gateOutputs = !p.nearlyParallelAtTheLimit;
   const bool pass = ePst <= kTolScan && eCoef <= kTolScan && eFin <= kTolScan && ep <= kTolPrecond &&
                     (!gateOutputs || (eo <= kTolOut && es <= kTolState));
-  std::printf("  %s %s %s%s B=%lld T=%lld N=%lld H=%lld: vs token scan pst %.2g pcoef %.2g final d %.2g; "
+  std::printf("  %s %s %s%s K=V=%d B=%lld T=%lld N=%lld H=%lld: vs token scan pst %.2g pcoef %.2g final d %.2g; "
               "vs float64 o %.3g, final state %.3g%s, precond state %.3g  %s\n",
-              spec.name.c_str(), p.what, p.f16 ? "f16" : "bf16", p.post ? " post" : "", (long long)p.B,
+              spec.name.c_str(), p.what, p.f16 ? "f16" : "bf16", p.post ? " post" : "", p.K, (long long)p.B,
               (long long)p.T, (long long)N, (long long)H, ePst, eCoef, eFin, eo, es, gateOutputs ? "" : " (not gated)", ep,
               pass ? "ok" : "FAIL");
   return pass;
@@ -311,14 +312,15 @@ int run(int argc, char** argv) {
   if (!parsed.ok()) return fail("cannot parse " + pkg + "/spec.yaml");
   const dgps::Spec& spec = *parsed.spec;
   if (!dgps::usesHypergrad(spec)) return fail(spec.name + " is not a hypergrad_ogd spec");
-  if (std::find(spec.key_dims.begin(), spec.key_dims.end(), kK) == spec.key_dims.end() ||
-      std::find(spec.value_dims.begin(), spec.value_dims.end(), kK) == spec.value_dims.end())
-    return fail(spec.name + " does not allow K = V = 64");
+  for (int K : {64, 128})
+    if (std::find(spec.key_dims.begin(), spec.key_dims.end(), K) == spec.key_dims.end() ||
+        std::find(spec.value_dims.begin(), spec.value_dims.end(), K) == spec.value_dims.end())
+      return fail(spec.name + " does not allow K = V = " + std::to_string(K));
   std::uint64_t seed = (std::uint64_t)std::chrono::steady_clock::now().time_since_epoch().count() % 1000000007ull;
   if (const char* e = std::getenv("DGPS_SEED")) seed = std::strtoull(e, nullptr, 10);
   std::printf("%s: base seed %llu (DGPS_SEED=%llu reproduces)\n", spec.name.c_str(), (unsigned long long)seed,
               (unsigned long long)seed);
-  void* bf16 = compileForEmu(pkg, work, spec.name, false);
+  void* bf16 = compileForEmu(pkg, work, spec.name, 64, false);
   if (!bf16) return fail("cannot build the emulated kernels of " + spec.name);
   // lengths 1, 63, 1, 65, 1, 0, 119 in a 260-row buffer (rows 250.. are padding)
   const std::vector<std::int64_t> cu = {0, 1, 64, 65, 130, 131, 131, 250};
@@ -342,12 +344,18 @@ int run(int argc, char** argv) {
   std::uint64_t k = 0;
   for (const Problem& p : problems) ok = checkOnce(spec, bf16, p, seed + 101 * ++k) && ok;
   if (std::find(spec.input_dtypes.begin(), spec.input_dtypes.end(), dgps::DType::F16) != spec.input_dtypes.end()) {
-    void* f16 = compileForEmu(pkg, work, spec.name, true);
+    void* f16 = compileForEmu(pkg, work, spec.name, 64, true);
     if (!f16) return fail("cannot build the fp16 emulated kernels of " + spec.name);
     Problem p{"dense", 2, 200, {}};
     p.f16 = true;
     ok = checkOnce(spec, f16, p, seed + 101 * ++k) && ok;
   }
+  // the production head dim once (dense, a partial chunk)
+  void* k128 = compileForEmu(pkg, work, spec.name, 128, false);
+  if (!k128) return fail("cannot build the K = 128 emulated kernels of " + spec.name);
+  Problem wide{"dense", 1, 150, {}};
+  wide.K = 128;
+  ok = checkOnce(spec, k128, wide, seed + 101 * ++k) && ok;
   return ok ? 0 : 1;
 }
 

@@ -19,8 +19,9 @@
 //       --keep picks the forward intermediates the forward stores, default solve_tril). With
 //       --segment-chunks the forward's sequence-parallel form (--chunk-segment-state-pass; L chunks per
 //       segment, 0 = the launch rule's length at B = 1, T = 32768, HV = 16). An unclamped OSDN d-scan is
-//       planned in its chunked form (--chunk-parallel-precond-scan), as `compile` does, except with
-//       --token-precond-scan or --backward (the chunked form has no backward yet). No package.
+//       planned in its chunked form (--chunk-parallel-precond-scan), as `compile` does, unless
+//       --token-precond-scan (the backward rescans d itself, so --backward does not change the forward's form).
+//       No package.
 //   dgpsc tune SPEC --shape B=8,T=4096,H=16,K=128,V=128 [--dtype ..] [--db PATH] [--package-dir DIR] ...
 //       compile as `compile` does, then autotune the package on this GPU with the runtime's dgps-tune
 //       (a child process; see DgpscTune.h) and record the winner in the tuning database.
@@ -273,7 +274,7 @@ int plan(const PlanOptions& o) {
     so.segmentChunks = o.segmentChunks;
     passes.push_back(dgps::createSegmentStatePass(so));
   }
-  if (!o.tokenPrecondScan && !o.backward) passes.push_back(dgps::createParallelPrecondScan());
+  if (!o.tokenPrecondScan) passes.push_back(dgps::createParallelPrecondScan());
   passes.push_back(dgps::createPartitionKernels());
   if (o.backward) passes.push_back(dgps::createPartitionBackward());
   for (auto& pass : passes) {
@@ -350,7 +351,7 @@ int run(int argc, char** argv) {
       ->excludes(planCmd->get_option("--backward"));
   planCmd->add_flag("--token-precond-scan", po.tokenPrecondScan,
                     "plan an unclamped OSDN preconditioner scan token by token instead of in its chunked form "
-                    "(the packages use the chunked form; --backward implies this)");
+                    "(the packages use the chunked form)");
 
   dgps::dgpsc::TuneArgs tuneArgs;
   CLI::App* tuneCmd = dgps::dgpsc::addTuneSubcommand(app, tuneArgs);
