@@ -57,13 +57,13 @@ std::string stateOutputSmem(const FeatureSet& f) {
   return "align_up(" + stage + ", 128) * stages";
 }
 
-// launch_rules.h hypergradSummarySmem: uT [KP][C+4] f32; the raw key tile aliased with 𝒢 and 𝒯; one block
-// row of 𝒢𝒯 [16][C+1]; per-token scalars [8C+8].
+// launch_rules.h hypergradSummarySmem: uT [KP][C+4] f32; the raw key tile aliased with 𝒢/𝒯 [C][C+4] f32;
+// per-token scalars [8C+8].
 const char* const kHypergradSummarySmem =
-    "KP * (chunk + 4) * 4 + max(chunk * (KP + 8) * 2, 8 * chunk * (chunk + 1)) + 64 * (chunk + 1) + (8 * chunk + 8) * 4";
+    "KP * (chunk + 4) * 4 + max(chunk * (KP + 8) * 2, chunk * (chunk + 4) * 4) + (8 * chunk + 8) * 4";
 // launch_rules.h hypergradPassSmem: two stages of {key tile, hgtri, hgvec}, then d, w, c and one partial sum
 // per thread.
-const std::string kHypergradPassSmem = "2 * (chunk * (KP + 8) * 2 + chunk * chunk * 4 + (2 * chunk + 4) * 4) + KP * 4 + " +
+const std::string kHypergradPassSmem = "2 * (chunk * (KP + 8) * 2 + chunk * (chunk + 1) * 2 + (2 * chunk + 4) * 4) + KP * 4 + " +
                                        std::string("chunk * 8 + ") + std::to_string(launch::kHypergradPassThreads * 4);
 
 bool forwardGeometry(const std::string& role, const FeatureSet& f, Geometry* g) {
@@ -105,7 +105,7 @@ std::vector<std::pair<std::string, std::string>> workspaceBuffers(const FeatureS
   if (diag && f.solve == 1) b.push_back({"opk", "slots * HV * chunk * K * 2"});
   if (diag) b.push_back({"opw", "slots * HV * chunk * K * 2"});
   if (diag) b.push_back({"pdec", "slots * HV * K * 4"});
-  if (launch::hypergradChunked(f)) b.push_back({"hgtri", "slots * H * chunk * chunk * 4"});
+  if (launch::hypergradChunked(f)) b.push_back({"hgtri", "slots * H * chunk * (chunk + 1) * 2"});
   if (launch::hypergradChunked(f)) b.push_back({"hgvec", "slots * H * (2 * chunk + 4) * 4"});
   return b;
 }

@@ -111,7 +111,7 @@ TEST(LaunchRules, AClampDecidesTheHypergradScanForm) {
                                         &WorkspaceLayout::pst, &WorkspaceLayout::pcoef, &WorkspaceLayout::hgtri})
     EXPECT_EQ(a.*m, b.*m);
   EXPECT_EQ(b.total, b.hgtri);
-  EXPECT_EQ(a.hgvec - a.hgtri, align_up(a.slots * s.H * 64 * 64 * 4, 256));
+  EXPECT_EQ(a.hgvec - a.hgtri, align_up(a.slots * s.H * (64 * 65 / 2) * 4, 256));  // the packed lower triangle
   EXPECT_EQ(a.total - a.hgvec, align_up(a.slots * s.H * (2 * 64 + 4) * 4, 256));
   // the chunked pass: one CTA per (sequence, key head); the token scan: one warp per pair
   EXPECT_EQ(forwardGeometry(kPrecondScan, f, s, t).grid.x, unsigned(s.N * s.H));

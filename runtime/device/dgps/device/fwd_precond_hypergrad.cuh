@@ -12,18 +12,19 @@
 //   𝒢_ij = β_i ⟨u_i, u_j⟩ κ_j Λ_ij (i > j),  𝒯 = (I + 𝒢)^{-1}  (unit lower triangular)
 //
 //   precond_summary (grid = chunk slots x H, warps·32 threads, fully parallel) writes per (slot, key head)
-//     hgtri_jm = κ_j 𝒯_jm β_m L_m rk_m²                          (m <= j; 0 above the diagonal)
+//     hgtri_jm = κ_j 𝒯_jm β_m L_m rk_m²                          (m <= j, packed by rows at j(j+1)/2 + m)
 //     hgvec    = {a_j = κ_j Σ_m 𝒯_jm,  y_j = Λ_nj rk_j²,  L_n}
 //   precond_scan (grid = N x H, 256 threads, sequential over the sequence's chunks; the critical path):
 //     pst_s = d;  w_m = Σ_x k_mx² d_x (raw key);  c = a − hgtri·w → pcoef_s;  d ← L_n d + Σ_j y_j c_j k_j²
 //
 // which is math.md's c = a − R d, d_end = L_n d + Yᵀ c with R = Diag(κ) 𝒯 Diag(β ⊙ L) U and Y_j = Λ_nj u_j,
 // the l2 factor rk² folded into the columns so that the pass reads only the raw key: per chunk it moves a
-// C x C block and the key tile instead of R and Y (2·C·K floats), and its work is three short products over
+// triangular block and the key tile instead of R and Y (2·C·K floats), and its work is three short products over
 // [C][K] and [C][C] in shared memory, the next chunk's operands loading (cp.async) meanwhile.
 #pragma once
 
 #include "dgps/device/common.cuh"
+#include "dgps/device/tri_inverse.cuh"
 
 namespace dgps {
 
@@ -40,8 +41,8 @@ DGPS_DEV void fwd_precond_summary_hypergrad(const ForwardArgs& a) {
   using namespace dev;
   constexpr launch::FeatureSet F = features<Tr>();
   constexpr int C = cfg::C, K = cfg::K, KP = cfg::KP, PQ = launch::bf16Pitch(KP);
-  constexpr int UP = C + 4, GP = C + 1;  // uT and 𝒢/𝒯 row pitches (floats)
-  static_assert(C % 16 == 0, "the blocked inverse works on 16-row blocks");
+  constexpr int UP = C + 4, GP = launch::f32Pitch(C);  // uT and 𝒢/𝒯 row pitches (floats)
+  static_assert(C % 16 == 0, "invert_unit_lower works on 16-row blocks");
   constexpr launch::HypergradSummarySmem SM = launch::hypergradSummarySmem(K, C);
   const launch::WorkspaceLayout W = launch::workspaceLayout(F, shape_of<Tr>(a), tile_of());
   const int64_t H = a.heads_qk, ratio = a.heads_v / H;
@@ -56,9 +57,7 @@ DGPS_DEV void fwd_precond_summary_hypergrad(const ForwardArgs& a) {
   unsigned char* sm = dyn_smem();
   float* uT = smem_at<float>(sm, SM.uT);
   uint16_t* sK = smem_at<uint16_t>(sm, SM.key);
-  float* G = smem_at<float>(sm, SM.gt);  // 𝒢, strictly lower   (aliases sK: written after uT is built)
-  float* Tm = G + C * GP;                // 𝒯, lower with unit diagonal
-  float* Wt = smem_at<float>(sm, SM.wt);
+  float* G = smem_at<float>(sm, SM.gt);  // 𝒢, strictly lower, then 𝒯 (aliases sK: written after uT is built)
   float* rk = smem_at<float>(sm, SM.tok);
   float* rk2 = rk + C;
   float* kap = rk2 + C;
@@ -102,7 +101,7 @@ DGPS_DEV void fwd_precond_summary_hypergrad(const ForwardArgs& a) {
     const float kh = Act_t::load(sK[i * PQ + x]) * rk[i];
     uT[x * UP + i] = kh * kh;
   }
-  sync_threads();  // sK is dead from here: G and Tm overwrite it
+  sync_threads();  // sK is dead from here: G overwrites it
 
   // 𝒢 by 8x4 register tiles on and below the diagonal, two float4 of rows and one of columns of uT per key
   // channel (3 shared loads per 32 FMAs); (C/8)(C/8 + 1) tiles: 72 at C = 64, one per thread.
@@ -136,45 +135,18 @@ DGPS_DEV void fwd_precond_summary_hypergrad(const ForwardArgs& a) {
     }
   }
   sync_threads();
-  // 𝒯 = (I + 𝒢)^{-1} by 16-row blocks: each diagonal block by forward substitution, one thread per column
-  // (15 dependent rows at most), then block row b: 𝒯_b,<b = −𝒯_bb (𝒢_b,<b 𝒯_<b,<b), all elements in parallel.
-  for (int m = t; m < C; m += nt) {
-    const int b0 = m / 16 * 16;
-    for (int i = b0; i < m; ++i) Tm[i * GP + m] = 0.f;
-    Tm[m * GP + m] = 1.f;
-    for (int i = m + 1; i < b0 + 16; ++i) {
-      float s = -G[i * GP + m];
-      for (int j = m + 1; j < i; ++j) s -= G[i * GP + j] * Tm[j * GP + m];
-      Tm[i * GP + m] = s;
-    }
-  }
-  sync_threads();
-  for (int r0 = 16; r0 < C; r0 += 16) {
-    for (int e = t; e < 16 * r0; e += nt) {
-      const int r = e / r0, m = e - r * r0;
-      float s = 0.f;
-      for (int j = m; j < r0; ++j) s += G[(r0 + r) * GP + j] * Tm[j * GP + m];
-      Wt[r * GP + m] = s;
-    }
-    sync_threads();
-    for (int e = t; e < 16 * r0; e += nt) {
-      const int r = e / r0, m = e - r * r0;
-      float s = 0.f;
-      for (int q = 0; q <= r; ++q) s -= Tm[(r0 + r) * GP + r0 + q] * Wt[q * GP + m];
-      Tm[(r0 + r) * GP + m] = s;
-    }
-    sync_threads();
-  }
+  // 𝒯 = (I + 𝒢)^{-1} in place, as chunk_local inverts its KKT block (16x16 diagonal blocks by f32
+  // substitution, the block merge on tensor cores with split-bf16 operands: about 16 mantissa bits).
+  invert_unit_lower<C>(G, GP);
+  const float* Tm = G;  // lower block triangle: 𝒯 (unit diagonal, zeros above it inside diagonal blocks)
 
   for (int m = t; m < C; m += nt) colf[m] = bet[m] * exp_(cum[m]) * rk2[m];
   sync_threads();
   unsigned char* ws = static_cast<unsigned char*>(a.workspace);
-  float* tri = reinterpret_cast<float*>(ws + W.hgtri) + (slot * H + h) * C * C;
+  float* tri = reinterpret_cast<float*>(ws + W.hgtri) + (slot * H + h) * launch::hypergradTriFloats(C);
   float* vec = reinterpret_cast<float*>(ws + W.hgvec) + (slot * H + h) * launch::hypergradVecFloats(C);
-  for (int e = t; e < C * C; e += nt) {
-    const int j = e / C, m = e - j * C;
-    tri[e] = m <= j ? kap[j] * Tm[j * GP + m] * colf[m] : 0.f;
-  }
+  for (int j = warp(); j < C; j += nt / 32)  // the lower triangle, one warp per row
+    for (int m = lane(); m <= j; m += 32) tri[j * (j + 1) / 2 + m] = kap[j] * Tm[j * GP + m] * colf[m];
   for (int j = t; j < C; j += nt) {
     float s = 0.f;
     for (int m = 0; m <= j; ++m) s += Tm[j * GP + m];
@@ -190,12 +162,13 @@ template <class Tr>
 DGPS_DEV void hypergrad_pass_issue(const ForwardArgs& a, unsigned char* stage, const launch::HypergradPassSmem& SM,
                                    const float* tri, const float* vec, const Seq& sq, int64_t s0, int64_t ci,
                                    int64_t h) {
-  constexpr int C = cfg::C, K = cfg::K, KP = cfg::KP, PQ = launch::bf16Pitch(KP), VF = launch::hypergradVecFloats(C);
+  constexpr int C = cfg::C, K = cfg::K, KP = cfg::KP, PQ = launch::bf16Pitch(KP), VF = launch::hypergradVecFloats(C),
+                TF = launch::hypergradTriFloats(C);
   const int64_t H = a.heads_qk, s = s0 + ci;
   const int L = (int)lmin(C, sq.len - ci * C);
   load_tile16<C, KP>(smem_at<uint16_t>(stage, SM.key), PQ,
                      static_cast<const uint16_t*>(a.k) + ((sq.bos + ci * C) * H + h) * K, H * K, L, K);
-  load_tile32<C, C>(smem_at<float>(stage, SM.tri), C, tri + (s * H + h) * C * C, C, C, C);
+  load_tile32<1, TF>(smem_at<float>(stage, SM.tri), TF, tri + (s * H + h) * TF, TF, 1, TF);
   load_tile32<1, VF>(smem_at<float>(stage, SM.vec), VF, vec + (s * H + h) * VF, VF, 1, VF);
   cp_async_commit();
 }
@@ -265,7 +238,8 @@ DGPS_DEV void fwd_precond_scan_hypergrad_chunked(const ForwardArgs& a) {
     {  // c = a − hgtri·w over the lower triangle, same split; 0 for pad rows (never read)
       const int j = t / P, p = t - j * P;
       float v = 0.f;
-      for (int m = p; m <= j; m += P) v += sT[j * C + m] * w[m];
+      const float* row = sT + j * (j + 1) / 2;
+      for (int m = p; m <= j; m += P) v += row[m] * w[m];
 #pragma unroll
       for (int o = P / 2; o >= 1; o >>= 1) v += shfl_xor(v, o);
       if (p == 0) {

@@ -154,9 +154,10 @@ DGPS_HD constexpr long long chunkSlots(const ProblemShape& s, int C) {
 ///   opk   bf16 [S][HV][C][K]   diagonal decay, delta solve: read key operand k⊙2^{G_i}
 ///   opw   bf16 [S][HV][C][K]   diagonal decay: write key operand k⊙2^{G_C − G_i}
 ///   pdec  f32  [S][HV][K]      diagonal decay: 2^{G_C} per channel (the chunk's state decay)
-///   hgtri f32  [S][H][C][C]    chunked hypergrad_ogd (hypergradChunked): the chunk's lower-triangular block
-///                              M = Diag(κ) 𝒯 Diag(β ⊙ L ⊙ rk²), so that the step coefficients from the
-///                              incoming d are c = a − M w with w_m = Σ_x k_mx² d_x on the raw key
+///   hgtri f32  [S][H][C(C+1)/2] chunked hypergrad_ogd (hypergradChunked): the chunk's lower-triangular block
+///                              M = Diag(κ) 𝒯 Diag(β ⊙ L ⊙ rk²), packed by rows (row j at j(j+1)/2), so that
+///                              the step coefficients from the incoming d are c = a − M w with
+///                              w_m = Σ_x k_mx² d_x on the raw key
 ///   hgvec f32  [S][H][2C+4]    chunked hypergrad_ogd: {a [C], y [C] with y_j = Λ_nj rk_j², L_n, 0, 0, 0}:
 ///                              d_end = L_n d + Σ_j y_j c_j k_j² (docs/math.md §5.2; fwd_precond_hypergrad.cuh)
 /// The per-channel gated operands are prepared once by the fully parallel chunk_local, so the sequential
@@ -166,6 +167,9 @@ DGPS_HD constexpr long long chunkSlots(const ProblemShape& s, int C) {
 /// Floats per (chunk slot, key head) of the chunked hypergrad_ogd's hgvec: a [C], y [C], L_n and 3 pad floats
 /// (a 16-byte multiple, for cp.async).
 DGPS_HD constexpr int hypergradVecFloats(int C) { return 2 * C + 4; }
+/// Floats per (chunk slot, key head) of hgtri: the lower triangle of a C x C block, row j at j(j+1)/2 (a
+/// 16-byte multiple for C a multiple of 16).
+DGPS_HD constexpr int hypergradTriFloats(int C) { return C * (C + 1) / 2; }
 
 struct WorkspaceLayout {
   long long slots = 0;
@@ -222,7 +226,7 @@ DGPS_HD constexpr WorkspaceLayout workspaceLayout(const FeatureSet& f, const Pro
   // last, so that the regions chunk_local and state_output read do not move with the scan's form
   const bool hgc = hypergradChunked(f);
   w.hgtri = off;
-  off += hgc ? align_up(w.slots * s.H * C * C * 4, 256) : 0;
+  off += hgc ? align_up(w.slots * s.H * hypergradTriFloats(t.chunk) * 4, 256) : 0;
   w.hgvec = off;
   off += hgc ? align_up(w.slots * s.H * hypergradVecFloats(t.chunk) * 4, 256) : 0;
   w.total = off;
@@ -335,23 +339,20 @@ DGPS_HD constexpr StateOutputSmem stateOutputSmem(const FeatureSet& f, int K, in
 /// precond_summary of the chunked hypergrad_ogd scan (fwd_precond_hypergrad.cuh), f32 unless noted:
 ///   uT   [KP][C+4]   u = k̂² transposed (the Gram matrix's 4x4 register tiles read float4 columns)
 ///   key  bf16 [C][KP+8]  the raw key tile (cp.async), aliased by gt: dead once uT is built
-///   gt   [2][C][C+1] 𝒢 (strictly lower), then 𝒯 = (I + 𝒢)^{-1}
-///   wt   [16][C+1]   one block row of 𝒢 𝒯 while 𝒯 is built by 16-row blocks
-///   tok  [8][C] + 8  per-token scalars (rk², κ, β, cum [C+1], column factor)
+///   gt   [C][C+4]    𝒢 (strictly lower), inverted in place into 𝒯 = (I + 𝒢)^{-1} (tri_inverse.cuh)
+///   tok  [8][C] + 8  per-token scalars (rk, rk², κ, β, column factor, cum [C+1])
 struct HypergradSummarySmem {
-  int uT = 0, key = 0, gt = 0, wt = 0, tok = 0, total = 0;
+  int uT = 0, key = 0, gt = 0, tok = 0, total = 0;
 };
 DGPS_HD constexpr HypergradSummarySmem hypergradSummarySmem(int K, int C) {
   HypergradSummarySmem m;
   const int KP = pad16(K);
-  const int keyBytes = C * bf16Pitch(KP) * 2, gtBytes = 2 * C * (C + 1) * 4;
+  const int keyBytes = C * bf16Pitch(KP) * 2, gtBytes = C * f32Pitch(C) * 4;
   int off = 0;
   m.uT = off;
   off += KP * (C + 4) * 4;
   m.key = m.gt = off;
   off += keyBytes > gtBytes ? keyBytes : gtBytes;
-  m.wt = off;
-  off += 16 * (C + 1) * 4;
   m.tok = off;
   off += (8 * C + 8) * 4;
   m.total = off;
@@ -363,7 +364,7 @@ DGPS_HD constexpr HypergradSummarySmem hypergradSummarySmem(int K, int C) {
 constexpr int kHypergradPassThreads = 256;
 
 /// precond_scan of the chunked hypergrad_ogd scan: two cp.async stages of {raw key bf16 [C][KP+8], hgtri
-/// [C][C], hgvec [2C+4]}, then d [KP], w [C], y⊙c [C] and the update's partial sums [threads] (f32).
+/// [C(C+1)/2], hgvec [2C+4]}, then d [KP], w [C], y⊙c [C] and the update's partial sums [threads] (f32).
 struct HypergradPassSmem {
   int stage_bytes = 0, key = 0, tri = 0, vec = 0;  ///< offsets in a stage
   int d = 0, w = 0, c = 0, part = 0, total = 0;
@@ -373,7 +374,7 @@ DGPS_HD constexpr HypergradPassSmem hypergradPassSmem(int K, int C) {
   const int KP = pad16(K);
   m.key = 0;
   m.tri = C * bf16Pitch(KP) * 2;
-  m.vec = m.tri + C * C * 4;
+  m.vec = m.tri + hypergradTriFloats(C) * 4;
   m.stage_bytes = m.vec + hypergradVecFloats(C) * 4;
   m.d = 2 * m.stage_bytes;
   m.w = m.d + KP * 4;
