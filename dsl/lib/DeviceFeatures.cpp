@@ -10,6 +10,7 @@ launch::FeatureSet deviceFeatures(const Spec& s) {
   f.side = s.precond.side == PrecondSide::Query ? 1 : 0;
   f.source = s.precond.source == PrecondSource::HypergradOgd ? 1 : 0;
   f.solve = s.solve.kind == SolveKind::Delta ? 1 : 0;
+  f.clamp = f.source == 1 && (s.precond.hypergrad.clamp_min || s.precond.hypergrad.clamp_max) ? 1 : 0;
   return f;
 }
 

@@ -57,14 +57,28 @@ std::string stateOutputSmem(const FeatureSet& f) {
   return "align_up(" + stage + ", 128) * stages";
 }
 
+// launch_rules.h hypergradSummarySmem: uT [KP][C+4] f32; the raw key tile aliased with 𝒢/𝒯 [C][C+4] f32;
+// per-token scalars [8C+8].
+const char* const kHypergradSummarySmem =
+    "KP * (chunk + 4) * 4 + max(chunk * (KP + 8) * 2, chunk * (chunk + 4) * 4) + (8 * chunk + 8) * 4";
+// launch_rules.h hypergradPassSmem: two stages of {key tile, hgtri, hgvec}, then d, w, c and one partial sum
+// per thread.
+const std::string kHypergradPassSmem = "2 * (chunk * (KP + 8) * 2 + chunk * (chunk + 1) * 2 + (2 * chunk + 4) * 4) + KP * 4 + " +
+                                       std::string("chunk * 8 + ") + std::to_string(launch::kHypergradPassThreads * 4);
+
 bool forwardGeometry(const std::string& role, const FeatureSet& f, Geometry* g) {
+  const bool chunkedScan = launch::hypergradChunked(f);
   if (role == "precond_summary") {
-    *g = {"slots * H", "warps * 32", "chunk * (KP + 8) * 2 + chunk * 16"};
+    // ema_sq_squash: the accumulator's chunk summary; hypergrad_ogd (chunked): the chunk's triangular block.
+    *g = chunkedScan ? Geometry{"slots * H", "warps * 32", kHypergradSummarySmem}
+                     : Geometry{"slots * H", "warps * 32", "chunk * (KP + 8) * 2 + chunk * 16"};
   } else if (role == "precond_scan") {
-    // hypergrad_ogd: one warp per (sequence, key head), 4 per CTA, 32 key rows per warp in shared memory;
-    // ema_sq_squash: one thread per key channel.
-    *g = f.source == 1 ? Geometry{"cdiv(N * H, 4)", "128", "256 * (KP + 8)"}
-                       : Geometry{"N * H", "max(32, align_up(KP, 32))", "0"};
+    // hypergrad_ogd chunked: one CTA per (sequence, key head) over its chunks; with a clamp: one warp per
+    // (sequence, key head), 4 per CTA, 32 key rows per warp in shared memory; ema_sq_squash: one thread per
+    // key channel.
+    *g = chunkedScan     ? Geometry{"N * H", std::to_string(launch::kHypergradPassThreads), kHypergradPassSmem}
+         : f.source == 1 ? Geometry{"cdiv(N * H, 4)", "128", "256 * (KP + 8)"}
+                         : Geometry{"N * H", "max(32, align_up(KP, 32))", "0"};
   } else if (role == "chunk_local") {
     *g = {"slots * HV", "warps * 32", chunkLocalSmem(f)};
   } else if (role == "state_output") {
@@ -91,6 +105,8 @@ std::vector<std::pair<std::string, std::string>> workspaceBuffers(const FeatureS
   if (diag && f.solve == 1) b.push_back({"opk", "slots * HV * chunk * K * 2"});
   if (diag) b.push_back({"opw", "slots * HV * chunk * K * 2"});
   if (diag) b.push_back({"pdec", "slots * HV * K * 4"});
+  if (launch::hypergradChunked(f)) b.push_back({"hgtri", "slots * H * chunk * (chunk + 1) * 2"});
+  if (launch::hypergradChunked(f)) b.push_back({"hgvec", "slots * H * (2 * chunk + 4) * 4"});
   return b;
 }
 

@@ -12,6 +12,7 @@ namespace { struct Traits {
   static constexpr float kEta = 1.0f; static constexpr bool kRetention = false; static constexpr int kTiming = 0;
   static constexpr float kInit = 1.0f; static constexpr bool kClampMin = false, kClampMax = false; static constexpr float kClampMinV = 0.0f, kClampMaxV = 0.0f;
 }; }
+extern "C" __global__ void dgps_osdn_fwd_precond_summary(dgps::ForwardArgs a) { dgps::fwd_precond_summary<Traits>(a); }
 extern "C" __global__ void dgps_osdn_fwd_precond_scan(dgps::ForwardArgs a) { dgps::fwd_precond_scan<Traits>(a); }
 extern "C" __global__ void dgps_osdn_fwd_chunk_local(dgps::ForwardArgs a) { dgps::fwd_chunk_local<Traits>(a); }
 extern "C" __global__ void __launch_bounds__(dgps::state_output_threads<Traits>(), 1) dgps_osdn_fwd_state_output(dgps::ForwardArgs a) { dgps::fwd_state_output<Traits>(a); }

@@ -28,7 +28,8 @@ inline Spec smallDimsSpec(Spec s) {
   return s;
 }
 
-/// imported → canonicalize → lower → canonicalize → derive-backward [→ fuse → partition → partition-backward].
+/// imported → canonicalize → lower → canonicalize → derive-backward [→ fuse → parallel-precond-scan → partition →
+/// partition-backward].
 inline mlir::OwningOpRef<mlir::ModuleOp> backwardModule(Context& c, const Spec& spec, bool partitioned,
                                                         std::vector<std::string> keep = {}) {
   mlir::OwningOpRef<mlir::ModuleOp> m = ir::importSpec(*c.ctx, spec);
@@ -39,6 +40,7 @@ inline mlir::OwningOpRef<mlir::ModuleOp> backwardModule(Context& c, const Spec& 
   passes.push_back(createDeriveBackward(DeriveBackwardOptions{std::move(keep)}));
   if (partitioned) {
     passes.push_back(createFusePreconditioner());
+    passes.push_back(createParallelPrecondScan());  // as dgpsc: the forward's plan does not depend on --backward
     passes.push_back(createPartitionKernels());
     passes.push_back(createPartitionBackward());
   }

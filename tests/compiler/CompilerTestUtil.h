@@ -78,6 +78,7 @@ inline std::vector<Snapshot> snapshots(Context& c, const Spec& spec) {
   steps.push_back({"dgps-lower-to-chunk", createLowerToChunk(), true});
   steps.push_back({"canonicalize(chunk)", mlir::createCanonicalizerPass(), true});
   steps.push_back({"chunk-fuse-preconditioner", createFusePreconditioner(), true});
+  steps.push_back({"chunk-parallel-precond-scan", createParallelPrecondScan(), true});
   steps.push_back({"chunk-partition-kernels", createPartitionKernels(), true});
   for (Step& s : steps) {
     EXPECT_TRUE(mlir::succeeded(runPass(*c.ctx, *m, std::move(s.pass)))) << spec.name << " " << s.name;

@@ -315,15 +315,49 @@ TEST(ParallelPrecondScan, TheExecutorRefusesGroupedValueHeads) {
   EXPECT_NE(r.error.find("HV == H"), std::string::npos) << r.error;
 }
 
-TEST(ParallelPrecondScan, TheEmitterRefusesTheChunkedPlan) {
-  // No device kernels exist for the chunked scan yet: a package must not be written from it.
+TEST(ParallelPrecondScan, TheEmitterWritesTheChunkedRoles) {
+  // The device library runs the chunked scan as precond_summary + precond_scan (launch_rules.h
+  // hypergradChunked): the package's entry points and manifest list both, in the plan's order.
   Context c;
   const Spec spec = osdn("osdn");
   Forms f = lowerAll(c, spec);
+  mlir::FailureOr<PackageFiles> pkg = emitPackage(spec, *f.plan);
+  ASSERT_TRUE(mlir::succeeded(pkg)) << (c.diagnostics.empty() ? std::string() : c.diagnostics.back());
+  const std::string& cu = pkg->kernels_cu;
+  const size_t summary = cu.find("dgps_osdn_fwd_precond_summary"), scan = cu.find("dgps_osdn_fwd_precond_scan");
+  ASSERT_NE(summary, std::string::npos) << cu;
+  ASSERT_NE(scan, std::string::npos) << cu;
+  EXPECT_LT(summary, scan);
+  EXPECT_NE(pkg->manifest_yaml.find("{name: hgtri"), std::string::npos) << pkg->manifest_yaml;
+}
+
+TEST(ParallelPrecondScan, TheEmitterRefusesATokenScanPlanOfAnUnclampedSpec) {
+  // Without a clamp the device library has no token-scan role list for OSDN: a plan that kept the token scan
+  // (the pipeline without --chunk-parallel-precond-scan) must not become a package.
+  Context c;
+  const Spec spec = osdn("osdn");
+  mlir::OwningOpRef<mlir::ModuleOp> m = ir::importSpec(*c.ctx, spec);
+  ASSERT_TRUE(mlir::succeeded(runPass(*c.ctx, *m, mlir::createCanonicalizerPass())));
+  ASSERT_TRUE(mlir::succeeded(runPass(*c.ctx, *m, createLowerToChunk())));
+  ASSERT_TRUE(mlir::succeeded(runPass(*c.ctx, *m, mlir::createCanonicalizerPass())));
+  ASSERT_TRUE(mlir::succeeded(runPass(*c.ctx, *m, createFusePreconditioner())));
+  ASSERT_TRUE(mlir::succeeded(runPass(*c.ctx, *m, createPartitionKernels())));
   c.diagnostics.clear();
-  EXPECT_TRUE(mlir::failed(emitPackage(spec, *f.plan)));
+  EXPECT_TRUE(mlir::failed(emitPackage(spec, *m)));
   ASSERT_FALSE(c.diagnostics.empty());
   EXPECT_NE(c.diagnostics.back().find("precond_summary"), std::string::npos) << c.diagnostics.back();
+}
+
+TEST(ParallelPrecondScan, AClampedSpecKeepsTheTokenScanRole) {
+  Context c;
+  Spec spec = osdn("osdn");
+  spec.precond.hypergrad.clamp_min = 0.25;
+  Forms f = lowerAll(c, spec);
+  mlir::FailureOr<PackageFiles> pkg = emitPackage(spec, *f.plan);
+  ASSERT_TRUE(mlir::succeeded(pkg)) << (c.diagnostics.empty() ? std::string() : c.diagnostics.back());
+  EXPECT_EQ(pkg->kernels_cu.find("precond_summary"), std::string::npos) << pkg->kernels_cu;
+  EXPECT_NE(pkg->kernels_cu.find("dgps_osdn_fwd_precond_scan"), std::string::npos) << pkg->kernels_cu;
+  EXPECT_EQ(pkg->manifest_yaml.find("hgtri"), std::string::npos) << pkg->manifest_yaml;
 }
 
 }  // namespace

@@ -45,8 +45,8 @@ TEST_P(PlanOfSpec, BytesAreTheLaunchRulesLayoutsCount) {
   mlir::func::FuncOp fn = p.forward();
   const launch::FeatureSet f = deviceFeatures(spec);
   const launch::FeatureSet g = featuresOf(fn);
-  EXPECT_EQ(std::vector<int>({f.decay, f.gain, f.precond, f.side, f.source, f.solve}),
-            std::vector<int>({g.decay, g.gain, g.precond, g.side, g.source, g.solve}))
+  EXPECT_EQ(std::vector<int>({f.decay, f.gain, f.precond, f.side, f.source, f.solve, f.clamp}),
+            std::vector<int>({g.decay, g.gain, g.precond, g.side, g.source, g.solve, g.clamp}))
       << spec.name << ": features read from the plan differ from the spec's";
   chunk::KernelOp first = *fn.getBody().getOps<chunk::KernelOp>().begin();
   launch::TileConfig t{int(first.getTile().getChunk()), int(first.getTile().getBlockV()),
@@ -105,7 +105,10 @@ TEST_P(PlanOfSpec, RolesAreTheDeviceLibrarys) {
   ASSERT_TRUE(mlir::succeeded(s)) << (p.c.diagnostics.empty() ? "" : p.c.diagnostics[0]);
   std::vector<std::string> expected;
   if (spec.precond.kind == PrecondKind::Diagonal) {
-    if (spec.precond.source == PrecondSource::EmaSqSquash) expected.push_back("precond_summary");
+    // ema_sq_squash's accumulator summary, or the unclamped hypergradient scan's chunk summary
+    const HypergradParams& hg = spec.precond.hypergrad;
+    if (spec.precond.source == PrecondSource::EmaSqSquash || (!hg.clamp_min && !hg.clamp_max))
+      expected.push_back("precond_summary");
     expected.push_back("precond_scan");
   }
   expected.push_back("chunk_local");

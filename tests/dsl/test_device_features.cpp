@@ -43,6 +43,24 @@ TEST(DeviceFeatures, EveryAxisValueHasItsDocumentedCode) {
   }
 }
 
+// A clamp (either bound) of the hypergrad_ogd d update keeps its per-token scan; the squash has no clamp.
+TEST(DeviceFeatures, AHypergradClampIsItsOwnFeature) {
+  Spec s;
+  s.precond.kind = PrecondKind::Diagonal;
+  s.precond.source = PrecondSource::HypergradOgd;
+  EXPECT_EQ(deviceFeatures(s).clamp, 0);
+  EXPECT_TRUE(launch::hypergradChunked(deviceFeatures(s)));
+  s.precond.hypergrad.clamp_min = 0.5;
+  EXPECT_EQ(deviceFeatures(s).clamp, 1);
+  s.precond.hypergrad.clamp_min.reset();
+  s.precond.hypergrad.clamp_max = 2.0;
+  EXPECT_EQ(deviceFeatures(s).clamp, 1);
+  EXPECT_FALSE(launch::hypergradChunked(deviceFeatures(s)));
+  s.precond.source = PrecondSource::EmaSqSquash;  // hypergrad fields are not read for the squash
+  EXPECT_EQ(deviceFeatures(s).clamp, 0);
+  EXPECT_FALSE(launch::hypergradChunked(deviceFeatures(s)));
+}
+
 // The roles launch_rules.h derives from deviceFeatures(spec) are the roles the committed package lists
 // (written by the compiler's plan, checked against the same rules only at emit time).
 TEST(DeviceFeatures, ShippedSpecsGiveTheirPackagesRoles) {

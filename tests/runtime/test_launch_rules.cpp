@@ -74,12 +74,51 @@ TEST(LaunchRules, NoWorkspaceBufferHoldsAPreconditionedOperand) {
     EXPECT_EQ(w.pdec - w.opw > 0, f.decay == 2);
     EXPECT_EQ(w.psum - w.pst > 0, f.precond == 1);
     long long prev = 0;
-    for (long long off : {w.tb, w.aqk, w.tok, w.pst, w.psum, w.pgam, w.pcoef, w.opq, w.opk, w.opw, w.pdec, w.total}) {
+    EXPECT_EQ(w.total - w.hgtri > 0, hypergradChunked(f));
+    for (long long off : {w.tb, w.aqk, w.tok, w.pst, w.psum, w.pgam, w.pcoef, w.opq, w.opk, w.opw, w.pdec, w.hgtri,
+                          w.hgvec, w.total}) {
       EXPECT_EQ(off % 256, 0) << off;
       EXPECT_GE(off, prev);
       prev = off;
     }
   }
+}
+
+// OSDN's d-scan: without a clamp the chunked roles (a per-chunk summary, then the pass over chunks) and their
+// two buffers, placed after every buffer chunk_local and state_output read, so those do not move; with a clamp
+// the per-token warp scan alone and no extra buffer.
+TEST(LaunchRules, AClampDecidesTheHypergradScanForm) {
+  FeatureSet f;
+  f.decay = 0, f.gain = 1, f.precond = 1, f.side = 0, f.source = 1, f.solve = 1;
+  FeatureSet clamped = f;
+  clamped.clamp = 1;
+  ASSERT_TRUE(hypergradChunked(f));
+  ASSERT_FALSE(hypergradChunked(clamped));
+  int roles[kMaxRoles];
+  ASSERT_EQ(forwardRoles(f, roles), 4);
+  EXPECT_EQ(roles[0], kPrecondSummary);
+  EXPECT_EQ(roles[1], kPrecondScan);
+  ASSERT_EQ(forwardRoles(clamped, roles), 3);
+  EXPECT_EQ(roles[0], kPrecondScan);
+  ProblemShape s;
+  s.B = s.N = 3;
+  s.T = 1000;
+  s.H = s.HV = 4;
+  s.K = s.V = 128;
+  const TileConfig t{64, 64, 4, 2};
+  const WorkspaceLayout a = workspaceLayout(f, s, t), b = workspaceLayout(clamped, s, t);
+  for (long long WorkspaceLayout::*m : {&WorkspaceLayout::tb, &WorkspaceLayout::aqk, &WorkspaceLayout::tok,
+                                        &WorkspaceLayout::pst, &WorkspaceLayout::pcoef, &WorkspaceLayout::hgtri})
+    EXPECT_EQ(a.*m, b.*m);
+  EXPECT_EQ(b.total, b.hgtri);
+  EXPECT_EQ(a.hgvec - a.hgtri, align_up(a.slots * s.H * (64 * 65 / 2) * 4, 256));  // the packed lower triangle
+  EXPECT_EQ(a.total - a.hgvec, align_up(a.slots * s.H * (2 * 64 + 4) * 4, 256));
+  // the chunked pass: one CTA per (sequence, key head); the token scan: one warp per pair
+  EXPECT_EQ(forwardGeometry(kPrecondScan, f, s, t).grid.x, unsigned(s.N * s.H));
+  EXPECT_EQ(forwardGeometry(kPrecondScan, clamped, s, t).grid.x, unsigned(cdiv(s.N * s.H, 4)));
+  EXPECT_EQ(forwardGeometry(kPrecondSummary, f, s, t).grid.x, unsigned(a.slots * s.H));
+  EXPECT_LE(forwardGeometry(kPrecondSummary, f, s, t).smem_bytes, kSm90MaxDynamicSmem);
+  EXPECT_LE(forwardGeometry(kPrecondScan, f, s, t).smem_bytes, kSm90MaxDynamicSmem);
 }
 
 }  // namespace

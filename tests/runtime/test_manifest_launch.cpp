@@ -51,7 +51,8 @@ std::vector<TileConfig> configs(const Manifest& m) {
 // Byte offset of each named workspace buffer in the old layout (launch_rules.h WorkspaceLayout).
 std::map<std::string, long long> oldOffsets(const launch::WorkspaceLayout& w) {
   return {{"tb", w.tb},     {"aqk", w.aqk},     {"tok", w.tok}, {"pst", w.pst}, {"psum", w.psum}, {"pgam", w.pgam},
-          {"pcoef", w.pcoef}, {"opq", w.opq}, {"opk", w.opk}, {"opw", w.opw}, {"pdec", w.pdec}};
+          {"pcoef", w.pcoef}, {"opq", w.opq}, {"opk", w.opk}, {"opw", w.opw}, {"pdec", w.pdec},
+          {"hgtri", w.hgtri}, {"hgvec", w.hgvec}};
 }
 
 void expectSame(const detail::LaunchGeometry& got, const launch::Geometry& want, const std::string& what) {

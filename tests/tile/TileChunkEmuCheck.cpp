@@ -28,6 +28,7 @@
 
 #include "dgps/device/abi.h"
 #include "dgps/device/launch_rules.h"
+#include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/SpecParser.h"
@@ -83,22 +84,14 @@ struct Modules {
   void* lib = nullptr;   ///< the device-library package
 };
 
-dgps::launch::FeatureSet featuresOf(const dgps::Spec& spec) {
-  dgps::launch::FeatureSet f;
-  f.decay = spec.decay.kind == dgps::DecayKind::None ? 0 : spec.decay.kind == dgps::DecayKind::Scalar ? 1 : 2;
-  f.gain = spec.gain.kind == dgps::GainKind::Scalar ? 1 : 0;
-  f.precond = spec.precond.kind == dgps::PrecondKind::Diagonal ? 1 : 0;
-  f.side = spec.precond.side == dgps::PrecondSide::Query ? 1 : 0;
-  f.source = spec.precond.source == dgps::PrecondSource::HypergradOgd ? 1 : 0;
-  f.solve = spec.solve.kind == dgps::SolveKind::Delta ? 1 : 0;
-  return f;
-}
+dgps::launch::FeatureSet featuresOf(const dgps::Spec& spec) { return dgps::deviceFeatures(spec); }
 
 /// The workspace region holding byte `off` (for the mismatch report).
 const char* regionOf(const dgps::launch::WorkspaceLayout& w, long long off) {
   const std::pair<long long, const char*> r[] = {{w.tb, "tb"},     {w.aqk, "aqk"},   {w.tok, "tok"},   {w.pst, "pst"},
                                                  {w.psum, "psum"}, {w.pgam, "pgam"}, {w.pcoef, "pcoef"}, {w.opq, "opq"},
-                                                 {w.opk, "opk"},   {w.opw, "opw"},   {w.pdec, "pdec"}};
+                                                 {w.opk, "opk"},   {w.opw, "opw"},   {w.pdec, "pdec"},
+                                                 {w.hgtri, "hgtri"}, {w.hgvec, "hgvec"}};
   const char* best = "?";
   long long at = -1;
   for (auto& [o, n] : r)

@@ -31,6 +31,7 @@
 
 #include "dgps/device/abi.h"
 #include "dgps/device/launch_rules.h"
+#include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/SpecParser.h"
@@ -106,16 +107,7 @@ bool build(const std::string& tilePkg, const std::string& libPkg, const std::str
   return m.tile && m.lib;
 }
 
-dgps::launch::FeatureSet featuresOf(const dgps::Spec& spec) {
-  dgps::launch::FeatureSet f;
-  f.decay = spec.decay.kind == dgps::DecayKind::None ? 0 : spec.decay.kind == dgps::DecayKind::Scalar ? 1 : 2;
-  f.gain = spec.gain.kind == dgps::GainKind::Scalar ? 1 : 0;
-  f.precond = spec.precond.kind == dgps::PrecondKind::Diagonal ? 1 : 0;
-  f.side = spec.precond.side == dgps::PrecondSide::Query ? 1 : 0;
-  f.source = spec.precond.source == dgps::PrecondSource::HypergradOgd ? 1 : 0;
-  f.solve = spec.solve.kind == dgps::SolveKind::Delta ? 1 : 0;
-  return f;
-}
+dgps::launch::FeatureSet featuresOf(const dgps::Spec& spec) { return dgps::deviceFeatures(spec); }
 
 bool launchRole(void* module, const std::string& sym, const dgps::launch::Geometry& geo, dgps::ForwardArgs& a) {
   void* fn = dlsym(module, sym.c_str());

@@ -28,6 +28,9 @@ launch::FeatureSet featuresOf(func::FuncOp fn) {
     else if (isa<SolveTrilOp>(op))
       f.solve = 1;
     if (isa<HypergradScanOp, HypergradPassOp, HypergradApplyOp, HypergradChunkPassOp>(op)) f.source = 1;
+    // A clamped d-scan keeps the token scan (--chunk-parallel-precond-scan leaves it a hypergrad_pass).
+    if (auto p = dyn_cast<HypergradPassOp>(op); p && (p.getClampMin() || p.getClampMax())) f.clamp = 1;
+    if (auto p = dyn_cast<HypergradScanOp>(op); p && (p.getClampMin() || p.getClampMax())) f.clamp = 1;
     if (isPreconditionerApply(op)) {
       f.precond = 1;
       // ATQ: the preconditioned value is the query of Aqk and of the output.
@@ -101,7 +104,9 @@ DeviceTraffic deviceTraffic(const launch::FeatureSet& f, const PrecondInputs& in
       {"opq", w.opq, w.opk, kChunkLocal, kStateOutput, valueTiles},
       {"opk", w.opk, w.opw, kChunkLocal, kStateOutput, valueTiles},
       {"opw", w.opw, w.pdec, kChunkLocal, kStateOutput, valueTiles},
-      {"pdec", w.pdec, w.total, kChunkLocal, kStateOutput, valueTiles},
+      {"pdec", w.pdec, w.hgtri, kChunkLocal, kStateOutput, valueTiles},
+      {"hgtri", w.hgtri, w.hgvec, kPrecondSummary, kPrecondScan, 1.0},
+      {"hgvec", w.hgvec, w.total, kPrecondSummary, kPrecondScan, 1.0},
   };
   for (const Buf& b : bufs) {
     const double size = double(b.end - b.begin);
@@ -120,8 +125,12 @@ DeviceTraffic deviceTraffic(const launch::FeatureSet& f, const PrecondInputs& in
   const bool pre = f.precond == 1;
   if (pre && f.source == 0)  // precond_summary: k, precond_g, precond_beta per key head
     add(kPrecondSummary, BT * H * (K * 2 + (in.gate ? 4 : 0) + (in.gain ? 4 : 0)));
-  if (pre && f.source == 1)  // hypergrad precond_scan: k, beta, retention gate per key head
+  if (hypergradChunked(f)) {  // chunked: the summary loads k, beta, retention gate; the pass loads k again
+    add(kPrecondSummary, BT * H * (K * 2 + (f.gain ? 4 : 0) + (in.gate ? 4 : 0)));
+    add(kPrecondScan, BT * H * K * 2);
+  } else if (pre && f.source == 1) {  // hypergrad precond_scan (token scan): k, beta, retention gate
     add(kPrecondScan, BT * H * (K * 2 + (f.gain ? 4 : 0) + (in.gate ? 4 : 0)));
+  }
   // chunk_local, one CTA per (slot, value head): q, k, g, beta and the per-token preconditioner inputs.
   double cl = 2 * K * 2 + (f.decay == 2 ? K * 4 : f.decay == 1 ? 4 : 0) + (f.gain ? 4 : 0);
   if (pre && f.source == 0) cl += (in.gate ? 4 : 0) + (in.gain ? 4 : 0);

@@ -76,10 +76,11 @@ double flopsPerTokenHead(Operation* op, const CostPoint& at) {
       .Case([&](HypergradScanOp) { return 7 * K * perKeyHead; })
       .Case([&](HypergradPassOp) { return 7 * K * perKeyHead; })
       .Case([&](HypergradApplyOp) { return 4 * K * perKeyHead; })
-      // Chunked d-scan (ChunkPrecondScanOps.td): the Gram matrix of u 2C²K, the solve C³/3 and the read rows
-      // 2C²K per chunk, plus u, κ and the write rows; the pass 4K per token (R·d and Yᵀ coef).
-      .Case([&](HypergradChunkSummaryOp) { return (4 * C * K + C * C / 3 + 4 * K) * perKeyHead; })
-      .Case([&](HypergradChunkPassOp) { return 4 * K * perKeyHead; })
+      // Chunked d-scan (ChunkPrecondScanOps.td) as the device roles run it (fwd_precond_hypergrad.cuh): the
+      // lower half of the Gram matrix of u C²K and the blocked inverse about C³/3 per chunk, u, κ and the
+      // triangular block; the pass 4K + 2C per token ((k²)·d, the triangular product, the update).
+      .Case([&](HypergradChunkSummaryOp) { return (2 * C * K + C * C / 3 + 2 * C + 4 * K) * perKeyHead; })
+      .Case([&](HypergradChunkPassOp) { return (4 * K + 2 * C) * perKeyHead; })
       // Segmented passes (ChunkSegmentOps.td); L chunks per segment.
       .Case([&](SegmentSummaryOp) { return 4 * K * V + 4 * K * K; })   // E: as state_pass; M: on a K×K block
       .Case([&](SegmentFoldOp) { return 2 * K * K * V / (C * L); })  // M X + E once per segment
@@ -142,9 +143,9 @@ static bool isLibraryBuffer(Value v) {
     v = cast<YieldOp>(k.getBody().front().getTerminator()).getValues()[cast<OpResult>(v).getResultNumber()];
   Operation* def = v.getDefiningOp();
   // hypergrad_chunk_pass writes what hypergrad_pass writes (pst, pcoef); the chunked summary's R, a, Y and
-  // log retention have no place in the library's workspace yet.
+  // log retention are held by the library as its per-chunk triangular block and vectors (hgtri, hgvec).
   return def && (isa<SolveTrilOp, QKAttnOp, AccumSummaryOp, AccumPassOp, HypergradPassOp, AccumSegmentPassOp,
-                        HypergradSegmentPassOp, HypergradChunkPassOp>(def) ||
+                        HypergradSegmentPassOp, HypergradChunkSummaryOp, HypergradChunkPassOp>(def) ||
                  isPreconditionerApply(def));
 }
 

@@ -13,13 +13,15 @@
 //       The default calls the hand-written device library for every role.
 //   dgpsc check SPEC
 //       the spec checker of dsl (classification, hash, tensors, canonical form).
-//   dgpsc plan SPEC [--backward [--keep NAME,...]] [--segment-chunks L] [--parallel-precond-scan] [--print-ir]
+//   dgpsc plan SPEC [--backward [--keep NAME,...]] [--segment-chunks L] [--token-precond-scan] [--print-ir]
 //       the kernel plan's estimate (bytes and FLOPs per token-head, per kernel) to stdout; with
 //       --backward also the derived backward's (--chunk-derive-backward, --chunk-partition-backward;
 //       --keep picks the forward intermediates the forward stores, default solve_tril). With
 //       --segment-chunks the forward's sequence-parallel form (--chunk-segment-state-pass; L chunks per
-//       segment, 0 = the launch rule's length at B = 1, T = 32768, HV = 16). With --parallel-precond-scan
-//       OSDN's d-scan in its chunked form (--chunk-parallel-precond-scan). No package.
+//       segment, 0 = the launch rule's length at B = 1, T = 32768, HV = 16). An unclamped OSDN d-scan is
+//       planned in its chunked form (--chunk-parallel-precond-scan), as `compile` does, unless
+//       --token-precond-scan (the backward rescans d itself, so --backward does not change the forward's form).
+//       No package.
 //   dgpsc tune SPEC --shape B=8,T=4096,H=16,K=128,V=128 [--dtype ..] [--db PATH] [--package-dir DIR] ...
 //       compile as `compile` does, then autotune the package on this GPU with the runtime's dgps-tune
 //       (a child process; see DgpscTune.h) and record the winner in the tuning database.
@@ -76,6 +78,9 @@ std::vector<Step> pipelineSteps() {
   steps.push_back({dgps::createLowerToChunk(), nullptr});
   steps.push_back({mlir::createCanonicalizerPass(), nullptr});
   steps.push_back({dgps::createFusePreconditioner(), "chunk"});
+  // An unclamped OSDN d-scan in its chunked form: the device library's roles for it (launch_rules.h
+  // hypergradChunked) are the per-chunk summary and the pass over chunks.
+  steps.push_back({dgps::createParallelPrecondScan(), nullptr});
   steps.push_back({dgps::createPartitionKernels(), "plan"});
   return steps;
 }
@@ -225,7 +230,7 @@ struct PlanOptions {
   std::vector<std::string> keep;
   bool printIR = false;
   int64_t segmentChunks = -1;  ///< >= 0: plan the segmented state pass (0: the launch rule's length)
-  bool parallelPrecondScan = false;  ///< plan OSDN's d-scan in its chunked form (--chunk-parallel-precond-scan)
+  bool tokenPrecondScan = false;  ///< keep OSDN's d-scan token by token (no --chunk-parallel-precond-scan)
 };
 
 void printPlan(const char* what, mlir::func::FuncOp fn, const dgps::PlanCost& cost, std::ostream& os) {
@@ -269,7 +274,7 @@ int plan(const PlanOptions& o) {
     so.segmentChunks = o.segmentChunks;
     passes.push_back(dgps::createSegmentStatePass(so));
   }
-  if (o.parallelPrecondScan) passes.push_back(dgps::createParallelPrecondScan());
+  if (!o.tokenPrecondScan) passes.push_back(dgps::createParallelPrecondScan());
   passes.push_back(dgps::createPartitionKernels());
   if (o.backward) passes.push_back(dgps::createPartitionBackward());
   for (auto& pass : passes) {
@@ -344,9 +349,9 @@ int run(int argc, char** argv) {
                       "plan the sequence-parallel state pass with L chunks per segment (0: the launch rule)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
       ->excludes(planCmd->get_option("--backward"));
-  planCmd->add_flag("--parallel-precond-scan", po.parallelPrecondScan,
-                    "plan OSDN's preconditioner scan in its chunked form, parallel over chunks (no package)")
-      ->excludes(planCmd->get_option("--backward"));
+  planCmd->add_flag("--token-precond-scan", po.tokenPrecondScan,
+                    "plan an unclamped OSDN preconditioner scan token by token instead of in its chunked form "
+                    "(the packages use the chunked form)");
 
   dgps::dgpsc::TuneArgs tuneArgs;
   CLI::App* tuneCmd = dgps::dgpsc::addTuneSubcommand(app, tuneArgs);

@@ -160,8 +160,9 @@ def ParallelPrecondScan : Pass<"chunk-parallel-precond-scan", "::mlir::func::Fun
     (ChunkPrecondScanOps.td, docs/math.md §5.2). Both produce hypergrad_pass's results, so
     hypergrad_apply and everything after it are unchanged. A clamped step is not affine in d: the
     pass keeps hypergrad_pass and says so in a remark. --chunk-partition-kernels places the summary
-    in precond_summary and the pass in precond_scan. Opt-in: the default pipeline keeps the
-    token-by-token scan (no device kernels for the chunked form yet).
+    in precond_summary and the pass in precond_scan, the device library's roles for an unclamped
+    hypergrad_ogd spec (launch_rules.h hypergradChunked; runtime/device/dgps/device/
+    fwd_precond_hypergrad.cuh). Part of the default pipeline (buildPipeline, dgpsc compile and plan).
 
     Before:
     ```mlir

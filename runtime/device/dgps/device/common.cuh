@@ -18,6 +18,7 @@ DGPS_HD constexpr launch::FeatureSet features() {
   f.side = Tr::kPrecondSide;
   f.source = Tr::kPrecondSource;
   f.solve = Tr::kSolve;
+  f.clamp = Tr::kPrecondSource == 1 && (Tr::kClampMin || Tr::kClampMax) ? 1 : 0;
   return f;
 }
 

@@ -2,26 +2,27 @@
 // state_output can rebuild the write key (ATK) or read query (ATQ) of any chunk on the fly; the
 // preconditioned key itself never goes to device memory.
 //
-//   precond_summary (ema_sq_squash only; grid = chunk slots x H, fully parallel):
+//   precond_summary, ema_sq_squash (grid = chunk slots x H, fully parallel):
 //       psum[s][h][:] = accumulator scanned from 0 over chunk s: a <- γ_i a + β^a_i k̂_i²   (docs/math.md §3.3, §5.1)
 //       pgam[s][h]    = exp(Σ_i precond_g_i)  (1 without the accumulator gate)
 //   precond_scan, ema_sq_squash (grid = N x H, one thread per channel, sequential over chunks):
 //       pst[s][h][:] = A at the start of chunk s;  A <- pgam·A + psum;  final A -> final_precond_state
-//   precond_scan, hypergrad_ogd (grid = ceil(N·H / 4), one warp per (sequence, key head), sequential over
-//   tokens; docs/math.md §5.2 option 3):
+//   precond_summary / precond_scan, hypergrad_ogd without a clamp (launch_rules.h hypergradChunked): the
+//   chunked form, fwd_precond_hypergrad.cuh (same outputs as the token scan below).
+//   precond_scan, hypergrad_ogd with a clamp (grid = ceil(N·H / 4), one warp per (sequence, key head),
+//   sequential over tokens; docs/math.md §5.2):
 //       pst[s][h][:] = d at the start of chunk s;  pcoef[s][h][i] = κ_t ε_t = (η β_t/‖k̂_t‖²)(1 − β_t⟨d_t,u_t⟩)
 //       (0 when ‖k̂_t‖² = 0), so that inside a chunk d_{t+1} = clamp(ρ_t d_t + pcoef_t u_t) is elementwise.
 #pragma once
 
 #include "dgps/device/common.cuh"
+#include "dgps/device/fwd_precond_hypergrad.cuh"
 
 namespace dgps {
 
 template <class Tr>
-DGPS_DEV void fwd_precond_summary(const ForwardArgs& a) {
+DGPS_DEV void fwd_precond_summary_squash(const ForwardArgs& a) {
   using namespace dev;
-  static_assert(TraitsCheck<Tr>::ok, "");
-  static_assert(Tr::kPrecond == 1 && Tr::kPrecondSource == 0, "precond_summary is the ema_sq_squash role");
   constexpr launch::FeatureSet F = features<Tr>();
   constexpr int C = cfg::C, K = cfg::K, KP = cfg::KP, PQ = launch::bf16Pitch(KP);
   const launch::WorkspaceLayout W = launch::workspaceLayout(F, shape_of<Tr>(a), tile_of());
@@ -222,11 +223,24 @@ DGPS_DEV void fwd_precond_scan_hypergrad(const ForwardArgs& a) {
 }
 
 template <class Tr>
+DGPS_DEV void fwd_precond_summary(const ForwardArgs& a) {
+  static_assert(TraitsCheck<Tr>::ok, "");
+  static_assert(Tr::kPrecond == 1 && (Tr::kPrecondSource == 0 || launch::hypergradChunked(features<Tr>())),
+                "precond_summary is the ema_sq_squash role or the chunked hypergrad_ogd scan's");
+  if constexpr (Tr::kPrecondSource == 0)
+    fwd_precond_summary_squash<Tr>(a);
+  else
+    fwd_precond_summary_hypergrad<Tr>(a);
+}
+
+template <class Tr>
 DGPS_DEV void fwd_precond_scan(const ForwardArgs& a) {
   static_assert(TraitsCheck<Tr>::ok, "");
   static_assert(Tr::kPrecond == 1, "precond_scan is only generated for preconditioned specs");
-  if (Tr::kPrecondSource == 0)
+  if constexpr (Tr::kPrecondSource == 0)
     fwd_precond_scan_squash<Tr>(a);
+  else if constexpr (launch::hypergradChunked(features<Tr>()))
+    fwd_precond_scan_hypergrad_chunked<Tr>(a);
   else
     fwd_precond_scan_hypergrad<Tr>(a);
 }

@@ -1,7 +1,8 @@
 // OSDN's hypergradient d-scan in its chunked form (docs/math.md §5.2 "Chunked form"; chunk IR ops
 // hypergrad_chunk_summary / hypergrad_chunk_pass, compiler/include/dgps/Dialect/Chunk/IR/ChunkPrecondScanOps.td).
-// Plain SIMT CTA bodies, f32 throughout, not yet wired into a launch role: they fix the algorithm and its
-// f32 accuracy (tests/device_emu, CPU emulator) before the tile-IR kernels are generated from it.
+// Plain SIMT CTA bodies, f32 throughout, materialising R and Y per token; no launch role uses them (the
+// forward's roles are fwd_precond_hypergrad.cuh, which stores a C x C block per chunk instead). Kept as the
+// standalone f32 statement of the algorithm checked by device_emu.hypergrad_chunk and gpu.hypergrad_chunk.
 //
 //   hypergrad_chunk_summary_cta  one CTA per (chunk, key head), any multiple of 32 threads:
 //       u_i = k̂_i², κ_i = η β_i/‖k̂_i‖² (0 for a zero key), cum_i = Σ_{l<i} ρ_l;

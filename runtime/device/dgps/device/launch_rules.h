@@ -31,7 +31,15 @@ struct FeatureSet {
   int side = 0;     ///< 0 key (ATK), 1 query (ATQ)
   int source = 0;   ///< 0 ema_sq_squash, 1 hypergrad_ogd
   int solve = 1;    ///< 0 linear (Hebbian), 1 delta
+  int clamp = 0;    ///< hypergrad_ogd: 1 when the d update is clamped (clamp_min or clamp_max set)
 };
+
+/// OSDN's d-scan runs in its chunked form (docs/math.md §5.2 "Chunked form"): a fully parallel per-chunk
+/// summary (role precond_summary) and a short pass over chunks (role precond_scan). A clamp is a projection,
+/// not affine in d, so a clamped scan keeps the per-token warp scan (precond_scan alone).
+DGPS_HD constexpr bool hypergradChunked(const FeatureSet& f) {
+  return f.precond == 1 && f.source == 1 && f.clamp == 0;
+}
 
 /// Sizes of one call. For decode, T and N are ignored (one token per batch row).
 struct ProblemShape {
@@ -79,7 +87,8 @@ struct Geometry {
 
 // ---- roles -----------------------------------------------------------------------------------------------
 enum Role : int {
-  kPrecondSummary = 0,  ///< ema_sq_squash: per-chunk summary of the accumulator (fully parallel)
+  kPrecondSummary = 0,  ///< per-chunk summary, fully parallel: ema_sq_squash's accumulator, or the chunked
+                        ///< hypergrad_ogd d-scan's triangular block (hypergradChunked)
   kPrecondScan = 1,     ///< preconditioner state at every chunk start (sequential per sequence and key head)
   kChunkLocal = 2,      ///< per chunk: norms, gate cumsum, write key, KKT, triangular inverse, masked Q·Kᵀ
   kStateOutput = 3,     ///< per (sequence, value head, value tile): sequential state pass and output
@@ -98,7 +107,7 @@ DGPS_HD inline const char* roleName(int role) {
 DGPS_HD inline int forwardRoles(const FeatureSet& f, int roles[kMaxRoles]) {
   int n = 0;
   if (f.precond == 1) {
-    if (f.source == 0) roles[n++] = kPrecondSummary;
+    if (f.source == 0 || hypergradChunked(f)) roles[n++] = kPrecondSummary;
     roles[n++] = kPrecondScan;
   }
   roles[n++] = kChunkLocal;
@@ -145,13 +154,27 @@ DGPS_HD constexpr long long chunkSlots(const ProblemShape& s, int C) {
 ///   opk   bf16 [S][HV][C][K]   diagonal decay, delta solve: read key operand k⊙2^{G_i}
 ///   opw   bf16 [S][HV][C][K]   diagonal decay: write key operand k⊙2^{G_C − G_i}
 ///   pdec  f32  [S][HV][K]      diagonal decay: 2^{G_C} per channel (the chunk's state decay)
+///   hgtri f32  [S][H][C(C+1)/2] chunked hypergrad_ogd (hypergradChunked): the chunk's lower-triangular block
+///                              M = Diag(κ) 𝒯 Diag(β ⊙ L ⊙ rk²), packed by rows (row j at j(j+1)/2), so that
+///                              the step coefficients from the incoming d are c = a − M w with
+///                              w_m = Σ_x k_mx² d_x on the raw key
+///   hgvec f32  [S][H][2C+4]    chunked hypergrad_ogd: {a [C], y [C] with y_j = Λ_nj rk_j², L_n, 0, 0, 0}:
+///                              d_end = L_n d + Σ_j y_j c_j k_j² (docs/math.md §5.2; fwd_precond_hypergrad.cuh)
 /// The per-channel gated operands are prepared once by the fully parallel chunk_local, so the sequential
 /// state_output does no per-channel gating (recomputing it there cost 3-6x their bytes on H200). The
 /// preconditioner multiplier P is never stored: state_output rebuilds P⊙k (ATK) or P⊙q (ATQ) from pst and
 /// the raw key (issue 3: no preconditioned key in device memory).
+/// Floats per (chunk slot, key head) of the chunked hypergrad_ogd's hgvec: a [C], y [C], L_n and 3 pad floats
+/// (a 16-byte multiple, for cp.async).
+DGPS_HD constexpr int hypergradVecFloats(int C) { return 2 * C + 4; }
+/// Floats per (chunk slot, key head) of hgtri: the lower triangle of a C x C block, row j at j(j+1)/2 (a
+/// 16-byte multiple for C a multiple of 16).
+DGPS_HD constexpr int hypergradTriFloats(int C) { return C * (C + 1) / 2; }
+
 struct WorkspaceLayout {
   long long slots = 0;
   long long tb = 0, aqk = 0, tok = 0, pst = 0, psum = 0, pgam = 0, pcoef = 0, opq = 0, opk = 0, opw = 0, pdec = 0;
+  long long hgtri = 0, hgvec = 0;
   long long total = 0;
 };
 
@@ -200,6 +223,12 @@ DGPS_HD constexpr WorkspaceLayout workspaceLayout(const FeatureSet& f, const Pro
   off += needOpW(f) ? op : 0;
   w.pdec = off;
   off += f.decay == 2 ? align_up(w.slots * s.HV * s.K * 4, 256) : 0;
+  // last, so that the regions chunk_local and state_output read do not move with the scan's form
+  const bool hgc = hypergradChunked(f);
+  w.hgtri = off;
+  off += hgc ? align_up(w.slots * s.H * hypergradTriFloats(t.chunk) * 4, 256) : 0;
+  w.hgvec = off;
+  off += hgc ? align_up(w.slots * s.H * hypergradVecFloats(t.chunk) * 4, 256) : 0;
   w.total = off;
   return w;
 }
@@ -307,6 +336,54 @@ DGPS_HD constexpr StateOutputSmem stateOutputSmem(const FeatureSet& f, int K, in
   return m;
 }
 
+/// precond_summary of the chunked hypergrad_ogd scan (fwd_precond_hypergrad.cuh), f32 unless noted:
+///   uT   [KP][C+4]   u = k̂² transposed (the Gram matrix's 4x4 register tiles read float4 columns)
+///   key  bf16 [C][KP+8]  the raw key tile (cp.async), aliased by gt: dead once uT is built
+///   gt   [C][C+4]    𝒢 (strictly lower), inverted in place into 𝒯 = (I + 𝒢)^{-1} (tri_inverse.cuh)
+///   tok  [8][C] + 8  per-token scalars (rk, rk², κ, β, column factor, cum [C+1])
+struct HypergradSummarySmem {
+  int uT = 0, key = 0, gt = 0, tok = 0, total = 0;
+};
+DGPS_HD constexpr HypergradSummarySmem hypergradSummarySmem(int K, int C) {
+  HypergradSummarySmem m;
+  const int KP = pad16(K);
+  const int keyBytes = C * bf16Pitch(KP) * 2, gtBytes = C * f32Pitch(C) * 4;
+  int off = 0;
+  m.uT = off;
+  off += KP * (C + 4) * 4;
+  m.key = m.gt = off;
+  off += keyBytes > gtBytes ? keyBytes : gtBytes;
+  m.tok = off;
+  off += (8 * C + 8) * 4;
+  m.total = off;
+  return m;
+}
+
+/// Threads of the chunked pass's CTA (one per (sequence, key head)): its per-chunk products are short, so
+/// more warps shorten the sequential critical path.
+constexpr int kHypergradPassThreads = 256;
+
+/// precond_scan of the chunked hypergrad_ogd scan: two cp.async stages of {raw key bf16 [C][KP+8], hgtri
+/// [C(C+1)/2], hgvec [2C+4]}, then d [KP], w [C], y⊙c [C] and the update's partial sums [threads] (f32).
+struct HypergradPassSmem {
+  int stage_bytes = 0, key = 0, tri = 0, vec = 0;  ///< offsets in a stage
+  int d = 0, w = 0, c = 0, part = 0, total = 0;
+};
+DGPS_HD constexpr HypergradPassSmem hypergradPassSmem(int K, int C) {
+  HypergradPassSmem m;
+  const int KP = pad16(K);
+  m.key = 0;
+  m.tri = C * bf16Pitch(KP) * 2;
+  m.vec = m.tri + hypergradTriFloats(C) * 4;
+  m.stage_bytes = m.vec + hypergradVecFloats(C) * 4;
+  m.d = 2 * m.stage_bytes;
+  m.w = m.d + KP * 4;
+  m.c = m.w + C * 4;
+  m.part = m.c + C * 4;
+  m.total = m.part + kHypergradPassThreads * 4;
+  return m;
+}
+
 /// state_output warps: one consumer warp per 16 value columns, plus, with a diagonal preconditioner, one
 /// producer warpgroup that loads the next chunk's key and rebuilds its preconditioned operand while the
 /// consumers run the current chunk (the rebuild then stays off the sequential critical path).
@@ -322,8 +399,10 @@ constexpr unsigned long long kSm90MaxDynamicSmem = 232448;
 
 // ---- geometry ----------------------------------------------------------------------------------------------
 DGPS_HD constexpr int precondScanThreads(const FeatureSet& f, int K) {
-  // ema_sq_squash: one thread per channel; hypergrad_ogd: one warp per (sequence, key head), 4 per CTA.
-  return f.source == 1 ? 128 : (pad16(K) <= 32 ? 32 : (pad16(K) + 31) / 32 * 32);
+  // ema_sq_squash: one thread per channel; hypergrad_ogd: the chunked pass's CTA, or (with a clamp) one warp
+  // per (sequence, key head), 4 per CTA.
+  return f.source == 1 ? (hypergradChunked(f) ? kHypergradPassThreads : 128)
+                       : (pad16(K) <= 32 ? 32 : (pad16(K) + 31) / 32 * 32);
 }
 
 DGPS_HD inline Geometry forwardGeometry(int role, const FeatureSet& f, const ProblemShape& s, const TileConfig& t) {
@@ -335,12 +414,17 @@ DGPS_HD inline Geometry forwardGeometry(int role, const FeatureSet& f, const Pro
     case kPrecondSummary:
       g.grid.x = (unsigned)(slots * s.H);
       g.block.x = (unsigned)(t.warps * 32);
-      g.smem_bytes = (unsigned long long)(t.chunk * bf16Pitch(KP) * 2 + t.chunk * 4 * 4);
+      g.smem_bytes = hypergradChunked(f) ? (unsigned long long)hypergradSummarySmem((int)s.K, t.chunk).total
+                                         : (unsigned long long)(t.chunk * bf16Pitch(KP) * 2 + t.chunk * 4 * 4);
       break;
     case kPrecondScan:
-      if (f.source == 1) {
+      if (hypergradChunked(f)) {
+        g.grid.x = (unsigned)(s.N * s.H);
+        g.block.x = (unsigned)precondScanThreads(f, (int)s.K);
+        g.smem_bytes = (unsigned long long)hypergradPassSmem((int)s.K, t.chunk).total;
+      } else if (f.source == 1) {
         g.grid.x = (unsigned)cdiv(s.N * s.H, 4);
-        g.block.x = 128;
+        g.block.x = (unsigned)precondScanThreads(f, (int)s.K);
         g.smem_bytes = (unsigned long long)(4 * 32 * bf16Pitch(KP) * 2);  // 32 key rows per warp
       } else {
         g.grid.x = (unsigned)(s.N * s.H);
