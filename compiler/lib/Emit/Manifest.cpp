@@ -87,6 +87,7 @@ FailureOr<std::string> emitManifest(const Spec& s, const PlanSummary& plan, std:
   launch.features = deviceFeatures(s);
   if (hasKernel(s, KernelKind::ChunkForward)) launch.forward_roles = plan.roles;
   launch.decode = hasKernel(s, KernelKind::Decode);
+  launch.segmented = plan.segmented && hasKernel(s, KernelKind::ChunkForward);
   std::string launchYaml;
   if (!launchSectionYaml(launch, &launchYaml, error)) return failure();
   std::ostringstream os;
@@ -166,6 +167,7 @@ FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp ti
                                    tileStateOutput ? &*tileStateOutput : nullptr, tileSegment ? &*tileSegment : nullptr);
   files.spec_yaml = canonicalYaml(spec);
   std::string error;
+  summary->segmented = tileSegment.has_value();
   FailureOr<std::string> manifest = emitManifest(spec, *summary, &error);
   if (failed(manifest)) return plan.emitError() << "cannot write the manifest's launch section: " << error;
   files.manifest_yaml = *manifest;

@@ -231,7 +231,12 @@ int compile(const CompileOptions& o) {
       mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerStateOutputToTile(), tileModule)))
     return 1;
 
-  if (codegenHas(o.codegen, "tile-segment") && oneStep &&
+  // The sequence-parallel state pass's kernels are extra symbols beside the plain roles (which they leave
+  // unchanged), so every package whose state pass has a tile lowering (no preconditioner) gets them; an
+  // explicit --codegen=tile-segment makes a spec without that lowering an error.
+  const bool segmentCovered = canonical.precond.kind == dgps::PrecondKind::None &&
+                              dgps::hasKernel(canonical, dgps::KernelKind::ChunkForward);
+  if ((codegenHas(o.codegen, "tile-segment") || segmentCovered) && oneStep &&
       mlir::failed(lowerSegmentRoles(ctx, o, *fused, tileModule)))
     return 1;
 

@@ -35,6 +35,8 @@ struct PlanSummary {
   std::vector<std::string> roles;  ///< forward kernel roles, in launch order
   launch::TileConfig tile;          ///< default tile configuration (the first kernel's chunk.tile)
   int64_t bytes_per_token_head = 0, flops_per_token_head = 0;
+  /// The package also holds the segmented state pass's kernels (manifest launch.forward_segmented).
+  bool segmented = false;
 };
 
 /// Reads the partitioned forward function of `plan`. Emits an error at the offending op and fails if
