@@ -5,6 +5,9 @@
 // operands are staged by cp.async into stage c % STAGES, loaded one chunk ahead with two stages, and the
 // walk's per-chunk steps are printed in the walk's order. The operand sources are checked against the
 // layout here, so a walk that names a region the layout lacks is an error at the op, not a bad kernel.
+// The same walk body serves the sequence-parallel state pass (emitTileSegmentKernel, emitTileFoldKernel): there
+// a CTA walks one segment's chunks, may start from / end in a workspace segment region, or drop the value term
+// (the transition product M); the fold calls tile/state_fold.cuh.
 #include <sstream>
 
 #include "dgps/Dialect/Tile/IR/Tile.h"
