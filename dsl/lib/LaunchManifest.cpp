@@ -110,6 +110,34 @@ std::vector<std::pair<std::string, std::string>> workspaceBuffers(const FeatureS
   return b;
 }
 
+// The segment slots of launch_rules.h segmentSlots, over the symbol L (chunks per segment, >= 1 on the
+// segmented path). Inline in each formula, not a let: lets are evaluated on the plain path too, where L = 0.
+const char* const kSegmentSlots = "select(varlen, T / (chunk * L) + N, N * cdiv(cdiv(T, chunk), L))";
+
+// launch_rules.h segmentGeometry: the summary walks E over value tiles then M over tiles of M's K columns with
+// state_output's block and stages; the fold one CTA per (sequence, value head, value tile), kSegmentFoldThreads
+// threads and two [K, BV] f32 buffers; the corrected walk as state_output over segment slots.
+bool segmentGeometry(const std::string& role, const FeatureSet& f, Geometry* g) {
+  const std::string slots = std::string(kSegmentSlots) + " * HV";
+  const std::string block = "BV / 16 * 32";
+  if (role == "segment_summary") {
+    *g = {slots + " * (cdiv(V, BV) + cdiv(K, BV))", block, stateOutputSmem(f)};
+  } else if (role == "segment_fold") {
+    *g = {"N * HV * cdiv(V, BV)", std::to_string(launch::kSegmentFoldThreads), "2 * K * BV * 4"};
+  } else if (role == "segment_state_output") {
+    *g = {slots + " * cdiv(V, BV)", block, stateOutputSmem(f)};
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// launch_rules.h segmentLayout: after the chunk regions, E and the start states [S, HV, K, V] and M [S, HV, K, K].
+std::vector<std::pair<std::string, std::string>> segmentBuffers() {
+  const std::string s = std::string(kSegmentSlots) + " * HV * K";
+  return {{"seg_ext", s + " * V * 4"}, {"seg_trans", s + " * K * 4"}, {"seg_start", s + " * V * 4"}};
+}
+
 void writeKernel(std::ostringstream& os, const std::string& symbol, const Geometry& g) {
   os << "symbol: " << symbol << ", grid: [\"" << g.grid << "\", \"1\", \"1\"], block: [\"" << g.block
      << "\", \"1\", \"1\"], smem: \"" << g.smem << "\"}\n";
@@ -156,6 +184,25 @@ bool launchSectionYaml(const LaunchSectionRequest& r, std::string* yaml, std::st
     }
     os << "  workspace:\n    align: 256\n    buffers:\n";
     for (const auto& b : workspaceBuffers(f)) os << "      - {name: " << b.first << ", bytes: \"" << b.second << "\"}\n";
+    if (r.segmented) {
+      // the plain roles up to state_output, then the three kernels that replace it
+      os << "  forward_segmented:\n    kernels:\n";
+      for (const std::string& role : r.forward_roles) {
+        if (role == "state_output") break;
+        Geometry g;
+        forwardGeometry(role, f, &g);
+        os << "      - {role: " << role << ", ";
+        writeKernel(os, "dgps_" + r.name + "_fwd_" + role, g);
+      }
+      for (const char* role : {"segment_summary", "segment_fold", "segment_state_output"}) {
+        Geometry g;
+        segmentGeometry(role, f, &g);
+        os << "      - {role: " << role << ", ";
+        writeKernel(os, "dgps_" + r.name + "_fwd_" + role, g);
+      }
+      os << "    buffers:\n";
+      for (const auto& b : segmentBuffers()) os << "      - {name: " << b.first << ", bytes: \"" << b.second << "\"}\n";
+    }
   }
   if (r.decode) {
     // One CTA per (row, key head) when preconditioned (it owns the key head's preconditioner state),

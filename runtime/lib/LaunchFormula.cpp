@@ -11,7 +11,7 @@ namespace dgps {
 
 const char* toString(FormulaSymbol s) {
   static const char* const names[] = {"B",   "T",      "N",   "H",     "HV",      "K",     "V",
-                                      "varlen", "f16", "chunk", "block_v", "warps", "stages"};
+                                      "varlen", "f16", "chunk", "block_v", "warps", "stages", "L"};
   static_assert(sizeof(names) / sizeof(names[0]) == kFormulaSymbols, "one name per symbol");
   const int i = int(s);
   return i >= 0 && i < kFormulaSymbols ? names[i] : "?";

@@ -141,23 +141,24 @@ KernelLaunch named(const KernelLaunchRule& k, const LaunchGeometry& g) {
   return l;
 }
 
-}  // namespace
-
-ForwardGeometry forwardGeometry(const Package& package, const ForwardProblem& p, const TileConfig& config) {
+// The kernels `rules` and the workspace of `buffers` then `more` (back to back, each starting at a multiple of the
+// alignment: the device side lays them out the same way, so the offsets agree by construction of the plan).
+ForwardGeometry geometryOf(const Package& package, const Env& e, const std::vector<KernelLaunchRule>& rules,
+                           const char* section, const std::vector<WorkspaceBufferRule>& buffers,
+                           const std::vector<WorkspaceBufferRule>& more) {
   const LaunchRules& L = package.manifest().launch;
-  Env e = forwardEnv(p, config);
-  evalLets("forward", package, e);
   ForwardGeometry plan;
-  plan.count = int(L.forward.size());
+  plan.count = int(rules.size());
   for (int i = 0; i < plan.count; ++i)
-    plan.kernels[std::size_t(i)] = kernelGeometry("forward", package, L.forward[std::size_t(i)], e, "launch.forward", i);
-  // Buffers back to back, each starting at a multiple of the alignment (the device side lays them out the
-  // same way, so the offsets agree by construction of the plan).
+    plan.kernels[std::size_t(i)] = kernelGeometry("forward", package, rules[std::size_t(i)], e, section, i);
   std::int64_t off = 0;
-  plan.buffers = int(L.workspace.size());
+  plan.buffers = int(buffers.size() + more.size());
   for (int i = 0; i < plan.buffers; ++i) {
-    const WorkspaceBufferRule& b = L.workspace[std::size_t(i)];
-    const std::int64_t bytes = eval("forward", package, b.bytes, e, "launch.workspace.buffers", i, "bytes");
+    const bool first = std::size_t(i) < buffers.size();
+    const WorkspaceBufferRule& b = first ? buffers[std::size_t(i)] : more[std::size_t(i) - buffers.size()];
+    const std::int64_t bytes =
+        eval("forward", package, b.bytes, e, first ? "launch.workspace.buffers" : "launch.forward_segmented.buffers",
+             first ? i : i - int(buffers.size()), "bytes");
     if (bytes < 0) {
       throw RuntimeError(RuntimeErrorCode::Package, "forward: " + package.directory() +
                                                         "/manifest.yaml: launch.workspace buffer " + b.name + " is " +
@@ -176,6 +177,35 @@ ForwardGeometry forwardGeometry(const Package& package, const ForwardProblem& p,
   return plan;
 }
 
+}  // namespace
+
+ForwardGeometry forwardGeometry(const Package& package, const ForwardProblem& p, const TileConfig& config) {
+  const LaunchRules& L = package.manifest().launch;
+  Env e = forwardEnv(p, config);
+  evalLets("forward", package, e);
+  static const std::vector<WorkspaceBufferRule> none;
+  return geometryOf(package, e, L.forward, "launch.forward", L.workspace, none);
+}
+
+ForwardGeometry forwardGeometrySegmented(const Package& package, const ForwardProblem& p, const TileConfig& config,
+                                         std::int64_t segmentChunks) {
+  const LaunchRules& L = package.manifest().launch;
+  if (L.forward_segmented.empty()) {
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "forward: package " + package.name() + " has no segmented state pass (launch.forward_segmented; "
+                       "the compiler writes it for specs without a preconditioner): use segment_chunks 0");
+  }
+  if (segmentChunks < 1) {
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "forward: segment length " + std::to_string(segmentChunks) + ": expected >= 1 chunk");
+  }
+  Env e = forwardEnv(p, config);
+  e[FormulaSymbol::L] = segmentChunks;
+  evalLets("forward", package, e);
+  return geometryOf(package, e, L.forward_segmented, "launch.forward_segmented.kernels", L.workspace,
+                    L.workspace_segmented);
+}
+
 LaunchGeometry decodeGeometry(const Package& package, const DecodeProblem& p, const TileConfig& config) {
   const LaunchRules& L = package.manifest().launch;
   Env e = decodeEnv(p, config);
@@ -188,6 +218,17 @@ ForwardPlan planForward(const Package& package, const ForwardProblem& p, const T
   const LaunchRules& L = package.manifest().launch;
   ForwardPlan plan;
   for (int i = 0; i < g.count; ++i) plan.kernels.push_back(named(L.forward[std::size_t(i)], g.kernels[std::size_t(i)]));
+  plan.workspace_bytes = g.workspace_bytes;
+  return plan;
+}
+
+ForwardPlan planForwardSegmented(const Package& package, const ForwardProblem& p, const TileConfig& config,
+                                 std::int64_t segmentChunks) {
+  const ForwardGeometry g = forwardGeometrySegmented(package, p, config, segmentChunks);
+  const LaunchRules& L = package.manifest().launch;
+  ForwardPlan plan;
+  for (int i = 0; i < g.count; ++i)
+    plan.kernels.push_back(named(L.forward_segmented[std::size_t(i)], g.kernels[std::size_t(i)]));
   plan.workspace_bytes = g.workspace_bytes;
   return plan;
 }

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,13 @@ KernelLaunch planDecode(const Package& package, const DecodeProblem& problem, co
 
 /// planForward without names (the warm path: no allocation); the same errors.
 ForwardGeometry forwardGeometry(const Package& package, const ForwardProblem& problem, const TileConfig& config);
+/// The same for launch.forward_segmented with L chunks per segment (>= 1): its kernels in order, and the
+/// workspace of launch.workspace's buffers followed by its own. Throws RuntimeError{InvalidArgument} when the
+/// package has no segmented forward or L < 1, and as forwardGeometry otherwise.
+ForwardGeometry forwardGeometrySegmented(const Package& package, const ForwardProblem& problem,
+                                         const TileConfig& config, std::int64_t L);
+ForwardPlan planForwardSegmented(const Package& package, const ForwardProblem& problem, const TileConfig& config,
+                                 std::int64_t L);
 /// planDecode without names; the same errors.
 LaunchGeometry decodeGeometry(const Package& package, const DecodeProblem& problem, const TileConfig& config);
 

@@ -267,10 +267,44 @@ void parseLayer(const Reader& r, const YAML::Node& n, Manifest& m) {
     r.fail(pi, "layer.precond_inputs", "preconditioner inputs are set but features.precond is none");
 }
 
+// launch.forward_segmented: {kernels, buffers} (Package.h); the buffers follow launch.workspace's, so both
+// lists together stay within kMaxWorkspaceBuffers.
+void parseSegmented(const Reader& r, const YAML::Node& n, LaunchRules& L) {
+  r.checkKeys(n, "launch.forward_segmented", {"kernels", "buffers"});
+  const YAML::Node ks = n["kernels"];
+  if (!ks.IsSequence() || ks.size() == 0 || ks.size() > kMaxForwardKernels) {
+    r.fail(ks, "launch.forward_segmented.kernels",
+           "expected a list of 1 to " + std::to_string(kMaxForwardKernels) + " kernels, got " + Reader::describe(ks) +
+               (ks.IsSequence() ? " of " + std::to_string(ks.size()) : std::string()));
+  }
+  for (std::size_t i = 0; i < ks.size(); ++i) {
+    const std::string key = "launch.forward_segmented.kernels[" + std::to_string(i) + "]";
+    KernelLaunchRule k = parseKernel(r, ks[i], key, true, L.let_names);
+    for (const KernelLaunchRule& e : L.forward_segmented)
+      if (e.role == k.role) r.fail(ks[i]["role"], key + ".role", "duplicate role " + k.role);
+    L.forward_segmented.push_back(std::move(k));
+  }
+  const YAML::Node bufs = n["buffers"];
+  if (!bufs.IsSequence() || L.workspace.size() + bufs.size() > kMaxWorkspaceBuffers) {
+    r.fail(bufs, "launch.forward_segmented.buffers",
+           "expected a list of at most " + std::to_string(kMaxWorkspaceBuffers - L.workspace.size()) +
+               " buffers (with launch.workspace's, at most " + std::to_string(kMaxWorkspaceBuffers) + "), got " +
+               Reader::describe(bufs) + (bufs.IsSequence() ? " of " + std::to_string(bufs.size()) : std::string()));
+  }
+  for (std::size_t i = 0; i < bufs.size(); ++i) {
+    const std::string key = "launch.forward_segmented.buffers[" + std::to_string(i) + "]";
+    r.checkKeys(bufs[i], key, {"name", "bytes"});
+    WorkspaceBufferRule b;
+    b.name = identifier(r, bufs[i]["name"], key + ".name");
+    b.bytes = r.formula(bufs[i]["bytes"], key + ".bytes", L.let_names);
+    L.workspace_segmented.push_back(std::move(b));
+  }
+}
+
 // launch: the compiler's plan (Package.h). Lets are compiled in order, each seeing only earlier ones, so
 // no definition can refer to itself.
 void parseLaunch(const Reader& r, const YAML::Node& n, Manifest& m) {
-  r.checkKeys(n, "launch", {"device_layout", "let"}, {"forward", "workspace", "decode"});
+  r.checkKeys(n, "launch", {"device_layout", "let"}, {"forward", "workspace", "forward_segmented", "decode"});
   // The formulas below size shared memory and the workspace on the host; the kernels carve them with the
   // launch_rules.h this runtime compiles them with. Both must be the same layout (LaunchManifest.h).
   const std::string layout = r.str(n["device_layout"], "launch.device_layout");
@@ -334,8 +368,11 @@ void parseLaunch(const Reader& r, const YAML::Node& n, Manifest& m) {
       b.bytes = r.formula(bufs[i]["bytes"], key + ".bytes", L.let_names);
       L.workspace.push_back(std::move(b));
     }
+    if (n["forward_segmented"]) parseSegmented(r, n["forward_segmented"], L);
   } else if (n["workspace"]) {
     r.fail(n["workspace"], "launch.workspace", "a workspace without launch.forward kernels");
+  } else if (n["forward_segmented"]) {
+    r.fail(n["forward_segmented"], "launch.forward_segmented", "a segmented forward without launch.forward kernels");
   }
   if (n["decode"]) {
     L.decode = parseKernel(r, n["decode"], "launch.decode", false, L.let_names);
@@ -676,6 +713,11 @@ Package Package::open(const std::string& directory) {
   for (const auto& sym : p.manifest_.forward_symbols) {
     if (p.source_.find(sym) == std::string::npos) {
       packageError(mpath + ": launch.forward: symbol " + sym + " does not occur in " + p.sourcePath());
+    }
+  }
+  for (const KernelLaunchRule& k : p.manifest_.launch.forward_segmented) {
+    if (p.source_.find(k.symbol) == std::string::npos) {
+      packageError(mpath + ": launch.forward_segmented: symbol " + k.symbol + " does not occur in " + p.sourcePath());
     }
   }
   if (p.manifest_.has_decode && p.source_.find(p.manifest_.decode_symbol) == std::string::npos) {

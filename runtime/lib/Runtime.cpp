@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -13,6 +15,7 @@
 #include "LaunchPlan.h"
 #include "VariantTable.h"
 #include "dgps/device/abi.h"
+#include "dgps/dsl/SegmentScan.h"
 #include "dgps/runtime/CudaDriver.h"
 #include "dgps/runtime/Error.h"
 
@@ -59,10 +62,17 @@ namespace {
 
 CUdeviceptr devptr(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p)); }
 
-// One loaded variant. Kernels are indexed like the manifest: forward roles 0..n-1, then decode (kDecodeSlot),
-// so a warm call reaches its CUfunction without a name lookup.
-constexpr std::size_t kDecodeSlot = detail::kMaxForwardKernels;
-constexpr std::size_t kKernelSlots = detail::kMaxForwardKernels + 1;
+// One loaded variant. Kernels are indexed like the manifest: forward roles 0..n-1, the segmented forward's
+// kernels from kSegmentedSlot, then decode (kDecodeSlot), so a warm call reaches its CUfunction without a
+// name lookup.
+constexpr std::size_t kSegmentedSlot = detail::kMaxForwardKernels;
+constexpr std::size_t kDecodeSlot = 2 * detail::kMaxForwardKernels;
+constexpr std::size_t kKernelSlots = 2 * detail::kMaxForwardKernels + 1;
+
+// Sequences shorter than this many chunks keep the plain state pass under the automatic rule: the segmented
+// pass walks every chunk twice (summary and corrected walk) plus M and adds two launches, which a short
+// sequence's walk cannot amortise (docs/math.md §8.5). A first guess to be timed on the GPU.
+constexpr std::int64_t kMinSegmentedChunks = 32;
 
 struct LoadedModule {
   CUcontext context = nullptr;
@@ -126,7 +136,21 @@ struct Runtime::Impl {
     return n;
   }
 
-  explicit Impl(RuntimeOptions o) : options(std::move(o)), jit(BinaryCache(options.cache_dir)) {}
+  /// DGPS_SEGMENT_CHUNKS, read once: -1 when unset; an unparsable value is kept as text for the error.
+  std::int64_t env_segment_chunks = -1;
+  std::string env_segment_error;
+
+  explicit Impl(RuntimeOptions o) : options(std::move(o)), jit(BinaryCache(options.cache_dir)) {
+    if (const char* s = std::getenv("DGPS_SEGMENT_CHUNKS")) {
+      char* end = nullptr;
+      errno = 0;
+      const long long v = std::strtoll(s, &end, 10);
+      if (*s == '\0' || end == nullptr || *end != '\0' || errno != 0 || v < 0 || v > (1LL << 30))
+        env_segment_error = std::string(s).substr(0, 64);
+      else
+        env_segment_chunks = v;
+    }
+  }
 
   ~Impl() {
     for (auto& kv : modules) {
@@ -208,6 +232,9 @@ struct Runtime::Impl {
                              std::to_string(detail::kMaxForwardKernels) + " roles, one symbol each)");
     }
     for (std::size_t i = 0; i < man.forward_symbols.size(); ++i) addFunction(i, man.forward_roles[i], man.forward_symbols[i]);
+    const auto& segmented = man.launch.forward_segmented;
+    for (std::size_t i = 0; i < segmented.size() && i < detail::kMaxForwardKernels; ++i)
+      addFunction(kSegmentedSlot + i, segmented[i].role, segmented[i].symbol);
     if (man.has_decode) addFunction(kDecodeSlot, "decode", man.decode_symbol);
 
     std::lock_guard<std::mutex> lock(mu);
@@ -372,7 +399,7 @@ TileConfig Runtime::resolveForwardConfig(const Package& package, const ForwardPr
 
 std::size_t Runtime::forwardWorkspaceBytes(const Package& package, const ForwardProblem& problem,
                                            const TileConfig& config) const {
-  return detail::planForward(package, problem, config).workspace_bytes;
+  return forwardWorkspaceBytes(package, problem, config, LaunchOptions());
 }
 
 VariantInfo Runtime::prepare(const Package& package, std::int64_t key_dim, std::int64_t value_dim,
@@ -382,6 +409,48 @@ VariantInfo Runtime::prepare(const Package& package, std::int64_t key_dim, std::
   return impl_->resolve(package, key_dim, value_dim, input_dtype, config, device, guard.context())->info;
 }
 
+std::size_t Runtime::forwardWorkspaceBytes(const Package& package, const ForwardProblem& problem,
+                                           const TileConfig& config, const LaunchOptions& options) const {
+  const std::int64_t L = segmentChunks(package, problem, config, options);
+  return L > 0 ? detail::forwardGeometrySegmented(package, problem, config, L).workspace_bytes
+               : detail::forwardGeometry(package, problem, config).workspace_bytes;
+}
+
+std::int64_t Runtime::segmentChunks(const Package& package, const ForwardProblem& p, const TileConfig& config,
+                                    const LaunchOptions& options) const {
+  const bool has = !package.manifest().launch.forward_segmented.empty();
+  if (options.segment_chunks) {
+    const std::int64_t L = *options.segment_chunks;
+    if (L < 0)
+      throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                         "forward: LaunchOptions::segment_chunks = " + std::to_string(L) +
+                             ": expected 0 (the plain state pass) or a segment length >= 1 in chunks");
+    if (L > 0 && !has)
+      throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                         "forward: LaunchOptions::segment_chunks = " + std::to_string(L) + " but package " +
+                             package.name() + " has no segmented state pass (launch.forward_segmented; the compiler "
+                             "writes it for specs without a preconditioner); use 0");
+    return L;
+  }
+  if (!impl_->env_segment_error.empty())
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "forward: DGPS_SEGMENT_CHUNKS='" + impl_->env_segment_error +
+                           "': expected 0 (the plain state pass) or a segment length in chunks, 1 to 2^30");
+  if (!has) return 0;
+  if (impl_->env_segment_chunks >= 0) return impl_->env_segment_chunks;
+  segment::SegmentRuleInputs rule;
+  const std::int64_t C = config.chunk > 0 ? config.chunk : 64;
+  const std::int64_t BV = std::min<std::int64_t>(config.block_v, (p.value_dim + 15) / 16 * 16);
+  rule.chunksPerSeq = (p.seq_len + C - 1) / C;
+  rule.parallelWork = p.num_seqs * p.heads_v * ((p.value_dim + BV - 1) / std::max<std::int64_t>(BV, 1));
+  rule.smCount = impl_->smCount(p.device);
+  rule.K = p.key_dim;
+  rule.C = C;
+  if (rule.smCount < 1 || rule.chunksPerSeq < kMinSegmentedChunks) return 0;
+  const std::int64_t L = segment::chooseSegmentChunks(rule);
+  return L < rule.chunksPerSeq ? L : 0;
+}
+
 void Runtime::forward(const Package& package, const ForwardTensors& t, const LaunchOptions& options) {
   if (!package.manifest().has_forward) {
     throw RuntimeError(RuntimeErrorCode::InvalidArgument, "forward: package " + package.name() + " has no forward kernels");
@@ -389,7 +458,10 @@ void Runtime::forward(const Package& package, const ForwardTensors& t, const Lau
   const ForwardProblem p = validateForward(package, t);
   const TileConfig config = options.config ? *options.config : resolveForwardConfig(package, p);
   package.checkConfig(config);
-  const detail::ForwardGeometry plan = detail::forwardGeometry(package, p, config);
+  // the segmented state pass launches launch.forward_segmented's kernels instead of launch.forward's
+  const std::int64_t segment = segmentChunks(package, p, config, options);
+  const detail::ForwardGeometry plan = segment > 0 ? detail::forwardGeometrySegmented(package, p, config, segment)
+                                                   : detail::forwardGeometry(package, p, config);
   if (t.workspace.given() && t.workspace.nbytes() < plan.workspace_bytes) {
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,
                        "forward: tensor 'workspace': " + std::to_string(t.workspace.nbytes()) + " bytes given, " +
@@ -442,11 +514,16 @@ void Runtime::forward(const Package& package, const ForwardTensors& t, const Lau
   a.heads_qk = p.heads_qk;
   a.heads_v = p.heads_v;
   a.scale = p.scale;
+  a.segment_chunks = segment;
   const Manifest& man = package.manifest();
   for (int i = 0; i < plan.count; ++i) {
-    const std::size_t slot = std::size_t(i);
-    impl_->launch(*module, slot, man.forward_roles[slot], man.forward_symbols[slot], plan.kernels[slot], stream, &a,
-                  p.device);
+    const std::size_t k = std::size_t(i);
+    if (segment > 0) {
+      const KernelLaunchRule& r = man.launch.forward_segmented[k];
+      impl_->launch(*module, kSegmentedSlot + k, r.role, r.symbol, plan.kernels[k], stream, &a, p.device);
+    } else {
+      impl_->launch(*module, k, man.forward_roles[k], man.forward_symbols[k], plan.kernels[k], stream, &a, p.device);
+    }
   }
 }
 

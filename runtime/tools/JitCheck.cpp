@@ -149,6 +149,9 @@ bool checkVariant(const Variant& v, std::size_t index, const JitTarget& target, 
   os << (bin.from_cache ? "  (cached)" : "") << "\n";
   bool ok = true;
   std::vector<std::string> symbols = m.forward_symbols;
+  // the segmented forward's own kernels (its chunk_local is launch.forward's)
+  for (const KernelLaunchRule& k : m.launch.forward_segmented)
+    if (std::find(symbols.begin(), symbols.end(), k.symbol) == symbols.end()) symbols.push_back(k.symbol);
   if (m.has_decode) symbols.push_back(m.decode_symbol);
   for (const auto& sym : symbols) {
     auto it = std::find_if(bin.usage.begin(), bin.usage.end(), [&](const KernelResourceUsage& u) { return u.name == sym; });

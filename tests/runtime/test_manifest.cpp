@@ -182,6 +182,37 @@ TEST(Manifest, OtherDeviceLayoutSaysRegenerate) {
   expectError(replace(kValid, std::string("\"") + deviceLayoutHash() + "\"", "[1]"), {"launch.device_layout"});
 }
 
+// launch.forward_segmented (the sequence-parallel state pass): kernels and buffers parse, its formulas may read L,
+// and each corruption is one error naming the key.
+TEST(Manifest, SegmentedForwardParsesAndCorruptionsNameTheKey) {
+  const std::string seg =
+      "  forward_segmented:\n    kernels:\n"
+      "      - {role: chunk_local, symbol: dgps_pgdn_fwd_chunk_local, grid: [\"slots * HV\", \"1\", \"1\"], block: "
+      "[\"warps * 32\", \"1\", \"1\"], smem: \"chunk * 4\"}\n"
+      "      - {role: segment_fold, symbol: dgps_pgdn_fwd_segment_fold, grid: [\"N * HV\", \"1\", \"1\"], block: "
+      "[\"256\", \"1\", \"1\"], smem: \"2 * K * 64 * 4\"}\n"
+      "    buffers:\n      - {name: seg_start, bytes: \"N * cdiv(cdiv(T, chunk), L) * HV * K * V * 4\"}\n";
+  const std::string text = replace(kValid, "  decode:", seg + "  decode:");
+  const Manifest m = parseManifest(text, "pkg/manifest.yaml");
+  ASSERT_EQ(m.launch.forward_segmented.size(), 2u);
+  EXPECT_EQ(m.launch.forward_segmented[1].role, "segment_fold");
+  EXPECT_EQ(m.launch.forward_segmented[1].symbol, "dgps_pgdn_fwd_segment_fold");
+  ASSERT_EQ(m.launch.workspace_segmented.size(), 1u);
+  EXPECT_EQ(m.launch.workspace_segmented[0].name, "seg_start");
+  EXPECT_EQ(m.forward_roles.size(), 3u) << "the plain roles are launch.forward's";
+  expectError(replace(text, "role: segment_fold", "role: chunk_local"),
+              {"launch.forward_segmented.kernels[1].role", "duplicate role"});
+  expectError(replace(text, "    buffers:\n      - {name: seg_start", "    buffer:\n      - {name: seg_start"),
+              {"launch.forward_segmented.buffer", "unknown key"});
+  expectError(replace(text, "cdiv(T, chunk), L)", "cdiv(T, chunk), M)"),
+              {"launch.forward_segmented.buffers[0].bytes", "unknown name 'M'"});
+  expectError(replace(text, "    kernels:\n", "    kernels: []\n    unused:\n"), {"launch.forward_segmented"});
+  std::string noForward = text;  // launch.forward and launch.workspace removed, forward_segmented kept
+  const auto a = noForward.find("  forward:");
+  noForward.erase(a, noForward.find("  forward_segmented:") - a);
+  expectError(noForward, {"launch.forward_segmented", "without launch.forward"});
+}
+
 TEST(Manifest, NoForwardAndNoDecodeIsAnError) {
   std::string t = withoutForward(kValid);
   auto a = t.find("  decode:");

@@ -178,3 +178,83 @@ TEST(ManifestLaunch, HugeProblemsAreRefusedNotWrapped) {
 
 }  // namespace
 }  // namespace dgps
+
+namespace dgps {
+namespace {
+
+// The segmented forward (launch.forward_segmented, written for every package without a preconditioner) against
+// launch_rules.h segmentGeometry / segmentLayout, which the segment kernels read at compile time: kernels in the
+// order chunk_local, segment_summary, segment_fold, segment_state_output, and the segment regions after the chunk
+// regions, for shapes with one segment, a partial last segment, many segments, and a packed batch.
+TEST(ManifestLaunch, SegmentedFormulasEqualTheLaunchRules) {
+  int packages = 0;
+  for (const std::string& dir : packageDirs()) {
+    const Package pkg = Package::open(dir);
+    const Manifest& m = pkg.manifest();
+    SCOPED_TRACE(m.name);
+    const bool covered = m.has_forward && m.features.precond == PrecondKind::None;
+    ASSERT_EQ(!m.launch.forward_segmented.empty(), covered) << "launch.forward_segmented presence";
+    if (!covered) continue;
+    ++packages;
+    const launch::FeatureSet f = deviceFeatures(pkg.spec());
+    const std::vector<std::string> roles = {"chunk_local", "segment_summary", "segment_fold", "segment_state_output"};
+    ASSERT_EQ(m.launch.forward_segmented.size(), roles.size());
+    for (std::size_t i = 0; i < roles.size(); ++i) EXPECT_EQ(m.launch.forward_segmented[i].role, roles[i]);
+    for (const TileConfig& t : configs(m))
+      for (int K : m.key_dims)
+        for (bool varlen : {false, true})
+          for (long long T : {65LL, 1000LL, 4096LL})
+            for (long long L : {1LL, 3LL, 100LL}) {
+              ForwardProblem p;
+              p.varlen = varlen;
+              p.num_seqs = varlen ? 3 : 2;
+              p.batch = varlen ? 1 : 2;
+              p.seq_len = varlen ? 3 * T + 7 : T;
+              p.heads_qk = 2;
+              p.heads_v = 4;
+              p.key_dim = K;
+              p.value_dim = m.value_dims.back();
+              launch::ProblemShape s;
+              s.B = p.batch;
+              s.T = p.seq_len;
+              s.N = p.num_seqs;
+              s.H = p.heads_qk;
+              s.HV = p.heads_v;
+              s.K = K;
+              s.V = p.value_dim;
+              s.varlen = varlen;
+              const std::string what = toString(t) + " K=" + std::to_string(K) + " T=" + std::to_string(T) +
+                                       " L=" + std::to_string(L) + (varlen ? " varlen" : "");
+              const detail::ForwardGeometry g = detail::forwardGeometrySegmented(pkg, p, t, L);
+              ASSERT_EQ(g.count, 4);
+              expectSame(g.kernels[0], launch::forwardGeometry(launch::kChunkLocal, f, s, t), what + " chunk_local");
+              for (int r = 0; r < launch::kSegmentRoles; ++r)
+                expectSame(g.kernels[std::size_t(r + 1)], launch::segmentGeometry(r, f, s, t, L),
+                           what + " " + launch::segmentRoleName(r));
+              const launch::SegmentLayout sl = launch::segmentLayout(f, s, t, L);
+              EXPECT_EQ(g.workspace_bytes, std::size_t(sl.total)) << what << " workspace";
+              const std::size_t chunkBuffers = m.launch.workspace.size();
+              ASSERT_EQ(g.buffers, int(chunkBuffers + 3));
+              EXPECT_EQ(g.buffer_offsets[chunkBuffers], std::size_t(sl.ext)) << what << " seg_ext";
+              EXPECT_EQ(g.buffer_offsets[chunkBuffers + 1], std::size_t(sl.trans)) << what << " seg_trans";
+              EXPECT_EQ(g.buffer_offsets[chunkBuffers + 2], std::size_t(sl.start)) << what << " seg_start";
+            }
+    // L < 1 is the caller's error, named
+    ForwardProblem p;
+    p.batch = p.num_seqs = 1;
+    p.seq_len = 100;
+    p.heads_qk = p.heads_v = 1;
+    p.key_dim = m.key_dims.front();
+    p.value_dim = m.value_dims.front();
+    try {
+      detail::forwardGeometrySegmented(pkg, p, m.default_config, 0);
+      ADD_FAILURE() << "L = 0 accepted";
+    } catch (const RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find("expected >= 1 chunk"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(packages, 5) << "deltanet, gdn, kda, linear_attention and mamba2 carry the segmented forward";
+}
+
+}  // namespace
+}  // namespace dgps

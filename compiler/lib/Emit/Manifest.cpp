@@ -87,6 +87,7 @@ FailureOr<std::string> emitManifest(const Spec& s, const PlanSummary& plan, std:
   launch.features = deviceFeatures(s);
   if (hasKernel(s, KernelKind::ChunkForward)) launch.forward_roles = plan.roles;
   launch.decode = hasKernel(s, KernelKind::Decode);
+  launch.segmented = plan.segmented && hasKernel(s, KernelKind::ChunkForward);
   std::string launchYaml;
   if (!launchSectionYaml(launch, &launchYaml, error)) return failure();
   std::ostringstream os;
@@ -129,7 +130,10 @@ FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp ti
   std::optional<std::string> tileDecode, tileChunkLocal, tileStateOutput;
   auto chunkLocal = tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_chunk_local") : nullptr;
   auto stateOutput = tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_state_output") : nullptr;
-  if (tileModule && hasKernel(spec, KernelKind::Decode) && ((!chunkLocal && !stateOutput) || tileModule.lookupSymbol(spec.name + "_decode"))) {
+  auto segmentSummary =
+      tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_segment_summary") : nullptr;
+  if (tileModule && hasKernel(spec, KernelKind::Decode) &&
+      ((!chunkLocal && !stateOutput && !segmentSummary) || tileModule.lookupSymbol(spec.name + "_decode"))) {
     auto fn = tileModule.lookupSymbol<func::FuncOp>(spec.name + "_decode");
     if (!fn) return tileModule.emitError() << "no tile function @" << spec.name << "_decode for the decode kernel";
     FailureOr<std::string> text = emitTileKernel(fn, "dgps_" + spec.name + "_decode");
@@ -146,12 +150,24 @@ FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp ti
     if (failed(text)) return failure();
     tileStateOutput = *text;
   }
+  std::optional<std::string> tileSegment;
+  if (segmentSummary) {
+    tileSegment = std::string();
+    for (const char* role : {"segment_summary", "segment_fold", "segment_state_output"}) {
+      auto fn = tileModule.lookupSymbol<func::FuncOp>(spec.name + "_" + role);
+      if (!fn) return tileModule.emitError() << "no tile function @" << spec.name << "_" << role;
+      FailureOr<std::string> text = emitTileSegmentKernel(fn, "dgps_" + spec.name + "_fwd_" + role);
+      if (failed(text)) return failure();
+      *tileSegment += *text;
+    }
+  }
   PackageFiles files;
   files.kernels_cu = emitKernelsCu(spec, *summary, tileDecode ? &*tileDecode : nullptr,
                                    tileChunkLocal ? &*tileChunkLocal : nullptr,
-                                   tileStateOutput ? &*tileStateOutput : nullptr);
+                                   tileStateOutput ? &*tileStateOutput : nullptr, tileSegment ? &*tileSegment : nullptr);
   files.spec_yaml = canonicalYaml(spec);
   std::string error;
+  summary->segmented = tileSegment.has_value();
   FailureOr<std::string> manifest = emitManifest(spec, *summary, &error);
   if (failed(manifest)) return plan.emitError() << "cannot write the manifest's launch section: " << error;
   files.manifest_yaml = *manifest;

@@ -5,6 +5,9 @@
 // operands are staged by cp.async into stage c % STAGES, loaded one chunk ahead with two stages, and the
 // walk's per-chunk steps are printed in the walk's order. The operand sources are checked against the
 // layout here, so a walk that names a region the layout lacks is an error at the op, not a bad kernel.
+// The same walk body serves the sequence-parallel state pass (emitTileSegmentKernel, emitTileFoldKernel): there
+// a CTA walks one segment's chunks, may start from / end in a workspace segment region, or drop the value term
+// (the transition product M); the fold calls tile/state_fold.cuh.
 #include <sstream>
 
 #include "dgps/Dialect/Tile/IR/Tile.h"
@@ -52,10 +55,12 @@ void emitStageLoader(std::ostringstream& os, StateWalkOp w) {
   os << "    unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;\n";
   os << "    const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step\n";
   os << "    const int Lr = (int)dev::lmin(C, sq.len - c * C);\n";
-  if (w.getQuery() == "opq")
+  // the query and the read-out block only serve o (a segment summary's walks read neither)
+  const bool out = w.getWriteOutput();
+  if (out && w.getQuery() == "opq")
     os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * K) + chunk * C * K, K, Lr, "
           "K, ct, NT);\n";
-  else
+  else if (out)
     os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);\n";
   if (w.getReadKey() && *w.getReadKey() == "opk")
     os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * K) + chunk * C * K, K, Lr, "
@@ -67,13 +72,15 @@ void emitStageLoader(std::ostringstream& os, StateWalkOp w) {
           "Lr, K, ct, NT);\n";
   os << "    dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, "
         "(C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);\n";
-  os << "    dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, "
-        "HV * V, Lr, V - v0, ct, NT);\n";
+  if (!w.getZeroValues())  // zero_values: the value tiles stay the zeros written before the walk
+    os << "    dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, "
+          "HV * V, Lr, V - v0, ct, NT);\n";
   if (w.getSolve())
     os << "    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, "
           "ct, NT);\n";
-  os << "    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.aqk), PC, ws16(W.aqk, C * C) + chunk * C * C, C, C, C, "
-        "ct, NT);\n";
+  if (out)
+    os << "    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.aqk), PC, ws16(W.aqk, C * C) + chunk * C * C, C, C, "
+          "C, ct, NT);\n";
   if (w.getCarry() == StateCarry::columns)
     os << "    dev::load_tile32<1, KP>(dev::smem_at<float>(st, L.dec), KP, reinterpret_cast<const float*>(ws16(W.pdec, "
           "K * 2)) + chunk * K, K, 1, K, ct, NT);\n";
@@ -81,13 +88,13 @@ void emitStageLoader(std::ostringstream& os, StateWalkOp w) {
 }
 
 /// One chunk of the walk (tile.state_walk's formulas, in order).
-void emitChunkStep(std::ostringstream& os, StateWalkOp w) {
+void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end) {
   const bool delta = w.getValueForm() == ValueForm::residual_lower, out = w.getWriteOutput();
   const bool rawQ = w.getQuery() == "q";
   const bool rawK = (w.getReadKey() && *w.getReadKey() == "k") || w.getWriteKey() == "k";
   os << "    unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;\n";
   os << "    const int Lr = (int)dev::lmin(C, sq.len - c * C);\n";
-  os << "    if (STAGES == 2) {\n      if (c + 1 < nch) stage(c + 1);\n      dev::cp_async_commit();\n"
+  os << "    if (STAGES == 2) {\n      if (c + 1 < " << end << ") stage(c + 1);\n      dev::cp_async_commit();\n"
         "      dev::cp_async_wait<1>();\n    } else {\n      dev::cp_async_wait<0>();\n    }\n";
   os << "    dev::sync_threads();\n";
   os << "    uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);\n";
@@ -98,18 +105,21 @@ void emitChunkStep(std::ostringstream& os, StateWalkOp w) {
   os << "    (void)sQ;\n    (void)sK;\n";
   // fp16 inputs: the raw input tiles become bf16 tensor-core operands (workspace tiles are bf16 already)
   os << "    if (dgps::cfg::kInputF16) {\n";
-  if (rawQ) os << "      dev::f16_to_bf16_lin(sQ, C * KP, ct, NT);\n";
+  if (rawQ && out) os << "      dev::f16_to_bf16_lin(sQ, C * KP, ct, NT);\n";
   if (rawK) os << "      dev::f16_to_bf16_lin(sK, C * KP, ct, NT);\n";
   os << "      dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);\n      dev::sync_threads();\n    }\n";
   // products with the state: XQ (read-out) and XR (residual), or XR alone without a read-out
-  os << "    float XQ[NCT][4], XR[NCT][4], N[NCT][4];\n    uint32_t NA[C / 16][4];\n    (void)XQ;\n    (void)XR;\n";
+  // a linear rule's transition product: N = 0 (no values), so only the carry acts
+  const bool carryOnly = w.getZeroValues() && !delta;
+  if (!carryOnly)
+    os << "    float XQ[NCT][4], XR[NCT][4], N[NCT][4];\n    uint32_t NA[C / 16][4];\n    (void)XQ;\n    (void)XR;\n";
   if (out)
     os << "    t::state_times_rows<C, KP, kWG, " << (delta ? "true" : "false") << ">(XQ, XR, S, sQ, sK);\n";
   else if (delta)
     os << "    t::state_times_rows<C, KP, kWG, false>(XR, XQ, S, sK, sK);\n";
   if (delta)
     os << "    t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));\n";
-  else
+  else if (!carryOnly)
     os << "    t::scaled_values<C, PV, 8>(N, sV, w, sTok + 3);\n";
   if (out) {
     os << "    t::lower_readout<C, PC, 8>(XQ, NA, N, sTok + 0, dev::smem_at<uint16_t>(st, L.aqk));\n";
@@ -121,29 +131,28 @@ void emitChunkStep(std::ostringstream& os, StateWalkOp w) {
     os << "    t::state_scale<KP>(S, sTok[C * 8 + 0]);\n";
   else if (w.getCarry() == StateCarry::columns)
     os << "    t::state_scale_columns<KP>(S, dev::smem_at<float>(st, L.dec));\n";
-  os << "    t::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);\n";
+  if (carryOnly)
+    os << "    (void)sKw;\n    (void)sV;\n    (void)sTok;\n";
+  else
+    os << "    t::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);\n";
   os << "    dev::sync_threads();  // this stage may be overwritten from here on\n";
-  os << "    if (STAGES == 1 && c + 1 < nch) {\n      stage(c + 1);\n      dev::cp_async_commit();\n    }\n";
+  os << "    if (STAGES == 1 && c + 1 < " << end << ") {\n      stage(c + 1);\n      dev::cp_async_commit();\n    }\n";
 }
 
 }  // namespace
 
-FailureOr<std::string> emitTileStateKernel(func::FuncOp fn, const std::string& symbol) {
-  auto role = fn->getAttrOfType<StringAttr>(kRoleAttr);
-  auto grid = fn->getAttrOfType<StringAttr>(kGridAttr);
+namespace {
+
+/// The function's tile.launch_features as a FeatureSet and as the CUDA initializer printed for it; fails unless
+/// the function has role `role`, grid `grid` and 6 features.
+FailureOr<std::pair<launch::FeatureSet, std::string>> featuresOf(func::FuncOp fn, StringRef role, Grid grid) {
+  auto r = fn->getAttrOfType<StringAttr>(kRoleAttr);
+  auto g = fn->getAttrOfType<StringAttr>(kGridAttr);
   auto feat = fn->getAttrOfType<DenseI32ArrayAttr>(kLaunchFeaturesAttr);
-  if (!role || role.getValue() != "state_output" || !grid || grid.getValue() != stringifyGrid(Grid::value_tile) ||
-      !feat || feat.size() != 6)
-    return fn.emitOpError() << "is not a state_output tile function (needs " << kRoleAttr << " = \"state_output\", "
-                            << kGridAttr << " = \"value_tile\" and " << kLaunchFeaturesAttr << " with 6 entries)";
-  StateWalkOp walk;
-  for (Operation& op : fn.getBody().front()) {
-    if (isa<func::ReturnOp>(op)) continue;
-    auto w = dyn_cast<StateWalkOp>(op);
-    if (!w || walk) return op.emitOpError("has no state_output tile emitter (the function holds one tile.state_walk)");
-    walk = w;
-  }
-  if (!walk) return fn.emitOpError("state_output tile function without a tile.state_walk");
+  if (!r || r.getValue() != role || !g || g.getValue() != stringifyGrid(grid) || !feat || feat.size() != 6)
+    return fn.emitOpError() << "is not a " << role << " tile function (needs " << kRoleAttr << " = \"" << role
+                            << "\", " << kGridAttr << " = \"" << stringifyGrid(grid) << "\" and "
+                            << kLaunchFeaturesAttr << " with 6 entries)";
   ArrayRef<int32_t> f = feat.asArrayRef();
   launch::FeatureSet F;
   F.decay = f[0];
@@ -152,16 +161,33 @@ FailureOr<std::string> emitTileStateKernel(func::FuncOp fn, const std::string& s
   F.side = f[3];
   F.source = f[4];
   F.solve = f[5];
-  if (failed(checkLayout(walk, F))) return failure();
   std::ostringstream fs;
   fs << "dgps::launch::FeatureSet{" << f[0] << ", " << f[1] << ", " << f[2] << ", " << f[3] << ", " << f[4] << ", "
      << f[5] << "}";
-  std::ostringstream os;
-  // one CTA per SM at this thread count fixes ptxas's register budget, as the device library's wrapper does
-  os << "extern \"C\" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(" << fs.str()
-     << ", dgps::cfg::BV), 1) " << symbol << "(dgps::ForwardArgs a) {\n";
-  os << "  // Generated from tile IR (" << fn.getSymName().str()
-     << ", grid value_tile: one CTA per sequence, value head and value tile; one warp per 16 value columns).\n";
+  return std::make_pair(F, fs.str());
+}
+
+/// The function's tile.state_walk ops, in order (at least one, at most `most`; nothing else but the return).
+FailureOr<SmallVector<StateWalkOp>> walksOf(func::FuncOp fn, size_t most) {
+  SmallVector<StateWalkOp> walks;
+  for (Operation& op : fn.getBody().front()) {
+    if (isa<func::ReturnOp>(op)) continue;
+    auto w = dyn_cast<StateWalkOp>(op);
+    if (!w || walks.size() == most)
+      return op.emitOpError() << "has no " << fn->getAttrOfType<StringAttr>(kRoleAttr).getValue()
+                              << " tile emitter (the function holds " << (most == 1 ? "one" : "at most two")
+                              << " tile.state_walk)";
+    walks.push_back(w);
+  }
+  if (walks.empty()) return fn.emitOpError("tile function without a tile.state_walk");
+  return walks;
+}
+
+/// The walk: constants, the CTA's coordinates, the stage loader, the state's start, the chunk loop and the
+/// end state. `segment`: the CTA is one of the walk's range `bid` of a segment grid and walks one segment's
+/// chunks [c0, nch); otherwise one CTA per (sequence, value head, value tile) walks all of its chunks.
+void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const std::string& fs, bool segment) {
+  const bool zero = walk.getZeroValues();
   os << "  namespace t = dgps::tile;\n  namespace dev = dgps::dev;\n";
   os << "  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;\n";
   os << "  constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;\n";
@@ -171,17 +197,34 @@ FailureOr<std::string> emitTileStateKernel(func::FuncOp fn, const std::string& s
   os << "  // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)\n";
   os << "  constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;\n";
   os << "  // The launch contract shared with the other roles: workspace and shared-memory layout only.\n";
-  os << "  constexpr dgps::launch::FeatureSet F = " << fs.str() << ";\n";
+  os << "  constexpr dgps::launch::FeatureSet F = " << fs << ";\n";
   os << "  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, "
         "dgps::cfg::kInputF16);\n";
   os << "  const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), "
         "dev::tile_of());\n";
   os << "  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;\n";
-  os << "  constexpr int64_t VT = (V + BV - 1) / BV;\n";
-  os << "  const int64_t bid = dev::block_x();\n";
-  os << "  const int64_t vt = bid % VT, nh = bid / VT, hv = nh % HV, n = nh / HV, h = hv / ratio;\n";
-  os << "  const dev::Seq sq = dev::seq_of(a, n);\n";
-  os << "  const int64_t s0 = dev::first_slot(a, n, sq.bos), nch = (sq.len + C - 1) / C;\n";
+  if (!segment) {
+    os << "  constexpr int64_t VT = (V + BV - 1) / BV;\n";
+    os << "  const int64_t bid = dev::block_x();\n";
+    os << "  const int64_t vt = bid % VT, nh = bid / VT, hv = nh % HV, n = nh / HV, h = hv / ratio;\n";
+    os << "  const dev::Seq sq = dev::seq_of(a, n);\n";
+    os << "  const int64_t s0 = dev::first_slot(a, n, sq.bos), nch = (sq.len + C - 1) / C;\n";
+  } else {
+    os << "  // tiles of " << (zero ? "M's K columns (a K x K state)" : "the V value columns") << "\n";
+    os << "  constexpr int64_t VT = (" << (zero ? "K" : "V") << " + BV - 1) / BV;\n";
+    os << "  const int64_t Ls = a.segment_chunks;  // chunks per segment\n";
+    os << "  const dgps::launch::SegmentLayout G = dgps::launch::segmentLayout(F, dev::shape_of<void>(a), "
+          "dev::tile_of(), Ls);\n";
+    os << "  const int64_t vt = bid % VT, sh = bid / VT, hv = sh % HV, slot = sh / HV, h = hv / ratio;\n";
+    os << "  int64_t n = 0, seg = 0;\n";
+    os << "  if (!t::slot_to_segment(a.cu_seqlens, a.num_seqs, a.seq_len, C, Ls, slot, n, seg)) return;  // slack "
+          "slot\n";
+    os << "  const dev::Seq sq = dev::seq_of(a, n);\n";
+    os << "  // the segment's chunks [c0, nch) of the sequence\n";
+    os << "  const int64_t s0 = dev::first_slot(a, n, sq.bos), c0 = seg * Ls, "
+          "nch = dev::lmin((sq.len + C - 1) / C, c0 + Ls);\n";
+    os << "  (void)G;\n";
+  }
   os << "  const int w = dev::warp(), ct = dev::tid(), v0 = (int)vt * BV, vw = v0 + 16 * w;\n";
   os << "  unsigned char* const sm = dev::dyn_smem();\n";
   os << "  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);\n";
@@ -190,12 +233,20 @@ FailureOr<std::string> emitTileStateKernel(func::FuncOp fn, const std::string& s
   os << "  const uint16_t* const q0 = static_cast<const uint16_t*>(a.q) + (sq.bos * H + h) * K;\n";
   os << "  const uint16_t* const k0 = static_cast<const uint16_t*>(a.k) + (sq.bos * H + h) * K;\n";
   os << "  (void)og;\n  (void)q0;\n  (void)k0;\n";
+  if (zero) os << "  (void)vg;\n";
   os << "  const int64_t sh0 = s0 * HV + hv;  // workspace row (slot·HV + hv) of chunk 0; chunk c adds c·HV\n";
   os << "  auto ws16 = [&](int64_t off, int64_t row_elems) {\n"
         "    return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;\n  };\n";
   emitStageLoader(os, walk);
+  if (zero) {
+    os << "  // the value term is dropped: every stage's value tile is zero (the stage loader never writes it)\n";
+    os << "  for (int s = 0; s < STAGES; ++s) {\n";
+    os << "    uint16_t* const z = dev::smem_at<uint16_t>(sm + s * L.stage_bytes, L.v);\n";
+    os << "    for (int i = ct; i < C * PV; i += NT) z[i] = 0;\n  }\n";
+  }
   os << "  // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)\n";
   os << "  float S[KP / 8][4];\n";
+  const std::string segState = "(slot * HV + hv) * (int64_t)K * ";
   switch (walk.getStart()) {
     case StateStart::argument:
       os << "  t::state_start<KP>(S, a.initial_state != nullptr ? a.initial_state + (n * HV + hv) * (int64_t)K * V : "
@@ -205,16 +256,136 @@ FailureOr<std::string> emitTileStateKernel(func::FuncOp fn, const std::string& s
       os << "  t::state_start<KP>(S, nullptr, K, V, vw);\n";
       break;
     case StateStart::identity:
-      os << "  t::state_identity<KP>(S, K, V, vw);\n";
+      os << "  t::state_identity<KP>(S, K, " << (zero ? "K" : "V") << ", vw);\n";
+      break;
+    case StateStart::region:
+      os << "  t::state_start<KP>(S, reinterpret_cast<const float*>(ws + G.start) + " << segState
+         << "V, K, V, vw);\n";
       break;
   }
-  os << "  if (nch > 0) {\n    stage(0);\n    dev::cp_async_commit();\n  }\n";
-  os << "  for (int64_t c = 0; c < nch; ++c) {\n";
-  emitChunkStep(os, walk);
+  const char* first = segment ? "c0" : "0";
+  os << "  if (nch > " << first << ") {\n    stage(" << first << ");\n    dev::cp_async_commit();\n  }\n";
+  os << "  for (int64_t c = " << first << "; c < nch; ++c) {\n";
+  emitChunkStep(os, walk, "nch");
   os << "  }\n";
   if (walk.getWriteFinal())
     os << "  if (a.final_state != nullptr) t::state_store<KP>(S, a.final_state + (n * HV + hv) * (int64_t)K * V, K, V, "
           "vw);\n";
+  if (auto end = walk.getEndRegion()) {
+    const char* width = zero ? "K" : "V";
+    os << "  t::state_store<KP>(S, reinterpret_cast<float*>(ws + G." << (zero ? "trans" : "ext") << ") + " << segState
+       << width << ", K, " << width << ", vw);\n";
+  }
+}
+
+/// Checks what a walk may do in its grid: start, end state and output.
+LogicalResult checkWalkKind(StateWalkOp w, bool segment) {
+  const bool regions = w.getStart() == StateStart::region || w.getEndRegion();
+  if (!segment && (regions || w.getStart() == StateStart::identity))
+    return w.emitOpError("reads or writes a segment region, or starts from the identity, outside a segment grid");
+  if (segment && (w.getStart() == StateStart::argument || w.getWriteFinal()))
+    return w.emitOpError("reads initial_state or writes final_state in a segment grid (the fold owns both)");
+  if (segment && !w.getWriteOutput() && !w.getEndRegion())
+    return w.emitOpError("writes nothing a segment kernel keeps (o or an end_region)");
+  return success();
+}
+
+}  // namespace
+
+FailureOr<std::string> emitTileStateKernel(func::FuncOp fn, const std::string& symbol) {
+  auto features = featuresOf(fn, "state_output", Grid::value_tile);
+  if (failed(features)) return failure();
+  auto walks = walksOf(fn, 1);
+  if (failed(walks)) return failure();
+  StateWalkOp walk = walks->front();
+  const std::string& fs = features->second;
+  if (failed(checkLayout(walk, features->first)) || failed(checkWalkKind(walk, false))) return failure();
+  std::ostringstream os;
+  // one CTA per SM at this thread count fixes ptxas's register budget, as the device library's wrapper does
+  os << "extern \"C\" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(" << fs
+     << ", dgps::cfg::BV), 1) " << symbol << "(dgps::ForwardArgs a) {\n";
+  os << "  // Generated from tile IR (" << fn.getSymName().str()
+     << ", grid value_tile: one CTA per sequence, value head and value tile; one warp per 16 value columns).\n";
+  emitWalkBody(os, walk, fs, false);
+  os << "}\n";
+  return os.str();
+}
+
+FailureOr<std::string> emitTileSegmentKernel(func::FuncOp fn, const std::string& symbol) {
+  auto role = fn->getAttrOfType<StringAttr>(kRoleAttr);
+  if (role && role.getValue() == "segment_fold") return emitTileFoldKernel(fn, symbol);
+  const bool summary = role && role.getValue() == "segment_summary";
+  auto features = featuresOf(fn, summary ? "segment_summary" : "segment_state_output", Grid::segment);
+  if (failed(features)) return failure();
+  auto walks = walksOf(fn, 2);
+  if (failed(walks)) return failure();
+  const std::string& fs = features->second;
+  for (StateWalkOp w : *walks)
+    if (failed(checkLayout(w, features->first)) || failed(checkWalkKind(w, true))) return failure();
+  std::ostringstream os;
+  // each walk is a device function over its own range of the grid's CTAs (TileDialect.td Grid segment)
+  for (size_t i = 0; i < walks->size(); ++i) {
+    os << "static __device__ __forceinline__ void " << symbol << "_walk" << i
+       << "(const dgps::ForwardArgs& a, int64_t bid) {\n";
+    emitWalkBody(os, (*walks)[i], fs, true);
+    os << "}\n";
+  }
+  os << "extern \"C\" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(" << fs
+     << ", dgps::cfg::BV), 1) " << symbol << "(dgps::ForwardArgs a) {\n";
+  os << "  // Generated from tile IR (" << fn.getSymName().str()
+     << ", grid segment: one CTA per segment slot, value head and tile; launch_rules.h segmentGeometry).\n";
+  os << "  if (a.segment_chunks < 1) return;  // launched only with a segment length\n";
+  os << "  int64_t bid = dgps::dev::block_x();\n";
+  for (size_t i = 0; i < walks->size(); ++i) {
+    if (i + 1 == walks->size()) {
+      os << "  " << symbol << "_walk" << i << "(a, bid);\n";
+      break;
+    }
+    // the CTAs of walk i: every segment slot x value head x tile of its state's columns
+    os << "  {\n    const int64_t range = dgps::tile::segment_slots(a.cu_seqlens != nullptr, a.num_seqs, a.seq_len, "
+          "dgps::cfg::C, a.segment_chunks) * a.heads_v * (("
+       << ((*walks)[i].getZeroValues() ? "dgps::cfg::K" : "dgps::cfg::V") << " + dgps::cfg::BV - 1) / dgps::cfg::BV);\n";
+    os << "    if (bid < range) {\n      " << symbol << "_walk" << i << "(a, bid);\n      return;\n    }\n";
+    os << "    bid -= range;\n  }\n";
+  }
+  os << "}\n";
+  return os.str();
+}
+
+FailureOr<std::string> emitTileFoldKernel(func::FuncOp fn, const std::string& symbol) {
+  auto features = featuresOf(fn, "segment_fold", Grid::value_tile);
+  if (failed(features)) return failure();
+  StateFoldOp fold;
+  for (Operation& op : fn.getBody().front()) {
+    if (isa<func::ReturnOp>(op)) continue;
+    auto f = dyn_cast<StateFoldOp>(op);
+    if (!f || fold) return op.emitOpError("has no segment_fold tile emitter (the function holds one tile.state_fold)");
+    fold = f;
+  }
+  if (!fold) return fn.emitOpError("segment_fold tile function without a tile.state_fold");
+  std::ostringstream os;
+  os << "extern \"C\" __global__ void __launch_bounds__(dgps::launch::kSegmentFoldThreads) " << symbol
+     << "(dgps::ForwardArgs a) {\n";
+  os << "  // Generated from tile IR (" << fn.getSymName().str()
+     << ", grid value_tile: one CTA per sequence, value head and value tile; launch_rules.h segmentGeometry).\n";
+  os << "  namespace t = dgps::tile;\n  namespace dev = dgps::dev;\n";
+  os << "  constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, BV = dgps::cfg::BV;\n";
+  os << "  constexpr dgps::launch::FeatureSet F = " << features->second << ";\n";
+  os << "  const int64_t Ls = a.segment_chunks;  // chunks per segment\n";
+  os << "  if (Ls < 1) return;  // launched only with a segment length\n";
+  os << "  const dgps::launch::SegmentLayout G = dgps::launch::segmentLayout(F, dev::shape_of<void>(a), "
+        "dev::tile_of(), Ls);\n";
+  os << "  constexpr int64_t VT = (V + BV - 1) / BV;\n";
+  os << "  const int64_t HV = a.heads_v, bid = dev::block_x();\n";
+  os << "  const int64_t vt = bid % VT, nh = bid / VT, hv = nh % HV, n = nh / HV;\n";
+  os << "  const dev::Seq sq = dev::seq_of(a, n);\n";
+  os << "  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);\n";
+  os << "  float* const X = reinterpret_cast<float*>(dev::dyn_smem());  // two [K, BV] f32 buffers\n";
+  os << "  t::state_fold<BV>(X, X + K * BV, reinterpret_cast<const float*>(ws + G.trans), "
+        "reinterpret_cast<const float*>(ws + G.ext), a.initial_state, reinterpret_cast<float*>(ws + G.start), "
+     << (fold.getWriteFinal() ? "a.final_state" : "nullptr")
+     << ", n, t::first_segment_slot(a.cu_seqlens, n, a.seq_len, C, Ls), t::segment_count(sq.len, C, Ls), hv, HV, K, V, "
+        "(int)vt * BV, dev::tid(), dev::nthreads());\n";
   os << "}\n";
   return os.str();
 }

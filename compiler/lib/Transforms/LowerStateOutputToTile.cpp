@@ -4,6 +4,7 @@
 // the delta rule's residual through the solve block), which carry (the gate's rank), which operand sources
 // (a per-channel gate reads the gated operands chunk_local wrote), the start state and what is written. A
 // chunk op this lowering does not know is an error naming it; the kernel is then left to the device library.
+#include "StateWalkLowering.h"
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
 #include "dgps/Transforms/Passes.h"
@@ -81,44 +82,18 @@ struct LowerStateOutputToTilePass : public dgps::impl::LowerStateOutputToTileBas
       if (failed(inspect(kernel, p))) return signalPassFailure();
       // The launch contract shared with the other roles (launch_rules.h FeatureSet), read over the whole
       // forward as chunk_local's lowering does: it fixes the workspace and shared-memory layout.
-      bool gain = false, querySide = false, hypergrad = false, precond = false;
-      int decay = 0;
-      parent.walk([&](Operation* op) {
-        if (auto l = dyn_cast<ch::LoadOp>(op)) {
-          gain |= l.getName() == "beta";
-          if (l.getName() == "g") decay = cast<ch::ChunkTensorType>(l.getType()).hasDim(ch::Dim::K) ? 2 : 1;
-        }
-        if (isa<ch::AccumApplyOp, ch::HypergradApplyOp>(op)) {
-          precond = true;
-          hypergrad = isa<ch::HypergradApplyOp>(op);
-          for (Operation* user : op->getResult(0).getUsers())
-            if (auto q = dyn_cast<ch::QKAttnOp>(user)) querySide |= q.getQuery() == op->getResult(0);
-        }
-      });
-      const bool delta = static_cast<bool>(p.pass.getW());
-      Value gate = p.pass.getGate();
-      const bool perChannel = gate && cast<ch::ChunkTensorType>(gate.getType()).hasDim(ch::Dim::K);
-      if (gate && decay != (perChannel ? 2 : 1))
-        return (void)p.pass.emitOpError("gate does not match the forward's loaded \"g\""), signalPassFailure();
-
-      StringRef base = parent.getSymName();
-      base.consume_back("_forward");
-      OpBuilder b(module.getContext());
-      b.setInsertionPointToEnd(module.getBody());
-      auto fn = b.create<func::FuncOp>(kernel.getLoc(), (base + "_state_output").str(), b.getFunctionType({}, {}));
-      fn->setAttr(kRoleAttr, b.getStringAttr("state_output"));
-      fn->setAttr(kGridAttr, b.getStringAttr(stringifyGrid(Grid::value_tile)));
-      fn->setAttr(kLaunchFeaturesAttr, b.getDenseI32ArrayAttr({decay, gain ? 1 : 0, precond ? 1 : 0, querySide ? 1 : 0,
-                                                                hypergrad ? 1 : 0, delta ? 1 : 0}));
-      OpBuilder body(fn.getContext());
-      body.setInsertionPointToStart(fn.addEntryBlock());
-      auto str = [&](const char* s) { return body.getStringAttr(s); };
-      const StateCarry carry = !gate ? StateCarry::none : perChannel ? StateCarry::columns : StateCarry::uniform;
-      body.create<StateWalkOp>(
-          kernel.getLoc(), p.initial ? StateStart::argument : StateStart::zero, str(perChannel ? "opq" : "q"),
-          str(perChannel ? "opw" : "k"), delta ? str(perChannel ? "opk" : "k") : StringAttr(), str("v"), str("tok"),
-          delta ? str("tb") : StringAttr(), str("aqk"), delta ? ValueForm::residual_lower : ValueForm::scaled, carry,
-          perChannel ? str("pdec") : StringAttr(), p.writesO, p.writesFinal);
+      const ForwardFeatures f = forwardFeaturesOf(parent);
+      OpBuilder body(module.getContext());
+      func::FuncOp fn = createRoleFunction(module, parent, kernel.getLoc(), "state_output", "state_output",
+                                           Grid::value_tile, f, static_cast<bool>(p.pass.getW()), body);
+      WalkEnds ends;
+      ends.start = p.initial ? StateStart::argument : StateStart::zero;
+      ends.writeOutput = p.writesO;
+      ends.writeFinal = p.writesFinal;
+      if (failed(buildStateWalk(body, kernel.getLoc(), p.pass, f, p.pass.getW(), p.pass.getGate(), ends))) {
+        fn.erase();
+        return signalPassFailure();
+      }
       body.create<func::ReturnOp>(kernel.getLoc());
       if (failed(mlir::verify(fn))) {
         fn.erase();

@@ -1,7 +1,8 @@
 // dgpsc: the DGPS compiler driver.
 //
 //   dgpsc compile SPEC -o DIR [--target sm_90a] [--print-after=dgps|chunk|plan|tile|all]
-//                  [--codegen=device-library|tile-decode|tile-chunk-local|tile-state-output|<comma list of tile-*>]
+//                  [--codegen=device-library|tile-decode|tile-chunk-local|tile-state-output|tile-segment|
+//                             <comma list of tile-*>]
 //       parse + validate the spec (dsl), import it as dgps IR, run the pipeline (Passes.td) and write
 //       the generated package DIR/{kernels.cu, spec.yaml, manifest.yaml}. --print-after prints the IR
 //       of a stage (or after every pass) to stdout; the plan's cost estimate goes to stderr as a remark.
@@ -9,7 +10,9 @@
 //       (--dgps-lower-decode-to-tile) and prints its kernel from that IR against runtime/device/dgps/tile;
 //       --codegen=tile-chunk-local (experimental) likewise prints the forward chunk_local kernel from tile IR
 //       (--dgps-lower-chunk-local-to-tile on the partitioned plan) and --codegen=tile-state-output the forward
-//       state_output kernel (--dgps-lower-state-output-to-tile); a comma list selects several.
+//       state_output kernel (--dgps-lower-state-output-to-tile); --codegen=tile-segment adds the kernels of the
+//       sequence-parallel state pass (--chunk-segment-state-pass, --dgps-lower-segment-roles-to-tile) as extra
+//       symbols; a comma list selects several.
 //       The default calls the hand-written device library for every role.
 //   dgpsc check SPEC
 //       the spec checker of dsl (classification, hash, tensors, canonical form).
@@ -128,6 +131,26 @@ mlir::LogicalResult lowerChunkRole(mlir::MLIRContext& ctx, const CompileOptions&
   return mlir::success();
 }
 
+/// --codegen=tile-segment: the fused forward `fused` (before partitioning) rewritten into its segmented form
+/// (--chunk-segment-state-pass with the length chosen at launch), partitioned, and its segment roles lowered
+/// to tile functions (--dgps-lower-segment-roles-to-tile), added to `tileModule`.
+mlir::LogicalResult lowerSegmentRoles(mlir::MLIRContext& ctx, const CompileOptions& o, mlir::ModuleOp fused,
+                                      mlir::OwningOpRef<mlir::ModuleOp>& tileModule) {
+  mlir::OwningOpRef<mlir::ModuleOp> segmented = fused.clone();
+  dgps::SegmentStatePassOptions so;
+  so.segmentChunks = 0;  // the kernels read L from ForwardArgs::segment_chunks
+  // The segment pass's remarks (a preconditioner scan kept sequential) are the plan's business, not compile's.
+  mlir::ScopedDiagnosticHandler quietRemarks(&ctx, [](mlir::Diagnostic& d) {
+    return mlir::success(d.getSeverity() == mlir::DiagnosticSeverity::Remark);
+  });
+  if (mlir::failed(runStep(ctx, *segmented, dgps::createSegmentStatePass(so))) ||
+      mlir::failed(runStep(ctx, *segmented, dgps::createPartitionKernels()))) {
+    std::cerr << "dgpsc: error: " << o.spec << ": the segmented plan (--chunk-segment-state-pass) failed\n";
+    return mlir::failure();
+  }
+  return lowerChunkRole(ctx, o, *segmented, dgps::createLowerSegmentRolesToTile(), tileModule);
+}
+
 /// Prints a remark or note as "file:line:col: remark: message" (no source line, no caret: it is not an
 /// error). Other severities are left to the next handler.
 mlir::LogicalResult printOneLineRemark(mlir::Diagnostic& d) {
@@ -169,7 +192,9 @@ int compile(const CompileOptions& o) {
 
   dgps::Spec canonical = *parsed.spec;
   mlir::OwningOpRef<mlir::ModuleOp> tileModule;
+  mlir::OwningOpRef<mlir::ModuleOp> fused;  // the forward before --chunk-partition-kernels (tile-segment)
   for (Step& step : pipelineSteps()) {
+    if (step.stage && std::string(step.stage) == "plan") fused = module->clone();
     std::string name = step.pass->getArgument().str();
     if (mlir::failed(runStep(ctx, *module, std::move(step.pass)))) {
       std::cerr << "dgpsc: error: " << o.spec << ": pass --" << name << " failed\n";
@@ -209,6 +234,15 @@ int compile(const CompileOptions& o) {
     return 1;
   if (codegenHas(o.codegen, "tile-state-output") && oneStep &&
       mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerStateOutputToTile(), tileModule)))
+    return 1;
+
+  // The sequence-parallel state pass's kernels are extra symbols beside the plain roles (which they leave
+  // unchanged), so every package whose state pass has a tile lowering (no preconditioner) gets them; an
+  // explicit --codegen=tile-segment makes a spec without that lowering an error.
+  const bool segmentCovered = canonical.precond.kind == dgps::PrecondKind::None &&
+                              dgps::hasKernel(canonical, dgps::KernelKind::ChunkForward);
+  if ((codegenHas(o.codegen, "tile-segment") || segmentCovered) && oneStep &&
+      mlir::failed(lowerSegmentRoles(ctx, o, *fused, tileModule)))
     return 1;
 
   // The package describes the canonicalised spec (identical to the input for every parsed spec
@@ -320,16 +354,18 @@ int run(int argc, char** argv) {
       ->add_option("--codegen", co.codegen,
                    std::string("device-library: every kernel calls runtime/device/dgps/device; tile-decode, "
                                "tile-chunk-local, tile-state-output or a comma list of them: those kernels are "
-                               "printed from tile IR (experimental); default ") +
+                               "printed from tile IR (experimental); tile-segment adds the sequence-parallel "
+                               "state pass's kernels (segment_summary, segment_fold, segment_state_output); "
+                               "default ") +
                        kDefaultCodegen)
       ->check([](const std::string& list) -> std::string {
         std::stringstream ss(list);
         for (std::string item; std::getline(ss, item, ',');)
           if (item != "device-library" && item != "tile-decode" && item != "tile-chunk-local" &&
-              item != "tile-state-output")
+              item != "tile-state-output" && item != "tile-segment")
             return "unknown item '" + item +
-                   "'; expected device-library, tile-decode, tile-chunk-local, tile-state-output or a comma list of "
-                   "the tile ones";
+                   "'; expected device-library, tile-decode, tile-chunk-local, tile-state-output, tile-segment or a "
+                   "comma list of the tile ones";
         return std::string();
       });
 

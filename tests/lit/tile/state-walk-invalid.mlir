@@ -43,14 +43,14 @@ func.func @bad_columns() {
 
 func.func @identity_with_output() {
   // expected-error @+1 {{start identity (a transition product) has no read-out: write_output must be absent}}
-  tile.state_walk start identity query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform {write_output, write_final}
+  tile.state_walk start identity query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform {write_output, write_final, zero_values}
   return
 }
 
 // -----
 
 func.func @writes_nothing() {
-  // expected-error @+1 {{writes nothing: set write_output or write_final}}
+  // expected-error @+1 {{writes nothing: set write_output, write_final or end_region}}
   tile.state_walk start zero query "q" write_key "k" values "v" record "tok" readout "aqk" value_form scaled carry none
   return
 }
@@ -58,9 +58,43 @@ func.func @writes_nothing() {
 // -----
 
 // The walks of the sequence-parallel state pass parse and verify: a segment's end state from a zero start
-// (no output) and a transition product from the identity.
+// (no output), a transition product from the identity, the corrected walk and the fold.
 func.func @segment_walks() {
-  tile.state_walk start zero query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform {write_final}
+  tile.state_walk start zero query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform end_region "seg_ext"
+  tile.state_walk start identity query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform end_region "seg_trans" {zero_values}
+  tile.state_walk start region query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform start_region "seg_start" {write_output}
+  tile.state_fold trans "seg_trans" ext "seg_ext" start "seg_start" {write_final}
+  return
+}
+
+// -----
+
+func.func @identity_without_zero_values() {
+  // expected-error @+1 {{start identity and zero_values go together}}
   tile.state_walk start identity query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform {write_final}
+  return
+}
+
+// -----
+
+func.func @region_without_name() {
+  // expected-error @+1 {{start region needs start_region}}
+  tile.state_walk start region query "q" write_key "k" values "v" record "tok" readout "aqk" value_form scaled carry none {write_output}
+  return
+}
+
+// -----
+
+func.func @trans_region_of_a_value_walk() {
+  // expected-error @+1 {{end_region reads "seg_trans"; expected one of "seg_ext"}}
+  tile.state_walk start zero query "q" write_key "k" values "v" record "tok" readout "aqk" value_form scaled carry none end_region "seg_trans"
+  return
+}
+
+// -----
+
+func.func @fold_region() {
+  // expected-error @+1 {{ext reads "seg_start"; expected one of "seg_ext"}}
+  tile.state_fold trans "seg_trans" ext "seg_start" start "seg_start"
   return
 }

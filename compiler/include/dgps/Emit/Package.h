@@ -35,6 +35,8 @@ struct PlanSummary {
   std::vector<std::string> roles;  ///< forward kernel roles, in launch order
   launch::TileConfig tile;          ///< default tile configuration (the first kernel's chunk.tile)
   int64_t bytes_per_token_head = 0, flops_per_token_head = 0;
+  /// The package also holds the segmented state pass's kernels (manifest launch.forward_segmented).
+  bool segmented = false;
 };
 
 /// Reads the partitioned forward function of `plan`. Emits an error at the offending op and fails if
@@ -46,8 +48,11 @@ mlir::FailureOr<PlanSummary> summarizePlan(const Spec& spec, mlir::ModuleOp plan
 /// printed from tile IR by emitTileKernel) replaces the device library's decode entry point; with
 /// `tileChunkLocal` (emitTileChunkKernel) likewise the forward chunk_local entry point, and with
 /// `tileStateOutput` (emitTileStateKernel) the forward state_output entry point.
+/// `tileSegment` (emitTileSegmentKernel, the three kernels of the sequence-parallel state pass) is appended
+/// after the forward roles as extra entry points; the roles themselves are unchanged.
 std::string emitKernelsCu(const Spec& spec, const PlanSummary& plan, const std::string* tileDecode = nullptr,
-                          const std::string* tileChunkLocal = nullptr, const std::string* tileStateOutput = nullptr);
+                          const std::string* tileChunkLocal = nullptr, const std::string* tileStateOutput = nullptr,
+                          const std::string* tileSegment = nullptr);
 /// The shortest CUDA float literal that reads back to `x` rounded to float ("1.5f", "1e-06f").
 std::string cudaFloatLiteral(double x);
 /// manifest.yaml text (format: runtime/include/dgps/runtime/Package.h), its `launch` section written from
@@ -57,7 +62,9 @@ mlir::FailureOr<std::string> emitManifest(const Spec& spec, const PlanSummary& p
 /// All three files. With `tileModule` (the output of --dgps-lower-decode-to-tile and/or
 /// --dgps-lower-chunk-local-to-tile), the decode kernel is printed from its `@<name>_decode` tile function
 /// and the chunk_local kernel from `@<name>_chunk_local` and the state_output kernel from `@<name>_state_output`
-/// when present (--dgps-lower-state-output-to-tile), instead of calling the device library.
+/// when present (--dgps-lower-state-output-to-tile), instead of calling the device library. With
+/// `@<name>_segment_summary`, `_segment_fold` and `_segment_state_output` (--dgps-lower-segment-roles-to-tile)
+/// the kernels dgps_<name>_fwd_segment_summary, _segment_fold and _segment_state_output are added.
 mlir::FailureOr<PackageFiles> emitPackage(const Spec& spec, mlir::ModuleOp plan,
                                           mlir::ModuleOp tileModule = nullptr);
 

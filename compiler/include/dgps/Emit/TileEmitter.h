@@ -37,4 +37,15 @@ mlir::FailureOr<std::string> emitTileChunkKernel(mlir::func::FuncOp fn, const st
 /// producer warpgroup is not printed yet).
 mlir::FailureOr<std::string> emitTileStateKernel(mlir::func::FuncOp fn, const std::string& symbol);
 
+/// The kernels of the sequence-parallel state pass (--dgps-lower-segment-roles-to-tile; TileStateEmitter.cpp),
+/// launched with ForwardArgs::segment_chunks = L >= 1 and the geometry of launch_rules.h segmentGeometry:
+///   segment_summary       (grid segment) each tile.state_walk as a device function over its own range of
+///                         CTAs, E into SegmentLayout::ext and M into SegmentLayout::trans;
+///   segment_state_output  (grid segment) the walk from SegmentLayout::start, writing o;
+///   segment_fold          (emitTileFoldKernel) tile::state_fold per (sequence, value head, value tile).
+/// A slot that holds no segment returns at once. Emits an error at the op and fails as emitTileStateKernel does,
+/// and for a walk that reads initial_state or writes final_state in a segment grid.
+mlir::FailureOr<std::string> emitTileSegmentKernel(mlir::func::FuncOp fn, const std::string& symbol);
+mlir::FailureOr<std::string> emitTileFoldKernel(mlir::func::FuncOp fn, const std::string& symbol);
+
 }  // namespace dgps

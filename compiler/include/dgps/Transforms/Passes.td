@@ -417,4 +417,42 @@ def LowerStateOutputToTile : Pass<"dgps-lower-state-output-to-tile", "::mlir::Mo
   let dependentDialects = ["::dgps::tile::TileDialect", "::mlir::func::FuncDialect"];
 }
 
+def LowerSegmentRolesToTile : Pass<"dgps-lower-segment-roles-to-tile", "::mlir::ModuleOp"> {
+  let summary = "Lower the kernels of a segmented plan (the sequence-parallel state pass) to tile functions";
+  let description = [{
+    Runs on a partitioned plan rewritten by --chunk-segment-state-pass (docs/math.md §8). For each forward
+    with a `segment_summary` kernel it appends three tile functions (the forward's name without `_forward`
+    as prefix), each with `tile.launch_features` as --dgps-lower-state-output-to-tile writes them:
+    `@<name>_segment_summary` (`tile.grid = "segment"`: one CTA per segment slot, value head and tile) holding
+    two `tile.state_walk` over one segment's chunks, the end state from a zero start into the workspace region
+    "seg_ext" and the transition product from the identity with `zero_values` into "seg_trans";
+    `@<name>_segment_fold` (`tile.grid = "value_tile"`) holding `tile.state_fold` (write_final when the plan
+    stores "final_state"); `@<name>_segment_state_output` (`tile.grid = "segment"`) holding the walk from
+    `start region` "seg_start" that writes o. The walks' operand sources and carries are chosen as for
+    state_output. A plan without a segment_summary kernel is left alone; a preconditioned forward, or a
+    kernel op without a tile lowering, is an error naming it.
+
+    After (GDN, appended to the module):
+    ```mlir
+    func.func @gdn_segment_summary() attributes {tile.grid = "segment", ..., tile.role = "segment_summary"} {
+      tile.state_walk start zero query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb"
+        readout "aqk" value_form residual_lower carry uniform end_region "seg_ext"
+      tile.state_walk start identity query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb"
+        readout "aqk" value_form residual_lower carry uniform end_region "seg_trans" {zero_values}
+      return
+    }
+    func.func @gdn_segment_fold() attributes {tile.grid = "value_tile", ..., tile.role = "segment_fold"} {
+      tile.state_fold trans "seg_trans" ext "seg_ext" start "seg_start" {write_final}
+      return
+    }
+    func.func @gdn_segment_state_output() attributes {tile.grid = "segment", ...} {
+      tile.state_walk start region query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb"
+        readout "aqk" value_form residual_lower carry uniform start_region "seg_start" {write_output}
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["::dgps::tile::TileDialect", "::mlir::func::FuncDialect"];
+}
+
 #endif

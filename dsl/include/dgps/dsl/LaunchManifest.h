@@ -24,6 +24,9 @@ struct LaunchSectionRequest {
   launch::FeatureSet features;             ///< the device encoding of the spec (DeviceFeatures.h)
   std::vector<std::string> forward_roles;  ///< the plan's roles in launch order; empty: no forward
   bool decode = false;                     ///< the package has a decode kernel
+  /// The package also holds the sequence-parallel state pass's kernels (dgps_<name>_fwd_segment_summary,
+  /// _segment_fold, _segment_state_output): write `launch.forward_segmented` (Package.h).
+  bool segmented = false;
 };
 
 /// The device layout fingerprint: the first 16 hex digits of the SHA-256 of the device library's

@@ -44,6 +44,10 @@ struct ForwardArgs {
   int64_t heads_qk;          ///< H.
   int64_t heads_v;           ///< HV.
   float scale;               ///< query scale.
+  /// L, chunks per segment of the sequence-parallel state pass (launch_rules.h SegmentLayout); 0 = the
+  /// ordinary sequential state pass. Read only by the segment kernels (segment_summary, segment_fold,
+  /// segment_state_output); the workspace then also holds the segment regions after the chunk regions.
+  int64_t segment_chunks;
 };
 
 /// Single-token decode: q,k [B,1,H,K] (or [B,H,K]), v [B,1,HV,V]; states are updated in place.

@@ -447,6 +447,85 @@ DGPS_HD inline Geometry forwardGeometry(int role, const FeatureSet& f, const Pro
   return g;
 }
 
+// ---- the sequence-parallel state pass (docs/architecture.md, "Long sequences: the segmented state pass") ---
+/// Segment slots for segments of L chunks (tile/segment_slots.cuh segment_slots): N·⌈⌈T/C⌉/L⌉, or with varlen
+/// ⌊T/(C·L)⌋ + N. Sequence n's segment j is slot first_segment_slot(n) + j; the bound needs no host sync.
+DGPS_HD constexpr long long segmentSlots(const ProblemShape& s, int C, long long L) {
+  return s.varlen ? s.T / (C * L) + s.N : s.N * cdiv(cdiv(s.T, C), L);
+}
+
+/// The segment regions, f32 row-major, after the chunk regions of workspaceLayout (each 256-aligned):
+///   ext   [S][HV][K][V]  E_s, the segment's end state from a zero start (segment_summary)
+///   trans [S][HV][K][K]  M_s, the segment's transition product (segment_summary)
+///   start [S][HV][K][V]  the folded state entering the segment (segment_fold)
+/// `total` is the whole workspace of a segmented forward (chunk regions included).
+struct SegmentLayout {
+  long long slots = 0;
+  long long ext = 0, trans = 0, start = 0;
+  long long total = 0;
+};
+
+DGPS_HD constexpr SegmentLayout segmentLayout(const FeatureSet& f, const ProblemShape& s, const TileConfig& t,
+                                              long long L) {
+  SegmentLayout g;
+  g.slots = segmentSlots(s, t.chunk, L);
+  const long long kv = align_up(g.slots * s.HV * s.K * s.V * 4, 256);
+  long long off = workspaceLayout(f, s, t).total;
+  g.ext = off;
+  off += kv;
+  g.trans = off;
+  off += align_up(g.slots * s.HV * s.K * s.K * 4, 256);
+  g.start = off;
+  off += kv;
+  g.total = off;
+  return g;
+}
+
+/// The kernels of the segmented state pass, in launch order after chunk_local (they replace state_output).
+enum SegmentRole : int {
+  kSegmentSummary = 0,      ///< per (slot, value head): E over value tiles, then M over tiles of M's columns
+  kSegmentFold = 1,         ///< per (sequence, value head, value tile): the fp32 fold over the segments
+  kSegmentStateOutput = 2,  ///< per (slot, value head, value tile): the walk from the folded start, writes o
+};
+constexpr int kSegmentRoles = 3;
+
+DGPS_HD inline const char* segmentRoleName(int role) {
+  return role == kSegmentSummary ? "segment_summary" : role == kSegmentFold ? "segment_fold" : "segment_state_output";
+}
+
+/// Threads of a segment_fold CTA.
+constexpr int kSegmentFoldThreads = 256;
+
+/// Launch geometry of a segment kernel. The summary's grid is S·HV·⌈V/BV⌉ CTAs of E (value tiles) followed by
+/// S·HV·⌈K/BV⌉ CTAs of M (tiles of M's K columns, BV wide); both walks use state_output's block and stages.
+DGPS_HD inline Geometry segmentGeometry(int role, const FeatureSet& f, const ProblemShape& s, const TileConfig& t,
+                                        long long L) {
+  Geometry g;
+  const long long slots = segmentSlots(s, t.chunk, L);
+  const int BV = valueTile((int)s.V, t.block_v);
+  const unsigned long long walkSmem =
+      (unsigned long long)stateOutputSmem(f, (int)s.K, (int)s.V, t.chunk, BV, t.stages, s.f16 != 0).total;
+  switch (role) {
+    case kSegmentSummary:
+      g.grid.x = (unsigned)(slots * s.HV * (cdiv(s.V, BV) + cdiv(s.K, BV)));
+      g.block.x = (unsigned)stateOutputThreads(f, BV);
+      g.smem_bytes = walkSmem;
+      break;
+    case kSegmentFold:
+      g.grid.x = (unsigned)(s.N * s.HV * cdiv(s.V, BV));
+      g.block.x = kSegmentFoldThreads;
+      g.smem_bytes = (unsigned long long)(2 * s.K * BV * 4);
+      break;
+    case kSegmentStateOutput:
+    default:
+      g.grid.x = (unsigned)(slots * s.HV * cdiv(s.V, BV));
+      g.block.x = (unsigned)stateOutputThreads(f, BV);
+      g.smem_bytes = walkSmem;
+      break;
+  }
+  return g;
+}
+
 /// Decode (128 threads): one CTA per (batch row, key head) when preconditioned (the CTA owns the key head's
 /// preconditioner state and loops over its value heads and value tiles), otherwise one CTA per
 /// (batch row, value head, value tile of block_v columns).

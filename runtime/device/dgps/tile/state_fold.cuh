@@ -14,31 +14,16 @@
 // 4 x 4 block of h in registers and reads M and h from shared memory as 16-byte vectors. One barrier per step.
 //
 // Layouts, all f32 row-major in global memory (S = segment slots, segment_slots below; the segments of one
-// sequence are consecutive slots s0 .. s0 + ns − 1):
+// sequence are consecutive slots s0 .. s0 + ns − 1, segment_slots.cuh):
 //   trans [S, HV, K, K], ext [S, HV, K, V], init [N, HV, K, V], start [S, HV, K, V], final [N, HV, K, V].
 // Dynamic shared memory: state_fold_smem_bytes(K).
 #pragma once
 
 #include "dgps/device/platform.cuh"
+#include "dgps/tile/segment_slots.cuh"
 
 namespace dgps {
 namespace tile {
-
-/// Segments of a sequence of `len` tokens in segments of L chunks of C tokens: ⌈⌈len / C⌉ / L⌉ (0 when empty).
-DGPS_DEV int64_t segment_count(int64_t len, int64_t C, int64_t L) { return ((len + C - 1) / C + L - 1) / L; }
-
-/// Slot of the first segment of sequence n without a host sync, as dev::first_slot does for chunks:
-/// n · ⌈⌈T/C⌉/L⌉ for a fixed-length batch (cu null, sequences of seq_len tokens), ⌊bos_n / (C·L)⌋ + n for a
-/// packed batch (each sequence adds at most one partial segment, so the slots of sequence n never reach those
-/// of n + 1). Slots stay below segment_slots(); those between sequences hold no segment and are never written.
-DGPS_DEV int64_t first_segment_slot(const int64_t* cu, int64_t n, int64_t seq_len, int64_t C, int64_t L) {
-  return cu != nullptr ? cu[n] / (C * L) + n : n * segment_count(seq_len, C, L);
-}
-
-/// The slot bound: N · ⌈⌈T/C⌉/L⌉ (fixed length, T = seq_len) or ⌊T/(C·L)⌋ + N (packed, T the token rows).
-DGPS_DEV int64_t segment_slots(bool packed, int64_t N, int64_t T, int64_t C, int64_t L) {
-  return packed ? T / (C * L) + N : N * segment_count(T, C, L);
-}
 
 /// Value columns of one fold CTA and its threads (4 x 4 outputs each: K / 4 row groups x kFoldCols / 4 column
 /// groups, K <= 128).

@@ -22,3 +22,4 @@
 #include "dgps/tile/state_rank_update.cuh"
 #include "dgps/tile/state_rows_product.cuh"
 #include "dgps/tile/value_residual.cuh"
+#include "dgps/tile/state_fold.cuh"

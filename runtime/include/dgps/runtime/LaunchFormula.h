@@ -31,6 +31,7 @@ enum class FormulaSymbol : int {
   varlen,   ///< 1 when cu_seqlens is given
   f16,      ///< 1 when q, k, v, o are fp16 (bf16 otherwise)
   chunk, block_v, warps, stages,
+  L,        ///< chunks per segment of the sequence-parallel state pass (launch.forward_segmented); 0 otherwise
   Count
 };
 

@@ -30,6 +30,11 @@
 //                                                       dynamic shared memory in bytes
 //     workspace: {align: 256, buffers: [{name, bytes}, ...]}   one device buffer, each part starting at
 //                                                       a multiple of `align` (forward only)
+//     forward_segmented: {kernels: [...], buffers: [...]}  optional: the forward with the sequence-parallel
+//                                                       state pass (docs/architecture.md, "Long sequences"),
+//                                                       kernels as in `forward`, launched in order instead of
+//                                                       it; its formulas may read L (chunks per segment,
+//                                                       >= 1); its buffers follow workspace.buffers
 //     decode: {symbol, grid, block, smem}               the single-token decode kernel
 //   tunables: {chunk: [..], block_v: [..], warps: [..], stages: [..]}
 //   default_config: {chunk, block_v, warps, stages}   each a member of its tunables list
@@ -104,6 +109,9 @@ struct LaunchRules {
   std::vector<KernelLaunchRule> forward;   ///< in launch order
   std::int64_t workspace_align = 256;
   std::vector<WorkspaceBufferRule> workspace;
+  /// launch.forward_segmented: the forward with the sequence-parallel state pass (empty when absent).
+  std::vector<KernelLaunchRule> forward_segmented;      ///< in launch order
+  std::vector<WorkspaceBufferRule> workspace_segmented;  ///< after `workspace`'s buffers, same alignment
   bool has_decode = false;
   KernelLaunchRule decode;
 };

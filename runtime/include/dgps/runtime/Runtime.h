@@ -67,6 +67,12 @@ struct LaunchOptions {
   /// Copies cu_seqlens to the host (synchronising `stream`) and checks cu[0] == 0, non-decreasing,
   /// cu[N] <= T before launching. Off by default: it costs a device read and breaks graph capture.
   bool check_cu_seqlens = false;
+  /// The sequence-parallel state pass (docs/architecture.md, "Long sequences: the segmented state pass"):
+  /// L chunks per segment (>= 1: forced; the package must have launch.forward_segmented), 0 = the plain
+  /// sequential state pass. Empty = the environment variable DGPS_SEGMENT_CHUNKS (same meaning, read once
+  /// when the Runtime is made; a package without segmented kernels then runs the plain path), else the
+  /// rule of Runtime::segmentChunks.
+  std::optional<std::int64_t> segment_chunks;
 };
 
 /// One kernel of a loaded variant, with the driver's and ptxas' view of its resources.
@@ -127,10 +133,27 @@ class Runtime {
   /// One decode step: reads and updates state (and precond_state) in place, writes o.
   void decode(const Package& package, const DecodeTensors& tensors, const LaunchOptions& options = {});
 
-  /// Scratch bytes forward needs for `problem` and `config` (pass at least this much as
-  /// ForwardTensors::workspace to avoid internal allocation, e.g. under CUDA graph capture).
+  /// Scratch bytes forward needs for `problem` and `config` with default LaunchOptions (pass at least this much
+  /// as ForwardTensors::workspace to avoid internal allocation, e.g. under CUDA graph capture). It includes the
+  /// segment regions when forward would take the segmented state pass (segmentChunks).
   std::size_t forwardWorkspaceBytes(const Package& package, const ForwardProblem& problem,
                                     const TileConfig& config) const;
+  /// The same for the state-pass choice forward makes with `options` (segmentChunks): a segmented forward also
+  /// holds the per-segment summaries and start states (launch.forward_segmented.buffers).
+  std::size_t forwardWorkspaceBytes(const Package& package, const ForwardProblem& problem, const TileConfig& config,
+                                    const LaunchOptions& options) const;
+
+  /// Chunks per segment of the state pass forward runs (0: the plain sequential pass). options.segment_chunks,
+  /// else DGPS_SEGMENT_CHUNKS, else the rule: a package with launch.forward_segmented, whose plain state pass
+  /// runs N·HV·⌈V/BV⌉ CTAs on a device of S multiprocessors, splits each sequence of NT = ⌈T/chunk⌉ chunks
+  /// (T: the packed tokens with varlen, an upper bound of the longest document; NT >= 32, shorter sequences
+  /// keep the plain pass) when N·HV·⌈V/BV⌉ < S, into
+  /// segments of L = dgps::segment::chooseSegmentChunks (dsl/SegmentScan.h: enough segments to fill the
+  /// device, never shorter than the fold/segment balance) chunks; L >= NT (nothing to split) or no device
+  /// answer gives 0. Throws RuntimeError{InvalidArgument} for a forced L >= 1 on a package without segmented
+  /// kernels, a negative L, or a DGPS_SEGMENT_CHUNKS that is not a non-negative integer.
+  std::int64_t segmentChunks(const Package& package, const ForwardProblem& problem, const TileConfig& config,
+                             const LaunchOptions& options) const;
 
   /// The configuration forward would use for `problem` when none is given: the forward_config resolver's, else
   /// the shape-aware default (DefaultConfig.h: the manifest's, with block_v halved for calls too small to fill

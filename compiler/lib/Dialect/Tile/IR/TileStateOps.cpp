@@ -1,5 +1,5 @@
 // Verifiers of the state-walk tile ops (TileStateOps.td): the operand sources each slot of the walk may name
-// (input tensors or launch_rules.h WorkspaceLayout regions) and that the attributes agree with one another.
+// (input tensors, launch_rules.h WorkspaceLayout regions or the segment regions of SegmentLayout) and that the attributes agree with one another.
 #include "dgps/Dialect/Tile/IR/Tile.h"
 
 using namespace mlir;
@@ -38,6 +38,24 @@ LogicalResult StateWalkOp::verify() {
   if (getColumns() && failed(expectSource(op, "columns", *getColumns(), {"pdec"}))) return failure();
   if (getStart() == StateStart::identity && getWriteOutput())
     return emitOpError("start identity (a transition product) has no read-out: write_output must be absent");
-  if (!getWriteOutput() && !getWriteFinal()) return emitOpError("writes nothing: set write_output or write_final");
+  if ((getStart() == StateStart::identity) != getZeroValues())
+    return emitOpError("start identity and zero_values go together (the transition product of a segment is the "
+                       "walk from the identity with the value term dropped)");
+  if ((getStart() == StateStart::region) != getStartRegion().has_value())
+    return emitOpError() << "start " << stringifyStateStart(getStart()) << " "
+                         << (getStart() == StateStart::region ? "needs" : "takes no") << " start_region";
+  if (getStartRegion() && failed(expectSource(op, "start_region", *getStartRegion(), {"seg_start"}))) return failure();
+  if (getEndRegion() && failed(expectSource(op, "end_region", *getEndRegion(), {getZeroValues() ? "seg_trans" : "seg_ext"})))
+    return failure();
+  if (!getWriteOutput() && !getWriteFinal() && !getEndRegion())
+    return emitOpError("writes nothing: set write_output, write_final or end_region");
+  return success();
+}
+
+LogicalResult StateFoldOp::verify() {
+  Operation* op = getOperation();
+  if (failed(expectSource(op, "trans", getTrans(), {"seg_trans"})) ||
+      failed(expectSource(op, "ext", getExt(), {"seg_ext"})) || failed(expectSource(op, "start", getStart(), {"seg_start"})))
+    return failure();
   return success();
 }

@@ -78,7 +78,12 @@ def Tile_Grid : I32EnumAttr<"Grid", "CTA grid of a tile kernel", [
     // one CTA per (batch row, key head); tile.for_value_tiles visits every value tile of the group.
     I32EnumAttrCase<"key_head", 1>,
     // one CTA per (chunk slot, value head) of a chunked forward role; no tile.for_value_tiles.
-    I32EnumAttrCase<"chunk", 2>]> {
+    I32EnumAttrCase<"chunk", 2>,
+    // one CTA per (segment slot, value head, value tile) of the sequence-parallel state pass; the slot
+    // layout of runtime/device/dgps/tile/segment_slots.cuh, slots without a segment return at once. A
+    // function holding several tile.state_walk ops gives each its own range of CTAs, in order (a walk with
+    // zero_values covers M's column tiles: S·HV·⌈K/BV⌉ CTAs, the others S·HV·⌈V/BV⌉).
+    I32EnumAttrCase<"segment", 3>]> {
   let cppNamespace = "::dgps::tile";
 }
 

@@ -18,8 +18,11 @@ def Tile_StateStart : I32EnumAttr<"StateStart", "start state of a state walk", [
     I32EnumAttrCase<"argument", 0>,
     // zero (a segment's own contribution, e.g. the end state of a segment from a zero start)
     I32EnumAttrCase<"zero", 1>,
-    // the identity (a transition product over a square K x K state)
-    I32EnumAttrCase<"identity", 2>]> {
+    // the identity (a transition product over a square K x K state; needs zero_values)
+    I32EnumAttrCase<"identity", 2>,
+    // the workspace region `start_region` [S, HV, K, V] f32 at the walk's segment slot (the folded start of
+    // a segment of the sequence-parallel state pass)
+    I32EnumAttrCase<"region", 3>]> {
   let cppNamespace = "::dgps::tile";
 }
 
@@ -58,16 +61,38 @@ def Tile_StateWalkOp : Tile_Op<"state_walk"> {
     The state starts as `start` and, when `write_final`, is written to `final_state` [N, HV, K, V] after the
     last chunk. Pad rows of a partial last chunk are exact no-ops (their operands are zero). Products take
     bf16 operands and accumulate in f32; the state enters them as bf16.
+
+    In a function with grid `segment` (the sequence-parallel state pass, docs/math.md §8) the walk covers
+    one segment's chunks instead of the whole sequence; `start region` reads the segment's start from the
+    workspace region `start_region` [S, HV, K, V] and `end_region` writes its end state to a workspace region
+    [S, HV, K, W] f32 at the segment slot (W = V, or K with `zero_values`). `zero_values` drops the value
+    term (V = 0): the state is then K x K (its "value" columns are M's columns, tiled like value tiles) and
+    the walk from the identity is the segment's transition product M: with the delta rule's residual
+    N = −𝒯 diag(c) (R M), with a linear rule N = 0 (only the carry acts).
   }];
   let arguments = (ins Tile_StateStart:$start, StrAttr:$query, StrAttr:$write_key, OptionalAttr<StrAttr>:$read_key,
                        StrAttr:$values, StrAttr:$record, OptionalAttr<StrAttr>:$solve, StrAttr:$readout,
                        Tile_ValueForm:$value_form, Tile_StateCarry:$carry, OptionalAttr<StrAttr>:$columns,
-                       UnitAttr:$write_output, UnitAttr:$write_final);
+                       UnitAttr:$write_output, UnitAttr:$write_final, OptionalAttr<StrAttr>:$start_region,
+                       OptionalAttr<StrAttr>:$end_region, UnitAttr:$zero_values);
   let assemblyFormat = [{
     `start` $start `query` $query `write_key` $write_key (`read_key` $read_key^)? `values` $values
     `record` $record (`solve` $solve^)? `readout` $readout `value_form` $value_form `carry` $carry
-    (`columns` $columns^)? attr-dict
+    (`columns` $columns^)? (`start_region` $start_region^)? (`end_region` $end_region^)? attr-dict
   }];
+}
+
+def Tile_StateFoldOp : Tile_Op<"state_fold"> {
+  let summary = "the sequential fold of the segment summaries of a sequence-parallel state pass";
+  let description = [{
+    In a function with grid `value_tile` (one CTA per sequence, value head and value tile), over the
+    sequence's segments in token order (docs/math.md §8, runtime/device/dgps/tile/state_fold.cuh):
+      h = initial_state[n] (zero when null);  per segment s:  start[s] = h;  h = M_s h + E_s
+      final_state[n] = h                                          (when `write_final`)
+    in f32. `trans` [S, HV, K, K], `ext` [S, HV, K, V] and `start` [S, HV, K, V] name workspace regions.
+  }];
+  let arguments = (ins StrAttr:$trans, StrAttr:$ext, StrAttr:$start, UnitAttr:$write_final);
+  let assemblyFormat = [{ `trans` $trans `ext` $ext `start` $start attr-dict }];
 }
 
 #endif

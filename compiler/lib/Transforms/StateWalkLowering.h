@@ -1,0 +1,44 @@
+// What --dgps-lower-state-output-to-tile and --dgps-lower-segment-roles-to-tile share: the launch contract read
+// off a partitioned forward (tile.launch_features, launch_rules.h FeatureSet), the tile function of one role,
+// and the tile.state_walk that expresses a chunk state pass (its delta-rule coefficient w and its gate).
+#pragma once
+
+#include "dgps/Dialect/Tile/IR/Tile.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace dgps::tile {
+
+/// The forward's launch features (launch_rules.h FeatureSet order: decay, gain, precond, side, source, solve).
+struct ForwardFeatures {
+  int decay = 0;  ///< 0 none, 1 scalar g, 2 per-channel g (the loaded "g")
+  bool gain = false, precond = false, querySide = false, hypergrad = false;
+};
+
+/// Reads the features over the whole forward function, as chunk_local's lowering does: they fix the
+/// workspace and shared-memory layout every role shares.
+ForwardFeatures forwardFeaturesOf(mlir::func::FuncOp forward);
+
+/// Appends `func.func @<base>_<suffix>` (base: the forward's name without "_forward") to `module` with the tile
+/// role, grid and tile.launch_features (solve = delta) attributes, and an entry block; the builder is left at
+/// its start.
+mlir::func::FuncOp createRoleFunction(mlir::ModuleOp module, mlir::func::FuncOp forward, mlir::Location loc,
+                                      llvm::StringRef suffix, llvm::StringRef role, Grid grid,
+                                      const ForwardFeatures& f, bool delta, mlir::OpBuilder& body);
+
+/// How one walk starts and what it writes (TileStateOps.td).
+struct WalkEnds {
+  StateStart start = StateStart::zero;
+  bool writeOutput = false, writeFinal = false, zeroValues = false;
+  llvm::StringRef startRegion, endRegion;  ///< empty: absent
+};
+
+/// Creates the tile.state_walk of a state pass with delta-rule coefficient `w` (null: a linear rule) and gate
+/// `gate` (null, [C] or [C, K]): the operand sources and carry follow from them. Fails, with an error at
+/// `at`, when the gate's rank disagrees with the forward's loaded "g".
+mlir::FailureOr<StateWalkOp> buildStateWalk(mlir::OpBuilder& b, mlir::Location loc, mlir::Operation* at,
+                                            const ForwardFeatures& f, mlir::Value w, mlir::Value gate,
+                                            const WalkEnds& ends);
+
+}  // namespace dgps::tile

@@ -1,0 +1,129 @@
+// GPU check of the sequence-parallel state pass (docs/architecture.md, "Long sequences: the segmented state
+// pass") of one generated package ($DGPS_GPU_PACKAGE): the forward with LaunchOptions::segment_chunks = L
+// (segment_summary, segment_fold, segment_state_output after chunk_local) against the plain forward
+// (segment_chunks = 0) and the float64 reference, for B = 1, T = 4096 and a packed batch with a 3000-token
+// document among short ones (one of 1 token), with initial and final states, at several L (1, a few, the
+// runtime's rule and one longer than the sequence). Fresh seeded inputs, NaN-poisoned outputs and workspace.
+// A package without launch.forward_segmented (a preconditioner) is skipped with the reason. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "GpuTestUtil.h"
+#include "dgps/runtime/Error.h"
+
+namespace dgps {
+namespace {
+
+using gputest::compare;
+using gputest::ErrorStats;
+using gputest::GpuOutputs;
+
+// vs float64: the suite's forward tolerance (bf16 operands, fp32 accumulation and state).
+constexpr double kTolRef = 1.5e-2;
+// vs the plain forward: both round the state to bf16 for the tensor cores, at different points (the
+// segmented state reaches a segment start through the fp32 fold E + M·h), a few 1e-3 relative.
+constexpr double kTolPlain = 1e-2;
+
+class SegmentedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    DGPS_REQUIRE_GPU();
+    const std::string dir = gputest::packageUnderTest();
+    if (dir.empty()) GTEST_SKIP() << "no package: generated/ held no package when the build was configured";
+    pkg_ = std::make_unique<Package>(Package::open(dir));
+    if (pkg_->manifest().launch.forward_segmented.empty())
+      GTEST_SKIP() << pkg_->name() << " has no segmented state pass (launch.forward_segmented): its state pass has "
+                   << "no tile lowering yet (a preconditioner)";
+    RuntimeOptions o;
+    o.cache_dir = std::string(DGPS_GPU_CACHE_DIR);
+    rt_ = std::make_unique<Runtime>(o);
+  }
+
+  // One problem: the plain forward, then the segmented one at each L, each against the plain and float64.
+  void check(const ProblemShape& s, std::uint64_t seed, bool passWorkspace) {
+    const ScalarType act = toScalarType(pkg_->spec().input_dtypes.front());
+    const ReferenceInputs in = generateInputs(pkg_->spec(), s, seed, act);
+    const ReferenceOutputs ref = runReference(pkg_->spec(), in);
+    LaunchOptions plainOpt;
+    plainOpt.segment_chunks = 0;
+    const GpuOutputs plain = gputest::gpuForward(*rt_, *pkg_, in, nullptr, &plainOpt, passWorkspace);
+    const ErrorStats ep = compare(plain.o, ref.o);
+    EXPECT_TRUE(ep.finite && ep.rel <= kTolRef) << "plain o: " << ep.str();
+    const std::int64_t C = pkg_->manifest().default_config.chunk;
+    const std::int64_t NT = (s.seq_len + C - 1) / C;
+    for (std::int64_t L : {std::int64_t(1), std::int64_t(3), std::int64_t(8), NT / 2 + 1, NT + 5}) {
+      SCOPED_TRACE("L=" + std::to_string(L) + " chunks per segment");
+      LaunchOptions opt;
+      opt.segment_chunks = L;
+      const GpuOutputs seg = gputest::gpuForward(*rt_, *pkg_, in, nullptr, &opt, passWorkspace);
+      const ErrorStats eo = compare(seg.o, ref.o), eop = compare(seg.o, plain.o);
+      EXPECT_TRUE(eo.finite && eo.rel <= kTolRef) << "o vs float64: " << eo.str();
+      EXPECT_TRUE(eop.finite && eop.rel <= kTolPlain) << "o vs plain: " << eop.str();
+      if (ref.has_final_state) {
+        ASSERT_TRUE(seg.has_final_state && plain.has_final_state);
+        const ErrorStats es = compare(seg.final_state, ref.final_state), esp = compare(seg.final_state, plain.final_state);
+        EXPECT_TRUE(es.finite && es.rel <= kTolRef) << "final_state vs float64: " << es.str();
+        EXPECT_TRUE(esp.finite && esp.rel <= kTolPlain) << "final_state vs plain: " << esp.str();
+      }
+    }
+  }
+
+  ProblemShape shape(std::int64_t T, int KV) const {
+    ProblemShape s;
+    s.batch = 1;
+    s.seq_len = T;
+    s.heads_qk = pkg_->spec().heads_qk > 0 ? pkg_->spec().heads_qk : 2;
+    s.heads_v = s.heads_qk * pkg_->spec().gva_ratio;
+    s.key_dim = s.value_dim = KV;
+    return s;
+  }
+
+  int dim() const {
+    const Spec& sp = pkg_->spec();
+    for (int d : {128, 64})
+      if (std::count(sp.key_dims.begin(), sp.key_dims.end(), d) && std::count(sp.value_dims.begin(), sp.value_dims.end(), d))
+        return d;
+    return sp.key_dims.front();
+  }
+
+  std::unique_ptr<Package> pkg_;
+  std::unique_ptr<Runtime> rt_;
+};
+
+TEST_F(SegmentedTest, SegmentedForwardMatchesPlainAndReferenceOnOneLongSequence) {
+  check(shape(4096, dim()), 4100, false);
+}
+
+TEST_F(SegmentedTest, SegmentedForwardMatchesPlainAndReferenceOnAMixedVarlenBatch) {
+  if (!pkg_->spec().varlen) GTEST_SKIP() << pkg_->name() << " takes no cu_seqlens";
+  ProblemShape s = shape(0, dim());
+  s.cu_seqlens = {0, 100, 3100, 3101, 3400, 3650};  // 100, 3000, 1, 299, 250 tokens
+  s.seq_len = s.cu_seqlens.back();
+  check(s, 4200, true);  // with a caller's workspace sized by forwardWorkspaceBytes (poisoned)
+}
+
+// The runtime's rule picks the segmented pass for one long sequence on few heads, and the plain pass for a
+// short one; both match the reference (the rule's choice is what a caller without options gets).
+TEST_F(SegmentedTest, TheRuleSegmentsOnlyLongUnderfilledSequences) {
+  if (std::getenv("DGPS_SEGMENT_CHUNKS")) GTEST_SKIP() << "DGPS_SEGMENT_CHUNKS is set: it overrides the rule";
+  const ScalarType act = toScalarType(pkg_->spec().input_dtypes.front());
+  const TileConfig c = pkg_->manifest().default_config;
+  ProblemShape longShape = shape(8192, dim()), shortShape = shape(256, dim());
+  const ReferenceInputs in = generateInputs(pkg_->spec(), longShape, 4300, act);
+  ForwardProblem lp, sp;
+  lp.batch = 1, lp.seq_len = 8192, lp.num_seqs = 1, lp.heads_qk = longShape.heads_qk, lp.heads_v = longShape.heads_v;
+  lp.key_dim = lp.value_dim = dim();
+  sp = lp;
+  sp.seq_len = 256;
+  EXPECT_GT(rt_->segmentChunks(*pkg_, lp, c, LaunchOptions()), 0);
+  EXPECT_EQ(rt_->segmentChunks(*pkg_, sp, c, LaunchOptions()), 0);
+  const ReferenceOutputs ref = runReference(pkg_->spec(), in);
+  const GpuOutputs got = gputest::gpuForward(*rt_, *pkg_, in);
+  const ErrorStats eo = compare(got.o, ref.o);
+  EXPECT_TRUE(eo.finite && eo.rel <= kTolRef) << "o: " << eo.str();
+}
+
+}  // namespace
+}  // namespace dgps

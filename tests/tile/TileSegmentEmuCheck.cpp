@@ -1,0 +1,298 @@
+// CPU check of the sequence-parallel state pass printed from tile IR (dgpsc --codegen=tile-chunk-local,
+// tile-state-output,tile-segment; docs/architecture.md "Long sequences: the segmented state pass"). The package's
+// kernels.cu is compiled for the CPU emulator of tests/emu and launched with launch_rules.h forwardGeometry /
+// segmentGeometry. Per problem, on fresh seeded inputs and NaN-poisoned outputs and workspace:
+//   1. chunk_local writes the workspace (its chunk regions; the segment regions after them stay poisoned);
+//   2. the ordinary walk (state_output) writes o and the final state;
+//   3. with ForwardArgs::segment_chunks = L, segment_summary, segment_fold and segment_state_output write a
+//      second, poisoned o and final state from the same workspace;
+//   4. both are compared with each other and with the float64 reference (dgps::runReference).
+// Tolerances (relative L2 over the tensor): the segmented result is not bit-identical to the ordinary walk. Its
+// state reaches each segment start through E + M·h in f32 instead of the walk itself, and E, M and the
+// corrected walk each enter the tensor cores as bf16 (the state is rounded to bf16 per chunk product, as in
+// the ordinary walk), so the two differ by bf16 rounding of different intermediates: a few 1e-3 relative.
+// kTolPlain = 1e-2 bounds that (the GPU suite's bf16 forward tolerance); against the float64 reference both
+// paths get the same kTolRef = 1e-2.
+// Problems: T = 300 (a partial last chunk), L = 2 chunks per segment, B = 2 with and without an initial state,
+// a packed batch of one long document among short ones (one of 1 token), and GVA (2 value heads per key head)
+// where the spec's reference allows it; K = V = 32 with C = 32, BV = 32, 1 stage (mma.sync) and K = V = 64 with
+// C = 64, BV = 64, 2 stages (the warpgroup-MMA path, emulated), bf16 inputs. The gates are scaled to decay
+// slowly (log-decay × 0.02), so that a segment's transition product M stays far from zero and an error in it
+// shows in o; one problem keeps the generator's faster gates.
+//
+//   dgps-tile-segment-emu-check PACKAGE_DIR WORK_DIR
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dgps/device/abi.h"
+#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/InputGen.h"
+#include "dgps/dsl/Reference.h"
+#include "dgps/dsl/SpecParser.h"
+#include "emu_hooks.h"
+
+namespace {
+
+constexpr double kTolRef = 1e-2;    // bf16 inputs, operands and output vs float64 (the GPU suite's tolerance)
+constexpr double kTolPlain = 1e-2;  // segmented vs ordinary walk: bf16 rounding of different intermediates
+constexpr double kSlowGate = 0.02;  // log-decay scale: e^{0.02·g} ≈ 0.9975 per token
+
+struct Config {
+  int K, chunk, block_v, warps, stages;
+};
+
+/// Relative L2 distance of `got` from `ref` (infinite when `got` holds a non-finite value).
+double relErr(const std::vector<double>& got, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(got[i])) return INFINITY;
+    num += (got[i] - ref[i]) * (got[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num / (den > 0 ? den : 1.0));
+}
+
+std::vector<float> f32Of(const dgps::Tensor& t) {
+  std::vector<float> v((size_t)t.numel());
+  for (std::int64_t i = 0; i < t.numel(); ++i) v[(size_t)i] = (float)t.get(i);
+  return v;
+}
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "dgps-tile-segment-emu-check: %s\n", msg.c_str());
+  return 1;
+}
+
+void* build(const std::string& pkg, const std::string& so, const Config& c) {
+  const std::string cmd = std::string(DGPS_EMU_CXX) + " -O1 -std=c++17 -fPIC -shared -Wno-unknown-pragmas -include " +
+                          DGPS_EMU_DIR + "/emu_prelude.h -I" + DGPS_DEVICE_DIR + " -I" + DGPS_EMU_DIR +
+                          " -DDGPS_EMU_WGMMA=1 -DDGPS_INPUT_BF16=1 -DDGPS_K=" + std::to_string(c.K) +
+                          " -DDGPS_V=" + std::to_string(c.K) + " -DDGPS_CHUNK=" + std::to_string(c.chunk) +
+                          " -DDGPS_BLOCK_V=" + std::to_string(c.block_v) + " -DDGPS_WARPS=" + std::to_string(c.warps) +
+                          " -DDGPS_STAGES=" + std::to_string(c.stages) + " -x c++ " + pkg + "/kernels.cu -o " + so;
+  if (std::system(cmd.c_str()) != 0) {
+    std::fprintf(stderr, "emulator compile failed: %s\n", cmd.c_str());
+    return nullptr;
+  }
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) std::fprintf(stderr, "dlopen: %s\n", dlerror());
+  return h;
+}
+
+dgps::launch::FeatureSet featuresOf(const dgps::Spec& spec) {
+  dgps::launch::FeatureSet f;
+  f.decay = spec.decay.kind == dgps::DecayKind::None ? 0 : spec.decay.kind == dgps::DecayKind::Scalar ? 1 : 2;
+  f.gain = spec.gain.kind == dgps::GainKind::Scalar ? 1 : 0;
+  f.precond = spec.precond.kind == dgps::PrecondKind::Diagonal ? 1 : 0;
+  f.side = spec.precond.side == dgps::PrecondSide::Query ? 1 : 0;
+  f.source = spec.precond.source == dgps::PrecondSource::HypergradOgd ? 1 : 0;
+  f.solve = spec.solve.kind == dgps::SolveKind::Delta ? 1 : 0;
+  return f;
+}
+
+bool launch(void* module, const std::string& sym, const dgps::launch::Geometry& geo, dgps::ForwardArgs& a) {
+  void* fn = dlsym(module, sym.c_str());
+  if (!fn) {
+    std::fprintf(stderr, "no symbol %s\n", sym.c_str());
+    return false;
+  }
+  auto kernel = reinterpret_cast<void (*)(dgps::ForwardArgs)>(fn);
+  char err[512] = {0};
+  if (!dgps_emu::launch([&] { kernel(a); }, geo.grid.x, geo.block.x, geo.smem_bytes, err, sizeof err)) {
+    std::fprintf(stderr, "emulator (%s): %s\n", sym.c_str(), err);
+    return false;
+  }
+  return true;
+}
+
+struct Problem {
+  const char* what;
+  std::int64_t B, T, H;
+  std::vector<std::int64_t> cu;
+  bool initial, slowGates;
+  int gva;  ///< value heads per key head
+};
+
+/// One problem: the ordinary and the segmented state pass on one workspace, then o and the final state.
+bool checkOnce(const dgps::Spec& spec, void* module, const Config& cfg, const Problem& p, std::int64_t L,
+               std::uint64_t seed) {
+  dgps::ProblemShape s;
+  s.batch = p.B;
+  s.seq_len = p.T;
+  s.heads_qk = p.H;
+  s.heads_v = p.H * p.gva;
+  s.key_dim = s.value_dim = cfg.K;
+  s.cu_seqlens = p.cu;
+  dgps::InputGenOptions opt;
+  opt.initial_state = p.initial;
+  dgps::ReferenceInputs in = dgps::generateInputs(spec, s, seed, dgps::ScalarType::BF16, opt);
+  if (p.slowGates && in.count("g"))
+    for (std::int64_t i = 0; i < in.at("g").numel(); ++i) in.at("g").set(i, kSlowGate * in.at("g").get(i));
+  const dgps::ReferenceOutputs ref = dgps::runReference(spec, in);
+  const std::int64_t HV = s.heads_v, K = cfg.K, V = K, N = s.numSeqs();
+
+  auto floats = [&](const char* n) { return in.count(n) ? f32Of(in.at(n)) : std::vector<float>(); };
+  std::vector<float> g = floats("g"), beta = floats("beta"), s0 = floats("initial_state");
+  std::vector<std::int64_t> cuv = p.cu;
+  const size_t nO = (size_t)(p.B * p.T * HV * V), nS = (size_t)(N * HV * K * V);
+  std::vector<std::uint16_t> oPlain(nO, 0x7fc1), oSeg;  // poison: NaN
+  std::vector<float> sPlain(nS, NAN), sSeg(nS, NAN);
+  auto ptr = [](std::vector<float>& v) -> const float* { return v.empty() ? nullptr : v.data(); };
+
+  const dgps::launch::FeatureSet f = featuresOf(spec);
+  dgps::launch::ProblemShape ls;
+  ls.B = p.B;
+  ls.T = p.T;
+  ls.N = N;
+  ls.H = p.H;
+  ls.HV = HV;
+  ls.K = K;
+  ls.V = V;
+  ls.varlen = p.cu.empty() ? 0 : 1;
+  dgps::launch::TileConfig tc;
+  tc.chunk = cfg.chunk;
+  tc.block_v = cfg.block_v;
+  tc.warps = cfg.warps;
+  tc.stages = cfg.stages;
+  const dgps::launch::SegmentLayout G = dgps::launch::segmentLayout(f, ls, tc, L);
+  std::vector<unsigned char> ws((size_t)G.total + 256, 0xFF);  // NaN bytes in every f32 region
+
+  dgps::ForwardArgs a{};
+  a.q = in.at("q").data();
+  a.k = in.at("k").data();
+  a.v = in.at("v").data();
+  a.g = ptr(g);
+  a.beta = ptr(beta);
+  a.initial_state = ptr(s0);
+  a.cu_seqlens = cuv.empty() ? nullptr : cuv.data();
+  a.workspace = ws.data();
+  a.batch = p.B;
+  a.seq_len = p.T;
+  a.num_seqs = N;
+  a.heads_qk = p.H;
+  a.heads_v = HV;
+  a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)K));
+  a.o = oPlain.data();
+  a.final_state = ref.has_final_state ? sPlain.data() : nullptr;
+
+  const std::string prefix = "dgps_" + spec.name + "_fwd_";
+  using dgps::launch::forwardGeometry;
+  bool ok = launch(module, prefix + "chunk_local", forwardGeometry(dgps::launch::kChunkLocal, f, ls, tc), a);
+  oSeg = oPlain;  // what chunk_local wrote into o (it zeroes varlen rows past the last document) in both
+  ok = ok && launch(module, prefix + "state_output", forwardGeometry(dgps::launch::kStateOutput, f, ls, tc), a);
+  a.o = oSeg.data();
+  a.final_state = ref.has_final_state ? sSeg.data() : nullptr;
+  a.segment_chunks = L;
+  for (int r = 0; r < dgps::launch::kSegmentRoles && ok; ++r)
+    ok = launch(module, prefix + dgps::launch::segmentRoleName(r), dgps::launch::segmentGeometry(r, f, ls, tc, L), a);
+  if (!ok) return false;
+
+  auto bf16s = [](const std::vector<std::uint16_t>& o) {
+    std::vector<double> d(o.size());
+    for (size_t i = 0; i < o.size(); ++i) d[i] = dgps::bf16BitsToDouble(o[i]);
+    return d;
+  };
+  const std::vector<double> oP = bf16s(oPlain), oS = bf16s(oSeg), oR = ref.o.toDoubles();
+  const double eoPlain = relErr(oS, oP), eoRef = relErr(oS, oR), eoPlainRef = relErr(oP, oR);
+  double esPlain = 0, esRef = 0;
+  if (ref.has_final_state) {
+    const std::vector<double> fP(sPlain.begin(), sPlain.end()), fS(sSeg.begin(), sSeg.end());
+    esPlain = relErr(fS, fP);
+    esRef = relErr(fS, ref.final_state.toDoubles());
+  }
+  const bool pass = eoPlain <= kTolPlain && esPlain <= kTolPlain && eoRef <= kTolRef && esRef <= kTolRef &&
+                    eoPlainRef <= kTolRef;
+  std::printf(
+      "  %s C=%d K=V=%d L=%lld %s (B=%lld T=%lld N=%lld H=%lld HV=%lld%s%s, %lld segment slots): segmented vs "
+      "ordinary o %.3g, final state %.3g; vs float64 o %.3g (ordinary %.3g), final state %.3g  %s\n",
+      spec.name.c_str(), cfg.chunk, cfg.K, (long long)L, p.what, (long long)p.B, (long long)p.T, (long long)N,
+      (long long)p.H, (long long)HV, s0.empty() ? "" : ", initial state", p.slowGates ? ", slow gates" : "",
+      (long long)G.slots, eoPlain, esPlain, eoRef, eoPlainRef, esRef, pass ? "ok" : "FAIL");
+  return pass;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  if (argc != 3) return fail("usage: dgps-tile-segment-emu-check PACKAGE_DIR WORK_DIR");
+  const std::string pkg = argv[1], work = argv[2];
+  std::ifstream cu(pkg + "/kernels.cu");
+  if (!cu) {
+    std::printf("SKIPPED: no package %s (scripts/gen_tile_segment.sh writes one only for a spec whose state pass has "
+                "a tile lowering; a preconditioned forward has none yet)\n", pkg.c_str());
+    return 77;
+  }
+  std::stringstream text;
+  text << cu.rdbuf();
+  dgps::ParseResult parsed = dgps::parseSpecFile(pkg + "/spec.yaml");
+  if (!parsed.ok()) return fail("cannot parse " + pkg + "/spec.yaml");
+  dgps::Spec spec = *parsed.spec;
+  if (text.str().find("dgps_" + spec.name + "_fwd_segment_summary(") == std::string::npos)
+    return fail(pkg + "/kernels.cu has no segment kernels (compile it with --codegen=...,tile-segment)");
+  // The kernels take any K, V the launch rules allow; dims the spec does not list are added to a copy of the
+  // spec for the reference and the input generator (the spec's dims limit its packages' tuning, not the maths).
+  for (int d : {32, 64}) {
+    if (!std::count(spec.key_dims.begin(), spec.key_dims.end(), d)) spec.key_dims.push_back(d);
+    if (!std::count(spec.value_dims.begin(), spec.value_dims.end(), d)) spec.value_dims.push_back(d);
+  }
+  const std::int64_t H = spec.heads_qk > 0 ? spec.heads_qk : 2;
+  // GVA: 2 value heads per key head (or the spec's ratio) when the reference accepts it.
+  dgps::Spec gva = spec;
+  gva.gva_ratio = spec.gva_ratio > 1 ? spec.gva_ratio : 2;
+  bool gvaOk = true;
+  try {
+    dgps::ProblemShape probe;
+    probe.batch = 1;
+    probe.seq_len = 8;
+    probe.heads_qk = 1;
+    probe.heads_v = gva.gva_ratio;
+    probe.key_dim = probe.value_dim = 32;
+    (void)dgps::generateInputs(gva, probe, 1, dgps::ScalarType::BF16);
+  } catch (const std::exception& e) {
+    gvaOk = false;
+    std::printf("  %s: no GVA problem (%s)\n", spec.name.c_str(), e.what());
+  }
+  const std::int64_t ratio = spec.gva_ratio > 0 ? spec.gva_ratio : 1;
+  // a long document among short ones, one of them a single token; the buffer ends with rows of no document
+  const std::vector<std::int64_t> packed = {0, 7, 8, 230, 251, 290};
+  const Problem problems[] = {
+      {"dense", 2, 300, H, {}, true, true, (int)ratio},
+      {"dense", 2, 300, H, {}, false, true, (int)ratio},
+      {"dense, generator gates", 1, 300, H, {}, true, false, (int)ratio},
+      {"packed", 1, 300, H, packed, true, true, (int)ratio},
+  };
+  const Config configs[] = {{32, 32, 32, 4, 1}, {64, 64, 64, 4, 2}};
+  bool ok = true;
+  std::uint64_t seed = 9300;
+  for (const Config& c : configs) {
+    const std::string so = work + "/" + spec.name + "_segment_k" + std::to_string(c.K) + ".so";
+    void* module = build(pkg, so, c);
+    if (!module) return fail("cannot build the emulated kernels of " + spec.name);
+    for (const Problem& p : problems) {
+      if (!p.cu.empty() && !spec.varlen) continue;
+      ok = checkOnce(spec, module, c, p, 2, ++seed) && ok;
+    }
+    if (gvaOk) ok = checkOnce(gva, module, c, {"GVA", 1, 300, 1, {}, true, true, (int)gva.gva_ratio}, 2, ++seed) && ok;
+    // one segment per sequence (L past the sequence's chunks): the fold is one step from the initial state
+    ok = checkOnce(spec, module, c, problems[0], 64, ++seed) && ok;
+  }
+  return ok ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+}
