@@ -115,15 +115,18 @@ std::vector<std::pair<std::string, std::string>> workspaceBuffers(const FeatureS
 const char* const kSegmentSlots = "select(varlen, T / (chunk * L) + N, N * cdiv(cdiv(T, chunk), L))";
 
 // launch_rules.h segmentGeometry: the summary walks E over value tiles then M over tiles of M's K columns with
-// state_output's block and stages; the fold one CTA per (sequence, value head, value tile), kSegmentFoldThreads
-// threads and two [K, BV] f32 buffers; the corrected walk as state_output over segment slots.
+// state_output's block and stages; the fold one CTA per (sequence, value head, slab of kSegmentFoldCols value
+// columns), kSegmentFoldThreads threads, segmentFoldSmem bytes; the corrected walk as state_output over segment
+// slots.
 bool segmentGeometry(const std::string& role, const FeatureSet& f, Geometry* g) {
   const std::string slots = std::string(kSegmentSlots) + " * HV";
   const std::string block = "BV / 16 * 32";
   if (role == "segment_summary") {
     *g = {slots + " * (cdiv(V, BV) + cdiv(K, BV))", block, stateOutputSmem(f)};
   } else if (role == "segment_fold") {
-    *g = {"N * HV * cdiv(V, BV)", std::to_string(launch::kSegmentFoldThreads), "2 * K * BV * 4"};
+    const std::string cols = std::to_string(launch::kSegmentFoldCols);
+    *g = {"N * HV * cdiv(V, " + cols + ")", std::to_string(launch::kSegmentFoldThreads),
+          "(2 * K * (K + 4) + 2 * K * " + cols + ") * 4"};
   } else if (role == "segment_state_output") {
     *g = {slots + " * cdiv(V, BV)", block, stateOutputSmem(f)};
   } else {

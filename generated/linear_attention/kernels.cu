@@ -214,21 +214,22 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dg
   dgps_linear_attention_fwd_segment_summary_walk1(a, bid);
 }
 extern "C" __global__ void __launch_bounds__(dgps::launch::kSegmentFoldThreads) dgps_linear_attention_fwd_segment_fold(dgps::ForwardArgs a) {
-  // Generated from tile IR (linear_attention_segment_fold, grid value_tile: one CTA per sequence, value head and value tile; launch_rules.h segmentGeometry).
+  // Generated from tile IR (linear_attention_segment_fold, one CTA per sequence, value head and slab of kSegmentFoldCols value columns; launch_rules.h segmentGeometry).
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
-  constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, BV = dgps::cfg::BV;
+  constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V;
+  constexpr int FC = dgps::launch::kSegmentFoldCols;
+  static_assert(FC == t::kFoldCols && dgps::launch::kSegmentFoldThreads == t::kFoldThreads, "");
   constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{0, 0, 0, 0, 0, 0};
   const int64_t Ls = a.segment_chunks;  // chunks per segment
   if (Ls < 1) return;  // launched only with a segment length
   const dgps::launch::SegmentLayout G = dgps::launch::segmentLayout(F, dev::shape_of<void>(a), dev::tile_of(), Ls);
-  constexpr int64_t VT = (V + BV - 1) / BV;
+  constexpr int64_t VT = (V + FC - 1) / FC;
   const int64_t HV = a.heads_v, bid = dev::block_x();
   const int64_t vt = bid % VT, nh = bid / VT, hv = nh % HV, n = nh / HV;
   const dev::Seq sq = dev::seq_of(a, n);
   unsigned char* const ws = static_cast<unsigned char*>(a.workspace);
-  float* const X = reinterpret_cast<float*>(dev::dyn_smem());  // two [K, BV] f32 buffers
-  t::state_fold<BV>(X, X + K * BV, reinterpret_cast<const float*>(ws + G.trans), reinterpret_cast<const float*>(ws + G.ext), a.initial_state, reinterpret_cast<float*>(ws + G.start), a.final_state, n, t::first_segment_slot(a.cu_seqlens, n, a.seq_len, C, Ls), t::segment_count(sq.len, C, Ls), hv, HV, K, V, (int)vt * BV, dev::tid(), dev::nthreads());
+  t::state_fold<K>(reinterpret_cast<float*>(dev::dyn_smem()), reinterpret_cast<const float*>(ws + G.trans), reinterpret_cast<const float*>(ws + G.ext), a.initial_state, reinterpret_cast<float*>(ws + G.start), a.final_state, n, t::first_segment_slot(a.cu_seqlens, n, a.seq_len, C, Ls), t::segment_count(sq.len, C, Ls), hv, HV, V, (int)vt * FC, dev::tid());
 }
 static __device__ __forceinline__ void dgps_linear_attention_fwd_segment_state_output_walk0(const dgps::ForwardArgs& a, int64_t bid) {
   namespace t = dgps::tile;

@@ -367,25 +367,27 @@ FailureOr<std::string> emitTileFoldKernel(func::FuncOp fn, const std::string& sy
   os << "extern \"C\" __global__ void __launch_bounds__(dgps::launch::kSegmentFoldThreads) " << symbol
      << "(dgps::ForwardArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str()
-     << ", grid value_tile: one CTA per sequence, value head and value tile; launch_rules.h segmentGeometry).\n";
+     << ", one CTA per sequence, value head and slab of kSegmentFoldCols value columns; launch_rules.h "
+        "segmentGeometry).\n";
   os << "  namespace t = dgps::tile;\n  namespace dev = dgps::dev;\n";
-  os << "  constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, BV = dgps::cfg::BV;\n";
+  os << "  constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V;\n";
+  os << "  constexpr int FC = dgps::launch::kSegmentFoldCols;\n";
+  os << "  static_assert(FC == t::kFoldCols && dgps::launch::kSegmentFoldThreads == t::kFoldThreads, \"\");\n";
   os << "  constexpr dgps::launch::FeatureSet F = " << features->second << ";\n";
   os << "  const int64_t Ls = a.segment_chunks;  // chunks per segment\n";
   os << "  if (Ls < 1) return;  // launched only with a segment length\n";
   os << "  const dgps::launch::SegmentLayout G = dgps::launch::segmentLayout(F, dev::shape_of<void>(a), "
         "dev::tile_of(), Ls);\n";
-  os << "  constexpr int64_t VT = (V + BV - 1) / BV;\n";
+  os << "  constexpr int64_t VT = (V + FC - 1) / FC;\n";
   os << "  const int64_t HV = a.heads_v, bid = dev::block_x();\n";
   os << "  const int64_t vt = bid % VT, nh = bid / VT, hv = nh % HV, n = nh / HV;\n";
   os << "  const dev::Seq sq = dev::seq_of(a, n);\n";
   os << "  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);\n";
-  os << "  float* const X = reinterpret_cast<float*>(dev::dyn_smem());  // two [K, BV] f32 buffers\n";
-  os << "  t::state_fold<BV>(X, X + K * BV, reinterpret_cast<const float*>(ws + G.trans), "
+  os << "  t::state_fold<K>(reinterpret_cast<float*>(dev::dyn_smem()), reinterpret_cast<const float*>(ws + G.trans), "
         "reinterpret_cast<const float*>(ws + G.ext), a.initial_state, reinterpret_cast<float*>(ws + G.start), "
      << (fold.getWriteFinal() ? "a.final_state" : "nullptr")
-     << ", n, t::first_segment_slot(a.cu_seqlens, n, a.seq_len, C, Ls), t::segment_count(sq.len, C, Ls), hv, HV, K, V, "
-        "(int)vt * BV, dev::tid(), dev::nthreads());\n";
+     << ", n, t::first_segment_slot(a.cu_seqlens, n, a.seq_len, C, Ls), t::segment_count(sq.len, C, Ls), hv, HV, V, "
+        "(int)vt * FC, dev::tid());\n";
   os << "}\n";
   return os.str();
 }

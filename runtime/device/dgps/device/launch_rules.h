@@ -493,8 +493,13 @@ DGPS_HD inline const char* segmentRoleName(int role) {
   return role == kSegmentSummary ? "segment_summary" : role == kSegmentFold ? "segment_fold" : "segment_state_output";
 }
 
-/// Threads of a segment_fold CTA.
-constexpr int kSegmentFoldThreads = 256;
+/// A segment_fold CTA (tile/state_fold.cuh, whose kFoldThreads / kFoldCols these mirror): kSegmentFoldThreads
+/// threads fold kSegmentFoldCols value columns (columns fold independently, so the fold's grid is finer than the
+/// walk's value tile: the fold is the segmented pass's sequential critical path). Dynamic shared memory: two
+/// stages of M_s [K][K + 4] and two h slabs [K][kSegmentFoldCols], f32.
+constexpr int kSegmentFoldThreads = 128;
+constexpr int kSegmentFoldCols = 16;
+DGPS_HD constexpr long long segmentFoldSmem(long long K) { return (2 * K * (K + 4) + 2 * K * kSegmentFoldCols) * 4; }
 
 /// Launch geometry of a segment kernel. The summary's grid is S·HV·⌈V/BV⌉ CTAs of E (value tiles) followed by
 /// S·HV·⌈K/BV⌉ CTAs of M (tiles of M's K columns, BV wide); both walks use state_output's block and stages.
@@ -512,9 +517,9 @@ DGPS_HD inline Geometry segmentGeometry(int role, const FeatureSet& f, const Pro
       g.smem_bytes = walkSmem;
       break;
     case kSegmentFold:
-      g.grid.x = (unsigned)(s.N * s.HV * cdiv(s.V, BV));
+      g.grid.x = (unsigned)(s.N * s.HV * cdiv(s.V, kSegmentFoldCols));
       g.block.x = kSegmentFoldThreads;
-      g.smem_bytes = (unsigned long long)(2 * s.K * BV * 4);
+      g.smem_bytes = (unsigned long long)segmentFoldSmem(s.K);
       break;
     case kSegmentStateOutput:
     default:
