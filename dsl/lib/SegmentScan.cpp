@@ -80,13 +80,9 @@ std::vector<std::size_t> foldOrder(const std::vector<Segment>& segments, std::in
 
 std::int64_t chooseSegmentChunks(const SegmentRuleInputs& in) {
   const std::int64_t nt = std::max<std::int64_t>(1, in.chunksPerSeq);
-  if (in.parallelWork >= in.smCount || in.parallelWork < 1) return nt;
-  const std::int64_t perSeq = (in.smCount + in.parallelWork - 1) / in.parallelWork;
-  const std::int64_t fill = (nt + perSeq - 1) / perSeq;
-  const double ratio = static_cast<double>(std::max<std::int64_t>(1, in.K)) /
-                       (4.0 * static_cast<double>(std::max<std::int64_t>(1, in.C)));
-  const auto balance = static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(nt) * ratio)));
-  return std::clamp<std::int64_t>(std::max(fill, balance), 1, nt);
+  if (in.parallelWork < 1 || in.smCount < 1 || 4 * in.parallelWork > in.smCount || nt < kMinSegmentedChunks) return nt;
+  const std::int64_t segments = (2 * in.smCount + in.parallelWork - 1) / in.parallelWork;
+  return std::clamp<std::int64_t>(std::max<std::int64_t>((nt + segments - 1) / segments, 16), 1, nt);
 }
 
 }  // namespace dgps::segment

@@ -69,10 +69,6 @@ constexpr std::size_t kSegmentedSlot = detail::kMaxForwardKernels;
 constexpr std::size_t kDecodeSlot = 2 * detail::kMaxForwardKernels;
 constexpr std::size_t kKernelSlots = 2 * detail::kMaxForwardKernels + 1;
 
-// Sequences shorter than this many chunks keep the plain state pass under the automatic rule: the segmented
-// pass walks every chunk twice (summary and corrected walk) plus M and adds two launches, which a short
-// sequence's walk cannot amortise (docs/math.md §8.5). A first guess to be timed on the GPU.
-constexpr std::int64_t kMinSegmentedChunks = 32;
 
 struct LoadedModule {
   CUcontext context = nullptr;
@@ -446,7 +442,7 @@ std::int64_t Runtime::segmentChunks(const Package& package, const ForwardProblem
   rule.smCount = impl_->smCount(p.device);
   rule.K = p.key_dim;
   rule.C = C;
-  if (rule.smCount < 1 || rule.chunksPerSeq < kMinSegmentedChunks) return 0;
+  if (rule.smCount < 1) return 0;
   const std::int64_t L = segment::chooseSegmentChunks(rule);
   return L < rule.chunksPerSeq ? L : 0;
 }

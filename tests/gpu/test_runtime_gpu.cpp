@@ -226,7 +226,10 @@ TEST_F(RuntimeGpuTest, VariantInfoAndCaches) {
   EXPECT_EQ(a.target.arch, deviceComputeCapability(0).major == 9 && deviceComputeCapability(0).minor == 0
                                ? std::string("sm_90a")
                                : a.target.arch);
-  EXPECT_EQ(a.kernels.size(), pkg_->manifest().forward_symbols.size() + (pkg_->manifest().has_decode ? 1 : 0));
+  // every kernel the variant loads: launch.forward's, launch.forward_segmented's (its chunk_local is listed
+  // again) and decode
+  EXPECT_EQ(a.kernels.size(), pkg_->manifest().forward_symbols.size() + pkg_->manifest().launch.forward_segmented.size() +
+                                  (pkg_->manifest().has_decode ? 1 : 0));
   for (const auto& k : a.kernels) {
     EXPECT_GT(k.registers, 0) << k.symbol;
     EXPECT_EQ(k.local_bytes, 0) << k.symbol << " spills to local memory (docs/math.md §7.5)";

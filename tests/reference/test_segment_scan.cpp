@@ -130,12 +130,18 @@ TEST(SegmentScan, SegmentLengthRule) {
   in.chunksPerSeq = 512, in.K = 128, in.C = 64, in.smCount = 132;
   in.parallelWork = 132;  // the pass already fills the GPU: no split
   EXPECT_EQ(segment::chooseSegmentChunks(in), 512);
-  in.parallelWork = 16;  // B = 1, HV = 16 at T = 32768: 9 segments per sequence fill 132 SMs
+  in.parallelWork = 34;  // a quarter of the GPU or more is busy: three walks would not pay back
+  EXPECT_EQ(segment::chooseSegmentChunks(in), 512);
+  in.parallelWork = 32;  // B = 1, HV = 16, two 64-column value tiles at T = 32768: 9 segments of 57 chunks
   EXPECT_EQ(segment::chooseSegmentChunks(in), 57);
-  in.parallelWork = 1;  // one pair: 132 segments would be 4 chunks each; the fold balance keeps 16
+  in.parallelWork = 16;  // 128-column value tiles: 17 segments of 31 chunks
+  EXPECT_EQ(segment::chooseSegmentChunks(in), 31);
+  in.parallelWork = 1;  // one pair: 264 segments would be 2 chunks each; each segment keeps 16
   EXPECT_EQ(segment::chooseSegmentChunks(in), 16);
-  in.chunksPerSeq = 3;  // never longer than the sequence
-  EXPECT_EQ(segment::chooseSegmentChunks(in), 2);
+  in.chunksPerSeq = segment::kMinSegmentedChunks - 1;  // too short to gain
+  EXPECT_EQ(segment::chooseSegmentChunks(in), segment::kMinSegmentedChunks - 1);
+  in.chunksPerSeq = 64, in.parallelWork = 128;  // B = 8, T = 4096: measured 2x slower split, so no split
+  EXPECT_EQ(segment::chooseSegmentChunks(in), 64);
   in.chunksPerSeq = 0;
   EXPECT_EQ(segment::chooseSegmentChunks(in), 1);
 }

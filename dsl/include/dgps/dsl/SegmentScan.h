@@ -125,13 +125,19 @@ struct SegmentRuleInputs {
   std::int64_t K = 128, C = 64;
 };
 
-/// The segment length in chunks L (1 ≤ L ≤ chunksPerSeq; chunksPerSeq means "do not split"):
-///   - no split when the sequential pass already fills the GPU (parallelWork ≥ smCount);
-///   - otherwise enough segments per sequence to fill it, L_fill = ⌈NT / ⌈smCount / parallelWork⌉⌉,
-///     but never shorter than the length that balances the sequential fold against the segment work,
-///     L_bal = ⌈sqrt(NT · K / (4C))⌉: a segment's summary and rerun cost ≈ 2 · L chunk steps of 4CKV
-///     FLOPs each, the fold 2K²V per segment, so time ∝ 2L + (NT / L) · K / (2C), minimal at L_bal.
-///   L = clamp(max(L_fill, L_bal), 1, NT). docs/math.md §8.
+/// The segment length in chunks L (1 ≤ L ≤ chunksPerSeq; chunksPerSeq means "do not split"). The segmented
+/// pass walks each chunk about three times (E and M summaries, the corrected walk) plus a cheap fold, so it
+/// pays only where the sequential pass leaves most of the GPU idle. Measured on the H200 (docs/performance.md,
+/// run 7): at B = 1, T = 32768, H = 16, K = V = 128 (parallelWork 32, NT 512) L = 64 is 1.69x faster than
+/// the plain pass and L = 32 1.64x, but 5 segments (L = 103) only 1.33x; at B = 8, T = 4096 (parallelWork 128,
+/// NT 64) two segments made the forward 2x slower. Hence:
+///   - no split unless 4 · parallelWork ≤ smCount and NT ≥ kMinSegmentedChunks;
+///   - otherwise S = ⌈2 · smCount / parallelWork⌉ segments per sequence (the walks fill the GPU about twice),
+///     L = max(⌈NT / S⌉, 16) (a segment's walk amortises its fold step), clamped to NT.
 std::int64_t chooseSegmentChunks(const SegmentRuleInputs& in);
+
+/// Sequences shorter than this many chunks keep the plain state pass (chooseSegmentChunks): the shortest
+/// measured to gain is 512 chunks; 256 is a conservative extrapolation.
+constexpr std::int64_t kMinSegmentedChunks = 256;
 
 }  // namespace dgps::segment
