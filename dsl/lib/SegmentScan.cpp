@@ -78,11 +78,30 @@ std::vector<std::size_t> foldOrder(const std::vector<Segment>& segments, std::in
   return order;
 }
 
+namespace {
+
+/// Whole waves needed to run `ctas` CTAs on `slots` resident slots.
+double waves(std::int64_t ctas, std::int64_t slots) { return static_cast<double>((ctas + slots - 1) / slots); }
+
+}  // namespace
+
 std::int64_t chooseSegmentChunks(const SegmentRuleInputs& in) {
   const std::int64_t nt = std::max<std::int64_t>(1, in.chunksPerSeq);
-  if (in.parallelWork < 1 || in.smCount < 1 || 4 * in.parallelWork > in.smCount || nt < kMinSegmentedChunks) return nt;
-  const std::int64_t segments = (2 * in.smCount + in.parallelWork - 1) / in.parallelWork;
-  return std::clamp<std::int64_t>(std::max<std::int64_t>((nt + segments - 1) / segments, 16), 1, nt);
+  if (in.parallelWork < 1 || in.smCount < 1 || nt < kMinSegmentedChunks) return nt;
+  const std::int64_t slots = in.smCount * std::max<std::int64_t>(1, in.ctasPerSm);
+  const std::int64_t summary = in.summaryWork > 0 ? in.summaryWork : 2 * in.parallelWork;
+  const double plain = static_cast<double>(nt) * waves(in.parallelWork, slots);
+  double best = plain * (1.0 - kSegmentMinGain);
+  std::int64_t bestL = nt;
+  for (std::int64_t s = 2; s <= nt / kMinSegmentChunks; ++s) {
+    const std::int64_t L = (nt + s - 1) / s;
+    const std::int64_t segments = (nt + L - 1) / L;  // S rounded to what L = ⌈NT / S⌉ really cuts
+    const double cost = static_cast<double>(L) * (kSummaryStepCost * waves(segments * summary, slots) +
+                                                  waves(segments * in.parallelWork, slots)) +
+                        kFoldStepCost * static_cast<double>(segments);
+    if (cost < best) best = cost, bestL = L;
+  }
+  return bestL;
 }
 
 }  // namespace dgps::segment

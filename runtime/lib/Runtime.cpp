@@ -438,7 +438,10 @@ std::int64_t Runtime::segmentChunks(const Package& package, const ForwardProblem
   const std::int64_t C = config.chunk > 0 ? config.chunk : 64;
   const std::int64_t BV = std::min<std::int64_t>(config.block_v, (p.value_dim + 15) / 16 * 16);
   rule.chunksPerSeq = (p.seq_len + C - 1) / C;
-  rule.parallelWork = p.num_seqs * p.heads_v * ((p.value_dim + BV - 1) / std::max<std::int64_t>(BV, 1));
+  const auto tiles = [&](std::int64_t d) { return (d + BV - 1) / std::max<std::int64_t>(BV, 1); };
+  rule.parallelWork = p.num_seqs * p.heads_v * tiles(p.value_dim);
+  // segment_summary's grid: the E walk's value tiles and the M walk's K-column tiles (launch.forward_segmented)
+  rule.summaryWork = p.num_seqs * p.heads_v * (tiles(p.value_dim) + tiles(p.key_dim));
   rule.smCount = impl_->smCount(p.device);
   rule.K = p.key_dim;
   rule.C = C;

@@ -11,6 +11,7 @@
 #include <cstdlib>
 
 #include "GpuTestUtil.h"
+#include "dgps/dsl/SegmentScan.h"
 #include "dgps/runtime/Error.h"
 
 namespace dgps {
@@ -110,10 +111,12 @@ TEST_F(SegmentedTest, TheRuleSegmentsOnlyLongUnderfilledSequences) {
   if (std::getenv("DGPS_SEGMENT_CHUNKS")) GTEST_SKIP() << "DGPS_SEGMENT_CHUNKS is set: it overrides the rule";
   const ScalarType act = toScalarType(pkg_->spec().input_dtypes.front());
   const TileConfig c = pkg_->manifest().default_config;
-  ProblemShape longShape = shape(8192, dim()), shortShape = shape(256, dim());
+  // Long enough for the rule (segment::kMinSegmentedChunks chunks of the default length).
+  const std::int64_t longT = segment::kMinSegmentedChunks * c.chunk;
+  ProblemShape longShape = shape(longT, dim()), shortShape = shape(256, dim());
   const ReferenceInputs in = generateInputs(pkg_->spec(), longShape, 4300, act);
   ForwardProblem lp, sp;
-  lp.batch = 1, lp.seq_len = 8192, lp.num_seqs = 1, lp.heads_qk = longShape.heads_qk, lp.heads_v = longShape.heads_v;
+  lp.batch = 1, lp.seq_len = longT, lp.num_seqs = 1, lp.heads_qk = longShape.heads_qk, lp.heads_v = longShape.heads_v;
   lp.key_dim = lp.value_dim = dim();
   sp = lp;
   sp.seq_len = 256;

@@ -72,10 +72,11 @@ class VariantReuseGpuTest : public ::testing::Test {
 
 TEST_F(VariantReuseGpuTest, InterleavedVariantsEachGetTheirOwnKernels) {
   const Manifest& m = pkg_->manifest();
+  const std::int64_t own = pkg_->spec().gva_ratio;  // the package's own value heads per query/key head
   std::vector<Call> calls;
   std::uint64_t seed = 7100;
   for (DType dt : pkg_->spec().input_dtypes) {
-    calls.push_back(makeCall(std::string("dtype ") + toString(dt), *pkg_, toScalarType(dt), m.default_config, 1,
+    calls.push_back(makeCall(std::string("dtype ") + toString(dt), *pkg_, toScalarType(dt), m.default_config, own,
                              seed++));
   }
   const ScalarType first = toScalarType(pkg_->spec().input_dtypes.front());
@@ -84,20 +85,20 @@ TEST_F(VariantReuseGpuTest, InterleavedVariantsEachGetTheirOwnKernels) {
     if (chunk == m.default_config.chunk) continue;
     TileConfig c = m.default_config;
     c.chunk = chunk;
-    calls.push_back(makeCall("config " + toString(c), *pkg_, first, c, 1, seed++));
+    calls.push_back(makeCall("config " + toString(c), *pkg_, first, c, own, seed++));
     break;
   }
   for (int bv : m.tunables.block_v) {
     if (bv == m.default_config.block_v) continue;
     TileConfig c = m.default_config;
     c.block_v = bv;
-    calls.push_back(makeCall("config " + toString(c), *pkg_, first, c, 1, seed++));
+    calls.push_back(makeCall("config " + toString(c), *pkg_, first, c, own, seed++));
     break;
   }
   // The same folder opened again: a new instance, resolved afresh, same results.
   const Package reopened = Package::open(pkg_->directory());
   ASSERT_NE(reopened.instanceId(), pkg_->instanceId());
-  calls.push_back(makeCall("re-opened package", reopened, first, m.default_config, 1, seed++));
+  calls.push_back(makeCall("re-opened package", reopened, first, m.default_config, own, seed++));
   // A GVA copy: the same kernels.cu under another spec (HV = 2H), so the same binary-cache key but another
   // package instance and another problem.
   std::unique_ptr<Package> gva;

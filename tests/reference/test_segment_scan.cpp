@@ -128,20 +128,39 @@ TEST(SegmentScan, FoldEqualsTheDirectProduct) {
 TEST(SegmentScan, SegmentLengthRule) {
   segment::SegmentRuleInputs in;
   in.chunksPerSeq = 512, in.K = 128, in.C = 64, in.smCount = 132;
-  in.parallelWork = 132;  // the pass already fills the GPU: no split
+  in.parallelWork = 132;  // the walk already fills the GPU: every split needs more waves, no split
   EXPECT_EQ(segment::chooseSegmentChunks(in), 512);
-  in.parallelWork = 34;  // a quarter of the GPU or more is busy: three walks would not pay back
-  EXPECT_EQ(segment::chooseSegmentChunks(in), 512);
-  in.parallelWork = 32;  // B = 1, HV = 16, two 64-column value tiles at T = 32768: 9 segments of 57 chunks
-  EXPECT_EQ(segment::chooseSegmentChunks(in), 57);
-  in.parallelWork = 16;  // 128-column value tiles: 17 segments of 31 chunks
-  EXPECT_EQ(segment::chooseSegmentChunks(in), 31);
-  in.parallelWork = 1;  // one pair: 264 segments would be 2 chunks each; each segment keeps 16
-  EXPECT_EQ(segment::chooseSegmentChunks(in), 16);
-  in.chunksPerSeq = segment::kMinSegmentedChunks - 1;  // too short to gain
-  EXPECT_EQ(segment::chooseSegmentChunks(in), segment::kMinSegmentedChunks - 1);
-  in.chunksPerSeq = 64, in.parallelWork = 128;  // B = 8, T = 4096: measured 2x slower split, so no split
+  // B = 1, HV = 16, two 64-column value tiles at T = 32768 (measured on the H200: L = 64 1.286 ms, L = 57
+  // 1.489 ms). 4 segments: 256 summary CTAs = 2 waves, 128 walk CTAs = 1 wave: 128 · (0.58 · 2 + 1) + 1.5 · 4
+  // = 282.5 chunk steps; 8 segments: 64 · (0.58 · 4 + 2) + 12 = 288.5; 9 segments (L = 57): 57 · (0.58 · 5 + 3)
+  // + 13.5 = 349.8; the plain walk 512.
+  in.parallelWork = 32;
+  EXPECT_EQ(segment::chooseSegmentChunks(in), 128);
+  // 128-column value tiles: 8 segments of 64 (256 summary CTAs, 128 walk CTAs: 64 · 2.16 + 12 = 150.2) beat 4 of
+  // 128 (128 · 1.58 + 6 = 208.2) and 16 of 32 (32 · (0.58 · 4 + 2) + 24 = 162.2).
+  in.parallelWork = 16;
   EXPECT_EQ(segment::chooseSegmentChunks(in), 64);
+  // The summaries' own CTA count decides the waves: at 34 summary CTAs per segment, 8 segments need 272 (3
+  // waves: 64 · (0.58 · 3 + 1) + 12 = 187.4) and 7 segments of 74 chunks need 238 (2 waves: 74 · 2.16 + 10.5 =
+  // 170.3).
+  in.summaryWork = 34;
+  EXPECT_EQ(segment::chooseSegmentChunks(in), 74);
+  in.summaryWork = 0;
+  // Two resident CTAs per SM double the slots: 16 segments of 32 (512 summary CTAs = 2 waves, 256 walk CTAs =
+  // 1 wave: 32 · 2.16 + 24 = 93.1) beat 8 of 64 (64 · 1.58 + 12 = 113.1).
+  in.ctasPerSm = 2;
+  EXPECT_EQ(segment::chooseSegmentChunks(in), 32);
+  in.ctasPerSm = 1;
+  // One (sequence, value tile): many short segments, but none under kMinSegmentChunks.
+  in.parallelWork = 1;
+  EXPECT_GE(segment::chooseSegmentChunks(in), segment::kMinSegmentChunks);
+  EXPECT_LT(segment::chooseSegmentChunks(in), 32);
+  in.chunksPerSeq = segment::kMinSegmentedChunks - 1;  // too short: the chunk-local kernel dominates
+  EXPECT_EQ(segment::chooseSegmentChunks(in), segment::kMinSegmentedChunks - 1);
+  // B = 8, T = 4096 at C = 32 (NT = 128, 128 walk CTAs): two segments would take 2 waves of summaries of 64
+  // chunks plus 2 walk waves: 64 · (0.58 · 4 + 2) + 3 = 279.5 > 128 (measured: a 2-segment split was 2x slower).
+  in.chunksPerSeq = 128, in.parallelWork = 128;
+  EXPECT_EQ(segment::chooseSegmentChunks(in), 128);
   in.chunksPerSeq = 0;
   EXPECT_EQ(segment::chooseSegmentChunks(in), 1);
 }

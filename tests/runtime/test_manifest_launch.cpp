@@ -253,7 +253,7 @@ TEST(ManifestLaunch, SegmentedFormulasEqualTheLaunchRules) {
       EXPECT_NE(std::string(e.what()).find("expected >= 1 chunk"), std::string::npos) << e.what();
     }
   }
-  EXPECT_EQ(packages, 5) << "deltanet, gdn, kda, linear_attention and mamba2 carry the segmented forward";
+  EXPECT_EQ(packages, 6) << "deltanet, gdn, gdn_gva, kda, linear_attention and mamba2 carry the segmented forward";
 }
 
 }  // namespace

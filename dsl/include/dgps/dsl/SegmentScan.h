@@ -120,24 +120,35 @@ void foldSegments(const std::vector<Segment>& segments, const FoldShape& shape, 
 /// What the segment-length rule needs to know about a launch.
 struct SegmentRuleInputs {
   std::int64_t chunksPerSeq = 0;     ///< NT of the longest sequence (⌈T / C⌉)
-  std::int64_t parallelWork = 0;     ///< CTAs of the sequential pass: N · HV · ⌈V / BV⌉
+  std::int64_t parallelWork = 0;     ///< CTAs of one sequential walk: N · HV · ⌈V / BV⌉
+  std::int64_t summaryWork = 0;      ///< CTAs of one segment's summaries: N · HV · (⌈V / BV⌉ + ⌈K / BV⌉)
+                                     ///< (the E walk's value tiles and the M walk's K-column tiles); 0: 2 · parallelWork
   std::int64_t smCount = 132;        ///< streaming multiprocessors (H200: 132)
+  std::int64_t ctasPerSm = 1;        ///< walk CTAs resident per SM (shared memory bound: 1 at the default tiles)
   std::int64_t K = 128, C = 64;
 };
 
-/// The segment length in chunks L (1 ≤ L ≤ chunksPerSeq; chunksPerSeq means "do not split"). The segmented
-/// pass walks each chunk about three times (E and M summaries, the corrected walk) plus a cheap fold, so it
-/// pays only where the sequential pass leaves most of the GPU idle. Measured on the H200 (docs/performance.md,
-/// run 7): at B = 1, T = 32768, H = 16, K = V = 128 (parallelWork 32, NT 512) L = 64 is 1.69x faster than
-/// the plain pass and L = 32 1.64x, but 5 segments (L = 103) only 1.33x; at B = 8, T = 4096 (parallelWork 128,
-/// NT 64) two segments made the forward 2x slower. Hence:
-///   - no split unless 4 · parallelWork ≤ smCount and NT ≥ kMinSegmentedChunks;
-///   - otherwise S = ⌈2 · smCount / parallelWork⌉ segments per sequence (the walks fill the GPU about twice),
-///     L = max(⌈NT / S⌉, 16) (a segment's walk amortises its fold step), clamped to NT.
+/// The segment length in chunks L (1 ≤ L ≤ chunksPerSeq; chunksPerSeq means "do not split"), from a cost
+/// model in units of one chunk step of the plain walk (the walk's time is its waves × its chunks, because each
+/// CTA walks its chunks one after another):
+///   plain:          NT · waves(parallelWork)
+///   S segments:     L · (a · waves(S · summaryWork) + waves(S · parallelWork)) + f · S,   L = ⌈NT / S⌉
+/// with waves(x) = ⌈x / (smCount · ctasPerSm)⌉, a = kSummaryStepCost (a summary step writes no output) and
+/// f = kFoldStepCost (one segment of the fold). The S with the least cost wins if it beats the plain walk by
+/// kSegmentMinGain; segments are at least kMinSegmentChunks long. Fitted on the H200 (docs/performance.md,
+/// run 8) at B = 1, T = 32768, H = 16, K = V = 128, 64-column value tiles: the model puts L = 16 / 32 / 57 / 64 at
+/// 1.43 / 1.33 / 1.53 / 1.29 ms against 1.427 / 1.330 / 1.489 / 1.286 measured — a segment count that leaves a
+/// partial last wave (L = 57: 9 segments, 576 summary CTAs on 132 SMs) costs a whole extra walk of L chunks.
 std::int64_t chooseSegmentChunks(const SegmentRuleInputs& in);
 
-/// Sequences shorter than this many chunks keep the plain state pass (chooseSegmentChunks): the shortest
-/// measured to gain is 512 chunks; 256 is a conservative extrapolation.
-constexpr std::int64_t kMinSegmentedChunks = 256;
+/// Model constants of chooseSegmentChunks (chunk steps of the plain walk).
+constexpr double kSummaryStepCost = 0.58;  ///< one chunk of a segment's E or M walk (no o, no token record)
+constexpr double kFoldStepCost = 1.5;      ///< one segment of the fold (h ← M h + E for the whole state)
+constexpr double kSegmentMinGain = 0.10;   ///< split only when the model saves at least this fraction
+constexpr std::int64_t kMinSegmentChunks = 16;  ///< shortest segment worth its fold step
+
+/// Sequences shorter than this many chunks keep the plain state pass (chooseSegmentChunks): below it the
+/// chunk-local kernel dominates the forward and no split has been measured to gain.
+constexpr std::int64_t kMinSegmentedChunks = 128;
 
 }  // namespace dgps::segment

@@ -147,8 +147,9 @@ class Runtime {
   /// else DGPS_SEGMENT_CHUNKS, else the rule: a package with launch.forward_segmented, whose plain state pass
   /// runs N·HV·⌈V/BV⌉ CTAs on a device of S multiprocessors, splits each sequence of NT = ⌈T/chunk⌉ chunks
   /// (T: the packed tokens with varlen, an upper bound of the longest document) into segments of
-  /// L = dgps::segment::chooseSegmentChunks chunks (dsl/SegmentScan.h: only when 4·N·HV·⌈V/BV⌉ <= S and
-  /// NT >= kMinSegmentedChunks, the regime where it was measured faster; about 2·S/(N·HV·⌈V/BV⌉) segments,
+  /// L = dgps::segment::chooseSegmentChunks chunks (dsl/SegmentScan.h: a cost model of the walks' whole waves
+  /// on S multiprocessors — E and M summaries over N·HV·(⌈V/BV⌉+⌈K/BV⌉) CTAs, the corrected walk over
+  /// N·HV·⌈V/BV⌉, one fold step per segment — against the plain walk; only NT >= kMinSegmentedChunks;
   /// at least 16 chunks each); L >= NT (nothing to split) or no device answer gives 0. Throws RuntimeError{InvalidArgument} for a forced L >= 1 on a package without segmented
   /// kernels, a negative L, or a DGPS_SEGMENT_CHUNKS that is not a non-negative integer.
   std::int64_t segmentChunks(const Package& package, const ForwardProblem& problem, const TileConfig& config,
