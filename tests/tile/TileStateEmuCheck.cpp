@@ -140,11 +140,14 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, const Config& cfg, int 
 
   auto has = [&](const char* n) { return in.count(n) != 0; };
   auto floats = [&](const char* n) { return has(n) ? f32Of(in.at(n)) : std::vector<float>(); };
-  std::vector<float> g = floats("g"), beta = floats("beta"), s0 = floats("initial_state");
+  std::vector<float> g = floats("g"), beta = floats("beta"), s0 = floats("initial_state"), pg = floats("precond_g"),
+                     pb = floats("precond_beta"), pc = floats("precond_center"), p0 = floats("initial_precond_state");
   std::vector<std::int64_t> cuv = cu;
   const size_t nO = (size_t)(B * T * HV * V), nS = (size_t)(N * HV * K * V);
   std::vector<std::uint16_t> oTile(nO, cfg.f16 ? 0x7e01 : 0x7fc1), oLib = oTile;  // poison: NaN
   std::vector<float> sTile(nS, NAN), sLib(nS, NAN);
+  // the preconditioner's final state (written by precond_scan, before either state_output)
+  std::vector<float> pT(ref.has_final_precond_state ? (size_t)ref.final_precond_state.numel() : 0, NAN);
   auto ptr = [](std::vector<float>& v) -> const float* { return v.empty() ? nullptr : v.data(); };
 
   const dgps::launch::FeatureSet f = featuresOf(spec);
@@ -172,6 +175,11 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, const Config& cfg, int 
   a.g = ptr(g);
   a.beta = ptr(beta);
   a.initial_state = ptr(s0);
+  a.precond_g = ptr(pg);
+  a.precond_beta = ptr(pb);
+  a.precond_center = ptr(pc);
+  a.initial_precond_state = ptr(p0);
+  a.final_precond_state = pT.empty() ? nullptr : pT.data();
   a.cu_seqlens = cuv.empty() ? nullptr : cuv.data();
   a.workspace = ws.data();
   a.batch = B;
@@ -216,13 +224,19 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, const Config& cfg, int 
   const double eo = relErr(od, ref.o);
   const double es =
       ref.has_final_state ? relErr(std::vector<double>(sTile.begin(), sTile.end()), ref.final_state) : 0.0;
-  const bool pass = sameO && sameS && eo <= kTolOut && es <= kTolState;
+  const double ep = ref.has_final_precond_state
+                       ? relErr(std::vector<double>(pT.begin(), pT.end()), ref.final_precond_state)
+                       : 0.0;
+  const bool pass = sameO && sameS && eo <= kTolOut && es <= kTolState && ep <= kTolState;
+  char precondErr[64] = "";
+  if (ref.has_final_precond_state) std::snprintf(precondErr, sizeof precondErr, ", final precond state %.3g", ep);
   std::printf(
       "  %s %s C=%d BV=%d stages=%d K=V=%d B=%lld T=%lld N=%lld H=%lld HV=%lld%s%s: vs library o %s, final state "
-      "%s; vs float64 rel err o %.3g, final state %.3g  %s\n",
+      "%s; vs float64 rel err o %.3g, final state %.3g%s  %s\n",
       spec.name.c_str(), cfg.f16 ? "f16" : "bf16", cfg.chunk, cfg.block_v, cfg.stages, K, (long long)B, (long long)T, (long long)N, (long long)H,
       (long long)HV, cu.empty() ? "" : " varlen", s0.empty() ? "" : " initial state", sameO ? "identical" : "DIFFERS",
-      sameS ? "identical" : "DIFFERS", eo, es, pass ? "ok" : "FAIL");
+      sameS ? "identical" : "DIFFERS", eo, es,
+      precondErr, pass ? "ok" : "FAIL");
   return pass;
 }
 
