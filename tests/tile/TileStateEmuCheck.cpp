@@ -3,10 +3,13 @@
 // package of the same spec are compiled for the CPU emulator of tests/emu and launched with the runtime's
 // forward geometry (launch_rules.h forwardGeometry). Per problem, on fresh seeded inputs and NaN-poisoned
 // outputs and workspace:
-//   1. the tile package's roles before state_output run once (its chunk_local writes the workspace);
+//   1. the tile package's roles before state_output run once (its chunk_local writes the workspace; with a
+//      preconditioner its precond_summary / precond_scan write the chunk-start states and the final
+//      preconditioner state, compared with the float64 reference too);
 //   2. the generated state_output and the device library's run on that same workspace, each into its own
 //      poisoned o and final state, which must be bit-identical (both call the same tile headers in the same
-//      order: the generated role is a drop-in replacement);
+//      order: the generated role is a drop-in replacement; with a preconditioner both run the producer
+//      warpgroup that rebuilds P⊙k or P⊙q, with two stages and with one);
 //   3. o and the final state are compared with the float64 reference (dgps::runReference).
 // Problems: T = 100 (a partial last chunk) with B = 2 and an initial state where the spec takes one; varlen
 // cu = {0, 37, 100} when the spec allows it; H = 2 (or the spec's), and a GVA problem (2 value heads per key
@@ -248,7 +251,7 @@ int run(int argc, char** argv) {
   dgps::ParseResult parsed = dgps::parseSpecFile(tilePkg + "/spec.yaml");
   if (!parsed.ok()) return fail("cannot parse " + tilePkg + "/spec.yaml");
   const dgps::Spec& spec = *parsed.spec;
-  // A package whose state_output is still the device library's (no tile lowering: a preconditioned forward)
+  // A package whose state_output is still the device library's (an op without a tile lowering)
   // has nothing to compare: reported as skipped, never passed.
   {
     std::ifstream cu(tilePkg + "/kernels.cu");
@@ -257,7 +260,7 @@ int run(int argc, char** argv) {
     if (text.str().find("Generated from tile IR (" + spec.name + "_state_output") == std::string::npos) {
       std::printf(
           "SKIPPED: %s/kernels.cu has no state_output printed from tile IR (%s's state_output has no tile "
-          "lowering yet; scripts/gen_tile_state_output.sh lists why)\n",
+          "lowering; scripts/gen_tile_state_output.sh lists why)\n",
           tilePkg.c_str(), spec.name.c_str());
       return 77;
     }
