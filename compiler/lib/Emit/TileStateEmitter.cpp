@@ -105,8 +105,8 @@ void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::Feature
           "Lr, K"
        << th;
   if (re && side == Loader::producer)
-    os << "    dev::load_tile32<1, KP>(dev::smem_at<float>(st, L.pst), KP, reinterpret_cast<const float*>(ws + W.pst) + "
-          "((s0 + c) * H + h) * K, K, 1, K"
+    os << "    dev::load_tile32<1, KP>(dev::smem_at<float>(st, L.pst), KP, reinterpret_cast<const float*>(ws + "
+          "W.pst) + ((s0 + c) * H + h) * K, K, 1, K"
        << th;
   if (mine(true))
     os << "    dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const "
@@ -304,8 +304,8 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
         "dev::tile_of());\n";
   if (walk.getRescale()) {
     ArrayRef<int32_t> regs = *walk.getRegisters();
-    os << "  // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the consumers run "
-          "chunk c (tile/warp_split.cuh); registers per consumer / producer thread after the hand-over\n";
+    os << "  // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the "
+          "consumers run chunk c (tile/warp_split.cuh); registers per consumer / producer thread after the hand-over\n";
     os << "  using Split = t::WarpSplit<NT / 32, " << *walk.getProducerWarps() << ", " << regs[0] << ", " << regs[1]
        << ">;\n";
     os << "  static_assert(Split::NT == dgps::launch::stateOutputThreads(F, BV), \"the launch's threads\");\n";

@@ -99,8 +99,8 @@ struct LowerStateOutputToTilePass : public dgps::impl::LowerStateOutputToTileBas
       ends.writeFinal = p.writesFinal;
       FailureOr<StateWalkOp> walk =
           buildStateWalk(body, kernel.getLoc(), p.pass, f, p.pass.getW(), p.pass.getGate(), ends);
-      if (failed(walk) ||
-          (p.apply && failed(setRescale(*walk, p.apply, p.pass.getWriteKey(), p.output ? p.output.getQuery() : Value())))) {
+      const Value query = p.output ? p.output.getQuery() : Value();
+      if (failed(walk) || (p.apply && failed(setRescale(*walk, p.apply, p.pass.getWriteKey(), query)))) {
         fn.erase();
         return signalPassFailure();
       }
