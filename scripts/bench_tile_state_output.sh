@@ -5,6 +5,8 @@
 #
 #   scripts/bench_tile_state_output.sh [BUILD_DIR] [OUTDIR]   (default: build, /tmp/dgps_tile_state_output)
 #   PACKAGES=gdn,kda scripts/bench_tile_state_output.sh      (default: gdn,deltanet,kda,mamba2,linear_attention)
+#   PACKAGES=pgdn,pkda,atq,pdn,osdn,osdn_apf scripts/bench_tile_state_output.sh   (the preconditioned forwards,
+#   whose state_output has a producer warpgroup; the GPU tests always cover every package with a tile state_output)
 # Needs BUILD_DIR with dgpsc, dgps-bench and dgps_gpu_tests. Tables: OUTDIR/{old,new,old2}.md (old timed twice,
 # before and after new, to expose order effects). The tile roles may replace the device library's only if
 # new.md is at least as fast as both old tables for every package and shape.

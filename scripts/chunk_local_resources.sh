@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Compares the forward chunk_local kernel of two package trees on the CPU (no GPU needed): ptxas resource use
+# Compares the forward chunk_local kernel (or another forward role: ROLE=state_output) of two package trees
+# on the CPU (no GPU needed): ptxas resource use
 # for sm_90 (registers, spill bytes, static shared memory) and the static PTX instruction mix of the kernel
 # (bar.sync, ld.shared, st.shared, mma, ex2, cp.async, ld.global, st.global). Used to line the tile-IR
 # chunk_local (scripts/gen_tile_chunk_local.sh) up against the device library's (generated/).
@@ -9,7 +10,8 @@
 #     TILE_DIR, LIB_DIR: package trees <dir>/<name>/kernels.cu (LIB_DIR defaults to generated/)
 #     SPEC: package names (default: every package in TILE_DIR)
 #   Environment: NVCC (default nvcc), CHUNK (default: the package's default_config chunk), WARPS (likewise),
-#   ARCH (default sm_90), JOBS (parallel compiles, default 2).
+#   ARCH (default sm_90; sm_90a for state_output's warpgroup MMA), JOBS (parallel compiles, default 2),
+#   ROLE (default chunk_local: the kernel dgps_<name>_fwd_<ROLE> is compared).
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
@@ -23,6 +25,7 @@ shift $(($# >= 2 ? 2 : 1))
 nvcc="${NVCC:-nvcc}"
 arch="${ARCH:-sm_90}"
 jobs="${JOBS:-2}"
+role="${ROLE:-chunk_local}"
 command -v "$nvcc" >/dev/null || { echo "chunk_local_resources.sh: $nvcc not found (set NVCC)" >&2; exit 1; }
 specs=("$@")
 if [[ ${#specs[@]} -eq 0 ]]; then
@@ -102,7 +105,7 @@ printf '%-18s %-5s %-6s %5s %6s %6s %6s | %5s %6s %6s %5s %5s %6s %6s %6s %6s\n'
 for s in "${specs[@]}"; do
   read -r chunk warps <"$work/$s.cfg"
   for p in lib tile; do
-    fn="$(grep -o 'dgps_[A-Za-z0-9_]*_fwd_chunk_local' "$work/$s.$p.ptx" | head -1)"
+    fn="$(grep -o "dgps_[A-Za-z0-9_]*_fwd_${role}\\b" "$work/$s.$p.ptx" | head -1)"
     read -r r st ld sm < <(resources "$work/$s.$p.log" "$fn")
     read -r b ls ss m e ca lg sg n < <(mix "$work/$s.$p.ptx" "$fn")
     printf '%-18s %-5s %-6s %5s %6s %6s %6s | %5s %6s %6s %5s %5s %6s %6s %6s %6s\n' "$s" "$p" "$chunk/$warps" \

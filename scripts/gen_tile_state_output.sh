@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Writes packages with both forward chunk roles printed from tile IR (dgpsc compile
 # --codegen=tile-chunk-local,tile-state-output: chunk_local and state_output against runtime/device/dgps/tile,
-# every other kernel unchanged) of every shipped spec with a chunk forward into OUTDIR/<name>/. A spec whose
-# state_output has an op without a tile lowering (today: a preconditioner's in-kernel rebuild) gets its
-# chunk_local on tiles only and is listed; one whose chunk_local has none is skipped and listed. generated/ is
+# every other kernel unchanged) of every shipped spec with a chunk forward into OUTDIR/<name>/, the
+# preconditioned ones included (their state_output's producer warpgroup rebuilds P⊙k or P⊙q). A spec whose
+# state_output has an op without a tile lowering gets its chunk_local on tiles only and is listed; one whose
+# chunk_local has none is skipped and listed. generated/ is
 # not touched: the device library's roles stay the default until the tile path is measured on the GPU
 # (docs/architecture.md, "Tile IR").
 #

@@ -3,10 +3,13 @@
 // package of the same spec are compiled for the CPU emulator of tests/emu and launched with the runtime's
 // forward geometry (launch_rules.h forwardGeometry). Per problem, on fresh seeded inputs and NaN-poisoned
 // outputs and workspace:
-//   1. the tile package's roles before state_output run once (its chunk_local writes the workspace);
+//   1. the tile package's roles before state_output run once (its chunk_local writes the workspace; with a
+//      preconditioner its precond_summary / precond_scan write the chunk-start states and the final
+//      preconditioner state, compared with the float64 reference too);
 //   2. the generated state_output and the device library's run on that same workspace, each into its own
 //      poisoned o and final state, which must be bit-identical (both call the same tile headers in the same
-//      order: the generated role is a drop-in replacement);
+//      order: the generated role is a drop-in replacement; with a preconditioner both run the producer
+//      warpgroup that rebuilds P⊙k or P⊙q, with two stages and with one);
 //   3. o and the final state are compared with the float64 reference (dgps::runReference).
 // Problems: T = 100 (a partial last chunk) with B = 2 and an initial state where the spec takes one; varlen
 // cu = {0, 37, 100} when the spec allows it; H = 2 (or the spec's), and a GVA problem (2 value heads per key
@@ -140,11 +143,14 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, const Config& cfg, int 
 
   auto has = [&](const char* n) { return in.count(n) != 0; };
   auto floats = [&](const char* n) { return has(n) ? f32Of(in.at(n)) : std::vector<float>(); };
-  std::vector<float> g = floats("g"), beta = floats("beta"), s0 = floats("initial_state");
+  std::vector<float> g = floats("g"), beta = floats("beta"), s0 = floats("initial_state"), pg = floats("precond_g"),
+                     pb = floats("precond_beta"), pc = floats("precond_center"), p0 = floats("initial_precond_state");
   std::vector<std::int64_t> cuv = cu;
   const size_t nO = (size_t)(B * T * HV * V), nS = (size_t)(N * HV * K * V);
   std::vector<std::uint16_t> oTile(nO, cfg.f16 ? 0x7e01 : 0x7fc1), oLib = oTile;  // poison: NaN
   std::vector<float> sTile(nS, NAN), sLib(nS, NAN);
+  // the preconditioner's final state (written by precond_scan, before either state_output)
+  std::vector<float> pT(ref.has_final_precond_state ? (size_t)ref.final_precond_state.numel() : 0, NAN);
   auto ptr = [](std::vector<float>& v) -> const float* { return v.empty() ? nullptr : v.data(); };
 
   const dgps::launch::FeatureSet f = featuresOf(spec);
@@ -172,6 +178,11 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, const Config& cfg, int 
   a.g = ptr(g);
   a.beta = ptr(beta);
   a.initial_state = ptr(s0);
+  a.precond_g = ptr(pg);
+  a.precond_beta = ptr(pb);
+  a.precond_center = ptr(pc);
+  a.initial_precond_state = ptr(p0);
+  a.final_precond_state = pT.empty() ? nullptr : pT.data();
   a.cu_seqlens = cuv.empty() ? nullptr : cuv.data();
   a.workspace = ws.data();
   a.batch = B;
@@ -216,13 +227,19 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, const Config& cfg, int 
   const double eo = relErr(od, ref.o);
   const double es =
       ref.has_final_state ? relErr(std::vector<double>(sTile.begin(), sTile.end()), ref.final_state) : 0.0;
-  const bool pass = sameO && sameS && eo <= kTolOut && es <= kTolState;
+  const double ep = ref.has_final_precond_state
+                       ? relErr(std::vector<double>(pT.begin(), pT.end()), ref.final_precond_state)
+                       : 0.0;
+  const bool pass = sameO && sameS && eo <= kTolOut && es <= kTolState && ep <= kTolState;
+  char precondErr[64] = "";
+  if (ref.has_final_precond_state) std::snprintf(precondErr, sizeof precondErr, ", final precond state %.3g", ep);
   std::printf(
       "  %s %s C=%d BV=%d stages=%d K=V=%d B=%lld T=%lld N=%lld H=%lld HV=%lld%s%s: vs library o %s, final state "
-      "%s; vs float64 rel err o %.3g, final state %.3g  %s\n",
+      "%s; vs float64 rel err o %.3g, final state %.3g%s  %s\n",
       spec.name.c_str(), cfg.f16 ? "f16" : "bf16", cfg.chunk, cfg.block_v, cfg.stages, K, (long long)B, (long long)T, (long long)N, (long long)H,
       (long long)HV, cu.empty() ? "" : " varlen", s0.empty() ? "" : " initial state", sameO ? "identical" : "DIFFERS",
-      sameS ? "identical" : "DIFFERS", eo, es, pass ? "ok" : "FAIL");
+      sameS ? "identical" : "DIFFERS", eo, es,
+      precondErr, pass ? "ok" : "FAIL");
   return pass;
 }
 
@@ -234,7 +251,7 @@ int run(int argc, char** argv) {
   dgps::ParseResult parsed = dgps::parseSpecFile(tilePkg + "/spec.yaml");
   if (!parsed.ok()) return fail("cannot parse " + tilePkg + "/spec.yaml");
   const dgps::Spec& spec = *parsed.spec;
-  // A package whose state_output is still the device library's (no tile lowering: a preconditioned forward)
+  // A package whose state_output is still the device library's (an op without a tile lowering)
   // has nothing to compare: reported as skipped, never passed.
   {
     std::ifstream cu(tilePkg + "/kernels.cu");
@@ -243,7 +260,7 @@ int run(int argc, char** argv) {
     if (text.str().find("Generated from tile IR (" + spec.name + "_state_output") == std::string::npos) {
       std::printf(
           "SKIPPED: %s/kernels.cu has no state_output printed from tile IR (%s's state_output has no tile "
-          "lowering yet; scripts/gen_tile_state_output.sh lists why)\n",
+          "lowering; scripts/gen_tile_state_output.sh lists why)\n",
           tilePkg.c_str(), spec.name.c_str());
       return 77;
     }

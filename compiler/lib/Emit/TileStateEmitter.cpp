@@ -21,12 +21,30 @@ using namespace dgps::tile;
 namespace dgps {
 namespace {
 
+/// Checks that the walk's rescale (a producer warpgroup rebuilding the query or the write key) is the one the
+/// layout of `f` provides for: its stage tiles (pst, the raw key) and its threads (launch_rules.h
+/// stateOutputThreads).
+LogicalResult checkRescale(StateWalkOp w, const launch::FeatureSet& f) {
+  if (!w.getRescale()) {
+    if (f.precond == 1)
+      return w.emitOpError("is in a preconditioned forward (tile.launch_features) but has no rescale: the layout "
+                           "stages the preconditioner's operand rebuild (launch_rules.h stateOutputSmem)");
+    return success();
+  }
+  const bool query = *w.getRescale() == WalkOperand::query;
+  if (f.precond != 1 || (query ? !launch::rebuildsQ(f) : !launch::rebuildsKw(f)))
+    return w.emitOpError() << "rescales the " << (query ? "query" : "write key")
+                           << ", which the launch layout of tile.launch_features does not rebuild (launch_rules.h "
+                              "rebuildsQ / rebuildsKw)";
+  if (*w.getProducerWarps() != launch::stateOutputProducerWarps(f))
+    return w.emitOpError() << "producer_warps " << *w.getProducerWarps() << " differs from the launch's "
+                           << launch::stateOutputProducerWarps(f) << " (launch_rules.h stateOutputProducerWarps)";
+  return success();
+}
+
 /// Checks that the layout of `f` holds every tile the walk reads.
 LogicalResult checkLayout(StateWalkOp w, const launch::FeatureSet& f) {
-  if (f.precond == 1)
-    return w.emitOpError("is in a preconditioned forward: its state_output rebuilds the preconditioned operand in "
-                         "a producer warpgroup, which the tile emitter does not print yet (the device library's "
-                         "state_output stays in use)");
+  if (failed(checkRescale(w, f))) return failure();
   auto need = [&](bool ok, const char* what) -> LogicalResult {
     if (ok) return success();
     return w.emitOpError() << "reads " << what << ", which the launch layout of tile.launch_features lacks "
@@ -48,55 +66,135 @@ LogicalResult checkLayout(StateWalkOp w, const launch::FeatureSet& f) {
   return success();
 }
 
-/// The stage loader `stage(c)`: every tile the walk reads for chunk c, in the device library's order.
-void emitStageLoader(std::ostringstream& os, StateWalkOp w) {
+/// Which warps load a stage tile: without a rescale the consumers load everything; with one the producer loads
+/// what its rebuild reads or rewrites (and the record, which it reads first), the consumers the rest.
+enum class Loader { consumers, producer };
+
+/// The loads of chunk c's stage `st` by one side (threads `ti` of `nt`), in the device library's order.
+void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::FeatureSet& f, Loader side, const char* ti,
+                    const char* nt) {
   const bool rawK = (w.getReadKey() && *w.getReadKey() == "k") || w.getWriteKey() == "k";
-  os << "  auto stage = [&](int64_t c) {\n";
+  const bool re = w.getRescale().has_value();
+  const bool reQ = re && *w.getRescale() == WalkOperand::query, reW = re && *w.getRescale() == WalkOperand::write_key;
+  auto mine = [&](bool byProducer) { return (side == Loader::producer) == (re && byProducer); };
+  const std::string th = std::string(", ") + ti + ", " + nt + ");\n";
   os << "    unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;\n";
   os << "    const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step\n";
   os << "    const int Lr = (int)dev::lmin(C, sq.len - c * C);\n";
   // the query and the read-out block only serve o (a segment summary's walks read neither)
   const bool out = w.getWriteOutput();
-  if (out && w.getQuery() == "opq")
+  if (out && mine(reQ) && w.getQuery() == "opq")
     os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * K) + chunk * C * K, K, Lr, "
-          "K, ct, NT);\n";
-  else if (out)
-    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);\n";
-  if (w.getReadKey() && *w.getReadKey() == "opk")
-    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * K) + chunk * C * K, K, Lr, "
-          "K, ct, NT);\n";
-  else if (rawK)
-    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);\n";
-  if (w.getWriteKey() == "opw")
+          "K"
+       << th;
+  else if (out && mine(reQ))
+    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K" << th;
+  // the raw key in the k tile is the scan's input too: the producer loads it (launch_rules.h rawKInKTile)
+  if (w.getReadKey() && *w.getReadKey() == "opk") {
+    if (mine(false))
+      os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * K) + chunk * C * K, K, "
+            "Lr, K"
+         << th;
+  } else if ((rawK || (re && launch::rawKInKTile(f))) && mine(true)) {
+    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K" << th;
+  }
+  if (re && launch::rawKOwnTile(f) && side == Loader::producer)
+    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kraw), k0 + rows, H * K, Lr, K" << th;
+  if (w.getWriteKey() == "opw" && mine(reW))
     os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * K) + chunk * C * K, K, "
-          "Lr, K, ct, NT);\n";
-  os << "    dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, "
-        "(C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);\n";
+          "Lr, K"
+       << th;
+  if (re && side == Loader::producer)
+    os << "    dev::load_tile32<1, KP>(dev::smem_at<float>(st, L.pst), KP, reinterpret_cast<const float*>(ws + "
+          "W.pst) + ((s0 + c) * H + h) * K, K, 1, K"
+       << th;
+  if (mine(true))
+    os << "    dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const "
+          "float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8"
+       << th;
+  if (side == Loader::producer) return;
   if (!w.getZeroValues())  // zero_values: the value tiles stay the zeros written before the walk
     os << "    dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, "
-          "HV * V, Lr, V - v0, ct, NT);\n";
+          "HV * V, Lr, V - v0"
+       << th;
   if (w.getSolve())
-    os << "    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, "
-          "ct, NT);\n";
+    os << "    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C"
+       << th;
   if (out)
     os << "    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.aqk), PC, ws16(W.aqk, C * C) + chunk * C * C, C, C, "
-          "C, ct, NT);\n";
+          "C"
+       << th;
   if (w.getCarry() == StateCarry::columns)
     os << "    dev::load_tile32<1, KP>(dev::smem_at<float>(st, L.dec), KP, reinterpret_cast<const float*>(ws16(W.pdec, "
-          "K * 2)) + chunk * K, K, 1, K, ct, NT);\n";
+          "K * 2)) + chunk * K, K, 1, K"
+       << th;
+}
+
+/// The consumers' stage loader `stage(c)`: every tile the consumers load for chunk c.
+void emitStageLoader(std::ostringstream& os, StateWalkOp w, const launch::FeatureSet& f) {
+  os << "  auto stage = [&](int64_t c) {\n";
+  emitStageLoads(os, w, f, Loader::consumers, "ct", "NT");
   os << "  };\n";
 }
 
-/// One chunk of the walk (tile.state_walk's formulas, in order).
+/// The producer warps of a walk with a rescale: per chunk, its tiles (emitStageLoads), then P ⊙ X of the
+/// rescaled operand (tile/channel_scan.cuh channel_scan_rescale), chunk c+1 while the consumers run chunk c
+/// (tile/warp_split.cuh producer_loop); then they leave.
+void emitProducer(std::ostringstream& os, StateWalkOp w, const launch::FeatureSet& f, const char* first) {
+  const bool query = *w.getRescale() == WalkOperand::query;
+  const ScanReadout r = *w.getScanReadout();
+  os << "  if (Split::is_producer()) {\n";
+  os << "    Split::producer_registers();\n";
+  os << "    const int pt = Split::producer_thread();\n";
+  os << "    t::ScanParams sp;\n";
+  if (w.getScanBase()) os << "    sp.base = " << cudaFloatLiteral(w.getScanBase()->convertToDouble()) << ";\n";
+  if (w.getScanEps()) os << "    sp.eps = " << cudaFloatLiteral(w.getScanEps()->convertToDouble()) << ";\n";
+  if (w.getScanCenter()) os << "    sp.center = a.precond_center != nullptr ? a.precond_center[h] : 0.f;\n";
+  if (w.getScanMin())
+    os << "    sp.has_min = true;\n    sp.min = " << cudaFloatLiteral(w.getScanMin()->convertToDouble()) << ";\n";
+  if (w.getScanMax())
+    os << "    sp.has_max = true;\n    sp.max = " << cudaFloatLiteral(w.getScanMax()->convertToDouble()) << ";\n";
+  os << "    auto produce = [&](int64_t c) {\n";
+  std::ostringstream loads;
+  emitStageLoads(loads, w, f, Loader::producer, "pt", "Split::NTP");
+  // re-indent the stage's loads one level deeper
+  std::string text = loads.str();
+  for (size_t at = 0; at < text.size();) {
+    const size_t nl = text.find('\n', at);
+    os << "  " << text.substr(at, nl - at + 1);
+    at = nl + 1;
+  }
+  os << "      dev::cp_async_commit();\n      dev::cp_async_wait<0>();\n      Split::sync_producer();\n";
+  os << "      float* const sTok = dev::smem_at<float>(st, L.tok);  // fields 4 and 5: the scan's a and b\n";
+  // the target: the query in place (its own codec: bf16 opq or the raw input), the gated write key opw in place,
+  // or the raw key's rows into the write-key tile
+  const bool fromX = !query && w.getWriteKey() == "k";
+  const char* tcodec = (query && w.getQuery() == "q") ? "Codec" : "dev::Act<false>";
+  os << "      t::channel_scan_rescale<C, K, KP, t::Readout::" << stringifyScanReadout(r).str() << ", Codec, " << tcodec
+     << ", " << (fromX ? "true" : "false") << ">(dev::smem_at<uint16_t>(st, " << (query ? "L.q" : "L.kw")
+     << "), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, "
+        "dev::smem_at<uint16_t>(st, L.kraw), Lr, sp, pt, Split::NTP);\n";
+  os << "    };\n";
+  os << "    Split::producer_loop<STAGES>(" << first << ", nch, produce);\n";
+  os << "    return;\n  }\n";
+  os << "  Split::consumer_registers();\n";
+}
+
+/// One chunk of the walk (tile.state_walk's formulas, in order). With a rescale the consumers meet the producer
+/// at Split::sync_all and each other at Split::sync_consumers; otherwise both are __syncthreads.
 void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end) {
   const bool delta = w.getValueForm() == ValueForm::residual_lower, out = w.getWriteOutput();
-  const bool rawQ = w.getQuery() == "q";
+  const bool split = w.getRescale().has_value();
+  const char* syncAll = split ? "Split::sync_all()" : "dev::sync_threads()";
+  const char* syncCons = split ? "Split::sync_consumers()" : "dev::sync_threads()";
+  // a rescaled query is bf16 already (the producer wrote it)
+  const bool rawQ = w.getQuery() == "q" && !(split && *w.getRescale() == WalkOperand::query);
   const bool rawK = (w.getReadKey() && *w.getReadKey() == "k") || w.getWriteKey() == "k";
   os << "    unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;\n";
   os << "    const int Lr = (int)dev::lmin(C, sq.len - c * C);\n";
   os << "    if (STAGES == 2) {\n      if (c + 1 < " << end << ") stage(c + 1);\n      dev::cp_async_commit();\n"
         "      dev::cp_async_wait<1>();\n    } else {\n      dev::cp_async_wait<0>();\n    }\n";
-  os << "    dev::sync_threads();\n";
+  os << "    " << syncAll << ";\n";
   os << "    uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);\n";
   os << "    uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);\n";
   os << "    const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged\n";
@@ -107,7 +205,7 @@ void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end) {
   os << "    if (dgps::cfg::kInputF16) {\n";
   if (rawQ && out) os << "      dev::f16_to_bf16_lin(sQ, C * KP, ct, NT);\n";
   if (rawK) os << "      dev::f16_to_bf16_lin(sK, C * KP, ct, NT);\n";
-  os << "      dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);\n      dev::sync_threads();\n    }\n";
+  os << "      dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);\n      " << syncCons << ";\n    }\n";
   // products with the state: XQ (read-out) and XR (residual), or XR alone without a read-out
   // a linear rule's transition product: N = 0 (no values), so only the carry acts
   const bool carryOnly = w.getZeroValues() && !delta;
@@ -125,7 +223,8 @@ void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end) {
     os << "    t::lower_readout<C, PC, 8>(XQ, NA, N, sTok + 0, dev::smem_at<uint16_t>(st, L.aqk));\n";
     // rows of o that are not 32-byte aligned (V = 120) are stored whole by all threads after one barrier
     os << "    t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + ((sq.bos + c * C) * HV + hv) * V, "
-          "HV * V, v0, V, Lr, ct, NT, [] { dev::sync_threads(); });\n";
+          "HV * V, v0, V, Lr, ct, NT, [] { "
+       << syncCons << "; });\n";
   }
   if (w.getCarry() == StateCarry::uniform)
     os << "    t::state_scale<KP>(S, sTok[C * 8 + 0]);\n";
@@ -135,7 +234,7 @@ void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end) {
     os << "    (void)sKw;\n    (void)sV;\n    (void)sTok;\n";
   else
     os << "    t::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);\n";
-  os << "    dev::sync_threads();  // this stage may be overwritten from here on\n";
+  os << "    " << syncAll << ";  // this stage may be overwritten from here on\n";
   os << "    if (STAGES == 1 && c + 1 < " << end << ") {\n      stage(c + 1);\n      dev::cp_async_commit();\n    }\n";
 }
 
@@ -186,7 +285,8 @@ FailureOr<SmallVector<StateWalkOp>> walksOf(func::FuncOp fn, size_t most) {
 /// The walk: constants, the CTA's coordinates, the stage loader, the state's start, the chunk loop and the
 /// end state. `segment`: the CTA is one of the walk's range `bid` of a segment grid and walks one segment's
 /// chunks [c0, nch); otherwise one CTA per (sequence, value head, value tile) walks all of its chunks.
-void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const std::string& fs, bool segment) {
+void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::FeatureSet& F, const std::string& fs,
+                  bool segment) {
   const bool zero = walk.getZeroValues();
   os << "  namespace t = dgps::tile;\n  namespace dev = dgps::dev;\n";
   os << "  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;\n";
@@ -202,6 +302,14 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const std::string& f
         "dgps::cfg::kInputF16);\n";
   os << "  const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), "
         "dev::tile_of());\n";
+  if (walk.getRescale()) {
+    ArrayRef<int32_t> regs = *walk.getRegisters();
+    os << "  // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the "
+          "consumers run chunk c (tile/warp_split.cuh); registers per consumer / producer thread after the hand-over\n";
+    os << "  using Split = t::WarpSplit<NT / 32, " << *walk.getProducerWarps() << ", " << regs[0] << ", " << regs[1]
+       << ">;\n";
+    os << "  static_assert(Split::NT == dgps::launch::stateOutputThreads(F, BV), \"the launch's threads\");\n";
+  }
   os << "  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;\n";
   if (!segment) {
     os << "  constexpr int64_t VT = (V + BV - 1) / BV;\n";
@@ -237,7 +345,8 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const std::string& f
   os << "  const int64_t sh0 = s0 * HV + hv;  // workspace row (slot·HV + hv) of chunk 0; chunk c adds c·HV\n";
   os << "  auto ws16 = [&](int64_t off, int64_t row_elems) {\n"
         "    return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;\n  };\n";
-  emitStageLoader(os, walk);
+  emitStageLoader(os, walk, F);
+  if (walk.getRescale()) emitProducer(os, walk, F, segment ? "c0" : "0");
   if (zero) {
     os << "  // the value term is dropped: every stage's value tile is zero (the stage loader never writes it)\n";
     os << "  for (int s = 0; s < STAGES; ++s) {\n";
@@ -280,6 +389,8 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const std::string& f
 
 /// Checks what a walk may do in its grid: start, end state and output.
 LogicalResult checkWalkKind(StateWalkOp w, bool segment) {
+  if (segment && w.getRescale())
+    return w.emitOpError("rescales an operand in a segment grid, which the tile emitter does not print yet");
   const bool regions = w.getStart() == StateStart::region || w.getEndRegion();
   if (!segment && (regions || w.getStart() == StateStart::identity))
     return w.emitOpError("reads or writes a segment region, or starts from the identity, outside a segment grid");
@@ -306,7 +417,7 @@ FailureOr<std::string> emitTileStateKernel(func::FuncOp fn, const std::string& s
      << ", dgps::cfg::BV), 1) " << symbol << "(dgps::ForwardArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str()
      << ", grid value_tile: one CTA per sequence, value head and value tile; one warp per 16 value columns).\n";
-  emitWalkBody(os, walk, fs, false);
+  emitWalkBody(os, walk, features->first, fs, false);
   os << "}\n";
   return os.str();
 }
@@ -327,7 +438,7 @@ FailureOr<std::string> emitTileSegmentKernel(func::FuncOp fn, const std::string&
   for (size_t i = 0; i < walks->size(); ++i) {
     os << "static __device__ __forceinline__ void " << symbol << "_walk" << i
        << "(const dgps::ForwardArgs& a, int64_t bid) {\n";
-    emitWalkBody(os, (*walks)[i], fs, true);
+    emitWalkBody(os, (*walks)[i], features->first, fs, true);
     os << "}\n";
   }
   os << "extern \"C\" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(" << fs

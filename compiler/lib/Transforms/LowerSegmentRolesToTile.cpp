@@ -4,7 +4,8 @@
 //                      start into "seg_ext" and M from the identity with the value term dropped into "seg_trans"
 //   segment_fold    -> @<name>_segment_fold: one tile.state_fold (start states and final state)
 //   state_output    -> @<name>_segment_state_output: the walk from the folded start "seg_start", writing o
-// A kernel op this lowering does not know (a preconditioner's in-kernel rebuild) is an error naming it.
+// A kernel op this lowering does not know (a preconditioner's in-kernel rebuild: the plain state_output's walk
+// has a rescale for it, the segment walks not yet) is an error naming it.
 #include "StateWalkLowering.h"
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
@@ -127,8 +128,9 @@ struct LowerSegmentRolesToTilePass : public dgps::impl::LowerSegmentRolesToTileB
       return failure();
     const ForwardFeatures f = forwardFeaturesOf(fwd);
     if (f.precond)
-      return s.outputKernel.emitOpError("is in a preconditioned forward: its walk rebuilds the preconditioned "
-                                        "operand, which has no tile lowering yet (no segment kernels)");
+      return s.outputKernel.emitOpError("is in a preconditioned forward, whose segment walks need a rescale (the "
+                                        "rebuilt preconditioned operand) that this lowering does not print yet (no "
+                                        "segment kernels)");
     const bool delta = static_cast<bool>(s.summary.getW());
     SmallVector<func::FuncOp> made;
     auto fail = [&] {

@@ -3,7 +3,9 @@
 // walk's attributes are read off the kernel's chunk.state_pass and chunk.output: which value form (w present:
 // the delta rule's residual through the solve block), which carry (the gate's rank), which operand sources
 // (a per-channel gate reads the gated operands chunk_local wrote), the start state and what is written. A
-// chunk op this lowering does not know is an error naming it; the kernel is then left to the device library.
+// preconditioner's in-chunk rebuild (chunk.accum_apply / chunk.hypergrad_apply of the write key or the query)
+// becomes the walk's rescale, run by a producer warpgroup (StateWalkLowering.h setRescale). A chunk op this
+// lowering does not know is an error naming it; the kernel is then left to the device library.
 #include "StateWalkLowering.h"
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
@@ -27,6 +29,7 @@ namespace {
 struct WalkPlan {
   ch::StatePassOp pass;
   ch::OutputOp output;
+  Operation* apply = nullptr;  ///< the preconditioner's rebuild, if any
   bool writesO = false, writesFinal = false, initial = false;
 };
 
@@ -36,6 +39,10 @@ LogicalResult inspect(ch::KernelOp kernel, WalkPlan& p) {
     if (isa<ch::L2NormOp, ch::GateCumsumOp, ch::WYRecomputeOp, ch::GainScaleOp, ch::YieldOp>(op)) continue;
     if (auto l = dyn_cast<ch::LoadOp>(op)) {
       p.initial |= l.getName() == "initial_state";
+      continue;
+    }
+    if (isa<ch::AccumApplyOp, ch::HypergradApplyOp>(op) && !p.apply) {
+      p.apply = &op;
       continue;
     }
     if (auto s = dyn_cast<ch::StatePassOp>(op); s && !p.pass) {
@@ -57,8 +64,8 @@ LogicalResult inspect(ch::KernelOp kernel, WalkPlan& p) {
       }
     }
     return op.emitOpError() << "has no tile lowering in state_output (--dgps-lower-state-output-to-tile covers loads, "
-                               "l2norm, gate_cumsum, wy_recompute, gain_scale, one state_pass, one output and "
-                               "the stores of \"o\" and \"final_state\")";
+                               "l2norm, gate_cumsum, wy_recompute, gain_scale, one preconditioner apply, one "
+                               "state_pass, one output and the stores of \"o\" and \"final_state\")";
   }
   if (!p.pass) return kernel.emitOpError("state_output without chunk.state_pass has no tile lowering");
   if (p.output && p.output.getVNew() != p.pass.getVNew())
@@ -90,7 +97,10 @@ struct LowerStateOutputToTilePass : public dgps::impl::LowerStateOutputToTileBas
       ends.start = p.initial ? StateStart::argument : StateStart::zero;
       ends.writeOutput = p.writesO;
       ends.writeFinal = p.writesFinal;
-      if (failed(buildStateWalk(body, kernel.getLoc(), p.pass, f, p.pass.getW(), p.pass.getGate(), ends))) {
+      FailureOr<StateWalkOp> walk =
+          buildStateWalk(body, kernel.getLoc(), p.pass, f, p.pass.getW(), p.pass.getGate(), ends);
+      const Value query = p.output ? p.output.getQuery() : Value();
+      if (failed(walk) || (p.apply && failed(setRescale(*walk, p.apply, p.pass.getWriteKey(), query)))) {
         fn.erase();
         return signalPassFailure();
       }

@@ -55,7 +55,71 @@ FailureOr<StateWalkOp> buildStateWalk(OpBuilder& b, Location loc, Operation* at,
                                delta ? str("tb") : StringAttr(), str("aqk"),
                                delta ? ValueForm::residual_lower : ValueForm::scaled, carry,
                                perChannel ? str("pdec") : StringAttr(), ends.writeOutput, ends.writeFinal,
-                               opt(ends.startRegion), opt(ends.endRegion), ends.zeroValues);
+                               opt(ends.startRegion), opt(ends.endRegion), ends.zeroValues,
+                               /*rescale (setRescale)*/ WalkOperandAttr(), StringAttr(), StringAttr(),
+                               ScanReadoutAttr(), StringAttr(), FloatAttr(), FloatAttr(), FloatAttr(), FloatAttr(),
+                               IntegerAttr(), DenseI32ArrayAttr());
+}
+
+namespace {
+
+/// `v` is the l2norm of the kernel's chunk.load `name` (the raw input rows the walk stages).
+bool isNormalizedLoad(Value v, StringRef name) {
+  auto n = v.getDefiningOp<ch::L2NormOp>();
+  auto l = n ? n->getOperand(0).getDefiningOp<ch::LoadOp>() : ch::LoadOp();
+  return l && l.getName() == name;
+}
+
+/// `v` is a result of the forward's chunk.kernel "precond_scan" (the chunk-start states, workspace "pst").
+bool isPrecondScanResult(Value v) {
+  auto k = v.getDefiningOp<ch::KernelOp>();
+  return k && k.getRole() == "precond_scan" && v == k->getResult(0);
+}
+
+}  // namespace
+
+LogicalResult setRescale(StateWalkOp walk, Operation* apply, Value writeKey, Value query) {
+  Builder b(walk.getContext());
+  Value result = apply->getResult(0), target, key, start;
+  if (auto a = dyn_cast<ch::AccumApplyOp>(apply)) {
+    target = a.getTarget();
+    key = a.getKey();
+    start = a.getStart();
+    walk.setScanReadout(ScanReadout::soft_power);
+    walk.setScanBaseAttr(b.getF32FloatAttr((float)a.getX().convertToDouble()));
+    walk.setScanEpsAttr(b.getF32FloatAttr((float)a.getEps().convertToDouble()));
+    auto c = a.getCenter().getDefiningOp<ch::LoadOp>();
+    if (!c || c.getName() != "precond_center")
+      return apply->emitOpError("center must be the loaded \"precond_center\" (read per key head by the walk)");
+    walk.setScanCenterAttr(b.getStringAttr("precond_center"));
+  } else if (auto h = dyn_cast<ch::HypergradApplyOp>(apply)) {
+    target = h.getTarget();
+    key = h.getKey();
+    start = h.getStart();
+    walk.setScanReadout(h.getPost() ? ScanReadout::clamped_post : ScanReadout::clamped_pre);
+    if (h.getClampMin()) walk.setScanMinAttr(b.getF32FloatAttr((float)h.getClampMin()->convertToDouble()));
+    if (h.getClampMax()) walk.setScanMaxAttr(b.getF32FloatAttr((float)h.getClampMax()->convertToDouble()));
+  } else {
+    return apply->emitOpError("is not a preconditioner apply (chunk.accum_apply or chunk.hypergrad_apply)");
+  }
+  if (!isNormalizedLoad(key, "k"))
+    return apply->emitOpError("key must be the l2norm of the loaded \"k\" (the walk scans the raw key rows)");
+  if (!isPrecondScanResult(start))
+    return apply->emitOpError("start must be the precond_scan kernel's chunk-start states (workspace \"pst\")");
+  const bool writeSide = writeKey && result == writeKey, querySide = query && result == query;
+  if (writeSide == querySide || !result.hasOneUse())
+    return apply->emitOpError("must feed exactly one of the state pass's write key and the read-out's query");
+  if (writeSide ? target != key : !isNormalizedLoad(target, "q"))
+    return apply->emitOpError() << "scales " << (writeSide ? "a write key other than its own key" : "a query other "
+                                                 "than the l2norm of the loaded \"q\"");
+  walk.setRescale(writeSide ? WalkOperand::write_key : WalkOperand::query);
+  walk.setScanRowsAttr(b.getStringAttr("k"));
+  walk.setScanStartAttr(b.getStringAttr("pst"));
+  // one warpgroup of producers; the budget moves registers to the consumers' state fragments: at BV = 128 the
+  // 384-thread CTA starts with 168 per thread, and 256·224 + 128·56 fits the same 64K (ptxas: no spills at K = 128)
+  walk.setProducerWarpsAttr(b.getI32IntegerAttr(4));
+  walk.setRegistersAttr(b.getDenseI32ArrayAttr({224, 56}));
+  return success();
 }
 
 }  // namespace dgps::tile

@@ -1,6 +1,7 @@
 // What --dgps-lower-state-output-to-tile and --dgps-lower-segment-roles-to-tile share: the launch contract read
 // off a partitioned forward (tile.launch_features, launch_rules.h FeatureSet), the tile function of one role,
-// and the tile.state_walk that expresses a chunk state pass (its delta-rule coefficient w and its gate).
+// the tile.state_walk that expresses a chunk state pass (its delta-rule coefficient w and its gate), and the
+// walk's rescale (a preconditioner's in-chunk rebuild of the write key or the query).
 #pragma once
 
 #include "dgps/Dialect/Tile/IR/Tile.h"
@@ -40,5 +41,13 @@ struct WalkEnds {
 mlir::FailureOr<StateWalkOp> buildStateWalk(mlir::OpBuilder& b, mlir::Location loc, mlir::Operation* at,
                                             const ForwardFeatures& f, mlir::Value w, mlir::Value gate,
                                             const WalkEnds& ends);
+
+/// The preconditioner's in-chunk rebuild `apply` (chunk.accum_apply or chunk.hypergrad_apply) as the walk's
+/// rescale attributes (TileStateOps.td): its result must be the state pass's write key `writeKey` or the
+/// read-out's query `query`, its key the l2norm of the loaded "k" (the scan reads the raw key; chunk_local folds
+/// the l2norm factor into the record's field 5), its start the precond_scan role's chunk-start states ("pst").
+/// The rebuild runs in a producer warpgroup (launch_rules.h stateOutputProducerWarps) with the register budget
+/// measured on sm_90a. Fails with an error at `apply` naming what does not fit.
+mlir::LogicalResult setRescale(StateWalkOp walk, mlir::Operation* apply, mlir::Value writeKey, mlir::Value query);
 
 }  // namespace dgps::tile

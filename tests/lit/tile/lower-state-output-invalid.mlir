@@ -1,5 +1,6 @@
-// --dgps-lower-state-output-to-tile fails with one error naming what it cannot lower: here the
-// preconditioner's in-kernel rebuild of a preconditioned forward (PGDN), which stays in the device library.
+// --dgps-lower-state-output-to-tile fails with one error naming what it cannot lower: here a PGDN forward whose
+// preconditioner apply scans the query's rows instead of the raw key's (the walk's rescale scans the key rows
+// it stages), so the kernel stays in the device library.
 // RUN: %dgps-opt %s --dgps-lower-state-output-to-tile -verify-diagnostics
 
 !bf16_bthk = !chunk.tensor<[B, T, H, K], bf16>
@@ -65,8 +66,8 @@ module attributes {dgps.target = "sm_90a"} {
       %11 = chunk.load "precond_g" : !f32_bth
       %12 = chunk.load "precond_beta" : !f32_bth
       %13 = chunk.load "precond_center" : !f32_h
-      // expected-error @+1 {{has no tile lowering in state_output}}
-      %14 = chunk.accum_apply %8, key %8 gate %11 gain %12 start %1, center %13 {eps = 9.9999999999999995E-7 : f64, x = 1.500000e+00 : f64} : (!f32_bthk, !f32_bthk, !f32_bth, !f32_bth, !f32_bnthk_global, !f32_h) -> !f32_bthk
+      // expected-error @+1 {{key must be the l2norm of the loaded "k"}}
+      %14 = chunk.accum_apply %8, key %9 gate %11 gain %12 start %1, center %13 {eps = 9.9999999999999995E-7 : f64, x = 1.500000e+00 : f64} : (!f32_bthk, !f32_bthk, !f32_bth, !f32_bth, !f32_bnthk_global, !f32_h) -> !f32_bthk
       %w, %u = chunk.wy_recompute %2#0, read %8, value %5 gain %7 gate %10 : (!bf16_bthvc_global, !f32_bthk, !bf16_bthvv, !f32_bthv, !f32_bthv) -> (!bf16_bthvk, !bf16_bthvv)
       %15 = chunk.load "initial_state" {absent = 0.000000e+00 : f64} : !f32_nhvkv
       %v_new, %states, %final = chunk.state_pass w %w, u %u, write %14 gate %10 init %15 : (!bf16_bthvk, !bf16_bthvv, !f32_bthk, !f32_bthv, !f32_nhvkv) -> (!f32_bthvv, !f32_bnthvkv, !f32_nhvkv)

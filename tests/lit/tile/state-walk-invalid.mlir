@@ -98,3 +98,67 @@ func.func @fold_region() {
   tile.state_fold trans "seg_trans" ext "seg_start" start "seg_start"
   return
 }
+
+// -----
+
+func.func @scan_without_rescale() {
+  // expected-error @+1 {{has scan or producer attributes without rescale}}
+  tile.state_walk start argument query "q" write_key "k" values "v" record "tok" readout "aqk" value_form scaled carry none producer_warps 4 registers [224, 56] {write_output}
+  return
+}
+
+// -----
+
+func.func @rescale_without_producer() {
+  // expected-error @+1 {{rescale needs producer_warps and registers}}
+  tile.state_walk start argument query "q" write_key "k" values "v" record "tok" readout "aqk" value_form scaled carry none rescale write_key scan "k" from "pst" readout clamped_post {write_output}
+  return
+}
+
+// -----
+
+func.func @rescale_scans_the_query() {
+  // expected-error @+1 {{scan_rows reads "q"; expected one of "k"}}
+  tile.state_walk start argument query "q" write_key "k" values "v" record "tok" readout "aqk" value_form scaled carry none rescale write_key scan "q" from "pst" readout clamped_post producer_warps 4 registers [224, 56] {write_output}
+  return
+}
+
+// -----
+
+func.func @soft_power_without_base() {
+  // expected-error @+1 {{scan_readout soft_power needs scan_base and scan_eps}}
+  tile.state_walk start argument query "q" write_key "k" values "v" record "tok" readout "aqk" value_form scaled carry none rescale query scan "k" from "pst" readout soft_power producer_warps 4 registers [224, 56] {scan_eps = 1.0e-6 : f32, write_output}
+  return
+}
+
+// -----
+
+func.func @clamped_with_center() {
+  // expected-error @+1 {{scan_readout clamped_pre takes no scan_base, scan_eps or center}}
+  tile.state_walk start argument query "q" write_key "k" values "v" record "tok" readout "aqk" value_form scaled carry none rescale write_key scan "k" from "pst" readout clamped_pre center "precond_center" producer_warps 4 registers [224, 56] {write_output}
+  return
+}
+
+// -----
+
+func.func @query_rescale_without_output() {
+  // expected-error @+1 {{rescales the query of a walk without write_output}}
+  tile.state_walk start argument query "q" write_key "k" values "v" record "tok" readout "aqk" value_form scaled carry none rescale query scan "k" from "pst" readout clamped_post producer_warps 4 registers [224, 56] {write_final}
+  return
+}
+
+// -----
+
+func.func @partial_warpgroup() {
+  // expected-error @+1 {{producer_warps 2: expected 4, 8, 12 or 16 (whole warpgroups)}}
+  tile.state_walk start argument query "q" write_key "k" values "v" record "tok" readout "aqk" value_form scaled carry none rescale write_key scan "k" from "pst" readout clamped_post producer_warps 2 registers [224, 56] {write_output}
+  return
+}
+
+// -----
+
+func.func @bad_register_budget() {
+  // expected-error @+1 {{registers: expected [consumer, producer] per-thread budgets, multiples of 8 in [24, 256]}}
+  tile.state_walk start argument query "q" write_key "k" values "v" record "tok" readout "aqk" value_form scaled carry none rescale write_key scan "k" from "pst" readout clamped_post producer_warps 4 registers [224, 50] {write_output}
+  return
+}

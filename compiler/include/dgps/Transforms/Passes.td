@@ -381,9 +381,10 @@ def LowerStateOutputToTile : Pass<"dgps-lower-state-output-to-tile", "::mlir::Mo
     wrote; an `initial_state` load gives start argument; `chunk.store "o"` and `"final_state"` set
     write_output and write_final. The other ops of the kernel (loads, l2norm, gate_cumsum, wy_recompute,
     gain_scale) are what chunk_local already folded into the workspace (token record, blocks, gated
-    operands). Fails, naming the op, on anything else — a preconditioner's in-kernel rebuild
-    (`chunk.accum_apply`, `chunk.hypergrad_apply`) has no tile lowering here yet and stays in the device
-    library.
+    operands). A preconditioner's in-kernel rebuild (`chunk.accum_apply`, `chunk.hypergrad_apply`) of the
+    state pass's write key or the read-out's query becomes the walk's `rescale` (the per-channel scan of the
+    raw key from "pst", its read-out, and the producer warpgroup that runs it with its register budget).
+    Fails, naming the op, on anything else.
 
     Before (GDN):
     ```mlir

@@ -142,11 +142,11 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   // gated-operand loop above read through other threads
   if (kPre || (kDiag && cfg::kInputF16)) sync_threads();
 
-  // ---- 4. preconditioner multiplier P (precond_rebuild.cuh): write key P⊙k (ATK) or read query P⊙q (ATQ),
-  // kept in shared memory only ----
+  // ---- 4. preconditioner multiplier P (precond_rebuild.cuh, tile/channel_scan.cuh): write key P⊙k (ATK) or
+  // read query P⊙q (ATQ), kept in shared memory only ----
   if (kPre) {
-    dev::precond_chunk_scan<Tr>(
-        sPst, sPin, 4, Lr, precond_center_of<Tr>(a, h), [&](int i, int d) { return Act_t::load(sK[i * PQ + d]); },
+    tile::channel_scan<C, K, KP, precond_readout<Tr>(), Act_t>(
+        sPst, tile::RowVec{sPin, 4}, tile::RowVec{sPin + 1, 4}, sK, PQ, Lr, precond_scan_params<Tr>(a, h),
         [&](int i, int d, float P, float kv) {
           if (kATK)
             sKw[i * PQ + d] = f32_to_bf16(P * kv);

@@ -7,9 +7,11 @@
 //   Sᵀ  ← Sᵀ·D_C + (Nᵀ diag(w)) K_w                         (D_C = 2^{G2_C}, or per channel)
 // Operands: raw q/k tiles when the per-token factors cq/ck/w (tok workspace) carry the gating and l2norm;
 // otherwise the tiles chunk_local prepared (opq/opk/opw: per-channel decay). A diagonal preconditioner's
-// multiplier is rebuilt here from the chunk-start state pst and the raw key (precond_rebuild.cuh), so P⊙k
-// (ATK write key) and P⊙q (ATQ read query) never go through device memory: a producer warpgroup rebuilds
-// chunk c+1's operand while the consumer warps run chunk c, so the rebuild stays off the sequential path.
+// multiplier is rebuilt here from the chunk-start state pst and the raw key (precond_rebuild.cuh,
+// tile/channel_scan.cuh), so P⊙k (ATK write key) and P⊙q (ATQ read query) never go through device memory: a
+// producer warpgroup rebuilds chunk c+1's operand while the consumer warps run chunk c (tile/warp_split.cuh), so
+// the rebuild stays off the sequential path. The kernel printed from tile IR (TileStateEmitter.cpp) calls the same
+// headers in the same order.
 // The state enters tensor-core products as bf16 also for fp16 inputs (|S| may exceed 65504, docs/math.md §7.5).
 // Partial last chunks: zero pad rows are exact no-ops; the final decay is the last real token's (docs/math.md §4.2).
 #pragma once
@@ -21,6 +23,7 @@
 #include "dgps/tile/state_rank_update.cuh"
 #include "dgps/tile/state_rows_product.cuh"
 #include "dgps/tile/value_residual.cuh"
+#include "dgps/tile/warp_split.cuh"
 
 namespace dgps {
 
@@ -57,9 +60,8 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
   // 384 threads launch with 168 registers each (64512): the producer gives registers to the consumers (whole
   // warpgroups only); 256·224 + 128·56 fits that pool. The producer's loaders stay rolled (common.cuh) so its
   // scan fits in 56 (dgps-jit-check: no spills at K = 128).
-  constexpr bool kRealloc = NWP == 4 && NWC % 4 == 0 && NT > 256;
-  constexpr int kRegsConsumer = 224, kRegsProducer = 56;
-  constexpr int kBarAll = 1, kBarConsumers = 2, kBarProducer = 3;  // named barriers (0 is __syncthreads)
+  using Split = tile::WarpSplit<NWC, NWP, /*consumer registers*/ 224, /*producer registers*/ 56>;
+  static_assert(Split::NT == NT, "");
 
   const launch::WorkspaceLayout W = launch::workspaceLayout(F, shape_of<Tr>(a), tile_of());
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
@@ -70,7 +72,7 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
   const int64_t s0 = first_slot(a, n, sq.bos);
   const int64_t nch = (sq.len + C - 1) / C;
   const int w = warp();
-  const bool producer = w >= NWC;
+  const bool producer = Split::is_producer();
   const int v0 = (int)vt * BV;
   const int vw = v0 + 16 * w;  // first value column of this (consumer) warp
 
@@ -81,12 +83,8 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
   const uint16_t* vg = static_cast<const uint16_t*>(a.v);
   uint16_t* og = static_cast<uint16_t*>(a.o);
 
-  auto sync_all = [&]() {
-    if (NWP > 0) bar_sync(kBarAll, NT); else sync_threads();
-  };
-  auto sync_consumers = [&]() {
-    if (NWP > 0) bar_sync(kBarConsumers, NTC); else sync_threads();
-  };
+  auto sync_all = [&]() { Split::sync_all(); };
+  auto sync_consumers = [&]() { Split::sync_consumers(); };
 
   // Loads of chunk c into its stage by one role (thread ti of nt): the producer owns the tiles the rebuild
   // reads or rewrites, the consumers the rest (everything when there is no producer). Addresses are chunk 0's
@@ -136,41 +134,35 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
   if (NWP > 0 && producer) {
     // ---- producer warpgroup: chunk c+1's P⊙k into the write-key tile (over opw with per-channel decay) or
     // P⊙q over the query tile, from the raw input key bits (precond_rebuild.cuh) ----
-    if (kRealloc) regs_dec<kRegsProducer>();
-    const int pt = tid() - NTC;
-    const float center = precond_center_of<Tr>(a, h);
+    Split::producer_registers();
+    const int pt = Split::producer_thread();
+    const tile::ScanParams sp = precond_scan_params<Tr>(a, h);
+    constexpr tile::Readout R = precond_readout<Tr>();
     auto produce = [&](int64_t c) {
       issue(c, true, pt, NTP);
       cp_async_commit();
       cp_async_wait<0>();
-      bar_sync(kBarProducer, NTP);
+      Split::sync_producer();
       unsigned char* st = sm + (c % cfg::STAGES) * L.stage_bytes;
       const int Lr = (int)lmin(C, sq.len - c * C);
       const uint16_t* sKraw = smem_at<uint16_t>(st, L.kraw);
-      uint16_t* sQ = smem_at<uint16_t>(st, L.q);
-      uint16_t* sKw = smem_at<uint16_t>(st, L.kw);
-      dev::precond_chunk_scan<Tr, 8>(
-          smem_at<float>(st, L.pst), smem_at<float>(st, L.tok) + 4, 8, Lr, center,
-          [&](int i, int d) { return Act_t::load(sKraw[core_off<C>(i, d)]); },
-          [&](int i, int d, float P, float kv) {
-            const int o = core_off<C>(i, d);
-            if (kRebuildW)
-              sKw[o] = f32_to_bf16(P * (kKw ? bf16_to_f32(sKw[o]) : kv));
-            else
-              sQ[o] = f32_to_bf16(P * (kQop ? bf16_to_f32(sQ[o]) : Act_t::load(sQ[o])));
-          },
-          pt, NTP);
+      float* sPst = smem_at<float>(st, L.pst);
+      float* sTok = smem_at<float>(st, L.tok);  // fields 4 and 5: the scan's coefficients pa, pb
+      const tile::RowVec pa{sTok + 4, 8}, pb{sTok + 5, 8};
+      if (kRebuildW && kKw)  // P ⊙ opw in place
+        tile::channel_scan_rescale<C, K, KP, R, Act_t, Act<false>, false>(smem_at<uint16_t>(st, L.kw), sPst, pa, pb,
+                                                                          sKraw, Lr, sp, pt, NTP);
+      else if (kRebuildW)  // P ⊙ k into the write-key tile
+        tile::channel_scan_rescale<C, K, KP, R, Act_t, Act<false>, true>(smem_at<uint16_t>(st, L.kw), sPst, pa, pb,
+                                                                         sKraw, Lr, sp, pt, NTP);
+      else  // P ⊙ q in place (opq bf16, or the raw query)
+        tile::channel_scan_rescale<C, K, KP, R, Act_t, Act<!kQop && cfg::kInputF16>, false>(
+            smem_at<uint16_t>(st, L.q), sPst, pa, pb, sKraw, Lr, sp, pt, NTP);
     };
-    if (nch > 0) produce(0);
-    for (int64_t c = 0; c < nch; ++c) {
-      sync_all();  // chunk c's tiles are complete
-      if (cfg::STAGES == 2 && c + 1 < nch) produce(c + 1);
-      sync_all();  // the consumers are done with chunk c
-      if (cfg::STAGES == 1 && c + 1 < nch) produce(c + 1);
-    }
+    Split::template producer_loop<cfg::STAGES>(0, nch, produce);
     return;
   }
-  if (kRealloc) regs_inc<kRegsConsumer>();
+  Split::consumer_registers();
 
   // ---- state Sᵀ: rows v = vw + g (+8), columns d = 8 nt + 2t (+1) (tile/state_frag.cuh) ----
   float S[KP / 8][4];

@@ -10,63 +10,41 @@
 //   pa_i = e^{precond_g_i} (accumulator gate or retention, 1 without it),
 //   pb_i = β^a_i·rk_i² (ema_sq_squash) or κ_i ε_i·rk_i² (hypergrad_ogd), rk the key's l2norm factor,
 // so k̂² = rk²·k² never needs the normalised key. Pad rows (i ≥ Lr) and pad channels (d ≥ K) get P = 1.
+//
+// The scan itself is tile/channel_scan.cuh (one implementation for the device library's kernels and the ones
+// printed from tile IR); this header only turns the spec's Traits into its read-out and parameters.
 #pragma once
 
 #include "dgps/device/common.cuh"
+#include "dgps/tile/channel_scan.cuh"
 
 namespace dgps {
 namespace dev {
 
-/// Runs the scan over one chunk and calls apply(i, d, P, k_id) for every token row i < C and channel
-/// d < KP (k_id = the raw key value as fp32). `coef` points at pa_0; pb_i is at coef[i·stride + 1]. Thread t of
-/// nt owns channels t, t + nt, ...
-/// Loads are batched B tokens ahead so the read-outs (MUFU) of a batch overlap each other (B = 8 where
-/// registers allow; the state_output producer warpgroup uses 4 within its smaller register budget).
-template <class Tr, int B = 8, class KAt, class Apply>
-DGPS_DEV void precond_chunk_scan(const float* pstate, const float* coef, int stride, int Lr, float center,
-                                 KAt k_at, Apply apply, int t = tid(), int nt = nthreads()) {
-  constexpr int C = cfg::C, K = cfg::K, KP = cfg::KP;
-  const float nl2x = squash_neg_log2x<Tr>();
-  for (int d = t; d < KP; d += nt) {
-    float st = d < K ? pstate[d] : 0.f;
-    for (int i0 = 0; i0 < C; i0 += B) {
-      float kv[B], val[B];
-#pragma unroll
-      for (int u = 0; u < B; ++u) kv[u] = k_at(i0 + u, d);
-#pragma unroll
-      for (int u = 0; u < B; ++u) {
-        // selects, not branches, so the batch stays one straight-line block (coef rows exist up to C)
-        const int i = i0 + u;
-        const bool ok = i < Lr && d < K;
-        const float pre = coef[i * stride] * st + coef[i * stride + 1] * kv[u] * kv[u];
-        if (Tr::kPrecondSource == 0) {
-          st = ok ? pre : st;
-          val[u] = ok ? st : -1.f;  // -1: no read-out (pad row / channel)
-        } else {
-          const float dn = osdn_clamp<Tr>(pre);
-          val[u] = ok ? (Tr::kTiming == 0 ? st : dn) : 1.f;
-          st = ok ? dn : st;
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < B; ++u) {
-        float P = val[u];
-        // branch-free read-out: a conditional squash compiles to one branch region per token, which serialises
-        // the MUFU chains of a batch (measured 8.6 us per chunk in state_output's producer on H200)
-        if (Tr::kPrecondSource == 0) {
-          const float m = squash_m<Tr>(fmax_(P, 0.f), center, nl2x);
-          P = P >= 0.f ? m : 1.f;
-        }
-        apply(i0 + u, d, P, kv[u]);
-      }
-    }
-  }
+/// The read-out of the spec's preconditioner: a soft power of the accumulator (ema_sq_squash) or the clamped
+/// hypergradient state before / after the token's step (hypergrad_ogd, write timing pre / post).
+template <class Tr>
+DGPS_HD constexpr tile::Readout precond_readout() {
+  return Tr::kPrecondSource == 0 ? tile::Readout::soft_power
+                                 : (Tr::kTiming == 0 ? tile::Readout::clamped_pre : tile::Readout::clamped_post);
 }
 
-/// The squash's centre c_h of key head h (ema_sq_squash; 0 for hypergrad_ogd or when not given).
+/// The scan's parameters for key head h: the squash's base x, eps and centre c_h (0 when precond_center is not
+/// given), or the hypergradient clamp.
 template <class Tr>
-DGPS_DEV float precond_center_of(const ForwardArgs& a, int64_t h) {
-  return (Tr::kPrecondSource == 0 && a.precond_center != nullptr) ? a.precond_center[h] : 0.f;
+DGPS_DEV tile::ScanParams precond_scan_params(const ForwardArgs& a, int64_t h) {
+  tile::ScanParams p;
+  if (Tr::kPrecondSource == 0) {
+    p.base = Tr::kSquashX;
+    p.eps = Tr::kSquashEps;
+    p.center = a.precond_center != nullptr ? a.precond_center[h] : 0.f;
+  } else {
+    p.has_min = Tr::kClampMin;
+    p.min = Tr::kClampMinV;
+    p.has_max = Tr::kClampMax;
+    p.max = Tr::kClampMaxV;
+  }
+  return p;
 }
 
 }  // namespace dev

@@ -49,6 +49,44 @@ LogicalResult StateWalkOp::verify() {
     return failure();
   if (!getWriteOutput() && !getWriteFinal() && !getEndRegion())
     return emitOpError("writes nothing: set write_output, write_final or end_region");
+  return verifyRescale();
+}
+
+LogicalResult StateWalkOp::verifyRescale() {
+  Operation* op = getOperation();
+  const bool scan = getScanRows() || getScanStart() || getScanReadout() || getScanCenter() || getScanBase() ||
+                    getScanEps() || getScanMin() || getScanMax();
+  if (!getRescale()) {
+    if (scan || getProducerWarps() || getRegisters())
+      return emitOpError("has scan or producer attributes without rescale (the operand they rebuild)");
+    return success();
+  }
+  if (!getScanRows() || !getScanStart() || !getScanReadout())
+    return emitOpError("rescale needs scan_rows, scan_start and scan_readout (the per-channel scan giving P)");
+  if (failed(expectSource(op, "scan_rows", *getScanRows(), {"k"})) ||
+      failed(expectSource(op, "scan_start", *getScanStart(), {"pst"})))
+    return failure();
+  if (*getRescale() == WalkOperand::query && !getWriteOutput())
+    return emitOpError("rescales the query of a walk without write_output (the query serves only o)");
+  if (*getScanReadout() == ScanReadout::soft_power) {
+    if (!getScanBase() || !getScanEps())
+      return emitOpError("scan_readout soft_power needs scan_base and scan_eps");
+    if (getScanMin() || getScanMax()) return emitOpError("scan_readout soft_power takes no scan_min / scan_max");
+    if (getScanCenter() && failed(expectSource(op, "center", *getScanCenter(), {"precond_center"}))) return failure();
+  } else if (getScanBase() || getScanEps() || getScanCenter()) {
+    return emitOpError() << "scan_readout " << stringifyScanReadout(*getScanReadout())
+                         << " takes no scan_base, scan_eps or center (a clamped state is read out as is)";
+  }
+  if (!getProducerWarps() || !getRegisters())
+    return emitOpError("rescale needs producer_warps and registers (the rebuild runs in producer warps)");
+  const uint32_t pw = *getProducerWarps();
+  if (pw == 0 || pw % 4 != 0 || pw > 16)
+    return emitOpError() << "producer_warps " << pw << ": expected 4, 8, 12 or 16 (whole warpgroups)";
+  ArrayRef<int32_t> regs = *getRegisters();
+  if (regs.size() != 2 || regs[0] < 24 || regs[1] < 24 || regs[0] > 256 || regs[1] > 256 || regs[0] % 8 != 0 ||
+      regs[1] % 8 != 0)
+    return emitOpError("registers: expected [consumer, producer] per-thread budgets, multiples of 8 in [24, 256] "
+                       "(setmaxnreg)");
   return success();
 }
 

@@ -46,6 +46,15 @@ def Tile_ValueForm : I32EnumAttr<"ValueForm", "value-side operand of a state wal
   let cppNamespace = "::dgps::tile";
 }
 
+// The operand of a state walk that is rebuilt per chunk before the consumers read it (`rescale`).
+def Tile_WalkOperand : I32EnumAttr<"WalkOperand", "operand of a state walk rebuilt per chunk", [
+    // the read query Q of the read-out (in place)
+    I32EnumAttrCase<"query", 0>,
+    // the write key W of the rank-C update (in place over a workspace operand, or from the scan's rows)
+    I32EnumAttrCase<"write_key", 1>]> {
+  let cppNamespace = "::dgps::tile";
+}
+
 def Tile_StateWalkOp : Tile_Op<"state_walk"> {
   let summary = "walk the chunks of a sequence in order, carrying a register state: read-out and rank-C update";
   let description = [{
@@ -69,16 +78,44 @@ def Tile_StateWalkOp : Tile_Op<"state_walk"> {
     term (V = 0): the state is then K x K (its "value" columns are M's columns, tiled like value tiles) and
     the walk from the identity is the segment's transition product M: with the delta rule's residual
     N = −𝒯 diag(c) (R M), with a linear rule N = 0 (only the carry acts).
+
+    `rescale` (query or write_key) rewrites that operand of every chunk before the chunk's products:
+      X ← bf16(P ⊙ X_src)
+    with X_src the operand's own rows (a workspace operand or the raw query, in place) or, for a write key "k"
+    (the raw key), the scan rows. P [C, K] is a per-channel scan down the chunk's rows (the same maths as
+    tile.channel_scan, runtime/device/dgps/tile/channel_scan.cuh):
+      s_i = a_i s_{i−1} + b_i x_id²,  s_{−1} = the [K] vector `scan_start` at (chunk slot, key head),
+    x the 16-bit rows `scan_rows` ("k": the raw input key at the key head), a and b the record's fields 4 and
+    5 (written by chunk_local from the same op), and the read-out `scan_readout`: soft_power with `scan_base`,
+    `scan_eps` and the centre `scan_center` (an [H] f32 input read at the key head, 0 when absent), or
+    clamped_pre / clamped_post with optional `scan_min` / `scan_max`. Pad rows and channels get P = 1.
+    The rebuild runs off the walk's sequential path: `producer_warps` warps after the consumer warps
+    (warp_split.cuh) rebuild chunk c+1 while the consumers run chunk c; `registers` = [consumer, producer] is
+    the per-thread register budget each side keeps when registers can be handed over (whole warpgroups, over
+    256 threads); the launch's thread count and stage layout (launch_rules.h stateOutputThreads /
+    stateOutputSmem) must provide for them.
   }];
   let arguments = (ins Tile_StateStart:$start, StrAttr:$query, StrAttr:$write_key, OptionalAttr<StrAttr>:$read_key,
                        StrAttr:$values, StrAttr:$record, OptionalAttr<StrAttr>:$solve, StrAttr:$readout,
                        Tile_ValueForm:$value_form, Tile_StateCarry:$carry, OptionalAttr<StrAttr>:$columns,
                        UnitAttr:$write_output, UnitAttr:$write_final, OptionalAttr<StrAttr>:$start_region,
-                       OptionalAttr<StrAttr>:$end_region, UnitAttr:$zero_values);
+                       OptionalAttr<StrAttr>:$end_region, UnitAttr:$zero_values,
+                       OptionalAttr<Tile_WalkOperand>:$rescale, OptionalAttr<StrAttr>:$scan_rows,
+                       OptionalAttr<StrAttr>:$scan_start, OptionalAttr<Tile_ScanReadout>:$scan_readout,
+                       OptionalAttr<StrAttr>:$scan_center, OptionalAttr<F32Attr>:$scan_base,
+                       OptionalAttr<F32Attr>:$scan_eps, OptionalAttr<F32Attr>:$scan_min,
+                       OptionalAttr<F32Attr>:$scan_max, OptionalAttr<I32Attr>:$producer_warps,
+                       OptionalAttr<DenseI32ArrayAttr>:$registers);
+  let extraClassDeclaration = [{
+    /// The rebuild's attributes agree (rescale, scan_*, producer_warps, registers).
+    ::mlir::LogicalResult verifyRescale();
+  }];
   let assemblyFormat = [{
     `start` $start `query` $query `write_key` $write_key (`read_key` $read_key^)? `values` $values
     `record` $record (`solve` $solve^)? `readout` $readout `value_form` $value_form `carry` $carry
-    (`columns` $columns^)? (`start_region` $start_region^)? (`end_region` $end_region^)? attr-dict
+    (`columns` $columns^)? (`start_region` $start_region^)? (`end_region` $end_region^)?
+    (`rescale` $rescale^ `scan` $scan_rows `from` $scan_start `readout` $scan_readout)?
+    (`center` $scan_center^)? (`producer_warps` $producer_warps^ `registers` $registers)? attr-dict
   }];
 }
 
