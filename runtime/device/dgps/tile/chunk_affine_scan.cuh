@@ -16,20 +16,23 @@ DGPS_DEV void chunk_affine_scan(float* starts, const float* gam, const float* u,
                                 int64_t nch, const float* s0, float* fin) {
   for (int d = dev::tid(); d < K; d += dev::nthreads()) {
     float s = s0 != nullptr ? s0[d] : 0.f;
-    for (int64_t c0 = 0; c0 < nch; c0 += U) {
-      float gc[U], uc[U];
+    // pointers advance by U chunks per batch (no per-chunk index products)
+    float* st = starts + d;
+    const float* uc = u + d;
+    const float* gc = gam;
+    for (int64_t c0 = 0; c0 < nch; c0 += U, st += U * stride, uc += U * stride, gc += U * gstride) {
+      float gv[U], uv[U];
 #pragma unroll
       for (int j = 0; j < U; ++j) {
-        const int64_t c = c0 + j;
-        const bool ok = c < nch;
-        gc[j] = ok ? gam[c * gstride] : 1.f;
-        uc[j] = ok ? u[c * stride + d] : 0.f;
+        const bool ok = c0 + j < nch;
+        gv[j] = ok ? gc[j * gstride] : 1.f;
+        uv[j] = ok ? uc[j * stride] : 0.f;
       }
 #pragma unroll
       for (int j = 0; j < U; ++j) {
         if (c0 + j < nch) {
-          starts[(c0 + j) * stride + d] = s;
-          s = gc[j] * s + uc[j];
+          st[j * stride] = s;
+          s = gv[j] * s + uv[j];
         }
       }
     }
