@@ -132,8 +132,11 @@ FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp ti
   auto stateOutput = tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_state_output") : nullptr;
   auto segmentSummary =
       tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_segment_summary") : nullptr;
+  auto precondSummary =
+      tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_precond_summary") : nullptr;
   if (tileModule && hasKernel(spec, KernelKind::Decode) &&
-      ((!chunkLocal && !stateOutput && !segmentSummary) || tileModule.lookupSymbol(spec.name + "_decode"))) {
+      ((!chunkLocal && !stateOutput && !segmentSummary && !precondSummary) ||
+       tileModule.lookupSymbol(spec.name + "_decode"))) {
     auto fn = tileModule.lookupSymbol<func::FuncOp>(spec.name + "_decode");
     if (!fn) return tileModule.emitError() << "no tile function @" << spec.name << "_decode for the decode kernel";
     FailureOr<std::string> text = emitTileKernel(fn, "dgps_" + spec.name + "_decode");
@@ -161,10 +164,21 @@ FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp ti
       *tileSegment += *text;
     }
   }
+  // the preconditioner roles (--dgps-lower-precond-roles-to-tile), by role name
+  std::map<std::string, std::string> tileRoles;
+  if (precondSummary)
+    for (const char* role : {"precond_summary", "precond_scan"}) {
+      auto fn = tileModule.lookupSymbol<func::FuncOp>(spec.name + "_" + role);
+      if (!fn) return tileModule.emitError() << "no tile function @" << spec.name << "_" << role;
+      FailureOr<std::string> text = emitTilePrecondKernel(fn, "dgps_" + spec.name + "_fwd_" + role);
+      if (failed(text)) return failure();
+      tileRoles[role] = *text;
+    }
   PackageFiles files;
   files.kernels_cu = emitKernelsCu(spec, *summary, tileDecode ? &*tileDecode : nullptr,
                                    tileChunkLocal ? &*tileChunkLocal : nullptr,
-                                   tileStateOutput ? &*tileStateOutput : nullptr, tileSegment ? &*tileSegment : nullptr);
+                                   tileStateOutput ? &*tileStateOutput : nullptr, tileSegment ? &*tileSegment : nullptr,
+                                   &tileRoles);
   files.spec_yaml = canonicalYaml(spec);
   std::string error;
   summary->segmented = tileSegment.has_value();

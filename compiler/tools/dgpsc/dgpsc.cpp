@@ -2,7 +2,7 @@
 //
 //   dgpsc compile SPEC -o DIR [--target sm_90a] [--print-after=dgps|chunk|plan|tile|all]
 //                  [--codegen=device-library|tile-decode|tile-chunk-local|tile-state-output|tile-segment|
-//                             <comma list of tile-*>]
+//                             tile-precond|<comma list of tile-*>]
 //       parse + validate the spec (dsl), import it as dgps IR, run the pipeline (Passes.td) and write
 //       the generated package DIR/{kernels.cu, spec.yaml, manifest.yaml}. --print-after prints the IR
 //       of a stage (or after every pass) to stdout; the plan's cost estimate goes to stderr as a remark.
@@ -12,7 +12,9 @@
 //       (--dgps-lower-chunk-local-to-tile on the partitioned plan) and --codegen=tile-state-output the forward
 //       state_output kernel (--dgps-lower-state-output-to-tile); --codegen=tile-segment adds the kernels of the
 //       sequence-parallel state pass (--chunk-segment-state-pass, --dgps-lower-segment-roles-to-tile) as extra
-//       symbols; a comma list selects several.
+//       symbols; --codegen=tile-precond prints the preconditioner roles precond_summary and precond_scan
+//       (--dgps-lower-precond-roles-to-tile; ema_sq_squash specs; an error for OSDN's hypergradient scan);
+//       a comma list selects several.
 //       The default calls the hand-written device library for every role.
 //   dgpsc check SPEC
 //       the spec checker of dsl (classification, hash, tensors, canonical form).
@@ -232,6 +234,9 @@ int compile(const CompileOptions& o) {
   if (codegenHas(o.codegen, "tile-chunk-local") && oneStep &&
       mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerChunkLocalToTile(), tileModule)))
     return 1;
+  if (codegenHas(o.codegen, "tile-precond") && oneStep &&
+      mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerPrecondRolesToTile(), tileModule)))
+    return 1;
   if (codegenHas(o.codegen, "tile-state-output") && oneStep &&
       mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerStateOutputToTile(), tileModule)))
     return 1;
@@ -356,15 +361,17 @@ int run(int argc, char** argv) {
                                "tile-chunk-local, tile-state-output or a comma list of them: those kernels are "
                                "printed from tile IR (experimental); tile-segment adds the sequence-parallel "
                                "state pass's kernels (segment_summary, segment_fold, segment_state_output); "
+                               "tile-precond the preconditioner roles (precond_summary, precond_scan); "
                                "default ") +
                        kDefaultCodegen)
       ->check([](const std::string& list) -> std::string {
         std::stringstream ss(list);
         for (std::string item; std::getline(ss, item, ',');)
           if (item != "device-library" && item != "tile-decode" && item != "tile-chunk-local" &&
-              item != "tile-state-output" && item != "tile-segment")
+              item != "tile-state-output" && item != "tile-segment" && item != "tile-precond")
             return "unknown item '" + item +
-                   "'; expected device-library, tile-decode, tile-chunk-local, tile-state-output, tile-segment or a "
+                   "'; expected device-library, tile-decode, tile-chunk-local, tile-state-output, tile-segment, "
+                   "tile-precond or a "
                    "comma list of the tile ones";
         return std::string();
       });

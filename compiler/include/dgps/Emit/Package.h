@@ -11,6 +11,7 @@
 // Output is byte-for-byte deterministic: it depends only on the spec and the plan.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,9 +51,12 @@ mlir::FailureOr<PlanSummary> summarizePlan(const Spec& spec, mlir::ModuleOp plan
 /// `tileStateOutput` (emitTileStateKernel) the forward state_output entry point.
 /// `tileSegment` (emitTileSegmentKernel, the three kernels of the sequence-parallel state pass) is appended
 /// after the forward roles as extra entry points; the roles themselves are unchanged.
+/// `tileRoles` maps further forward roles (precond_summary, precond_scan: emitTilePrecondKernel) to the kernel
+/// text that replaces the device library's entry point of that role.
 std::string emitKernelsCu(const Spec& spec, const PlanSummary& plan, const std::string* tileDecode = nullptr,
                           const std::string* tileChunkLocal = nullptr, const std::string* tileStateOutput = nullptr,
-                          const std::string* tileSegment = nullptr);
+                          const std::string* tileSegment = nullptr,
+                          const std::map<std::string, std::string>* tileRoles = nullptr);
 /// The shortest CUDA float literal that reads back to `x` rounded to float ("1.5f", "1e-06f").
 std::string cudaFloatLiteral(double x);
 /// manifest.yaml text (format: runtime/include/dgps/runtime/Package.h), its `launch` section written from
@@ -64,7 +68,8 @@ mlir::FailureOr<std::string> emitManifest(const Spec& spec, const PlanSummary& p
 /// and the chunk_local kernel from `@<name>_chunk_local` and the state_output kernel from `@<name>_state_output`
 /// when present (--dgps-lower-state-output-to-tile), instead of calling the device library. With
 /// `@<name>_segment_summary`, `_segment_fold` and `_segment_state_output` (--dgps-lower-segment-roles-to-tile)
-/// the kernels dgps_<name>_fwd_segment_summary, _segment_fold and _segment_state_output are added.
+/// the kernels dgps_<name>_fwd_segment_summary, _segment_fold and _segment_state_output are added. With
+/// `@<name>_precond_summary` and `@<name>_precond_scan` (--dgps-lower-precond-roles-to-tile) those two roles.
 mlir::FailureOr<PackageFiles> emitPackage(const Spec& spec, mlir::ModuleOp plan,
                                           mlir::ModuleOp tileModule = nullptr);
 

@@ -48,4 +48,13 @@ mlir::FailureOr<std::string> emitTileStateKernel(mlir::func::FuncOp fn, const st
 mlir::FailureOr<std::string> emitTileSegmentKernel(mlir::func::FuncOp fn, const std::string& symbol);
 mlir::FailureOr<std::string> emitTileFoldKernel(mlir::func::FuncOp fn, const std::string& symbol);
 
+/// `extern "C" __global__ void <symbol>(dgps::ForwardArgs a) { ... }` for a preconditioner role's tile function
+/// (--dgps-lower-precond-roles-to-tile; TilePrecondEmitter.cpp): precond_summary (grid chunk_key_head, one CTA
+/// per chunk slot and key head, WARPS warps, shared memory C·bf16Pitch(KP)·2 + C·16) writes the workspace
+/// regions "psum" and "pgam"; precond_scan (grid sequence_key_head, one CTA per sequence and key head,
+/// max(32, align_up(KP, 32)) threads, no shared memory) writes "pst" and final_precond_state. Both keep the
+/// device library role's symbol, ForwardArgs and launch geometry (launch_rules.h forwardGeometry). Emits an
+/// error at the offending op and fails on an op it cannot print or more shared tiles than that layout holds.
+mlir::FailureOr<std::string> emitTilePrecondKernel(mlir::func::FuncOp fn, const std::string& symbol);
+
 }  // namespace dgps

@@ -456,4 +456,62 @@ def LowerSegmentRolesToTile : Pass<"dgps-lower-segment-roles-to-tile", "::mlir::
   let dependentDialects = ["::dgps::tile::TileDialect", "::mlir::func::FuncDialect"];
 }
 
+def LowerPrecondRolesToTile : Pass<"dgps-lower-precond-roles-to-tile", "::mlir::ModuleOp"> {
+  let summary = "Lower the preconditioner roles (precond_summary, precond_scan) of each partitioned forward to tile IR";
+  let description = [{
+    Runs on the partitioned chunk IR (after --chunk-partition-kernels). For a forward whose preconditioner
+    state is a scan (ema_sq_squash: `chunk.accum_summary` in precond_summary, `chunk.accum_pass` in
+    precond_scan) it appends two tile functions (the forward's name without `_forward` as prefix), each with
+    `tile.role` and `tile.launch_features` (the launch_rules.h FeatureSet fixing the workspace layout):
+    `@<name>_precond_summary` (`tile.grid = "chunk_key_head"`): the key rows and per-row inputs of one chunk
+    at one key head, the scan's row decay a = e^{gate} (1 without a gate), step weight b = the gain (1
+    without), the key's l2norm factor r (1 without l2norm), then `tile.channel_scan_total` (the chunk's
+    summary into "psum") and `tile.store_sum_exp` of the gate (its total decay into "pgam");
+    `@<name>_precond_scan` (`tile.grid = "sequence_key_head"`): one `tile.chunk_affine_scan` from
+    "initial_precond_state" through "pgam" / "psum" into the chunk starts "pst", with `final` when the kernel
+    stores "final_precond_state". A forward without a precond_summary kernel is left alone. Any other op in
+    those kernels fails naming it — today OSDN's chunked hypergradient scan (`chunk.hypergrad_chunk_summary`,
+    `chunk.hypergrad_chunk_pass`) and the token-by-token `chunk.hypergrad_pass`, which stay in the device
+    library.
+
+    Before (PGDN):
+    ```mlir
+    %0:2 = chunk.kernel "precond_summary" -> !f32_bnthk_global, !f32_bnth_global attributes {tile = ...} {
+      %3 = chunk.load "k" : !bf16_bthk
+      %4 = chunk.l2norm %3 {eps = 1.0E-6 : f64} : !bf16_bthk -> !f32_bthk
+      %5 = chunk.load "precond_g" : !f32_bth
+      %6 = chunk.load "precond_beta" : !f32_bth
+      %sum, %log_decay = chunk.accum_summary %4 gate %5 gain %6 : (...) -> (!f32_bnthk, !f32_bnth)
+      chunk.yield %sum, %log_decay : !f32_bnthk, !f32_bnth
+    }
+    %1 = chunk.kernel "precond_scan" -> !f32_bnthk_global attributes {tile = ...} {
+      %3 = chunk.load "initial_precond_state" {absent = 0.0 : f64} : !f32_nhk
+      %start, %final = chunk.accum_pass %0#0, %0#1 init %3 : (...) -> (!f32_bnthk, !f32_nhk)
+      chunk.store "final_precond_state", %final : !f32_nhk
+      chunk.yield %start : !f32_bnthk
+    }
+    ```
+    After (appended to the module):
+    ```mlir
+    func.func @pgdn_precond_summary() attributes {tile.grid = "chunk_key_head", tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1>, tile.role = "precond_summary"} {
+      %0 = tile.chunk_rows "k" at key_head : !tile.tile<[C, K], bf16, smem, row>
+      %1 = tile.chunk_rows "precond_g" at key_head : !tile.tile<[C], f32, smem, row>
+      %2 = tile.row_exp %1 {pad = 1.0 : f32} : !tile.tile<[C], f32, smem, row> -> !tile.tile<[C], f32, smem, row>
+      %3 = tile.chunk_rows "precond_beta" at key_head : !tile.tile<[C], f32, smem, row>
+      tile.barrier
+      %4 = tile.row_rsqrt_norm %0 {eps = 9.99999997E-7 : f32} : !tile.tile<[C, K], bf16, smem, row> -> !tile.tile<[C], f32, smem, row>
+      tile.barrier
+      tile.channel_scan_total %0, %2, %3, %4 into "psum" : !tile.tile<[C, K], bf16, smem, row>, !tile.tile<[C], f32, smem, row>
+      tile.store_sum_exp %1 into "pgam" : !tile.tile<[C], f32, smem, row>
+      return
+    }
+    func.func @pgdn_precond_scan() attributes {tile.grid = "sequence_key_head", ..., tile.role = "precond_scan"} {
+      tile.chunk_affine_scan start "initial_precond_state" decay "pgam" step "psum" into "pst" final "final_precond_state"
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["::dgps::tile::TileDialect", "::mlir::func::FuncDialect"];
+}
+
 #endif

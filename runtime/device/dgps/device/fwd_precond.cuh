@@ -17,6 +17,9 @@
 
 #include "dgps/device/common.cuh"
 #include "dgps/device/fwd_precond_hypergrad.cuh"
+#include "dgps/tile/channel_scan_total.cuh"
+#include "dgps/tile/chunk_affine_scan.cuh"
+#include "dgps/tile/row_norm.cuh"
 
 namespace dgps {
 
@@ -49,49 +52,18 @@ DGPS_DEV void fwd_precond_summary_squash(const ForwardArgs& a) {
   }
   cp_async_wait<0>();
   sync_threads();
-  // fp32 from the raw input bits (bf16 or fp16): the accumulator never sees a re-rounded key.
-  // CHP lanes per row, 8 elements (16 bytes) per lane.
-  {
-    constexpr int CH = KP / 8;
-    constexpr int CHP = CH >= 32 ? 32 : (CH > 16 ? 32 : CH > 8 ? 16 : CH > 4 ? 8 : CH > 2 ? 4 : 2);
-    constexpr int RPW = 32 / CHP;
-    const int nw = nthreads() / 32;
-    for (int r0 = warp() * RPW; r0 < C; r0 += nw * RPW) {
-      const int r = r0 + lane() / CHP, sub = lane() % CHP;
-      const uint16_t* row = sK + r * PQ;
-      float ss = 0.f;
-      for (int ch = sub; ch < CH; ch += CHP) {
-        const U4 x = *reinterpret_cast<const U4*>(row + ch * 8);
-        const uint32_t wv[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float a0 = Act_t::load((uint16_t)(wv[e] & 0xffffu)), a1 = Act_t::load((uint16_t)(wv[e] >> 16));
-          ss += a0 * a0 + a1 * a1;
-        }
-      }
-#pragma unroll
-      for (int m = CHP / 2; m >= 1; m >>= 1) ss += shfl_xor(ss, m);
-      if (sub == 0) sTok[r * 4 + 2] = Tr::kL2Norm ? rsqrt(ss + Tr::kL2Eps) : 1.f;
-    }
-  }
+  // fp32 from the raw input bits (bf16 or fp16): the accumulator never sees a re-rounded key. The steps below
+  // are the tile library's (the tile-IR precond_summary calls the same headers).
+  const tile::RowVec gam{sTok + 0, 4}, gain{sTok + 1, 4}, rk{sTok + 2, 4}, lg{sTok + 3, 4};
+  if constexpr (Tr::kL2Norm)
+    tile::row_rsqrt_norm<C, KP, Act_t>(rk, sK, tile::RowVec{nullptr, 0}, nullptr, PQ, Tr::kL2Eps, L);
+  else
+    for (int i = tid(); i < C; i += nthreads()) rk[i] = 1.f;
   sync_threads();
   float* psum = reinterpret_cast<float*>(static_cast<unsigned char*>(a.workspace) + W.psum);
   float* pgam = reinterpret_cast<float*>(static_cast<unsigned char*>(a.workspace) + W.pgam);
-  for (int d = tid(); d < K; d += nthreads()) {
-    float acc = 0.f;
-#pragma unroll 8
-    for (int i = 0; i < L; ++i) {
-      const float kh = Act_t::load(sK[i * PQ + d]) * sTok[i * 4 + 2];
-      acc = sTok[i * 4 + 0] * acc + sTok[i * 4 + 1] * kh * kh;
-    }
-    psum[(slot * H + h) * K + d] = acc;
-  }
-  if (warp() == 0) {
-    float s = 0.f;
-    for (int i = lane(); i < C; i += 32) s += sTok[i * 4 + 3];
-    s = warp_sum(s);
-    if (lane() == 0) pgam[slot * H + h] = exp_(s);
-  }
+  tile::channel_scan_total<K, Act_t>(psum + (slot * H + h) * K, sK, PQ, gam, gain, rk, L);
+  tile::store_sum_exp<C>(pgam + slot * H + h, lg);
 }
 
 template <class Tr>
@@ -109,28 +81,11 @@ DGPS_DEV void fwd_precond_scan_squash(const ForwardArgs& a) {
   float* pst = reinterpret_cast<float*>(ws + W.pst);
   const float* psum = reinterpret_cast<const float*>(ws + W.psum);
   const float* pgam = reinterpret_cast<const float*>(ws + W.pgam);
-  for (int d = tid(); d < K; d += nthreads()) {
-    float A = a.initial_precond_state != nullptr ? a.initial_precond_state[(n * H + h) * K + d] : 0.f;
-    for (int64_t c0 = 0; c0 < nch; c0 += 8) {
-      // the summaries do not depend on A: load 8 chunks ahead of the sequential update
-      float gam[8], sum[8];
-#pragma unroll
-      for (int u = 0; u < 8; ++u) {
-        const int64_t s = s0 + c0 + u;
-        const bool ok = c0 + u < nch;
-        gam[u] = ok ? pgam[s * H + h] : 1.f;
-        sum[u] = ok ? psum[(s * H + h) * K + d] : 0.f;
-      }
-#pragma unroll
-      for (int u = 0; u < 8; ++u) {
-        if (c0 + u < nch) {
-          pst[((s0 + c0 + u) * H + h) * K + d] = A;
-          A = gam[u] * A + sum[u];
-        }
-      }
-    }
-    if (a.final_precond_state != nullptr) a.final_precond_state[(n * H + h) * K + d] = A;
-  }
+  // the summaries do not depend on A: chunk_affine_scan loads them 8 chunks ahead of the sequential update
+  const int64_t ph = (n * H + h) * K;
+  tile::chunk_affine_scan<K>(pst + (s0 * H + h) * K, pgam + s0 * H + h, psum + (s0 * H + h) * K, H * K, H, nch,
+                             a.initial_precond_state != nullptr ? a.initial_precond_state + ph : nullptr,
+                             a.final_precond_state != nullptr ? a.final_precond_state + ph : nullptr);
 }
 
 template <class Tr>

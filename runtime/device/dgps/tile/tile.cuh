@@ -16,6 +16,9 @@
 #include "dgps/tile/scan.cuh"
 #include "dgps/tile/token_record.cuh"
 #include "dgps/tile/tri_solve.cuh"
+// chunk summaries of a per-channel scan and the scan over chunks (precond roles)
+#include "dgps/tile/channel_scan_total.cuh"
+#include "dgps/tile/chunk_affine_scan.cuh"
 // state roles (a register state walked over the chunks)
 #include "dgps/tile/lower_readout.cuh"
 #include "dgps/tile/state_frag.cuh"

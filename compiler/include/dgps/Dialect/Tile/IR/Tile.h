@@ -1,6 +1,7 @@
 // The `tile` dialect: typed tiles of one CTA and generic tile maths (TileOps.td, TileChunkOps.td,
-// TileStateOps.td). Roles lowered to it: decode (--dgps-lower-decode-to-tile), chunk_local
-// (--dgps-lower-chunk-local-to-tile) and state_output (--dgps-lower-state-output-to-tile);
+// TileStateOps.td, TilePrecondOps.td). Roles lowered to it: decode (--dgps-lower-decode-to-tile), chunk_local
+// (--dgps-lower-chunk-local-to-tile), state_output (--dgps-lower-state-output-to-tile) and the preconditioner
+// roles precond_summary / precond_scan (--dgps-lower-precond-roles-to-tile);
 // printed as CUDA by the emitters (Emit/TileEmitter.h).
 #pragma once
 

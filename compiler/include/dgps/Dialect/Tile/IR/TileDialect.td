@@ -83,7 +83,11 @@ def Tile_Grid : I32EnumAttr<"Grid", "CTA grid of a tile kernel", [
     // layout of runtime/device/dgps/tile/segment_slots.cuh, slots without a segment return at once. A
     // function holding several tile.state_walk ops gives each its own range of CTAs, in order (a walk with
     // zero_values covers M's column tiles: S·HV·⌈K/BV⌉ CTAs, the others S·HV·⌈V/BV⌉).
-    I32EnumAttrCase<"segment", 3>]> {
+    I32EnumAttrCase<"segment", 3>,
+    // one CTA per (chunk slot, key head) of a chunked forward role (a per-key-head chunk summary).
+    I32EnumAttrCase<"chunk_key_head", 4>,
+    // one CTA per (sequence, key head) of a forward role that walks a sequence's chunks (a scan over chunks).
+    I32EnumAttrCase<"sequence_key_head", 5>]> {
   let cppNamespace = "::dgps::tile";
 }
 

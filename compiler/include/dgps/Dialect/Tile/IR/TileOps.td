@@ -183,5 +183,7 @@ def Tile_ForValueTilesOp : Tile_Op<"for_value_tiles", [NoTerminator, SingleBlock
 include "dgps/Dialect/Tile/IR/TileChunkOps.td"
 // Ops of the state_output forward role (a register state walked over the chunks).
 include "dgps/Dialect/Tile/IR/TileStateOps.td"
+// Ops of the roles that carry a scan state across chunks (chunk summaries, the scan over chunks).
+include "dgps/Dialect/Tile/IR/TilePrecondOps.td"
 
 #endif

@@ -1,0 +1,55 @@
+//===- TilePrecondOps.td - chunk summaries and scans over chunks -*- tablegen -*-===//
+//
+// Ops of the roles that carry a per-channel scan state across chunks (first: the preconditioner roles
+// precond_summary and precond_scan, --dgps-lower-precond-roles-to-tile). Generic maths: a summary of one
+// chunk's per-channel scan (grid "chunk_key_head": one CTA per chunk slot and key head, over the chunk-row
+// tiles of TileChunkOps.td) and the affine scan that combines the summaries over a sequence's chunks (grid
+// "sequence_key_head": one CTA per sequence and key head). Workspace regions are launch_rules.h
+// WorkspaceLayout's, indexed by chunk slot and key head.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DGPS_DIALECT_TILE_IR_PRECOND_OPS_TD
+#define DGPS_DIALECT_TILE_IR_PRECOND_OPS_TD
+
+def Tile_ChannelScanTotalOp : Tile_Op<"channel_scan_total", [AllTypesMatch<["a", "b", "r"]>]> {
+  let summary = "the end state of a per-channel scan down one chunk, from zero, into a workspace region";
+  let description = [{
+    Per channel d < K, sequentially over the chunk's real rows i:
+      s_d ← a_i·s_d + b_i·(r_i·x_id)²       from s_d = 0
+    and the CTA's [K] slice of workspace region `into` (at its chunk slot and key head) receives s.
+    `x` is a [C, K] 16-bit shared tile (read in fp32 from the input dtype); a, b, r are [C] f32 shared vectors
+    (r a per-row factor such as an inverse l2 norm). Reads its operands after a barrier.
+    ```mlir
+    tile.channel_scan_total %k, %a, %b, %r into "psum" : !tile.tile<[C, K], bf16, smem, row>, !tile.tile<[C], f32, smem, row>
+    ```
+  }];
+  let arguments = (ins Tile_AnyTile:$x, Tile_AnyTile:$a, Tile_AnyTile:$b, Tile_AnyTile:$r, StrAttr:$into);
+  let assemblyFormat = "$x `,` $a `,` $b `,` $r `into` $into attr-dict `:` type($x) `,` type($a)";
+}
+
+def Tile_StoreSumExpOp : Tile_Op<"store_sum_exp"> {
+  let summary = "e^{Σ_i x_i} of a [C] shared vector (pad rows 0) into the CTA's element of a workspace region";
+  let arguments = (ins Tile_AnyTile:$x, StrAttr:$into);
+  let assemblyFormat = "$x `into` $into attr-dict `:` type($x)";
+}
+
+def Tile_ChunkAffineScanOp : Tile_Op<"chunk_affine_scan"> {
+  let summary = "per-channel affine scan over a sequence's chunk summaries: s ← γ_c·s + u_c";
+  let description = [{
+    Per channel d < K of the CTA's (sequence, key head), over the sequence's chunks c in order:
+      region `starts`[c][d] = s_d;   s_d ← γ_c·s_d + u_c[d]
+    from s_d = argument `start`[n][h][d] (the value `absent` when that tensor is not given), with γ_c the
+    f32 of region `decay` and u_c the [K] vector of region `step` at chunk c. With `final`, the argument of
+    that name receives s after the last chunk (when the caller passes it).
+    ```mlir
+    tile.chunk_affine_scan start "initial_precond_state" decay "pgam" step "psum" into "pst" final "final_precond_state" {absent = 0.0 : f32}
+    ```
+  }];
+  let arguments = (ins StrAttr:$start, StrAttr:$decay, StrAttr:$step, StrAttr:$starts, OptionalAttr<StrAttr>:$final,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$absent);
+  let assemblyFormat = [{
+    `start` $start `decay` $decay `step` $step `into` $starts (`final` $final^)? attr-dict
+  }];
+}
+
+#endif

@@ -1,0 +1,46 @@
+// Verifiers of the ops over chunk summaries (TilePrecondOps.td): operand shapes, element types and memory
+// spaces, and the workspace regions each op may read or write (launch_rules.h WorkspaceLayout).
+#include "dgps/Dialect/Tile/IR/Tile.h"
+
+using namespace mlir;
+using namespace dgps::tile;
+
+namespace {
+
+bool isShared(Value v, std::initializer_list<Extent> dims, bool f32) {
+  auto t = dyn_cast<TileType>(v.getType());
+  return t && t.getSpace() == Space::smem && llvm::equal(t.getDims(), dims) && t.getElementType().isF32() == f32;
+}
+
+/// `name` must be one of `allowed`; the error names the op's `what` and the list.
+LogicalResult expectName(Operation* op, StringRef what, StringRef name, std::initializer_list<const char*> allowed) {
+  for (const char* a : allowed)
+    if (name == a) return success();
+  std::string list;
+  for (const char* a : allowed) list += (list.empty() ? "\"" : ", \"") + std::string(a) + "\"";
+  return op->emitOpError() << what << " \"" << name << "\"; expected " << list;
+}
+
+}  // namespace
+
+LogicalResult ChannelScanTotalOp::verify() {
+  if (!isShared(getX(), {Extent::C, Extent::K}, false))
+    return emitOpError("rows must be a [C, K] 16-bit shared tile");
+  if (!isShared(getA(), {Extent::C}, true)) return emitOpError("a, b and r must be [C] f32 shared vectors");
+  return expectName(*this, "writes workspace region", getInto(), {"psum"});
+}
+
+LogicalResult StoreSumExpOp::verify() {
+  if (!isShared(getX(), {Extent::C}, true)) return emitOpError("operand must be a [C] f32 shared vector");
+  return expectName(*this, "writes workspace region", getInto(), {"pgam"});
+}
+
+LogicalResult ChunkAffineScanOp::verify() {
+  if (failed(expectName(*this, "starts from argument", getStart(), {"initial_precond_state"})) ||
+      failed(expectName(*this, "reads the decay from workspace region", getDecay(), {"pgam"})) ||
+      failed(expectName(*this, "reads the step from workspace region", getStep(), {"psum"})) ||
+      failed(expectName(*this, "writes the chunk starts to workspace region", getStarts(), {"pst"})))
+    return failure();
+  if (getFinal()) return expectName(*this, "writes the final state to argument", *getFinal(), {"final_precond_state"});
+  return success();
+}

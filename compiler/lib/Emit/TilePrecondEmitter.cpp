@@ -1,0 +1,245 @@
+// The emitter of the roles over chunk summaries (TileEmitter.h emitTilePrecondKernel): a precond_summary or
+// precond_scan tile function -> CUDA calling runtime/device/dgps/tile, with the device library role's symbol,
+// ForwardArgs, launch geometry (launch_rules.h forwardGeometry) and workspace layout (WorkspaceLayout).
+//
+// precond_summary (grid chunk_key_head): the one 16-bit [C, K] row tile at shared offset 0 (pitch
+// bf16Pitch(KP)), up to four [C] vectors in the columns of the [C][4] f32 record after it (the role's
+// shared memory, C·bf16Pitch(KP)·2 + C·16 bytes). Consecutive row-local ops (per-row scalar loads, fills,
+// row_exp) are printed as one loop over the chunk's rows, so their global loads are issued together; the
+// first barrier after the cp.async row load also waits for it.
+// precond_scan (grid sequence_key_head): one tile.chunk_affine_scan per (sequence, key head), no shared memory.
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dgps/Dialect/Tile/IR/Tile.h"
+#include "dgps/Emit/Package.h"
+#include "dgps/Emit/TileEmitter.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace dgps::tile;
+
+namespace dgps {
+namespace {
+
+/// [C] vectors: the columns of the role's [C][4] record.
+constexpr int kVectorColumns = 4;
+
+bool isVec(Type t) { return cast<TileType>(t).getRank() == 1; }
+
+class SummaryEmitter {
+ public:
+  explicit SummaryEmitter(std::ostringstream& os) : os_(os) {}
+
+  LogicalResult block(Block& body) {
+    // The scan's three per-row coefficients take adjacent columns 0, 1, 2 of the record, so channel_scan_total
+    // reads them with one vector load per row (as the hand-written role did); other [C] vectors follow.
+    for (auto scan : body.getOps<ChannelScanTotalOp>())
+      for (Value v : {scan.getA(), scan.getB(), scan.getR()})
+        if (!column_.count(v.getAsOpaquePointer())) column_[v.getAsOpaquePointer()] = nextColumn_++;
+    for (Operation& op : body)
+      if (failed(emit(op))) return failure();
+    flushRows();
+    return success();
+  }
+
+ private:
+  std::string name(Value v) {
+    auto it = names_.find(v.getAsOpaquePointer());
+    if (it != names_.end()) return it->second;
+    std::string n = "t" + std::to_string(names_.size());
+    names_[v.getAsOpaquePointer()] = n;
+    return n;
+  }
+
+  /// Storage for a new shared tile; fails when the role's layout has no room left.
+  LogicalResult place(Operation* op, Value v) {
+    const std::string n = name(v);
+    if (isVec(v.getType())) {
+      auto it = column_.find(v.getAsOpaquePointer());
+      const int col = it != column_.end() ? it->second : nextColumn_++;
+      if (col >= kVectorColumns)
+        return op->emitOpError() << "needs more than " << kVectorColumns << " [C] vectors (the [C][4] record's columns)";
+      os_ << "  const t::RowVec " << n << "{sVec + " << col << ", " << kVectorColumns << "};\n";
+      return success();
+    }
+    if (rowsUsed_) return op->emitOpError("needs a second [C, K] row tile (the layout has one)");
+    rowsUsed_ = true;
+    os_ << "  uint16_t* const " << n << " = dev::smem_at<uint16_t>(sm, 0);\n";
+    return success();
+  }
+
+  void row(const std::string& stmt) { rowBody_.push_back(stmt); }
+  void flushRows() {
+    if (rowBody_.empty()) return;
+    os_ << "  for (int i = dev::tid(); i < C; i += dev::nthreads()) {\n";
+    for (const std::string& b : rowBody_) os_ << "    " << b << "\n";
+    os_ << "  }\n";
+    rowBody_.clear();
+  }
+
+  LogicalResult chunkRows(ChunkRowsOp op) {
+    static const std::map<std::string, bool> fields = {{"k", true}, {"precond_g", false}, {"precond_beta", false}};
+    auto it = fields.find(op.getName().str());
+    if (it == fields.end())
+      return op.emitOpError() << "'" << op.getName() << "' is not a row tensor precond_summary reads (\"k\", "
+                              << "\"precond_g\", \"precond_beta\")";
+    const bool vec = isVec(op.getType());
+    if (it->second == vec)
+      return op.emitOpError() << "'" << op.getName() << "' must be loaded as " << (vec ? "[C, K] rows" : "a [C] vector");
+    if (op.getHead() != HeadOf::key_head) return op.emitOpError("precond_summary reads rows at the key head");
+    if (failed(place(op, op.getResult()))) return failure();
+    const std::string n = name(op.getResult());
+    if (vec) {
+      row("t::load_row_scalars(" + n + ", a." + op.getName().str() + ", at, H, h, i);");
+      return success();
+    }
+    os_ << "  t::load_rows16<C, KP>(" << n << ", PQ, a." << op.getName().str() << ", at, H, h, K);\n";
+    pendingLoads_ = true;
+    return success();
+  }
+
+  static bool isRowLocal(Operation& op) {
+    if (auto r = dyn_cast<ChunkRowsOp>(op)) return isVec(r.getType());
+    return isa<ChunkFillOp, RowExpOp>(op);
+  }
+
+  LogicalResult emit(Operation& op) {
+    // the asynchronous row load may sit inside the open row loop's run; anything else closes it
+    const bool asyncRows = isa<ChunkRowsOp>(op) && !isVec(op.getResult(0).getType());
+    if (!isRowLocal(op) && !asyncRows) flushRows();
+    return llvm::TypeSwitch<Operation*, LogicalResult>(&op)
+        .Case<ChunkRowsOp>([&](auto o) { return chunkRows(o); })
+        .Case<ChunkFillOp>([&](ChunkFillOp o) -> LogicalResult {
+          if (failed(place(o, o.getResult()))) return failure();
+          row("t::fill_rows(" + name(o.getResult()) + ", " + cudaFloatLiteral(o.getValue().convertToDouble()) + ", " +
+              cudaFloatLiteral(o.getPad().convertToDouble()) + ", at, i);");
+          return success();
+        })
+        .Case<RowExpOp>([&](RowExpOp o) -> LogicalResult {
+          if (failed(place(o, o.getResult()))) return failure();
+          row("t::exp_rows(" + name(o.getResult()) + ", " + name(o.getX()) + ", " +
+              cudaFloatLiteral(o.getPad().convertToDouble()) + ", at, i);");
+          return success();
+        })
+        .Case<BarrierOp>([&](auto) {
+          os_ << (pendingLoads_ ? "  t::wait_rows();\n" : "  dev::sync_threads();\n");
+          pendingLoads_ = false;
+          return success();
+        })
+        .Case<RowRsqrtNormOp>([&](RowRsqrtNormOp o) -> LogicalResult {
+          if (o.getRows().size() != 1) return o.emitOpError("precond_summary normalises one row tile");
+          if (failed(place(o, o.getResult(0)))) return failure();
+          os_ << "  t::row_rsqrt_norm<C, KP, Codec>(" << name(o.getResult(0)) << ", " << name(o.getRows()[0])
+              << ", t::RowVec{nullptr, 0}, nullptr, PQ, " << cudaFloatLiteral(o.getEps().convertToDouble())
+              << ", at.Lr);\n";
+          return success();
+        })
+        .Case<ChannelScanTotalOp>([&](ChannelScanTotalOp o) {
+          os_ << "  t::channel_scan_total<K, Codec>(reinterpret_cast<float*>(ws + W.psum) + (slot * H + h) * K, "
+              << name(o.getX()) << ", PQ, " << name(o.getA()) << ", " << name(o.getB()) << ", " << name(o.getR())
+              << ", at.Lr);\n";
+          return success();
+        })
+        .Case<StoreSumExpOp>([&](StoreSumExpOp o) {
+          os_ << "  t::store_sum_exp<C>(reinterpret_cast<float*>(ws + W.pgam) + slot * H + h, " << name(o.getX())
+              << ");\n";
+          return success();
+        })
+        .Case<func::ReturnOp>([&](auto) { return success(); })
+        .Default([&](Operation* o) { return o->emitOpError("has no precond_summary tile emitter"); });
+  }
+
+  std::ostringstream& os_;
+  std::map<const void*, std::string> names_;
+  std::vector<std::string> rowBody_;
+  std::map<const void*, int> column_;  ///< the record column of each [C] vector placed ahead (the scan's a, b, r)
+  int nextColumn_ = 0;
+  bool rowsUsed_ = false, pendingLoads_ = false;
+};
+
+void prologue(std::ostringstream& os, func::FuncOp fn, const std::string& symbol, StringRef what,
+              ArrayRef<int32_t> f) {
+  os << "extern \"C\" __global__ void " << symbol << "(dgps::ForwardArgs a) {\n";
+  os << "  // Generated from tile IR (" << fn.getSymName().str() << ", " << what.str() << ").\n";
+  os << "  namespace t = dgps::tile;\n  namespace dev = dgps::dev;\n";
+  os << "  constexpr int C = dgps::cfg::C, K = dgps::cfg::K;\n";
+  os << "  // The launch contract shared with the other roles: the workspace layout only.\n";
+  os << "  constexpr dgps::launch::FeatureSet F = {" << f[0] << ", " << f[1] << ", " << f[2] << ", " << f[3] << ", "
+     << f[4] << ", " << f[5] << "};\n";
+  os << "  const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), dev::tile_of());\n";
+  os << "  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);\n";
+  os << "  const int64_t H = a.heads_qk;\n";
+}
+
+FailureOr<std::string> emitSummary(func::FuncOp fn, const std::string& symbol, ArrayRef<int32_t> f) {
+  std::ostringstream os;
+  prologue(os, fn, symbol, "grid chunk_key_head: one CTA per chunk slot and key head", f);
+  os << "  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;\n";
+  os << "  constexpr int KP = dgps::cfg::KP, PQ = dgps::launch::bf16Pitch(KP);\n";
+  os << "  const int64_t slot = dev::block_x() / H, h = dev::block_x() - slot * H;\n";
+  os << "  int64_t n = 0, c = 0;\n  dev::Seq sq;\n";
+  os << "  if (!dev::slot_to_chunk(a, slot, n, c, sq)) return;\n";
+  os << "  t::ChunkAt at;\n  at.t0 = sq.bos + c * C;\n  at.Lr = (int)dev::lmin(C, sq.len - c * C);\n";
+  os << "  unsigned char* const sm = dev::dyn_smem();\n";
+  os << "  float* const sVec = dev::smem_at<float>(sm, C * PQ * 2);  // [C][4] per-row record\n";
+  SummaryEmitter e(os);
+  if (failed(e.block(fn.getBody().front()))) return failure();
+  os << "}\n";
+  return os.str();
+}
+
+FailureOr<std::string> emitScan(func::FuncOp fn, const std::string& symbol, ArrayRef<int32_t> f) {
+  SmallVector<ChunkAffineScanOp> scans;
+  for (Operation& op : fn.getBody().front()) {
+    if (auto s = dyn_cast<ChunkAffineScanOp>(op)) {
+      scans.push_back(s);
+      continue;
+    }
+    if (!isa<func::ReturnOp>(op)) return op.emitOpError("has no precond_scan tile emitter");
+  }
+  if (scans.size() != 1) return fn.emitOpError("a precond_scan tile function holds exactly one tile.chunk_affine_scan");
+  ChunkAffineScanOp s = scans.front();
+  if (s.getAbsent().convertToDouble() != 0.0)
+    return s.emitOpError("the device reads an absent start state as 0 (absent must be 0)");
+  std::ostringstream os;
+  prologue(os, fn, symbol, "grid sequence_key_head: one CTA per sequence and key head", f);
+  os << "  const int64_t n = dev::block_x() / H, h = dev::block_x() - n * H;\n";
+  os << "  const dev::Seq sq = dev::seq_of(a, n);\n";
+  os << "  const int64_t s0 = dev::first_slot(a, n, sq.bos), nch = (sq.len + C - 1) / C;\n";
+  os << "  const int64_t ph = (n * H + h) * K;\n";
+  os << "  t::chunk_affine_scan<K>(reinterpret_cast<float*>(ws + W." << s.getStarts().str() << ") + (s0 * H + h) * K,\n";
+  os << "                          reinterpret_cast<const float*>(ws + W." << s.getDecay().str() << ") + s0 * H + h,\n";
+  os << "                          reinterpret_cast<const float*>(ws + W." << s.getStep().str()
+     << ") + (s0 * H + h) * K, H * K, H, nch,\n";
+  os << "                          a." << s.getStart().str() << " != nullptr ? a." << s.getStart().str()
+     << " + ph : nullptr,\n";
+  if (s.getFinal())
+    os << "                          a." << s.getFinal()->str() << " != nullptr ? a." << s.getFinal()->str()
+       << " + ph : nullptr);\n";
+  else
+    os << "                          nullptr);\n";
+  os << "}\n";
+  return os.str();
+}
+
+}  // namespace
+
+FailureOr<std::string> emitTilePrecondKernel(func::FuncOp fn, const std::string& symbol) {
+  auto role = fn->getAttrOfType<StringAttr>(kRoleAttr);
+  auto grid = fn->getAttrOfType<StringAttr>(kGridAttr);
+  auto feat = fn->getAttrOfType<DenseI32ArrayAttr>(kLaunchFeaturesAttr);
+  const bool summary = role && role.getValue() == "precond_summary";
+  const bool scan = role && role.getValue() == "precond_scan";
+  const Grid want = summary ? Grid::chunk_key_head : Grid::sequence_key_head;
+  if ((!summary && !scan) || !grid || grid.getValue() != stringifyGrid(want) || !feat || feat.size() != 6)
+    return fn.emitOpError() << "is not a precond_summary / precond_scan tile function (needs " << kRoleAttr
+                            << " = \"precond_summary\" with " << kGridAttr << " = \"chunk_key_head\", or "
+                            << "\"precond_scan\" with \"sequence_key_head\", and " << kLaunchFeaturesAttr
+                            << " with 6 entries)";
+  return summary ? emitSummary(fn, symbol, feat.asArrayRef()) : emitScan(fn, symbol, feat.asArrayRef());
+}
+
+}  // namespace dgps

@@ -1,0 +1,166 @@
+// --dgps-lower-precond-roles-to-tile: the preconditioner roles of each partitioned forward become tile
+// functions (Passes.td has the before/after):
+//   precond_summary (chunk.accum_summary) -> @<name>_precond_summary: the chunk's key rows and per-row inputs,
+//       then tile.channel_scan_total (the chunk's scan summary, "psum") and tile.store_sum_exp (its decay, "pgam")
+//   precond_scan (chunk.accum_pass)       -> @<name>_precond_scan: one tile.chunk_affine_scan over the chunks
+// The per-model choices (gate or not, gain or not, l2norm or not) are made here; the ops are generic. A kernel
+// op this lowering does not know (OSDN's hypergradient scans) is an error naming it.
+#include "StateWalkLowering.h"
+#include "dgps/Dialect/Chunk/IR/Chunk.h"
+#include "dgps/Dialect/Tile/IR/Tile.h"
+#include "dgps/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace dgps {
+#define GEN_PASS_DEF_LOWERPRECONDROLESTOTILE
+#include "dgps/Transforms/Passes.h.inc"
+}  // namespace dgps
+
+using namespace mlir;
+using namespace dgps::tile;
+namespace ch = dgps::chunk;
+
+namespace {
+
+InFlightDiagnostic unknownOp(Operation& op, StringRef role, StringRef covers) {
+  return op.emitOpError() << "has no tile lowering in " << role << " (--dgps-lower-precond-roles-to-tile covers "
+                          << covers << ")";
+}
+
+/// The load feeding `v` (possibly through one chunk.l2norm), or null.
+ch::LoadOp loadOf(Value v) {
+  if (!v) return nullptr;
+  if (auto n = v.getDefiningOp<ch::L2NormOp>()) v = n.getInput();
+  return v.getDefiningOp<ch::LoadOp>();
+}
+
+/// precond_summary: exactly one chunk.accum_summary over loads (its key optionally l2-normalised).
+LogicalResult buildSummary(ch::KernelOp k, OpBuilder& b) {
+  ch::AccumSummaryOp sum;
+  for (Operation& op : k.getBody().front()) {
+    if (isa<ch::LoadOp, ch::L2NormOp, ch::YieldOp>(op)) continue;
+    if (auto s = dyn_cast<ch::AccumSummaryOp>(op); s && !sum) {
+      sum = s;
+      continue;
+    }
+    return unknownOp(op, "precond_summary", "loads, l2norm and one accum_summary");
+  }
+  if (!sum) return k.emitOpError("precond_summary kernel without chunk.accum_summary");
+  ch::LoadOp key = loadOf(sum.getKey()), gate = loadOf(sum.getGate()), gain = loadOf(sum.getGain());
+  auto norm = sum.getKey().getDefiningOp<ch::L2NormOp>();
+  if (!key || (sum.getGate() && (!gate || gate.getResult() != sum.getGate())) ||
+      (sum.getGain() && (!gain || gain.getResult() != sum.getGain())))
+    return sum.emitOpError("needs its key (optionally l2-normalised), gate and gain loaded in this kernel");
+
+  const Location loc = sum.getLoc();
+  MLIRContext* ctx = b.getContext();
+  auto rows16 = TileType::get(ctx, {Extent::C, Extent::K}, b.getBF16Type(), Space::smem, Layout::row);
+  auto vec = TileType::get(ctx, {Extent::C}, b.getF32Type(), Space::smem, Layout::row);
+  auto fill = [&](double x, double pad) -> Value {
+    return b.create<ChunkFillOp>(loc, vec, b.getF32FloatAttr((float)x), b.getF32FloatAttr((float)pad));
+  };
+  // loads and per-row coefficients (the emitter prints the row-local ones as one loop beside the row loads)
+  Value x = b.create<ChunkRowsOp>(loc, rows16, key.getName(), HeadOf::key_head);
+  Value logDecay, a, gainRows;
+  if (gate) {
+    logDecay = b.create<ChunkRowsOp>(loc, vec, gate.getName(), HeadOf::key_head);
+    a = b.create<RowExpOp>(loc, vec, logDecay, b.getF32FloatAttr(1.f));  // e^0 = 1 on pad rows
+  } else {
+    a = fill(1.0, 1.0);
+    logDecay = fill(0.0, 0.0);
+  }
+  gainRows = gain ? Value(b.create<ChunkRowsOp>(loc, vec, gain.getName(), HeadOf::key_head)) : fill(1.0, 0.0);
+  Value r = norm ? Value() : fill(1.0, 0.0);
+  b.create<BarrierOp>(loc);
+  if (norm) {
+    r = b.create<RowRsqrtNormOp>(loc, TypeRange{vec}, ValueRange{x},
+                                 b.getF32FloatAttr((float)norm.getEps().convertToDouble()))
+            .getResult(0);
+    b.create<BarrierOp>(loc);
+  }
+  b.create<ChannelScanTotalOp>(loc, x, a, gainRows, r, b.getStringAttr("psum"));
+  b.create<StoreSumExpOp>(loc, logDecay, b.getStringAttr("pgam"));
+  return success();
+}
+
+/// precond_scan: one chunk.accum_pass of the summary kernel's results, its init a load of
+/// "initial_precond_state", its final value stored (or not) as "final_precond_state".
+LogicalResult buildScan(ch::KernelOp k, ch::KernelOp summary, OpBuilder& b) {
+  ch::AccumPassOp pass;
+  bool writesFinal = false;
+  for (Operation& op : k.getBody().front()) {
+    if (isa<ch::LoadOp, ch::YieldOp>(op)) continue;
+    if (auto p = dyn_cast<ch::AccumPassOp>(op); p && !pass) {
+      pass = p;
+      continue;
+    }
+    if (auto st = dyn_cast<ch::StoreOp>(op); st && pass && st.getName() == "final_precond_state" &&
+                                             st.getValue() == pass.getFinal()) {
+      writesFinal = true;
+      continue;
+    }
+    return unknownOp(op, "precond_scan", "one accum_pass and the store of \"final_precond_state\"");
+  }
+  if (!pass) return k.emitOpError("precond_scan kernel without chunk.accum_pass");
+  if (pass.getSum().getDefiningOp() != summary || pass.getLogDecay().getDefiningOp() != summary)
+    return pass.emitOpError("must scan the results of the forward's precond_summary kernel");
+  ch::LoadOp init = loadOf(pass.getInit());
+  if (pass.getInit() && (!init || init.getName() != "initial_precond_state"))
+    return pass.emitOpError("init must be the load of \"initial_precond_state\"");
+  float absent = 0.f;
+  if (init && init.getAbsent()) absent = (float)init.getAbsent()->convertToDouble();
+  if (absent != 0.f) return init.emitOpError("an absent initial preconditioner state must read as 0 on the device");
+  b.create<ChunkAffineScanOp>(pass.getLoc(), b.getStringAttr("initial_precond_state"), b.getStringAttr("pgam"),
+                              b.getStringAttr("psum"), b.getStringAttr("pst"),
+                              writesFinal ? b.getStringAttr("final_precond_state") : StringAttr(),
+                              b.getF32FloatAttr(absent));
+  return success();
+}
+
+struct LowerPrecondRolesToTilePass : public dgps::impl::LowerPrecondRolesToTileBase<LowerPrecondRolesToTilePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> forwards;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (!fn.getBody().getOps<ch::KernelOp>().empty()) forwards.push_back(fn);
+    for (func::FuncOp fwd : forwards)
+      if (failed(lower(module, fwd))) return signalPassFailure();
+  }
+
+  LogicalResult lower(ModuleOp module, func::FuncOp fwd) {
+    ch::KernelOp summary, scan;
+    for (ch::KernelOp k : fwd.getBody().getOps<ch::KernelOp>()) {
+      if (k.getRole() == "precond_summary") summary = k;
+      if (k.getRole() == "precond_scan") scan = k;
+    }
+    if (!summary && !scan) return success();  // no preconditioner state: nothing to lower
+    if (!summary)
+      for (Operation& op : scan.getBody().front())
+        if (!isa<ch::LoadOp, ch::StoreOp, ch::YieldOp>(op))
+          return unknownOp(op, "precond_scan", "one accum_pass and the store of \"final_precond_state\"");
+    if (!scan) return summary.emitOpError("precond_summary without a precond_scan kernel");
+    const ForwardFeatures f = forwardFeaturesOf(fwd);
+    bool delta = false;
+    fwd.walk([&](ch::KKTOp) { delta = true; });
+    OpBuilder body(module.getContext());
+    func::FuncOp sumFn = createRoleFunction(module, fwd, summary.getLoc(), "precond_summary", "precond_summary",
+                                            Grid::chunk_key_head, f, delta, body);
+    if (failed(buildSummary(summary, body))) {
+      sumFn.erase();
+      return failure();
+    }
+    body.create<func::ReturnOp>(summary.getLoc());
+    func::FuncOp scanFn = createRoleFunction(module, fwd, scan.getLoc(), "precond_scan", "precond_scan",
+                                             Grid::sequence_key_head, f, delta, body);
+    if (failed(buildScan(scan, summary, body))) {
+      sumFn.erase();
+      scanFn.erase();
+      return failure();
+    }
+    body.create<func::ReturnOp>(scan.getLoc());
+    return success();
+  }
+};
+
+}  // namespace

@@ -1,0 +1,340 @@
+// CPU check of a tile-precond package (dgpsc --codegen=tile-precond): the package's kernels.cu (its
+// precond_summary and precond_scan printed from tile IR against runtime/device/dgps/tile, every other role the
+// device library's) and the device-library package of the same spec are compiled for the CPU emulator of
+// tests/emu and launched with the runtime's forward geometry (launch_rules.h forwardGeometry). Per problem, on
+// fresh seeded inputs and NaN-poisoned (0xFF) workspaces and outputs:
+//   1. the preconditioner roles (precond_summary, precond_scan) of each package run on their own workspace; the
+//      workspaces (psum, pgam, pst) and the final preconditioner states must then be bit-identical;
+//   2. the remaining roles (chunk_local, state_output) run after the generated ones; o, the final state and the
+//      final preconditioner state are compared with the float64 reference (dgps::runReference), and the final
+//      preconditioner state also with an independent float64 scan of the reference's own inputs (below).
+// Problems: K = V = each square head dim <= 64 the spec allows (else its smallest) and the smallest square dim
+// that is not a multiple of 16, C = 64; T = 100 (a partial chunk) with B = 2; varlen cu = {0, 37, 100} (a
+// sequence ending mid-chunk, slack slots) when the spec allows it; with and without an initial preconditioner
+// state; H = 2 unless the spec fixes it, with the spec's GVA ratio; bf16 inputs, and fp16 once.
+//
+//   dgps-tile-precond-emu-check TILE_PACKAGE_DIR LIBRARY_PACKAGE_DIR WORK_DIR
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "dgps/device/abi.h"
+#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/DeviceFeatures.h"
+#include "dgps/dsl/InputGen.h"
+#include "dgps/dsl/Reference.h"
+#include "dgps/dsl/SpecParser.h"
+#include "emu_hooks.h"
+
+namespace {
+
+constexpr double kTolOut = 1e-2;     // bf16 inputs, operands and output (the GPU suite's forward tolerance)
+constexpr double kTolState = 1e-2;   // f32 state built from bf16 tensor-core products
+constexpr double kTolPrecond = 1e-4; // the preconditioner state: an fp32 scan of exact input values
+constexpr int kChunk = 64, kBlockV = 64, kWarps = 4, kStages = 2;
+
+double relErr(const std::vector<double>& got, const dgps::Tensor& ref) {
+  double num = 0, den = 0;
+  for (std::int64_t i = 0; i < ref.numel(); ++i) {
+    if (!std::isfinite(got[(size_t)i])) return INFINITY;
+    const double d = got[(size_t)i] - ref.get(i);
+    num += d * d;
+    den += ref.get(i) * ref.get(i);
+  }
+  return std::sqrt(num / (den > 0 ? den : 1.0));
+}
+
+std::vector<float> f32Of(const dgps::Tensor& t) {
+  std::vector<float> v((size_t)t.numel());
+  for (std::int64_t i = 0; i < t.numel(); ++i) v[(size_t)i] = (float)t.get(i);
+  return v;
+}
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "dgps-tile-precond-emu-check: %s\n", msg.c_str());
+  return 1;
+}
+
+/// Compiles a package's kernels.cu for the emulator at head dims K = V (fp16 or bf16 inputs) and dlopens it.
+void* compileForEmu(const std::string& pkg, const std::string& so, int K, bool f16) {
+  const std::string cmd = std::string(DGPS_EMU_CXX) + " -O1 -std=c++17 -fPIC -shared -Wno-unknown-pragmas -include " +
+                          DGPS_EMU_DIR + "/emu_prelude.h -I" + DGPS_DEVICE_DIR + " -I" + DGPS_EMU_DIR +
+                          " -DDGPS_EMU_WGMMA=1 " + (f16 ? "-DDGPS_INPUT_F16=1" : "-DDGPS_INPUT_BF16=1") +
+                          " -DDGPS_K=" + std::to_string(K) + " -DDGPS_V=" + std::to_string(K) +
+                          " -DDGPS_CHUNK=" + std::to_string(kChunk) + " -DDGPS_BLOCK_V=" + std::to_string(kBlockV) +
+                          " -DDGPS_WARPS=" + std::to_string(kWarps) + " -DDGPS_STAGES=" + std::to_string(kStages) +
+                          " -x c++ " + pkg + "/kernels.cu -o " + so;
+  if (std::system(cmd.c_str()) != 0) {
+    std::fprintf(stderr, "emulator compile failed: %s\n", cmd.c_str());
+    return nullptr;
+  }
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) std::fprintf(stderr, "dlopen: %s\n", dlerror());
+  return h;
+}
+
+struct Modules {
+  void* tile = nullptr;  ///< the tile-precond package
+  void* lib = nullptr;   ///< the device-library package
+};
+
+const char* regionOf(const dgps::launch::WorkspaceLayout& w, long long off) {
+  const std::pair<long long, const char*> r[] = {{w.tb, "tb"},     {w.aqk, "aqk"},   {w.tok, "tok"},     {w.pst, "pst"},
+                                                 {w.psum, "psum"}, {w.pgam, "pgam"}, {w.pcoef, "pcoef"}, {w.opq, "opq"},
+                                                 {w.opk, "opk"},   {w.opw, "opw"},   {w.pdec, "pdec"}};
+  const char* best = "?";
+  long long at = -1;
+  for (auto& [o, n] : r)
+    if (o <= off && o >= at) {
+      at = o;
+      best = n;
+    }
+  return best;
+}
+
+bool launchRole(void* module, const std::string& sym, const dgps::launch::Geometry& geo, dgps::ForwardArgs& a) {
+  void* fn = dlsym(module, sym.c_str());
+  if (!fn) {
+    std::fprintf(stderr, "no symbol %s\n", sym.c_str());
+    return false;
+  }
+  auto kernel = reinterpret_cast<void (*)(dgps::ForwardArgs)>(fn);
+  char err[512] = {0};
+  if (!dgps_emu::launch([&] { kernel(a); }, geo.grid.x, geo.block.x, geo.smem_bytes, err, sizeof err)) {
+    std::fprintf(stderr, "emulator (%s): %s\n", sym.c_str(), err);
+    return false;
+  }
+  return true;
+}
+
+/// An independent float64 model of the squash accumulator's final state (docs/math.md §3.3): per sequence
+/// and key head, A ← e^{g^a_t}·A + β^a_t·k̂_t² token by token from the initial state (0 when absent), with
+/// k̂ = k/‖k‖ when the spec normalises keys. Only for ema_sq_squash specs.
+std::vector<double> squashFinal(const dgps::Spec& spec, const dgps::ReferenceInputs& in, std::int64_t B,
+                                std::int64_t T, std::int64_t H, int K, const std::vector<std::int64_t>& cu) {
+  const dgps::Tensor& k = in.at("k");
+  const std::int64_t N = cu.empty() ? B : (std::int64_t)cu.size() - 1;
+  std::vector<double> A((size_t)(N * H * K), 0.0);
+  if (in.count("initial_precond_state"))
+    for (size_t i = 0; i < A.size(); ++i) A[i] = in.at("initial_precond_state").get((std::int64_t)i);
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t h = 0; h < H; ++h) {
+      const std::int64_t t0 = cu.empty() ? n * T : cu[n], t1 = cu.empty() ? (n + 1) * T : cu[n + 1];
+      for (std::int64_t t = t0; t < t1; ++t) {
+        double ss = 0;
+        for (int d = 0; d < K; ++d) ss += std::pow(k.get((t * H + h) * K + d), 2);
+        const double r = spec.qk_l2norm ? 1.0 / std::sqrt(ss + spec.l2norm_eps) : 1.0;
+        const double g = in.count("precond_g") ? in.at("precond_g").get(t * H + h) : 0.0;
+        const double b = in.count("precond_beta") ? in.at("precond_beta").get(t * H + h) : 1.0;
+        for (int d = 0; d < K; ++d) {
+          double& a = A[(size_t)((n * H + h) * K + d)];
+          a = std::exp(g) * a + b * std::pow(r * k.get((t * H + h) * K + d), 2);
+        }
+      }
+    }
+  return A;
+}
+
+/// One forward problem: the generated preconditioner roles against the library's, then the whole forward.
+bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, bool f16, std::int64_t B, std::int64_t T,
+               std::vector<std::int64_t> cu, std::uint64_t seed, bool initialPrecond) {
+  dgps::ProblemShape s;
+  s.batch = B;
+  s.seq_len = T;
+  s.heads_qk = spec.heads_qk > 0 ? spec.heads_qk : 2;
+  s.heads_v = s.heads_qk * spec.gva_ratio;
+  s.key_dim = s.value_dim = K;
+  s.cu_seqlens = cu;
+  dgps::InputGenOptions opt;
+  opt.initial_precond_state = initialPrecond;
+  const dgps::ReferenceInputs in =
+      dgps::generateInputs(spec, s, seed, f16 ? dgps::ScalarType::F16 : dgps::ScalarType::BF16, opt);
+  if (initialPrecond != (in.count("initial_precond_state") != 0)) {
+    std::fprintf(stderr, "%s: the generated inputs %s initial_precond_state\n", spec.name.c_str(),
+                 initialPrecond ? "lack" : "hold");
+    return false;
+  }
+  const dgps::ReferenceOutputs ref = dgps::runReference(spec, in);
+  if (!ref.has_final_precond_state) {
+    std::fprintf(stderr, "%s: the reference has no final preconditioner state to compare\n", spec.name.c_str());
+    return false;
+  }
+  const std::int64_t HV = s.heads_v, V = K, N = s.numSeqs(), H = s.heads_qk;
+
+  auto has = [&](const char* n) { return in.count(n) != 0; };
+  auto floats = [&](const char* n) { return has(n) ? f32Of(in.at(n)) : std::vector<float>(); };
+  std::vector<float> g = floats("g"), beta = floats("beta"), s0 = floats("initial_state"), pg = floats("precond_g"),
+                     pb = floats("precond_beta"), pc = floats("precond_center"), p0 = floats("initial_precond_state");
+  std::vector<std::int64_t> cuv = cu;
+  std::vector<std::uint16_t> o((size_t)(B * T * HV * V), f16 ? 0x7e01 : 0x7fc1);  // poison: NaN
+  std::vector<float> sT((size_t)(N * HV * K * V), NAN), pLib((size_t)(N * H * K), NAN), pTile(pLib);
+  auto ptr = [](std::vector<float>& v) -> const float* { return v.empty() ? nullptr : v.data(); };
+
+  const dgps::launch::FeatureSet f = dgps::deviceFeatures(spec);
+  dgps::launch::ProblemShape ls;
+  ls.B = B;
+  ls.T = T;
+  ls.N = N;
+  ls.H = H;
+  ls.HV = HV;
+  ls.K = K;
+  ls.V = V;
+  ls.varlen = cu.empty() ? 0 : 1;
+  ls.f16 = f16 ? 1 : 0;
+  dgps::launch::TileConfig tc;
+  tc.chunk = kChunk;
+  tc.block_v = kBlockV;
+  tc.warps = kWarps;
+  tc.stages = kStages;
+  const size_t wsBytes = (size_t)dgps::launch::workspaceBytes(f, ls, tc);
+  std::vector<unsigned char> wsLib(wsBytes + 256, 0xFF), wsTile(wsBytes + 256, 0xFF);
+
+  dgps::ForwardArgs a{};
+  a.q = in.at("q").data();
+  a.k = in.at("k").data();
+  a.v = in.at("v").data();
+  a.g = ptr(g);
+  a.beta = ptr(beta);
+  a.initial_state = ptr(s0);
+  a.precond_g = ptr(pg);
+  a.precond_beta = ptr(pb);
+  a.precond_center = ptr(pc);
+  a.initial_precond_state = ptr(p0);
+  a.cu_seqlens = cuv.empty() ? nullptr : cuv.data();
+  a.o = o.data();
+  a.final_state = ref.has_final_state ? sT.data() : nullptr;
+  a.batch = B;
+  a.seq_len = T;
+  a.num_seqs = N;
+  a.heads_qk = H;
+  a.heads_v = HV;
+  a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)K));
+
+  int roles[dgps::launch::kMaxRoles];
+  const int nr = dgps::launch::forwardRoles(f, roles);
+  const std::string prefix = "dgps_" + spec.name + "_fwd_";
+  bool ok = true;
+  // 1. the preconditioner roles of each package on its own workspace and final-state buffer
+  int done = 0, covered = 0;
+  for (; done < nr && ok; ++done) {
+    const std::string role = dgps::launch::roleName(roles[done]);
+    if (role != "precond_summary" && role != "precond_scan") break;
+    ++covered;
+    const dgps::launch::Geometry geo = dgps::launch::forwardGeometry(roles[done], f, ls, tc);
+    a.workspace = wsLib.data();
+    a.final_precond_state = pLib.data();
+    ok = launchRole(m.lib, prefix + role, geo, a);
+    a.workspace = wsTile.data();
+    a.final_precond_state = pTile.data();
+    ok = ok && launchRole(m.tile, prefix + role, geo, a);
+  }
+  if (!ok) return false;
+  if (covered != 2) {
+    std::fprintf(stderr, "%s: expected the roles precond_summary, precond_scan first, found %d of them\n",
+                 spec.name.c_str(), covered);
+    return false;
+  }
+  long long firstDiff = -1, ndiff = 0;
+  for (size_t i = 0; i < wsBytes; ++i)
+    if (wsLib[i] != wsTile[i]) {
+      if (firstDiff < 0) firstDiff = (long long)i;
+      ++ndiff;
+    }
+  const bool sameFinal = std::memcmp(pLib.data(), pTile.data(), pLib.size() * sizeof(float)) == 0;
+  const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(f, ls, tc);
+  // 2. chunk_local and state_output after the generated roles
+  a.workspace = wsTile.data();
+  a.final_precond_state = pTile.data();
+  for (int i = done; i < nr && ok; ++i) {
+    const std::string role = dgps::launch::roleName(roles[i]);
+    ok = launchRole(m.tile, prefix + role, dgps::launch::forwardGeometry(roles[i], f, ls, tc), a);
+  }
+  if (!ok) return false;
+  std::vector<double> od(o.size());
+  for (size_t i = 0; i < o.size(); ++i) od[i] = f16 ? dgps::f16BitsToDouble(o[i]) : dgps::bf16BitsToDouble(o[i]);
+  const double eo = relErr(od, ref.o);
+  const double es = ref.has_final_state ? relErr(std::vector<double>(sT.begin(), sT.end()), ref.final_state) : 0.0;
+  const std::vector<double> pd(pTile.begin(), pTile.end());
+  const double ep = relErr(pd, ref.final_precond_state);
+  // the independent token-by-token model of the accumulator, from the same inputs
+  double em = 0.0;
+  if (spec.precond.source == dgps::PrecondSource::EmaSqSquash) {
+    const std::vector<double> model = squashFinal(spec, in, B, T, H, K, cu);
+    dgps::Tensor mt = ref.final_precond_state;
+    for (size_t i = 0; i < model.size(); ++i) mt.set((std::int64_t)i, model[i]);
+    em = relErr(pd, mt);
+  }
+  const bool pass = ndiff == 0 && sameFinal && eo <= kTolOut && es <= kTolState && ep <= kTolPrecond &&
+                    em <= kTolPrecond;
+  std::printf("  %s %s K=V=%d B=%lld T=%lld N=%lld H=%lld HV=%lld%s%s: precond workspace %s, final precond state %s, "
+              "rel err o %.3g, final state %.3g, precond state %.3g (model %.3g)  %s\n",
+              spec.name.c_str(), f16 ? "f16" : "bf16", K, (long long)B, (long long)T, (long long)N, (long long)H,
+              (long long)HV, cu.empty() ? "" : " varlen", initialPrecond ? " initial precond" : " zero precond start",
+              ndiff == 0 ? "identical" : "DIFFERS", sameFinal ? "identical" : "DIFFERS", eo, es, ep, em,
+              pass ? "ok" : "FAIL");
+  if (ndiff)
+    std::printf("    %lld bytes differ, first at byte %lld (region %s)\n", ndiff, firstDiff, regionOf(W, firstDiff));
+  return pass;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  if (argc != 4) return fail("usage: dgps-tile-precond-emu-check TILE_PACKAGE_DIR LIBRARY_PACKAGE_DIR WORK_DIR");
+  const std::string tilePkg = argv[1], libPkg = argv[2], work = argv[3];
+  dgps::ParseResult parsed = dgps::parseSpecFile(tilePkg + "/spec.yaml");
+  if (!parsed.ok()) return fail("cannot parse " + tilePkg + "/spec.yaml");
+  const dgps::Spec& spec = *parsed.spec;
+  std::vector<int> dims;
+  for (std::int64_t k : spec.key_dims)
+    for (std::int64_t v : spec.value_dims)
+      if (k == v && k <= 64) dims.push_back((int)k);
+  if (dims.empty())
+    for (std::int64_t k : spec.key_dims)
+      for (std::int64_t v : spec.value_dims)
+        if (k == v && (dims.empty() || k < dims[0])) dims = {(int)k};
+  if (dims.empty()) return fail(spec.name + " has no square key/value dim");
+  // a dim that is not a multiple of 16 runs padded row tiles: checked once at the smallest such dim
+  int odd = 0;
+  for (std::int64_t k : spec.key_dims)
+    if (k % 16 != 0 && std::find(spec.value_dims.begin(), spec.value_dims.end(), k) != spec.value_dims.end() &&
+        (odd == 0 || k < odd))
+      odd = (int)k;
+  if (odd != 0 && std::find(dims.begin(), dims.end(), odd) == dims.end()) dims.push_back(odd);
+  bool ok = true;
+  for (int K : dims) {
+    const std::string tag = work + "/" + spec.name + "_k" + std::to_string(K);
+    Modules m;
+    m.tile = compileForEmu(tilePkg, tag + "_tile_precond_emu.so", K, false);
+    m.lib = compileForEmu(libPkg, tag + "_lib_precond_emu.so", K, false);
+    if (!m.tile || !m.lib) return fail("cannot build the emulated kernels of " + spec.name);
+    ok = checkOnce(spec, m, K, false, 2, 100, {}, 7150 + K, true) && ok;
+    if (spec.varlen) ok = checkOnce(spec, m, K, false, 1, 100, {0, 37, 100}, 7151 + K, true) && ok;
+    if (K == dims.front()) ok = checkOnce(spec, m, K, false, 2, 100, {}, 7152 + K, false) && ok;
+  }
+  if (std::find(spec.input_dtypes.begin(), spec.input_dtypes.end(), dgps::DType::F16) != spec.input_dtypes.end()) {
+    const int K = *std::min_element(dims.begin(), dims.end());
+    const std::string tag = work + "/" + spec.name + "_k" + std::to_string(K) + "_f16";
+    Modules m;
+    m.tile = compileForEmu(tilePkg, tag + "_tile_precond_emu.so", K, true);
+    m.lib = compileForEmu(libPkg, tag + "_lib_precond_emu.so", K, true);
+    if (!m.tile || !m.lib) return fail("cannot build the fp16 emulated kernels of " + spec.name);
+    ok = checkOnce(spec, m, K, true, 2, 100, {}, 7250 + K, true) && ok;
+  }
+  return ok ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+}
