@@ -19,7 +19,8 @@ bool ViewSignature::capture(const TensorView& v) {
 }
 
 bool ViewSignature::matches(const TensorView& v) const {
-  if (v.shape.size() != rank || (v.data == nullptr) != null_data || v.dtype != dtype || v.device != device) return false;
+  if (v.shape.size() != rank || (v.data == nullptr) != null_data || v.dtype != dtype || v.device != device)
+    return false;
   for (std::size_t i = 0; i < rank; ++i)
     if (v.shape[i] != dims[i]) return false;
   // given() is data != null || rank > 0: both compared above. Empty strides are contiguous by definition.

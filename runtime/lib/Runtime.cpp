@@ -124,11 +124,11 @@ struct Runtime::Impl {
   std::map<int, JitTarget> targets;
   std::map<int, int> sm_counts;
 
-  /// Multiprocessors of `device`, or 0 when it cannot be queried (no driver or GPU): the shape-aware default
-  /// then keeps the manifest's configuration.
   /// The answers of smCount for the first ordinals, read without the lock (-1: not asked yet).
   std::array<std::atomic<int>, 64> sm_known;
 
+  /// Multiprocessors of `device`, or 0 when it cannot be queried (no driver or GPU): the shape-aware default
+  /// then keeps the manifest's configuration.
   int smCount(int device) {
     const bool fast = device >= 0 && device < int(sm_known.size());
     if (fast) {
@@ -492,9 +492,13 @@ void Runtime::forward(const Package& package, const ForwardTensors& t, const Lau
   }
   if (!warm) call.problem = validateForward(package, t);
   const ForwardProblem& p = call.problem;
-  const TileConfig config = options.config                                ? *options.config
-                            : warm && !impl_->options.forward_config ? call.config
-                                                                          : resolveForwardConfig(package, p);
+  // Without a resolver the configuration depends only on the problem (shape-aware default): the memo's holds.
+  TileConfig config = call.config;
+  if (options.config) {
+    config = *options.config;
+  } else if (!warm || impl_->options.forward_config) {
+    config = resolveForwardConfig(package, p);
+  }
   if (warm && !(config == call.config)) warm = false;  // the resolver chose another configuration this time
   if (!warm) {
     package.checkConfig(config);

@@ -55,7 +55,9 @@ constexpr std::uintptr_t kTensorAlign = 16;
 constexpr std::uintptr_t kIndexAlign = 8;
 constexpr std::uintptr_t kWorkspaceAlign = 256;
 
-bool aligned(const TensorView& t, std::uintptr_t align) { return reinterpret_cast<std::uintptr_t>(t.data) % align == 0; }
+bool aligned(const TensorView& t, std::uintptr_t align) {
+  return reinterpret_cast<std::uintptr_t>(t.data) % align == 0;
+}
 
 // An expected shape of at most 5 dims, held inline: a call that passes validation allocates nothing
 // (the checks run on every forward/decode; messages are built only on failure).
