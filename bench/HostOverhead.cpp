@@ -10,6 +10,9 @@
 //     request_and_sha256_key/<pkg>                    variantRequest + JitCompiler::cacheKey: what every call did
 //                                                     before the resolved-variant table (VariantTable.h)
 //     variant_table_hit                               what a warm call does instead
+//     warm_check_forward/<pkg>, warm_check_decode/<pkg>  what a warm call does instead of validation and
+//                                                     geometry: match the warm-call memo's signature and check
+//                                                     the pointer rules (CallMemo.h)
 //   gpu/...  need a GPU (skipped, and said so, without one); the public API, warm, on a tiny problem so the
 //            kernels are short, one caller stream, caller workspace (no allocation):
 //     forward/<pkg>/B1_T64/checks:{1,0}               Runtime::forward with pointer checks on / off
@@ -38,6 +41,13 @@
 #include "VariantTable.h"
 #else
 #define DGPS_HOST_BENCH_INTERNALS 0
+#endif
+// Likewise the warm-call memo (CallMemo.h), newer still.
+#if __has_include("CallMemo.h")
+#define DGPS_HOST_BENCH_MEMO 1
+#include "CallMemo.h"
+#else
+#define DGPS_HOST_BENCH_MEMO 0
 #endif
 #include "dgps/runtime/CudaDriver.h"
 #include "dgps/runtime/Error.h"
@@ -177,6 +187,15 @@ void registerCpu(const std::shared_ptr<const Package>& pkg) {
       }
     })->Unit(benchmark::kMicrosecond);
 #endif
+#if DGPS_HOST_BENCH_MEMO
+    benchmark::RegisterBenchmark(("cpu/warm_check_forward/" + name).c_str(), [views](benchmark::State& s) {
+      const ForwardTensors t = forwardFrom(*views);
+      detail::CallSignature<detail::kForwardViews> sig;
+      if (!sig.capture(detail::forwardViews(t))) s.SkipWithError("signature not captured");
+      for (auto _ : s)
+        benchmark::DoNotOptimize(sig.matches(detail::forwardViews(t)) && forwardPointerRulesHold(t));
+    })->Unit(benchmark::kMicrosecond);
+#endif
   }
   if (m.has_decode) {
     auto views =
@@ -189,6 +208,14 @@ void registerCpu(const std::shared_ptr<const Package>& pkg) {
     benchmark::RegisterBenchmark(("cpu/decode_geometry/" + name).c_str(), [pkg, views](benchmark::State& s) {
       const DecodeProblem p = validateDecode(*pkg, decodeFrom(*views));
       for (auto _ : s) benchmark::DoNotOptimize(detail::decodeGeometry(*pkg, p, pkg->manifest().default_config));
+    })->Unit(benchmark::kMicrosecond);
+#endif
+#if DGPS_HOST_BENCH_MEMO
+    benchmark::RegisterBenchmark(("cpu/warm_check_decode/" + name).c_str(), [views](benchmark::State& s) {
+      const DecodeTensors t = decodeFrom(*views);
+      detail::CallSignature<detail::kDecodeViews> sig;
+      if (!sig.capture(detail::decodeViews(t))) s.SkipWithError("signature not captured");
+      for (auto _ : s) benchmark::DoNotOptimize(sig.matches(detail::decodeViews(t)) && decodePointerRulesHold(t));
     })->Unit(benchmark::kMicrosecond);
 #endif
   }

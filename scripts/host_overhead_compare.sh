@@ -42,5 +42,5 @@ for side in before after; do
     --dgps_generated="$root/generated" --benchmark_out="$logs/host-$side.json" --benchmark_out_format=json "$@" \
     > "$logs/host-$side.log" 2>&1 || { tail -30 "$logs/host-$side.log"; echo "host_overhead_compare: $side run failed"; exit 1; }
   echo "== $side ($( [[ $side == before ]] && echo "$before" || git -C "$root" rev-parse --short HEAD 2>/dev/null || echo this tree )): CPU column = host µs per call"
-  grep -E "^(Benchmark|gpu/|cpu/request|cpu/variant|cpu/validate)" "$logs/host-$side.log"
+  grep -E "^(Benchmark|gpu/|cpu/request|cpu/variant|cpu/validate|cpu/warm)" "$logs/host-$side.log"
 done

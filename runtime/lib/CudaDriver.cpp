@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -163,17 +164,52 @@ CUcontext retainedPrimaryContext(int device, CUdevice handle) {
   contexts.emplace(device, ctx);
   return ctx;
 }
+
+// The warm path of DeviceContextGuard: (device handle, retained primary context) of the first kMaxFastDevices
+// ordinals, published once and read without a lock or a driver call. Both values are fixed for the life of the
+// process (the device list is fixed at cuInit, the primary context is retained forever above), so an entry never
+// goes stale. Higher ordinals take the checked path every time.
+constexpr int kMaxFastDevices = 64;
+struct PrimaryContextEntry {
+  std::atomic<bool> ready{false};
+  CUdevice handle = 0;         ///< written once, before `ready`
+  CUcontext context = nullptr; ///< written once, before `ready`
+};
+PrimaryContextEntry g_primary[kMaxFastDevices];
+std::mutex g_primary_publish;
+
+void primaryContext(int device, CUdevice* handle, CUcontext* context) {
+  const bool fast = device >= 0 && device < kMaxFastDevices;
+  if (fast && g_primary[device].ready.load(std::memory_order_acquire)) {
+    *handle = g_primary[device].handle;
+    *context = g_primary[device].context;
+    return;
+  }
+  *handle = deviceHandle(device);  // the ordinal check (RuntimeError{NoDevice} for a bad one)
+  *context = retainedPrimaryContext(device, *handle);
+  if (!fast) return;
+  std::lock_guard<std::mutex> lock(g_primary_publish);
+  PrimaryContextEntry& e = g_primary[device];
+  if (e.ready.load(std::memory_order_relaxed)) return;
+  e.handle = *handle;
+  e.context = *context;
+  e.ready.store(true, std::memory_order_release);
+}
 }  // namespace
 
 DeviceContextGuard::DeviceContextGuard(int device) {
   const CudaDriver& d = cudaDriver();
-  device_ = deviceHandle(device);
-  context_ = retainedPrimaryContext(device, device_);
+  primaryContext(device, &device_, &context_);
+  // Already current (the usual case: frameworks keep the primary context current): nothing to push or pop.
+  CUcontext current = nullptr;
+  if (d.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context_) return;
   const CUresult r = d.cuCtxPushCurrent(context_);
   if (r != CUDA_SUCCESS) checkCuda(r, "cuCtxPushCurrent(device " + std::to_string(device) + ")");
+  pushed_ = true;
 }
 
 DeviceContextGuard::~DeviceContextGuard() {
+  if (!pushed_) return;
   CUcontext popped = nullptr;
   cudaDriver().cuCtxPopCurrent(&popped);
 }

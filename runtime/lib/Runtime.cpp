@@ -12,6 +12,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "CallMemo.h"
 #include "LaunchPlan.h"
 #include "VariantTable.h"
 #include "dgps/device/abi.h"
@@ -85,6 +86,16 @@ struct Workspace {
   DeviceBuffer buffer;
 };
 
+// The warm-call memo of this thread (CallMemo.h).
+detail::CallMemo<detail::ForwardMemoEntry<LoadedModule>>& forwardMemo() {
+  thread_local detail::CallMemo<detail::ForwardMemoEntry<LoadedModule>> memo;
+  return memo;
+}
+detail::CallMemo<detail::DecodeMemoEntry<LoadedModule>>& decodeMemo() {
+  thread_local detail::CallMemo<detail::DecodeMemoEntry<LoadedModule>> memo;
+  return memo;
+}
+
 std::string loadFailureHint(CUresult r) {
   switch (r) {
     case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
@@ -102,6 +113,7 @@ std::string loadFailureHint(CUresult r) {
 
 struct Runtime::Impl {
   RuntimeOptions options;
+  const std::uint64_t id = detail::newRuntimeId();  ///< the warm-call memo's key (CallMemo.h)
   JitCompiler jit;
   std::mutex mu;
   /// Loaded modules by binary-cache key: the slow path, shared by every Package instance of equal content.
@@ -112,9 +124,17 @@ struct Runtime::Impl {
   std::map<int, JitTarget> targets;
   std::map<int, int> sm_counts;
 
+  /// The answers of smCount for the first ordinals, read without the lock (-1: not asked yet).
+  std::array<std::atomic<int>, 64> sm_known;
+
   /// Multiprocessors of `device`, or 0 when it cannot be queried (no driver or GPU): the shape-aware default
   /// then keeps the manifest's configuration.
   int smCount(int device) {
+    const bool fast = device >= 0 && device < int(sm_known.size());
+    if (fast) {
+      const int n = sm_known[std::size_t(device)].load(std::memory_order_acquire);
+      if (n >= 0) return n;
+    }
     std::lock_guard<std::mutex> lock(mu);
     auto it = sm_counts.find(device);
     if (it != sm_counts.end()) return it->second;
@@ -129,6 +149,7 @@ struct Runtime::Impl {
       n = 0;
     }
     sm_counts[device] = n;
+    if (fast) sm_known[std::size_t(device)].store(n, std::memory_order_release);
     return n;
   }
 
@@ -137,6 +158,7 @@ struct Runtime::Impl {
   std::string env_segment_error;
 
   explicit Impl(RuntimeOptions o) : options(std::move(o)), jit(BinaryCache(options.cache_dir)) {
+    for (auto& n : sm_known) n.store(-1, std::memory_order_relaxed);
     if (const char* s = std::getenv("DGPS_SEGMENT_CHUNKS")) {
       char* end = nullptr;
       errno = 0;
@@ -454,13 +476,43 @@ void Runtime::forward(const Package& package, const ForwardTensors& t, const Lau
   if (!package.manifest().has_forward) {
     throw RuntimeError(RuntimeErrorCode::InvalidArgument, "forward: package " + package.name() + " has no forward kernels");
   }
-  const ForwardProblem p = validateForward(package, t);
-  const TileConfig config = options.config ? *options.config : resolveForwardConfig(package, p);
-  package.checkConfig(config);
-  // the segmented state pass launches launch.forward_segmented's kernels instead of launch.forward's
-  const std::int64_t segment = segmentChunks(package, p, config, options);
-  const detail::ForwardGeometry plan = segment > 0 ? detail::forwardGeometrySegmented(package, p, config, segment)
-                                                   : detail::forwardGeometry(package, p, config);
+  // A call shaped like an earlier one of this thread reuses what that one worked out (CallMemo.h); the entry is
+  // copied, since a ForwardConfigResolver may itself call forward on this thread.
+  const auto views = detail::forwardViews(t);
+  auto& memo = forwardMemo();
+  detail::ForwardCall call;
+  const LoadedModule* module = nullptr;
+  bool warm = false;
+  if (const auto* e = memo.find(impl_->id, package.instanceId(), [&](const detail::ForwardMemoEntry<LoadedModule>& m) {
+        return m.given_config == options.config && m.given_segment == options.segment_chunks &&
+               m.signature.matches(views);
+      })) {
+    if (forwardPointerRulesHold(t)) {  // else validateForward below names what is wrong
+      call = e->call;
+      module = e->module.get();  // Impl::modules keeps it loaded for the Runtime's life
+      warm = true;
+    }
+  }
+  if (!warm) call.problem = validateForward(package, t);
+  const ForwardProblem& p = call.problem;
+  // Without a resolver the configuration depends only on the problem (shape-aware default): the memo's holds.
+  TileConfig config = call.config;
+  if (options.config) {
+    config = *options.config;
+  } else if (!warm || impl_->options.forward_config) {
+    config = resolveForwardConfig(package, p);
+  }
+  if (warm && !(config == call.config)) warm = false;  // the resolver chose another configuration this time
+  if (!warm) {
+    package.checkConfig(config);
+    call.config = config;
+    // the segmented state pass launches launch.forward_segmented's kernels instead of launch.forward's
+    call.segment = segmentChunks(package, p, config, options);
+    call.plan = call.segment > 0 ? detail::forwardGeometrySegmented(package, p, config, call.segment)
+                                 : detail::forwardGeometry(package, p, config);
+  }
+  const std::int64_t segment = call.segment;
+  const detail::ForwardGeometry& plan = call.plan;
   if (t.workspace.given() && t.workspace.nbytes() < plan.workspace_bytes) {
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,
                        "forward: tensor 'workspace': " + std::to_string(t.workspace.nbytes()) + " bytes given, " +
@@ -477,12 +529,25 @@ void Runtime::forward(const Package& package, const ForwardTensors& t, const Lau
       {"final_state", &t.final_state}, {"final_precond_state", &t.final_precond_state}, {"workspace", &t.workspace}};
   // Under CUDA graph capture only stream work is legal; pointer attributes were checked by the
   // warm-up call that every capture needs anyway (JIT and module loading cannot be captured either).
-  if (!impl_->capturing(stream)) {
+  if (impl_->options.check_pointers && !impl_->capturing(stream)) {
     for (const auto& n : named) impl_->checkPointer("forward", n.first, *n.second);
   }
   if (options.check_cu_seqlens && p.varlen) impl_->checkCuSeqlens(t.cu_seqlens, p.seq_len, stream);
 
-  auto module = impl_->resolve(package, p.key_dim, p.value_dim, p.input_dtype, config, p.device, guard.context());
+  if (!warm) {
+    auto loaded = impl_->resolve(package, p.key_dim, p.value_dim, p.input_dtype, config, p.device, guard.context());
+    module = loaded.get();
+    auto& e = memo.next();
+    e.runtime_id = 0;
+    if (e.signature.capture(views)) {
+      e.package_id = package.instanceId();
+      e.given_config = options.config;
+      e.given_segment = options.segment_chunks;
+      e.call = call;
+      e.module = std::move(loaded);
+      e.runtime_id = impl_->id;
+    }
+  }
 
   ForwardArgs a;
   std::memset(&a, 0, sizeof(a));
@@ -530,10 +595,30 @@ void Runtime::decode(const Package& package, const DecodeTensors& t, const Launc
   if (!package.manifest().has_decode) {
     throw RuntimeError(RuntimeErrorCode::InvalidArgument, "decode: package " + package.name() + " has no decode kernel");
   }
-  const DecodeProblem p = validateDecode(package, t);
-  const TileConfig config = options.config ? *options.config : package.manifest().default_config;
-  package.checkConfig(config);
-  const detail::LaunchGeometry launch = detail::decodeGeometry(package, p, config);
+  // A call shaped like an earlier one of this thread reuses what that one worked out (CallMemo.h).
+  const auto views = detail::decodeViews(t);
+  auto& memo = decodeMemo();
+  detail::DecodeCall call;
+  const LoadedModule* module = nullptr;
+  bool warm = false;
+  if (const auto* e = memo.find(impl_->id, package.instanceId(), [&](const detail::DecodeMemoEntry<LoadedModule>& m) {
+        return m.given_config == options.config && m.signature.matches(views);
+      })) {
+    if (decodePointerRulesHold(t)) {  // else validateDecode below names what is wrong
+      call = e->call;
+      module = e->module.get();  // Impl::modules keeps it loaded for the Runtime's life
+      warm = true;
+    }
+  }
+  if (!warm) {
+    call.problem = validateDecode(package, t);
+    call.config = options.config ? *options.config : package.manifest().default_config;
+    package.checkConfig(call.config);
+    call.geometry = detail::decodeGeometry(package, call.problem, call.config);
+  }
+  const DecodeProblem& p = call.problem;
+  const TileConfig& config = call.config;
+  const detail::LaunchGeometry& launch = call.geometry;
 
   DeviceContextGuard guard(p.device);
   CUstream stream = static_cast<CUstream>(options.stream);
@@ -542,11 +627,23 @@ void Runtime::decode(const Package& package, const DecodeTensors& t, const Launc
       {"q", &t.q}, {"k", &t.k}, {"v", &t.v}, {"g", &t.g}, {"beta", &t.beta}, {"precond_g", &t.precond_g},
       {"precond_beta", &t.precond_beta}, {"precond_center", &t.precond_center}, {"state", &t.state},
       {"precond_state", &t.precond_state}, {"o", &t.o}};
-  if (!impl_->capturing(stream)) {
+  if (impl_->options.check_pointers && !impl_->capturing(stream)) {
     for (const auto& n : named) impl_->checkPointer("decode", n.first, *n.second);
   }
 
-  auto module = impl_->resolve(package, p.key_dim, p.value_dim, p.input_dtype, config, p.device, guard.context());
+  if (!warm) {
+    auto loaded = impl_->resolve(package, p.key_dim, p.value_dim, p.input_dtype, config, p.device, guard.context());
+    module = loaded.get();
+    auto& e = memo.next();
+    e.runtime_id = 0;
+    if (e.signature.capture(views)) {
+      e.package_id = package.instanceId();
+      e.given_config = options.config;
+      e.call = call;
+      e.module = std::move(loaded);
+      e.runtime_id = impl_->id;
+    }
+  }
   DecodeArgs a;
   std::memset(&a, 0, sizeof(a));
   a.q = t.q.data;

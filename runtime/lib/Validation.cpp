@@ -49,6 +49,16 @@ std::string pointerStr(const void* p) {
 
 enum class Kind { Activation, Float32, Index64 };
 
+// Pointer alignment the kernels need: vector loads of 16 bytes; cu_seqlens is read as i64; launch_rules.h lays
+// the workspace out in 256-byte blocks.
+constexpr std::uintptr_t kTensorAlign = 16;
+constexpr std::uintptr_t kIndexAlign = 8;
+constexpr std::uintptr_t kWorkspaceAlign = 256;
+
+bool aligned(const TensorView& t, std::uintptr_t align) {
+  return reinterpret_cast<std::uintptr_t>(t.data) % align == 0;
+}
+
 // An expected shape of at most 5 dims, held inline: a call that passes validation allocates nothing
 // (the checks run on every forward/decode; messages are built only on failure).
 struct Dims {
@@ -100,7 +110,7 @@ class Checker {
       fail(name, "must be contiguous (row-major strides " + shapeStr(rm) + " for shape " + shapeStr(t.shape) +
                      "), got strides " + shapeStr(t.strides) + "; the kernels take no strides, make a contiguous copy");
     }
-    if (reinterpret_cast<std::uintptr_t>(t.data) % align != 0) {
+    if (!aligned(t, align)) {
       fail(name, "data pointer " + pointerStr(t.data) + " is not " + std::to_string(align) +
                      "-byte aligned (the kernels use vector loads)");
     }
@@ -140,7 +150,7 @@ class Checker {
       fail(s.name, std::string("expected dtype ") + toString(want) +
                        (s.kind == Kind::Activation ? " (the dtype of q)" : "") + ", got " + toString(t.dtype));
     }
-    basics(s.name, t, s.kind == Kind::Index64 ? 8 : 16);
+    basics(s.name, t, s.kind == Kind::Index64 ? kIndexAlign : kTensorAlign);
   }
 
   static std::string dtypeName(Kind k, ScalarType activation) {
@@ -203,6 +213,10 @@ void checkHeadsAndDims(Checker& c, const Spec& spec, std::int64_t H, std::int64_
 const char* decayMeaning(const Spec& s) {
   return s.decay.kind == DecayKind::Diagonal ? "decay diagonal: one natural-log decay per key channel"
                                              : "decay scalar: one natural-log decay per value head";
+}
+
+bool outputAliasesInput(const ForwardTensors& t) {
+  return t.o.data && (t.o.data == t.q.data || t.o.data == t.k.data || t.o.data == t.v.data);
 }
 
 float queryScale(const Spec& spec, std::int64_t K) {
@@ -285,10 +299,10 @@ ForwardProblem validateForward(const Spec& spec, const ForwardTensors& t) {
   for (const Slot& s : slots) c.slot(s, p.input_dtype);
   if (t.workspace.given()) {
     if (t.workspace.shape.size() != 1) c.fail("workspace", "expected a 1-D buffer, got shape " + shapeStr(t.workspace.shape));
-    c.basics("workspace", t.workspace, 256);  // launch_rules.h lays the workspace out in 256-byte blocks
+    c.basics("workspace", t.workspace, kWorkspaceAlign);
   }
   // Outputs that alias inputs would be read after being overwritten by an earlier kernel.
-  if (t.o.data && (t.o.data == t.q.data || t.o.data == t.k.data || t.o.data == t.v.data)) {
+  if (outputAliasesInput(t)) {
     c.fail("o", "aliases an input (q, k or v); the forward needs a separate output buffer");
   }
   p.has_initial_state = t.initial_state.given();
@@ -379,6 +393,21 @@ DecodeProblem validateDecode(const Spec& spec, const DecodeTensors& t) {
 
 DecodeProblem validateDecode(const Package& package, const DecodeTensors& t) {
   return validateDecode(package.layer(), t);
+}
+
+bool forwardPointerRulesHold(const ForwardTensors& t) {
+  for (const TensorView* v : {&t.q, &t.k, &t.v, &t.g, &t.beta, &t.precond_g, &t.precond_beta, &t.precond_center,
+                              &t.initial_state, &t.initial_precond_state, &t.o, &t.final_state,
+                              &t.final_precond_state})
+    if (!aligned(*v, kTensorAlign)) return false;
+  return aligned(t.cu_seqlens, kIndexAlign) && aligned(t.workspace, kWorkspaceAlign) && !outputAliasesInput(t);
+}
+
+bool decodePointerRulesHold(const DecodeTensors& t) {
+  for (const TensorView* v : {&t.q, &t.k, &t.v, &t.g, &t.beta, &t.precond_g, &t.precond_beta, &t.precond_center,
+                              &t.state, &t.precond_state, &t.o})
+    if (!aligned(*v, kTensorAlign)) return false;
+  return true;
 }
 
 }  // namespace dgps

@@ -2,6 +2,8 @@
 // interleaved calls that differ in one key field at a time — input dtype, tile configuration, package instance
 // (the same folder re-opened, and a GVA copy with the same kernel source but another spec) — must give every
 // call the kernels of its own variant. Each call is checked against the float64 reference on fresh inputs.
+// Also the warm-call memo (runtime/lib/CallMemo.h): calls of one shape on fresh buffers (new pointers, same
+// metadata: every call after the first is a memo hit) must each read and write their own tensors.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -111,6 +113,35 @@ TEST_F(VariantReuseGpuTest, InterleavedVariantsEachGetTheirOwnKernels) {
   // Every call twice, interleaved, so each warm call follows a call of another variant.
   for (int round = 0; round < 2; ++round) {
     for (const Call& c : calls) run(c);
+  }
+}
+
+TEST_F(VariantReuseGpuTest, WarmCallsOnFreshBuffersUseTheirOwnTensors) {
+  const ScalarType dtype = toScalarType(pkg_->spec().input_dtypes.front());
+  const ProblemShape s = shapeFor(*pkg_, 1);
+  for (int i = 0; i < 4; ++i) {  // forward: fresh inputs and outputs each call, workspace internal then given
+    SCOPED_TRACE("forward call " + std::to_string(i));
+    const ReferenceInputs in = generateInputs(pkg_->spec(), s, 7300 + std::uint64_t(i), dtype);
+    const ReferenceOutputs ref = runReference(pkg_->spec(), in);
+    const gputest::GpuOutputs got = gputest::gpuForward(*rt_, *pkg_, in, nullptr, nullptr, i % 2 == 1);
+    const gputest::ErrorStats e = compare(got.o, ref.o);
+    EXPECT_TRUE(e.finite && e.rel <= kTolOut) << "o: " << e.str();
+  }
+  if (!pkg_->manifest().has_decode) return;
+  ProblemShape d = s;
+  d.batch = 3;
+  d.seq_len = 1;
+  for (int i = 0; i < 4; ++i) {  // decode: one token, fresh buffers and states each call
+    SCOPED_TRACE("decode call " + std::to_string(i));
+    const ReferenceInputs in = generateInputs(pkg_->spec(), d, 7400 + std::uint64_t(i), dtype);
+    const ReferenceOutputs ref = runReference(pkg_->spec(), in);
+    const gputest::GpuOutputs got = gputest::gpuDecode(*rt_, *pkg_, in);
+    const gputest::ErrorStats eo = compare(got.o, ref.o);
+    EXPECT_TRUE(eo.finite && eo.rel <= 1e-2) << "o: " << eo.str();
+    if (ref.has_final_state) {
+      const gputest::ErrorStats es = compare(got.final_state, ref.final_state);
+      EXPECT_TRUE(es.finite && es.rel <= 1e-4) << "state: " << es.str();
+    }
   }
 }
 

@@ -11,10 +11,14 @@
 //   hang   the first wait after a package kernel launch never returns.
 // DGPS_FAKE_CUDA_CC="X.Y" makes the device report compute capability X.Y (default 9.0), to test the
 // runtime's refusal of GPUs the kernels do not support (tests/robustness_runtime).
+// Every entry point counts its calls; dgpsFakeCudaCalls("cuLaunchKernel") reads a count (nullptr: all of them),
+// so tests can check which driver calls a warm Runtime call makes (tests/runtime/test_warm_path.cpp). An entry
+// point that forwards to another (cuMemcpyHtoDAsync to cuMemcpyHtoD) counts both.
 // Never install it: a test puts its folder first on LD_LIBRARY_PATH.
 #include <cuda.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -57,6 +61,23 @@ State& state() {
   return s;
 }
 
+// Calls per entry point (by API name), read by dgpsFakeCudaCalls. Counters are created on an entry point's first
+// call and never removed, so the reference each function keeps stays valid.
+std::mutex counters_mu;
+std::map<std::string, std::atomic<long long>>& counters() {
+  static std::map<std::string, std::atomic<long long>> c;
+  return c;
+}
+std::atomic<long long>& counter(const char* name) {
+  std::lock_guard<std::mutex> lock(counters_mu);
+  return counters()[name];
+}
+#define FAKE_COUNT(name)                                              \
+  do {                                                                \
+    static std::atomic<long long>& fake_calls = counter(#name);       \
+    fake_calls.fetch_add(1, std::memory_order_relaxed);               \
+  } while (0)
+
 thread_local std::vector<CUcontext> ctx_stack;
 CUcontext fakeContext() { return reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(0x1000)); }
 
@@ -96,7 +117,18 @@ void zeroOutput(void* o, std::size_t bytes) {
 
 }  // namespace
 
-CUresult cuInit(unsigned int) { return CUDA_SUCCESS; }
+extern "C" long long dgpsFakeCudaCalls(const char* name) {
+  std::lock_guard<std::mutex> lock(counters_mu);
+  long long n = 0;
+  for (const auto& kv : counters())
+    if (!name || kv.first == name) n += kv.second.load(std::memory_order_relaxed);
+  return n;
+}
+
+CUresult cuInit(unsigned int) {
+  FAKE_COUNT(cuInit);
+  return CUDA_SUCCESS;
+}
 // NVRTC 13 opens libcuda.so.1 itself and asks for the driver's private export tables; without this
 // symbol it crashes. Refusing makes it carry on as on a machine without a driver.
 extern "C" CUresult cuGetExportTable(const void** table, const CUuuid*) {
@@ -104,15 +136,18 @@ extern "C" CUresult cuGetExportTable(const void** table, const CUuuid*) {
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 CUresult cuDriverGetVersion(int* v) {
+  FAKE_COUNT(cuDriverGetVersion);
   *v = 13000;
   return CUDA_SUCCESS;
 }
 CUresult cuGetErrorString(CUresult e, const char** s) {
+  FAKE_COUNT(cuGetErrorString);
   *s = e == CUDA_SUCCESS ? "no error" : e == CUDA_ERROR_ILLEGAL_ADDRESS ? "an illegal memory access was encountered"
                                                                         : "fake driver error";
   return CUDA_SUCCESS;
 }
 CUresult cuGetErrorName(CUresult e, const char** s) {
+  FAKE_COUNT(cuGetErrorName);
   switch (e) {
     case CUDA_SUCCESS: *s = "CUDA_SUCCESS"; break;
     case CUDA_ERROR_ILLEGAL_ADDRESS: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
@@ -123,10 +158,12 @@ CUresult cuGetErrorName(CUresult e, const char** s) {
   return CUDA_SUCCESS;
 }
 CUresult cuDeviceGetCount(int* n) {
+  FAKE_COUNT(cuDeviceGetCount);
   *n = 1;
   return CUDA_SUCCESS;
 }
 CUresult cuDeviceGet(CUdevice* d, int ordinal) {
+  FAKE_COUNT(cuDeviceGet);
   if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
   *d = 0;
   return CUDA_SUCCESS;
@@ -143,6 +180,7 @@ static int fakeCapability(int which) {
   return which == 0 ? 9 : 0;
 }
 CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
+  FAKE_COUNT(cuDeviceGetAttribute);
   switch (a) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = fakeCapability(0); break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = fakeCapability(1); break;
@@ -157,58 +195,79 @@ CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
   return CUDA_SUCCESS;
 }
 CUresult cuDeviceGetName(char* name, int len, CUdevice) {
+  FAKE_COUNT(cuDeviceGetName);
   std::strncpy(name, "Fake H200 (dgps-bench test driver)", std::size_t(len));
   if (len > 0) name[len - 1] = '\0';
   return CUDA_SUCCESS;
 }
 CUresult cuDeviceTotalMem(size_t* bytes, CUdevice) {
+  FAKE_COUNT(cuDeviceTotalMem);
   *bytes = size_t(141) << 30;
   return CUDA_SUCCESS;
 }
 CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice) {
+  FAKE_COUNT(cuDevicePrimaryCtxRetain);
   *c = fakeContext();
   return CUDA_SUCCESS;
 }
-CUresult cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
+CUresult cuDevicePrimaryCtxRelease(CUdevice) {
+  FAKE_COUNT(cuDevicePrimaryCtxRelease);
+  return CUDA_SUCCESS;
+}
 CUresult cuCtxPushCurrent(CUcontext c) {
+  FAKE_COUNT(cuCtxPushCurrent);
   ctx_stack.push_back(c);
   return CUDA_SUCCESS;
 }
 CUresult cuCtxPopCurrent(CUcontext* c) {
+  FAKE_COUNT(cuCtxPopCurrent);
   if (ctx_stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
   if (c) *c = ctx_stack.back();
   ctx_stack.pop_back();
   return CUDA_SUCCESS;
 }
 CUresult cuCtxGetCurrent(CUcontext* c) {
+  FAKE_COUNT(cuCtxGetCurrent);
   *c = ctx_stack.empty() ? nullptr : ctx_stack.back();
   return CUDA_SUCCESS;
 }
 CUresult cuCtxGetDevice(CUdevice* d) {
+  FAKE_COUNT(cuCtxGetDevice);
   *d = 0;
   return CUDA_SUCCESS;
 }
-CUresult cuCtxSynchronize(void) { return wait(); }
+CUresult cuCtxSynchronize(void) {
+  FAKE_COUNT(cuCtxSynchronize);
+  return wait();
+}
 CUresult cuModuleLoadData(CUmodule* m, const void* image) {
+  FAKE_COUNT(cuModuleLoadData);
   if (!image) return CUDA_ERROR_INVALID_VALUE;
   *m = reinterpret_cast<CUmodule>(new int(0));
   return sticky();
 }
 CUresult cuModuleUnload(CUmodule m) {
+  FAKE_COUNT(cuModuleUnload);
   delete reinterpret_cast<int*>(m);
   return CUDA_SUCCESS;
 }
 CUresult cuModuleGetFunction(CUfunction* f, CUmodule, const char* name) {
+  FAKE_COUNT(cuModuleGetFunction);
   *f = reinterpret_cast<CUfunction>(new Function{name});
   return CUDA_SUCCESS;
 }
 CUresult cuFuncGetAttribute(int* v, CUfunction_attribute a, CUfunction) {
+  FAKE_COUNT(cuFuncGetAttribute);
   *v = a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : a == CU_FUNC_ATTRIBUTE_NUM_REGS ? 128 : 0;
   return CUDA_SUCCESS;
 }
-CUresult cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) { return CUDA_SUCCESS; }
+CUresult cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) {
+  FAKE_COUNT(cuFuncSetAttribute);
+  return CUDA_SUCCESS;
+}
 CUresult cuLaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                         void** params, void**) {
+  FAKE_COUNT(cuLaunchKernel);
   if (CUresult r = sticky()) return r;
   const std::string& name = reinterpret_cast<Function*>(f)->name;
   if (name.rfind("dgps_bench_", 0) == 0) return CUDA_SUCCESS;  // the bench's own helper kernels
@@ -233,6 +292,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, un
   return CUDA_SUCCESS;
 }
 CUresult cuMemAlloc(CUdeviceptr* p, size_t n) {
+  FAKE_COUNT(cuMemAlloc);
   if (CUresult r = sticky()) return r;
   void* mem = std::aligned_alloc(256, (n + 255) / 256 * 256);
   if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -243,6 +303,7 @@ CUresult cuMemAlloc(CUdeviceptr* p, size_t n) {
   return CUDA_SUCCESS;
 }
 CUresult cuMemFree(CUdeviceptr p) {
+  FAKE_COUNT(cuMemFree);
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   auto it = s.allocations.find(p);
@@ -252,38 +313,53 @@ CUresult cuMemFree(CUdeviceptr p) {
   return CUDA_SUCCESS;
 }
 CUresult cuMemGetInfo(size_t* free_bytes, size_t* total) {
+  FAKE_COUNT(cuMemGetInfo);
   *free_bytes = size_t(140) << 30;
   *total = size_t(141) << 30;
   return CUDA_SUCCESS;
 }
 CUresult cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
+  FAKE_COUNT(cuMemcpyHtoD);
   if (CUresult r = sticky()) return r;
   if (bytesFrom(dst) < n) return CUDA_ERROR_INVALID_VALUE;
   std::memcpy(reinterpret_cast<void*>(dst), src, n);
   return CUDA_SUCCESS;
 }
 CUresult cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
+  FAKE_COUNT(cuMemcpyDtoH);
   if (CUresult r = sticky()) return r;
   if (bytesFrom(src) < n) return CUDA_ERROR_INVALID_VALUE;
   std::memcpy(dst, reinterpret_cast<const void*>(src), n);
   return CUDA_SUCCESS;
 }
-CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream) { return cuMemcpyHtoD(dst, src, n); }
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream) {
+  FAKE_COUNT(cuMemcpyHtoDAsync);
+  return cuMemcpyHtoD(dst, src, n);
+}
 CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream) {
+  FAKE_COUNT(cuMemcpyDtoDAsync);
   if (CUresult r = sticky()) return r;
   if (bytesFrom(dst) < n || bytesFrom(src) < n) return CUDA_ERROR_INVALID_VALUE;
   std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
   return CUDA_SUCCESS;
 }
-CUresult cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream) { return cuMemcpyDtoH(dst, src, n); }
+CUresult cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream) {
+  FAKE_COUNT(cuMemcpyDtoHAsync);
+  return cuMemcpyDtoH(dst, src, n);
+}
 CUresult cuMemsetD8(CUdeviceptr p, unsigned char v, size_t n) {
+  FAKE_COUNT(cuMemsetD8);
   if (CUresult r = sticky()) return r;
   if (bytesFrom(p) < n) return CUDA_ERROR_INVALID_VALUE;
   std::memset(reinterpret_cast<void*>(p), v, n);
   return CUDA_SUCCESS;
 }
-CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, CUstream) { return cuMemsetD8(p, v, n); }
+CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, CUstream) {
+  FAKE_COUNT(cuMemsetD8Async);
+  return cuMemsetD8(p, v, n);
+}
 CUresult cuMemsetD32Async(CUdeviceptr p, unsigned int v, size_t n, CUstream) {
+  FAKE_COUNT(cuMemsetD32Async);
   if (CUresult r = sticky()) return r;
   if (bytesFrom(p) < 4 * n) return CUDA_ERROR_INVALID_VALUE;
   auto* w = reinterpret_cast<unsigned int*>(p);
@@ -291,46 +367,64 @@ CUresult cuMemsetD32Async(CUdeviceptr p, unsigned int v, size_t n, CUstream) {
   return CUDA_SUCCESS;
 }
 CUresult cuPointerGetAttribute(void* data, CUpointer_attribute a, CUdeviceptr p) {
+  FAKE_COUNT(cuPointerGetAttribute);
   if (a != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) return CUDA_ERROR_INVALID_VALUE;
   if (bytesFrom(p) == 0) return CUDA_ERROR_INVALID_VALUE;
   *static_cast<int*>(data) = 0;
   return CUDA_SUCCESS;
 }
 CUresult cuStreamCreate(CUstream* s, unsigned int) {
+  FAKE_COUNT(cuStreamCreate);
   *s = reinterpret_cast<CUstream>(new int(0));
   return sticky();
 }
 CUresult cuStreamDestroy(CUstream s) {
+  FAKE_COUNT(cuStreamDestroy);
   delete reinterpret_cast<int*>(s);
   return CUDA_SUCCESS;
 }
-CUresult cuStreamSynchronize(CUstream) { return wait(); }
-CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned int) { return sticky(); }  // streams are synchronous
+CUresult cuStreamSynchronize(CUstream) {
+  FAKE_COUNT(cuStreamSynchronize);
+  return wait();
+}
+CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned int) {  // streams are synchronous
+  FAKE_COUNT(cuStreamWaitEvent);
+  return sticky();
+}
 CUresult cuStreamIsCapturing(CUstream, CUstreamCaptureStatus* c) {
+  FAKE_COUNT(cuStreamIsCapturing);
   *c = CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
 CUresult cuStreamGetCtx(CUstream, CUcontext* c) {
+  FAKE_COUNT(cuStreamGetCtx);
   *c = fakeContext();
   return CUDA_SUCCESS;
 }
 CUresult cuEventCreate(CUevent* e, unsigned int) {
+  FAKE_COUNT(cuEventCreate);
   *e = reinterpret_cast<CUevent>(new Event());
   return CUDA_SUCCESS;
 }
 CUresult cuEventDestroy(CUevent e) {
+  FAKE_COUNT(cuEventDestroy);
   delete reinterpret_cast<Event*>(e);
   return CUDA_SUCCESS;
 }
 CUresult cuEventRecord(CUevent e, CUstream) {
+  FAKE_COUNT(cuEventRecord);
   if (CUresult r = sticky()) return r;
   auto* ev = reinterpret_cast<Event*>(e);
   ev->t = std::chrono::steady_clock::now();
   ev->recorded = true;
   return CUDA_SUCCESS;
 }
-CUresult cuEventSynchronize(CUevent) { return wait(); }
+CUresult cuEventSynchronize(CUevent) {
+  FAKE_COUNT(cuEventSynchronize);
+  return wait();
+}
 CUresult cuEventElapsedTime(float* ms, CUevent a, CUevent b) {
+  FAKE_COUNT(cuEventElapsedTime);
   if (CUresult r = sticky()) return r;
   auto* x = reinterpret_cast<Event*>(a);
   auto* y = reinterpret_cast<Event*>(b);

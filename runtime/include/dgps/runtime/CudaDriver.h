@@ -116,6 +116,8 @@ std::string deviceName(int device);
 /// so modules, allocations and launches go to the device that owns the tensors even when the caller's
 /// current device differs. The primary context is retained once per process and never
 /// released here: releasing the last retain would destroy it with every buffer and module inside.
+/// Cost on the warm path (every forward/decode makes one): after the first guard of an ordinal below 64, no
+/// lock and one driver call (cuCtxGetCurrent) when that context is already current, else push and pop too.
 class DeviceContextGuard {
  public:
   explicit DeviceContextGuard(int device);
@@ -128,6 +130,7 @@ class DeviceContextGuard {
  private:
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
+  bool pushed_ = false;  ///< false when the context was already current: nothing to pop
 };
 
 /// Device memory owned by the current context at allocation; freed (in that context) on destruction.

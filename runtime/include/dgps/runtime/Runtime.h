@@ -18,9 +18,11 @@
 // builds the NVRTC request, hashes it into the binary-cache key, compiles or reads the binary and loads it;
 // the runtime records the result (runtime/lib/VariantTable.h), so later calls with the same key do only
 // validation, pointer checks, launch geometry, a lookup under a reader lock, argument packing and the
-// launches. Concurrent first calls of one key compile once (the others wait); other keys proceed. Keep the
-// Package object and reuse it: each Package::open is a new instance (a re-opened folder may have changed)
-// and is resolved afresh. dgps-bench-host measures the host time per call (docs/performance.md).
+// launches; a call shaped like one of the calling thread's last few (same tensor metadata and options) skips
+// validation, geometry and the lookup too (runtime/lib/CallMemo.h; every check that reads pointer values or
+// asks the driver still runs). Concurrent first calls of one key compile once (the others wait); other keys
+// proceed. Keep the Package object and reuse it: each Package::open is a new instance (a re-opened folder may
+// have changed) and is resolved afresh. dgps-bench-host measures the host time per call (docs/performance.md).
 // Errors: RuntimeError (Error.h) with one message; InvalidArgument means nothing was launched.
 //
 // Supported GPUs: compute capability 9.0 only (Hopper: H100, H200; the kernels are compiled for sm_90a

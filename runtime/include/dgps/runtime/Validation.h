@@ -55,6 +55,13 @@ ForwardProblem validateForward(const Package& package, const ForwardTensors& ten
 DecodeProblem validateDecode(const Spec& spec, const DecodeTensors& tensors);
 DecodeProblem validateDecode(const Package& package, const DecodeTensors& tensors);
 
+/// The checks of validateForward / validateDecode that read pointer values rather than the views' metadata:
+/// every pointer's alignment (16 bytes; cu_seqlens 8, workspace 256) and, for the forward, o not aliasing q,
+/// k or v. True when they hold. A call whose views have the metadata of an earlier call that validated, and
+/// whose pointers pass these, would validate too (the runtime's warm-call memo relies on it; CallMemo.h).
+bool forwardPointerRulesHold(const ForwardTensors& tensors);
+bool decodePointerRulesHold(const DecodeTensors& tensors);
+
 /// Which optional-by-spec inputs a spec reads (the same rules as referenceInputSlots in Reference.h).
 bool specTakesPrecondGate(const Spec& spec);    ///< precond_g
 bool specTakesPrecondGain(const Spec& spec);    ///< precond_beta
