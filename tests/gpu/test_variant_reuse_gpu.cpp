@@ -118,7 +118,7 @@ TEST_F(VariantReuseGpuTest, InterleavedVariantsEachGetTheirOwnKernels) {
 
 TEST_F(VariantReuseGpuTest, WarmCallsOnFreshBuffersUseTheirOwnTensors) {
   const ScalarType dtype = toScalarType(pkg_->spec().input_dtypes.front());
-  const ProblemShape s = shapeFor(*pkg_, 1);
+  const ProblemShape s = shapeFor(*pkg_, pkg_->spec().gva_ratio);
   for (int i = 0; i < 4; ++i) {  // forward: fresh inputs and outputs each call, workspace internal then given
     SCOPED_TRACE("forward call " + std::to_string(i));
     const ReferenceInputs in = generateInputs(pkg_->spec(), s, 7300 + std::uint64_t(i), dtype);
