@@ -5,7 +5,7 @@
 // (dgps::runReference, T = 1) on fresh seeded inputs. Outputs are poisoned, shared memory starts as NaN.
 //
 //   dgps-tile-decode-emu-check PACKAGE_DIR WORK_DIR
-// Exit 0 when o, the state and the preconditioner state match for both a one-tile and a multi-head problem.
+// Exit 0 when o, the state and the preconditioner state match for a one-head, a multi-head and a GVA problem.
 #include <dlfcn.h>
 
 #include <cmath>
@@ -163,5 +163,10 @@ int main(int argc, char** argv) {
   // A plain problem and one with several batch rows and heads (GVA where the spec has it).
   bool ok = checkOnce(spec, fn, K, 1, 1, 4242);
   ok = checkOnce(spec, fn, K, 3, 2, 4243) && ok;
+  // Two value heads per key head: a preconditioned CTA then walks 2·V/32 value tiles of two heads, each read
+  // ahead while the one before computes (the value_tile grid gets twice the CTAs).
+  dgps::Spec gva = spec;
+  gva.gva_ratio = 2;
+  ok = checkOnce(gva, fn, K, 2, 2, 4244) && ok;
   return ok ? 0 : 1;
 }
