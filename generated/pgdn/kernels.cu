@@ -16,4 +16,4 @@ extern "C" __global__ void dgps_pgdn_fwd_precond_summary(dgps::ForwardArgs a) { 
 extern "C" __global__ void dgps_pgdn_fwd_precond_scan(dgps::ForwardArgs a) { dgps::fwd_precond_scan<Traits>(a); }
 extern "C" __global__ void dgps_pgdn_fwd_chunk_local(dgps::ForwardArgs a) { dgps::fwd_chunk_local<Traits>(a); }
 extern "C" __global__ void __launch_bounds__(dgps::state_output_threads<Traits>(), 1) dgps_pgdn_fwd_state_output(dgps::ForwardArgs a) { dgps::fwd_state_output<Traits>(a); }
-extern "C" __global__ void __launch_bounds__(128, 4) dgps_pgdn_decode(dgps::DecodeArgs a) { dgps::decode<Traits>(a); }
+extern "C" __global__ void dgps_pgdn_decode(dgps::DecodeArgs a) { dgps::decode<Traits>(a); }

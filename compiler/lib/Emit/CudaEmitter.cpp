@@ -93,11 +93,7 @@ std::string emitKernelsCu(const Spec& s, const PlanSummary& plan, const std::str
   if (hasKernel(s, KernelKind::Decode) && tileDecode)
     os << *tileDecode;
   else if (hasKernel(s, KernelKind::Decode))
-    // A preconditioned decode CTA walks all value tiles of its key head with the next tile's state in flight;
-    // at most 128 registers (4 CTAs of 128 threads per SM) keep enough CTAs to hide the state stream
-    // (ptxas otherwise takes ~160). The tile-IR decode's key_head grid has the same bound (TileEmitter.cpp).
-    os << "extern \"C\" __global__ void "
-       << (s.precond.kind == PrecondKind::Diagonal ? "__launch_bounds__(128, 4) " : "") << "dgps_" << s.name
+    os << "extern \"C\" __global__ void dgps_" << s.name
        << "_decode(dgps::DecodeArgs a) { dgps::decode<Traits>(a); }\n";
   return os.str();
 }

@@ -355,12 +355,7 @@ FailureOr<std::string> emitTileKernel(func::FuncOp fn, const std::string& symbol
     return fn.emitOpError() << kValueTileAttr << " must be 32, the decode launch geometry's value tile";
   const bool keyHead = *symbolizeGrid(grid.getValue()) == Grid::key_head;
   std::ostringstream os;
-  // key_head grid: 128 threads (decodeGeometry) and at least 4 CTAs per SM, i.e. at most 128 registers, as the
-  // device-library decode of a preconditioned spec (CudaEmitter.cpp). Without the bound ptxas spends ~160 (the
-  // next tile's state in flight beside the current one), a quarter fewer CTAs to hide the state stream. The
-  // value_tile grid needs ~72 unbounded; a bound would let ptxas take more and lose occupancy.
-  os << "extern \"C\" __global__ void " << (keyHead ? "__launch_bounds__(128, 4) " : "") << symbol
-     << "(dgps::DecodeArgs a) {\n";
+  os << "extern \"C\" __global__ void " << symbol << "(dgps::DecodeArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str() << ", grid " << grid.getValue().str() << ").\n";
   os << "  namespace t = dgps::tile;\n";
   os << "  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;\n";

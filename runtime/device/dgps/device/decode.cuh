@@ -5,16 +5,10 @@
 // advances first (docs/math.md §3.3 / §5.2); a CTA that owns a key head's preconditioner loops over all value heads
 // of its group so the in-place update has a single writer.
 // Each thread keeps KP/16 rows x 4 columns of the state tile in registers (compile-time sized, docs/math.md §7.5);
-// everything is fp32. Memory traffic: the state is read once and written once (16-byte accesses).
-// The per-tile steps are the tile library's (runtime/device/dgps/tile: load_frag / load_quad, row_scale,
-// contract, outer_add / store_frag, store_quad), the same calls the tile-IR decode (dgpsc --codegen=tile-decode)
-// prints, so the two decodes share one implementation of each.
+// everything is fp32. Memory traffic: the state is read once and written once.
 #pragma once
 
 #include "dgps/device/common.cuh"
-#include "dgps/tile/frag.cuh"
-#include "dgps/tile/reduce.cuh"
-#include "dgps/tile/update.cuh"
 
 namespace dgps {
 namespace dev {
@@ -68,25 +62,40 @@ DGPS_DEV void decode(const DecodeArgs& a) {
   // never wait for the prologue; a preconditioned CTA, which walks several tiles, reads the next tile's state
   // while the current one computes (prefetching its small reads too cost registers and measured no faster).
   const int tx = tid();
-  using Frag = tile::RowFrag<KP, DBV, 128>;
-  using Quad = tile::Quad<DBV, 128>;
-  static_assert(Frag::kRows == RPT && Frag::Layout::kRowGroups == RG, "decode: the tile library's fragment layout");
+  const int rg = tx / TPR, cg = tx - rg * TPR;
   auto head_of = [&](int tile) { return kPre ? hv_first + tile / VT : hv_first; };
-  // first column of the value-tile window
-  auto win_of = [&](int tile) { return (int)(kPre ? tile % VT : vt_first) * DBV; };
+  auto col_of = [&](int tile) { return (int)(kPre ? tile % VT : vt_first) * DBV + 4 * cg; };
   struct TileInputs {
-    Frag S;
-    Quad v;
+    F4 S[RPT];
+    F4 v;
     float beta, g[2];  // g: the raw log-decay (scalar in g[0]; per channel: channels tx and tx + 128)
   };
-  auto state_of = [&](int tile) { return a.state + (b * HV + head_of(tile)) * (int64_t)K * V + win_of(tile); };
   auto load_state = [&](int tile, TileInputs& in) {
-    in.S = tile::load_frag<KP, DBV, 128>(state_of(tile), V, K, V - win_of(tile));
+    const int64_t hv = head_of(tile);
+    const int col0 = col_of(tile);
+    const float* sp = a.state + (b * HV + hv) * (int64_t)K * V;
+#pragma unroll
+    for (int j = 0; j < RPT; ++j) {
+      const int k = rg + RG * j;
+      if (k < K && col0 < V) {
+        in.S[j] = *reinterpret_cast<const F4*>(sp + (int64_t)k * V + col0);
+      } else {
+        in.S[j].x = in.S[j].y = in.S[j].z = in.S[j].w = 0.f;
+      }
+    }
   };
   auto load_small = [&](int tile, TileInputs& in) {
     const int64_t hv = head_of(tile);
-    const int w0 = win_of(tile);
-    in.v = tile::load_quad<DBV, 128, Act_t>(static_cast<const uint16_t*>(a.v) + (b * HV + hv) * V + w0, V - w0);
+    const int col0 = col_of(tile);
+    in.v.x = in.v.y = in.v.z = in.v.w = 0.f;
+    if (col0 < V) {
+      const uint16_t* vp = static_cast<const uint16_t*>(a.v) + (b * HV + hv) * V + col0;
+      const H4 h = ld_global_h4(vp);  // one 8-byte read
+      in.v.x = Act_t::load(h.x);
+      in.v.y = Act_t::load(h.y);
+      in.v.z = Act_t::load(h.z);
+      in.v.w = Act_t::load(h.w);
+    }
     in.beta = Tr::kGain ? a.beta[b * HV + hv] : 1.f;
     in.g[0] = in.g[1] = 0.f;
     if (Tr::kDecay == 1) in.g[0] = a.g[b * HV + hv];
@@ -105,7 +114,7 @@ DGPS_DEV void decode(const DecodeArgs& a) {
   float* sKw = sm + KP;      // write key
   float* sQr = sm + 2 * KP;  // read query, scale included
   float* sDec = sm + 3 * KP; // per-channel decay of the current value head
-  float* sRed = sm + 4 * KP; // [4][2][32]: tile::contract's scratch
+  float* sRed = sm + 4 * KP; // [4][2][32]
   float* sScal = sRed + 256; // scalars
 
   // ---- normalised key / query ----
@@ -190,12 +199,15 @@ DGPS_DEV void decode(const DecodeArgs& a) {
   TileInputs next;  // the next tile's inputs (only a preconditioned CTA walks several tiles)
   for (int tile = 0; tile < ntile; ++tile) {
     const int64_t hv = head_of(tile);
-    const int w0 = win_of(tile);
+    const int col0 = col_of(tile);
+    const bool colok = col0 < V;
     if constexpr (kPre) {
       if (tile + 1 < ntile) load_state(tile + 1, next);
       if (tile > 0) load_small(tile, cur);
     }
-    Frag S;
+    F4* S = cur.S;
+    float dec = 1.f;
+    if (Tr::kDecay == 1) dec = exp_(cur.g[0]);
     if (Tr::kDecay == 2) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
@@ -203,32 +215,79 @@ DGPS_DEV void decode(const DecodeArgs& a) {
         if (d < KP) sDec[d] = d < K ? exp_(cur.g[r]) : 1.f;
       }
       sync_threads();
-      S = tile::row_scale(cur.S, sDec);
-    } else if (Tr::kDecay == 1) {
-      const float dec = exp_(cur.g[0]);
-#pragma unroll
-      for (int i = 0; i < Frag::kN; ++i) S.x[i] = cur.S.x[i] * dec;
-    } else {
-      S = cur.S;
     }
-    // Sᵀk̂ (delta rule) and Sᵀq_r in one pass and one exchange; a linear rule needs only Sᵀq_r.
-    Quad sk, sq;
-    if (Tr::kSolve == 1)
-      tile::contract(S, sKh, sQr, sRed, sk, sq);
-    else
-      tile::contract(S, sQr, sRed, sq);
-    Quad e, o;
+    const float beta = cur.beta;
+    float* sp = a.state + (b * HV + hv) * (int64_t)K * V;
+    const F4 vv = cur.v;
+    float pk[4] = {0.f, 0.f, 0.f, 0.f}, pq[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int j = 0; j < RPT; ++j) {
+      const int k = rg + RG * j;
+      const float dk = Tr::kDecay == 2 ? sDec[k] : dec;
+      S[j].x *= dk;
+      S[j].y *= dk;
+      S[j].z *= dk;
+      S[j].w *= dk;
+      const float kh = sKh[k], qr = sQr[k];
+      pk[0] += S[j].x * kh;
+      pk[1] += S[j].y * kh;
+      pk[2] += S[j].z * kh;
+      pk[3] += S[j].w * kh;
+      pq[0] += S[j].x * qr;
+      pq[1] += S[j].y * qr;
+      pq[2] += S[j].z * qr;
+      pq[3] += S[j].w * qr;
+    }
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
-      e.x[c] = Tr::kSolve == 1 ? cur.beta * (cur.v.x[c] - sk.x[c]) : cur.beta * cur.v.x[c];
-      o.x[c] = sq.x[c] + kwq * e.x[c];
+      pk[c] += shfl_xor(pk[c], 8);
+      pk[c] += shfl_xor(pk[c], 16);
+      pq[c] += shfl_xor(pq[c], 8);
+      pq[c] += shfl_xor(pq[c], 16);
     }
-    tile::store_quad<DBV, 128, Act_t>(o, static_cast<uint16_t*>(a.o) + (b * HV + hv) * V + w0, V - w0);
-    tile::store_frag(tile::outer_add(S, sKw, e), state_of(tile), V, K, V - w0);
+    if ((lane() >> 3) == 0) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        sRed[(warp() * 2 + 0) * 32 + 4 * cg + c] = pk[c];
+        sRed[(warp() * 2 + 1) * 32 + 4 * cg + c] = pq[c];
+      }
+    }
+    sync_threads();
+    float e[4], o[4];
+    const float vin[4] = {vv.x, vv.y, vv.z, vv.w};
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      float k4 = 0.f, q4 = 0.f;
+#pragma unroll
+      for (int ww = 0; ww < 4; ++ww) {
+        k4 += sRed[(ww * 2 + 0) * 32 + 4 * cg + c];
+        q4 += sRed[(ww * 2 + 1) * 32 + 4 * cg + c];
+      }
+      e[c] = Tr::kSolve == 1 ? beta * (vin[c] - k4) : beta * vin[c];
+      o[c] = q4 + kwq * e[c];
+    }
+    if (rg == 0 && colok) {
+      uint16_t* op = static_cast<uint16_t*>(a.o) + (b * HV + hv) * V + col0;
+      st_global_h4(op, H4{Act_t::store(o[0]), Act_t::store(o[1]), Act_t::store(o[2]), Act_t::store(o[3])});
+    }
+#pragma unroll
+    for (int j = 0; j < RPT; ++j) {
+      const int k = rg + RG * j;
+      if (k < K && colok) {
+        const float kw = sKw[k];
+        F4 x;
+        x.x = S[j].x + kw * e[0];
+        x.y = S[j].y + kw * e[1];
+        x.z = S[j].z + kw * e[2];
+        x.w = S[j].w + kw * e[3];
+        st_global_f4(sp + (int64_t)k * V + col0, x);  // one 16-byte store (a struct store is split in four)
+      }
+    }
+    sync_threads();  // sRed / sDec reuse by the next tile
     if constexpr (kPre) {
       if (tile + 1 < ntile) {
-        sync_threads();  // sRed / sDec reuse by the next tile
-        cur.S = next.S;  // the small reads come at the tile's start
+#pragma unroll
+        for (int j = 0; j < RPT; ++j) cur.S[j] = next.S[j];  // the small reads come at the tile's start
       }
     }
   }
