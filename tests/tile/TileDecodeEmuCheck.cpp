@@ -4,8 +4,10 @@
 // runtime's decode geometry (launch_rules.h decodeGeometry) and compared with the float64 reference
 // (dgps::runReference, T = 1) on fresh seeded inputs. Outputs are poisoned, shared memory starts as NaN.
 //
-//   dgps-tile-decode-emu-check PACKAGE_DIR WORK_DIR
-// Exit 0 when o, the state and the preconditioner state match for both a one-tile and a multi-head problem.
+//   dgps-tile-decode-emu-check PACKAGE_DIR WORK_DIR [LIBRARY_PACKAGE_DIR]
+// With LIBRARY_PACKAGE_DIR (a package with the device library's decode of the same spec) both decodes run on
+// the same inputs and must also agree with each other to f32 rounding.
+// Exit 0 when o, the state and the preconditioner state match for a one-head, a multi-head and a GVA problem.
 #include <dlfcn.h>
 
 #include <cmath>
@@ -53,7 +55,23 @@ int fail(const std::string& msg) {
 }
 
 /// One decode step of `spec` at B, H on the emulator vs the reference; prints the errors.
-bool checkOnce(const dgps::Spec& spec, void* fn, int K, std::int64_t B, std::int64_t H, std::uint64_t seed) {
+/// max |a − b| / max(max |b|, tiny) over two equally long f32 arrays; infinite when anything is not finite.
+double maxRelDiff(const float* a, const float* b, size_t n) {
+  double d = 0, m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return INFINITY;
+    d = std::fmax(d, std::fabs((double)a[i] - (double)b[i]));
+    m = std::fmax(m, std::fabs((double)b[i]));
+  }
+  return d / (m > 0 ? m : 1e-30);
+}
+
+/// One decode step of `spec` at B, H on the emulator vs the reference; prints the errors. With `libFn` (the
+/// device library's decode of the same spec) the same step also runs through it on the same inputs, and the
+/// two must agree to f32 rounding: they share the tile library's steps (decode.cuh), so only the order of a
+/// few scalar operations, and for a preconditioner the multiplier's formula, may differ.
+bool checkOnce(const dgps::Spec& spec, void* fn, void* libFn, int K, std::int64_t B, std::int64_t H,
+               std::uint64_t seed) {
   dgps::ProblemShape s;
   s.batch = B;
   s.seq_len = 1;
@@ -109,11 +127,39 @@ bool checkOnce(const dgps::Spec& spec, void* fn, int K, std::int64_t B, std::int
   ls.K = K;
   ls.V = V;
   const dgps::launch::Geometry geo = dgps::launch::decodeGeometry(f, ls, dgps::launch::TileConfig{});
+  // The library's run works on copies of the in-place states and its own poisoned output.
+  std::vector<float> libState = state, libPstate = pstate;
+  std::vector<std::uint16_t> libO = o;
   auto kernel = reinterpret_cast<void (*)(dgps::DecodeArgs)>(fn);
   char err[512] = {0};
   if (!dgps_emu::launch([&] { kernel(a); }, geo.grid.x, geo.block.x, geo.smem_bytes, err, sizeof err)) {
     std::fprintf(stderr, "emulator: %s\n", err);
     return false;
+  }
+  bool libOk = true;
+  if (libFn) {
+    dgps::DecodeArgs la = a;
+    la.state = libState.data();
+    la.precond_state = ptr(libPstate);
+    la.o = libO.data();
+    auto lib = reinterpret_cast<void (*)(dgps::DecodeArgs)>(libFn);
+    if (!dgps_emu::launch([&] { lib(la); }, geo.grid.x, geo.block.x, geo.smem_bytes, err, sizeof err)) {
+      std::fprintf(stderr, "emulator (library decode): %s\n", err);
+      return false;
+    }
+    std::vector<float> of(o.size()), lof(o.size());
+    for (size_t i = 0; i < o.size(); ++i) {
+      std::uint32_t x = (std::uint32_t)o[i] << 16, y = (std::uint32_t)libO[i] << 16;
+      std::memcpy(&of[i], &x, 4);
+      std::memcpy(&lof[i], &y, 4);
+    }
+    const double dS = maxRelDiff(state.data(), libState.data(), state.size());
+    const double dP = pstate.empty() ? 0.0 : maxRelDiff(pstate.data(), libPstate.data(), pstate.size());
+    const double dO = maxRelDiff(of.data(), lof.data(), of.size());
+    // f32 state: a few ulps of reordering; bf16 o: one rounding step of 2^-8 relative to the largest output.
+    libOk = dS <= 1e-5 && dP <= 1e-5 && dO <= 1.0 / 128;
+    std::printf("  vs the library decode: max rel diff state %.3g, precond_state %.3g, o %.3g  %s\n", dS, dP, dO,
+                libOk ? "ok" : "FAIL");
   }
 
   std::vector<double> od((size_t)o.size());
@@ -128,7 +174,7 @@ bool checkOnce(const dgps::Spec& spec, void* fn, int K, std::int64_t B, std::int
   double ep = 0;
   if (ref.has_final_precond_state)
     ep = relErr(std::vector<double>(pstate.begin(), pstate.end()), ref.final_precond_state);
-  const bool ok = eo <= kTolOut && (!ref.has_final_state || es <= kTolState) && ep <= kTolState;
+  const bool ok = libOk && eo <= kTolOut && (!ref.has_final_state || es <= kTolState) && ep <= kTolState;
   std::printf("  %s B=%lld H=%lld HV=%lld K=V=%d: rel err o %.3g, state %.3g, precond_state %.3g  %s\n",
               spec.name.c_str(), (long long)B, (long long)s.heads_qk, (long long)HV, K, eo, es, ep,
               ok ? "ok" : "FAIL");
@@ -137,8 +183,33 @@ bool checkOnce(const dgps::Spec& spec, void* fn, int K, std::int64_t B, std::int
 
 }  // namespace
 
+/// Compiles `pkg`'s kernels.cu for the emulator into WORK/<tag>.so and returns its decode symbol (or null
+/// after printing why).
+void* emulatedDecode(const std::string& pkg, const std::string& work, const std::string& tag,
+                     const dgps::Spec& spec, int K) {
+  const std::string so = work + "/" + spec.name + "_" + tag + "_emu.so";
+  const std::string cmd = std::string(DGPS_EMU_CXX) + " -O1 -std=c++17 -fPIC -shared -Wno-unknown-pragmas -include " +
+                          DGPS_EMU_DIR + "/emu_prelude.h -I" + DGPS_DEVICE_DIR + " -I" + DGPS_EMU_DIR +
+                          " -DDGPS_EMU_WGMMA=1 -DDGPS_INPUT_BF16=1 -DDGPS_K=" + std::to_string(K) +
+                          " -DDGPS_V=" + std::to_string(K) + " -x c++ " + pkg + "/kernels.cu -o " + so;
+  if (std::system(cmd.c_str()) != 0) {
+    fail("emulator compile failed: " + cmd);
+    return nullptr;
+  }
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    fail(std::string("dlopen: ") + dlerror());
+    return nullptr;
+  }
+  const std::string sym = "dgps_" + spec.name + "_decode";
+  void* fn = dlsym(h, sym.c_str());
+  if (!fn) fail("no symbol " + sym + " in " + pkg + "/kernels.cu");
+  return fn;
+}
+
 int main(int argc, char** argv) {
-  if (argc != 3) return fail("usage: dgps-tile-decode-emu-check PACKAGE_DIR WORK_DIR");
+  if (argc != 3 && argc != 4)
+    return fail("usage: dgps-tile-decode-emu-check PACKAGE_DIR WORK_DIR [LIBRARY_PACKAGE_DIR]");
   const std::string pkg = argv[1], work = argv[2];
   dgps::ParseResult parsed = dgps::parseSpecFile(pkg + "/spec.yaml");
   if (!parsed.ok()) return fail("cannot parse " + pkg + "/spec.yaml");
@@ -149,19 +220,24 @@ int main(int argc, char** argv) {
     for (std::int64_t v : spec.value_dims)
       if (k == v && (K == 0 || k < K)) K = (int)k;
   if (K == 0) return fail(spec.name + " has no square key/value dim");
-  const std::string so = work + "/" + spec.name + "_decode_emu.so";
-  const std::string cmd = std::string(DGPS_EMU_CXX) + " -O1 -std=c++17 -fPIC -shared -Wno-unknown-pragmas -include " +
-                          DGPS_EMU_DIR + "/emu_prelude.h -I" + DGPS_DEVICE_DIR + " -I" + DGPS_EMU_DIR +
-                          " -DDGPS_EMU_WGMMA=1 -DDGPS_INPUT_BF16=1 -DDGPS_K=" + std::to_string(K) +
-                          " -DDGPS_V=" + std::to_string(K) + " -x c++ " + pkg + "/kernels.cu -o " + so;
-  if (std::system(cmd.c_str()) != 0) return fail("emulator compile failed: " + cmd);
-  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) return fail(std::string("dlopen: ") + dlerror());
-  const std::string sym = "dgps_" + spec.name + "_decode";
-  void* fn = dlsym(h, sym.c_str());
-  if (!fn) return fail("no symbol " + sym + " in " + pkg + "/kernels.cu");
+  void* fn = emulatedDecode(pkg, work, "decode", spec, K);
+  if (!fn) return 1;
+  // The device library's decode of the same spec, run on the same inputs (both kernels are in one process:
+  // the .so files are loaded RTLD_LOCAL, so their equally named symbols do not collide).
+  void* libFn = nullptr;
+  if (argc == 4 && !(libFn = emulatedDecode(argv[3], work, "library_decode", spec, K))) return 1;
   // A plain problem and one with several batch rows and heads (GVA where the spec has it).
-  bool ok = checkOnce(spec, fn, K, 1, 1, 4242);
-  ok = checkOnce(spec, fn, K, 3, 2, 4243) && ok;
+  bool ok = checkOnce(spec, fn, libFn, K, 1, 1, 4242);
+  ok = checkOnce(spec, fn, libFn, K, 3, 2, 4243) && ok;
+  // Two value heads per key head: a preconditioned CTA then walks 2·V/32 value tiles of two heads, each read
+  // ahead while the one before computes (the value_tile grid gets twice the CTAs).
+  // (hypergrad_ogd keeps one d per key head stepped with that head's gain, so it takes no GVA.)
+  const bool perKeyHeadGain =
+      spec.precond.kind == dgps::PrecondKind::Diagonal && spec.precond.source == dgps::PrecondSource::HypergradOgd;
+  if (!perKeyHeadGain) {
+    dgps::Spec gva = spec;
+    gva.gva_ratio = 2;
+    ok = checkOnce(gva, fn, libFn, K, 2, 2, 4244) && ok;
+  }
   return ok ? 0 : 1;
 }

@@ -6,6 +6,7 @@
 
 #include "dgps/Dialect/Tile/IR/Tile.h"
 #include "dgps/Emit/Package.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -83,6 +84,9 @@ class Emitter {
   }
 
   LogicalResult view(ViewOp op, int indent) {
+    if (op->getParentOfType<ForValueTilesOp>() && !readAhead_ &&
+        llvm::none_of(op->getUsers(), [](Operation* u) { return isa<StoreOp>(u); }))
+      return success();  // only read: printed inside the read-ahead blocks (loop())
     auto it = decodeFields().find(op.getName().str());
     if (it == decodeFields().end())
       return op.emitOpError() << "'" << op.getName() << "' is not a tensor of the decode arguments (abi.h DecodeArgs)";
@@ -112,43 +116,48 @@ class Emitter {
     return success();
   }
 
-  LogicalResult loadScalar(LoadScalarOp op, int indent) {
+  /// The C++ expression of a scalar read, or failure (with an error at the op).
+  FailureOr<std::string> loadScalarExpr(LoadScalarOp op) {
     auto it = decodeFields().find(op.getName().str());
     const bool isArg = op.getIndex() == Index::none;
     if (isArg ? op.getName() != "scale" : (it == decodeFields().end() || it->second.act))
       return op.emitOpError() << "'" << op.getName() << "' is not an f32 " << (isArg ? "scalar" : "tensor")
                               << " of the decode arguments";
     const std::string field = "a." + op.getName().str();
-    os_ << pad(indent) << "const float " << name(op) << " = ";
-    if (isArg) {
-      os_ << field << ";\n";
-      return success();
-    }
+    if (isArg) return field;
     const std::string elem = field + "[" + indexExpr(op.getIndex(), "") + "]";
     if (op.getAbsent())
-      os_ << "(" << field << " != nullptr ? " << elem << " : " << cudaFloatLiteral(op.getAbsent()->convertToDouble())
-          << ")";
-    else
-      os_ << elem;
-    os_ << ";\n";
+      return "(" + field + " != nullptr ? " + elem + " : " + cudaFloatLiteral(op.getAbsent()->convertToDouble()) + ")";
+    return elem;
+  }
+
+  LogicalResult loadScalar(LoadScalarOp op, int indent) {
+    if (hoisted_.count(op)) return success();  // read ahead (loop())
+    FailureOr<std::string> e = loadScalarExpr(op);
+    if (failed(e)) return failure();
+    os_ << pad(indent) << "const float " << name(op) << " = " << *e << ";\n";
     return success();
   }
 
   /// Valid extents of a view's window: rows K, columns V − col0.
   static std::string validCols() { return "V - col0"; }
 
-  LogicalResult load(LoadOp op, int indent) {
-    TileType v = cast<TileType>(op.getView().getType());
+  /// The C++ expression of a tile read, or failure (with an error at the op).
+  FailureOr<std::string> loadExpr(LoadOp op) {
     const std::string src = name(op.getView());
-    os_ << pad(indent) << "const " << cppType(op.getType()) << " " << name(op) << " = ";
     switch (op.getType().getLayout()) {
-      case Layout::split: os_ << "t::load_split<KP, NT, Codec>(" << src << ", K)"; break;
-      case Layout::quad: os_ << "t::load_quad<BV, NT, Codec>(" << src << ", " << validCols() << ")"; break;
-      case Layout::frag: os_ << "t::load_frag<KP, BV, NT>(" << src << ", V, K, " << validCols() << ")"; break;
+      case Layout::split: return "t::load_split<KP, NT, Codec>(" + src + ", K)";
+      case Layout::quad: return "t::load_quad<BV, NT, Codec>(" + src + ", " + validCols() + ")";
+      case Layout::frag: return "t::load_frag<KP, BV, NT>(" + src + ", V, K, " + validCols() + ")";
       default: return op.emitOpError("cannot load into this layout");
     }
-    (void)v;
-    os_ << ";\n";
+  }
+
+  LogicalResult load(LoadOp op, int indent) {
+    if (hoisted_.count(op)) return success();  // read ahead (loop())
+    FailureOr<std::string> e = loadExpr(op);
+    if (failed(e)) return failure();
+    os_ << pad(indent) << "const " << cppType(op.getType()) << " " << name(op) << " = " << *e << ";\n";
     return success();
   }
 
@@ -181,15 +190,99 @@ class Emitter {
     return success();
   }
 
-  LogicalResult loop(ForValueTilesOp op, int indent) {
+  static bool isKeyHead(Operation* op) {
     auto fn = op->getParentOfType<func::FuncOp>();
-    const bool keyHead = fn->getAttrOfType<StringAttr>(kGridAttr).getValue() == stringifyGrid(Grid::key_head);
+    return fn->getAttrOfType<StringAttr>(kGridAttr).getValue() == stringifyGrid(Grid::key_head);
+  }
+
+  /// The body's global reads (tile.load of a view, tile.load_scalar), in order; `frags`: only the [K, BV]
+  /// fragment loads (the state), or only the others.
+  static SmallVector<Operation*> reads(ForValueTilesOp loop, bool frags) {
+    SmallVector<Operation*> r;
+    for (Operation& op : loop.getBody().front()) {
+      const bool isFrag = isa<LoadOp>(op) && cast<LoadOp>(op).getType().getLayout() == Layout::frag;
+      if ((isa<LoadOp>(op) && op.getOperand(0).getDefiningOp<ViewOp>()) || isa<LoadScalarOp>(op))
+        if (isFrag == frags) r.push_back(&op);
+    }
+    return r;
+  }
+
+  /// `{ hv, col0 of tile `tileExpr`; the views; dst = read; ... }`: the reads of one tile assigned to the
+  /// variables `suffix`-named after their values (declared by the caller).
+  LogicalResult readBlock(ArrayRef<Operation*> ops, const std::string& tileExpr, const std::string& suffix,
+                          int indent) {
+    os_ << pad(indent) << "{\n";
+    os_ << pad(indent + 1) << "const int64_t hv = hv0 + (" << tileExpr << ") / VT;\n";
+    os_ << pad(indent + 1) << "const int col0 = (int)(vt0 + (" << tileExpr << ") % VT) * BV;\n";
+    os_ << pad(indent + 1) << "(void)hv;\n" << pad(indent + 1) << "(void)col0;\n";
+    readAhead_ = true;
+    for (Operation* op : ops) {
+      std::string expr;
+      if (auto l = dyn_cast<LoadOp>(op)) {
+        if (failed(view(l.getView().getDefiningOp<ViewOp>(), indent + 1))) return failure();
+        FailureOr<std::string> e = loadExpr(l);
+        if (failed(e)) return failure();
+        expr = *e;
+      } else {
+        FailureOr<std::string> e = loadScalarExpr(cast<LoadScalarOp>(op));
+        if (failed(e)) return failure();
+        expr = *e;
+      }
+      os_ << pad(indent + 1) << name(op->getResult(0)) << suffix << " = " << expr << ";\n";
+    }
+    readAhead_ = false;
+    os_ << pad(indent) << "}\n";
+    return success();
+  }
+
+  void declare(ArrayRef<Operation*> ops, const std::string& suffix, int indent) {
+    for (Operation* op : ops)
+      os_ << pad(indent) << typeOf(op->getResult(0)) << " " << name(op->getResult(0)) << suffix << ";\n";
+  }
+
+ public:
+  /// The first tile's reads of every tile.for_value_tiles in `body`, issued before anything else
+  /// (TileOps.td: the loop's reads go ahead; the verifier made that legal).
+  LogicalResult readAhead(Block& body, int indent) {
+    for (auto loop : body.getOps<ForValueTilesOp>()) {
+      SmallVector<Operation*> all = reads(loop, true);
+      all.append(reads(loop, false));
+      if (all.empty()) continue;
+      os_ << pad(indent) << "// The first value tile's reads, issued before the prologue (tile.for_value_tiles).\n";
+      declare(all, "", indent);
+      if (failed(readBlock(all, "0", "", indent))) return failure();
+      for (Operation* op : all) hoisted_.insert(op);
+    }
+    return success();
+  }
+
+ private:
+  LogicalResult loop(ForValueTilesOp op, int indent) {
+    const bool keyHead = isKeyHead(op);
     os_ << pad(indent) << "for (int it = 0; it < ntile; ++it) {\n";
     os_ << pad(indent + 1) << "const int64_t hv = hv0 + it / VT;\n";
     os_ << pad(indent + 1) << "const int col0 = (int)(vt0 + it % VT) * BV;\n";
+    SmallVector<Operation*> frags = reads(op, true), small = reads(op, false);
+    if (keyHead) {
+      // The next tile's fragments stream in while this one computes; its small reads wait for its start.
+      declare(frags, "_next", indent + 1);
+      if (!frags.empty()) {
+        os_ << pad(indent + 1) << "if (it + 1 < ntile)\n";
+        if (failed(readBlock(frags, "it + 1", "_next", indent + 1))) return failure();
+      }
+      if (!small.empty()) {
+        os_ << pad(indent + 1) << "if (it > 0)\n";
+        if (failed(readBlock(small, "it", "", indent + 1))) return failure();
+      }
+    }
     if (failed(block(op.getBody().front(), indent + 1))) return failure();
-    // Iterations reuse the shared vectors and the reduction scratch.
-    if (keyHead) os_ << pad(indent + 1) << "dgps::dev::sync_threads();\n";
+    if (keyHead) {
+      for (Operation* f : frags)
+        os_ << pad(indent + 1) << "if (it + 1 < ntile) " << name(f->getResult(0)) << " = " << name(f->getResult(0))
+            << "_next;\n";
+      // Iterations reuse the shared vectors and the reduction scratch.
+      os_ << pad(indent + 1) << "dgps::dev::sync_threads();\n";
+    }
     os_ << pad(indent) << "}\n";
     return success();
   }
@@ -245,6 +338,8 @@ class Emitter {
   std::ostringstream& os_;
   std::map<const void*, std::string> names_;
   int smemUsed_ = 0;
+  llvm::DenseSet<Operation*> hoisted_;  ///< reads printed ahead of their loop (readAhead)
+  bool readAhead_ = false;              ///< printing a read-ahead block (views print there)
 };
 
 }  // namespace
@@ -284,6 +379,7 @@ FailureOr<std::string> emitTileKernel(func::FuncOp fn, const std::string& symbol
     os << "  const int ntile = 1;\n";
   }
   Emitter e(os);
+  if (failed(e.readAhead(fn.getBody().front(), 1))) return failure();
   if (failed(e.block(fn.getBody().front(), 1))) return failure();
   os << "}\n";
   return os.str();

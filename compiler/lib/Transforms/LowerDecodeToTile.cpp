@@ -48,12 +48,12 @@ class DecodeBuilder {
       else
         qr = b_.create<MulOp>(loc_, regK_, qs, m);
     }
-    // o = (D S)ᵀ q_r + (k_w·q_r) e: the write's contribution to the read-out needs only this scalar.
-    Value kwq = b_.create<ReduceSumOp>(loc_, f32_, b_.create<MulOp>(loc_, regK_, kw, qr));
     Value sKh = b_.create<CopyOp>(loc_, smemK_, kh);
     Value sKw = kw == kh ? sKh : b_.create<CopyOp>(loc_, smemK_, kw).getResult();
     Value sQr = b_.create<CopyOp>(loc_, smemK_, qr);
-    b_.create<BarrierOp>(loc_);
+    // o = (D S)ᵀ q_r + (k_w·q_r) e: the write's contribution to the read-out needs only this scalar. Its
+    // CTA reduction also publishes the shared vectors above, so they need no barrier of their own.
+    Value kwq = b_.create<ReduceSumOp>(loc_, f32_, b_.create<MulOp>(loc_, regK_, kw, qr));
     valueTiles(sKh, sKw, sQr, kwq);
   }
 

@@ -126,3 +126,30 @@ func.func @bad_workspace() {
   %s0 = tile.workspace_rows "tok" : !tile.tile<[K], f32, smem, row>
   return
 }
+
+// -----
+
+// The loop's reads are issued ahead of the function's first op, so a tensor it reads may not be written
+// before the loop.
+func.func @read_ahead_written_before(%x: !tile.tile<[K], f32, reg, split>) {
+  %0 = tile.view "g" at bh : !tile.tile<[K], f32, global, row>
+  tile.store %x, %0 : !tile.tile<[K], f32, reg, split>, !tile.tile<[K], f32, global, row>
+  // expected-error @+1 {{reads 'g' ahead of its body (tile.for_value_tiles prefetch), so it may write it only through a view at bhv inside the body, not at bh outside the body}}
+  tile.for_value_tiles {
+    %1 = tile.load_scalar "g" at bhv : f32
+  }
+  return
+}
+
+// -----
+
+// Inside the body a tensor it reads is written only after its reads (the read of the tile goes ahead).
+func.func @read_ahead_written_first(%x: !tile.tile<[K, BV], f32, reg, frag>) {
+  // expected-error @+1 {{writes 'state' before reading it in the same tile}}
+  tile.for_value_tiles {
+    %0 = tile.view "state" at bhv : !tile.tile<[K, V], f32, global, row>
+    tile.store %x, %0 : !tile.tile<[K, BV], f32, reg, frag>, !tile.tile<[K, V], f32, global, row>
+    %1 = tile.load %0 : !tile.tile<[K, V], f32, global, row> -> !tile.tile<[K, BV], f32, reg, frag>
+  }
+  return
+}

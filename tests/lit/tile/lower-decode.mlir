@@ -14,12 +14,14 @@
 // CHECK: %[[R:.*]] = tile.rsqrt
 // CHECK: %[[KH:.*]] = tile.mul %[[K]], %[[R]] : !f32_k_reg_split, f32 -> !f32_k_reg_split
 // CHECK: %[[QR:.*]] = tile.mul %{{.*}}, %[[SCALE]]
-// CHECK: %[[KQ:.*]] = tile.mul %[[KH]], %[[QR]]
-// CHECK: %[[KWQ:.*]] = tile.reduce_sum %[[KQ]]
+// The shared vectors are written before k̂·q_r's reduction, whose barrier publishes them (no tile.barrier).
 // CHECK: %[[SK:.*]] = tile.copy %[[KH]] : !f32_k_reg_split -> !f32_k_smem_row
 // CHECK: %[[SQ:.*]] = tile.copy %[[QR]]
 // CHECK-NOT: tile.copy
-// CHECK: tile.barrier
+// CHECK-NOT: tile.barrier
+// CHECK: %[[KQ:.*]] = tile.mul %[[KH]], %[[QR]]
+// CHECK: %[[KWQ:.*]] = tile.reduce_sum %[[KQ]]
+// CHECK-NOT: tile.barrier
 // CHECK: tile.for_value_tiles {
 // CHECK: %[[SV:.*]] = tile.view "state" at bhv : !f32_kv_global_row
 // CHECK: %[[S:.*]] = tile.load %[[SV]] : !f32_kv_global_row -> !f32_kbv_reg_frag
@@ -98,10 +100,11 @@ module attributes {dgps.target = "sm_90a"} {
 // CHECK: %[[NL:.*]] = tile.constant -0.584962487
 // CHECK: %[[M:.*]] = tile.exp2
 // CHECK: %[[KW:.*]] = tile.mul %[[KH]], %[[M]] : !f32_k_reg_split, !f32_k_reg_split
-// CHECK: %[[KWQ:.*]] = tile.mul %[[KW]], %[[QR:.*]] :
 // CHECK: %[[SK:.*]] = tile.copy %[[KH]]
 // CHECK: %[[SW:.*]] = tile.copy %[[KW]]
-// CHECK: %[[SQ:.*]] = tile.copy %[[QR]]
+// CHECK: %[[SQ:.*]] = tile.copy %[[QR:.*]] :
+// CHECK: %[[KWQ:.*]] = tile.mul %[[KW]], %[[QR]] :
+// CHECK: tile.reduce_sum %[[KWQ]]
 // CHECK: tile.for_value_tiles {
 // CHECK: tile.contract %{{.*}}, %[[SK]], %[[SQ]]
 // CHECK: tile.outer_add %{{.*}}, %[[SW]], %{{.*}}
@@ -126,7 +129,8 @@ module attributes {dgps.target = "sm_90a"} {
 // CHECK: %[[QW:.*]] = tile.mul %[[QS:.*]], %[[M]] : !f32_k_reg_split, !f32_k_reg_split
 // CHECK: %[[SK:.*]] = tile.copy %[[KH:.*]] :
 // CHECK-NEXT: %[[SQ:.*]] = tile.copy %[[QW]] :
-// CHECK-NEXT: tile.barrier
+// CHECK-NEXT: tile.mul %[[KH]], %[[QW]]
+// CHECK-NEXT: tile.reduce_sum
 // CHECK: tile.outer_add %{{.*}}, %[[SK]], %{{.*}}
 module attributes {dgps.target = "sm_90a"} {
   dgps.recurrence @atq {decay = #dgps.decay<scalar>, gain = #dgps.gain<scalar>, gain_lo = 0.0, gain_hi = 1.0,

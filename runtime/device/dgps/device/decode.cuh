@@ -90,10 +90,11 @@ DGPS_DEV void decode(const DecodeArgs& a) {
     in.v.x = in.v.y = in.v.z = in.v.w = 0.f;
     if (col0 < V) {
       const uint16_t* vp = static_cast<const uint16_t*>(a.v) + (b * HV + hv) * V + col0;
-      in.v.x = Act_t::load(vp[0]);
-      in.v.y = Act_t::load(vp[1]);
-      in.v.z = Act_t::load(vp[2]);
-      in.v.w = Act_t::load(vp[3]);
+      const H4 h = ld_global_h4(vp);  // one 8-byte read
+      in.v.x = Act_t::load(h.x);
+      in.v.y = Act_t::load(h.y);
+      in.v.z = Act_t::load(h.z);
+      in.v.w = Act_t::load(h.w);
     }
     in.beta = Tr::kGain ? a.beta[b * HV + hv] : 1.f;
     in.g[0] = in.g[1] = 0.f;
@@ -267,8 +268,7 @@ DGPS_DEV void decode(const DecodeArgs& a) {
     }
     if (rg == 0 && colok) {
       uint16_t* op = static_cast<uint16_t*>(a.o) + (b * HV + hv) * V + col0;
-#pragma unroll
-      for (int c = 0; c < 4; ++c) op[c] = Act_t::store(o[c]);
+      st_global_h4(op, H4{Act_t::store(o[0]), Act_t::store(o[1]), Act_t::store(o[2]), Act_t::store(o[3])});
     }
 #pragma unroll
     for (int j = 0; j < RPT; ++j) {
@@ -280,7 +280,7 @@ DGPS_DEV void decode(const DecodeArgs& a) {
         x.y = S[j].y + kw * e[1];
         x.z = S[j].z + kw * e[2];
         x.w = S[j].w + kw * e[3];
-        *reinterpret_cast<F4*>(sp + (int64_t)k * V + col0) = x;
+        st_global_f4(sp + (int64_t)k * V + col0, x);  // one 16-byte store (a struct store is split in four)
       }
     }
     sync_threads();  // sRed / sDec reuse by the next tile

@@ -294,6 +294,32 @@ struct alignas(16) U4 {
 struct alignas(16) F4 {
   float x, y, z, w;
 };
+/// 16-byte global store of {x, y, z, w} at p (16-byte aligned). The plain struct assignment
+/// `*reinterpret_cast<F4*>(p) = v` is split by nvcc into four 4-byte stores; a memory-bound kernel that
+/// writes its fp32 state back (decode) needs the single vector store. No "memory" clobber, so that the
+/// compiler keeps scheduling other accesses around it (with the clobber the preconditioned decode took ~30
+/// registers more): use it only for outputs the kernel does not read back before a barrier.
+#if defined(DGPS_EMU)
+DGPS_DEV void st_global_f4(float* p, const F4& v) { *reinterpret_cast<F4*>(p) = v; }
+#else
+DGPS_DEV void st_global_f4(float* p, const F4& v) {
+  asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w));
+}
+#endif
+/// Four consecutive 16-bit elements (8 bytes, 8-byte aligned), read or written with one access each
+/// (loads through the struct are vectorised by nvcc; stores need the explicit vector store, as for F4, with
+/// the same rule: no "memory" clobber, only for outputs the kernel does not read back).
+struct alignas(8) H4 {
+  uint16_t x, y, z, w;
+};
+DGPS_DEV H4 ld_global_h4(const uint16_t* p) { return *reinterpret_cast<const H4*>(p); }
+#if defined(DGPS_EMU)
+DGPS_DEV void st_global_h4(uint16_t* p, const H4& v) { *reinterpret_cast<H4*>(p) = v; }
+#else
+DGPS_DEV void st_global_h4(uint16_t* p, const H4& v) {
+  asm volatile("st.global.v4.u16 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "h"(v.x), "h"(v.y), "h"(v.z), "h"(v.w));
+}
+#endif
 DGPS_DEV int imin(int a, int b) { return a < b ? a : b; }
 DGPS_DEV int imax(int a, int b) { return a > b ? a : b; }
 DGPS_DEV int64_t lmin(int64_t a, int64_t b) { return a < b ? a : b; }

@@ -60,7 +60,8 @@ DGPS_DEV RowFrag<KP, BV, NT> load_frag(const float* p, int64_t pitch, int rows, 
   return s;
 }
 
-/// The inverse of load_frag; nothing outside rows x cols is written.
+/// The inverse of load_frag (p in global memory, one 16-byte store per row); nothing outside rows x cols
+/// is written.
 template <int KP, int BV, int NT>
 DGPS_DEV void store_frag(const RowFrag<KP, BV, NT>& s, float* p, int64_t pitch, int rows, int cols) {
   using F = RowFrag<KP, BV, NT>;
@@ -69,33 +70,36 @@ DGPS_DEV void store_frag(const RowFrag<KP, BV, NT>& s, float* p, int64_t pitch, 
   for (int j = 0; j < F::kRows; ++j) {
     const int k = F::row(j);
     if (k < rows && c < cols) {
-      dev::F4 v;
-      v.x = s.x[4 * j + 0];
-      v.y = s.x[4 * j + 1];
-      v.z = s.x[4 * j + 2];
-      v.w = s.x[4 * j + 3];
-      *reinterpret_cast<dev::F4*>(p + (int64_t)k * pitch + c) = v;
+      const dev::F4 v{s.x[4 * j + 0], s.x[4 * j + 1], s.x[4 * j + 2], s.x[4 * j + 3]};
+      dev::st_global_f4(p + (int64_t)k * pitch + c, v);  // one 16-byte store per row
     }
   }
 }
 
-/// q_c = p[col + c] (16-bit through Codec) for the thread's 4 columns when col < cols, else 0.
+/// q_c = p[col + c] (16-bit through Codec) for the thread's 4 columns when col < cols, else 0: one 8-byte
+/// global read (p 8-byte aligned, cols a multiple of 4).
 template <int BV, int NT, class Codec>
 DGPS_DEV Quad<BV, NT> load_quad(const uint16_t* p, int cols) {
   Quad<BV, NT> q;
   const int c = Quad<BV, NT>::Layout::col();
-#pragma unroll
-  for (int i = 0; i < 4; ++i) q.x[i] = c < cols ? Codec::load(p[c + i]) : 0.f;
+  dev::H4 h{0, 0, 0, 0};
+  if (c < cols) h = dev::ld_global_h4(p + c);
+  const bool in = c < cols;
+  q.x[0] = in ? Codec::load(h.x) : 0.f;
+  q.x[1] = in ? Codec::load(h.y) : 0.f;
+  q.x[2] = in ? Codec::load(h.z) : 0.f;
+  q.x[3] = in ? Codec::load(h.w) : 0.f;
   return q;
 }
 
-/// p[col + c] = q_c, written once (by row group 0).
+/// p[col + c] = q_c, written once (by row group 0) with one 8-byte global store (p 8-byte aligned, cols a
+/// multiple of 4).
 template <int BV, int NT, class Codec>
 DGPS_DEV void store_quad(const Quad<BV, NT>& q, uint16_t* p, int cols) {
   const int c = Quad<BV, NT>::Layout::col();
   if (Quad<BV, NT>::Layout::row_group() != 0 || c >= cols) return;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) p[c + i] = Codec::store(q.x[i]);
+  dev::st_global_h4(p + c, dev::H4{Codec::store(q.x[0]), Codec::store(q.x[1]), Codec::store(q.x[2]),
+                                   Codec::store(q.x[3])});
 }
 
 }  // namespace tile

@@ -1,5 +1,7 @@
-// CTA-wide reductions over register tiles. Both synchronise the CTA twice (before writing the shared
-// scratch, so back-to-back calls may share it, and before reading it).
+// CTA-wide reductions over register tiles. reduce_sum synchronises the CTA twice (before writing its shared
+// scratch, so back-to-back calls may share it, and before reading it); contract once (between writing and
+// reading its scratch): the caller keeps two contracts on one scratch apart by a barrier (the decode's value
+// tiles are), which saves the barrier per value tile that the device-library decode never had.
 #pragma once
 
 #include "dgps/device/platform.cuh"
@@ -27,7 +29,8 @@ DGPS_DEV float reduce_sum(const SplitVec<N, NT>& v, float* scratch) {
 
 namespace detail {
 /// Column sums of NV partial quads over the row groups: first inside the warp (lanes that share a
-/// column group), then across warps through scratch [NT/32][NV][BV].
+/// column group), then across warps through scratch [NT/32][NV][BV]. No thread may still be reading scratch
+/// (one barrier, between the writes and the reads).
 template <int BV, int NT, int NV>
 DGPS_DEV void column_sums(float (&p)[NV][4], float* scratch, Quad<BV, NT>* out[NV]) {
   using L = FragLayout<BV, NT>;
@@ -37,7 +40,6 @@ DGPS_DEV void column_sums(float (&p)[NV][4], float* scratch, Quad<BV, NT>* out[N
     for (int i = 0; i < NV; ++i)
 #pragma unroll
       for (int c = 0; c < 4; ++c) p[i][c] += dev::shfl_xor(p[i][c], m);
-  dev::sync_threads();
   if (dev::lane() < L::kColGroups)
 #pragma unroll
     for (int i = 0; i < NV; ++i)
@@ -56,7 +58,7 @@ DGPS_DEV void column_sums(float (&p)[NV][4], float* scratch, Quad<BV, NT>* out[N
 }
 }  // namespace detail
 
-/// y = Sᵀx (y_c = Σ_k S_kc x_k), x a [KP] shared vector. scratch: (NT/32)·BV floats.
+/// y = Sᵀx (y_c = Σ_k S_kc x_k), x a [KP] shared vector. scratch: (NT/32)·BV floats, not in use.
 template <int KP, int BV, int NT>
 DGPS_DEV void contract(const RowFrag<KP, BV, NT>& s, const float* x, float* scratch, Quad<BV, NT>& y) {
   float p[1][4] = {{0.f, 0.f, 0.f, 0.f}};
@@ -70,7 +72,7 @@ DGPS_DEV void contract(const RowFrag<KP, BV, NT>& s, const float* x, float* scra
   detail::column_sums<BV, NT, 1>(p, scratch, out);
 }
 
-/// y = Sᵀx and z = Sᵀw in one pass over S and one exchange. scratch: (NT/32)·2·BV floats.
+/// y = Sᵀx and z = Sᵀw in one pass over S and one exchange. scratch: (NT/32)·2·BV floats, not in use.
 template <int KP, int BV, int NT>
 DGPS_DEV void contract(const RowFrag<KP, BV, NT>& s, const float* x, const float* w, float* scratch,
                        Quad<BV, NT>& y, Quad<BV, NT>& z) {

@@ -4,6 +4,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/StringMap.h"
 
 using namespace mlir;
 using namespace dgps::tile;
@@ -148,7 +149,47 @@ LogicalResult OuterAddOp::verify() {
   return success();
 }
 
+/// The tensor a global read names (tile.load of a view, or tile.load_scalar), or "" for any other op.
+static StringRef readTensor(Operation* op) {
+  if (auto l = dyn_cast<LoadOp>(op))
+    if (auto v = l.getView().getDefiningOp<ViewOp>()) return v.getName();
+  if (auto l = dyn_cast<LoadScalarOp>(op)) return l.getName();
+  return "";
+}
+
 LogicalResult ForValueTilesOp::verify() {
   if ((*this)->getParentOfType<ForValueTilesOp>()) return emitOpError("must not be nested");
-  return success();
+  // The emitter issues the body's reads ahead (the first tile's before the function's first op, the next
+  // tile's during the current one), so what they read must not be written anywhere that could precede them.
+  llvm::StringMap<Operation*> reads;
+  getBody().walk([&](Operation* op) {
+    StringRef t = readTensor(op);
+    if (!t.empty()) reads.try_emplace(t, op);
+  });
+  if (reads.empty()) return success();
+  Operation* scope = (*this)->getParentOfType<func::FuncOp>();
+  if (!scope) scope = (*this)->getParentOp();
+  LogicalResult ok = success();
+  scope->walk([&](StoreOp st) {
+    auto v = st.getView().getDefiningOp<ViewOp>();
+    if (!v || failed(ok)) return;
+    auto it = reads.find(v.getName());
+    if (it == reads.end()) return;
+    const bool ownWindow = getOperation()->isProperAncestor(st) && v.getIndex() == Index::bhv;
+    if (!ownWindow) {
+      ok = emitOpError() << "reads '" << v.getName()
+                         << "' ahead of its body (tile.for_value_tiles prefetch), so it may write it only through a "
+                            "view at bhv inside the body, not at "
+                         << stringifyIndex(v.getIndex())
+                         << (getOperation()->isProperAncestor(st) ? "" : " outside the body");
+      return;
+    }
+    for (auto& [name, rd] : reads)
+      if (name == v.getName() && rd->getBlock() == st->getBlock() && st->isBeforeInBlock(rd)) {
+        ok = emitOpError() << "writes '" << v.getName() << "' before reading it in the same tile; the read is "
+                           << "issued ahead of the body, so it must come first";
+        return;
+      }
+  });
+  return ok;
 }

@@ -150,7 +150,9 @@ def Tile_ContractOp : Tile_Op<"contract", [Pure]> {
   let summary = "Sᵀx for one or two [K] smem vectors x: [BV] quad tiles (a reduction over K)";
   let description = [{
     `%y, %z = tile.contract %S, %x, %w` computes y_c = Σ_k S_kc x_k and z_c = Σ_k S_kc w_k in one
-    pass over the fragment and one cross-warp exchange. Synchronises the CTA.
+    pass over the fragment and one cross-warp exchange. Synchronises the CTA once, between writing and
+    reading its shared scratch; two contracts are kept apart by a barrier (iterations of
+    `tile.for_value_tiles` are), so it needs none before its writes.
   }];
   let arguments = (ins Tile_AnyTile:$tile, Variadic<Tile_AnyTile>:$vectors);
   let results = (outs Variadic<Tile_AnyTile>:$results);
@@ -174,6 +176,13 @@ def Tile_ForValueTilesOp : Tile_Op<"for_value_tiles", [NoTerminator, SingleBlock
     With grid `value_tile` the body runs once; with `key_head` it runs for every (value head of the
     key head's group, value tile), iterations separated by a CTA barrier so shared tiles and
     reduction scratch can be reused. Views `at bhv` use the iteration's value head.
+
+    The body's global reads (`tile.load`, `tile.load_scalar`) are issued ahead, as a memory-bound kernel
+    needs: the first tile's before the function's first op (so the state stream does not wait for the
+    prologue's reductions), and with grid `key_head` the next tile's [K, BV] fragments while the current
+    tile computes (its smaller reads at the tile's start). This is legal because the verifier allows a
+    tensor read in the body to be written only through a view of the body at `bhv` (the iteration's own
+    window), after the body's reads of it.
   }];
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$body attr-dict";
