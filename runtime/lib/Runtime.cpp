@@ -447,7 +447,96 @@ std::int64_t Runtime::segmentChunks(const Package& package, const ForwardProblem
   return L < rule.chunksPerSeq ? L : 0;
 }
 
+namespace {
+
+/// forwardSummary's segment length: one segment per sequence. With L > ⌈T/C⌉ the slot of sequence n is n both
+/// dense (n·⌈⌈T/C⌉/L⌉) and varlen (⌊bos_n/(C·L)⌋ + n, bos_n <= T < C·L), so it needs no host copy of cu_seqlens.
+std::int64_t summarySegmentChunks(const ForwardProblem& p, const TileConfig& config) {
+  const std::int64_t C = std::max<std::int64_t>(config.chunk, 1);
+  return (p.seq_len + C - 1) / C + 1;
+}
+
+/// Index of workspace buffer `name` among a segmented forward's buffers (launch.workspace, then
+/// launch.forward_segmented.buffers), or -1.
+int segmentedBufferIndex(const LaunchRules& rules, const std::string& name) {
+  for (std::size_t i = 0; i < rules.workspace_segmented.size(); ++i)
+    if (rules.workspace_segmented[i].name == name) return int(rules.workspace.size() + i);
+  return -1;
+}
+
+void requireSummaryTensor(const char* name, const TensorView& t, const std::vector<std::int64_t>& shape, int device) {
+  auto dims = [](const std::vector<std::int64_t>& d) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+    return s + "]";
+  };
+  std::string why;
+  if (!t.data)
+    why = "is not given (null data)";
+  else if (t.dtype != ScalarType::F32)
+    why = std::string("has dtype ") + toString(t.dtype) + ", expected f32";
+  else if (t.shape != shape)
+    why = "has shape " + dims(t.shape) + ", expected " + dims(shape);
+  else if (!t.isContiguous())
+    why = "is strided, expected contiguous row-major";
+  else if (t.device != device)
+    why = "is on device " + std::to_string(t.device) + ", expected the forward tensors' device " + std::to_string(device);
+  else if (reinterpret_cast<std::uintptr_t>(t.data) % 4 != 0)
+    why = "is not 4-byte aligned";
+  if (!why.empty())
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument, std::string("forwardSummary: tensor '") + name + "' " + why);
+}
+
+}  // namespace
+
+/// What forwardSummary asks of launchForward: where sequence `sequence`'s M and E go.
+struct Runtime::SummaryTarget {
+  std::int64_t sequence = 0;
+  TensorView trans, ext;
+};
+
+std::size_t Runtime::forwardSummaryWorkspaceBytes(const Package& package, const ForwardProblem& problem,
+                                                  const TileConfig& config) const {
+  return detail::forwardGeometrySegmented(package, problem, config, summarySegmentChunks(problem, config))
+      .workspace_bytes;
+}
+
+void Runtime::forwardSummary(const Package& package, const ForwardTensors& t, std::int64_t sequence,
+                             const TensorView& trans, const TensorView& ext, const LaunchOptions& options) {
+  const LaunchRules& rules = package.manifest().launch;
+  if (rules.forward_segmented.size() < 2 || rules.forward_segmented[0].role != "chunk_local" ||
+      rules.forward_segmented[1].role != "segment_summary")
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "forwardSummary: package " + package.name() + " has no segment_summary kernel after chunk_local "
+                       "(launch.forward_segmented; the compiler writes it for specs without a preconditioner: the "
+                       "preconditioned specs' state pass has no segment kernels yet)");
+  if (segmentedBufferIndex(rules, "seg_ext") < 0 || segmentedBufferIndex(rules, "seg_trans") < 0)
+    throw RuntimeError(RuntimeErrorCode::Package, "forwardSummary: package " + package.name() +
+                                                      ": launch.forward_segmented.buffers lacks seg_ext or seg_trans");
+  if (options.segment_chunks)
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "forwardSummary: LaunchOptions::segment_chunks is set; the summary takes each sequence as one "
+                       "segment, leave it empty");
+  const ForwardProblem p = validateForward(package, t);
+  if (sequence < 0 || sequence >= p.num_seqs)
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "forwardSummary: sequence " + std::to_string(sequence) + " is outside [0, N = " +
+                           std::to_string(p.num_seqs) + ")");
+  requireSummaryTensor("trans", trans, {p.heads_v, p.key_dim, p.key_dim}, p.device);
+  requireSummaryTensor("ext", ext, {p.heads_v, p.key_dim, p.value_dim}, p.device);
+  SummaryTarget target;
+  target.sequence = sequence;
+  target.trans = trans;
+  target.ext = ext;
+  launchForward(package, t, options, &target);
+}
+
 void Runtime::forward(const Package& package, const ForwardTensors& t, const LaunchOptions& options) {
+  launchForward(package, t, options, nullptr);
+}
+
+void Runtime::launchForward(const Package& package, const ForwardTensors& t, const LaunchOptions& options,
+                            const SummaryTarget* summary) {
   if (!package.manifest().has_forward) {
     throw RuntimeError(RuntimeErrorCode::InvalidArgument, "forward: package " + package.name() + " has no forward kernels");
   }
@@ -455,7 +544,8 @@ void Runtime::forward(const Package& package, const ForwardTensors& t, const Lau
   const TileConfig config = options.config ? *options.config : resolveForwardConfig(package, p);
   package.checkConfig(config);
   // the segmented state pass launches launch.forward_segmented's kernels instead of launch.forward's
-  const std::int64_t segment = segmentChunks(package, p, config, options);
+  const std::int64_t segment =
+      summary ? summarySegmentChunks(p, config) : segmentChunks(package, p, config, options);
   const detail::ForwardGeometry plan = segment > 0 ? detail::forwardGeometrySegmented(package, p, config, segment)
                                                    : detail::forwardGeometry(package, p, config);
   if (t.workspace.given() && t.workspace.nbytes() < plan.workspace_bytes) {
@@ -476,6 +566,10 @@ void Runtime::forward(const Package& package, const ForwardTensors& t, const Lau
   // warm-up call that every capture needs anyway (JIT and module loading cannot be captured either).
   if (!impl_->capturing(stream)) {
     for (const auto& n : named) impl_->checkPointer("forward", n.first, *n.second);
+    if (summary) {
+      impl_->checkPointer("forwardSummary", "trans", summary->trans);
+      impl_->checkPointer("forwardSummary", "ext", summary->ext);
+    }
   }
   if (options.check_cu_seqlens && p.varlen) impl_->checkCuSeqlens(t.cu_seqlens, p.seq_len, stream);
 
@@ -512,7 +606,9 @@ void Runtime::forward(const Package& package, const ForwardTensors& t, const Lau
   a.scale = p.scale;
   a.segment_chunks = segment;
   const Manifest& man = package.manifest();
-  for (int i = 0; i < plan.count; ++i) {
+  // forwardSummary runs chunk_local and segment_summary only (checked there), then copies one slot out
+  const int count = summary ? 2 : plan.count;
+  for (int i = 0; i < count; ++i) {
     const std::size_t k = std::size_t(i);
     if (segment > 0) {
       const KernelLaunchRule& r = man.launch.forward_segmented[k];
@@ -520,6 +616,20 @@ void Runtime::forward(const Package& package, const ForwardTensors& t, const Lau
     } else {
       impl_->launch(*module, k, man.forward_roles[k], man.forward_symbols[k], plan.kernels[k], stream, &a, p.device);
     }
+  }
+  if (summary) {
+    // segment slot n holds sequence n (summarySegmentChunks): E [S, HV, K, V] and M [S, HV, K, K], f32
+    const CudaDriver& d = cudaDriver();
+    const std::size_t extBytes = std::size_t(p.heads_v * p.key_dim * p.value_dim) * 4;
+    const std::size_t transBytes = std::size_t(p.heads_v * p.key_dim * p.key_dim) * 4;
+    const CUdeviceptr base = devptr(a.workspace);
+    const std::size_t slot = std::size_t(summary->sequence);
+    const CUdeviceptr ext = base + plan.buffer_offsets[std::size_t(segmentedBufferIndex(man.launch, "seg_ext"))];
+    const CUdeviceptr trans = base + plan.buffer_offsets[std::size_t(segmentedBufferIndex(man.launch, "seg_trans"))];
+    checkCuda(d.cuMemcpyDtoDAsync(devptr(summary->ext.data), ext + slot * extBytes, extBytes, stream),
+              "cuMemcpyDtoDAsync (forwardSummary: ext)");
+    checkCuda(d.cuMemcpyDtoDAsync(devptr(summary->trans.data), trans + slot * transBytes, transBytes, stream),
+              "cuMemcpyDtoDAsync (forwardSummary: trans)");
   }
 }
 
