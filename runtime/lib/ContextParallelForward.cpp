@@ -190,7 +190,9 @@ void publishPieceSummary(Runtime& runtime, const Package& package, const cp::Pla
   ForwardTensors t = piece;
   t.initial_state = TensorView();
   t.final_state = TensorView();
-  runtime.forwardSummary(package, t, std::int64_t(rp.fragments.size()) - 1, trans, ext, options);
+  LaunchOptions o = options;
+  o.segment_chunks.reset();  // the summary chooses its own segment length; the option is phase 2's
+  runtime.forwardSummary(package, t, std::int64_t(rp.fragments.size()) - 1, trans, ext, o);
 }
 
 void runPieceForward(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,

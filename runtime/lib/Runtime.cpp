@@ -62,6 +62,13 @@ namespace {
 
 CUdeviceptr devptr(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p)); }
 
+/// The part of a configuration that selects compiled kernels: the segment length is a launch parameter, so
+/// configurations differing only in it share one resolved variant.
+TileConfig kernelConfig(TileConfig c) {
+  c.segment_chunks = -1;
+  return c;
+}
+
 // One loaded variant. Kernels are indexed like the manifest: forward roles 0..n-1, the segmented forward's
 // kernels from kSegmentedSlot, then decode (kDecodeSlot), so a warm call reaches its CUfunction without a
 // name lookup.
@@ -402,7 +409,7 @@ VariantInfo Runtime::prepare(const Package& package, std::int64_t key_dim, std::
                              ScalarType input_dtype, const TileConfig& config, int device) {
   package.checkConfig(config);
   DeviceContextGuard guard(device);
-  return impl_->resolve(package, key_dim, value_dim, input_dtype, config, device, guard.context())->info;
+  return impl_->resolve(package, key_dim, value_dim, input_dtype, kernelConfig(config), device, guard.context())->info;
 }
 
 std::size_t Runtime::forwardWorkspaceBytes(const Package& package, const ForwardProblem& problem,
@@ -434,8 +441,13 @@ std::int64_t Runtime::segmentChunks(const Package& package, const ForwardProblem
                            "': expected 0 (the plain state pass) or a segment length in chunks, 1 to 2^30");
   if (!has) return 0;
   if (impl_->env_segment_chunks >= 0) return impl_->env_segment_chunks;
-  segment::SegmentRuleInputs rule;
   const std::int64_t C = config.chunk > 0 ? config.chunk : 64;
+  if (config.segment_chunks >= 0) {
+    // a tuned segment length (the record's, for a T bucket): a sequence it would not split runs plain
+    const std::int64_t NT = (p.seq_len + C - 1) / C;
+    return config.segment_chunks < NT ? config.segment_chunks : 0;
+  }
+  segment::SegmentRuleInputs rule;
   const std::int64_t BV = std::min<std::int64_t>(config.block_v, (p.value_dim + 15) / 16 * 16);
   rule.chunksPerSeq = (p.seq_len + C - 1) / C;
   rule.parallelWork = p.num_seqs * p.heads_v * ((p.value_dim + BV - 1) / std::max<std::int64_t>(BV, 1));
@@ -573,7 +585,8 @@ void Runtime::launchForward(const Package& package, const ForwardTensors& t, con
   }
   if (options.check_cu_seqlens && p.varlen) impl_->checkCuSeqlens(t.cu_seqlens, p.seq_len, stream);
 
-  auto module = impl_->resolve(package, p.key_dim, p.value_dim, p.input_dtype, config, p.device, guard.context());
+  auto module =
+      impl_->resolve(package, p.key_dim, p.value_dim, p.input_dtype, kernelConfig(config), p.device, guard.context());
 
   ForwardArgs a;
   std::memset(&a, 0, sizeof(a));

@@ -45,7 +45,9 @@ cp::SummaryLayout memorySummaryLayout(std::int64_t numDocs, std::int64_t headsV,
 /// not read). `piece` is the rank's local batch as a forward call: its tokens [begin, end) of the packed
 /// inputs (B = 1, T = end − begin) with cu_seqlens holding plan.rank[rank].localCuSeqlens on the device (or,
 /// for a rank with exactly one fragment covering its whole range, no cu_seqlens); its initial_state and
-/// final_state are ignored. The values of cu_seqlens are not read on the host (no synchronisation).
+/// final_state are ignored, and so is options.segment_chunks (the summary walks each fragment as one segment;
+/// the option applies to phase 2's forward). The values of cu_seqlens are not read on the host (no
+/// synchronisation).
 /// Throws RuntimeError{InvalidArgument} naming what was wrong: a rank outside [0, G), a piece whose T or N
 /// disagrees with the plan, a package without segment kernels; then as Runtime::forwardSummary.
 void publishPieceSummary(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,

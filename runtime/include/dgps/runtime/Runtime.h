@@ -71,7 +71,7 @@ struct LaunchOptions {
   /// L chunks per segment (>= 1: forced; the package must have launch.forward_segmented), 0 = the plain
   /// sequential state pass. Empty = the environment variable DGPS_SEGMENT_CHUNKS (same meaning, read once
   /// when the Runtime is made; a package without segmented kernels then runs the plain path), else the
-  /// rule of Runtime::segmentChunks.
+  /// configuration's segment_chunks (TileConfig, e.g. a tuned record's), else the rule of Runtime::segmentChunks.
   std::optional<std::int64_t> segment_chunks;
 };
 
@@ -166,7 +166,8 @@ class Runtime {
                                     const LaunchOptions& options) const;
 
   /// Chunks per segment of the state pass forward runs (0: the plain sequential pass). options.segment_chunks,
-  /// else DGPS_SEGMENT_CHUNKS, else the rule: a package with launch.forward_segmented, whose plain state pass
+  /// else DGPS_SEGMENT_CHUNKS, else config.segment_chunks when it is >= 0 (a tuned length, e.g. from the tuning
+  /// database: 0 or L, and 0 when L >= ⌈T/chunk⌉), else the rule: a package with launch.forward_segmented, whose plain state pass
   /// runs N·HV·⌈V/BV⌉ CTAs on a device of S multiprocessors, splits each sequence of NT = ⌈T/chunk⌉ chunks
   /// (T: the packed tokens with varlen, an upper bound of the longest document) into segments of
   /// L = dgps::segment::chooseSegmentChunks chunks (dsl/SegmentScan.h: only when 4·N·HV·⌈V/BV⌉ <= S and
