@@ -134,12 +134,13 @@ TEST(SegmentChoice, ATunedSegmentLengthInTheConfigurationIsApplied) {
   ::unsetenv("DGPS_SEGMENT_CHUNKS");
 }
 
-/// A forward call's views at `s` with placeholder device pointers (validation reads only the views): enough
-/// to reach the checks made before anything is launched.
+/// A forward call's views at `s` with placeholder device pointers, distinct and far apart (validation reads
+/// only the views, and refuses aliasing): enough to reach the checks made before anything is launched.
 ForwardTensors placeholderCall(const Package& pkg, const ProblemShape& s) {
-  void* fake = reinterpret_cast<void*>(std::uintptr_t(1) << 24);
+  std::uintptr_t next = std::uintptr_t(1) << 32;
   ForwardTensors t;
   for (const TensorSlot& slot : referenceInputSlots(pkg.spec(), s)) {
+    void* fake = reinterpret_cast<void*>(next += std::uintptr_t(1) << 28);
     const ScalarType dt = slot.type == SlotType::Activation ? ScalarType::BF16
                           : slot.type == SlotType::Index    ? ScalarType::I64
                                                             : ScalarType::F32;
@@ -151,7 +152,8 @@ ForwardTensors placeholderCall(const Package& pkg, const ProblemShape& s) {
     else if (slot.name == "beta") t.beta = v;
     else if (slot.name == "cu_seqlens") t.cu_seqlens = v;
   }
-  t.o = TensorView(fake, ScalarType::BF16, {s.batch, s.seq_len, s.heads_v, s.value_dim});
+  t.o = TensorView(reinterpret_cast<void*>(next + (std::uintptr_t(1) << 28)), ScalarType::BF16,
+                   {s.batch, s.seq_len, s.heads_v, s.value_dim});
   return t;
 }
 
@@ -175,6 +177,7 @@ TEST(SegmentChoice, ForwardSummaryRefusesBadRequestsBeforeLaunching) {
   const TensorView trans(fake, ScalarType::F32, {HV, K, K}), ext(fake, ScalarType::F32, {HV, K, V});
   auto expectError = [&](const Package& pkg, std::int64_t seq, const TensorView& tr, const TensorView& ex,
                          const LaunchOptions& o, const std::string& what) {
+    SCOPED_TRACE(what);
     try {
       rt.forwardSummary(pkg, t, seq, tr, ex, o);
       ADD_FAILURE() << "accepted; expected an error with \"" << what << "\"";
@@ -186,7 +189,7 @@ TEST(SegmentChoice, ForwardSummaryRefusesBadRequestsBeforeLaunching) {
   expectError(pgdn, 0, trans, ext, {}, "preconditioned specs' state pass has no segment kernels");
   expectError(gdn, 2, trans, ext, {}, "sequence 2 is outside [0, N = 2)");
   expectError(gdn, -1, trans, ext, {}, "sequence -1 is outside");
-  expectError(gdn, 1, TensorView(fake, ScalarType::F32, {HV, K, V}), ext, {}, "tensor 'trans' has shape");
+  expectError(gdn, 1, TensorView(fake, ScalarType::F32, {HV + 1, K, K}), ext, {}, "tensor 'trans' has shape");
   expectError(gdn, 1, trans, TensorView(fake, ScalarType::BF16, {HV, K, V}), {},
               "tensor 'ext' has dtype bf16, expected f32");
   LaunchOptions forced;
