@@ -79,7 +79,7 @@ CpOutputs runSimulatedRanks(Runtime& rt, const Package& pkg, const ReferenceInpu
     PieceStates states;
     LaunchOptions opts;
   };
-  std::vector<Rank> ranks(std::size_t(G));
+  std::vector<Rank> ranks(static_cast<std::size_t>(G));
   for (int r = 0; r < G; ++r) {
     Rank& k = ranks[std::size_t(r)];
     const cp::RankPlan& rp = plan.rank[std::size_t(r)];
