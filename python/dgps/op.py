@@ -285,12 +285,12 @@ class Op:
 
 
 def check_no_context_parallel(cp_group):
-    """Refuses a context-parallel call: the C++ collective and fold exist, the segment-summary kernels
-    that feed them do not (docs/context_parallel.md)."""
+    """Refuses a context-parallel call: the C++ rank forward exists (ContextParallelForward.h), its Python
+    binding over a torch.distributed group does not yet (docs/context_parallel.md)."""
     if cp_group is not None:
-        raise NotImplementedError("dgps: context parallelism (cp_group) needs the segment-summary kernels, "
-                                  "which are not built yet; run the whole sequence on one rank with "
-                                  "cp_group=None (docs/context_parallel.md)")
+        raise NotImplementedError("dgps: context parallelism (cp_group) needs the Python binding of the C++ "
+                                  "context-parallel forward, which is not built yet; run the whole sequence on "
+                                  "one rank with cp_group=None (docs/context_parallel.md)")
 
 
 def _building_graph(t):

@@ -73,5 +73,5 @@ def test_context_parallel_group_is_refused_clearly(cls):
     x = torch.randn(1, 6, HIDDEN, dtype=torch.float64)
     with torch.no_grad():
         torch.testing.assert_close(layer(x, cp_group=None)[0], layer(x)[0], rtol=0, atol=0)
-        with pytest.raises(NotImplementedError, match="context parallelism .cp_group. needs the segment-summary"):
+        with pytest.raises(NotImplementedError, match="context parallelism .cp_group. needs the Python binding"):
             layer(x, cp_group=object())

@@ -130,7 +130,7 @@ def test_context_parallel_group_is_refused_before_any_launch(recording):
     op = load("gdn", recording)
     x = generate_inputs(op, 1, 9, 2, 64, 64, seed=3)
     q, k, v = x.pop("q"), x.pop("k"), x.pop("v")
-    with pytest.raises(NotImplementedError, match="segment-summary kernels, which are not built yet"):
+    with pytest.raises(NotImplementedError, match="context-parallel forward, which is not built yet"):
         op(q, k, v, cp_group=object(), **x)
     assert recording.launches == []
     op(q, k, v, cp_group=None, **x)

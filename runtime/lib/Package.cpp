@@ -740,6 +740,15 @@ void Package::checkConfig(const TileConfig& c) const {
   check("block_v", c.block_v, manifest_.tunables.block_v);
   check("warps", c.warps, manifest_.tunables.warps);
   check("stages", c.stages, manifest_.tunables.stages);
+  if (c.segment_chunks < -1)
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "tile config for package " + name() + ": segment_chunks=" + std::to_string(c.segment_chunks) +
+                           ": expected 0 (the plain state pass), a segment length >= 1 in chunks, or unset");
+  if (c.segment_chunks >= 1 && manifest_.launch.forward_segmented.empty())
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "tile config for package " + name() + ": segment_chunks=" + std::to_string(c.segment_chunks) +
+                           " but the package has no segmented state pass (launch.forward_segmented; the preconditioned "
+                           "specs have none); use 0 or leave it unset");
 }
 
 }  // namespace dgps

@@ -63,6 +63,13 @@ namespace {
 
 CUdeviceptr devptr(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p)); }
 
+/// The part of a configuration that selects compiled kernels: the segment length is a launch parameter, so
+/// configurations differing only in it share one resolved variant.
+TileConfig kernelConfig(TileConfig c) {
+  c.segment_chunks = -1;
+  return c;
+}
+
 // One loaded variant. Kernels are indexed like the manifest: forward roles 0..n-1, the segmented forward's
 // kernels from kSegmentedSlot, then decode (kDecodeSlot), so a warm call reaches its CUfunction without a
 // name lookup.
@@ -424,7 +431,7 @@ VariantInfo Runtime::prepare(const Package& package, std::int64_t key_dim, std::
                              ScalarType input_dtype, const TileConfig& config, int device) {
   package.checkConfig(config);
   DeviceContextGuard guard(device);
-  return impl_->resolve(package, key_dim, value_dim, input_dtype, config, device, guard.context())->info;
+  return impl_->resolve(package, key_dim, value_dim, input_dtype, kernelConfig(config), device, guard.context())->info;
 }
 
 std::size_t Runtime::forwardWorkspaceBytes(const Package& package, const ForwardProblem& problem,
@@ -456,8 +463,13 @@ std::int64_t Runtime::segmentChunks(const Package& package, const ForwardProblem
                            "': expected 0 (the plain state pass) or a segment length in chunks, 1 to 2^30");
   if (!has) return 0;
   if (impl_->env_segment_chunks >= 0) return impl_->env_segment_chunks;
-  segment::SegmentRuleInputs rule;
   const std::int64_t C = config.chunk > 0 ? config.chunk : 64;
+  if (config.segment_chunks >= 0) {
+    // a tuned segment length (the record's, for a T bucket): a sequence it would not split runs plain
+    const std::int64_t NT = (p.seq_len + C - 1) / C;
+    return config.segment_chunks < NT ? config.segment_chunks : 0;
+  }
+  segment::SegmentRuleInputs rule;
   const std::int64_t BV = std::min<std::int64_t>(config.block_v, (p.value_dim + 15) / 16 * 16);
   rule.chunksPerSeq = (p.seq_len + C - 1) / C;
   const auto tiles = [&](std::int64_t d) { return (d + BV - 1) / std::max<std::int64_t>(BV, 1); };
@@ -472,7 +484,115 @@ std::int64_t Runtime::segmentChunks(const Package& package, const ForwardProblem
   return L < rule.chunksPerSeq ? L : 0;
 }
 
+namespace {
+
+/// forwardSummary's segment length: one segment per sequence. With L > ⌈T/C⌉ the slot of sequence n is n both
+/// dense (n·⌈⌈T/C⌉/L⌉) and varlen (⌊bos_n/(C·L)⌋ + n, bos_n <= T < C·L), so it needs no host copy of cu_seqlens.
+std::int64_t summarySegmentChunks(const ForwardProblem& p, const TileConfig& config) {
+  const std::int64_t C = std::max<std::int64_t>(config.chunk, 1);
+  return (p.seq_len + C - 1) / C + 1;
+}
+
+/// Index of workspace buffer `name` among a segmented forward's buffers (launch.workspace, then
+/// launch.forward_segmented.buffers), or -1.
+int segmentedBufferIndex(const LaunchRules& rules, const std::string& name) {
+  for (std::size_t i = 0; i < rules.workspace_segmented.size(); ++i)
+    if (rules.workspace_segmented[i].name == name) return int(rules.workspace.size() + i);
+  return -1;
+}
+
+void requireSummaryTensor(const char* name, const TensorView& t, const std::vector<std::int64_t>& shape, int device) {
+  auto dims = [](const std::vector<std::int64_t>& d) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+    return s + "]";
+  };
+  std::string why;
+  if (!t.data)
+    why = "is not given (null data)";
+  else if (t.dtype != ScalarType::F32)
+    why = std::string("has dtype ") + toString(t.dtype) + ", expected f32";
+  else if (t.shape != shape)
+    why = "has shape " + dims(t.shape) + ", expected " + dims(shape);
+  else if (!t.isContiguous())
+    why = "is strided, expected contiguous row-major";
+  else if (t.device != device)
+    why = "is on device " + std::to_string(t.device) + ", expected the forward tensors' device " + std::to_string(device);
+  else if (reinterpret_cast<std::uintptr_t>(t.data) % 4 != 0)
+    why = "is not 4-byte aligned";
+  if (!why.empty())
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument, std::string("forwardSummary: tensor '") + name + "' " + why);
+}
+
+}  // namespace
+
+/// What forwardSummary asks of launchForward: where sequence `sequence`'s M and E go.
+struct Runtime::SummaryTarget {
+  std::int64_t sequence = 0;
+  TensorView trans, ext;
+};
+
+std::size_t Runtime::forwardSummaryWorkspaceBytes(const Package& package, const ForwardProblem& problem,
+                                                  const TileConfig& config) const {
+  return detail::forwardGeometrySegmented(package, problem, config, summarySegmentChunks(problem, config))
+      .workspace_bytes;
+}
+
+void Runtime::forwardSummary(const Package& package, const ForwardTensors& t, std::int64_t sequence,
+                             const TensorView& trans, const TensorView& ext, const LaunchOptions& options) {
+  const LaunchRules& rules = package.manifest().launch;
+  if (rules.forward_segmented.size() < 2 || rules.forward_segmented[0].role != "chunk_local" ||
+      rules.forward_segmented[1].role != "segment_summary")
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "forwardSummary: package " + package.name() + " has no segment_summary kernel after chunk_local "
+                       "(launch.forward_segmented; the compiler writes it for specs without a preconditioner: the "
+                       "preconditioned specs' state pass has no segment kernels yet)");
+  if (segmentedBufferIndex(rules, "seg_ext") < 0 || segmentedBufferIndex(rules, "seg_trans") < 0)
+    throw RuntimeError(RuntimeErrorCode::Package, "forwardSummary: package " + package.name() +
+                                                      ": launch.forward_segmented.buffers lacks seg_ext or seg_trans");
+  if (options.segment_chunks)
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "forwardSummary: LaunchOptions::segment_chunks is set; the summary takes each sequence as one "
+                       "segment, leave it empty");
+  const ForwardProblem p = validateForward(package, t);
+  if (sequence < 0 || sequence >= p.num_seqs)
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "forwardSummary: sequence " + std::to_string(sequence) + " is outside [0, N = " +
+                           std::to_string(p.num_seqs) + ")");
+  requireSummaryTensor("trans", trans, {p.heads_v, p.key_dim, p.key_dim}, p.device);
+  requireSummaryTensor("ext", ext, {p.heads_v, p.key_dim, p.value_dim}, p.device);
+  SummaryTarget target;
+  target.sequence = sequence;
+  target.trans = trans;
+  target.ext = ext;
+  launchForward(package, t, options, &target);
+}
+
 void Runtime::forward(const Package& package, const ForwardTensors& t, const LaunchOptions& options) {
+  launchForward(package, t, options, nullptr);
+}
+
+namespace {
+
+/// Fills a memo entry with a validated forward call (left unused, runtime_id 0, when the tensors' metadata does
+/// not fit a signature).
+void rememberForwardCall(detail::ForwardMemoEntry<LoadedModule>& e, const std::array<const TensorView*, detail::kForwardViews>& views,
+                         const Package& package, const LaunchOptions& options, const detail::ForwardCall& call,
+                         std::shared_ptr<const LoadedModule> loaded, std::uint64_t runtimeId) {
+  e.runtime_id = 0;
+  if (!e.signature.capture(views)) return;
+  e.package_id = package.instanceId();
+  e.given_config = options.config;
+  e.given_segment = options.segment_chunks;
+  e.call = call;
+  e.module = std::move(loaded);
+  e.runtime_id = runtimeId;
+}
+
+}  // namespace
+
+void Runtime::launchForward(const Package& package, const ForwardTensors& t, const LaunchOptions& options,
+                            const SummaryTarget* summary) {
   if (!package.manifest().has_forward) {
     throw RuntimeError(RuntimeErrorCode::InvalidArgument, "forward: package " + package.name() + " has no forward kernels");
   }
@@ -483,7 +603,8 @@ void Runtime::forward(const Package& package, const ForwardTensors& t, const Lau
   detail::ForwardCall call;
   const LoadedModule* module = nullptr;
   bool warm = false;
-  if (const auto* e = memo.find(impl_->id, package.instanceId(), [&](const detail::ForwardMemoEntry<LoadedModule>& m) {
+  // A summary launch (forwardSummary) takes its own segment length: it neither reads nor fills the memo.
+  if (const auto* e = summary ? nullptr : memo.find(impl_->id, package.instanceId(), [&](const detail::ForwardMemoEntry<LoadedModule>& m) {
         return m.given_config == options.config && m.given_segment == options.segment_chunks &&
                m.signature.matches(views);
       })) {
@@ -507,7 +628,7 @@ void Runtime::forward(const Package& package, const ForwardTensors& t, const Lau
     package.checkConfig(config);
     call.config = config;
     // the segmented state pass launches launch.forward_segmented's kernels instead of launch.forward's
-    call.segment = segmentChunks(package, p, config, options);
+    call.segment = summary ? summarySegmentChunks(p, config) : segmentChunks(package, p, config, options);
     call.plan = call.segment > 0 ? detail::forwardGeometrySegmented(package, p, config, call.segment)
                                  : detail::forwardGeometry(package, p, config);
   }
@@ -531,22 +652,19 @@ void Runtime::forward(const Package& package, const ForwardTensors& t, const Lau
   // warm-up call that every capture needs anyway (JIT and module loading cannot be captured either).
   if (impl_->options.check_pointers && !impl_->capturing(stream)) {
     for (const auto& n : named) impl_->checkPointer("forward", n.first, *n.second);
+    if (summary) {
+      impl_->checkPointer("forwardSummary", "trans", summary->trans);
+      impl_->checkPointer("forwardSummary", "ext", summary->ext);
+    }
   }
   if (options.check_cu_seqlens && p.varlen) impl_->checkCuSeqlens(t.cu_seqlens, p.seq_len, stream);
 
   if (!warm) {
-    auto loaded = impl_->resolve(package, p.key_dim, p.value_dim, p.input_dtype, config, p.device, guard.context());
-    module = loaded.get();
-    auto& e = memo.next();
-    e.runtime_id = 0;
-    if (e.signature.capture(views)) {
-      e.package_id = package.instanceId();
-      e.given_config = options.config;
-      e.given_segment = options.segment_chunks;
-      e.call = call;
-      e.module = std::move(loaded);
-      e.runtime_id = impl_->id;
-    }
+    // configurations that differ only in the segment length share one compiled variant (kernelConfig)
+    std::shared_ptr<const LoadedModule> loaded =
+        impl_->resolve(package, p.key_dim, p.value_dim, p.input_dtype, kernelConfig(config), p.device, guard.context());
+    module = loaded.get();  // Impl::modules keeps it loaded for the Runtime's life
+    if (!summary) rememberForwardCall(memo.next(), views, package, options, call, std::move(loaded), impl_->id);
   }
 
   ForwardArgs a;
@@ -580,7 +698,9 @@ void Runtime::forward(const Package& package, const ForwardTensors& t, const Lau
   a.scale = p.scale;
   a.segment_chunks = segment;
   const Manifest& man = package.manifest();
-  for (int i = 0; i < plan.count; ++i) {
+  // forwardSummary runs chunk_local and segment_summary only (checked there), then copies one slot out
+  const int count = summary ? 2 : plan.count;
+  for (int i = 0; i < count; ++i) {
     const std::size_t k = std::size_t(i);
     if (segment > 0) {
       const KernelLaunchRule& r = man.launch.forward_segmented[k];
@@ -588,6 +708,20 @@ void Runtime::forward(const Package& package, const ForwardTensors& t, const Lau
     } else {
       impl_->launch(*module, k, man.forward_roles[k], man.forward_symbols[k], plan.kernels[k], stream, &a, p.device);
     }
+  }
+  if (summary) {
+    // segment slot n holds sequence n (summarySegmentChunks): E [S, HV, K, V] and M [S, HV, K, K], f32
+    const CudaDriver& d = cudaDriver();
+    const std::size_t extBytes = std::size_t(p.heads_v * p.key_dim * p.value_dim) * 4;
+    const std::size_t transBytes = std::size_t(p.heads_v * p.key_dim * p.key_dim) * 4;
+    const CUdeviceptr base = devptr(a.workspace);
+    const std::size_t slot = std::size_t(summary->sequence);
+    const CUdeviceptr ext = base + plan.buffer_offsets[std::size_t(segmentedBufferIndex(man.launch, "seg_ext"))];
+    const CUdeviceptr trans = base + plan.buffer_offsets[std::size_t(segmentedBufferIndex(man.launch, "seg_trans"))];
+    checkCuda(d.cuMemcpyDtoDAsync(devptr(summary->ext.data), ext + slot * extBytes, extBytes, stream),
+              "cuMemcpyDtoDAsync (forwardSummary: ext)");
+    checkCuda(d.cuMemcpyDtoDAsync(devptr(summary->trans.data), trans + slot * transBytes, transBytes, stream),
+              "cuMemcpyDtoDAsync (forwardSummary: trans)");
   }
 }
 

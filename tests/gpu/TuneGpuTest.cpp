@@ -12,12 +12,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 
 #include "GpuTestUtil.h"
 #include "dgps/runtime/CudaDriver.h"
+#include "dgps/runtime/DeviceTensor.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Tune.h"
 
@@ -286,6 +289,107 @@ TEST_F(TuneGpu, TuneModeTunesOnceOnFirstUseAndLaunchesCorrectly) {
   EXPECT_EQ(again->tuningRuns(), 0);
   ASSERT_EQ(again->decisions().size(), 1u);
   EXPECT_EQ(again->decisions()[0].source, tune::ConfigSource::RecordExact) << again->decisions()[0].str();
+}
+
+// A tuned segment length is applied (generated/gdn, which has the segmented state pass): the candidates of a
+// long shape include segment lengths; a record for B = 1, T = 20000 whose configuration carries
+// segment_chunks = 24 reaches the runtime through a `recorded` resolver, the forward then needs the segmented
+// workspace (a caller workspace sized for the plain pass is refused, which shows the segmented kernels were
+// chosen), and with enough workspace its o equals (to 1e-5) the forward forced to L = 24 by LaunchOptions,
+// and the float64 reference.
+TEST_F(TuneGpu, ATunedSegmentLengthFromTheDatabaseIsApplied) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  if (std::getenv("DGPS_SEGMENT_CHUNKS")) GTEST_SKIP() << "DGPS_SEGMENT_CHUNKS is set: it overrides a tuned length";
+  const std::string gdnDir = std::string(DGPS_SOURCE_DIR) + "/generated/gdn";
+  if (!std::ifstream(gdnDir + "/manifest.yaml").good()) GTEST_SKIP() << "generated/gdn is absent";
+  const Package gdn = Package::open(gdnDir);
+  ProblemShape s;
+  s.batch = 1;
+  s.seq_len = 20000;
+  s.heads_qk = s.heads_v = 2;
+  s.key_dim = s.value_dim = 128;
+  const tuning::DeviceFingerprint fp = tune::deviceFingerprint(gdn, 0);
+  const tuning::TuneProblem shape = tune::tuningShape(s, ScalarType::BF16);
+  bool anyLength = false;
+  for (const TileConfig& c : tune::forwardCandidates(gdn, shape, fp).kept) anyLength |= c.segment_chunks > 0;
+  EXPECT_TRUE(anyLength) << "a long shape's candidates should include segment lengths";
+
+  TileConfig tuned = gdn.manifest().default_config;
+  tuned.segment_chunks = 24;  // < ⌈20000 / chunk⌉
+  tuning::TuningRecord r;
+  r.fingerprint = fp;
+  r.key = tune::problemKey(gdn, shape, fp.sm_count);
+  r.config = tuned;
+  r.median_ms = 1.0;
+  r.p20_ms = 0.9;
+  r.p80_ms = 1.1;
+  r.candidates_tried = 4;
+  r.date = tuning::utcNow();
+  r.host = "test";
+  const std::string db = tmp_ + "/segment.jsonl";
+  ASSERT_TRUE(tuning::TuningDb(db).append(r).ok);
+
+  tune::ResolverOptions o;
+  o.mode = tune::TuneMode::Recorded;
+  o.db_path = db;
+  auto resolver = std::make_shared<tune::TuningResolver>(o);
+  RuntimeOptions ro;
+  ro.cache_dir = DGPS_GPU_CACHE_DIR;
+  ro.forward_config = tune::forwardConfigResolver(resolver);
+  Runtime rt(ro);
+  const ReferenceInputs in = generateInputs(gdn.spec(), s, seed_ + 7, ScalarType::BF16);
+  const ForwardProblem p = [&] {
+    ForwardProblem q;
+    q.batch = q.num_seqs = 1;
+    q.seq_len = s.seq_len;
+    q.heads_qk = q.heads_v = 2;
+    q.key_dim = q.value_dim = 128;
+    q.input_dtype = ScalarType::BF16;
+    return q;
+  }();
+  const TileConfig resolved = rt.resolveForwardConfig(gdn, p);
+  ASSERT_EQ(resolved, tuned) << resolver->decisions().at(0).str();
+  EXPECT_EQ(rt.segmentChunks(gdn, p, resolved, LaunchOptions()), 24);
+
+  // too small a workspace for the segmented pass: refused, so the tuned L was taken
+  LaunchOptions plain;
+  plain.segment_chunks = 0;
+  const std::size_t plainBytes = rt.forwardWorkspaceBytes(gdn, p, resolved, plain);
+  ASSERT_GT(rt.forwardWorkspaceBytes(gdn, p, resolved), plainBytes);
+  {
+    DeviceTensor ws(ScalarType::I32, {std::int64_t(plainBytes / 4)}, 0);
+    std::map<std::string, DeviceTensor> d;
+    for (const auto& kv : in) d.emplace(kv.first, DeviceTensor::upload(kv.second, 0));
+    DeviceTensor out(ScalarType::BF16, {1, s.seq_len, 2, 128}, 0);
+    ForwardTensors t;
+    t.q = d.at("q").view();
+    t.k = d.at("k").view();
+    t.v = d.at("v").view();
+    t.g = d.at("g").view();
+    t.beta = d.at("beta").view();
+    if (d.count("initial_state")) t.initial_state = d.at("initial_state").view();
+    DeviceTensor fs(ScalarType::F32, {1, 2, 128, 128}, 0);
+    if (gdn.spec().final_state) t.final_state = fs.view();
+    t.o = out.view();
+    t.workspace = ws.view();
+    try {
+      rt.forward(gdn, t);
+      ADD_FAILURE() << "a plain-sized workspace accepted: the tuned segment length was not applied";
+    } catch (const RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find("tensor 'workspace'"), std::string::npos) << e.what();
+    }
+  }
+  const gputest::GpuOutputs got = gputest::gpuForward(rt, gdn, in, nullptr, nullptr, true);
+  LaunchOptions forced;
+  forced.segment_chunks = 24;
+  forced.config = tuned;
+  const gputest::GpuOutputs want = gputest::gpuForward(rt, gdn, in, nullptr, &forced);
+  // the same kernels on the same inputs; the plain pass differs from them by ~1e-3 (bf16 state rounding)
+  const gputest::ErrorStats same = gputest::compare(got.o, want.o);
+  EXPECT_TRUE(same.finite && same.rel <= 1e-5) << "the tuned forward should be the L = 24 forward: " << same.str();
+  const ReferenceOutputs ref = runReference(gdn.spec(), in);
+  const gputest::ErrorStats e = gputest::compare(got.o, ref.o);
+  EXPECT_TRUE(e.finite && e.rel <= 1.5e-2) << "o: " << e.str();
 }
 
 }  // namespace

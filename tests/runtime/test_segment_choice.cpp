@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "dgps/dsl/Reference.h"
 #include "dgps/runtime/CudaDriver.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Package.h"
@@ -81,6 +82,127 @@ TEST(SegmentChoice, OptionsEnvironmentAndRule) {
     }
   }
   ::unsetenv("DGPS_SEGMENT_CHUNKS");
+}
+
+// A tuned segment length travels in the configuration (TileConfig::segment_chunks, e.g. a tuning record's):
+// applied when LaunchOptions and DGPS_SEGMENT_CHUNKS say nothing, the plain pass when it would not split the
+// sequence (L >= ⌈T/chunk⌉), overridden by LaunchOptions; checkConfig refuses it for a package without
+// segmented kernels and refuses a negative length other than -1 (unset).
+TEST(SegmentChoice, ATunedSegmentLengthInTheConfigurationIsApplied) {
+  ::unsetenv("DGPS_SEGMENT_CHUNKS");
+  const Package gdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gdn");
+  const Package pgdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/pgdn");
+  const ForwardProblem p = longProblem(gdn.manifest());  // T = 32768
+  Runtime rt(cacheIn("segment_choice_tuned"));
+  TileConfig c = gdn.manifest().default_config;
+  const std::int64_t NT = (p.seq_len + c.chunk - 1) / c.chunk;
+  c.segment_chunks = 24;
+  EXPECT_NO_THROW(gdn.checkConfig(c));
+  EXPECT_EQ(rt.segmentChunks(gdn, p, c, LaunchOptions()), 24);
+  EXPECT_EQ(rt.forwardWorkspaceBytes(gdn, p, c),
+            rt.forwardWorkspaceBytes(gdn, p, gdn.manifest().default_config, [] {
+              LaunchOptions o;
+              o.segment_chunks = 24;
+              return o;
+            }()))
+      << "the workspace follows the configuration's segment length";
+  LaunchOptions plain;
+  plain.segment_chunks = 0;
+  EXPECT_EQ(rt.segmentChunks(gdn, p, c, plain), 0) << "LaunchOptions win over the configuration";
+  c.segment_chunks = int(NT);
+  EXPECT_EQ(rt.segmentChunks(gdn, p, c, LaunchOptions()), 0) << "L >= NT splits nothing: the plain pass";
+  c.segment_chunks = 0;
+  EXPECT_EQ(rt.segmentChunks(gdn, p, c, LaunchOptions()), 0);
+  c.segment_chunks = -2;
+  EXPECT_THROW(gdn.checkConfig(c), RuntimeError);
+  TileConfig pc = pgdn.manifest().default_config;
+  pc.segment_chunks = 0;
+  EXPECT_NO_THROW(pgdn.checkConfig(pc)) << "the plain pass is every package's";
+  pc.segment_chunks = 16;
+  try {
+    pgdn.checkConfig(pc);
+    ADD_FAILURE() << "a segment length accepted for a package without segmented kernels";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("segment_chunks=16"), std::string::npos) << e.what();
+  }
+  ::setenv("DGPS_SEGMENT_CHUNKS", "8", 1);
+  {
+    Runtime env(cacheIn("segment_choice_tuned_env"));
+    c.segment_chunks = 24;
+    EXPECT_EQ(env.segmentChunks(gdn, p, c, LaunchOptions()), 8) << "the environment wins over the configuration";
+  }
+  ::unsetenv("DGPS_SEGMENT_CHUNKS");
+}
+
+/// A forward call's views at `s` with placeholder device pointers, distinct and far apart (validation reads
+/// only the views, and refuses aliasing): enough to reach the checks made before anything is launched.
+ForwardTensors placeholderCall(const Package& pkg, const ProblemShape& s) {
+  std::uintptr_t next = std::uintptr_t(1) << 32;
+  ForwardTensors t;
+  for (const TensorSlot& slot : referenceInputSlots(pkg.spec(), s)) {
+    void* fake = reinterpret_cast<void*>(next += std::uintptr_t(1) << 28);
+    const ScalarType dt = slot.type == SlotType::Activation ? ScalarType::BF16
+                          : slot.type == SlotType::Index    ? ScalarType::I64
+                                                            : ScalarType::F32;
+    const TensorView v(fake, dt, slot.shape);
+    if (slot.name == "q") t.q = v;
+    else if (slot.name == "k") t.k = v;
+    else if (slot.name == "v") t.v = v;
+    else if (slot.name == "g") t.g = v;
+    else if (slot.name == "beta") t.beta = v;
+    else if (slot.name == "cu_seqlens") t.cu_seqlens = v;
+  }
+  t.o = TensorView(reinterpret_cast<void*>(next + (std::uintptr_t(1) << 28)), ScalarType::BF16,
+                   {s.batch, s.seq_len, s.heads_v, s.value_dim});
+  return t;
+}
+
+// Runtime::forwardSummary refuses, with one message naming the problem and before any launch: a package
+// without segment kernels (the preconditioned specs), a sequence outside [0, N), summary tensors of the wrong
+// shape or dtype, and a forced segment length (the summary chooses it).
+TEST(SegmentChoice, ForwardSummaryRefusesBadRequestsBeforeLaunching) {
+  const Package gdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gdn");
+  const Package pgdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/pgdn");
+  Runtime rt(cacheIn("forward_summary_errors"));
+  ProblemShape s;
+  s.batch = 1;
+  s.seq_len = 300;
+  s.heads_qk = 2;
+  s.heads_v = 2 * gdn.spec().gva_ratio;
+  s.key_dim = s.value_dim = gdn.manifest().key_dims.back();
+  s.cu_seqlens = {0, 100, 300};
+  const ForwardTensors t = placeholderCall(gdn, s);
+  void* fake = reinterpret_cast<void*>(std::uintptr_t(1) << 24);
+  const std::int64_t HV = s.heads_v, K = s.key_dim, V = s.value_dim;
+  const TensorView trans(fake, ScalarType::F32, {HV, K, K}), ext(fake, ScalarType::F32, {HV, K, V});
+  auto expectError = [&](const Package& pkg, std::int64_t seq, const TensorView& tr, const TensorView& ex,
+                         const LaunchOptions& o, const std::string& what) {
+    SCOPED_TRACE(what);
+    try {
+      rt.forwardSummary(pkg, t, seq, tr, ex, o);
+      ADD_FAILURE() << "accepted; expected an error with \"" << what << "\"";
+    } catch (const RuntimeError& e) {
+      EXPECT_EQ(e.code(), RuntimeErrorCode::InvalidArgument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  expectError(pgdn, 0, trans, ext, {}, "preconditioned specs' state pass has no segment kernels");
+  expectError(gdn, 2, trans, ext, {}, "sequence 2 is outside [0, N = 2)");
+  expectError(gdn, -1, trans, ext, {}, "sequence -1 is outside");
+  expectError(gdn, 1, TensorView(fake, ScalarType::F32, {HV + 1, K, K}), ext, {}, "tensor 'trans' has shape");
+  expectError(gdn, 1, trans, TensorView(fake, ScalarType::BF16, {HV, K, V}), {},
+              "tensor 'ext' has dtype bf16, expected f32");
+  LaunchOptions forced;
+  forced.segment_chunks = 4;
+  expectError(gdn, 0, trans, ext, forced, "segment_chunks is set");
+  // the summary's workspace holds one segment slot per sequence: more than the chunk regions alone
+  const TileConfig c = gdn.manifest().default_config;
+  ForwardProblem p;
+  p.batch = 1, p.seq_len = 300, p.num_seqs = 2, p.heads_qk = 2, p.heads_v = HV, p.key_dim = K, p.value_dim = V;
+  p.varlen = true;
+  LaunchOptions plain;
+  plain.segment_chunks = 0;
+  EXPECT_GT(rt.forwardSummaryWorkspaceBytes(gdn, p, c), rt.forwardWorkspaceBytes(gdn, p, c, plain));
 }
 
 }  // namespace

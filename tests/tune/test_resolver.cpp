@@ -160,6 +160,38 @@ TEST_F(Resolver, RuntimeHookUsesTheResolver) {
   EXPECT_EQ(rt.resolveForwardConfig(pkg_, problem(8, 4096)), cfg(32, 4, 1));
 }
 
+// A record with a tuned segment length (TileConfig::segment_chunks; dgps-tune searches it for long shapes)
+// reaches the runtime through the resolver hook, and Runtime::segmentChunks applies it; a record with a
+// segment length for a package without segmented kernels cannot launch and falls back to the default.
+TEST_F(Resolver, ATunedSegmentLengthReachesTheRuntime) {
+  tunetest::ScopedEnv env("DGPS_SEGMENT_CHUNKS", nullptr);
+  TileConfig bad = cfg(64, 4, 1);
+  bad.segment_chunks = 32;
+  record(problem(1, 32768), fakeH200(pkg_), bad);  // pgdn: no launch.forward_segmented
+  {
+    auto r = make(TuneMode::Recorded);
+    const std::optional<TileConfig> got = r->resolve(pkg_, problem(1, 32768), 0);
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->segment_chunks, -1) << "fell back to a default, which has no segment length";
+    ASSERT_EQ(decisions_.size(), 1u);
+    EXPECT_NE(decisions_[0].note.find("segment_chunks=32"), std::string::npos) << decisions_[0].str();
+  }
+  const std::string dir = tunetest::shippedPackage("gdn");
+  if (dir.empty()) GTEST_SKIP() << "generated/gdn is absent";
+  pkg_ = Package::open(dir);
+  TileConfig tuned = cfg(128, 4, 2);
+  tuned.segment_chunks = 24;
+  record(problem(1, 32768), fakeH200(pkg_), tuned);
+  RuntimeOptions ro;
+  ro.cache_dir = tmp_ / "cache";
+  ro.forward_config = tune::forwardConfigResolver(make(TuneMode::Recorded));
+  Runtime rt(ro);
+  const TileConfig got = rt.resolveForwardConfig(pkg_, problem(1, 32768));
+  EXPECT_EQ(got, tuned);
+  EXPECT_EQ(rt.segmentChunks(pkg_, problem(1, 32768), got, LaunchOptions()), 24);
+  EXPECT_EQ(rt.segmentChunks(pkg_, problem(1, 20000), got, LaunchOptions()), 24) << "same T bucket";
+}
+
 TEST_F(Resolver, NearestBucketWhenTheExactOneIsMissing) {
   record(problem(8, 4096), fakeH200(pkg_), cfg(32, 8, 1));
   auto r = make(TuneMode::Recorded);

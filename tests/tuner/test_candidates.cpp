@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "TestUtil.h"
+#include "dgps/dsl/SegmentScan.h"
 #include "dgps/runtime/tuning/Candidates.h"
 
 namespace dgps::tuning {
@@ -190,6 +191,100 @@ TEST(Candidates, SimpleCostModelReadsTPerSequenceDenseAndTotalVarlen) {
     TuneProblem longer = dense;
     longer.shape.T *= 2;
     EXPECT_GT(simpleCostModel(c, longer, dev), simpleCostModel(c, dense, dev));
+  }
+}
+
+// The segment lengths searched beside a forward configuration (segmentLengthCandidates): none for a short
+// sequence or decode; for one long sequence on few heads the plain pass (0) and the rule's length with its
+// half and double, all below NT; for a long but well-filled shape still a neighbourhood (the tuner measures
+// where the rule does not split).
+TEST(Candidates, SegmentLengthsAroundTheRuleForLongShapes) {
+  const TileConfig c{64, 128, 4, 2};
+  TuneProblem p;
+  p.shape.B = p.shape.N = 1;
+  p.shape.H = p.shape.HV = 16;
+  p.shape.K = p.shape.V = 128;
+  p.shape.T = 4096;  // NT = 64 < kMinSegmentedChunks
+  EXPECT_TRUE(segmentLengthCandidates(c, p, 132).empty());
+  p.shape.T = 32768;  // NT = 512, 16 CTAs on 132 SMs: the rule splits
+  const std::int64_t NT = 512;
+  segment::SegmentRuleInputs rule;
+  rule.chunksPerSeq = NT;
+  rule.parallelWork = 16;
+  rule.smCount = 132;
+  const std::int64_t L = segment::chooseSegmentChunks(rule);
+  ASSERT_LT(L, NT) << "the rule should split this shape";
+  const std::vector<int> got = segmentLengthCandidates(c, p, 132);
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got.front(), 0) << "the plain pass is always a candidate";
+  for (std::int64_t want : {L / 2, L, 2 * L})
+    EXPECT_NE(std::find(got.begin(), got.end(), int(want)), got.end()) << "missing L = " << want;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_LT(got[i], NT);
+    for (std::size_t j = 0; j < i; ++j) EXPECT_NE(got[i], got[j]) << "repeated length";
+  }
+  // B = 16: 256 CTAs fill the GPU, the rule keeps the plain pass, the tuner still tries a few lengths
+  p.shape.B = p.shape.N = 16;
+  const std::vector<int> full = segmentLengthCandidates(c, p, 132);
+  ASSERT_GE(full.size(), 2u);
+  EXPECT_EQ(full.front(), 0);
+  for (int x : full) EXPECT_TRUE(x == 0 || (x >= 1 && x < NT)) << x;
+  p.kind = KernelFamily::Decode;
+  EXPECT_TRUE(segmentLengthCandidates(c, p, 132).empty()) << "decode has no state pass";
+}
+
+// withSegmentLengths repeats every kept configuration once per length (short shapes unchanged), keeps the
+// pruned list, and orders the result by simplicity: the plain pass before any split, long segments first.
+TEST(Candidates, WithSegmentLengthsExpandsKeptConfigurations) {
+  CandidateSet set;
+  set.kept = {{64, 64, 4, 1}, {64, 128, 4, 2}};
+  set.pruned = {{{48, 64, 4, 1}, "chunk 48 is not a power of two"}};
+  TuneProblem p;
+  p.shape.B = p.shape.N = 1;
+  p.shape.H = p.shape.HV = 16;
+  p.shape.K = p.shape.V = 128;
+  p.shape.T = 1024;
+  const CandidateSet same = withSegmentLengths(set, p, 132);
+  EXPECT_EQ(same.kept, set.kept) << "a short shape gets no segment lengths";
+  p.shape.T = 32768;
+  const CandidateSet out = withSegmentLengths(set, p, 132);
+  ASSERT_EQ(out.pruned.size(), 1u);
+  std::size_t expected = 0;
+  for (const TileConfig& c : set.kept) {
+    const std::vector<int> lengths = segmentLengthCandidates(c, p, 132);
+    expected += lengths.size();
+    for (int L : lengths) {
+      TileConfig withL = c;
+      withL.segment_chunks = L;
+      EXPECT_NE(std::find(out.kept.begin(), out.kept.end(), withL), out.kept.end()) << toString(withL);
+    }
+  }
+  EXPECT_EQ(out.kept.size(), expected);
+  for (std::size_t i = 1; i < out.kept.size(); ++i)
+    EXPECT_FALSE(simplerThan(out.kept[i], out.kept[i - 1])) << "not in simplicity order at " << i;
+  TileConfig plain{64, 64, 4, 1}, shortL = plain, longL = plain;
+  plain.segment_chunks = 0;
+  shortL.segment_chunks = 16;
+  longL.segment_chunks = 64;
+  EXPECT_TRUE(simplerThan(plain, longL));
+  EXPECT_TRUE(simplerThan(longL, shortL));
+}
+
+// The text form carries a chosen segment length and reads it back; without one it is the old four keys.
+TEST(Candidates, TileConfigTextCarriesTheSegmentLength) {
+  TileConfig c{32, 64, 8, 1};
+  EXPECT_EQ(toString(c), "chunk=32,block_v=64,warps=8,stages=1");
+  c.segment_chunks = 48;
+  EXPECT_EQ(toString(c), "chunk=32,block_v=64,warps=8,stages=1,segment_chunks=48");
+  EXPECT_EQ(parseTileConfig(toString(c), TileConfig()), c);
+  EXPECT_EQ(parseTileConfig("segment_chunks=0", TileConfig()).segment_chunks, 0);
+  for (const char* bad : {"segment_chunks=-1", "segment_chunks=x", "segment_chunks=2000000000"}) {
+    try {
+      parseTileConfig(bad, TileConfig());
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("segment_chunks"), std::string::npos) << e.what();
+    }
   }
 }
 

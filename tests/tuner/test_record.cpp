@@ -69,6 +69,24 @@ TEST(TuningRecord, RoundTripsEveryField) {
   EXPECT_EQ(b.host, "gpu-node-3");
 }
 
+// A tuned segment length (TileConfig::segment_chunks) is stored in the record's config and read back; a
+// configuration without one writes no field (old readers and lines stay as they were) and reads back unset.
+TEST(TuningRecord, RoundTripsTheSegmentLength) {
+  for (int L : {0, 1, 31, 128, 1 << 30}) {
+    SCOPED_TRACE("segment_chunks " + std::to_string(L));
+    TileConfig c{64, 128, 4, 2};
+    c.segment_chunks = L;
+    const TuningRecord r = test::sampleRecord(c, 1.25, "2025-06-01T10:00:00.123Z");
+    const std::string line = toJsonLine(r);
+    EXPECT_NE(line.find("\"segment_chunks\":" + std::to_string(L)), std::string::npos) << line;
+    EXPECT_EQ(roundTrip(r).config.segment_chunks, L);
+    EXPECT_EQ(roundTrip(r).config, c);
+  }
+  const TuningRecord unset = test::sampleRecord({64, 128, 4, 2}, 1.25, "2025-06-01T10:00:00.123Z");
+  EXPECT_EQ(toJsonLine(unset).find("segment_chunks"), std::string::npos) << toJsonLine(unset);
+  EXPECT_EQ(roundTrip(unset).config.segment_chunks, -1);
+}
+
 TEST(TuningRecord, UnknownExtraFieldsAreIgnored) {
   json j = json::parse(toJsonLine(test::sampleRecord({64, 64, 4, 1}, 1.0, "2025-01-01T00:00:00.000Z")));
   j["note"] = "added by a later version";
@@ -98,6 +116,10 @@ TEST(TuningRecord, InvalidRecordsNameTheField) {
       {"newer version", [](json& j) { j["version"] = 2; }, "newer than this reader"},
       {"fingerprint not object", [](json& j) { j["fingerprint"] = 3; }, "field 'fingerprint'"},
       {"zero sm count", [](json& j) { j["fingerprint"]["sm_count"] = 0; }, "field 'fingerprint.sm_count'"},
+      {"negative segment length", [](json& j) { j["config"]["segment_chunks"] = -1; },
+       "field 'config.segment_chunks'"},
+      {"segment length as string", [](json& j) { j["config"]["segment_chunks"] = "auto"; },
+       "field 'config.segment_chunks'"},
   };
   for (const BadCase& c : cases) {
     SCOPED_TRACE(c.what);

@@ -159,7 +159,10 @@ tuning::CandidateSet forwardCandidates(const Package& package, const tuning::Tun
       return std::string(e.what());
     }
   };
-  return tuning::generateCandidates(t, shape, device, opt);
+  const tuning::CandidateSet set = tuning::generateCandidates(t, shape, device, opt);
+  // long shapes: the segment length of the segmented state pass is searched too (Candidates.h)
+  if (package.manifest().launch.forward_segmented.empty()) return set;
+  return tuning::withSegmentLengths(set, shape, device.sm_count);
 }
 
 namespace {

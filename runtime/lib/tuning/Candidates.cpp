@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "dgps/device/launch_rules.h"
+#include "dgps/dsl/SegmentScan.h"
 
 namespace dgps::tuning {
 namespace {
@@ -53,6 +54,47 @@ std::string staticRejection(const TileConfig& c, const TuneProblem& problem,
 }
 
 }  // namespace
+
+std::vector<int> segmentLengthCandidates(const TileConfig& config, const TuneProblem& problem, int smCount) {
+  const launch::ProblemShape& s = problem.shape;
+  if (problem.kind != KernelFamily::Forward || config.chunk <= 0 || s.T <= 0) return {};
+  const std::int64_t NT = (s.T + config.chunk - 1) / config.chunk;
+  if (NT < segment::kMinSegmentedChunks) return {};
+  const std::int64_t BV = launch::valueTile(int(s.V), config.block_v);
+  const std::int64_t work = std::max<std::int64_t>(1, s.N * s.HV * ((s.V + BV - 1) / std::max<std::int64_t>(BV, 1)));
+  segment::SegmentRuleInputs rule;
+  rule.chunksPerSeq = NT;
+  rule.parallelWork = work;
+  rule.smCount = smCount > 0 ? smCount : 132;
+  rule.K = s.K;
+  rule.C = config.chunk;
+  std::int64_t L = segment::chooseSegmentChunks(rule);
+  if (L >= NT) {
+    // the rule keeps the plain pass here (the GPU looks full enough); take its length formula anyway
+    const std::int64_t segments = (2 * rule.smCount + work - 1) / work;
+    L = std::max<std::int64_t>((NT + segments - 1) / segments, 16);
+  }
+  std::vector<int> out{0};
+  for (std::int64_t x : {L / 2, L, 2 * L})
+    if (x >= 1 && x < NT && std::find(out.begin(), out.end(), int(x)) == out.end()) out.push_back(int(x));
+  return out.size() > 1 ? out : std::vector<int>{};
+}
+
+CandidateSet withSegmentLengths(const CandidateSet& set, const TuneProblem& problem, int smCount) {
+  CandidateSet out;
+  out.pruned = set.pruned;
+  for (const TileConfig& c : set.kept) {
+    const std::vector<int> lengths = segmentLengthCandidates(c, problem, smCount);
+    if (lengths.empty()) out.kept.push_back(c);
+    for (int L : lengths) {
+      TileConfig withL = c;
+      withL.segment_chunks = L;
+      out.kept.push_back(withL);
+    }
+  }
+  std::stable_sort(out.kept.begin(), out.kept.end(), simplerThan);
+  return out;
+}
 
 CandidateSet generateCandidates(const Tunables& t, const TuneProblem& problem,
                                 const DeviceFingerprint& dev, const PruneOptions& opt) {

@@ -127,6 +127,7 @@ ordered_json encode(const TileConfig& c) {
   j["block_v"] = c.block_v;
   j["warps"] = c.warps;
   j["stages"] = c.stages;
+  if (c.segment_chunks >= 0) j["segment_chunks"] = c.segment_chunks;  // absent: the runtime's rule
   return j;
 }
 
@@ -206,12 +207,13 @@ bool decode(const json& j, const std::string& where, ProblemKey* out, std::strin
 bool decode(const json& j, const std::string& where, TileConfig* out, std::string* error) {
   FieldReader r(j, where, error);
   if (!r.isObject()) return false;
-  long long chunk = 0, bv = 0, warps = 0, stages = 0;
+  long long chunk = 0, bv = 0, warps = 0, stages = 0, segment = -1;
   if (!r.integer("chunk", &chunk, 1, 1 << 20) || !r.integer("block_v", &bv, 1, 1 << 20) ||
-      !r.integer("warps", &warps, 1, 1024) || !r.integer("stages", &stages, 1, 64))
+      !r.integer("warps", &warps, 1, 1024) || !r.integer("stages", &stages, 1, 64) ||
+      !r.optionalInteger("segment_chunks", &segment, 0, 1LL << 30))
     return false;
   *out = TileConfig{static_cast<int>(chunk), static_cast<int>(bv), static_cast<int>(warps),
-                    static_cast<int>(stages)};
+                    static_cast<int>(stages), static_cast<int>(segment)};
   return true;
 }
 

@@ -11,14 +11,17 @@
 namespace dgps::launch {
 
 std::string toString(const TileConfig& c) {
-  return "chunk=" + std::to_string(c.chunk) + ",block_v=" + std::to_string(c.block_v) +
-         ",warps=" + std::to_string(c.warps) + ",stages=" + std::to_string(c.stages);
+  std::string s = "chunk=" + std::to_string(c.chunk) + ",block_v=" + std::to_string(c.block_v) +
+                  ",warps=" + std::to_string(c.warps) + ",stages=" + std::to_string(c.stages);
+  // only a chosen segment length is printed, so configurations without one keep their old text
+  if (c.segment_chunks >= 0) s += ",segment_chunks=" + std::to_string(c.segment_chunks);
+  return s;
 }
 
 TileConfig parseTileConfig(const std::string& text, const TileConfig& base) {
   TileConfig c = base;
   const std::string expected = "expected key=value items separated by commas, key one of chunk, block_v, warps, "
-                               "stages and value an integer in [1, 1024]";
+                               "stages (an integer in [1, 1024]) or segment_chunks (an integer in [0, 2^30])";
   if (text.size() > 1024) {
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,
                        "tile config \"" + text::shown(text) + "\": too long (" + expected + ")");
@@ -36,7 +39,9 @@ TileConfig parseTileConfig(const std::string& text, const TileConfig& base) {
     const auto eq = item.find('=');
     const std::string k = eq == std::string::npos ? "" : trim(item.substr(0, eq));
     long long v = 0;
-    if (eq == std::string::npos || !text::parseInt(trim(item.substr(eq + 1)), 1, 1024, &v)) {
+    const bool segment = k == "segment_chunks";
+    if (eq == std::string::npos ||
+        !text::parseInt(trim(item.substr(eq + 1)), segment ? 0 : 1, segment ? (1LL << 30) : 1024, &v)) {
       throw RuntimeError(RuntimeErrorCode::InvalidArgument,
                          "tile config \"" + text::shown(text) + "\": cannot read \"" + text::shown(item) + "\" (" +
                              expected + ")");
@@ -45,16 +50,25 @@ TileConfig parseTileConfig(const std::string& text, const TileConfig& base) {
     else if (k == "block_v") c.block_v = int(v);
     else if (k == "warps") c.warps = int(v);
     else if (k == "stages") c.stages = int(v);
+    else if (segment) c.segment_chunks = int(v);
     else {
       throw RuntimeError(RuntimeErrorCode::InvalidArgument, "tile config \"" + text::shown(text) + "\": unknown key \"" +
-                                                                text::shown(k) + "\" (expected chunk, block_v, warps or stages)");
+                                                                text::shown(k) +
+                                                                "\" (expected chunk, block_v, warps, stages or segment_chunks)");
     }
   }
   return c;
 }
 
+namespace {
+/// The segment length's place in the simplicity order: the plain pass (0, or -1: the rule's) first, then
+/// longer segments (fewer of them, less fold and summary work) before shorter ones.
+long long segmentOrder(int L) { return L <= 0 ? 0 : (1LL << 31) - L; }
+}  // namespace
+
 bool simplerThan(const TileConfig& a, const TileConfig& b) {
-  return std::tie(a.stages, a.warps, a.block_v, a.chunk) < std::tie(b.stages, b.warps, b.block_v, b.chunk);
+  const long long sa = segmentOrder(a.segment_chunks), sb = segmentOrder(b.segment_chunks);
+  return std::tie(a.stages, a.warps, a.block_v, a.chunk, sa) < std::tie(b.stages, b.warps, b.block_v, b.chunk, sb);
 }
 
 }  // namespace dgps::launch

@@ -68,10 +68,16 @@ struct TileConfig {
   int warps = 4;
   /// Shared-memory stages of state_output's prefetch pipeline (1 or 2).
   int stages = 2;
+  /// Chunks per segment of the forward's state pass (the segmented pass, docs/architecture.md "Long
+  /// sequences"): -1 = not chosen (the runtime's rule decides), 0 = the plain sequential pass, L >= 1 =
+  /// segments of L chunks. A launch parameter, not compiled in (no NVRTC macro): the autotuner searches it
+  /// for long shapes and the tuning record carries it.
+  int segment_chunks = -1;
 };
 
 DGPS_HD constexpr bool operator==(const TileConfig& a, const TileConfig& b) {
-  return a.chunk == b.chunk && a.block_v == b.block_v && a.warps == b.warps && a.stages == b.stages;
+  return a.chunk == b.chunk && a.block_v == b.block_v && a.warps == b.warps && a.stages == b.stages &&
+         a.segment_chunks == b.segment_chunks;
 }
 DGPS_HD constexpr bool operator!=(const TileConfig& a, const TileConfig& b) { return !(a == b); }
 

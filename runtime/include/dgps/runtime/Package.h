@@ -186,7 +186,7 @@ class Package {
   std::uint64_t instanceId() const { return instance_id_; }
 
   /// Checks `config` against the manifest's tunables; throws RuntimeError{InvalidArgument} naming
-  /// the field, its value and the allowed list.
+  /// the field, its value and the allowed list. segment_chunks >= 1 needs launch.forward_segmented.
   void checkConfig(const TileConfig& config) const;
 
  private:

@@ -73,7 +73,7 @@ struct LaunchOptions {
   /// L chunks per segment (>= 1: forced; the package must have launch.forward_segmented), 0 = the plain
   /// sequential state pass. Empty = the environment variable DGPS_SEGMENT_CHUNKS (same meaning, read once
   /// when the Runtime is made; a package without segmented kernels then runs the plain path), else the
-  /// rule of Runtime::segmentChunks.
+  /// configuration's segment_chunks (TileConfig, e.g. a tuned record's), else the rule of Runtime::segmentChunks.
   std::optional<std::int64_t> segment_chunks;
 };
 
@@ -132,6 +132,28 @@ class Runtime {
   /// never read. cu[N] > T, a decreasing cu or cu[0] != 0 is undefined unless check_cu_seqlens is set.
   void forward(const Package& package, const ForwardTensors& tensors, const LaunchOptions& options = {});
 
+  /// Context parallelism (docs/context_parallel.md): the affine summary of sequence `sequence` of a forward
+  /// call's batch, X_end = M X_start + E over that sequence's tokens (docs/math.md §8), computed on the GPU by
+  /// the package's segmented kernels (chunk_local, then segment_summary with the whole sequence as one segment:
+  /// L = ⌈T/chunk⌉ + 1 chunks, so every sequence n is segment slot n) and copied into the caller's buffers on
+  /// options.stream:
+  ///   trans  M [HV, K, K] f32 device, row-major: the product of the sequence's K×K transitions (later tokens
+  ///          on the left; per value head)
+  ///   ext    E [HV, K, V] f32 device: the sequence's end state from a zero start
+  /// These are the memory state's M and E of a cp::SummaryLayout slot (transOffset(0), extOffset(0)).
+  /// `tensors` is a forward call (the same validation; dense or varlen); its initial_state and final_state are
+  /// ignored (the summary does not depend on a start state) and o is not written except rows past cu[N],
+  /// which are zeroed as in forward. The workspace (ForwardTensors::workspace, or the runtime's) must hold
+  /// forwardSummaryWorkspaceBytes. Throws RuntimeError{InvalidArgument} (nothing launched) when the package has
+  /// no launch.forward_segmented (the preconditioned specs: their state pass has no segment kernels yet),
+  /// `sequence` is outside [0, N), options.segment_chunks is set (the summary chooses L), or trans / ext is not
+  /// a contiguous f32 tensor of that shape on the tensors' device; otherwise as forward.
+  void forwardSummary(const Package& package, const ForwardTensors& tensors, std::int64_t sequence,
+                      const TensorView& trans, const TensorView& ext, const LaunchOptions& options = {});
+  /// Scratch bytes forwardSummary needs for `problem` and `config`.
+  std::size_t forwardSummaryWorkspaceBytes(const Package& package, const ForwardProblem& problem,
+                                           const TileConfig& config) const;
+
   /// One decode step: reads and updates state (and precond_state) in place, writes o.
   void decode(const Package& package, const DecodeTensors& tensors, const LaunchOptions& options = {});
 
@@ -146,7 +168,8 @@ class Runtime {
                                     const LaunchOptions& options) const;
 
   /// Chunks per segment of the state pass forward runs (0: the plain sequential pass). options.segment_chunks,
-  /// else DGPS_SEGMENT_CHUNKS, else the rule: a package with launch.forward_segmented, whose plain state pass
+  /// else DGPS_SEGMENT_CHUNKS, else config.segment_chunks when it is >= 0 (a tuned length, e.g. from the tuning
+  /// database: 0 or L, and 0 when L >= ⌈T/chunk⌉), else the rule: a package with launch.forward_segmented, whose plain state pass
   /// runs N·HV·⌈V/BV⌉ CTAs on a device of S multiprocessors, splits each sequence of NT = ⌈T/chunk⌉ chunks
   /// (T: the packed tokens with varlen, an upper bound of the longest document) into segments of
   /// L = dgps::segment::chooseSegmentChunks chunks (dsl/SegmentScan.h: a cost model of the walks' whole waves
@@ -170,6 +193,10 @@ class Runtime {
 
  private:
   struct Impl;
+  struct SummaryTarget;  // forwardSummary's request (Runtime.cpp)
+  /// forward, or with `summary` the summary-only launch of forwardSummary.
+  void launchForward(const Package& package, const ForwardTensors& tensors, const LaunchOptions& options,
+                     const SummaryTarget* summary);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -73,6 +73,21 @@ struct CandidateSet {
 CandidateSet generateCandidates(const Tunables& tunables, const TuneProblem& problem,
                                 const DeviceFingerprint& device, const PruneOptions& options);
 
+/// The segment lengths (TileConfig::segment_chunks) the tuner tries beside a forward configuration `config`
+/// on a package with the segmented state pass (docs/architecture.md, "Long sequences"). Empty for a short
+/// problem: NT = ⌈T / chunk⌉ < segment::kMinSegmentedChunks (dsl/SegmentScan.h; T: tokens per sequence, or
+/// the packed total with varlen), where the plain pass is the only sensible choice. Otherwise
+/// {0 (the plain pass), L/2, L, 2L} without repeats and without lengths >= NT (nothing to split), with L the
+/// runtime rule's segment length (segment::chooseSegmentChunks for work N · HV · ⌈V / BV⌉ on `smCount` SMs)
+/// taken also where the rule itself would keep the plain pass: L = max(⌈NT / ⌈2 · smCount / work⌉⌉, 16). The
+/// rule was measured on one shape; the tuner measures the neighbourhood on the shape at hand. smCount <= 0
+/// counts as 132 (an H200).
+std::vector<int> segmentLengthCandidates(const TileConfig& config, const TuneProblem& problem, int smCount);
+
+/// `set` with every kept configuration repeated once per segmentLengthCandidates (those with an empty list
+/// kept as they are, segment_chunks unset), in simplicity order; the pruned list is unchanged.
+CandidateSet withSegmentLengths(const CandidateSet& set, const TuneProblem& problem, int smCount);
+
 /// A deliberately simple ranking model for the pre-filter, good only for discarding clearly poor
 /// tiles: waves of (sequence, value head, value tile) blocks, times the serial chunk steps of one
 /// block's state pass, times each step's work (KKT chunk*chunk*K plus state update chunk*K*block_v),

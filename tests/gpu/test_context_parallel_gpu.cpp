@@ -1,0 +1,266 @@
+// GPU check of the context-parallel forward with G simulated ranks on ONE GPU (docs/context_parallel.md) for
+// one generated package ($DGPS_GPU_PACKAGE): each rank's piece of a packed batch is summarised by the
+// package's segment kernels (publishPieceSummary -> Runtime::forwardSummary), the summaries are all-gathered
+// through the device LocalCollective (one stream per rank), folded, and every piece runs from its corrected
+// start (runPieceForward); o and the documents' final states must equal the single-GPU forward and the
+// float64 reference. Cases: one sequence over G in {2, 4, 8} ranks; a packed batch whose documents cross
+// pieces (one over several ranks, an empty document, a 1-token one, padding past cu[N]) over G in {2, 4, 8}
+// and an uneven split with an empty rank and a rank of padding only. Also Runtime::forwardSummary alone: E
+// against the float64 end state from zero, M·X0 + E against the float64 end state from X0. Fresh seeded
+// inputs; outputs, scratch and summary buffers NaN-poisoned. Packages without launch.forward_segmented (the
+// preconditioned specs) are skipped with the reason. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "GpuTestUtil.h"
+#include "dgps/runtime/ContextParallel.h"
+#include "dgps/runtime/ContextParallelForward.h"
+#include "dgps/runtime/CudaDriver.h"
+#include "dgps/runtime/DeviceTensor.h"
+#include "dgps/runtime/Error.h"
+#include "dgps/runtime/LocalCollective.h"
+
+namespace dgps {
+namespace {
+
+using gputest::compare;
+using gputest::ErrorStats;
+
+// vs float64: the suite's forward tolerance (bf16 operands, fp32 accumulation and state).
+constexpr double kTolRef = 1.5e-2;
+// vs the single-GPU forward: both round the state to bf16 for the tensor cores at different points (a
+// piece's start state comes through the fp32 fold E + M·h), as in SegmentedTest.
+constexpr double kTolSingle = 1e-2;
+
+/// A view of tokens [t0, t1) of a per-token tensor [1, T, ...] (contiguous rows).
+TensorView tokenRows(const DeviceTensor& x, std::int64_t t0, std::int64_t t1) {
+  std::vector<std::int64_t> shape = x.shape();
+  std::int64_t row = 1;
+  for (std::size_t i = 2; i < shape.size(); ++i) row *= shape[i];
+  shape[1] = t1 - t0;
+  char* base = static_cast<char*>(x.data()) + std::size_t(t0 * row) * elementSize(x.dtype());
+  return TensorView(base, x.dtype(), shape, x.device());
+}
+
+struct CpOutputs {
+  Tensor o;
+  Tensor final_state;
+};
+
+/// The context-parallel forward of `in` (packed, B = 1, with cu_seqlens) over the ranks of `bounds`.
+CpOutputs runSimulatedRanks(Runtime& rt, const Package& pkg, const ReferenceInputs& in,
+                            const std::vector<std::int64_t>& bounds) {
+  const int dev = 0;
+  const Tensor& cuHost = in.at("cu_seqlens");
+  std::vector<std::int64_t> cu(std::size_t(cuHost.numel()));
+  for (std::size_t i = 0; i < cu.size(); ++i) cu[i] = cuHost.getInt(std::int64_t(i));
+  const cp::Plan plan = cp::makePlan(cu, bounds);
+  const int G = plan.ranks;
+  const Tensor& q = in.at("q");
+  const Tensor& v = in.at("v");
+  const std::int64_t T = q.dim(1), K = q.dim(3), HV = v.dim(2), V = v.dim(3), N = plan.numDocs;
+
+  std::map<std::string, DeviceTensor> d;
+  for (const auto& kv : in) d.emplace(kv.first, DeviceTensor::upload(kv.second, dev));
+  DeviceTensor o(q.dtype(), {1, T, HV, V}, dev), docFinal(ScalarType::F32, {N, HV, K, V}, dev);
+  o.poison();
+  docFinal.poison();
+  const cp::SummaryLayout layout = memorySummaryLayout(N, HV, K, V);
+  const std::size_t slotBytes = layout.slotElements() * 4;
+
+  DeviceContextGuard guard(dev);
+  const CudaDriver& drv = cudaDriver();
+  struct Rank {
+    CUstream stream = nullptr;
+    DeviceTensor recv, cu, localInit, localFinal;
+    ForwardTensors piece;
+    PieceStates states;
+    LaunchOptions opts;
+  };
+  std::vector<Rank> ranks(static_cast<std::size_t>(G));
+  for (int r = 0; r < G; ++r) {
+    Rank& k = ranks[std::size_t(r)];
+    const cp::RankPlan& rp = plan.rank[std::size_t(r)];
+    checkCuda(drv.cuStreamCreate(&k.stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    k.opts.stream = k.stream;
+    k.recv = DeviceTensor(ScalarType::F32, {std::int64_t(G) * std::int64_t(layout.slotElements())}, dev);
+    k.recv.poison();
+    Tensor localCu(ScalarType::I64, {std::int64_t(rp.localCuSeqlens.size())});
+    for (std::size_t i = 0; i < rp.localCuSeqlens.size(); ++i) localCu.setInt(std::int64_t(i), rp.localCuSeqlens[i]);
+    k.cu = DeviceTensor::upload(localCu, dev);
+    for (const char* name : {"q", "k", "v", "g", "beta"}) {
+      if (!d.count(name)) continue;
+      const TensorView view = tokenRows(d.at(name), rp.begin, rp.end);
+      if (std::string(name) == "q") k.piece.q = view;
+      if (std::string(name) == "k") k.piece.k = view;
+      if (std::string(name) == "v") k.piece.v = view;
+      if (std::string(name) == "g") k.piece.g = view;
+      if (std::string(name) == "beta") k.piece.beta = view;
+    }
+    k.piece.o = tokenRows(o, rp.begin, rp.end);
+    k.piece.cu_seqlens = k.cu.view();
+    const std::int64_t n = std::int64_t(rp.fragments.size());
+    if (d.count("initial_state")) k.states.doc_initial = d.at("initial_state").view();
+    k.states.doc_final = docFinal.view();
+    if (n > 0) {
+      k.localInit = DeviceTensor(ScalarType::F32, {n, HV, K, V}, dev);
+      k.localFinal = DeviceTensor(ScalarType::F32, {n, HV, K, V}, dev);
+      k.localInit.poison();
+      k.localFinal.poison();
+      k.states.local_initial = k.localInit.view();
+      k.states.local_final = k.localFinal.view();
+    }
+  }
+  auto group = LocalCollective::group(G, LocalMemory::Device);
+  // phase 1 and the gather for every rank (a LocalCollective gather completes at the last rank's call) ...
+  for (int r = 0; r < G; ++r) {
+    Rank& k = ranks[std::size_t(r)];
+    void* send = static_cast<char*>(k.recv.data()) + std::size_t(r) * slotBytes;  // in place
+    publishPieceSummary(rt, pkg, plan, r, k.piece, send, k.opts);
+    gatherSummaries(*group[std::size_t(r)], plan, layout, 4, send, k.recv.data(), k.recv.nbytes(), k.stream);
+  }
+  // ... then phase 2 for every rank
+  for (int r = 0; r < G; ++r) {
+    Rank& k = ranks[std::size_t(r)];
+    runPieceForward(rt, pkg, plan, r, k.piece, k.recv.data(), k.states, k.opts);
+  }
+  for (Rank& k : ranks) checkCuda(drv.cuStreamSynchronize(k.stream), "cuStreamSynchronize");
+  for (Rank& k : ranks) drv.cuStreamDestroy(k.stream);
+  return {o.download(), docFinal.download()};
+}
+
+class ContextParallelGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    DGPS_REQUIRE_GPU();
+    const std::string dir = gputest::packageUnderTest();
+    if (dir.empty()) GTEST_SKIP() << "no package: generated/ held no package when the build was configured";
+    pkg_ = std::make_unique<Package>(Package::open(dir));
+    if (pkg_->manifest().launch.forward_segmented.empty())
+      GTEST_SKIP() << pkg_->name() << " has no segment kernels (launch.forward_segmented): the context-parallel "
+                   << "forward does not cover the preconditioned specs yet";
+    if (!pkg_->spec().varlen) GTEST_SKIP() << pkg_->name() << " takes no cu_seqlens (pieces are varlen batches)";
+    RuntimeOptions o;
+    o.cache_dir = std::string(DGPS_GPU_CACHE_DIR);
+    rt_ = std::make_unique<Runtime>(o);
+  }
+
+  ProblemShape shape(std::vector<std::int64_t> cu, std::int64_t T) const {
+    const Spec& sp = pkg_->spec();
+    ProblemShape s;
+    s.batch = 1;
+    s.seq_len = T;
+    s.heads_qk = sp.heads_qk > 0 ? sp.heads_qk : 2;
+    s.heads_v = s.heads_qk * sp.gva_ratio;
+    int dim = sp.key_dims.front();
+    for (int c : {128, 64})
+      if (std::count(sp.key_dims.begin(), sp.key_dims.end(), c) && std::count(sp.value_dims.begin(), sp.value_dims.end(), c)) {
+        dim = c;
+        break;
+      }
+    s.key_dim = s.value_dim = dim;
+    s.cu_seqlens = std::move(cu);
+    return s;
+  }
+
+  // The simulated ranks against float64 and against the single-GPU forward, for each rank split.
+  void check(const ProblemShape& s, std::uint64_t seed, const std::vector<std::vector<std::int64_t>>& splits) {
+    const ScalarType act = toScalarType(pkg_->spec().input_dtypes.front());
+    const ReferenceInputs in = generateInputs(pkg_->spec(), s, seed, act);
+    const ReferenceOutputs ref = runReference(pkg_->spec(), in);
+    const gputest::GpuOutputs single = gputest::gpuForward(*rt_, *pkg_, in);
+    for (const std::vector<std::int64_t>& bounds : splits) {
+      std::string text;
+      for (std::int64_t b : bounds) text += (text.empty() ? "" : ",") + std::to_string(b);
+      SCOPED_TRACE("rank bounds {" + text + "}");
+      const CpOutputs got = runSimulatedRanks(*rt_, *pkg_, in, bounds);
+      const ErrorStats eo = compare(got.o, ref.o), eos = compare(got.o, single.o);
+      EXPECT_TRUE(eo.finite && eo.rel <= kTolRef) << "o vs float64: " << eo.str();
+      EXPECT_TRUE(eos.finite && eos.rel <= kTolSingle) << "o vs single GPU: " << eos.str();
+      if (ref.has_final_state && single.has_final_state) {
+        const ErrorStats es = compare(got.final_state, ref.final_state);
+        const ErrorStats ess = compare(got.final_state, single.final_state);
+        EXPECT_TRUE(es.finite && es.rel <= kTolRef) << "final_state vs float64: " << es.str();
+        EXPECT_TRUE(ess.finite && ess.rel <= kTolSingle) << "final_state vs single GPU: " << ess.str();
+      }
+    }
+  }
+
+  std::unique_ptr<Package> pkg_;
+  std::unique_ptr<Runtime> rt_;
+};
+
+TEST_F(ContextParallelGpuTest, OneSequenceOverTwoFourAndEightRanksEqualsOneGpu) {
+  const std::int64_t T = 3000;  // no multiple of any chunk length: partial chunks at piece ends
+  check(shape({0, T}, T), 5100, {cp::equalRankBounds(T, 2), cp::equalRankBounds(T, 4), cp::equalRankBounds(T, 8)});
+}
+
+TEST_F(ContextParallelGpuTest, PackedDocumentsCrossingPiecesEqualOneGpu) {
+  // 700, 1200, 1, 699, 0 (empty), 500 tokens, then 200 rows of padding
+  const std::vector<std::int64_t> cu{0, 700, 1900, 1901, 2600, 2600, 3100};
+  const std::int64_t T = 3300;
+  check(shape(cu, T), 5200,
+        {cp::equalRankBounds(T, 2), cp::equalRankBounds(T, 4), cp::equalRankBounds(T, 8),
+         {0, 150, 1850, 1850, 2650, 3150, 3300}});  // uneven: an empty rank, a rank of padding only
+}
+
+// Runtime::forwardSummary alone, on one sequence with a random start X0: E is the float64 end state from
+// zero, and M·X0 + E the float64 end state from X0 (the summary is the sequence's affine map).
+TEST_F(ContextParallelGpuTest, ForwardSummaryIsTheSequencesAffineMap) {
+  const std::int64_t T = 1500;
+  const ProblemShape s = shape({0, T}, T);
+  const ScalarType act = toScalarType(pkg_->spec().input_dtypes.front());
+  ReferenceInputs in = generateInputs(pkg_->spec(), s, 5300, act);
+  ASSERT_TRUE(in.count("initial_state")) << "the spec takes an initial state";
+  const ReferenceOutputs fromX0 = runReference(pkg_->spec(), in);
+  const Tensor x0 = in.at("initial_state");
+  Tensor zero = x0;
+  for (std::int64_t i = 0; i < zero.numel(); ++i) zero.set(i, 0.0);
+  ReferenceInputs inZero = in;
+  inZero["initial_state"] = zero;
+  const ReferenceOutputs fromZero = runReference(pkg_->spec(), inZero);
+  ASSERT_TRUE(fromX0.has_final_state);
+
+  const int dev = 0;
+  std::map<std::string, DeviceTensor> d;
+  for (const auto& kv : in) d.emplace(kv.first, DeviceTensor::upload(kv.second, dev));
+  const std::int64_t HV = s.heads_v, K = s.key_dim, V = s.value_dim;
+  ForwardTensors t;
+  t.q = d.at("q").view();
+  t.k = d.at("k").view();
+  t.v = d.at("v").view();
+  if (d.count("g")) t.g = d.at("g").view();
+  if (d.count("beta")) t.beta = d.at("beta").view();
+  t.cu_seqlens = d.at("cu_seqlens").view();
+  DeviceTensor o(in.at("q").dtype(), {1, T, HV, V}, dev), trans(ScalarType::F32, {HV, K, K}, dev),
+      ext(ScalarType::F32, {HV, K, V}, dev);
+  o.poison();
+  trans.poison();
+  ext.poison();
+  t.o = o.view();
+  rt_->forwardSummary(*pkg_, t, 0, trans.view(), ext.view());
+  {
+    DeviceContextGuard guard(dev);
+    checkCuda(cudaDriver().cuCtxSynchronize(), "cuCtxSynchronize");
+  }
+  const Tensor M = trans.download(), E = ext.download();
+  Tensor end(ScalarType::F64, {1, HV, K, V});  // E as one sequence's state, the reference's shape
+  for (std::int64_t i = 0; i < end.numel(); ++i) end.set(i, E.get(i));
+  const ErrorStats ee = compare(end, fromZero.final_state);
+  EXPECT_TRUE(ee.finite && ee.rel <= kTolRef) << "E vs float64 from zero: " << ee.str();
+  Tensor affine(ScalarType::F64, {1, HV, K, V});
+  for (std::int64_t h = 0; h < HV; ++h)
+    for (std::int64_t a = 0; a < K; ++a)
+      for (std::int64_t c = 0; c < V; ++c) {
+        double acc = E.get((h * K + a) * V + c);
+        for (std::int64_t b = 0; b < K; ++b) acc += M.get((h * K + a) * K + b) * x0.get((h * K + b) * V + c);
+        affine.set((h * K + a) * V + c, acc);
+      }
+  const ErrorStats ea = compare(affine, fromX0.final_state);
+  EXPECT_TRUE(ea.finite && ea.rel <= kTolRef) << "M·X0 + E vs float64 from X0: " << ea.str();
+}
+
+}  // namespace
+}  // namespace dgps
