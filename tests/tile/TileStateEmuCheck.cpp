@@ -150,7 +150,7 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, const Config& cfg, int 
   const dgps::launch::FeatureSet f = featuresOf(spec);
   dgps::launch::ProblemShape ls;
   ls.B = B;
-  ls.T = T;
+  ls.T = T * dgps::householderSteps(spec);  // the kernels' row axis: T·n_h steps (abi.h)
   ls.N = N;
   ls.H = H;
   ls.HV = HV;
@@ -175,7 +175,7 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, const Config& cfg, int 
   a.cu_seqlens = cuv.empty() ? nullptr : cuv.data();
   a.workspace = ws.data();
   a.batch = B;
-  a.seq_len = T;
+  a.seq_len = T * dgps::householderSteps(spec);
   a.num_seqs = N;
   a.heads_qk = H;
   a.heads_v = HV;

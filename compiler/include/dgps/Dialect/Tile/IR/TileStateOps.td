@@ -69,12 +69,20 @@ def Tile_StateWalkOp : Tile_Op<"state_walk"> {
     term (V = 0): the state is then K x K (its "value" columns are M's columns, tiled like value tiles) and
     the walk from the identity is the segment's transition product M: with the delta rule's residual
     N = −𝒯 diag(c) (R M), with a linear rule N = 0 (only the carry acts).
+
+    Row map (`row_steps` = n >= 2, `query_phase`, `output_phase` in [0, n)): the walk's rows are steps, n per
+    token (docs/math.md §3.7), while the input query "q" and the output o have one row per token. Row r reads
+    the query of token r / n when r mod n == query_phase (else a zero query row), and o's token row r / n is
+    written from row r when r mod n == output_phase (other rows are not stored). The other operands (keys,
+    values, workspace) have one row per step. runtime/device/dgps/tile/row_map.cuh.
   }];
   let arguments = (ins Tile_StateStart:$start, StrAttr:$query, StrAttr:$write_key, OptionalAttr<StrAttr>:$read_key,
                        StrAttr:$values, StrAttr:$record, OptionalAttr<StrAttr>:$solve, StrAttr:$readout,
                        Tile_ValueForm:$value_form, Tile_StateCarry:$carry, OptionalAttr<StrAttr>:$columns,
                        UnitAttr:$write_output, UnitAttr:$write_final, OptionalAttr<StrAttr>:$start_region,
-                       OptionalAttr<StrAttr>:$end_region, UnitAttr:$zero_values);
+                       OptionalAttr<StrAttr>:$end_region, UnitAttr:$zero_values,
+                       OptionalAttr<I64Attr>:$row_steps, OptionalAttr<I64Attr>:$query_phase,
+                       OptionalAttr<I64Attr>:$output_phase);
   let assemblyFormat = [{
     `start` $start `query` $query `write_key` $write_key (`read_key` $read_key^)? `values` $values
     `record` $record (`solve` $solve^)? `readout` $readout `value_form` $value_form `carry` $carry
