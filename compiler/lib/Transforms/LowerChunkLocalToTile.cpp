@@ -80,7 +80,8 @@ class ChunkLocalBuilder {
         if (failed(load(l))) return failure();
         if (l.getName() == "beta") gain_ = map_[l.getResult()].tile;
       }
-    if (gain && !gain_) gain_ = b_.create<ChunkRowsOp>(loc_, vec_, "beta", HeadOf::value_head);
+    if (gain && !gain_)
+      gain_ = b_.create<ChunkRowsOp>(loc_, vec_, "beta", HeadOf::value_head, IntegerAttr(), IntegerAttr());
     if (apply) {
       scanStart_ = b_.create<WorkspaceRowsOp>(loc_, vecK_, "pst");
       if (isa<ch::HypergradApplyOp>(apply)) scanB_ = b_.create<WorkspaceRowsOp>(loc_, vec_, "pcoef");
@@ -159,7 +160,8 @@ class ChunkLocalBuilder {
       type = vec_;
     else
       return l.emitOpError() << "loads \"" << name << "\", which chunk_local's tile lowering does not read";
-    auto rows = b_.create<ChunkRowsOp>(loc_, type, name, keyHead ? HeadOf::key_head : HeadOf::value_head);
+    auto rows = b_.create<ChunkRowsOp>(loc_, type, name, keyHead ? HeadOf::key_head : HeadOf::value_head,
+                                       IntegerAttr(), IntegerAttr());
     if (auto it = rowMap_.find(l.getOperation()); it != rowMap_.end()) {
       rows.setRowStepsAttr(b_.getI64IntegerAttr(it->second.first));
       rows.setRowPhaseAttr(b_.getI64IntegerAttr(it->second.second));

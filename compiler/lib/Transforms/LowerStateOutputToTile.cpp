@@ -85,7 +85,7 @@ ch::SpreadStepsOp querySpread(Value query) {
 
 /// Several steps per token (chunk.spread_steps / gather_steps in the kernel): the walk's rows are steps, and
 /// q and o go through a row map (TileStateOps.td). The query must be spread and o gathered with the same n.
-LogicalResult setRowMap(const WalkPlan& p, StateWalkOp walk) {
+LogicalResult setRowMap(WalkPlan p, StateWalkOp walk) {  // by value: op getters are not const
   ch::SpreadStepsOp q = p.output ? querySpread(p.output.getQuery()) : nullptr;
   if (!q && !p.gather) return success();
   if (!q || !p.gather || !p.writesO)

@@ -55,7 +55,8 @@ FailureOr<StateWalkOp> buildStateWalk(OpBuilder& b, Location loc, Operation* at,
                                delta ? str("tb") : StringAttr(), str("aqk"),
                                delta ? ValueForm::residual_lower : ValueForm::scaled, carry,
                                perChannel ? str("pdec") : StringAttr(), ends.writeOutput, ends.writeFinal,
-                               opt(ends.startRegion), opt(ends.endRegion), ends.zeroValues);
+                               opt(ends.startRegion), opt(ends.endRegion), ends.zeroValues,
+                               /*row map: none*/ IntegerAttr(), IntegerAttr(), IntegerAttr());
 }
 
 }  // namespace dgps::tile
