@@ -239,7 +239,8 @@ int compile(const CompileOptions& o) {
   if (!oneStep && codegenHas(o.codegen, "tile-segment")) {
     std::cerr << "dgpsc: error: " << o.spec << ": --codegen=tile-segment: solve.steps is "
               << dgps::householderSteps(canonical)
-              << ", and the sequence-parallel state pass has no kernels for several steps per token\n";
+              << ": the sequence-parallel state pass has no tile lowering in a forward with several Householder "
+                 "steps per token\n";
     return 1;
   }
 
