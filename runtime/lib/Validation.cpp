@@ -213,7 +213,9 @@ struct StepLayouts {
         k(one ? "[B,T,H,K]" : "[B,T*" + std::to_string(n) + ",H,K]"),
         v(one ? "[B,T,HV,V]" : "[B,T*" + std::to_string(n) + ",HV,V]"),
         beta(one ? "[B,T,HV]" : "[B,T*" + std::to_string(n) + ",HV]") {}
-  const char* keys() const { return one ? "keys" : "keys, one row per Householder step (row t*n_h + j: step j of token t)"; }
+  const char* keys() const {
+    return one ? "keys" : "keys, one row per Householder step (row t*n_h + j: step j of token t)";
+  }
   const char* values() const {
     return one ? "values" : "values, one row per Householder step (row t*n_h + j: step j of token t)";
   }

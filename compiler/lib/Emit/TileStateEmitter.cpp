@@ -68,8 +68,8 @@ void emitStageLoader(std::ostringstream& os, StateWalkOp w) {
     os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * K) + chunk * C * K, K, Lr, "
           "K, ct, NT);\n";
   else if (out && w.getRowSteps())  // q has one row per token: the step rows of the query's phase read it
-    os << "    t::load_rows16_mapped<C, KP, true>(dev::smem_at<uint16_t>(st, L.q), 0, static_cast<const uint16_t*>(a.q) "
-          "+ h * K, H * K, sq.bos + c * C, Lr, K, "
+    os << "    t::load_rows16_mapped<C, KP, true>(dev::smem_at<uint16_t>(st, L.q), 0, "
+          "static_cast<const uint16_t*>(a.q) + h * K, H * K, sq.bos + c * C, Lr, K, "
        << rowMapOf(w, true) << ", ct, NT);\n";
   else if (out)
     os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);\n";
@@ -136,8 +136,8 @@ void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end) {
     os << "    t::lower_readout<C, PC, 8>(XQ, NA, N, sTok + 0, dev::smem_at<uint16_t>(st, L.aqk));\n";
     // rows of o that are not 32-byte aligned (V = 120) are stored whole by all threads after one barrier
     if (w.getRowSteps())  // o has one row per token: written from the step rows of the output's phase
-      os << "    t::store_rows_mapped<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + hv * V, HV * V, sq.bos + c * "
-            "C, "
+      os << "    t::store_rows_mapped<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + hv * V, HV * V, "
+            "sq.bos + c * C, "
          << rowMapOf(w, false) << ", v0, V, Lr, ct, NT, [] { dev::sync_threads(); });\n";
     else
       os << "    t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + ((sq.bos + c * C) * HV + hv) * V, "

@@ -24,7 +24,9 @@ LogicalResult verifyRowMap(StateWalkOp w) {
     return w.emitOpError("row_steps, query_phase and output_phase go together (the row map of q and o)");
   const uint64_t n = *w.getRowSteps();
   if (n < 2 || n > 4) return w.emitOpError() << "row_steps is " << n << "; expected 2..4 rows per token";
-  for (auto [what, p] : {std::pair<const char*, uint64_t>{"query_phase", *w.getQueryPhase()}, {"output_phase", *w.getOutputPhase()}})
+  const std::pair<const char*, uint64_t> phases[] = {{"query_phase", *w.getQueryPhase()},
+                                                      {"output_phase", *w.getOutputPhase()}};
+  for (auto [what, p] : phases)
     if (p >= n) return w.emitOpError() << what << " is " << p << "; expected 0.." << n - 1;
   if (w.getQuery() != "q")
     return w.emitOpError() << "maps the rows of the query, which must then be the input \"q\" (got \"" << w.getQuery()
