@@ -72,7 +72,8 @@ Floors computeFloors(const Package& package, const BenchShape& shape, const Tile
     return f;
   }
   f.bytes = forwardBytesFloor(spec, shape);
-  const double token_heads = double(shape.batch) * double(shape.seq_len) * HV;
+  // per step: the plan and the chunked maths count each of a token's n_h Householder steps (docs/math.md §3.7)
+  const double token_heads = double(shape.batch) * double(shape.seq_len) * HV * double(householderSteps(spec));
   // The compiler costs its plan at the largest K and V the package supports (compiler PlanCost.cpp
   // costPointOf), so the manifest's number applies only when those are the shape's K and V.
   const Manifest& m = package.manifest();

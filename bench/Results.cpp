@@ -147,7 +147,9 @@ std::string formatSummary(const std::vector<ResultRow>& rows, const std::vector<
   }
 
   os << "\nRatios (tuned row if timed, else default):\n";
-  const std::pair<const char*, const char*> pairs[] = {{"pgdn", "gdn"}, {"osdn", "deltanet"}, {"pkda", "kda"}};
+  // gated_deltaproduct/gdn: the cost of a second Householder step per token (twice the steps of GDN's walk)
+  const std::pair<const char*, const char*> pairs[] = {
+      {"pgdn", "gdn"}, {"osdn", "deltanet"}, {"pkda", "kda"}, {"gated_deltaproduct", "gdn"}};
   for (const auto& pr : pairs) {
     os << "- " << pr.first << "/" << pr.second << ":";
     std::vector<std::string> seen;

@@ -4,7 +4,8 @@
 
     python3 scripts/fla_bench.py FLA_PARENT_DIR OUT.json [--shapes LIST] [--ops gdn,deltanet,kda,...]
 
-Gated DeltaProduct (n_h = 2, FLA's chunk_gated_delta_product; no DGPS kernels yet), alone:
+Gated DeltaProduct (n_h = 2, FLA's chunk_gated_delta_product; dgps-bench times generated/gated_deltaproduct,
+whose forward comes from the tile IR, beside it), alone:
     python3 scripts/fla_bench.py FLA_PARENT_DIR gdp.json --ops gated_deltaproduct \
         --shapes "forward:B=8,T=4096,H=16,K=128,V=128"
 

@@ -2,8 +2,8 @@
 """Checks FLA's chunk_gated_delta_product against DGPS's float64 reference of specs/gated_deltaproduct.yaml
 (n_h = 2 Householder steps per token, docs/math.md §3.7) on the GPU: an independent check that the spec's
 conventions (k, v, beta with T*n_h token-major rows; g on each token's first step; the read after the last
-step; in-kernel l2norm; scale K^-1/2) are FLA's. DGPS has no kernels for solve.steps > 1 yet; this compares
-FLA with the reference only.
+step; in-kernel l2norm; scale K^-1/2) are FLA's. This compares FLA with the reference only; DGPS's own kernels
+(generated/gated_deltaproduct, from the tile IR) are checked by the GPU suite (gpu.gated_deltaproduct).
 
     python3 scripts/fla_gdp_check.py FLA_PARENT_DIR BUILD_DIR [--shape B=2,T=300,H=4,K=128,V=128]
                                      [--cu-seqlens 0,100,101,300] [--work DIR]

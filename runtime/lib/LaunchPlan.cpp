@@ -25,7 +25,7 @@ void bindConfig(Env& e, const TileConfig& c) {
 Env forwardEnv(const ForwardProblem& p, const TileConfig& c) {
   Env e;
   e[FormulaSymbol::B] = p.batch;
-  e[FormulaSymbol::T] = p.seq_len;
+  e[FormulaSymbol::T] = p.rows();  // the kernels' row axis: T·n_h steps with several steps per token
   e[FormulaSymbol::N] = p.num_seqs;
   e[FormulaSymbol::H] = p.heads_qk;
   e[FormulaSymbol::HV] = p.heads_v;

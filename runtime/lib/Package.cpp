@@ -428,7 +428,7 @@ Manifest parseManifest(const std::string& text, const std::string& file) {
     m.spec = r.fileName(root["spec"], "spec");
 
     const YAML::Node f = root["features"];
-    r.checkKeys(f, "features", {"decay", "gain", "precond", "precond_side", "precond_source", "solve"});
+    r.checkKeys(f, "features", {"decay", "gain", "precond", "precond_side", "precond_source", "solve"}, {"steps"});
     m.features.decay = r.enumeration(f["decay"], "features.decay",
                                      enumValues({DecayKind::None, DecayKind::Scalar, DecayKind::Diagonal}));
     m.features.gain = r.enumeration(f["gain"], "features.gain", enumValues({GainKind::None, GainKind::Scalar}));
@@ -440,6 +440,7 @@ Manifest parseManifest(const std::string& text, const std::string& file) {
         r.enumeration(f["precond_source"], "features.precond_source",
                       enumValues({PrecondSource::EmaSqSquash, PrecondSource::HypergradOgd}));
     m.features.solve = r.enumeration(f["solve"], "features.solve", enumValues({SolveKind::Linear, SolveKind::Delta}));
+    if (f["steps"]) m.features.steps = int(r.integer(f["steps"], "features.steps", 1, 4));
 
     const YAML::Node d = root["dims"];
     r.checkKeys(d, "dims", {"key", "value"});
@@ -564,6 +565,9 @@ void crossCheck(const Manifest& m, const Spec& s, const std::string& mpath, cons
     }
   }
   if (m.features.solve != s.solve.kind) mismatch("features.solve", toString(m.features.solve), toString(s.solve.kind));
+  if (m.features.steps != householderSteps(s)) {
+    mismatch("features.steps", std::to_string(m.features.steps), "solve.steps " + std::to_string(householderSteps(s)));
+  }
   if (sorted(m.key_dims) != sorted(s.key_dims)) mismatch("dims.key", listString(m.key_dims), listString(s.key_dims));
   if (sorted(m.value_dims) != sorted(s.value_dims)) {
     mismatch("dims.value", listString(m.value_dims), listString(s.value_dims));
@@ -626,6 +630,7 @@ Spec layerOf(const Manifest& m) {
   s.precond.squash.has_gain = m.layer.precond_gain;
   s.precond.hypergrad.has_retention = m.layer.precond_gate;
   s.solve.kind = m.features.solve;
+  s.solve.steps = m.features.steps;
   s.scale = m.layer.scale;
   s.heads_qk = m.layer.heads_qk;
   s.gva_ratio = m.layer.gva_ratio;
@@ -663,12 +668,6 @@ Spec loadSpec(const std::string& dir, const Manifest& manifest) {
     packageError(msg);
   }
   Spec spec = *parsed.spec;
-  // The kernels take one key, value and gain row per token; dgpsc refuses solve.steps > 1, so such a
-  // package was made by hand and would run a different recurrence.
-  if (householderSteps(spec) > 1) {
-    packageError(spath + ": solve.steps is " + std::to_string(householderSteps(spec)) +
-                 " (Householder steps per token), which no kernel of the runtime runs (dgpsc compile refuses it)");
-  }
   const std::string hash = specHash(spec);
   if (hash != manifest.spec_hash) {
     packageError(mpath + ": spec_hash is \"" + manifest.spec_hash + "\" but " + spath + " hashes to \"" + hash +

@@ -471,7 +471,7 @@ std::int64_t Runtime::segmentChunks(const Package& package, const ForwardProblem
   }
   segment::SegmentRuleInputs rule;
   const std::int64_t BV = std::min<std::int64_t>(config.block_v, (p.value_dim + 15) / 16 * 16);
-  rule.chunksPerSeq = (p.seq_len + C - 1) / C;
+  rule.chunksPerSeq = (p.rows() + C - 1) / C;
   const auto tiles = [&](std::int64_t d) { return (d + BV - 1) / std::max<std::int64_t>(BV, 1); };
   rule.parallelWork = p.num_seqs * p.heads_v * tiles(p.value_dim);
   // segment_summary's grid: the E walk's value tiles and the M walk's K-column tiles (launch.forward_segmented)
@@ -691,7 +691,7 @@ void Runtime::launchForward(const Package& package, const ForwardTensors& t, con
                             impl_->workspace(p.device, guard.context(), stream, plan.workspace_bytes)));
   }
   a.batch = p.batch;
-  a.seq_len = p.seq_len;
+  a.seq_len = p.rows();  // rows of the step axis (T·n_h; abi.h, config.cuh DGPS_ROW_STEPS)
   a.num_seqs = p.num_seqs;
   a.heads_qk = p.heads_qk;
   a.heads_v = p.heads_v;

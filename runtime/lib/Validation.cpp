@@ -219,6 +219,28 @@ bool outputAliasesInput(const ForwardTensors& t) {
   return t.o.data && (t.o.data == t.q.data || t.o.data == t.k.data || t.o.data == t.v.data);
 }
 
+/// The layouts and meanings of k, v and beta: one row per token, or n_h rows per token (T*n_h rows, row
+/// t·n_h + j is Householder step j of token t).
+struct StepLayouts {
+  explicit StepLayouts(std::int64_t n)
+      : one(n == 1),
+        k(one ? "[B,T,H,K]" : "[B,T*" + std::to_string(n) + ",H,K]"),
+        v(one ? "[B,T,HV,V]" : "[B,T*" + std::to_string(n) + ",HV,V]"),
+        beta(one ? "[B,T,HV]" : "[B,T*" + std::to_string(n) + ",HV]") {}
+  const char* keys() const {
+    return one ? "keys" : "keys, one row per Householder step (row t*n_h + j: step j of token t)";
+  }
+  const char* values() const {
+    return one ? "values" : "values, one row per Householder step (row t*n_h + j: step j of token t)";
+  }
+  const char* gains() const {
+    return one ? "gain scalar: one write strength per value head"
+               : "gain scalar: one write strength per value head and Householder step (row t*n_h + j)";
+  }
+  bool one;
+  std::string k, v, beta;
+};
+
 float queryScale(const Spec& spec, std::int64_t K) {
   return spec.scale ? float(*spec.scale) : float(1.0 / std::sqrt(double(K)));
 }
@@ -262,17 +284,21 @@ ForwardProblem validateForward(const Spec& spec, const ForwardTensors& t) {
   }
   const std::int64_t B = p.batch, T = p.seq_len, H = p.heads_qk, HV = p.heads_v, K = p.key_dim, V = p.value_dim,
                      N = p.num_seqs;
+  // Several Householder steps per token (docs/math.md §3.7): k, v and beta carry T·n_h rows, token-major.
+  p.row_steps = householderSteps(spec);
+  const std::int64_t TS = p.rows();
+  const StepLayouts st(p.row_steps);
 
   const Slot slots[] = {
       {"q", &t.q, true, true, {B, T, H, K}, "[B,T,H,K]", "queries", "", Kind::Activation},
-      {"k", &t.k, true, true, {B, T, H, K}, "[B,T,H,K]", "keys", "", Kind::Activation},
-      {"v", &t.v, true, true, {B, T, HV, V}, "[B,T,HV,V]", "values", "", Kind::Activation},
+      {"k", &t.k, true, true, {B, TS, H, K}, st.k.c_str(), st.keys(), "", Kind::Activation},
+      {"v", &t.v, true, true, {B, TS, HV, V}, st.v.c_str(), st.values(), "", Kind::Activation},
       {"g", &t.g, spec.decay.kind != DecayKind::None, true,
        spec.decay.kind == DecayKind::Diagonal ? Dims{B, T, HV, K} : Dims{B, T, HV},
        spec.decay.kind == DecayKind::Diagonal ? "[B,T,HV,K]" : "[B,T,HV]", decayMeaning(spec), "decay is none",
        Kind::Float32},
-      {"beta", &t.beta, spec.gain.kind == GainKind::Scalar, true, {B, T, HV}, "[B,T,HV]",
-       "gain scalar: one write strength per value head", "gain is none", Kind::Float32},
+      {"beta", &t.beta, spec.gain.kind == GainKind::Scalar, true, {B, TS, HV}, st.beta.c_str(), st.gains(),
+       "gain is none", Kind::Float32},
       {"precond_g", &t.precond_g, specTakesPrecondGate(spec), true, {B, T, H}, "[B,T,H]",
        usesSquash(spec) ? "log-decay of the squash accumulator" : "log retention of the hypergradient state",
        precond ? "the preconditioner has no gate/retention input" : "precond is none", Kind::Float32},

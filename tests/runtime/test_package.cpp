@@ -80,14 +80,23 @@ TEST(Package, SpecHashMismatchMeansTheSpecWasEdited) {
   EXPECT_NE(msg.find("regenerate"), std::string::npos) << msg;
 }
 
-TEST(Package, SeveralHouseholderStepsPerTokenHaveNoKernels) {
-  // dgpsc refuses solve.steps > 1 (Gated DeltaProduct); a package claiming it would run the one-step kernels.
+TEST(Package, ManifestStepsMustMatchTheSpec) {
+  // features.steps (Householder steps per token) decides how many rows of k, v, beta the runtime accepts per
+  // token: a manifest whose steps disagree with its spec's solve.steps is refused, naming both.
   TempDir tmp;
   std::string dir = test::writeTinyPackage(tmp / "tiny");
-  edit(dir + "/spec.yaml", "solve:\n  kind: delta\n", "solve:\n  kind: delta\n  steps: 2\n");
+  edit(dir + "/manifest.yaml", "solve: delta}", "solve: delta, steps: 2}");
   std::string msg = openError(dir);
-  EXPECT_NE(msg.find("solve.steps is 2"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("spec.yaml"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("features.steps is 2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("solve.steps 1"), std::string::npos) << msg;
+}
+
+TEST(Package, ManifestStepsOutOfRangeAreRefused) {
+  TempDir tmp;
+  std::string dir = test::writeTinyPackage(tmp / "tiny");
+  edit(dir + "/manifest.yaml", "solve: delta}", "solve: delta, steps: 9}");
+  std::string msg = openError(dir);
+  EXPECT_NE(msg.find("features.steps"), std::string::npos) << msg;
 }
 
 TEST(Package, ManifestThatDisagreesWithTheSpecIsRejected) {

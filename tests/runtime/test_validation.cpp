@@ -109,8 +109,6 @@ TEST(Validation, AgreesWithTheReferenceOnEveryShippedSpec) {
     SCOPED_TRACE(name);
     Spec spec = shippedSpec(name);
     if (!hasKernel(spec, KernelKind::ChunkForward)) continue;
-    // solve.steps > 1 has no package and no kernels (the runtime refuses it at Package::open).
-    if (householderSteps(spec) > 1) continue;
     for (bool varlen : {false, true}) {
       if (varlen && !spec.varlen) continue;
       ProblemShape shape = shapeFor(spec, varlen);
@@ -119,6 +117,8 @@ TEST(Validation, AgreesWithTheReferenceOnEveryShippedSpec) {
       ForwardProblem p = validateForward(spec, t);
       EXPECT_EQ(p.batch, shape.batch);
       EXPECT_EQ(p.seq_len, shape.seq_len);
+      EXPECT_EQ(p.row_steps, householderSteps(spec));  // k, v, beta rows per token
+      EXPECT_EQ(p.rows(), shape.seq_len * householderSteps(spec));
       EXPECT_EQ(p.num_seqs, shape.numSeqs());
       EXPECT_EQ(p.heads_v, shape.heads_v);
       EXPECT_EQ(p.varlen, varlen);
@@ -167,6 +167,35 @@ TEST(Validation, C14_KdaWithGdnShapedGateAndBf16State) {
   bad.initial_state.dtype = ScalarType::BF16;
   msg = errorOf([&] { validateForward(kda, bad); });
   EXPECT_HAS(msg, "tensor 'initial_state': expected dtype f32, got bf16");
+}
+
+// Several Householder steps per token (Gated DeltaProduct, n_h = 2): k, v and beta carry T·n_h rows, q, g and
+// o carry T; one row count off names the tensor and the layout with its step count.
+TEST(Validation, HouseholderStepsTakeStepRowsForKeysValuesAndGains) {
+  Spec gdp = shippedSpec("gated_deltaproduct");
+  ASSERT_EQ(householderSteps(gdp), 2);
+  ProblemShape shape = shapeFor(gdp, false);
+  ForwardTensors t = referenceTensors(gdp, shape, ScalarType::BF16);
+  const auto B = shape.batch, T = shape.seq_len, H = shape.heads_qk, HV = shape.heads_v, K = shape.key_dim;
+  ASSERT_EQ(t.k.shape, (std::vector<std::int64_t>{B, 2 * T, H, K}));
+  ASSERT_EQ(t.q.shape, (std::vector<std::int64_t>{B, T, H, K}));
+  EXPECT_EQ(validateForward(gdp, t).rows(), 2 * T);
+
+  ForwardTensors bad = t;
+  bad.k = TensorView(fakePtr(70), ScalarType::BF16, {B, T, H, K}, 0);  // one key row per token
+  std::string msg = errorOf([&] { validateForward(gdp, bad); });
+  EXPECT_HAS(msg, "tensor 'k': expected shape [B,T*2,H,K] = " + shapeToString({B, 2 * T, H, K}));
+  EXPECT_HAS(msg, "Householder step");
+
+  bad = t;
+  bad.beta = TensorView(fakePtr(71), ScalarType::F32, {B, T, HV}, 0);
+  msg = errorOf([&] { validateForward(gdp, bad); });
+  EXPECT_HAS(msg, "tensor 'beta': expected shape [B,T*2,HV] = " + shapeToString({B, 2 * T, HV}));
+
+  bad = t;
+  bad.g = TensorView(fakePtr(72), ScalarType::F32, {B, 2 * T, HV}, 0);  // the gate is per token
+  msg = errorOf([&] { validateForward(gdp, bad); });
+  EXPECT_HAS(msg, "tensor 'g': expected shape [B,T,HV] = " + shapeToString({B, T, HV}));
 }
 
 // GVA ratios.

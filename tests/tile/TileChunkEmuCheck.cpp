@@ -171,7 +171,7 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, bool f16, std::i
   const dgps::launch::FeatureSet f = featuresOf(spec);
   dgps::launch::ProblemShape ls;
   ls.B = B;
-  ls.T = T;
+  ls.T = T * dgps::householderSteps(spec);  // the kernels' row axis: T·n_h steps (abi.h)
   ls.N = N;
   ls.H = s.heads_qk;
   ls.HV = HV;
@@ -203,7 +203,7 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, bool f16, std::i
   a.o = o.data();
   a.final_state = ref.has_final_state ? sT.data() : nullptr;
   a.batch = B;
-  a.seq_len = T;
+  a.seq_len = T * dgps::householderSteps(spec);
   a.num_seqs = N;
   a.heads_qk = s.heads_qk;
   a.heads_v = HV;

@@ -12,7 +12,8 @@
 //      warpgroup that rebuilds P⊙k or P⊙q, with two stages and with one);
 //   3. o and the final state are compared with the float64 reference (dgps::runReference).
 // Problems: T = 100 (a partial last chunk) with B = 2 and an initial state where the spec takes one; varlen
-// cu = {0, 37, 100} when the spec allows it; H = 2 (or the spec's), and a GVA problem (2 value heads per key
+// cu = {0, 37, 100} and a padded buffer cu = {0, 37, 71} (rows past 71 must read back as zeros) when the
+// spec allows it; H = 2 (or the spec's), and a GVA problem (2 value heads per key
 // head) when the spec's reference allows it. K = V = 64 with C = 64, BV = 64, 2 stages (the warpgroup-MMA
 // path on sm_90a, emulated) and K = V = 32 with C = 32, BV = 32, 1 stage (mma.sync, two warps), bf16 inputs;
 // fp16 inputs once (dense, K = V = 64, wide) where the spec takes them.
@@ -156,7 +157,7 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, const Config& cfg, int 
   const dgps::launch::FeatureSet f = featuresOf(spec);
   dgps::launch::ProblemShape ls;
   ls.B = B;
-  ls.T = T;
+  ls.T = T * dgps::householderSteps(spec);  // the kernels' row axis: T·n_h steps (abi.h)
   ls.N = N;
   ls.H = H;
   ls.HV = HV;
@@ -186,7 +187,7 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, const Config& cfg, int 
   a.cu_seqlens = cuv.empty() ? nullptr : cuv.data();
   a.workspace = ws.data();
   a.batch = B;
-  a.seq_len = T;
+  a.seq_len = T * dgps::householderSteps(spec);
   a.num_seqs = N;
   a.heads_qk = H;
   a.heads_v = HV;
@@ -308,6 +309,8 @@ int run(int argc, char** argv) {
     ok = checkOnce(sp, m, r.c, r.K, 2, 100, H, {}, 7150 + r.K + (r.c.f16 ? 100 : 0)) && ok;
     if (r.c.f16) continue;  // fp16: the dense problem only
     if (spec.varlen) ok = checkOnce(sp, m, r.c, r.K, 1, 100, H, {0, 37, 100}, 7151 + r.K) && ok;
+    // a token buffer longer than the packed sequences: o rows past cu_seqlens[N] must come back as zeros
+    if (spec.varlen && r.K == 64) ok = checkOnce(sp, m, r.c, r.K, 1, 100, H, {0, 37, 71}, 7153 + r.K) && ok;
     if (gvaOk && r.K == 64) ok = checkOnce(gva, m, r.c, r.K, 1, 100, 1, {}, 7152 + r.K) && ok;
   }
   return ok ? 0 : 1;

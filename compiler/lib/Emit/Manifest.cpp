@@ -99,7 +99,10 @@ FailureOr<std::string> emitManifest(const Spec& s, const PlanSummary& plan, std:
   os << "spec: spec.yaml\n";
   os << "features: {decay: " << toString(s.decay.kind) << ", gain: " << toString(s.gain.kind)
      << ", precond: " << toString(s.precond.kind) << ", precond_side: " << toString(s.precond.side)
-     << ", precond_source: " << toString(s.precond.source) << ", solve: " << toString(s.solve.kind) << "}\n";
+     << ", precond_source: " << toString(s.precond.source) << ", solve: " << toString(s.solve.kind);
+  // Householder steps per token (docs/math.md §3.7): k, v, beta carry steps rows per token; absent = 1
+  if (householderSteps(s) > 1) os << ", steps: " << householderSteps(s);
+  os << "}\n";
   os << "dims: {key: " << flowList(s.key_dims) << ", value: " << flowList(s.value_dims) << "}\n";
   os << "dtypes: {inputs: " << dtypeList(s.input_dtypes) << ", state: " << toString(s.state_dtype) << "}\n";
   os << "io: {initial_state: " << yamlBool(s.initial_state) << ", final_state: " << yamlBool(s.final_state)
@@ -117,14 +120,15 @@ FailureOr<std::string> emitManifest(const Spec& s, const PlanSummary& plan, std:
 }
 
 FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp tileModule) {
-  // The device library's roles take one key, value and gain row per token; a multi-step recurrence
-  // (Gated DeltaProduct) is checked on the CPU (chunk-IR executor) but has no kernels yet.
+  // The device library's roles take one key, value and gain row per token; a multi-step recurrence (Gated
+  // DeltaProduct) runs its chunk roles from the tile IR, where q, g and o go through row maps.
   if (householderSteps(spec) > 1)
-    return plan.emitError() << "spec '" << spec.name << "' has solve.steps " << householderSteps(spec)
-                            << " (Householder steps per token): the device library's kernels take one key, "
-                               "value and gain row per token, and the kernels for solve.steps > 1 are to come "
-                               "from the tile IR, which does not lower them yet; `dgpsc check` and `dgpsc plan` "
-                               "work for it, and the float64 reference and chunk-IR executor run it on the CPU";
+    for (const char* role : {"_chunk_local", "_state_output"})
+      if (!tileModule || !tileModule.lookupSymbol<func::FuncOp>(spec.name + role))
+        return plan.emitError() << "spec '" << spec.name << "' has solve.steps " << householderSteps(spec)
+                                << " (Householder steps per token): its kernels come from the tile IR, but there is "
+                                   "no tile function @"
+                                << spec.name << role << " (dgpsc compile lowers both chunk roles for it)";
   FailureOr<PlanSummary> summary = summarizePlan(spec, plan);
   if (failed(summary)) return failure();
   std::optional<std::string> tileDecode, tileChunkLocal, tileStateOutput;

@@ -134,6 +134,7 @@ class ChunkEmitter {
     if (failed(place(op, op.getResult()))) return failure();
     const bool key = op.getHead() == HeadOf::key_head;
     const std::string heads = key ? "H" : "HV", head = key ? "h" : "hv", n = name(op.getResult());
+    if (op.getRowSteps()) return chunkRowsMapped(op, n, heads, head);
     if (isVec(t)) {
       row(op.getResult(), "t::load_row_scalars(" + n + ", a." + op.getName().str() + ", at, " + heads + ", " + head +
                               ", i);");
@@ -145,6 +146,25 @@ class ChunkEmitter {
     else
       os_ << "  t::load_rows32<C, KP>(" << n << ", PG, a." << op.getName().str() << ", at, " << heads << ", " << head
           << ", K);\n";
+    pendingLoads_ = true;
+    return success();
+  }
+
+  /// A per-token tensor on the step axis (tile.chunk_rows with a row map, row_map.cuh): token row r / n on
+  /// the rows r of the map's phase, 0 elsewhere.
+  LogicalResult chunkRowsMapped(ChunkRowsOp op, const std::string& n, const std::string& heads,
+                                const std::string& head) {
+    TileType t = cast<TileType>(op.getType());
+    const std::string map = "t::RowMap{" + std::to_string(*op.getRowSteps()) + ", " +
+                            std::to_string(*op.getRowPhase()) + "}";
+    if (isVec(t)) {
+      row(op.getResult(), "t::load_row_scalars_mapped(" + n + ", a." + op.getName().str() + ", at, " + heads + ", " +
+                              head + ", " + map + ", 0.f, i);");
+      return success();
+    }
+    if (!is16(t)) return op.emitOpError("has a row map, which the emitter prints for 16-bit rows and [C] vectors");
+    os_ << "  t::load_rows16_mapped<C, KP>(" << n << ", PQ, a." << op.getName().str() << ", at, " << heads << ", "
+        << head << ", K, " << map << ");\n";
     pendingLoads_ = true;
     return success();
   }

@@ -66,6 +66,13 @@ LogicalResult checkLayout(StateWalkOp w, const launch::FeatureSet& f) {
   return success();
 }
 
+/// The walk's row map of q (`query`) or o as a t::RowMap initializer (row_map.cuh); empty without one.
+std::string rowMapOf(StateWalkOp w, bool query) {
+  if (!w.getRowSteps()) return "";
+  return "t::RowMap{" + std::to_string(*w.getRowSteps()) + ", " +
+         std::to_string(query ? *w.getQueryPhase() : *w.getOutputPhase()) + "}";
+}
+
 /// Which warps load a stage tile: without a rescale the consumers load everything; with one the producer loads
 /// what its rebuild reads or rewrites (and the record, which it reads first), the consumers the rest.
 enum class Loader { consumers, producer };
@@ -87,6 +94,10 @@ void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::Feature
     os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * K) + chunk * C * K, K, Lr, "
           "K"
        << th;
+  else if (out && mine(reQ) && w.getRowSteps())  // q has one row per token: the step rows of the query's phase
+    os << "    t::load_rows16_mapped<C, KP, true>(dev::smem_at<uint16_t>(st, L.q), 0, "
+          "static_cast<const uint16_t*>(a.q) + h * K, H * K, sq.bos + c * C, Lr, K, "
+       << rowMapOf(w, true) << th;
   else if (out && mine(reQ))
     os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K" << th;
   // the raw key in the k tile is the scan's input too: the producer loads it (launch_rules.h rawKInKTile)
@@ -222,7 +233,12 @@ void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end) {
   if (out) {
     os << "    t::lower_readout<C, PC, 8>(XQ, NA, N, sTok + 0, dev::smem_at<uint16_t>(st, L.aqk));\n";
     // rows of o that are not 32-byte aligned (V = 120) are stored whole by all threads after one barrier
-    os << "    t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + ((sq.bos + c * C) * HV + hv) * V, "
+    if (w.getRowSteps())  // o has one row per token: written from the step rows of the output's phase
+      os << "    t::store_rows_mapped<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + hv * V, HV * V, "
+            "sq.bos + c * C, "
+         << rowMapOf(w, false) << ", v0, V, Lr, ct, NT, [] { " << syncCons << "; });\n";
+    else
+      os << "    t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + ((sq.bos + c * C) * HV + hv) * V, "
           "HV * V, v0, V, Lr, ct, NT, [] { "
        << syncCons << "; });\n";
   }

@@ -3,7 +3,8 @@
 // ops are translated one by one (loads, l2norm, gate_cumsum, kkt, qk_attn, solve_tril); the per-token record
 // and the per-channel gated operands that the device library's state_output reads from the workspace
 // (launch_rules.h WorkspaceLayout) are added from the same values; the preconditioner's in-chunk rebuild
-// (accum_apply, hypergrad_apply) becomes a tile.channel_scan. A chunk op without a tile lowering is an error
+// (accum_apply, hypergrad_apply) becomes a tile.channel_scan; a chunk.spread_steps (several steps per token)
+// becomes the row map of its load's tile.chunk_rows. A chunk op without a tile lowering is an error
 // naming it; the kernel is then left to the device library.
 #include <cmath>
 #include <map>
@@ -55,7 +56,7 @@ class ChunkLocalBuilder {
     ch::SolveTrilOp solve;
     Operation* apply = nullptr;
     for (Operation& op : body) {
-      if (isa<ch::LoadOp, ch::L2NormOp, ch::GateCumsumOp, ch::YieldOp>(op)) continue;
+      if (isa<ch::LoadOp, ch::L2NormOp, ch::GateCumsumOp, ch::SpreadStepsOp, ch::YieldOp>(op)) continue;
       if (auto k = dyn_cast<ch::KKTOp>(op))
         kkt = k;
       else if (auto q = dyn_cast<ch::QKAttnOp>(op))
@@ -71,6 +72,7 @@ class ChunkLocalBuilder {
     }
     if (!qk) return kernel.emitOpError("chunk_local without chunk.qk_attn has no tile lowering");
     if (!kkt != !solve) return kernel.emitOpError("chunk_local needs both or neither of chunk.kkt and chunk.solve_tril");
+    if (failed(collectRowMaps(body))) return failure();
 
     // 1. loads (the 16-bit rows and the scan's start vector asynchronously), published by the barrier
     for (Operation& op : body)
@@ -78,7 +80,8 @@ class ChunkLocalBuilder {
         if (failed(load(l))) return failure();
         if (l.getName() == "beta") gain_ = map_[l.getResult()].tile;
       }
-    if (gain && !gain_) gain_ = b_.create<ChunkRowsOp>(loc_, vec_, "beta", HeadOf::value_head);
+    if (gain && !gain_)
+      gain_ = b_.create<ChunkRowsOp>(loc_, vec_, "beta", HeadOf::value_head, IntegerAttr(), IntegerAttr());
     if (apply) {
       scanStart_ = b_.create<WorkspaceRowsOp>(loc_, vecK_, "pst");
       if (isa<ch::HypergradApplyOp>(apply)) scanB_ = b_.create<WorkspaceRowsOp>(loc_, vec_, "pcoef");
@@ -91,7 +94,9 @@ class ChunkLocalBuilder {
     SmallVector<ch::L2NormOp> norms;
     for (Operation& op : body)
       if (auto n = dyn_cast<ch::L2NormOp>(op)) norms.push_back(n);
+    spreadRows(body);  // spread_steps of a load: the load carries the row map
     if (failed(l2norms(norms))) return failure();
+    spreadRows(body);  // spread_steps of an l2norm
     for (Operation& op : body)
       if (auto c = dyn_cast<ch::GateCumsumOp>(op)) map_[c.getResult()] = {cumsum(map_[c.getGate()].tile), {}};
     b_.create<BarrierOp>(loc_);
@@ -99,6 +104,39 @@ class ChunkLocalBuilder {
   }
 
  private:
+  /// chunk.spread_steps (several steps per token) places a per-token tensor on one step of each token: it
+  /// becomes a row map on the tile.chunk_rows of the load it reads (directly or through its l2norm; a zero
+  /// row has a finite norm factor and stays zero). The load must feed nothing but that spread.
+  LogicalResult collectRowMaps(Block& body) {
+    for (Operation& op : body) {
+      auto s = dyn_cast<ch::SpreadStepsOp>(op);
+      if (!s) continue;
+      Value root = s.getInput();
+      Operation* via = nullptr;
+      if (auto n = root.getDefiningOp<ch::L2NormOp>()) {
+        via = n;
+        root = n.getInput();
+      }
+      auto l = root.getDefiningOp<ch::LoadOp>();
+      if (!l || l->getBlock() != &body)
+        return s.emitOpError("has a tile lowering only for a load of this kernel, or its l2norm");
+      for (Operation* user : l->getUsers())
+        if (user != s.getOperation() && user != via)
+          return user->emitOpError() << "reads the per-token load \"" << l.getName()
+                                     << "\" beside its chunk.spread_steps (one row map per load)";
+      if (via && !via->hasOneUse()) return via->emitOpError("feeds more than its chunk.spread_steps");
+      rowMap_[l.getOperation()] = {(int64_t)s.getSteps(), (int64_t)s.getStep()};
+    }
+    return success();
+  }
+
+  /// Maps each spread_steps result to its input's tile once the input has one.
+  void spreadRows(Block& body) {
+    for (Operation& op : body)
+      if (auto s = dyn_cast<ch::SpreadStepsOp>(op))
+        if (!map_.count(s.getResult()) && map_.count(s.getInput())) map_[s.getResult()] = map_[s.getInput()];
+  }
+
   Value fill(double x, double pad = 0.0) {
     return b_.create<ChunkFillOp>(loc_, vec_, b_.getF32FloatAttr((float)x), b_.getF32FloatAttr((float)pad));
   }
@@ -122,7 +160,13 @@ class ChunkLocalBuilder {
       type = vec_;
     else
       return l.emitOpError() << "loads \"" << name << "\", which chunk_local's tile lowering does not read";
-    Value v = b_.create<ChunkRowsOp>(loc_, type, name, keyHead ? HeadOf::key_head : HeadOf::value_head);
+    auto rows = b_.create<ChunkRowsOp>(loc_, type, name, keyHead ? HeadOf::key_head : HeadOf::value_head,
+                                       IntegerAttr(), IntegerAttr());
+    if (auto it = rowMap_.find(l.getOperation()); it != rowMap_.end()) {
+      rows.setRowStepsAttr(b_.getI64IntegerAttr(it->second.first));
+      rows.setRowPhaseAttr(b_.getI64IntegerAttr(it->second.second));
+    }
+    Value v = rows;
     if (type == rows16_) raw_.insert(v);
     map_[l.getResult()] = {v, {}};
     return success();
@@ -269,6 +313,7 @@ class ChunkLocalBuilder {
   Type f32_;
   TileType rows16_, rows32_, vec_, vecK_, block_;
   llvm::DenseMap<Value, Rows> map_;
+  llvm::DenseMap<Operation*, std::pair<int64_t, int64_t>> rowMap_;  ///< load -> (steps, step) of its spread
   llvm::DenseSet<Value> raw_;                ///< 16-bit rows still in the input dtype
   llvm::DenseMap<Value, Value> encoded_;     ///< their bf16 re-encodings
   Value ones_, gain_;

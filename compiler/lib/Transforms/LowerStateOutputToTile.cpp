@@ -4,8 +4,9 @@
 // the delta rule's residual through the solve block), which carry (the gate's rank), which operand sources
 // (a per-channel gate reads the gated operands chunk_local wrote), the start state and what is written. A
 // preconditioner's in-chunk rebuild (chunk.accum_apply / chunk.hypergrad_apply of the write key or the query)
-// becomes the walk's rescale, run by a producer warpgroup (StateWalkLowering.h setRescale). A chunk op this
-// lowering does not know is an error naming it; the kernel is then left to the device library.
+// becomes the walk's rescale, run by a producer warpgroup (StateWalkLowering.h setRescale); a query spread onto
+// several steps per token and an o gathered from them give the walk its row map. A chunk op this lowering does not
+// know is an error naming it; the kernel is then left to the device library.
 #include "StateWalkLowering.h"
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
@@ -30,13 +31,15 @@ struct WalkPlan {
   ch::StatePassOp pass;
   ch::OutputOp output;
   Operation* apply = nullptr;  ///< the preconditioner's rebuild, if any
+  ch::GatherStepsOp gather;  ///< o from each token's last step (several steps per token)
   bool writesO = false, writesFinal = false, initial = false;
 };
 
 /// Collects the kernel's state pass, read-out and stores; fails on an op without a tile lowering.
 LogicalResult inspect(ch::KernelOp kernel, WalkPlan& p) {
   for (Operation& op : kernel.getBody().front()) {
-    if (isa<ch::L2NormOp, ch::GateCumsumOp, ch::WYRecomputeOp, ch::GainScaleOp, ch::YieldOp>(op)) continue;
+    if (isa<ch::L2NormOp, ch::GateCumsumOp, ch::WYRecomputeOp, ch::GainScaleOp, ch::SpreadStepsOp, ch::YieldOp>(op))
+      continue;
     if (auto l = dyn_cast<ch::LoadOp>(op)) {
       p.initial |= l.getName() == "initial_state";
       continue;
@@ -53,8 +56,13 @@ LogicalResult inspect(ch::KernelOp kernel, WalkPlan& p) {
       p.output = o;
       continue;
     }
+    if (auto g = dyn_cast<ch::GatherStepsOp>(op); g && p.output && !p.gather && g.getInput() == p.output.getResult()) {
+      p.gather = g;
+      continue;
+    }
     if (auto st = dyn_cast<ch::StoreOp>(op)) {
-      if (st.getName() == "o" && st.getValue() == p.output.getResult()) {
+      const Value o = p.gather ? p.gather.getResult() : (p.output ? p.output.getResult() : Value());
+      if (st.getName() == "o" && o && st.getValue() == o) {
         p.writesO = true;
         continue;
       }
@@ -73,6 +81,31 @@ LogicalResult inspect(ch::KernelOp kernel, WalkPlan& p) {
   if (p.output && p.output.getGate() != p.pass.getGate())
     return p.output.emitOpError("must share its gate with the kernel's chunk.state_pass (one carry per chunk)");
   if (!p.writesO && !p.writesFinal) return kernel.emitOpError("state_output stores neither \"o\" nor \"final_state\"");
+  return success();
+}
+
+/// The spread_steps that places the query on the step axis, looking through its l2norm; null if none.
+ch::SpreadStepsOp querySpread(Value query) {
+  if (auto n = query.getDefiningOp<ch::L2NormOp>()) query = n.getInput();
+  return query.getDefiningOp<ch::SpreadStepsOp>();
+}
+
+/// Several steps per token (chunk.spread_steps / gather_steps in the kernel): the walk's rows are steps, and
+/// q and o go through a row map (TileStateOps.td). The query must be spread and o gathered with the same n.
+LogicalResult setRowMap(WalkPlan p, StateWalkOp walk) {  // by value: op getters are not const
+  ch::SpreadStepsOp q = p.output ? querySpread(p.output.getQuery()) : nullptr;
+  if (!q && !p.gather) return success();
+  if (!q || !p.gather || !p.writesO)
+    return (q ? q.getOperation() : p.gather.getOperation())->emitOpError()
+           << "has no tile lowering without its pair: a state walk over several steps per token reads the query "
+              "spread onto the steps (chunk.spread_steps) and writes o gathered from them (chunk.gather_steps)";
+  if (q.getSteps() != p.gather.getSteps())
+    return p.gather.emitOpError() << "has steps = " << p.gather.getSteps() << " but the query's spread_steps has "
+                                  << q.getSteps();
+  Builder b(walk.getContext());
+  walk.setRowStepsAttr(b.getI64IntegerAttr(q.getSteps()));
+  walk.setQueryPhaseAttr(b.getI64IntegerAttr(q.getStep()));
+  walk.setOutputPhaseAttr(b.getI64IntegerAttr(p.gather.getStep()));
   return success();
 }
 
@@ -100,7 +133,8 @@ struct LowerStateOutputToTilePass : public dgps::impl::LowerStateOutputToTileBas
       FailureOr<StateWalkOp> walk =
           buildStateWalk(body, kernel.getLoc(), p.pass, f, p.pass.getW(), p.pass.getGate(), ends);
       const Value query = p.output ? p.output.getQuery() : Value();
-      if (failed(walk) || (p.apply && failed(setRescale(*walk, p.apply, p.pass.getWriteKey(), query)))) {
+      if (failed(walk) || (p.apply && failed(setRescale(*walk, p.apply, p.pass.getWriteKey(), query))) ||
+          failed(setRowMap(p, *walk))) {
         fn.erase();
         return signalPassFailure();
       }

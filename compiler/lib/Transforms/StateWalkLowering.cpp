@@ -58,7 +58,8 @@ FailureOr<StateWalkOp> buildStateWalk(OpBuilder& b, Location loc, Operation* at,
                                opt(ends.startRegion), opt(ends.endRegion), ends.zeroValues,
                                /*rescale (setRescale)*/ WalkOperandAttr(), StringAttr(), StringAttr(),
                                ScanReadoutAttr(), StringAttr(), FloatAttr(), FloatAttr(), FloatAttr(), FloatAttr(),
-                               IntegerAttr(), DenseI32ArrayAttr());
+                               IntegerAttr(), DenseI32ArrayAttr(),
+                               /*row map: none*/ IntegerAttr(), IntegerAttr(), IntegerAttr());
 }
 
 namespace {

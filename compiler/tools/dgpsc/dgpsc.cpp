@@ -228,18 +228,26 @@ int compile(const CompileOptions& o) {
     }
   }
 
-  // A spec with several Householder steps per token has no package at all (emitPackage refuses it, naming
-  // solve.steps); its chunk roles are not lowered first, so that reason stays the one error whatever --codegen.
+  // A spec with several Householder steps per token (solve.steps > 1) has no device-library kernels: its
+  // chunk_local and state_output always come from the tile IR (the step ops become row maps there), whatever
+  // --codegen says; it has no sequence-parallel kernels (a row-mapped walk is a whole-sequence walk).
   const bool oneStep = dgps::householderSteps(canonical) == 1;
-  if (codegenHas(o.codegen, "tile-chunk-local") && oneStep &&
+  if ((codegenHas(o.codegen, "tile-chunk-local") || !oneStep) &&
       mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerChunkLocalToTile(), tileModule)))
     return 1;
   if (codegenHas(o.codegen, "tile-precond") && oneStep &&
       mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerPrecondRolesToTile(), tileModule)))
     return 1;
-  if (codegenHas(o.codegen, "tile-state-output") && oneStep &&
+  if ((codegenHas(o.codegen, "tile-state-output") || !oneStep) &&
       mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerStateOutputToTile(), tileModule)))
     return 1;
+  if (!oneStep && codegenHas(o.codegen, "tile-segment")) {
+    std::cerr << "dgpsc: error: " << o.spec << ": --codegen=tile-segment: solve.steps is "
+              << dgps::householderSteps(canonical)
+              << ": the sequence-parallel state pass has no tile lowering in a forward with several Householder "
+                 "steps per token\n";
+    return 1;
+  }
 
   // The sequence-parallel state pass's kernels are extra symbols beside the plain roles (which they leave
   // unchanged), so every package whose state pass has a tile lowering (no preconditioner) gets them; an

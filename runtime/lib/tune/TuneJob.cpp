@@ -40,6 +40,7 @@ ForwardProblem planProblem(const Package& package, const tuning::TuneProblem& pr
   p.batch = s.varlen ? 1 : s.N;
   p.num_seqs = s.N;
   p.seq_len = s.T;
+  p.row_steps = householderSteps(package.layer());  // tokens of T; the kernels' rows are its steps
   p.heads_qk = s.H;
   p.heads_v = s.HV;
   p.key_dim = s.K;

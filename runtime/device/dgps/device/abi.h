@@ -13,6 +13,8 @@
 //   initial_state / final_state                 [N, HV, K, V] fp32
 //   initial_precond_state / final_precond_state [N, H, K]     fp32
 //   cu_seqlens      [N + 1]         int64; when non-null, B == 1 and sequences are packed along T.
+// With n_h Householder steps per token (spec solve.steps, docs/math.md §3.7) k, v and beta carry T·n_h rows
+// (row t·n_h + j is step j of token t), q, g and o keep T rows, cu_seqlens counts tokens, and seq_len is T·n_h.
 // Pointers a spec does not use are null. Index arithmetic on these pointers is 64-bit.
 #pragma once
 
@@ -39,7 +41,8 @@ struct ForwardArgs {
   float* final_precond_state;
   void* workspace;           ///< scratch of the size the manifest's workspace rule gives; may be null if 0.
   int64_t batch;             ///< B (1 when cu_seqlens is set).
-  int64_t seq_len;           ///< T (total packed tokens when cu_seqlens is set).
+  int64_t seq_len;           ///< T (total packed tokens when cu_seqlens is set); T·n_h rows of the step axis for
+                             ///< a package with n_h = DGPS_ROW_STEPS > 1 steps per token (config.cuh).
   int64_t num_seqs;          ///< N = B, or len(cu_seqlens) − 1.
   int64_t heads_qk;          ///< H.
   int64_t heads_v;           ///< HV.

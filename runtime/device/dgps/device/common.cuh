@@ -69,11 +69,15 @@ struct Seq {
   int64_t len = 0;
 };
 
+/// Boundary n of the packed sequences on the forward's row axis: cu_seqlens[n] counts tokens, a token spans
+/// cfg::ROW_STEPS rows (config.cuh DGPS_ROW_STEPS; 1 unless the forward takes several steps per token).
+DGPS_DEV int64_t row_bound(const ForwardArgs& a, int64_t n) { return a.cu_seqlens[n] * cfg::ROW_STEPS; }
+
 DGPS_DEV Seq seq_of(const ForwardArgs& a, int64_t n) {
   Seq s;
   if (a.cu_seqlens != nullptr) {
-    s.bos = a.cu_seqlens[n];
-    s.len = a.cu_seqlens[n + 1] - s.bos;
+    s.bos = row_bound(a, n);
+    s.len = row_bound(a, n + 1) - s.bos;
   } else {
     s.bos = n * a.seq_len;
     s.len = a.seq_len;
@@ -102,10 +106,10 @@ DGPS_DEV bool slot_to_chunk(const ForwardArgs& a, int64_t slot, int64_t& n, int6
     if (hi < 0) return false;
     while (lo < hi) {
       const int64_t mid = (lo + hi + 1) >> 1;
-      if (a.cu_seqlens[mid] / C + mid <= slot) lo = mid; else hi = mid - 1;
+      if (row_bound(a, mid) / C + mid <= slot) lo = mid; else hi = mid - 1;
     }
     n = lo;
-    c = slot - (a.cu_seqlens[n] / C + n);
+    c = slot - (row_bound(a, n) / C + n);
     if (c < 0) return false;
   }
   s = seq_of(a, n);
@@ -120,11 +124,13 @@ DGPS_DEV bool slot_to_chunk(const ForwardArgs& a, int64_t slot, int64_t& n, int6
 /// A no-op without cu_seqlens, for slots that are not tail slots, and for cu[N] outside [0, T].
 DGPS_DEV void zero_output_tail(const ForwardArgs& a, int64_t slot, int64_t hv) {
   if (a.cu_seqlens == nullptr) return;
-  const int64_t C = cfg::C, N = a.num_seqs, end = a.cu_seqlens[N];
+  const int64_t C = cfg::C, N = a.num_seqs, end = row_bound(a, N), S = cfg::ROW_STEPS;
   if (end < 0 || end >= a.seq_len) return;
   const int64_t j = slot - (end / C + N);
   if (j < 0) return;
-  const int64_t r0 = end + j * C, r1 = lmin(r0 + C, a.seq_len);
+  // the slot's step rows [end + jC, ...) hold the o rows of the tokens that start in them (o has one row per
+  // token: row r / S of a step row r; with S = 1 the two coincide)
+  const int64_t r0 = (end + j * C + S - 1) / S, r1 = (lmin(end + (j + 1) * C, a.seq_len) + S - 1) / S;
   constexpr int kChunksPerRow = cfg::V / 8;  // 16-byte stores (V % 8 == 0; o rows are 16-byte aligned)
   uint16_t* o = static_cast<uint16_t*>(a.o);
   const U4 zero = {0u, 0u, 0u, 0u};

@@ -12,6 +12,7 @@
 #include "dgps/tile/gated_rows.cuh"
 #include "dgps/tile/lower_product.cuh"
 #include "dgps/tile/lower_product_gated.cuh"
+#include "dgps/tile/row_map.cuh"
 #include "dgps/tile/row_norm.cuh"
 #include "dgps/tile/scan.cuh"
 #include "dgps/tile/token_record.cuh"

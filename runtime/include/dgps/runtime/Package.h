@@ -15,7 +15,8 @@
 //   source: kernels.cu               file names inside the package folder
 //   spec: spec.yaml
 //   features: {decay: none|scalar|diagonal, gain: none|scalar, precond: none|diagonal,
-//              precond_side: key|query, precond_source: ema_sq_squash|hypergrad_ogd, solve: linear|delta}
+//              precond_side: key|query, precond_source: ema_sq_squash|hypergrad_ogd, solve: linear|delta,
+//              steps: 2..4 (optional, default 1: Householder steps per token, the spec's solve.steps)}
 //   dims: {key: [..], value: [..]}   supported K and V (each 1..256)
 //   dtypes: {inputs: [bf16, f16], state: f32}
 //   io: {initial_state, final_state, initial_precond_state, final_precond_state, varlen: bool}
@@ -73,6 +74,7 @@ struct PackageFeatures {
   PrecondSide precond_side = PrecondSide::Key;
   PrecondSource precond_source = PrecondSource::EmaSqSquash;
   SolveKind solve = SolveKind::Delta;
+  int steps = 1;  ///< Householder steps per token (spec solve.steps): k, v and beta carry steps rows per token
 };
 
 struct PackageIo {

@@ -20,6 +20,11 @@ namespace dgps {
 struct ForwardProblem {
   std::int64_t batch = 0;      ///< B (1 with cu_seqlens)
   std::int64_t seq_len = 0;    ///< T (total packed tokens with cu_seqlens)
+  /// Rows of k, v and beta per token: the spec's solve.steps n_h (docs/math.md §3.7; 1 for every single-step
+  /// spec). The kernels' row axis is then the steps: rows() = T·n_h; q, g, o keep T rows, cu_seqlens counts
+  /// tokens.
+  std::int64_t row_steps = 1;
+  std::int64_t rows() const { return seq_len * row_steps; }
   std::int64_t num_seqs = 0;   ///< N = B, or len(cu_seqlens) - 1
   std::int64_t heads_qk = 0;   ///< H
   std::int64_t heads_v = 0;    ///< HV

@@ -65,6 +65,12 @@ LogicalResult ChunkRowsOp::verify() {
   if (!llvm::equal(t.getDims(), std::initializer_list<Extent>{Extent::C, Extent::K}) &&
       !(llvm::equal(t.getDims(), std::initializer_list<Extent>{Extent::C}) && t.getElementType().isF32()))
     return emitOpError() << "loads [C, K] rows or a [C] f32 vector, got " << str(t);
+  if (getRowSteps().has_value() != getRowPhase().has_value())
+    return emitOpError("row_steps and row_phase go together (the row map of a per-token tensor)");
+  if (getRowSteps() && (*getRowSteps() < 2 || *getRowSteps() > 4))
+    return emitOpError() << "row_steps is " << *getRowSteps() << "; expected 2..4 rows per token";
+  if (getRowPhase() && *getRowPhase() >= *getRowSteps())
+    return emitOpError() << "row_phase is " << *getRowPhase() << "; expected 0.." << *getRowSteps() - 1;
   return success();
 }
 

@@ -16,6 +16,26 @@ LogicalResult expectSource(Operation* op, const char* slot, StringRef value, std
   return op->emitOpError() << slot << " reads \"" << value << "\"; expected one of " << list;
 }
 
+/// The row map: all three attributes or none, n in 2..4, phases in [0, n), and a query read from the input.
+LogicalResult verifyRowMap(StateWalkOp w) {
+  const bool any = w.getRowSteps() || w.getQueryPhase() || w.getOutputPhase();
+  if (!any) return success();
+  if (!w.getRowSteps() || !w.getQueryPhase() || !w.getOutputPhase())
+    return w.emitOpError("row_steps, query_phase and output_phase go together (the row map of q and o)");
+  const uint64_t n = *w.getRowSteps();
+  if (n < 2 || n > 4) return w.emitOpError() << "row_steps is " << n << "; expected 2..4 rows per token";
+  const std::pair<const char*, uint64_t> phases[] = {{"query_phase", *w.getQueryPhase()},
+                                                      {"output_phase", *w.getOutputPhase()}};
+  for (auto [what, p] : phases)
+    if (p >= n) return w.emitOpError() << what << " is " << p << "; expected 0.." << n - 1;
+  if (w.getQuery() != "q")
+    return w.emitOpError() << "maps the rows of the query, which must then be the input \"q\" (got \"" << w.getQuery()
+                         << "\")";
+  if (w.getStart() == StateStart::region || w.getEndRegion())
+    return w.emitOpError("a row-mapped walk is a whole-sequence walk (no segment regions)");
+  return success();
+}
+
 }  // namespace
 
 LogicalResult StateWalkOp::verify() {
@@ -49,6 +69,7 @@ LogicalResult StateWalkOp::verify() {
     return failure();
   if (!getWriteOutput() && !getWriteFinal() && !getEndRegion())
     return emitOpError("writes nothing: set write_output, write_final or end_region");
+  if (failed(verifyRowMap(*this))) return failure();
   return verifyRescale();
 }
 

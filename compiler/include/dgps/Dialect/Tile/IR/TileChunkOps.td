@@ -18,8 +18,14 @@ def Tile_ChunkRowsOp : Tile_Op<"chunk_rows"> {
     `%k = tile.chunk_rows "k" at key_head : !tile.tile<[C, K], bf16, smem, row>` is rows t0 .. t0+C of the
     argument `k` at the CTA's key head; rows past the sequence's end and columns past K are zero. A [C]
     result reads one f32 per row. Loads complete at the next `tile.barrier`.
+
+    Row map (`row_steps` = n >= 2 with `row_phase` = p in [0, n)): the argument has one row per token while
+    the chunk's rows are steps, n per token (a forward with several steps per token, docs/math.md §3.7).
+    Row r of the row axis then reads token row r / n when r mod n == p and 0 otherwise (a zero log-gate is a
+    decay of 1, a zero query reads nothing): runtime/device/dgps/tile/row_map.cuh.
   }];
-  let arguments = (ins StrAttr:$name, Tile_HeadOf:$head);
+  let arguments = (ins StrAttr:$name, Tile_HeadOf:$head, OptionalAttr<I64Attr>:$row_steps,
+                       OptionalAttr<I64Attr>:$row_phase);
   let results = (outs Tile_AnyTile:$result);
   let assemblyFormat = "$name `at` $head attr-dict `:` type($result)";
 }

@@ -94,6 +94,11 @@ def Tile_StateWalkOp : Tile_Op<"state_walk"> {
     the per-thread register budget each side keeps when registers can be handed over (whole warpgroups, over
     256 threads); the launch's thread count and stage layout (launch_rules.h stateOutputThreads /
     stateOutputSmem) must provide for them.
+    Row map (`row_steps` = n >= 2, `query_phase`, `output_phase` in [0, n)): the walk's rows are steps, n per
+    token (docs/math.md §3.7), while the input query "q" and the output o have one row per token. Row r reads
+    the query of token r / n when r mod n == query_phase (else a zero query row), and o's token row r / n is
+    written from row r when r mod n == output_phase (other rows are not stored). The other operands (keys,
+    values, workspace) have one row per step. runtime/device/dgps/tile/row_map.cuh.
   }];
   let arguments = (ins Tile_StateStart:$start, StrAttr:$query, StrAttr:$write_key, OptionalAttr<StrAttr>:$read_key,
                        StrAttr:$values, StrAttr:$record, OptionalAttr<StrAttr>:$solve, StrAttr:$readout,
@@ -105,7 +110,9 @@ def Tile_StateWalkOp : Tile_Op<"state_walk"> {
                        OptionalAttr<StrAttr>:$scan_center, OptionalAttr<F32Attr>:$scan_base,
                        OptionalAttr<F32Attr>:$scan_eps, OptionalAttr<F32Attr>:$scan_min,
                        OptionalAttr<F32Attr>:$scan_max, OptionalAttr<I32Attr>:$producer_warps,
-                       OptionalAttr<DenseI32ArrayAttr>:$registers);
+                       OptionalAttr<DenseI32ArrayAttr>:$registers,
+                       OptionalAttr<I64Attr>:$row_steps, OptionalAttr<I64Attr>:$query_phase,
+                       OptionalAttr<I64Attr>:$output_phase);
   let extraClassDeclaration = [{
     /// The rebuild's attributes agree (rescale, scan_*, producer_warps, registers).
     ::mlir::LogicalResult verifyRescale();
