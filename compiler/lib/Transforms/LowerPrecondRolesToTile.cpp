@@ -61,16 +61,16 @@ LogicalResult buildSummary(ch::KernelOp k, OpBuilder& b) {
     return b.create<ChunkFillOp>(loc, vec, b.getF32FloatAttr((float)x), b.getF32FloatAttr((float)pad));
   };
   // loads and per-row coefficients (the emitter prints the row-local ones as one loop beside the row loads)
-  Value x = b.create<ChunkRowsOp>(loc, rows16, key.getName(), HeadOf::key_head);
+  Value x = b.create<ChunkRowsOp>(loc, rows16, key.getName(), HeadOf::key_head, IntegerAttr(), IntegerAttr());
   Value logDecay, a, gainRows;
   if (gate) {
-    logDecay = b.create<ChunkRowsOp>(loc, vec, gate.getName(), HeadOf::key_head);
+    logDecay = b.create<ChunkRowsOp>(loc, vec, gate.getName(), HeadOf::key_head, IntegerAttr(), IntegerAttr());
     a = b.create<RowExpOp>(loc, vec, logDecay, b.getF32FloatAttr(1.f));  // e^0 = 1 on pad rows
   } else {
     a = fill(1.0, 1.0);
     logDecay = fill(0.0, 0.0);
   }
-  gainRows = gain ? Value(b.create<ChunkRowsOp>(loc, vec, gain.getName(), HeadOf::key_head)) : fill(1.0, 0.0);
+  gainRows = gain ? Value(b.create<ChunkRowsOp>(loc, vec, gain.getName(), HeadOf::key_head, IntegerAttr(), IntegerAttr())) : fill(1.0, 0.0);
   Value r = norm ? Value() : fill(1.0, 0.0);
   b.create<BarrierOp>(loc);
   if (norm) {
