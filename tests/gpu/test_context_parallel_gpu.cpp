@@ -34,14 +34,31 @@ constexpr double kTolRef = 1.5e-2;
 // piece's start state comes through the fp32 fold E + M·h), as in SegmentedTest.
 constexpr double kTolSingle = 1e-2;
 
-/// A view of tokens [t0, t1) of a per-token tensor [1, T, ...] (contiguous rows).
-TensorView tokenRows(const DeviceTensor& x, std::int64_t t0, std::int64_t t1) {
+/// Tokens [t0, t1) of a per-token host tensor [1, T, ...] (contiguous rows), as a tensor of its own: a rank of
+/// a context-parallel job holds its piece in its own allocations (aligned as any allocation), not as a view
+/// into another rank's memory.
+Tensor tokenRows(const Tensor& x, std::int64_t t0, std::int64_t t1) {
   std::vector<std::int64_t> shape = x.shape();
-  std::int64_t row = 1;
-  for (std::size_t i = 2; i < shape.size(); ++i) row *= shape[i];
+  const std::size_t row = x.nbytes() / std::size_t(shape[1]);
   shape[1] = t1 - t0;
-  char* base = static_cast<char*>(x.data()) + std::size_t(t0 * row) * elementSize(x.dtype());
-  return TensorView(base, x.dtype(), shape, x.device());
+  const auto first = x.bytes().begin() + std::ptrdiff_t(std::size_t(t0) * row);
+  return Tensor::fromBytes(x.dtype(), shape, std::vector<std::uint8_t>(first, first + std::ptrdiff_t(std::size_t(t1 - t0) * row)));
+}
+
+/// `rows` rows of `x` (a [1, T', ...] device tensor with T' >= rows) as a [1, rows, ...] view; an empty piece
+/// keeps a one-row allocation, so its (unread) pointers are real ones, as a rank's empty buffers would be.
+TensorView leadingRows(const DeviceTensor& x, std::int64_t rows) {
+  std::vector<std::int64_t> shape = x.shape();
+  shape[1] = rows;
+  return TensorView(x.data(), x.dtype(), shape, x.device());
+}
+
+/// A rank's own device copy of tokens [t0, t1) of `x` (one zero row when the piece is empty).
+DeviceTensor ownRows(const Tensor& x, std::int64_t t0, std::int64_t t1, int dev) {
+  if (t1 > t0) return DeviceTensor::upload(tokenRows(x, t0, t1), dev);
+  std::vector<std::int64_t> shape = x.shape();
+  shape[1] = 1;
+  return DeviceTensor::upload(Tensor(x.dtype(), shape), dev);
 }
 
 struct CpOutputs {
@@ -62,11 +79,9 @@ CpOutputs runSimulatedRanks(Runtime& rt, const Package& pkg, const ReferenceInpu
   const Tensor& v = in.at("v");
   const std::int64_t T = q.dim(1), K = q.dim(3), HV = v.dim(2), V = v.dim(3), N = plan.numDocs;
 
-  std::map<std::string, DeviceTensor> d;
-  for (const auto& kv : in) d.emplace(kv.first, DeviceTensor::upload(kv.second, dev));
-  DeviceTensor o(q.dtype(), {1, T, HV, V}, dev), docFinal(ScalarType::F32, {N, HV, K, V}, dev);
-  o.poison();
+  DeviceTensor docFinal(ScalarType::F32, {N, HV, K, V}, dev), docInitial;
   docFinal.poison();
+  if (in.count("initial_state")) docInitial = DeviceTensor::upload(in.at("initial_state"), dev);
   const cp::SummaryLayout layout = memorySummaryLayout(N, HV, K, V);
   const std::size_t slotBytes = layout.slotElements() * 4;
 
@@ -74,7 +89,8 @@ CpOutputs runSimulatedRanks(Runtime& rt, const Package& pkg, const ReferenceInpu
   const CudaDriver& drv = cudaDriver();
   struct Rank {
     CUstream stream = nullptr;
-    DeviceTensor recv, cu, localInit, localFinal;
+    DeviceTensor recv, cu, localInit, localFinal, o;
+    std::map<std::string, DeviceTensor> inputs;  // the rank's own copies of its tokens
     ForwardTensors piece;
     PieceStates states;
     LaunchOptions opts;
@@ -91,18 +107,21 @@ CpOutputs runSimulatedRanks(Runtime& rt, const Package& pkg, const ReferenceInpu
     for (std::size_t i = 0; i < rp.localCuSeqlens.size(); ++i) localCu.setInt(std::int64_t(i), rp.localCuSeqlens[i]);
     k.cu = DeviceTensor::upload(localCu, dev);
     for (const char* name : {"q", "k", "v", "g", "beta"}) {
-      if (!d.count(name)) continue;
-      const TensorView view = tokenRows(d.at(name), rp.begin, rp.end);
+      if (!in.count(name)) continue;
+      const DeviceTensor& own = k.inputs.emplace(name, ownRows(in.at(name), rp.begin, rp.end, dev)).first->second;
+      const TensorView view = leadingRows(own, rp.end - rp.begin);
       if (std::string(name) == "q") k.piece.q = view;
       if (std::string(name) == "k") k.piece.k = view;
       if (std::string(name) == "v") k.piece.v = view;
       if (std::string(name) == "g") k.piece.g = view;
       if (std::string(name) == "beta") k.piece.beta = view;
     }
-    k.piece.o = tokenRows(o, rp.begin, rp.end);
+    k.o = DeviceTensor(q.dtype(), {1, std::max<std::int64_t>(rp.end - rp.begin, 1), HV, V}, dev);
+    k.o.poison();
+    k.piece.o = leadingRows(k.o, rp.end - rp.begin);
     k.piece.cu_seqlens = k.cu.view();
     const std::int64_t n = std::int64_t(rp.fragments.size());
-    if (d.count("initial_state")) k.states.doc_initial = d.at("initial_state").view();
+    if (in.count("initial_state")) k.states.doc_initial = docInitial.view();
     k.states.doc_final = docFinal.view();
     if (n > 0) {
       k.localInit = DeviceTensor(ScalarType::F32, {n, HV, K, V}, dev);
@@ -128,7 +147,15 @@ CpOutputs runSimulatedRanks(Runtime& rt, const Package& pkg, const ReferenceInpu
   }
   for (Rank& k : ranks) checkCuda(drv.cuStreamSynchronize(k.stream), "cuStreamSynchronize");
   for (Rank& k : ranks) drv.cuStreamDestroy(k.stream);
-  return {o.download(), docFinal.download()};
+  // o of the whole batch: each rank's rows in place (every token belongs to exactly one rank)
+  Tensor o(q.dtype(), {1, T, HV, V});
+  const std::size_t row = o.nbytes() / std::size_t(T);
+  for (int r = 0; r < G; ++r) {
+    const cp::RankPlan& rp = plan.rank[std::size_t(r)];
+    const Tensor piece = ranks[std::size_t(r)].o.download();
+    std::copy_n(piece.bytes().begin(), std::size_t(rp.end - rp.begin) * row, o.data() + std::size_t(rp.begin) * row);
+  }
+  return {o, docFinal.download()};
 }
 
 class ContextParallelGpuTest : public ::testing::Test {
