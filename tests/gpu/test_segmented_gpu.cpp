@@ -35,8 +35,8 @@ class SegmentedTest : public ::testing::Test {
     if (dir.empty()) GTEST_SKIP() << "no package: generated/ held no package when the build was configured";
     pkg_ = std::make_unique<Package>(Package::open(dir));
     if (pkg_->manifest().launch.forward_segmented.empty())
-      GTEST_SKIP() << pkg_->name() << " has no segmented state pass (launch.forward_segmented): its state pass has "
-                   << "no tile lowering yet (a preconditioner)";
+      GTEST_SKIP() << pkg_->name() << " has no segmented state pass (launch.forward_segmented): the segment kernels "
+                   << "do not print a rescaled walk (a preconditioner) or a row-mapped one (several steps per token) yet";
     RuntimeOptions o;
     o.cache_dir = std::string(DGPS_GPU_CACHE_DIR);
     rt_ = std::make_unique<Runtime>(o);
