@@ -22,7 +22,7 @@ inline const std::vector<std::string>& shippedSpecs() {
   static const std::vector<std::string> v = {"linear_attention", "mamba2", "deltanet", "gdn",
                                              "kda",              "pdn",    "pgdn",     "pkda",
                                              "osdn",             "osdn_apf", "atq",
-                                             "gated_deltaproduct"};
+                                             "gated_deltaproduct", "gdn_gva"};
   return v;
 }
 

@@ -96,6 +96,7 @@ TEST(ShippedSpecs, ClassifiedAsTheirModel) {
       {"atq", "D=scalar G=beta(0,1) P=diagonal-query/ema_sq_squash S=delta  ~ GDN + diagonal ATQ (no "
               "released kernel)"},
       {"gated_deltaproduct", "D=scalar G=beta(0,1) P=none S=deltax2  ~ Gated DeltaProduct"},
+      {"gdn_gva", "D=scalar G=beta(0,1) P=none S=delta  ~ GDN"},  // grouped value heads do not change the model
   };
   for (const std::string& stem : shippedSpecs()) {
     ParseResult r = parseSpecFile(specsDir() + "/" + stem + ".yaml");
