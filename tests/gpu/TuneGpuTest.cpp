@@ -71,7 +71,9 @@ std::string hookedSource(const std::string& source, const TileConfig& wrong, con
       "#ifdef DGPS_TEST_FAULT\n  if (blockIdx.x == 0 && threadIdx.x == 0) *reinterpret_cast<volatile int*>(16) = 1;\n#endif\n"
       "}\n";
   // After the includes: the hook needs dgps::ForwardArgs.
-  const std::size_t inc = out.find("#include \"dgps/device/dgps.cuh\"");
+  // the library include, or the tile library's for a package emitted wholly from the tile IR
+  std::size_t inc = out.find("#include \"dgps/device/dgps.cuh\"");
+  if (inc == std::string::npos) inc = out.find("#include \"dgps/tile/tile.cuh\"");
   const std::size_t eol = inc == std::string::npos ? std::string::npos : out.find('\n', inc);
   if (eol == std::string::npos) return "";
   return out.substr(0, eol + 1) + hook + out.substr(eol + 1);

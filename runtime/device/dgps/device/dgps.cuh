@@ -15,9 +15,7 @@
 // Traits members a spec does not use are normal in generated code.
 #pragma nv_diag_suppress 177
 #endif
-#include "dgps/device/config.cuh"
-#include "dgps/device/launch_rules.h"
-#include "dgps/device/common.cuh"
+#include "dgps/device/base.cuh"
 #include "dgps/device/fwd_precond.cuh"
 #include "dgps/device/fwd_chunk_local.cuh"
 #include "dgps/device/fwd_state_output.cuh"

@@ -67,9 +67,12 @@ DGPS_DEV void load_vec32(float* v, const float* src, int K) {
 /// v_i = x on a real row, pad on a pad row.
 DGPS_DEV void fill_rows(RowVec v, float x, float pad, const ChunkAt& at, int i) { v[i] = i < at.Lr ? x : pad; }
 
-/// y_i = e^{x_i} on a real row, pad on a pad row.
+/// y_i = e^{x_i} on a real row, pad on a pad row. The exponential is taken on every row and the pad chosen
+/// by a select, not a branch: a branch around it kept ptxas from issuing the row loop's next global load
+/// before the exponential (precond_summary ran 7% slower on the H200 for that alone).
 DGPS_DEV void exp_rows(RowVec y, RowVec x, float pad, const ChunkAt& at, int i) {
-  y[i] = i < at.Lr ? dev::exp_(x[i]) : pad;
+  const float e = dev::exp_(x[i]);
+  y[i] = i < at.Lr ? e : pad;
 }
 
 /// y_i = a_i · b_i.

@@ -1,11 +1,13 @@
 // The typed tile library (README.md in this folder): everything the tile emitter's kernels call.
 #pragma once
 
+#include "dgps/device/base.cuh"  // the ABI, configuration, launch contract and device primitives
 #include "dgps/tile/elementwise.cuh"
 #include "dgps/tile/frag.cuh"
 #include "dgps/tile/reduce.cuh"
 #include "dgps/tile/split_vec.cuh"
 #include "dgps/tile/update.cuh"
+#include "dgps/tile/exp2_scale.cuh"
 // chunk roles (tiles over the rows of one chunk)
 #include "dgps/tile/channel_scan.cuh"
 #include "dgps/tile/chunk_rows.cuh"
@@ -27,3 +29,6 @@
 #include "dgps/tile/state_rows_product.cuh"
 #include "dgps/tile/value_residual.cuh"
 #include "dgps/tile/state_fold.cuh"
+#include "dgps/tile/segment_slots.cuh"
+// warp specialisation: producer warps beside the consumer warps, with their register budgets
+#include "dgps/tile/warp_split.cuh"
