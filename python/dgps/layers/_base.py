@@ -12,7 +12,7 @@ import math
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..op import check_no_context_parallel, load
+from ..op import load
 from ._modules import GatedRMSNorm, RMSNorm, ShortConvolution, repad, unpad
 
 
@@ -69,10 +69,21 @@ class DgpsLayer(nn.Module):
     def output_gate(self, x):
         return self.g_proj(x) if self.use_gate else None
 
-    def recurrence(self, q, k, v, gates, cu_seqlens):
-        """The DGPS op (tests swap in the float64 reference here)."""
-        o, _, _ = self.op(q, k, v, cu_seqlens=cu_seqlens, **gates)
+    def recurrence(self, q, k, v, gates, cu_seqlens, **context_parallel):
+        """The DGPS op (tests swap in the float64 reference here); context_parallel: cp_group and
+        cp_bounds of a context-parallel call, passed only when cp_group is given."""
+        o, _, _ = self.op(q, k, v, cu_seqlens=cu_seqlens, **gates, **context_parallel)
         return o
+
+    def _check_context_parallel(self, attention_mask):
+        if self.use_short_conv:
+            raise NotImplementedError(
+                f"{type(self).__name__}: cp_group with use_short_conv=True: the causal convolution at a piece's "
+                f"first tokens needs the previous rank's last {self.q_conv1d.kernel_size[0] - 1} tokens, which the "
+                "context-parallel layer does not exchange yet; build the layer with use_short_conv=False")
+        if attention_mask is not None:
+            raise ValueError(f"{type(self).__name__}: cp_group with an attention_mask: pass this rank's piece of "
+                             "the packed tokens and the global cu_seqlens instead of a padding mask")
 
     def _qkv(self, x, cu_seqlens):
         q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
@@ -85,11 +96,20 @@ class DgpsLayer(nn.Module):
                 v.view(B, T, self.num_v_heads, self.head_v_dim))
 
     def forward(self, hidden_states, attention_mask=None, past_key_values=None, use_cache=False,
-                output_attentions=False, cu_seqlens=None, cp_group=None, **kwargs):
+                output_attentions=False, cu_seqlens=None, cp_group=None, cp_bounds=None, **kwargs):
         """Returns (o [B,T,hidden], None, past_key_values), as FLA's layers do. Caches (use_cache) are
         not kept: serve decode through ``self.op.decode`` with a state pool (docs/python.md).
-        cp_group (context parallelism over a torch.distributed group) is not available yet."""
-        check_no_context_parallel(cp_group)
+
+        cp_group (a torch.distributed ProcessGroup): context parallelism, as the op's (Op.__call__):
+        hidden_states [1, T_r, hidden] is this rank's contiguous piece of the packed tokens, cu_seqlens the
+        global documents' offsets (or None: one sequence), cp_bounds the optional split; o comes back for the
+        rank's tokens. Every projection and gate is per token, so only the recurrence exchanges anything;
+        the short convolution would need the previous rank's last conv_size - 1 tokens, which are not
+        exchanged yet, so it is refused (use_short_conv=False), as is a padding mask (pack with cu_seqlens)."""
+        if cp_group is not None:
+            self._check_context_parallel(attention_mask)
+        elif cp_bounds is not None:
+            raise ValueError(f"{type(self).__name__}: cp_bounds is given without cp_group")
         if use_cache:
             raise NotImplementedError(f"{type(self).__name__}: use_cache is not supported; decode with "
                                       "layer.op.decode(..., state_pool=..., state_indices=...)")
@@ -100,7 +120,8 @@ class DgpsLayer(nn.Module):
                 raise ValueError("attention_mask must be a [batch, seq_len] 0/1 padding mask")
             x, indices, cu_seqlens = unpad(hidden_states, attention_mask[:, -T:])
         q, k, v = self._qkv(x, cu_seqlens)
-        o = self.recurrence(q, k, v, self.gates(x), cu_seqlens)
+        cp = {} if cp_group is None else dict(cp_group=cp_group, cp_bounds=cp_bounds)
+        o = self.recurrence(q, k, v, self.gates(x), cu_seqlens, **cp)
         gate = self.output_gate(x)
         if gate is not None:
             o = self.o_norm(o, gate.view(*o.shape))
