@@ -89,12 +89,13 @@ def rank_bounds(cp_bounds, G, rank, local_tokens, cu):
 def check_rank_device(rank, tensors):
     """Every tensor on the rank's CUDA device, torch.cuda.current_device() (where the rank's kernels run and
     where an NCCL group gathers)."""
-    where = f"cuda:{torch.cuda.current_device()}" if torch.cuda.is_available() else "a CUDA device"
+    where = f"cuda:{torch.cuda.current_device()}" if torch.cuda.is_available() else None
     for name, x in tensors.items():
         if x is not None and str(x.device) != where:
             raise native.InvalidArgument(
-                f"{_where(rank)}: tensor '{name}' is on {x.device}, expected this rank's device {where} "
-                "(torch.cuda.current_device(); call torch.cuda.set_device(...) on each rank before the forward)")
+                f"{_where(rank)}: tensor '{name}' is on {x.device}, expected this rank's CUDA device "
+                f"{where or '(torch sees none)'}: torch.cuda.current_device(), which torch.cuda.set_device(...) "
+                "chooses on each rank before the forward")
 
 
 def _cu_hash(cu):
@@ -193,10 +194,13 @@ class _RankCall:
         local_cu = torch.tensor(mine["local_cu_seqlens"], dtype=torch.int64, device=dev)
         tensors = dict(t, cu_seqlens=local_cu, initial_state=self.local_initial, final_state=self.local_final,
                        o=self.o, initial_precond_state=None, final_precond_state=None)
+        # the views are raw pointers: the call keeps every tensor they point at alive until it is done
+        self.tensors = tensors
         self.views = views(tensors, FORWARD_SLOTS)
         nbytes = op.runtime.cp_workspace_bytes(op.package, plan, rank, self.views, op.config)  # validates
         if nbytes:
-            self.views[-1] = view(_ops._workspace(nbytes, dev))
+            self.tensors["workspace"] = _ops._workspace(nbytes, dev)
+            self.views[-1] = view(self.tensors["workspace"])
         self.device = dev
 
     def header(self):
