@@ -33,6 +33,12 @@ def _where(rank):
     return f"dgps (context parallel, rank {rank})"
 
 
+def equal_bounds(tokens, ranks):
+    """The default split of `tokens` packed tokens over `ranks` ranks: G+1 offsets, ⌈T/G⌉ tokens per rank
+    (the last ones shorter or empty), cp::equalRankBounds. Public as dgps.cp_equal_bounds."""
+    return native.cp_equal_bounds(tokens, ranks)
+
+
 def group_shape(group):
     """(G, rank) of this process in `group`; a clear error for anything else."""
     import torch.distributed as dist

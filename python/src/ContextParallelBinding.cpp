@@ -108,7 +108,8 @@ std::size_t workspaceBytes(PyRuntime& py_runtime, const Package& package, const 
   Runtime& runtime = py_runtime.runtime();
   const ForwardTensors t = toForwardTensors(views);
   auto configFor = [&](const ForwardProblem& p) {
-    return config ? parseTileConfig(*config, package.manifest().default_config) : runtime.resolveForwardConfig(package, p);
+    return config ? parseTileConfig(*config, package.manifest().default_config)
+                  : runtime.resolveForwardConfig(package, p);
   };
   const ForwardProblem run = validateForward(package, t);
   std::size_t bytes = runtime.forwardWorkspaceBytes(package, run, configFor(run));

@@ -43,7 +43,8 @@ def naive_plan(cu, bounds):
                           continues_out=cont_out))
     for r, rp in enumerate(ranks):
         first = rp["fragments"][0][0] if rp["continues_in"] else None
-        rp["fold_from"] = [j for j in range(r) if first is not None and any(f[0] == first for f in ranks[j]["fragments"])]
+        holds_first = [any(f[0] == first for f in ranks[j]["fragments"]) for j in range(r)]
+        rp["fold_from"] = [j for j in range(r) if first is not None and holds_first[j]]
     final = []
     for n in range(N):
         if cu[n] < cu[n + 1]:
@@ -79,7 +80,7 @@ def test_plan_matches_token_enumeration():
 
 
 def test_equal_bounds_and_slot_size():
-    assert native.cp_equal_bounds(10, 4) == [0, 3, 6, 9, 10]
+    assert dgps.cp_equal_bounds(10, 4) == [0, 3, 6, 9, 10]
     assert native.cp_equal_bounds(8, 4) == [0, 2, 4, 6, 8]
     rng = random.Random(3)
     for _ in range(20):
@@ -237,8 +238,23 @@ def test_ranks_exchange_over_gloo(tmp_path):
     assert torch.equal(gathered[0], cp_workers.slot_pattern(0, S))  # rank 0's slot, in rank 0's row
     assert torch.equal(gathered[1], cp_workers.slot_pattern(1, S))
     # rank 1 alone had a bad split: it names its own problem, rank 0 names rank 1; nobody waited
-    assert "cp_bounds gives this rank tokens [13, 24) (11 tokens), but its q holds 12" in res[1]["one_rank_bad_bounds"][1]
+    bad_bounds = res[1]["one_rank_bad_bounds"][1]
+    assert "cp_bounds gives this rank tokens [13, 24) (11 tokens), but its q holds 12" in bad_bounds
     assert "rank 1 refused its arguments before the exchange" in res[0]["one_rank_bad_bounds"][1]
     # other cu_seqlens on one rank: each rank names the other
     assert "rank 1 planned another split: its cu_seqlens hash" in res[0]["other_cu"][1]
     assert "rank 0 planned another split: its cu_seqlens hash" in res[1]["other_cu"][1]
+
+
+def test_backward_names_the_spec():
+    """Inputs requiring grad go through an autograd.Function whose backward says there is none yet."""
+    from dgps import _context_parallel
+    q = torch.randn(3, requires_grad=True)
+    o, fs = _context_parallel.forward_autograd("gdn", lambda: (torch.randn(2), torch.randn(3)), [q])
+    assert o.requires_grad and fs.requires_grad
+    with pytest.raises(RuntimeError, match="dgps: no backward pass for spec 'gdn' yet"):
+        (o.sum() + fs.sum()).backward()
+    o, fs = _context_parallel.forward_autograd("gdn", lambda: (torch.randn(2), None), [q])
+    assert o.requires_grad and fs is None
+    o, fs = _context_parallel.forward_autograd("gdn", lambda: (torch.randn(2), None), [q.detach()])
+    assert not o.requires_grad
