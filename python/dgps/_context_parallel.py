@@ -77,7 +77,7 @@ def rank_bounds(cp_bounds, G, rank, local_tokens, cu):
         if cu is not None and cu and cu[-1] > T:
             raise native.InvalidArgument(
                 f"{_where(rank)}: cu_seqlens ends at token {cu[-1]}, but {G} ranks of {local_tokens} tokens (this "
-                f"rank's q.shape[1]) hold {T}; without cp_bounds every rank holds the same number of tokens; pass "
+                f"rank's piece) hold {T}; without cp_bounds every rank holds the same number of tokens; pass "
                 f"cp_bounds=[0, ..., T] (G+1 token offsets) for uneven pieces")
         return native.cp_equal_bounds(T, G)
     bounds = [int(b) for b in (cp_bounds.tolist() if isinstance(cp_bounds, torch.Tensor) else cp_bounds)]
@@ -88,7 +88,8 @@ def rank_bounds(cp_bounds, G, rank, local_tokens, cu):
     if bounds[rank + 1] - bounds[rank] != local_tokens:
         raise native.InvalidArgument(
             f"{_where(rank)}: cp_bounds gives this rank tokens [{bounds[rank]}, {bounds[rank + 1]}) "
-            f"({bounds[rank + 1] - bounds[rank]} tokens), but its q holds {local_tokens} (q.shape[1])")
+            f"({bounds[rank + 1] - bounds[rank]} tokens), but its piece holds {local_tokens} (q.shape[1], or a "
+            f"layer's hidden_states.shape[1])")
     return bounds
 
 

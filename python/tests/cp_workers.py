@@ -174,3 +174,53 @@ def gpu_worker(rank, G, store, out_dir):
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+# ----------------------------------------------------------------------------------------- layer halo
+LAYER_T = 12
+LAYER_CASES = [  # (global cu_seqlens or None, cp_bounds or None) for G = 3
+    ([0, 2, 9, 12], [0, 5, 6, 12]),  # rank 1 holds one token: rank 2's halo comes from ranks 0 and 1
+    (None, None),                    # one sequence, 4 tokens per rank
+    ([0, 5, 12], [0, 5, 6, 12]),     # a document starts at rank 1's first token: no halo may leak in
+]
+
+
+def per_token_recurrence(q, k, v, gates, cu_seqlens, **cp):
+    """Stands in for the op: o depends on every per-token input of its own token only, so a layer's output
+    rows show whether q, k, v and the gates reached the recurrence right (H = HV, K = V)."""
+    o = q + k + v
+    for g in gates.values():
+        o = o + (g.unsqueeze(-1) if g.dim() == 3 else g)
+    return o
+
+
+def halo_layer():
+    from dgps.layers import GatedDeltaNet
+    torch.manual_seed(0)
+    layer = GatedDeltaNet(hidden_size=64, head_dim=64, num_heads=1, expand_v=1).double()
+    layer.recurrence = per_token_recurrence
+    return layer, torch.randn(1, LAYER_T, 64, dtype=torch.float64)
+
+
+def layer_halo_worker(rank, G, store, out_dir):
+    """Each case of LAYER_CASES on this rank's piece of the hidden states; then rank 1 alone with bounds
+    that disagree with its tokens."""
+    try:
+        join_group(rank, G, store)
+        layer, x = halo_layer()
+        results = {}
+        for i, (cu, bounds) in enumerate(LAYER_CASES):
+            b = bounds or native.cp_equal_bounds(LAYER_T, G)
+            with torch.no_grad():
+                results[i] = layer(x[:, b[rank]:b[rank + 1]], cu_seqlens=cu, cp_group=dist.group.WORLD,
+                                   cp_bounds=bounds)[0]
+        b = [0, 5, 6, 12]
+        bad = [0, 5, 7, 12] if rank == 1 else b
+        results["bad"] = _attempt(lambda: layer(x[:, b[rank]:b[rank + 1]], cp_group=dist.group.WORLD, cp_bounds=bad))
+        torch.save(results, os.path.join(out_dir, f"layer_rank{rank}.pt"))
+    except Exception:  # noqa: BLE001 (reported to the test process with the traceback)
+        torch.save({"crash": traceback.format_exc()}, os.path.join(out_dir, f"layer_rank{rank}.pt"))
+        raise
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()

@@ -191,13 +191,10 @@ def test_shipped_segment_packages():
     assert not have & {"pgdn", "pkda", "osdn"}
 
 
-def test_layer_refuses_short_convolution_and_masks():
+def test_layer_refuses_masks():
     from dgps.layers import GatedDeltaNet
     layer = GatedDeltaNet(hidden_size=64, head_dim=64, num_heads=1, expand_v=1)
     x = torch.randn(1, 8, 64)
-    with pytest.raises(NotImplementedError, match="previous rank's last 3 tokens"):
-        layer(x, cp_group=object())
-    layer = GatedDeltaNet(hidden_size=64, head_dim=64, num_heads=1, expand_v=1, use_short_conv=False)
     with pytest.raises(ValueError, match="cp_group with an attention_mask"):
         layer(x, attention_mask=torch.ones(1, 8), cp_group=object())
     with pytest.raises(ValueError, match="cp_bounds is given without cp_group"):
@@ -239,7 +236,7 @@ def test_ranks_exchange_over_gloo(tmp_path):
     assert torch.equal(gathered[1], cp_workers.slot_pattern(1, S))
     # rank 1 alone had a bad split: it names its own problem, rank 0 names rank 1; nobody waited
     bad_bounds = res[1]["one_rank_bad_bounds"][1]
-    assert "cp_bounds gives this rank tokens [13, 24) (11 tokens), but its q holds 12" in bad_bounds
+    assert "cp_bounds gives this rank tokens [13, 24) (11 tokens), but its piece holds 12" in bad_bounds
     assert "rank 1 refused its arguments before the exchange" in res[0]["one_rank_bad_bounds"][1]
     # other cu_seqlens on one rank: each rank names the other
     assert "rank 1 planned another split: its cu_seqlens hash" in res[0]["other_cu"][1]
@@ -258,3 +255,33 @@ def test_backward_names_the_spec():
     assert o.requires_grad and fs is None
     o, fs = _context_parallel.forward_autograd("gdn", lambda: (torch.randn(2), None), [q.detach()])
     assert not o.requires_grad
+
+
+def test_layer_pieces_match_the_whole_over_gloo(tmp_path):
+    """Three gloo ranks run a layer (short convolutions of width 4) on their pieces, the recurrence standing
+    in as a per-token function: the rows equal the whole batch's, so each piece's convolution saw the right
+    tokens before it (from one or two earlier ranks) and none across a document start."""
+    import torch.distributed as dist
+    import torch.multiprocessing as mp
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("torch.distributed with gloo is not available in this torch build")
+    import cp_workers
+    G = 3
+    mp.spawn(cp_workers.layer_halo_worker, args=(G, str(tmp_path / "store"), str(tmp_path)), nprocs=G)
+    res = [torch.load(os.path.join(tmp_path, f"layer_rank{r}.pt")) for r in range(G)]
+    for r in range(G):
+        assert "crash" not in res[r], res[r].get("crash")
+    layer, x = cp_workers.halo_layer()
+    for i, (cu, bounds) in enumerate(cp_workers.LAYER_CASES):
+        with torch.no_grad():
+            whole = layer(x, cu_seqlens=None if cu is None else torch.tensor(cu))[0]
+        got = torch.cat([res[r][i] for r in range(G)], dim=1)
+        torch.testing.assert_close(got, whole, rtol=1e-12, atol=1e-12, msg=f"case {i}: cu={cu} bounds={bounds}")
+    # without the halo the pieces' first rows differ: the comparison above can fail
+    with torch.no_grad():
+        alone = layer(x[:, 6:], cu_seqlens=None)[0]
+        whole = layer(x)[0]
+    assert not torch.allclose(alone[:, :3], whole[:, 6:9])
+    assert "cp_bounds gives this rank tokens [5, 7) (2 tokens), but its piece holds 1" in res[1]["bad"][1]
+    for r in (0, 2):
+        assert "rank 1 refused its arguments before the short convolution's exchange" in res[r]["bad"][1]

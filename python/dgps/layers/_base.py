@@ -4,8 +4,9 @@
                  -> gates (subclass: decay, gain, preconditioner inputs)
                  -> the DGPS recurrence (a generated package, dgps.load(spec))
                  -> gated RMS norm per head (o_norm) -> o_proj
-Padding masks ([B,T], 1 = token) are handled by packing the kept tokens into one varlen call.
-Subclasses add their gate parameters and implement ``gates(x)``.
+Padding masks ([B,T], 1 = token) are handled by packing the kept tokens into one varlen call. With cp_group
+each rank holds a piece of the packed tokens (context parallelism: the convolutions' halo in _halo.py, the
+recurrence's exchange in the op). Subclasses add their gate parameters and implement ``gates(x)``.
 """
 import math
 
@@ -13,6 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..op import load
+from ._halo import extend_piece
 from ._modules import GatedRMSNorm, RMSNorm, ShortConvolution, repad, unpad
 
 
@@ -76,14 +78,17 @@ class DgpsLayer(nn.Module):
         return o
 
     def _check_context_parallel(self, attention_mask):
-        if self.use_short_conv:
-            raise NotImplementedError(
-                f"{type(self).__name__}: cp_group with use_short_conv=True: the causal convolution at a piece's "
-                f"first tokens needs the previous rank's last {self.q_conv1d.kernel_size[0] - 1} tokens, which the "
-                "context-parallel layer does not exchange yet; build the layer with use_short_conv=False")
         if attention_mask is not None:
             raise ValueError(f"{type(self).__name__}: cp_group with an attention_mask: pass this rank's piece of "
                              "the packed tokens and the global cu_seqlens instead of a padding mask")
+
+    def _qkv_context_parallel(self, x, cu_seqlens, cp_group, cp_bounds):
+        """q, k, v of this rank's piece; the short convolutions see the tokens before it (_halo.py)."""
+        if not self.use_short_conv:
+            return self._qkv(x, None)  # per token: nothing to exchange
+        halo = self.q_conv1d.kernel_size[0] - 1
+        x_ext, cu_ext, h = extend_piece(x, halo, cu_seqlens, cp_group, cp_bounds, type(self).__name__)
+        return tuple(t[:, h:] for t in self._qkv(x_ext, cu_ext))
 
     def _qkv(self, x, cu_seqlens):
         q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
@@ -103,9 +108,9 @@ class DgpsLayer(nn.Module):
         cp_group (a torch.distributed ProcessGroup): context parallelism, as the op's (Op.__call__):
         hidden_states [1, T_r, hidden] is this rank's contiguous piece of the packed tokens, cu_seqlens the
         global documents' offsets (or None: one sequence), cp_bounds the optional split; o comes back for the
-        rank's tokens. Every projection and gate is per token, so only the recurrence exchanges anything;
-        the short convolution would need the previous rank's last conv_size - 1 tokens, which are not
-        exchanged yet, so it is refused (use_short_conv=False), as is a padding mask (pack with cu_seqlens)."""
+        rank's tokens. Projections and gates are per token; the short convolutions get the conv_size - 1 tokens
+        before the piece from the earlier ranks (one all-gather, _halo.py), the recurrence exchanges its
+        summaries (the op). A padding mask is refused (pack the tokens and pass cu_seqlens)."""
         if cp_group is not None:
             self._check_context_parallel(attention_mask)
         elif cp_bounds is not None:
@@ -119,7 +124,10 @@ class DgpsLayer(nn.Module):
             if attention_mask.dim() != 2:
                 raise ValueError("attention_mask must be a [batch, seq_len] 0/1 padding mask")
             x, indices, cu_seqlens = unpad(hidden_states, attention_mask[:, -T:])
-        q, k, v = self._qkv(x, cu_seqlens)
+        if cp_group is None:
+            q, k, v = self._qkv(x, cu_seqlens)
+        else:
+            q, k, v = self._qkv_context_parallel(x, cu_seqlens, cp_group, cp_bounds)
         cp = {} if cp_group is None else dict(cp_group=cp_group, cp_bounds=cp_bounds)
         o = self.recurrence(q, k, v, self.gates(x), cu_seqlens, **cp)
         gate = self.output_gate(x)
