@@ -18,8 +18,8 @@ from dgps.reference import generate_inputs
 PER_TOKEN = ("q", "k", "v", "g", "beta")
 
 
-def join_group(rank, G, store):
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=G,
+def join_group(rank, G, store, backend="gloo"):
+    dist.init_process_group(backend, init_method=f"file://{store}", rank=rank, world_size=G,
                             timeout=datetime.timedelta(seconds=120))
 
 
@@ -146,31 +146,52 @@ def gpu_cases(G):
     return cases
 
 
+GPU_LAYERS = ("GatedDeltaNet", "KDA")   # layers over specs with segment kernels
+GPU_LAYER_CU = [0, 250, 600]             # two documents; the second crosses every piece boundary for G = 4
+
+
+def gpu_layer(name, device):
+    """A bf16 layer (short convolutions on) and hidden states [1, 600, 256], the same on every rank."""
+    import dgps.layers
+    torch.manual_seed(5)
+    layer = getattr(dgps.layers, name)(hidden_size=256, head_dim=64, num_heads=4, expand_v=1)
+    layer = layer.to(device).bfloat16().eval()
+    torch.manual_seed(6)
+    return layer, torch.randn(1, GPU_LAYER_CU[-1], 256).bfloat16().to(device)
+
+
 def case_inputs(op, T, cu, seed):
     H = op.info["heads_qk"] or 2
     K = [d for d in (64, 128) if d in op.info["key_dims"] and d in op.info["value_dims"]][0]
     return generate_inputs(op, 1, T, H, K, K, HV=H * op.info["gva_ratio"], seed=seed, cu_seqlens=cu)
 
 
-def gpu_worker(rank, G, store, out_dir):
-    """Every case of gpu_cases(G) on this rank's piece, on cuda:0 (all ranks share the GPU), through a gloo
-    group; o and the final states to out_dir."""
+def gpu_worker(rank, G, store, out_dir, backend="gloo"):
+    """Every case of gpu_cases(G) on this rank's piece through a `backend` group: gloo with every rank on
+    cuda:0 (sharing the GPU), nccl with rank r on cuda:r; o and the final states to out_dir."""
     try:
-        torch.cuda.set_device(0)
-        join_group(rank, G, store)
+        device = f"cuda:{rank if backend == 'nccl' else 0}"
+        torch.cuda.set_device(device)
+        join_group(rank, G, store, backend)
         for i, (name, T, cu, bounds) in enumerate(gpu_cases(G)):
             op = dgps.load(name, config=dgps.load(name).info["default_config"])
             x = case_inputs(op, T, cu, seed=100 + i)
             b = bounds or native.cp_equal_bounds(T, G)
-            p = piece(x, b, rank, "cuda")
+            p = piece(x, b, rank, device)
             HV, V = x["v"].shape[2], x["v"].shape[3]
-            poison("cuda", (1, b[rank + 1] - b[rank], HV, V), tuple(x["initial_state"].shape))
+            poison(device, (1, b[rank + 1] - b[rank], HV, V), tuple(x["initial_state"].shape))
             gates = {n: p[n] for n in ("g", "beta") if n in p}
             o, fs, fps = op(p["q"], p["k"], p["v"], **gates, initial_state=p["initial_state"], cu_seqlens=cu,
                             cp_bounds=bounds, output_final_state=True, cp_group=dist.group.WORLD)
             assert fps is None
             torch.save({"o": o.cpu(), "final_state": None if fs is None else fs.cpu()},
                        os.path.join(out_dir, f"case{i}_rank{rank}.pt"))
+        for name in GPU_LAYERS:
+            layer, h = gpu_layer(name, device)
+            b = native.cp_equal_bounds(h.shape[1], G)
+            with torch.no_grad():
+                o = layer(h[:, b[rank]:b[rank + 1]], cu_seqlens=GPU_LAYER_CU, cp_group=dist.group.WORLD)[0]
+            torch.save(o.cpu(), os.path.join(out_dir, f"layer_{name}_rank{rank}.pt"))
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()

@@ -5,7 +5,9 @@ of o, put together, and their final states, summed over the ranks, must equal th
 the whole batch on the same GPU and the float64 reference: a packed batch (documents crossing piece
 boundaries, an empty document, padding rows), one sequence crossing every boundary, and an uneven split
 (an empty rank and a one-token rank), all from drawn initial states. Each rank's outputs start poisoned
-(NaN); rows of final_state a rank does not own must be exactly zero."""
+(NaN); rows of final_state a rank does not own must be exactly zero. With two GPUs or more, the same with
+an NCCL group, one rank per GPU (skipped, saying so, on one GPU). Also the layers GatedDeltaNet and KDA
+(short convolutions on) on the ranks' pieces of one packed batch against the layer on the whole batch."""
 import os
 
 import pytest
@@ -33,12 +35,13 @@ def single_call(op, x, cu):
     return o.cpu(), fs.cpu()
 
 
-@pytest.mark.parametrize("G", [2, 4])
-def test_ranks_match_single_call_and_float64(tmp_path, G):
+def run_ranks(tmp_path, G, backend):
     import torch.distributed as dist
     import torch.multiprocessing as mp
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("torch.distributed with gloo is not available in this torch build")
+    available = {"gloo": dist.is_available() and dist.is_gloo_available(),
+                 "nccl": dist.is_available() and dist.is_nccl_available()}
+    if not available[backend]:
+        pytest.skip(f"torch.distributed with {backend} is not available in this torch build")
     import cp_workers
     cases = cp_workers.gpu_cases(G)
     assert cases, "no shipped package has segment kernels"
@@ -50,8 +53,35 @@ def test_ranks_match_single_call_and_float64(tmp_path, G):
         x = cp_workers.case_inputs(op, T, cu, seed=100 + i)
         singles.append((op, x, single_call(op, x, cu)))
     torch.cuda.synchronize()
-    mp.spawn(cp_workers.gpu_worker, args=(G, str(tmp_path / "store"), str(tmp_path)), nprocs=G)
+    layers = []
+    for name in cp_workers.GPU_LAYERS:
+        layer, h = cp_workers.gpu_layer(name, "cuda")
+        with torch.no_grad():
+            layers.append(layer(h, cu_seqlens=torch.tensor(cp_workers.GPU_LAYER_CU, device="cuda"))[0].cpu())
+    torch.cuda.synchronize()
+    mp.spawn(cp_workers.gpu_worker, args=(G, str(tmp_path / "store"), str(tmp_path), backend), nprocs=G)
+    check_ranks(tmp_path, G, cases, singles)
+    for name, whole in zip(cp_workers.GPU_LAYERS, layers):
+        got = torch.cat([torch.load(os.path.join(tmp_path, f"layer_{name}_rank{r}.pt")) for r in range(G)], dim=1)
+        assert got.shape == whole.shape
+        e = rel_err(got, whole)
+        assert e <= TOL_SINGLE, f"layer {name} G={G}: pieces vs the whole batch rel err {e:.3g}"
 
+
+@pytest.mark.parametrize("G", [2, 4])
+def test_gloo_ranks_on_one_gpu_match_single_call_and_float64(tmp_path, G):
+    run_ranks(tmp_path, G, "gloo")
+
+
+def test_nccl_ranks_match_single_call_and_float64(tmp_path):
+    """One rank per GPU, gathering on the device (all_gather_into_tensor); needs two GPUs or more."""
+    G = torch.cuda.device_count()
+    if G < 2:
+        pytest.skip(f"NCCL ranks need 2 GPUs or more; torch sees {G}")
+    run_ranks(tmp_path, min(G, 4), "nccl")
+
+
+def check_ranks(tmp_path, G, cases, singles):
     for i, ((name, T, cu, bounds), (op, x, (o1, fs1))) in enumerate(zip(cases, singles)):
         what = f"{name} G={G} T={T} cu={cu} bounds={bounds}"
         b = bounds or native.cp_equal_bounds(T, G)
