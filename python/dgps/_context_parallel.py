@@ -17,6 +17,8 @@ of them with its own plan, so a rank given other pieces, other cu_seqlens or oth
 rank instead of the wrong summaries being folded in silence, and every rank raises together, so none waits
 in a gather that another never reaches. Reading the headers waits for that exchange on the host.
 """
+import operator
+
 import torch
 
 from ._native import native
@@ -54,19 +56,31 @@ def group_shape(group):
     return G, rank
 
 
+def host_ints(values, name, what):
+    """`values` (a list/tuple of integers, or a 1-D int tensor) as Python ints; a float or a bool is refused,
+    not rounded. A CUDA tensor is read back, which waits for the device."""
+    if isinstance(values, torch.Tensor):
+        if values.dim() != 1 or values.dtype not in (torch.int32, torch.int64):
+            raise native.InvalidArgument(f"dgps: {name}: expected a 1-D int64 (or int32) tensor of {what}, got "
+                                         f"{values.dtype} of shape {list(values.shape)}")
+        return [int(c) for c in values.tolist()]
+    if not isinstance(values, (list, tuple)):
+        raise TypeError(f"dgps: {name}: expected a list of ints or an int tensor ({what}), got "
+                        f"{type(values).__name__}")
+    try:
+        if any(isinstance(c, bool) for c in values):
+            raise TypeError("bool")
+        return [operator.index(c) for c in values]
+    except TypeError:
+        raise TypeError(f"dgps: {name}: expected integers ({what}), got {list(values)}") from None
+
+
 def global_cu_seqlens(cu_seqlens):
-    """The documents' offsets as host ints: a list/tuple, or a 1-D int tensor (a CUDA tensor is read back,
-    which waits for the device: pass a CPU tensor or a list to avoid that). None stays None."""
+    """The documents' offsets as host ints (host_ints; a CPU tensor or a list avoids reading the device).
+    None stays None."""
     if cu_seqlens is None:
         return None
-    if isinstance(cu_seqlens, torch.Tensor):
-        if cu_seqlens.dim() != 1 or cu_seqlens.dtype not in (torch.int32, torch.int64):
-            raise native.InvalidArgument(f"dgps: cu_seqlens: expected a 1-D int64 (or int32) tensor of N+1 "
-                                         f"global offsets, got {cu_seqlens.dtype} of shape {list(cu_seqlens.shape)}")
-        return [int(c) for c in cu_seqlens.tolist()]
-    if not isinstance(cu_seqlens, (list, tuple)) or not all(isinstance(c, int) for c in cu_seqlens):
-        raise TypeError(f"dgps: cu_seqlens: expected a tensor or a list of ints, got {type(cu_seqlens).__name__}")
-    return list(cu_seqlens)
+    return host_ints(cu_seqlens, "cu_seqlens", "N+1 global offsets")
 
 
 def rank_bounds(cp_bounds, G, rank, local_tokens, cu):
@@ -80,7 +94,7 @@ def rank_bounds(cp_bounds, G, rank, local_tokens, cu):
                 f"rank's piece) hold {T}; without cp_bounds every rank holds the same number of tokens; pass "
                 f"cp_bounds=[0, ..., T] (G+1 token offsets) for uneven pieces")
         return native.cp_equal_bounds(T, G)
-    bounds = [int(b) for b in (cp_bounds.tolist() if isinstance(cp_bounds, torch.Tensor) else cp_bounds)]
+    bounds = host_ints(cp_bounds, "cp_bounds", "G+1 token offsets")
     if len(bounds) != G + 1:
         raise native.InvalidArgument(
             f"{_where(rank)}: cp_bounds has {len(bounds)} entries, but cp_group has G = {G} ranks: expected "

@@ -191,6 +191,18 @@ def test_shipped_segment_packages():
     assert not have & {"pgdn", "pkda", "osdn"}
 
 
+def test_offsets_must_be_integers():
+    from dgps._context_parallel import host_ints, rank_bounds
+    assert host_ints(torch.tensor([0, 3, 9], dtype=torch.int32), "cu_seqlens", "offsets") == [0, 3, 9]
+    assert host_ints((0, 3), "cu_seqlens", "offsets") == [0, 3]
+    with pytest.raises(TypeError, match=r"cp_bounds: expected integers \(G\+1 token offsets\), got \[0, 2.5, 5\]"):
+        rank_bounds([0, 2.5, 5], 2, 0, 2, None)
+    with pytest.raises(TypeError, match="cu_seqlens: expected integers"):
+        host_ints([0, True], "cu_seqlens", "offsets")
+    with pytest.raises(dgps.InvalidArgument, match="cu_seqlens: expected a 1-D int64 .or int32. tensor"):
+        host_ints(torch.tensor([0.0, 3.0]), "cu_seqlens", "offsets")
+
+
 def test_layer_refuses_masks():
     from dgps.layers import GatedDeltaNet
     layer = GatedDeltaNet(hidden_size=64, head_dim=64, num_heads=1, expand_v=1)
