@@ -126,22 +126,23 @@ def _cu_hash(cu):
     return h
 
 
-def _header(plan, rank, HV, K, V):
+def _header(plan, rank, HV, K, V, cu_hash=None):
     r = plan.rank(rank)
     fields = [_MAGIC, plan.ranks, rank, r["begin"], r["end"], plan.tokens, plan.num_docs, HV, K, V,
-              _cu_hash(plan.cu_seqlens)]
+              _cu_hash(plan.cu_seqlens) if cu_hash is None else cu_hash]
     return fields + [0] * (_HEADER_WORDS - len(fields))
 
 
 def check_headers(headers, plan, rank, HV, K, V):
     """headers: [G, _HEADER_WORDS] int64, what each rank planned. Raises naming the first rank that
     disagrees with this rank's plan, and on what."""
+    cu_hash = _cu_hash(plan.cu_seqlens)
     for j, got in enumerate(headers.tolist()):
         if got[0] == _FAILED:
             raise native.InvalidArgument(
                 f"{_where(rank)}: rank {j} refused its arguments before the exchange (its own error names the "
                 "problem); no rank ran the forward")
-        want = _header(plan, j, HV, K, V)
+        want = _header(plan, j, HV, K, V, cu_hash)
         for name, g, w in zip(_HEADER_FIELDS, got, want):
             if g != w:
                 raise native.InvalidArgument(
