@@ -15,7 +15,9 @@ Before phase 1 the ranks all-gather a fixed-size header: what each rank planned 
 range, T, N, HV, K, V and a hash of cu_seqlens), or that it refused its arguments. Every rank compares all
 of them with its own plan, so a rank given other pieces, other cu_seqlens or other shapes is named on every
 rank instead of the wrong summaries being folded in silence, and every rank raises together, so none waits
-in a gather that another never reaches. Reading the headers waits for that exchange on the host.
+in a gather that another never reaches. Reading the headers waits for that exchange on the host. The
+slots carry a status word the same way: a rank whose phase 1 raises still joins their gather, and the others
+raise naming it (reading the statuses waits for that gather too).
 """
 import operator
 
@@ -254,11 +256,24 @@ def forward(op, prepare, cu_seqlens, group, cp_bounds, want_final):
 
     plan, dev = call.plan, call.device
     S = native.cp_slot_elements(plan.num_docs, *call.dims)
-    send = torch.empty((S,), dtype=torch.float32, device=dev)
+    # the slot, then a status word (and one of padding): 1 when phase 1 was launched, 0 when it raised, so
+    # that the rank still joins the gather and the others raise naming it instead of folding its slot
+    send = torch.empty((S + 2,), dtype=torch.float32, device=dev)
     stream = current_stream(dev)
-    op.runtime.cp_publish(op.package, plan, rank, call.views, view(send), stream, op.config)
+    try:
+        op.runtime.cp_publish(op.package, plan, rank, call.views, view(send[:S]), stream, op.config)
+        error = None
+    except Exception as e:  # noqa: BLE001 (tell the other ranks, then raise it here)
+        error = e
+    send[S:].fill_(0.0 if error else 1.0)
     gathered = all_gather_rows(send, G, group)
-    slots = gathered.to(dev) if call.mine["continues_in"] else None
+    if error is not None:
+        raise error
+    failed = [j for j, ok in enumerate(gathered[:, S].tolist()) if ok != 1.0]
+    if failed:
+        raise native.DgpsError(f"{_where(rank)}: rank {failed[0]} failed in phase 1 (its summary; its own error "
+                               "names the problem); this rank did not run its piece")
+    slots = gathered[:, :S].contiguous().to(dev) if call.mine["continues_in"] else None
     op.runtime.cp_run(op.package, plan, rank, call.views, view(slots), view(call.doc_initial), view(call.doc_final),
                       view(call.local_initial), view(call.local_final), stream, op.config)
     return call.o, call.doc_final

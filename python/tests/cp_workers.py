@@ -49,6 +49,7 @@ class SlotRuntime:
         self.real = native.Runtime(tune_mode="default")
         self.rank = rank
         self.seen = {}
+        self.fail_publish = False
 
     def cp_workspace_bytes(self, package, plan, rank, views, config):
         if plan.rank(rank)["fragments"]:
@@ -56,6 +57,8 @@ class SlotRuntime:
         return 0
 
     def cp_publish(self, package, plan, rank, views, send, stream, config):
+        if self.fail_publish:
+            raise native.DgpsError("cp_publish: a launch failed (stood in)")
         ptr, dtype, shape, _ = send
         assert dtype == "f32" and len(shape) == 1
         pattern = slot_pattern(rank, shape[0])
@@ -122,6 +125,10 @@ def cpu_plumbing_worker(rank, G, store, out_dir):
         # the ranks disagree on the documents: both name the other's cu_seqlens
         results["other_cu"] = _attempt(lambda: run(cu_seqlens=cu if rank == 0 else [0, 6, 17, 20]))
         results["bounds_length"] = _attempt(lambda: run(cp_bounds=bounds + [T]))
+        # phase 1 raises on rank 0 alone (a launch error): rank 0 raises it, rank 1 names rank 0
+        runtime.fail_publish = rank == 0
+        results["phase1_failure"] = _attempt(run)
+        runtime.fail_publish = False
         results["after_errors"] = _attempt(run)  # the group still works: every rank made the same exchanges
         torch.save(results, os.path.join(out_dir, f"rank{rank}.pt"))
     except Exception:  # noqa: BLE001 (reported to the test process with the traceback)

@@ -250,6 +250,10 @@ def test_ranks_exchange_over_gloo(tmp_path):
     bad_bounds = res[1]["one_rank_bad_bounds"][1]
     assert "cp_bounds gives this rank tokens [13, 24) (11 tokens), but its piece holds 12" in bad_bounds
     assert "rank 1 refused its arguments before the exchange" in res[0]["one_rank_bad_bounds"][1]
+    # phase 1 failed on rank 0: it raises its own error, rank 1 names it instead of folding its slot
+    assert res[0]["phase1_failure"] == ("DgpsError", "cp_publish: a launch failed (stood in)")
+    assert res[1]["phase1_failure"][0] == "DgpsError"
+    assert "rank 0 failed in phase 1" in res[1]["phase1_failure"][1]
     # other cu_seqlens on one rank: each rank names the other
     assert "rank 1 planned another split: its cu_seqlens hash" in res[0]["other_cu"][1]
     assert "rank 0 planned another split: its cu_seqlens hash" in res[1]["other_cu"][1]
