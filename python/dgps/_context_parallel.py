@@ -74,7 +74,8 @@ def host_ints(values, name, what):
             raise TypeError("bool")
         return [operator.index(c) for c in values]
     except TypeError:
-        raise TypeError(f"dgps: {name}: expected integers ({what}), got {list(values)}") from None
+        shown = list(values[:8]) if len(values) <= 8 else f"{list(values[:8])[:-1]} ... ({len(values)} values)"
+        raise TypeError(f"dgps: {name}: expected integers ({what}), got {shown}") from None
 
 
 def global_cu_seqlens(cu_seqlens):
