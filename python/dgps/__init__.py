@@ -9,6 +9,7 @@
 See docs/python.md. Errors are DgpsError (a RuntimeError) with the runtime's message; bad arguments raise
 InvalidArgument, which is also a ValueError.
 """
+from ._context_parallel import equal_bounds as cp_equal_bounds
 from ._native import DgpsError, InvalidArgument
 from ._paths import shipped_names
 from .op import Op, default_runtime, load
@@ -16,7 +17,7 @@ from .reference import reference
 from .tuning import tune
 
 __all__ = ["DgpsError", "InvalidArgument", "Op", "load", "tune", "reference", "shipped_names", "default_runtime",
-           "layers"]
+           "cp_equal_bounds", "layers"]
 
 
 def __getattr__(name):

@@ -18,7 +18,7 @@ import threading
 
 import torch
 
-from . import _ops
+from . import _context_parallel, _ops
 from ._pool import check_state_indices, decode_pool
 from ._native import native
 from ._paths import find_package_dir, find_tool, shipped_names
@@ -99,14 +99,44 @@ class Op:
     # ----------------------------------------------------------------------------------- forward
     def __call__(self, q, k, v, g=None, beta=None, precond_g=None, precond_beta=None, precond_center=None,
                  initial_state=None, initial_precond_state=None, output_final_state=False, cu_seqlens=None,
-                 scale=None, cp_group=None):
+                 scale=None, cp_group=None, cp_bounds=None):
         """Chunked forward over whole sequences; returns (o, final_state, final_precond_state).
 
-        cp_group (a torch.distributed process group) asks for context parallelism: this rank's tokens are
-        one contiguous piece of the sequence. Not available yet (docs/context_parallel.md)."""
-        check_no_context_parallel(cp_group)
+        Context parallelism (``cp_group``, a torch.distributed ProcessGroup; docs/context_parallel.md): the
+        packed batch of T tokens (N documents laid end to end) is split into G = cp_group's size contiguous
+        pieces, and each rank calls the op on its own piece with the same global arguments:
+
+        - local (this rank's piece): q, k [1, T_r, H, K], v [1, T_r, HV, V] and the gates [1, T_r, ...],
+          the packed tokens [b_r, b_r + T_r) of the batch (B = 1); o comes back local, [1, T_r, HV, V].
+        - global (the same on every rank): ``cu_seqlens`` [N+1], the documents' offsets into the whole
+          packed batch (a list of ints or an int tensor; a CPU one, or a list, avoids reading a CUDA tensor
+          back); None for one sequence over all T tokens. Rows past cu_seqlens[N] are padding (zeros in o).
+          ``initial_state`` [N, HV, K, V] f32, one row per document (zero when None): the rank holding a
+          document's first token starts it there; later ranks fold the earlier ranks' summaries over it.
+        - the split: ``cp_bounds`` [G+1], rank r holding tokens [cp_bounds[r], cp_bounds[r+1]); when None,
+          every rank holds the same T_r tokens (T = G * T_r).
+        - final_state (with output_final_state) is [N, HV, K, V] on every rank: the rows of the documents
+          whose last token this rank holds (an empty document: the rank holding token cu_seqlens[n], else
+          the last) hold their final states, every other row is zero, so ``dist.all_reduce(final_state,
+          group=cp_group)`` (a sum) gives every row on every rank, exactly.
+        - tensors on the rank's device (torch.cuda.current_device()); a gloo group gathers through host
+          copies (several ranks may then share one GPU), any other backend (NCCL) on the device.
+        - packages with segment kernels only (info["segment_kernels"]: gdn, gdn_gva, deltanet, kda, mamba2,
+          linear_attention); eager only (the exchange reads the group's headers on the host), not under
+          torch.compile or CUDA graph capture. Each rank checks its arguments and all ranks exchange what
+          they planned before any launch: a rank that refuses its arguments, or planned another split,
+          makes every rank raise (naming it) rather than wait in a collective.
+        """
         if not self.info["has_forward"]:
             raise native.InvalidArgument(f"dgps: package '{self.name}' has no chunked forward kernel")
+        if cp_group is not None:
+            return self._context_parallel(q, k, v, dict(g=g, beta=beta, precond_g=precond_g,
+                                                        precond_beta=precond_beta), precond_center, initial_state,
+                                          initial_precond_state, output_final_state, cu_seqlens, scale, cp_group,
+                                          cp_bounds)
+        if cp_bounds is not None:
+            raise native.InvalidArgument("dgps: cp_bounds is given without cp_group; it splits a context-parallel "
+                                         "call's tokens over the group's ranks")
         q = self._scaled_query(q, scale)
         t = self._prepare(dict(q=q, k=k, v=v, initial_state=initial_state,
                                initial_precond_state=initial_precond_state),
@@ -120,6 +150,34 @@ class Op:
         if not output_final_state:
             return o, None, None
         return o, (fs if self.info["final_state"] else None), (fps if fps.numel() else None)
+
+    def _context_parallel(self, q, k, v, gates, precond_center, initial_state, initial_precond_state,
+                          output_final_state, cu_seqlens, scale, cp_group, cp_bounds):
+        """One rank's piece of a context-parallel forward (see __call__; dgps/_context_parallel.py)."""
+        if not self.info["segment_kernels"]:
+            raise native.InvalidArgument(
+                f"dgps: package '{self.name}' has no segment kernels (launch.forward_segmented), which the "
+                "context-parallel forward summarises a piece with; the preconditioned specs (PGDN, PKDA, OSDN) are "
+                "not covered yet (docs/context_parallel.md). Run the whole sequence on one rank with cp_group=None")
+        if initial_precond_state is not None:
+            raise native.InvalidArgument(f"dgps: spec '{self.name}' has no preconditioner state; "
+                                         "initial_precond_state must be None")
+        if _building_graph(_tensor("q", q)):
+            raise native.InvalidArgument(
+                "dgps: the context-parallel forward cannot be traced by torch.compile or captured in a CUDA graph: "
+                "it exchanges over torch.distributed and reads the ranks' headers on the host; run it eagerly")
+
+        def prepare():
+            sq = self._scaled_query(q, scale)
+            return self._prepare(dict(q=sq, k=k, v=v, initial_state=initial_state, initial_precond_state=None),
+                                 gates, precond_center, sq)
+
+        def run():
+            return _context_parallel.forward(self, prepare, cu_seqlens, cp_group, cp_bounds, bool(output_final_state))
+
+        inputs = [x for x in [q, k, v, initial_state, precond_center] + list(gates.values()) if x is not None]
+        o, fs = _context_parallel.forward_autograd(self.name, run, inputs)
+        return o, fs, None
 
     # ----------------------------------------------------------------------------------- decode
     def decode(self, q, k, v, g=None, beta=None, precond_g=None, precond_beta=None, precond_center=None,
@@ -282,15 +340,6 @@ class Op:
                                                                  (B,) + tuple(precond_state_pool.shape[1:]))
         tensors = dict(zip(DECODE_SLOTS, per_row + [center, state, pstate, _Shaped(per_row[0], shape_o, address_past(per_row + [center, state_pool, precond_state_pool]))]))
         self.runtime.validate_decode(self.package, views(tensors, DECODE_SLOTS))
-
-
-def check_no_context_parallel(cp_group):
-    """Refuses a context-parallel call: the C++ rank forward exists (ContextParallelForward.h), its Python
-    binding over a torch.distributed group does not yet (docs/context_parallel.md)."""
-    if cp_group is not None:
-        raise NotImplementedError("dgps: context parallelism (cp_group) needs the Python binding of the C++ "
-                                  "context-parallel forward, which is not built yet; run the whole sequence on "
-                                  "one rank with cp_group=None (docs/context_parallel.md)")
 
 
 def _building_graph(t):

@@ -46,6 +46,8 @@ py::dict describePackage(const Package& package) {
   d["varlen"] = m.io.varlen;
   d["has_forward"] = m.has_forward;
   d["has_decode"] = m.has_decode;
+  // the context-parallel forward (and the sequence-parallel state pass) need the segment kernels
+  d["segment_kernels"] = !m.launch.forward_segmented.empty();
   d["default_config"] = toString(m.default_config);
   return d;
 }

@@ -7,6 +7,7 @@
 //     .forward_workspace_bytes(pkg, views[15], config) bytes of scratch forward needs for this call
 //   reference(pkg, inputs)        the float64 reference (dsl/Reference.h) on host bytes
 //   tune(pkg, ...)                tune::tunePackage (runtime/include/dgps/runtime/Tune.h)
+//   CpPlan, cp_*, Runtime.cp_*    one rank's context-parallel forward (ContextParallelBinding.h)
 // Views are tuples (data_ptr, dtype, shape, device) (TensorArgs.h). Errors: dgps.DgpsError (a
 // RuntimeError) carrying the runtime's message, or dgps.InvalidArgument (also a ValueError) when the
 // runtime says nothing was launched because an argument was wrong.
@@ -17,7 +18,9 @@
 #include <optional>
 #include <string>
 
+#include "ContextParallelBinding.h"
 #include "Describe.h"
+#include "PyRuntime.h"
 #include "ReferenceBinding.h"
 #include "TensorArgs.h"
 #include "TuneBinding.h"
@@ -30,77 +33,6 @@ namespace py = pybind11;
 
 namespace dgps::python {
 namespace {
-
-/// A Runtime whose forward configurations come from the tuning database (modes of TuningResolver.h).
-class PyRuntime {
- public:
-  PyRuntime(const std::string& cache_dir, bool check_pointers, const std::optional<std::string>& tune_mode) {
-    tune::ResolverOptions ro;
-    if (tune_mode) {
-      auto mode = tune::parseTuneMode(*tune_mode);
-      if (!mode) {
-        throw RuntimeError(RuntimeErrorCode::InvalidArgument,
-                           "Runtime: tune_mode '" + *tune_mode + "' is not one of tune, recorded, default");
-      }
-      ro.mode = *mode;
-    }
-    resolver_ = std::make_shared<tune::TuningResolver>(ro);
-    RuntimeOptions opts;
-    opts.cache_dir = cache_dir;
-    opts.check_pointers = check_pointers;
-    opts.forward_config = tune::forwardConfigResolver(resolver_);
-    runtime_ = std::make_unique<Runtime>(opts);
-  }
-
-  void forward(const Package& pkg, const py::sequence& views, std::uintptr_t stream,
-               const std::optional<std::string>& config) {
-    ForwardTensors t = toForwardTensors(views);
-    LaunchOptions lo = launchOptions(pkg, stream, config);
-    py::gil_scoped_release unlocked;  // the launch may JIT-compile for seconds on first use
-    runtime_->forward(pkg, t, lo);
-  }
-
-  void decode(const Package& pkg, const py::sequence& views, std::uintptr_t stream) {
-    DecodeTensors t = toDecodeTensors(views);
-    LaunchOptions lo;
-    lo.stream = reinterpret_cast<void*>(stream);
-    py::gil_scoped_release unlocked;
-    runtime_->decode(pkg, t, lo);
-  }
-
-  std::size_t forwardWorkspaceBytes(const Package& pkg, const py::sequence& views,
-                                    const std::optional<std::string>& config) {
-    ForwardTensors t = toForwardTensors(views);
-    const ForwardProblem problem = validateForward(pkg, t);
-    const TileConfig c = config ? parseTileConfig(*config, pkg.manifest().default_config)
-                                : runtime_->resolveForwardConfig(pkg, problem);
-    return runtime_->forwardWorkspaceBytes(pkg, problem, c);
-  }
-
-  void validateForwardViews(const Package& pkg, const py::sequence& views) {
-    validateForward(pkg, toForwardTensors(views));
-  }
-  void validateDecodeViews(const Package& pkg, const py::sequence& views) {
-    validateDecode(pkg, toDecodeTensors(views));
-  }
-
-  std::string resolveConfig(const Package& pkg, const py::sequence& views) {
-    ForwardTensors t = toForwardTensors(views);
-    return toString(runtime_->resolveForwardConfig(pkg, validateForward(pkg, t)));
-  }
-
- private:
-  static LaunchOptions launchOptions(const Package& pkg, std::uintptr_t stream,
-                                     const std::optional<std::string>& config) {
-    LaunchOptions lo;
-    lo.stream = reinterpret_cast<void*>(stream);
-    if (config) lo.config = parseTileConfig(*config, pkg.manifest().default_config);
-    return lo;
-  }
-
-  std::shared_ptr<tune::TuningResolver> resolver_;
-  std::unique_ptr<Runtime> runtime_;
-};
 
 // The exception classes live as long as the process: raw references, never released, so nothing is
 // decref'd after the interpreter has finalised (static py::object destructors would be).
@@ -141,7 +73,8 @@ PYBIND11_MODULE(_dgps, m) {
       .def_property_readonly("directory", &Package::directory)
       .def("info", &describePackage, "the spec and manifest as a dict (Describe.h)");
 
-  py::class_<PyRuntime>(m, "Runtime")
+  py::class_<PyRuntime> runtime(m, "Runtime");
+  runtime
       .def(py::init<const std::string&, bool, const std::optional<std::string>&>(), py::arg("cache_dir") = "",
            py::arg("check_pointers") = true, py::arg("tune_mode") = py::none())
       .def("forward", &PyRuntime::forward, py::arg("package"), py::arg("views"), py::arg("stream"),
@@ -153,6 +86,8 @@ PYBIND11_MODULE(_dgps, m) {
            "Validation.h's checks only (reads the views, launches nothing)")
       .def("validate_decode", &PyRuntime::validateDecodeViews, py::arg("package"), py::arg("views"))
       .def("resolve_config", &PyRuntime::resolveConfig, py::arg("package"), py::arg("views"));
+  registerContextParallel(m);
+  registerContextParallelMethods(runtime);
 
   m.def("reference", &runReferenceOnBytes, py::arg("package"), py::arg("inputs"),
         "float64 reference: inputs {name: (dtype, shape, bytes)} -> outputs {name: (shape, f64 bytes)}");

@@ -66,12 +66,22 @@ def test_osdn_retention_picks_apf_spec():
     assert layer.op.name == "osdn_apf" and hasattr(layer, "a_atk_proj")
 
 
-@pytest.mark.parametrize("cls", [GatedDeltaNet, PreconditionedGatedDeltaNet])
-def test_context_parallel_group_is_refused_clearly(cls):
+@pytest.mark.parametrize("cls", [GatedDeltaNet, KDA])
+def test_context_parallel_arguments_reach_the_recurrence(cls):
+    """With cp_group the layer runs its per-token parts on this rank's piece and hands cp_group, cp_bounds
+    and the global cu_seqlens to the op (tests/test_cpu_context_parallel.py and the GPU test check the op)."""
     torch.manual_seed(0)
-    layer = with_reference(cls(hidden_size=HIDDEN, head_dim=HEAD, num_heads=HEADS)).double()
+    layer = with_reference(cls(hidden_size=HIDDEN, head_dim=HEAD, num_heads=HEADS, use_short_conv=False)).double()
+    reference, calls = layer.recurrence, []
+
+    def recording(q, k, v, gates, cu_seqlens, **cp):
+        calls.append((cu_seqlens, cp))
+        return reference(q, k, v, gates, cu_seqlens)
+    layer.recurrence = recording
     x = torch.randn(1, 6, HIDDEN, dtype=torch.float64)
+    group, cu = object(), torch.tensor([0, 2, 6])
     with torch.no_grad():
-        torch.testing.assert_close(layer(x, cp_group=None)[0], layer(x)[0], rtol=0, atol=0)
-        with pytest.raises(NotImplementedError, match="context parallelism .cp_group. needs the Python binding"):
-            layer(x, cp_group=object())
+        torch.testing.assert_close(layer(x, cu_seqlens=cu, cp_group=group, cp_bounds=[0, 6])[0],
+                                   layer(x, cu_seqlens=cu)[0], rtol=0, atol=0)
+    assert calls[0][0] is cu and calls[0][1] == dict(cp_group=group, cp_bounds=[0, 6])
+    assert calls[1][1] == {}  # without cp_group the recurrence is called as before

@@ -127,12 +127,19 @@ def test_backward_names_the_spec(recording):
         o.float().sum().backward()
 
 
-def test_context_parallel_group_is_refused_before_any_launch(recording):
+def test_context_parallel_refusals_launch_nothing(recording):
+    """A context-parallel call the op refuses (not a process group; a package without segment kernels)
+    launches nothing, and the single-device path is unchanged (tests/test_cpu_context_parallel.py covers
+    the context-parallel plumbing)."""
     op = load("gdn", recording)
     x = generate_inputs(op, 1, 9, 2, 64, 64, seed=3)
     q, k, v = x.pop("q"), x.pop("k"), x.pop("v")
-    with pytest.raises(NotImplementedError, match="context-parallel forward, which is not built yet"):
+    with pytest.raises(TypeError, match="cp_group must be a torch.distributed ProcessGroup"):
         op(q, k, v, cp_group=object(), **x)
+    pgdn = load("pgdn", recording)
+    y = generate_inputs(pgdn, 1, 9, 2, 64, 64, seed=3)
+    with pytest.raises(dgps.InvalidArgument, match="has no segment kernels"):
+        pgdn(y.pop("q"), y.pop("k"), y.pop("v"), cp_group=object(), **y)
     assert recording.launches == []
     op(q, k, v, cp_group=None, **x)
     assert len(recording.launches) == 1

@@ -4,15 +4,17 @@
                  -> gates (subclass: decay, gain, preconditioner inputs)
                  -> the DGPS recurrence (a generated package, dgps.load(spec))
                  -> gated RMS norm per head (o_norm) -> o_proj
-Padding masks ([B,T], 1 = token) are handled by packing the kept tokens into one varlen call.
-Subclasses add their gate parameters and implement ``gates(x)``.
+Padding masks ([B,T], 1 = token) are handled by packing the kept tokens into one varlen call. With cp_group
+each rank holds a piece of the packed tokens (context parallelism: the convolutions' halo in _halo.py, the
+recurrence's exchange in the op). Subclasses add their gate parameters and implement ``gates(x)``.
 """
 import math
 
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..op import check_no_context_parallel, load
+from ..op import load
+from ._halo import extend_piece
 from ._modules import GatedRMSNorm, RMSNorm, ShortConvolution, repad, unpad
 
 
@@ -69,10 +71,24 @@ class DgpsLayer(nn.Module):
     def output_gate(self, x):
         return self.g_proj(x) if self.use_gate else None
 
-    def recurrence(self, q, k, v, gates, cu_seqlens):
-        """The DGPS op (tests swap in the float64 reference here)."""
-        o, _, _ = self.op(q, k, v, cu_seqlens=cu_seqlens, **gates)
+    def recurrence(self, q, k, v, gates, cu_seqlens, **context_parallel):
+        """The DGPS op (tests swap in the float64 reference here); context_parallel: cp_group and
+        cp_bounds of a context-parallel call, passed only when cp_group is given."""
+        o, _, _ = self.op(q, k, v, cu_seqlens=cu_seqlens, **gates, **context_parallel)
         return o
+
+    def _check_context_parallel(self, attention_mask):
+        if attention_mask is not None:
+            raise ValueError(f"{type(self).__name__}: cp_group with an attention_mask: pass this rank's piece of "
+                             "the packed tokens and the global cu_seqlens instead of a padding mask")
+
+    def _qkv_context_parallel(self, x, cu_seqlens, cp_group, cp_bounds):
+        """q, k, v of this rank's piece; the short convolutions see the tokens before it (_halo.py)."""
+        if not self.use_short_conv:
+            return self._qkv(x, None)  # per token: nothing to exchange
+        halo = self.q_conv1d.kernel_size[0] - 1
+        x_ext, cu_ext, h = extend_piece(x, halo, cu_seqlens, cp_group, cp_bounds, type(self).__name__)
+        return tuple(t[:, h:] for t in self._qkv(x_ext, cu_ext))
 
     def _qkv(self, x, cu_seqlens):
         q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
@@ -85,11 +101,20 @@ class DgpsLayer(nn.Module):
                 v.view(B, T, self.num_v_heads, self.head_v_dim))
 
     def forward(self, hidden_states, attention_mask=None, past_key_values=None, use_cache=False,
-                output_attentions=False, cu_seqlens=None, cp_group=None, **kwargs):
+                output_attentions=False, cu_seqlens=None, cp_group=None, cp_bounds=None, **kwargs):
         """Returns (o [B,T,hidden], None, past_key_values), as FLA's layers do. Caches (use_cache) are
         not kept: serve decode through ``self.op.decode`` with a state pool (docs/python.md).
-        cp_group (context parallelism over a torch.distributed group) is not available yet."""
-        check_no_context_parallel(cp_group)
+
+        cp_group (a torch.distributed ProcessGroup): context parallelism, as the op's (Op.__call__):
+        hidden_states [1, T_r, hidden] is this rank's contiguous piece of the packed tokens, cu_seqlens the
+        global documents' offsets (or None: one sequence), cp_bounds the optional split; o comes back for the
+        rank's tokens. Projections and gates are per token; the short convolutions get the conv_size - 1 tokens
+        before the piece from the earlier ranks (one all-gather, _halo.py), the recurrence exchanges its
+        summaries (the op). A padding mask is refused (pack the tokens and pass cu_seqlens)."""
+        if cp_group is not None:
+            self._check_context_parallel(attention_mask)
+        elif cp_bounds is not None:
+            raise ValueError(f"{type(self).__name__}: cp_bounds is given without cp_group")
         if use_cache:
             raise NotImplementedError(f"{type(self).__name__}: use_cache is not supported; decode with "
                                       "layer.op.decode(..., state_pool=..., state_indices=...)")
@@ -99,8 +124,12 @@ class DgpsLayer(nn.Module):
             if attention_mask.dim() != 2:
                 raise ValueError("attention_mask must be a [batch, seq_len] 0/1 padding mask")
             x, indices, cu_seqlens = unpad(hidden_states, attention_mask[:, -T:])
-        q, k, v = self._qkv(x, cu_seqlens)
-        o = self.recurrence(q, k, v, self.gates(x), cu_seqlens)
+        if cp_group is None:
+            q, k, v = self._qkv(x, cu_seqlens)
+        else:
+            q, k, v = self._qkv_context_parallel(x, cu_seqlens, cp_group, cp_bounds)
+        cp = {} if cp_group is None else dict(cp_group=cp_group, cp_bounds=cp_bounds)
+        o = self.recurrence(q, k, v, self.gates(x), cu_seqlens, **cp)
         gate = self.output_gate(x)
         if gate is not None:
             o = self.o_norm(o, gate.view(*o.shape))
