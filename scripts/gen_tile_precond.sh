@@ -2,8 +2,8 @@
 # Writes the tile-precond packages (dgpsc compile --codegen=tile-precond: the preconditioner roles
 # precond_summary and precond_scan printed from tile IR against runtime/device/dgps/tile, every other kernel
 # unchanged) of every shipped spec with those roles (a generated/ package whose manifest lists them) into
-# OUTDIR/<name>/. A spec whose preconditioner roles hold an op without a tile lowering (a clamped
-# hypergradient token scan; no shipped spec has one) is skipped and listed. generated/ is not touched: the
+# OUTDIR/<name>/. A spec whose preconditioner roles hold an op without a tile lowering (none of the shipped
+# specs today) is skipped and listed. generated/ is not touched: the
 # device library's roles stay dgpsc's default until the tile path is measured on the GPU (docs/architecture.md,
 # "Tile IR").
 #

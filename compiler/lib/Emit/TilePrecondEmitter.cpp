@@ -10,7 +10,8 @@
 // precond_scan (grid sequence_key_head): one tile.chunk_affine_scan per (sequence, key head), no shared memory.
 // OSDN's chunked hypergradient d-scan has its own layouts: its precond_summary places the key rows, β and the
 // retention where tile::HypergradSummaryTiles has them (launch_rules.h hypergradSummarySmem) and calls
-// tile::hypergrad_chunk_summary; its precond_scan is one tile::hypergrad_chunk_pass (hypergradPassSmem).
+// tile::hypergrad_chunk_summary; its precond_scan is one tile::hypergrad_chunk_pass (hypergradPassSmem). A clamped
+// d-scan has only a precond_scan: one tile::hypergrad_token_scan per warp (grid sequence_key_head_warp).
 #include <map>
 #include <sstream>
 #include <string>
@@ -208,15 +209,17 @@ class SummaryEmitter {
   bool rowsUsed_ = false, pendingLoads_ = false;
 };
 
+/// `clamp`: the hypergrad_ogd scan is clamped (FeatureSet::clamp, which the 6 launch features leave 0); its
+/// workspace has no chunk summaries.
 void prologue(std::ostringstream& os, func::FuncOp fn, const std::string& symbol, StringRef what,
-              ArrayRef<int32_t> f) {
+              ArrayRef<int32_t> f, bool clamp = false) {
   os << "extern \"C\" __global__ void " << symbol << "(dgps::ForwardArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str() << ", " << what.str() << ").\n";
   os << "  namespace t = dgps::tile;\n  namespace dev = dgps::dev;\n";
   os << "  constexpr int C = dgps::cfg::C, K = dgps::cfg::K;\n";
   os << "  // The launch contract shared with the other roles: the workspace layout only.\n";
   os << "  constexpr dgps::launch::FeatureSet F = {" << f[0] << ", " << f[1] << ", " << f[2] << ", " << f[3] << ", "
-     << f[4] << ", " << f[5] << "};\n";
+     << f[4] << ", " << f[5] << (clamp ? ", 1" : "") << "};\n";
   os << "  const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), dev::tile_of());\n";
   os << "  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);\n";
   os << "  const int64_t H = a.heads_qk;\n";
@@ -274,6 +277,52 @@ FailureOr<std::string> emitHypergradScan(func::FuncOp fn, HypergradChunkPassOp p
   return os.str();
 }
 
+/// OSDN's clamped d-scan: one tile::hypergrad_token_scan per warp, four (sequence, key head) pairs per CTA (the
+/// device library's clamped precond_scan geometry), each warp on its own 32 shared key rows.
+FailureOr<std::string> emitTokenScan(func::FuncOp fn, HypergradTokenScanOp o, const std::string& symbol,
+                                     ArrayRef<int32_t> f) {
+  std::ostringstream os;
+  prologue(os, fn, symbol, "grid sequence_key_head_warp: one warp per sequence and key head, 4 per CTA", f,
+           /*clamp=*/true);
+  os << "  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;\n";
+  os << "  constexpr int KP = dgps::cfg::KP, PQ = dgps::launch::bf16Pitch(KP);\n";
+  os << "  const int64_t pair = dev::block_x() * 4 + dev::warp();\n";
+  os << "  if (pair >= a.num_seqs * H) return;  // whole warp leaves together; no CTA barriers below\n";
+  os << "  const int64_t n = pair / H, h = pair - n * H;\n";
+  os << "  const dev::Seq sq = dev::seq_of(a, n);\n";
+  os << "  const int64_t s0 = dev::first_slot(a, n, sq.bos), ph = (n * H + h) * K;\n";
+  os << "  t::HypergradTokenIo io;\n";
+  os << "  io.key = static_cast<const uint16_t*>(a." << o.getKey().str() << ") + (sq.bos * H + h) * K;\n";
+  os << "  io.key_stride = H * K;\n";
+  if (o.getGain()) {  // β is a value-head tensor: the key head's first value head
+    os << "  io.beta = a." << o.getGain()->str() << " + sq.bos * a.heads_v + h * (a.heads_v / H);\n";
+    os << "  io.beta_stride = a.heads_v;\n";
+  }
+  if (o.getRetention()) {
+    os << "  io.retention = a." << o.getRetention()->str() << " + sq.bos * H + h;\n";
+    os << "  io.retention_stride = H;\n";
+  }
+  os << "  io.starts = reinterpret_cast<float*>(ws + W." << o.getStarts().str() << ") + (s0 * H + h) * K;\n";
+  os << "  io.coef = reinterpret_cast<float*>(ws + W." << o.getCoef().str() << ") + (s0 * H + h) * C;\n";
+  os << "  io.slot_stride = H;\n";
+  os << "  t::HypergradStep st;\n";
+  os << "  st.eta = " << cudaFloatLiteral(o.getEta().convertToDouble()) << ";\n";
+  if (o.getL2Eps()) os << "  st.l2norm = true;\n  st.eps = " << cudaFloatLiteral(o.getL2Eps()->convertToDouble()) << ";\n";
+  if (o.getClampMin())
+    os << "  st.has_min = true;\n  st.lo = " << cudaFloatLiteral(o.getClampMin()->convertToDouble()) << ";\n";
+  if (o.getClampMax())
+    os << "  st.has_max = true;\n  st.hi = " << cudaFloatLiteral(o.getClampMax()->convertToDouble()) << ";\n";
+  os << "  t::hypergrad_token_scan<C, K, KP, Codec>(dev::smem_at<uint16_t>(dev::dyn_smem(), (int64_t)dev::warp() * 32 * PQ * 2),\n";
+  os << "      io, st, sq.len, a." << o.getStart().str() << " != nullptr ? a." << o.getStart().str() << " + ph : nullptr, "
+     << cudaFloatLiteral(o.getAbsent().convertToDouble()) << ",\n";
+  if (o.getFinal())
+    os << "      a." << o.getFinal()->str() << " != nullptr ? a." << o.getFinal()->str() << " + ph : nullptr);\n";
+  else
+    os << "      nullptr);\n";
+  os << "}\n";
+  return os.str();
+}
+
 FailureOr<std::string> emitScan(func::FuncOp fn, const std::string& symbol, ArrayRef<int32_t> f) {
   SmallVector<HypergradChunkPassOp> passes;
   SmallVector<ChunkAffineScanOp> scans;
@@ -324,12 +373,23 @@ FailureOr<std::string> emitTilePrecondKernel(func::FuncOp fn, const std::string&
   auto feat = fn->getAttrOfType<DenseI32ArrayAttr>(kLaunchFeaturesAttr);
   const bool summary = role && role.getValue() == "precond_summary";
   const bool scan = role && role.getValue() == "precond_scan";
-  const Grid want = summary ? Grid::chunk_key_head : Grid::sequence_key_head;
+  // the clamped d-scan (one tile.hypergrad_token_scan) runs a warp per (sequence, key head)
+  SmallVector<HypergradTokenScanOp> tokenScans;
+  if (scan) llvm::append_range(tokenScans, fn.getBody().front().getOps<HypergradTokenScanOp>());
+  const Grid want = summary ? Grid::chunk_key_head
+                    : tokenScans.empty() ? Grid::sequence_key_head
+                                         : Grid::sequence_key_head_warp;
   if ((!summary && !scan) || !grid || grid.getValue() != stringifyGrid(want) || !feat || feat.size() != 6)
     return fn.emitOpError() << "is not a precond_summary / precond_scan tile function (needs " << kRoleAttr
                             << " = \"precond_summary\" with " << kGridAttr << " = \"chunk_key_head\", or "
-                            << "\"precond_scan\" with \"sequence_key_head\", and " << kLaunchFeaturesAttr
-                            << " with 6 entries)";
+                            << "\"precond_scan\" with \"sequence_key_head\" (\"sequence_key_head_warp\" for a "
+                            << "tile.hypergrad_token_scan), and " << kLaunchFeaturesAttr << " with 6 entries)";
+  if (!tokenScans.empty()) {
+    for (Operation& op : fn.getBody().front())
+      if (!isa<HypergradTokenScanOp, func::ReturnOp>(op)) return op.emitOpError("has no precond_scan tile emitter");
+    if (tokenScans.size() != 1) return fn.emitOpError("a token-scan precond_scan holds exactly one tile.hypergrad_token_scan");
+    return emitTokenScan(fn, tokenScans.front(), symbol, feat.asArrayRef());
+  }
   return summary ? emitSummary(fn, symbol, feat.asArrayRef()) : emitScan(fn, symbol, feat.asArrayRef());
 }
 

@@ -8,9 +8,10 @@
 //       tile.hypergrad_chunk_summary (the triangular block "hgtri" and per-row vectors "hgvec")
 //   precond_scan (chunk.hypergrad_chunk_pass)       -> one tile.hypergrad_chunk_pass over the chunks ("pst",
 //       "pcoef" and the final d)
+//   precond_scan alone (chunk.hypergrad_pass with a clamp: not affine in d, no summary) -> one
+//       tile.hypergrad_token_scan, one warp per (sequence, key head)
 // The per-model choices (gate or not, gain or not, l2norm or not) are made here; the ops are generic. A kernel
-// op this lowering does not know (the clamped hypergradient token scan, chunk.hypergrad_pass) is an error naming
-// it.
+// op this lowering does not know is an error naming it.
 #include "StateWalkLowering.h"
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
@@ -42,6 +43,8 @@ ch::LoadOp loadOf(Value v) {
 }
 
 constexpr const char* kSummaryCovers = "loads, l2norm and one accum_summary or hypergrad_chunk_summary";
+constexpr const char* kTokenScanCovers =
+    "loads, l2norm, one hypergrad_pass and the store of \"final_precond_state\"";
 constexpr const char* kScanCovers =
     "one accum_pass or hypergrad_chunk_pass and the store of \"final_precond_state\"";
 
@@ -158,6 +161,39 @@ LogicalResult buildHypergradScan(ch::HypergradChunkPassOp pass, bool writesFinal
   return success();
 }
 
+/// The clamped d-scan (chunk.hypergrad_pass with a bound): one tile.hypergrad_token_scan over the raw key, the
+/// gain and retention loads by name, η, the l2 eps and the bounds as attributes.
+LogicalResult buildTokenScan(ch::HypergradPassOp pass, bool writesFinal, OpBuilder& b) {
+  if (!pass.getClampMin() && !pass.getClampMax())
+    return pass.emitOpError("is unclamped, so it is affine in d: run --chunk-parallel-precond-scan before "
+                            "partitioning (its chunked form lowers to tile.hypergrad_chunk_summary / _pass)");
+  ch::LoadOp key = loadOf(pass.getKey()), gain = loadOf(pass.getGain()), ret = loadOf(pass.getRetention());
+  auto norm = pass.getKey().getDefiningOp<ch::L2NormOp>();
+  if (!key || (pass.getGain() && (!gain || gain.getResult() != pass.getGain())) ||
+      (pass.getRetention() && (!ret || ret.getResult() != pass.getRetention())))
+    return pass.emitOpError("needs its key (optionally l2-normalised), gain and retention loaded in this kernel");
+  ch::LoadOp init = loadOf(pass.getInit());
+  if (pass.getInit() && (!init || init.getName() != "initial_precond_state"))
+    return pass.emitOpError("init must be the load of \"initial_precond_state\"");
+  const double dInit = pass.getDInit().convertToDouble();
+  if (init && init.getAbsent() && init.getAbsent()->convertToDouble() != dInit)
+    return init.emitOpError() << "an absent initial preconditioner state reads as d_init = " << dInit
+                              << " on the device, but the load's absent value is "
+                              << init.getAbsent()->convertToDouble();
+  auto f32 = [&](std::optional<APFloat> v) {
+    return v ? b.getF32FloatAttr((float)v->convertToDouble()) : FloatAttr();
+  };
+  b.create<HypergradTokenScanOp>(
+      pass.getLoc(), b.getStringAttr(key.getName()), gain ? b.getStringAttr(gain.getName()) : StringAttr(),
+      ret ? b.getStringAttr(ret.getName()) : StringAttr(), b.getStringAttr("initial_precond_state"),
+      b.getStringAttr("pst"), b.getStringAttr("pcoef"),
+      writesFinal ? b.getStringAttr("final_precond_state") : StringAttr(),
+      b.getF32FloatAttr((float)pass.getEta().convertToDouble()),
+      norm ? b.getF32FloatAttr((float)norm.getEps().convertToDouble()) : FloatAttr(), f32(pass.getClampMin()),
+      f32(pass.getClampMax()), b.getF32FloatAttr((float)dInit));
+  return success();
+}
+
 /// precond_scan: one chunk.accum_pass (or chunk.hypergrad_chunk_pass) of the summary kernel's results, its
 /// init a load of "initial_precond_state", its final value stored (or not) as "final_precond_state".
 LogicalResult buildScan(ch::KernelOp k, ch::KernelOp summary, OpBuilder& b) {
@@ -209,6 +245,41 @@ struct LowerPrecondRolesToTilePass : public dgps::impl::LowerPrecondRolesToTileB
       if (failed(lower(module, fwd))) return signalPassFailure();
   }
 
+  /// A precond_scan without a summary: the clamped d-scan token by token, one warp per (sequence, key head).
+  LogicalResult lowerTokenScan(ModuleOp module, func::FuncOp fwd, ch::KernelOp scan) {
+    ch::HypergradPassOp pass;
+    bool writesFinal = false;
+    for (Operation& op : scan.getBody().front()) {
+      if (isa<ch::LoadOp, ch::L2NormOp, ch::YieldOp>(op)) continue;
+      if (auto p = dyn_cast<ch::HypergradPassOp>(op); p && !pass) {
+        pass = p;
+        continue;
+      }
+      if (auto st = dyn_cast<ch::StoreOp>(op);
+          st && pass && st.getName() == "final_precond_state" && st.getValue() == pass.getFinal()) {
+        writesFinal = true;
+        continue;
+      }
+      return unknownOp(op, "precond_scan", kTokenScanCovers);
+    }
+    if (!pass) return scan.emitOpError("precond_scan without a precond_summary kernel or a chunk.hypergrad_pass");
+    OpBuilder body(module.getContext());
+    func::FuncOp fn = createRoleFunction(module, fwd, scan.getLoc(), "precond_scan", "precond_scan",
+                                         Grid::sequence_key_head_warp, forwardFeaturesOf(fwd), hasKKT(fwd), body);
+    if (failed(buildTokenScan(pass, writesFinal, body))) {
+      fn.erase();
+      return failure();
+    }
+    body.create<func::ReturnOp>(scan.getLoc());
+    return success();
+  }
+
+  static bool hasKKT(func::FuncOp fwd) {
+    bool delta = false;
+    fwd.walk([&](ch::KKTOp) { delta = true; });
+    return delta;
+  }
+
   LogicalResult lower(ModuleOp module, func::FuncOp fwd) {
     ch::KernelOp summary, scan;
     for (ch::KernelOp k : fwd.getBody().getOps<ch::KernelOp>()) {
@@ -216,12 +287,7 @@ struct LowerPrecondRolesToTilePass : public dgps::impl::LowerPrecondRolesToTileB
       if (k.getRole() == "precond_scan") scan = k;
     }
     if (!summary && !scan) return success();  // no preconditioner state: nothing to lower
-    if (!summary) {  // a token scan (the clamped d-scan) has no summary: name its op
-      for (Operation& op : scan.getBody().front())
-        if (!isa<ch::LoadOp, ch::L2NormOp, ch::StoreOp, ch::YieldOp>(op))
-          return unknownOp(op, "precond_scan", kScanCovers);
-      return scan.emitOpError("precond_scan without a precond_summary kernel");
-    }
+    if (!summary) return lowerTokenScan(module, fwd, scan);
     if (!scan) return summary.emitOpError("precond_summary without a precond_scan kernel");
     const ForwardFeatures f = forwardFeaturesOf(fwd);
     bool delta = false;

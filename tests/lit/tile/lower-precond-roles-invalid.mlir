@@ -1,8 +1,8 @@
 // --dgps-lower-precond-roles-to-tile fails with one error naming what it cannot lower.
 // RUN: %dgps-opt %s -split-input-file --dgps-lower-precond-roles-to-tile -verify-diagnostics
 
-// A clamped OSDN d-scan is not affine in d, so it stays the token-by-token chunk.hypergrad_pass (a precond_scan
-// without a precond_summary), which has no tile lowering: it stays in the device library.
+// A token-by-token chunk.hypergrad_pass without a clamp (the chunked rewrite, --chunk-parallel-precond-scan, was
+// not run): the device would run the chunked form, so the token scan is refused.
 !bf16_bthk = !chunk.tensor<[B, T, H, K], bf16>
 !bf16_bthvc = !chunk.tensor<[B, T, HV, C], bf16>
 !bf16_bthvc_global = !chunk.tensor<[B, T, HV, C], bf16, global>
@@ -29,8 +29,8 @@ module attributes {dgps.target = "sm_90a"} {
       %4 = chunk.load "beta" : !f32_bthv
       %5 = chunk.l2norm %3 {eps = 9.9999999999999995E-7 : f64} : !bf16_bthk -> !f32_bthk
       %6 = chunk.load "initial_precond_state" {absent = 1.000000e+00 : f64} : !f32_nhk
-      // expected-error @+1 {{'chunk.hypergrad_pass' op has no tile lowering in precond_scan (--dgps-lower-precond-roles-to-tile covers one accum_pass or hypergrad_chunk_pass and the store of "final_precond_state")}}
-      %start, %coef, %final = chunk.hypergrad_pass %5 gain %4 init %6 {clamp_max = 2.000000e+00 : f64, d_init = 1.000000e+00 : f64, eta = 1.000000e+00 : f64, post = false} : (!f32_bthk, !f32_bthv, !f32_nhk) -> (!f32_bnthk, !f32_bth, !f32_nhk)
+      // expected-error @+1 {{'chunk.hypergrad_pass' op is unclamped, so it is affine in d: run --chunk-parallel-precond-scan before partitioning (its chunked form lowers to tile.hypergrad_chunk_summary / _pass)}}
+      %start, %coef, %final = chunk.hypergrad_pass %5 gain %4 init %6 {d_init = 1.000000e+00 : f64, eta = 1.000000e+00 : f64, post = false} : (!f32_bthk, !f32_bthv, !f32_nhk) -> (!f32_bnthk, !f32_bth, !f32_nhk)
       chunk.store "final_precond_state", %final : !f32_nhk
       chunk.yield %start, %coef : !f32_bnthk, !f32_bth
     }

@@ -474,9 +474,10 @@ def LowerPrecondRolesToTile : Pass<"dgps-lower-precond-roles-to-tile", "::mlir::
     (a fill of 1 without a gain) and the retention log-gate (a fill of 0 without one), then
     `tile.hypergrad_chunk_summary` (η and the l2 eps as attributes) into "hgtri" / "hgvec"; the scan is one
     `tile.hypergrad_chunk_pass` from "initial_precond_state" (an absent one reads as d_init) over the same raw
-    key into "pst" and "pcoef". A forward without a precond_summary kernel is left alone. Any other op in
-    those kernels fails naming it — today the clamped token-by-token `chunk.hypergrad_pass`, which stays in the
-    device library.
+    key into "pst" and "pcoef". A clamped d-scan (a precond_scan without a precond_summary: the token-by-token
+    `chunk.hypergrad_pass` with a bound) becomes one `tile.hypergrad_token_scan` (`tile.grid =
+    "sequence_key_head_warp"`). A forward without preconditioner kernels is left alone. Any other op in those
+    kernels fails naming it.
 
     OSDN after (tests/lit/tile/lower-precond-roles-hypergrad.mlir):
     ```mlir

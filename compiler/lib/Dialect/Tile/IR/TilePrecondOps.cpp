@@ -68,3 +68,24 @@ LogicalResult HypergradChunkPassOp::verify() {
   if (getFinal()) return expectName(*this, "writes the final state to argument", *getFinal(), {"final_precond_state"});
   return success();
 }
+
+LogicalResult HypergradTokenScanOp::verify() {
+  if (failed(expectName(*this, "reads key rows from argument", getKey(), {"k"})) ||
+      (getGain() && failed(expectName(*this, "reads the gain from argument", *getGain(), {"beta"}))) ||
+      (getRetention() &&
+       failed(expectName(*this, "reads the retention from argument", *getRetention(), {"precond_g"}))) ||
+      failed(expectName(*this, "starts from argument", getStart(), {"initial_precond_state"})) ||
+      failed(expectName(*this, "writes the chunk starts to workspace region", getStarts(), {"pst"})) ||
+      failed(expectName(*this, "writes the step coefficients to workspace region", getCoef(), {"pcoef"})))
+    return failure();
+  if (!getClampMin() && !getClampMax())
+    return emitOpError("has no clamp bound; an unclamped d-scan takes the chunked form "
+                       "(tile.hypergrad_chunk_summary / tile.hypergrad_chunk_pass)");
+  if (getClampMin() && getClampMax() && getClampMin()->convertToDouble() > getClampMax()->convertToDouble())
+    return emitOpError() << "clamp_min " << getClampMin()->convertToDouble() << " exceeds clamp_max "
+                         << getClampMax()->convertToDouble();
+  if (getL2Eps() && !(getL2Eps()->convertToDouble() > 0.0))
+    return emitOpError() << "l2_eps must be positive (got " << getL2Eps()->convertToDouble() << ")";
+  if (getFinal()) return expectName(*this, "writes the final state to argument", *getFinal(), {"final_precond_state"});
+  return success();
+}

@@ -97,4 +97,31 @@ def Tile_HypergradChunkPassOp : Tile_Op<"hypergrad_chunk_pass"> {
   }];
 }
 
+def Tile_HypergradTokenScanOp : Tile_Op<"hypergrad_token_scan"> {
+  let summary = "OSDN's d-scan token by token (a clamped scan): chunk-start d and per-token coefficients";
+  let description = [{
+    Per (sequence, key head), one warp (grid "sequence_key_head_warp"), over the sequence's tokens t in order
+    (chunk.hypergrad_pass with a clamp, docs/math.md §5.2), from d = argument `start`[n][h] (`absent` in every
+    channel when not given), with x the raw rows of argument `key`, β the argument `gain` (1 without) at the
+    key head's first value head and ρ = e^{retention} (1 without):
+      u = (rk x_t)², κ = eta β_t / ‖k̂_t‖² (0 for a zero key), coef_t = κ (1 − β_t ⟨d, u⟩) → region `coef`;
+      d ← clamp(ρ_t d + coef_t u, [clamp_min, clamp_max])
+    with d at every chunk start into region `starts`, and (with `final`) d after the last token into the
+    argument of that name. rk = (Σ x² + l2_eps)^{-1/2}, 1 without `l2_eps`. An unclamped scan is affine in d and
+    takes the chunked form instead (hypergrad_chunk_summary / hypergrad_chunk_pass), so at least one bound is
+    required.
+    ```mlir
+    tile.hypergrad_token_scan key "k" gain "beta" start "initial_precond_state" into "pst", "pcoef" final "final_precond_state" {absent = 1.0 : f32, clamp_max = 2.0 : f32, eta = 1.0 : f32, l2_eps = 1.0e-6 : f32}
+    ```
+  }];
+  let arguments = (ins StrAttr:$key, OptionalAttr<StrAttr>:$gain, OptionalAttr<StrAttr>:$retention,
+                       StrAttr:$start, StrAttr:$starts, StrAttr:$coef, OptionalAttr<StrAttr>:$final, F32Attr:$eta,
+                       OptionalAttr<F32Attr>:$l2_eps, OptionalAttr<F32Attr>:$clamp_min,
+                       OptionalAttr<F32Attr>:$clamp_max, DefaultValuedAttr<F32Attr, "0.0f">:$absent);
+  let assemblyFormat = [{
+    `key` $key (`gain` $gain^)? (`retention` $retention^)? `start` $start `into` $starts `,` $coef
+    (`final` $final^)? attr-dict
+  }];
+}
+
 #endif
