@@ -181,8 +181,8 @@ class SummaryEmitter {
           if (!rowsUsed_ || o.getX() != rowsValue_)
             return o.emitOpError("reads the role's [C, K] key rows (a tile.chunk_rows of this function)");
           const std::optional<APFloat> eps = o.getL2Eps();
-          os_ << "  t::hypergrad_chunk_summary<C, K, KP, Codec>(hs, reinterpret_cast<float*>(ws + W." << o.getTri().str()
-              << ") + (slot * H + h) * dgps::launch::hypergradTriFloats(C),\n"
+          os_ << "  t::hypergrad_chunk_summary<C, K, KP, Codec>(hs, reinterpret_cast<float*>(ws + W."
+              << o.getTri().str() << ") + (slot * H + h) * dgps::launch::hypergradTriFloats(C),\n"
               << "      reinterpret_cast<float*>(ws + W." << o.getVec().str()
               << ") + (slot * H + h) * dgps::launch::hypergradVecFloats(C), "
               << cudaFloatLiteral(o.getEta().convertToDouble()) << ", " << (eps ? "true" : "false") << ", "
@@ -307,14 +307,16 @@ FailureOr<std::string> emitTokenScan(func::FuncOp fn, HypergradTokenScanOp o, co
   os << "  io.slot_stride = H;\n";
   os << "  t::HypergradStep st;\n";
   os << "  st.eta = " << cudaFloatLiteral(o.getEta().convertToDouble()) << ";\n";
-  if (o.getL2Eps()) os << "  st.l2norm = true;\n  st.eps = " << cudaFloatLiteral(o.getL2Eps()->convertToDouble()) << ";\n";
+  if (o.getL2Eps())
+    os << "  st.l2norm = true;\n  st.eps = " << cudaFloatLiteral(o.getL2Eps()->convertToDouble()) << ";\n";
   if (o.getClampMin())
     os << "  st.has_min = true;\n  st.lo = " << cudaFloatLiteral(o.getClampMin()->convertToDouble()) << ";\n";
   if (o.getClampMax())
     os << "  st.has_max = true;\n  st.hi = " << cudaFloatLiteral(o.getClampMax()->convertToDouble()) << ";\n";
-  os << "  t::hypergrad_token_scan<C, K, KP, Codec>(dev::smem_at<uint16_t>(dev::dyn_smem(), (int64_t)dev::warp() * 32 * PQ * 2),\n";
-  os << "      io, st, sq.len, a." << o.getStart().str() << " != nullptr ? a." << o.getStart().str() << " + ph : nullptr, "
-     << cudaFloatLiteral(o.getAbsent().convertToDouble()) << ",\n";
+  os << "  t::hypergrad_token_scan<C, K, KP, Codec>(dev::smem_at<uint16_t>(dev::dyn_smem(), (int64_t)dev::warp() * 32 "
+        "* PQ * 2),\n";
+  os << "      io, st, sq.len, a." << o.getStart().str() << " != nullptr ? a." << o.getStart().str()
+     << " + ph : nullptr, " << cudaFloatLiteral(o.getAbsent().convertToDouble()) << ",\n";
   if (o.getFinal())
     os << "      a." << o.getFinal()->str() << " != nullptr ? a." << o.getFinal()->str() << " + ph : nullptr);\n";
   else
@@ -387,7 +389,8 @@ FailureOr<std::string> emitTilePrecondKernel(func::FuncOp fn, const std::string&
   if (!tokenScans.empty()) {
     for (Operation& op : fn.getBody().front())
       if (!isa<HypergradTokenScanOp, func::ReturnOp>(op)) return op.emitOpError("has no precond_scan tile emitter");
-    if (tokenScans.size() != 1) return fn.emitOpError("a token-scan precond_scan holds exactly one tile.hypergrad_token_scan");
+    if (tokenScans.size() != 1)
+      return fn.emitOpError("a token-scan precond_scan holds exactly one tile.hypergrad_token_scan");
     return emitTokenScan(fn, tokenScans.front(), symbol, feat.asArrayRef());
   }
   return summary ? emitSummary(fn, symbol, feat.asArrayRef()) : emitScan(fn, symbol, feat.asArrayRef());
