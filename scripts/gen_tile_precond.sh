@@ -2,9 +2,10 @@
 # Writes the tile-precond packages (dgpsc compile --codegen=tile-precond: the preconditioner roles
 # precond_summary and precond_scan printed from tile IR against runtime/device/dgps/tile, every other kernel
 # unchanged) of every shipped spec with those roles (a generated/ package whose manifest lists them) into
-# OUTDIR/<name>/. A spec whose preconditioner roles hold an op without a tile lowering (today: OSDN's
-# hypergradient scan) is skipped and listed. generated/ is not touched: the device library's roles stay dgpsc's
-# default until the tile path is measured on the GPU (docs/architecture.md, "Tile IR").
+# OUTDIR/<name>/. A spec whose preconditioner roles hold an op without a tile lowering (none of the shipped
+# specs today) is skipped and listed. generated/ is not touched: the
+# device library's roles stay dgpsc's default until the tile path is measured on the GPU (docs/architecture.md,
+# "Tile IR").
 #
 #   scripts/gen_tile_precond.sh OUTDIR [BUILD_DIR]   (dgpsc at BUILD_DIR/compiler/tools/dgpsc/dgpsc)
 #   DGPSC=/path/to/dgpsc scripts/gen_tile_precond.sh OUTDIR

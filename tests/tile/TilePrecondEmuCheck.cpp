@@ -4,10 +4,12 @@
 // tests/emu and launched with the runtime's forward geometry (launch_rules.h forwardGeometry). Per problem, on
 // fresh seeded inputs and NaN-poisoned (0xFF) workspaces and outputs:
 //   1. the preconditioner roles (precond_summary, precond_scan) of each package run on their own workspace; the
-//      workspaces (psum, pgam, pst) and the final preconditioner states must then be bit-identical;
+//      workspaces (psum, pgam, pst; for OSDN's chunked d-scan hgtri, hgvec, pst, pcoef) and the final
+//      preconditioner states must then be bit-identical;
 //   2. the remaining roles (chunk_local, state_output) run after the generated ones; o, the final state and the
 //      final preconditioner state are compared with the float64 reference (dgps::runReference), and the final
-//      preconditioner state also with an independent float64 scan of the reference's own inputs (below).
+//      preconditioner state also with an independent float64 token scan of the reference's own inputs (below:
+//      the squash accumulator, or OSDN's d-scan).
 // Problems: K = V = each square head dim <= 64 the spec allows (else its smallest) and the smallest square dim
 // that is not a multiple of 16, C = 64; T = 100 (a partial chunk) with B = 2; varlen cu = {0, 37, 100} (a
 // sequence ending mid-chunk, slack slots) when the spec allows it; with and without an initial preconditioner
@@ -88,7 +90,8 @@ struct Modules {
 const char* regionOf(const dgps::launch::WorkspaceLayout& w, long long off) {
   const std::pair<long long, const char*> r[] = {{w.tb, "tb"},     {w.aqk, "aqk"},   {w.tok, "tok"},     {w.pst, "pst"},
                                                  {w.psum, "psum"}, {w.pgam, "pgam"}, {w.pcoef, "pcoef"}, {w.opq, "opq"},
-                                                 {w.opk, "opk"},   {w.opw, "opw"},   {w.pdec, "pdec"}};
+                                                 {w.opk, "opk"},   {w.opw, "opw"},   {w.pdec, "pdec"},
+                                                 {w.hgtri, "hgtri"}, {w.hgvec, "hgvec"}};
   const char* best = "?";
   long long at = -1;
   for (auto& [o, n] : r)
@@ -140,6 +143,46 @@ std::vector<double> squashFinal(const dgps::Spec& spec, const dgps::ReferenceInp
       }
     }
   return A;
+}
+
+/// An independent float64 model of OSDN's final d (docs/math.md §5.2): per sequence and key head, token by token
+/// from the initial state (the spec's init when absent), u = k̂², κ = η β/‖k̂‖² (0 for a zero key),
+///   d ← r_t d + κ (1 − β ⟨d, u⟩) u,   r_t = e^{precond_g_t} with retention, else 1,
+/// then clamped to [clamp_min, clamp_max] where the spec sets them (gva_ratio 1: β at the key head).
+std::vector<double> hypergradFinal(const dgps::Spec& spec, const dgps::ReferenceInputs& in, std::int64_t B,
+                                   std::int64_t T, std::int64_t H, int K, const std::vector<std::int64_t>& cu) {
+  const dgps::HypergradParams& hp = spec.precond.hypergrad;
+  const dgps::Tensor& k = in.at("k");
+  const std::int64_t N = cu.empty() ? B : (std::int64_t)cu.size() - 1;
+  std::vector<double> D((size_t)(N * H * K), hp.init);
+  if (in.count("initial_precond_state"))
+    for (size_t i = 0; i < D.size(); ++i) D[i] = in.at("initial_precond_state").get((std::int64_t)i);
+  std::vector<double> u((size_t)K);
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t h = 0; h < H; ++h) {
+      const std::int64_t t0 = cu.empty() ? n * T : cu[n], t1 = cu.empty() ? (n + 1) * T : cu[n + 1];
+      double* d = D.data() + (n * H + h) * K;
+      for (std::int64_t t = t0; t < t1; ++t) {
+        double ss = 0;
+        for (int x = 0; x < K; ++x) ss += std::pow(k.get((t * H + h) * K + x), 2);
+        const double r = spec.qk_l2norm ? 1.0 / std::sqrt(ss + spec.l2norm_eps) : 1.0;
+        const double rho = hp.has_retention ? std::exp(in.at("precond_g").get(t * H + h)) : 1.0;
+        const double beta = in.count("beta") ? in.at("beta").get(t * H + h) : 1.0;
+        double uu = 0, du = 0;
+        for (int x = 0; x < K; ++x) {
+          u[(size_t)x] = std::pow(r * k.get((t * H + h) * K + x), 2);
+          uu += u[(size_t)x];
+          du += d[x] * u[(size_t)x];
+        }
+        const double c = uu > 0 ? hp.eta * beta / uu * (1.0 - beta * du) : 0.0;
+        for (int x = 0; x < K; ++x) {
+          d[x] = rho * d[x] + c * u[(size_t)x];
+          if (hp.clamp_min) d[x] = std::max(d[x], *hp.clamp_min);
+          if (hp.clamp_max) d[x] = std::min(d[x], *hp.clamp_max);
+        }
+      }
+    }
+  return D;
 }
 
 /// One forward problem: the generated preconditioner roles against the library's, then the whole forward.
@@ -236,9 +279,11 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, bool f16, std::i
     ok = ok && launchRole(m.tile, prefix + role, geo, a);
   }
   if (!ok) return false;
-  if (covered != 2) {
-    std::fprintf(stderr, "%s: expected the roles precond_summary, precond_scan first, found %d of them\n",
-                 spec.name.c_str(), covered);
+  // a clamped d-scan has no chunk summary: precond_scan alone
+  const int want = (f.source == 1 && !dgps::launch::hypergradChunked(f)) ? 1 : 2;
+  if (covered != want) {
+    std::fprintf(stderr, "%s: expected %d preconditioner roles (precond_summary, precond_scan) first, found %d\n",
+                 spec.name.c_str(), want, covered);
     return false;
   }
   long long firstDiff = -1, ndiff = 0;
@@ -265,8 +310,10 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, bool f16, std::i
   const double ep = relErr(pd, ref.final_precond_state);
   // the independent token-by-token model of the accumulator, from the same inputs
   double em = 0.0;
-  if (spec.precond.source == dgps::PrecondSource::EmaSqSquash) {
-    const std::vector<double> model = squashFinal(spec, in, B, T, H, K, cu);
+  const bool hypergrad = spec.precond.source == dgps::PrecondSource::HypergradOgd;
+  if (spec.precond.source == dgps::PrecondSource::EmaSqSquash || hypergrad) {
+    const std::vector<double> model =
+        hypergrad ? hypergradFinal(spec, in, B, T, H, K, cu) : squashFinal(spec, in, B, T, H, K, cu);
     dgps::Tensor mt = ref.final_precond_state;
     for (size_t i = 0; i < model.size(); ++i) mt.set((std::int64_t)i, model[i]);
     em = relErr(pd, mt);

@@ -1,5 +1,6 @@
 // manifest.yaml and spec.yaml of a generated package, the plan summary they are built from, and
 // writing the package directory.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -136,10 +137,10 @@ FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp ti
   auto stateOutput = tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_state_output") : nullptr;
   auto segmentSummary =
       tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_segment_summary") : nullptr;
-  auto precondSummary =
-      tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_precond_summary") : nullptr;
+  // a clamped OSDN d-scan has a precond_scan without a precond_summary
+  auto precondScan = tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_precond_scan") : nullptr;
   if (tileModule && hasKernel(spec, KernelKind::Decode) &&
-      ((!chunkLocal && !stateOutput && !segmentSummary && !precondSummary) ||
+      ((!chunkLocal && !stateOutput && !segmentSummary && !precondScan) ||
        tileModule.lookupSymbol(spec.name + "_decode"))) {
     auto fn = tileModule.lookupSymbol<func::FuncOp>(spec.name + "_decode");
     if (!fn) return tileModule.emitError() << "no tile function @" << spec.name << "_decode for the decode kernel";
@@ -170,9 +171,11 @@ FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp ti
   }
   // the preconditioner roles (--dgps-lower-precond-roles-to-tile), by role name
   std::map<std::string, std::string> tileRoles;
-  if (precondSummary)
+  if (precondScan)
     for (const char* role : {"precond_summary", "precond_scan"}) {
       auto fn = tileModule.lookupSymbol<func::FuncOp>(spec.name + "_" + role);
+      const bool planned = std::find(summary->roles.begin(), summary->roles.end(), role) != summary->roles.end();
+      if (!fn && !planned) continue;
       if (!fn) return tileModule.emitError() << "no tile function @" << spec.name << "_" << role;
       FailureOr<std::string> text = emitTilePrecondKernel(fn, "dgps_" + spec.name + "_fwd_" + role);
       if (failed(text)) return failure();

@@ -8,6 +8,10 @@
 // row_exp) are printed as one loop over the chunk's rows, so their global loads are issued together; the
 // first barrier after the cp.async row load also waits for it.
 // precond_scan (grid sequence_key_head): one tile.chunk_affine_scan per (sequence, key head), no shared memory.
+// OSDN's chunked hypergradient d-scan has its own layouts: its precond_summary places the key rows, β and the
+// retention where tile::HypergradSummaryTiles has them (launch_rules.h hypergradSummarySmem) and calls
+// tile::hypergrad_chunk_summary; its precond_scan is one tile::hypergrad_chunk_pass (hypergradPassSmem). A clamped
+// d-scan has only a precond_scan: one tile::hypergrad_token_scan per warp (grid sequence_key_head_warp).
 #include <map>
 #include <sstream>
 #include <string>
@@ -34,6 +38,12 @@ class SummaryEmitter {
   explicit SummaryEmitter(std::ostringstream& os) : os_(os) {}
 
   LogicalResult block(Block& body) {
+    // OSDN's summary: its operands live in the hypergrad layout's named parts
+    for (auto hg : body.getOps<HypergradChunkSummaryOp>()) {
+      hypergrad_ = true;
+      fixed_[hg.getBeta().getAsOpaquePointer()] = "hs.beta()";
+      fixed_[hg.getRetention().getAsOpaquePointer()] = "hs.logret()";
+    }
     // The scan's three per-row coefficients take adjacent columns 0, 1, 2 of the record, so channel_scan_total
     // reads them with one vector load per row (as the hand-written role did); other [C] vectors follow.
     for (auto scan : body.getOps<ChannelScanTotalOp>())
@@ -57,6 +67,7 @@ class SummaryEmitter {
   /// Storage for a new shared tile; fails when the role's layout has no room left.
   LogicalResult place(Operation* op, Value v) {
     const std::string n = name(v);
+    if (hypergrad_) return placeHypergrad(op, v, n);
     if (isVec(v.getType())) {
       auto it = column_.find(v.getAsOpaquePointer());
       const int col = it != column_.end() ? it->second : nextColumn_++;
@@ -71,6 +82,22 @@ class SummaryEmitter {
     return success();
   }
 
+  /// In OSDN's layout: the one row tile is the key part, the [C] vectors the β and retention parts.
+  LogicalResult placeHypergrad(Operation* op, Value v, const std::string& n) {
+    if (isVec(v.getType())) {
+      auto it = fixed_.find(v.getAsOpaquePointer());
+      if (it == fixed_.end())
+        return op->emitOpError("is a [C] vector that tile.hypergrad_chunk_summary does not read (its layout holds "
+                               "only β and the retention)");
+      os_ << "  const t::RowVec " << n << " = " << it->second << ";\n";
+      return success();
+    }
+    if (rowsUsed_) return op->emitOpError("needs a second [C, K] row tile (the layout has one)");
+    rowsUsed_ = true;
+    os_ << "  uint16_t* const " << n << " = hs.key;\n";
+    return success();
+  }
+
   void row(const std::string& stmt) { rowBody_.push_back(stmt); }
   void flushRows() {
     if (rowBody_.empty()) return;
@@ -81,21 +108,28 @@ class SummaryEmitter {
   }
 
   LogicalResult chunkRows(ChunkRowsOp op) {
-    static const std::map<std::string, bool> fields = {{"k", true}, {"precond_g", false}, {"precond_beta", false}};
+    static const std::map<std::string, bool> fields = {
+        {"k", true}, {"precond_g", false}, {"precond_beta", false}, {"beta", false}};
     auto it = fields.find(op.getName().str());
     if (it == fields.end())
       return op.emitOpError() << "'" << op.getName() << "' is not a row tensor precond_summary reads (\"k\", "
-                              << "\"precond_g\", \"precond_beta\")";
+                              << "\"precond_g\", \"precond_beta\", \"beta\")";
     const bool vec = isVec(op.getType());
     if (it->second == vec)
       return op.emitOpError() << "'" << op.getName() << "' must be loaded as " << (vec ? "[C, K] rows" : "a [C] vector");
-    if (op.getHead() != HeadOf::key_head) return op.emitOpError("precond_summary reads rows at the key head");
+    // β is a value-head tensor: the grid has one CTA per key head, which reads its first value head's β
+    const HeadOf want = op.getName() == "beta" ? HeadOf::value_head : HeadOf::key_head;
+    if (op.getHead() != want)
+      return op.emitOpError() << "precond_summary reads '" << op.getName() << "' at the "
+                              << stringifyHeadOf(want) << " (got " << stringifyHeadOf(op.getHead()) << ")";
     if (failed(place(op, op.getResult()))) return failure();
     const std::string n = name(op.getResult());
     if (vec) {
-      row("t::load_row_scalars(" + n + ", a." + op.getName().str() + ", at, H, h, i);");
+      row("t::load_row_scalars(" + n + ", a." + op.getName().str() + ", at, " +
+          (want == HeadOf::value_head ? "a.heads_v, h * (a.heads_v / H)" : "H, h") + ", i);");
       return success();
     }
+    rowsValue_ = op.getResult();
     os_ << "  t::load_rows16<C, KP>(" << n << ", PQ, a." << op.getName().str() << ", at, H, h, K);\n";
     pendingLoads_ = true;
     return success();
@@ -143,6 +177,18 @@ class SummaryEmitter {
               << ", at.Lr);\n";
           return success();
         })
+        .Case<HypergradChunkSummaryOp>([&](HypergradChunkSummaryOp o) -> LogicalResult {
+          if (!rowsUsed_ || o.getX() != rowsValue_)
+            return o.emitOpError("reads the role's [C, K] key rows (a tile.chunk_rows of this function)");
+          const std::optional<APFloat> eps = o.getL2Eps();
+          os_ << "  t::hypergrad_chunk_summary<C, K, KP, Codec>(hs, reinterpret_cast<float*>(ws + W."
+              << o.getTri().str() << ") + (slot * H + h) * dgps::launch::hypergradTriFloats(C),\n"
+              << "      reinterpret_cast<float*>(ws + W." << o.getVec().str()
+              << ") + (slot * H + h) * dgps::launch::hypergradVecFloats(C), "
+              << cudaFloatLiteral(o.getEta().convertToDouble()) << ", " << (eps ? "true" : "false") << ", "
+              << cudaFloatLiteral(eps ? eps->convertToDouble() : 0.0) << ", at.Lr);\n";
+          return success();
+        })
         .Case<StoreSumExpOp>([&](StoreSumExpOp o) {
           os_ << "  t::store_sum_exp<C>(reinterpret_cast<float*>(ws + W.pgam) + slot * H + h, " << name(o.getX())
               << ");\n";
@@ -156,19 +202,24 @@ class SummaryEmitter {
   std::map<const void*, std::string> names_;
   std::vector<std::string> rowBody_;
   std::map<const void*, int> column_;  ///< the record column of each [C] vector placed ahead (the scan's a, b, r)
+  std::map<const void*, std::string> fixed_;  ///< OSDN's layout: the part of each [C] vector its summary reads
+  Value rowsValue_;                            ///< the one [C, K] row tile
+  bool hypergrad_ = false;                     ///< the function holds tile.hypergrad_chunk_summary
   int nextColumn_ = 0;
   bool rowsUsed_ = false, pendingLoads_ = false;
 };
 
+/// `clamp`: the hypergrad_ogd scan is clamped (FeatureSet::clamp, which the 6 launch features leave 0); its
+/// workspace has no chunk summaries.
 void prologue(std::ostringstream& os, func::FuncOp fn, const std::string& symbol, StringRef what,
-              ArrayRef<int32_t> f) {
+              ArrayRef<int32_t> f, bool clamp = false) {
   os << "extern \"C\" __global__ void " << symbol << "(dgps::ForwardArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str() << ", " << what.str() << ").\n";
   os << "  namespace t = dgps::tile;\n  namespace dev = dgps::dev;\n";
   os << "  constexpr int C = dgps::cfg::C, K = dgps::cfg::K;\n";
   os << "  // The launch contract shared with the other roles: the workspace layout only.\n";
   os << "  constexpr dgps::launch::FeatureSet F = {" << f[0] << ", " << f[1] << ", " << f[2] << ", " << f[3] << ", "
-     << f[4] << ", " << f[5] << "};\n";
+     << f[4] << ", " << f[5] << (clamp ? ", 1" : "") << "};\n";
   os << "  const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), dev::tile_of());\n";
   os << "  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);\n";
   os << "  const int64_t H = a.heads_qk;\n";
@@ -184,23 +235,114 @@ FailureOr<std::string> emitSummary(func::FuncOp fn, const std::string& symbol, A
   os << "  if (!dev::slot_to_chunk(a, slot, n, c, sq)) return;\n";
   os << "  t::ChunkAt at;\n  at.t0 = sq.bos + c * C;\n  at.Lr = (int)dev::lmin(C, sq.len - c * C);\n";
   os << "  unsigned char* const sm = dev::dyn_smem();\n";
-  os << "  float* const sVec = dev::smem_at<float>(sm, C * PQ * 2);  // [C][4] per-row record\n";
+  if (fn.getBody().front().getOps<HypergradChunkSummaryOp>().empty())
+    os << "  float* const sVec = dev::smem_at<float>(sm, C * PQ * 2);  // [C][4] per-row record\n";
+  else
+    os << "  const t::HypergradSummaryTiles<C, K> hs(sm);  // launch_rules.h hypergradSummarySmem\n";
   SummaryEmitter e(os);
   if (failed(e.block(fn.getBody().front()))) return failure();
   os << "}\n";
   return os.str();
 }
 
+/// OSDN's pass: one tile::hypergrad_chunk_pass per (sequence, key head), its operands at the sequence's first
+/// chunk slot.
+FailureOr<std::string> emitHypergradScan(func::FuncOp fn, HypergradChunkPassOp p, const std::string& symbol,
+                                         ArrayRef<int32_t> f) {
+  std::ostringstream os;
+  prologue(os, fn, symbol, "grid sequence_key_head: one CTA per sequence and key head", f);
+  os << "  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;\n";
+  os << "  constexpr int KP = dgps::cfg::KP;\n";
+  os << "  const int64_t n = dev::block_x() / H, h = dev::block_x() - n * H;\n";
+  os << "  const dev::Seq sq = dev::seq_of(a, n);\n";
+  os << "  const int64_t s0 = dev::first_slot(a, n, sq.bos), ph = (n * H + h) * K;\n";
+  os << "  t::HypergradPassIo io;\n";
+  os << "  io.key = static_cast<const uint16_t*>(a." << p.getKey().str() << ") + (sq.bos * H + h) * K;\n";
+  os << "  io.key_stride = H * K;\n";
+  os << "  io.tri = reinterpret_cast<const float*>(ws + W." << p.getTri().str()
+     << ") + (s0 * H + h) * dgps::launch::hypergradTriFloats(C);\n";
+  os << "  io.vec = reinterpret_cast<const float*>(ws + W." << p.getVec().str()
+     << ") + (s0 * H + h) * dgps::launch::hypergradVecFloats(C);\n";
+  os << "  io.starts = reinterpret_cast<float*>(ws + W." << p.getStarts().str() << ") + (s0 * H + h) * K;\n";
+  os << "  io.coef = reinterpret_cast<float*>(ws + W." << p.getCoef().str() << ") + (s0 * H + h) * C;\n";
+  os << "  io.slot_stride = H;\n";
+  os << "  t::hypergrad_chunk_pass<C, K, KP, Codec>(dev::dyn_smem(), io, sq.len,\n";
+  os << "      a." << p.getStart().str() << " != nullptr ? a." << p.getStart().str() << " + ph : nullptr, "
+     << cudaFloatLiteral(p.getAbsent().convertToDouble()) << ",\n";
+  if (p.getFinal())
+    os << "      a." << p.getFinal()->str() << " != nullptr ? a." << p.getFinal()->str() << " + ph : nullptr);\n";
+  else
+    os << "      nullptr);\n";
+  os << "}\n";
+  return os.str();
+}
+
+/// OSDN's clamped d-scan: one tile::hypergrad_token_scan per warp, four (sequence, key head) pairs per CTA (the
+/// device library's clamped precond_scan geometry), each warp on its own 32 shared key rows.
+FailureOr<std::string> emitTokenScan(func::FuncOp fn, HypergradTokenScanOp o, const std::string& symbol,
+                                     ArrayRef<int32_t> f) {
+  std::ostringstream os;
+  prologue(os, fn, symbol, "grid sequence_key_head_warp: one warp per sequence and key head, 4 per CTA", f,
+           /*clamp=*/true);
+  os << "  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;\n";
+  os << "  constexpr int KP = dgps::cfg::KP, PQ = dgps::launch::bf16Pitch(KP);\n";
+  os << "  const int64_t pair = dev::block_x() * 4 + dev::warp();\n";
+  os << "  if (pair >= a.num_seqs * H) return;  // whole warp leaves together; no CTA barriers below\n";
+  os << "  const int64_t n = pair / H, h = pair - n * H;\n";
+  os << "  const dev::Seq sq = dev::seq_of(a, n);\n";
+  os << "  const int64_t s0 = dev::first_slot(a, n, sq.bos), ph = (n * H + h) * K;\n";
+  os << "  t::HypergradTokenIo io;\n";
+  os << "  io.key = static_cast<const uint16_t*>(a." << o.getKey().str() << ") + (sq.bos * H + h) * K;\n";
+  os << "  io.key_stride = H * K;\n";
+  if (o.getGain()) {  // β is a value-head tensor: the key head's first value head
+    os << "  io.beta = a." << o.getGain()->str() << " + sq.bos * a.heads_v + h * (a.heads_v / H);\n";
+    os << "  io.beta_stride = a.heads_v;\n";
+  }
+  if (o.getRetention()) {
+    os << "  io.retention = a." << o.getRetention()->str() << " + sq.bos * H + h;\n";
+    os << "  io.retention_stride = H;\n";
+  }
+  os << "  io.starts = reinterpret_cast<float*>(ws + W." << o.getStarts().str() << ") + (s0 * H + h) * K;\n";
+  os << "  io.coef = reinterpret_cast<float*>(ws + W." << o.getCoef().str() << ") + (s0 * H + h) * C;\n";
+  os << "  io.slot_stride = H;\n";
+  os << "  t::HypergradStep st;\n";
+  os << "  st.eta = " << cudaFloatLiteral(o.getEta().convertToDouble()) << ";\n";
+  if (o.getL2Eps())
+    os << "  st.l2norm = true;\n  st.eps = " << cudaFloatLiteral(o.getL2Eps()->convertToDouble()) << ";\n";
+  if (o.getClampMin())
+    os << "  st.has_min = true;\n  st.lo = " << cudaFloatLiteral(o.getClampMin()->convertToDouble()) << ";\n";
+  if (o.getClampMax())
+    os << "  st.has_max = true;\n  st.hi = " << cudaFloatLiteral(o.getClampMax()->convertToDouble()) << ";\n";
+  os << "  t::hypergrad_token_scan<C, K, KP, Codec>(dev::smem_at<uint16_t>(dev::dyn_smem(), (int64_t)dev::warp() * 32 "
+        "* PQ * 2),\n";
+  os << "      io, st, sq.len, a." << o.getStart().str() << " != nullptr ? a." << o.getStart().str()
+     << " + ph : nullptr, " << cudaFloatLiteral(o.getAbsent().convertToDouble()) << ",\n";
+  if (o.getFinal())
+    os << "      a." << o.getFinal()->str() << " != nullptr ? a." << o.getFinal()->str() << " + ph : nullptr);\n";
+  else
+    os << "      nullptr);\n";
+  os << "}\n";
+  return os.str();
+}
+
 FailureOr<std::string> emitScan(func::FuncOp fn, const std::string& symbol, ArrayRef<int32_t> f) {
+  SmallVector<HypergradChunkPassOp> passes;
   SmallVector<ChunkAffineScanOp> scans;
   for (Operation& op : fn.getBody().front()) {
     if (auto s = dyn_cast<ChunkAffineScanOp>(op)) {
       scans.push_back(s);
       continue;
     }
+    if (auto p = dyn_cast<HypergradChunkPassOp>(op)) {
+      passes.push_back(p);
+      continue;
+    }
     if (!isa<func::ReturnOp>(op)) return op.emitOpError("has no precond_scan tile emitter");
   }
-  if (scans.size() != 1) return fn.emitOpError("a precond_scan tile function holds exactly one tile.chunk_affine_scan");
+  if (scans.size() + passes.size() != 1)
+    return fn.emitOpError(
+        "a precond_scan tile function holds exactly one tile.chunk_affine_scan or tile.hypergrad_chunk_pass");
+  if (!passes.empty()) return emitHypergradScan(fn, passes.front(), symbol, f);
   ChunkAffineScanOp s = scans.front();
   if (s.getAbsent().convertToDouble() != 0.0)
     return s.emitOpError("the device reads an absent start state as 0 (absent must be 0)");
@@ -233,12 +375,24 @@ FailureOr<std::string> emitTilePrecondKernel(func::FuncOp fn, const std::string&
   auto feat = fn->getAttrOfType<DenseI32ArrayAttr>(kLaunchFeaturesAttr);
   const bool summary = role && role.getValue() == "precond_summary";
   const bool scan = role && role.getValue() == "precond_scan";
-  const Grid want = summary ? Grid::chunk_key_head : Grid::sequence_key_head;
+  // the clamped d-scan (one tile.hypergrad_token_scan) runs a warp per (sequence, key head)
+  SmallVector<HypergradTokenScanOp> tokenScans;
+  if (scan) llvm::append_range(tokenScans, fn.getBody().front().getOps<HypergradTokenScanOp>());
+  const Grid want = summary ? Grid::chunk_key_head
+                    : tokenScans.empty() ? Grid::sequence_key_head
+                                         : Grid::sequence_key_head_warp;
   if ((!summary && !scan) || !grid || grid.getValue() != stringifyGrid(want) || !feat || feat.size() != 6)
     return fn.emitOpError() << "is not a precond_summary / precond_scan tile function (needs " << kRoleAttr
                             << " = \"precond_summary\" with " << kGridAttr << " = \"chunk_key_head\", or "
-                            << "\"precond_scan\" with \"sequence_key_head\", and " << kLaunchFeaturesAttr
-                            << " with 6 entries)";
+                            << "\"precond_scan\" with \"sequence_key_head\" (\"sequence_key_head_warp\" for a "
+                            << "tile.hypergrad_token_scan), and " << kLaunchFeaturesAttr << " with 6 entries)";
+  if (!tokenScans.empty()) {
+    for (Operation& op : fn.getBody().front())
+      if (!isa<HypergradTokenScanOp, func::ReturnOp>(op)) return op.emitOpError("has no precond_scan tile emitter");
+    if (tokenScans.size() != 1)
+      return fn.emitOpError("a token-scan precond_scan holds exactly one tile.hypergrad_token_scan");
+    return emitTokenScan(fn, tokenScans.front(), symbol, feat.asArrayRef());
+  }
   return summary ? emitSummary(fn, symbol, feat.asArrayRef()) : emitScan(fn, symbol, feat.asArrayRef());
 }
 

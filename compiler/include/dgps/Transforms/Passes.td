@@ -469,10 +469,31 @@ def LowerPrecondRolesToTile : Pass<"dgps-lower-precond-roles-to-tile", "::mlir::
     summary into "psum") and `tile.store_sum_exp` of the gate (its total decay into "pgam");
     `@<name>_precond_scan` (`tile.grid = "sequence_key_head"`): one `tile.chunk_affine_scan` from
     "initial_precond_state" through "pgam" / "psum" into the chunk starts "pst", with `final` when the kernel
-    stores "final_precond_state". A forward without a precond_summary kernel is left alone. Any other op in
-    those kernels fails naming it — today OSDN's chunked hypergradient scan (`chunk.hypergrad_chunk_summary`,
-    `chunk.hypergrad_chunk_pass`) and the token-by-token `chunk.hypergrad_pass`, which stay in the device
-    library.
+    stores "final_precond_state". For OSDN's chunked hypergradient d-scan (`chunk.hypergrad_chunk_summary`,
+    `chunk.hypergrad_chunk_pass`; docs/math.md §5.2) the summary loads the raw key rows, β at the value head
+    (a fill of 1 without a gain) and the retention log-gate (a fill of 0 without one), then
+    `tile.hypergrad_chunk_summary` (η and the l2 eps as attributes) into "hgtri" / "hgvec"; the scan is one
+    `tile.hypergrad_chunk_pass` from "initial_precond_state" (an absent one reads as d_init) over the same raw
+    key into "pst" and "pcoef". A clamped d-scan (a precond_scan without a precond_summary: the token-by-token
+    `chunk.hypergrad_pass` with a bound) becomes one `tile.hypergrad_token_scan` (`tile.grid =
+    "sequence_key_head_warp"`). A forward without preconditioner kernels is left alone. Any other op in those
+    kernels fails naming it.
+
+    OSDN after (tests/lit/tile/lower-precond-roles-hypergrad.mlir):
+    ```mlir
+    func.func @osdn_precond_summary() attributes {tile.grid = "chunk_key_head", ..., tile.role = "precond_summary"} {
+      %0 = tile.chunk_rows "k" at key_head : !tile.tile<[C, K], bf16, smem, row>
+      %1 = tile.chunk_rows "beta" at value_head : !tile.tile<[C], f32, smem, row>
+      %2 = tile.chunk_fill 0.0 : !tile.tile<[C], f32, smem, row>
+      tile.barrier
+      tile.hypergrad_chunk_summary %0, %1, %2 into "hgtri", "hgvec" {eta = 1.0 : f32, l2_eps = 9.99999997E-7 : f32} : ...
+      return
+    }
+    func.func @osdn_precond_scan() attributes {tile.grid = "sequence_key_head", ..., tile.role = "precond_scan"} {
+      tile.hypergrad_chunk_pass key "k" start "initial_precond_state" summary "hgtri", "hgvec" into "pst", "pcoef" final "final_precond_state" {absent = 1.0 : f32}
+      return
+    }
+    ```
 
     Before (PGDN):
     ```mlir

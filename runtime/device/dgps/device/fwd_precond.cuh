@@ -19,6 +19,7 @@
 #include "dgps/device/fwd_precond_hypergrad.cuh"
 #include "dgps/tile/channel_scan_total.cuh"
 #include "dgps/tile/chunk_affine_scan.cuh"
+#include "dgps/tile/hypergrad_token_scan.cuh"
 #include "dgps/tile/row_norm.cuh"
 
 namespace dgps {
@@ -93,7 +94,6 @@ DGPS_DEV void fwd_precond_scan_hypergrad(const ForwardArgs& a) {
   using namespace dev;
   constexpr launch::FeatureSet F = features<Tr>();
   constexpr int C = cfg::C, K = cfg::K, KP = cfg::KP, PQ = launch::bf16Pitch(KP);
-  constexpr int J = (K + 31) / 32;  // channels per lane: d = lane + 32 j
   const launch::WorkspaceLayout W = launch::workspaceLayout(F, shape_of<Tr>(a), tile_of());
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   const int64_t pair = block_x() * 4 + warp();
@@ -102,79 +102,29 @@ DGPS_DEV void fwd_precond_scan_hypergrad(const ForwardArgs& a) {
   const Seq sq = seq_of(a, n);
   const int64_t s0 = first_slot(a, n, sq.bos);
   unsigned char* ws = static_cast<unsigned char*>(a.workspace);
-  float* pst = reinterpret_cast<float*>(ws + W.pst);
-  float* pcoef = reinterpret_cast<float*>(ws + W.pcoef);
-  const uint16_t* kp = static_cast<const uint16_t*>(a.k);
-  uint16_t* sKb = smem_at<uint16_t>(dyn_smem(), (int64_t)warp() * 32 * PQ * 2);  // this warp's 32 key rows
-  const int l = lane();
-
-  float d[J];
-#pragma unroll
-  for (int j = 0; j < J; ++j) {
-    const int ch = l + 32 * j;
-    d[j] = ch < K ? (a.initial_precond_state != nullptr ? a.initial_precond_state[(n * H + h) * K + ch] : Tr::kInit)
-                  : 0.f;
-  }
-  for (int64_t i0 = 0; i0 < sq.len; i0 += 32) {
-    const int nb = (int)lmin(32, sq.len - i0);
-    // block of 32 tokens: rows to smem (coalesced), then lane u owns token i0+u's scalars
-    sync_warp();
-    for (int e = l; e < 32 * (KP / 8); e += 32) {
-      const int r = e / (KP / 8), ch = e - r * (KP / 8);
-      const bool ok = r < nb && ch * 8 < K;
-      U4 x = {0u, 0u, 0u, 0u};
-      if (ok) x = *reinterpret_cast<const U4*>(kp + ((sq.bos + i0 + r) * H + h) * K + ch * 8);
-      *reinterpret_cast<U4*>(sKb + r * PQ + ch * 8) = x;
-    }
-    sync_warp();
-    float ss = 0.f;  // lane u: Σ k² of token u (row pitch keeps the column walk conflict-light)
-    for (int c = 0; c < K; ++c) {
-      const float x = Act_t::load(sKb[l * PQ + ((c + 2 * l) % K)]);
-      ss += x * x;
-    }
-    const int64_t rowu = sq.bos + i0 + l;
-    const bool oku = l < nb;
-    const float rk_u = Tr::kL2Norm ? rsqrt(ss + Tr::kL2Eps) : 1.f;
-    const float nk_u = ss * rk_u * rk_u;  // ‖k̂‖²
-    const float beta_u = (oku && Tr::kGain) ? a.beta[rowu * HV + h * ratio] : 1.f;
-    const float rho_u = (oku && Tr::kRetention) ? exp_(a.precond_g[rowu * H + h]) : 1.f;
-    const float kap_u = nk_u > 0.f ? Tr::kEta * beta_u / nk_u : 0.f;  // off the sequential chain
-    float coef_mine = 0.f;
-    for (int u = 0; u < nb; ++u) {
-      const int64_t i = i0 + u;
-      const int64_t s = s0 + i / C;
-      if (i % C == 0) {
-#pragma unroll
-        for (int j = 0; j < J; ++j)
-          if (l + 32 * j < K) pst[(s * H + h) * K + l + 32 * j] = d[j];
-      }
-      const float rk = shfl(rk_u, u), kap = shfl(kap_u, u), beta = shfl(beta_u, u), rho = shfl(rho_u, u);
-      float uu[J], du = 0.f;
-#pragma unroll
-      for (int j = 0; j < J; ++j) {
-        const float kh = (l + 32 * j < K ? Act_t::load(sKb[u * PQ + l + 32 * j]) : 0.f) * rk;
-        uu[j] = kh * kh;
-        du += d[j] * uu[j];
-      }
-      du = warp_sum(du);
-      const float coef = kap * (1.f - beta * du);
-      if (l == u) coef_mine = coef;
-#pragma unroll
-      for (int j = 0; j < J; ++j) d[j] = osdn_clamp<Tr>(rho * d[j] + coef * uu[j]);
-    }
-    // per-token coefficients of this block; zero for pad positions so a chunk row is always defined
-    {
-      const int64_t i = i0 + l;
-      const int64_t s = s0 + i / C;
-      const bool in_chunk_row = i < ((sq.len + C - 1) / C) * C;
-      if (in_chunk_row) pcoef[(s * H + h) * C + (i % C)] = l < nb ? coef_mine : 0.f;
-    }
-  }
-  if (a.final_precond_state != nullptr) {
-#pragma unroll
-    for (int j = 0; j < J; ++j)
-      if (l + 32 * j < K) a.final_precond_state[(n * H + h) * K + l + 32 * j] = d[j];
-  }
+  tile::HypergradTokenIo io;
+  io.key = static_cast<const uint16_t*>(a.k) + (sq.bos * H + h) * K;
+  io.key_stride = H * K;
+  io.beta = Tr::kGain ? a.beta + sq.bos * HV + h * ratio : nullptr;
+  io.beta_stride = HV;
+  io.retention = Tr::kRetention ? a.precond_g + sq.bos * H + h : nullptr;
+  io.retention_stride = H;
+  io.starts = reinterpret_cast<float*>(ws + W.pst) + (s0 * H + h) * K;
+  io.coef = reinterpret_cast<float*>(ws + W.pcoef) + (s0 * H + h) * C;
+  io.slot_stride = H;
+  tile::HypergradStep st;
+  st.eta = Tr::kEta;
+  st.l2norm = Tr::kL2Norm;
+  st.eps = Tr::kL2Eps;
+  st.has_min = Tr::kClampMin;
+  st.has_max = Tr::kClampMax;
+  st.lo = Tr::kClampMinV;
+  st.hi = Tr::kClampMaxV;
+  const int64_t ph = (n * H + h) * K;
+  tile::hypergrad_token_scan<C, K, KP, Act_t>(
+      smem_at<uint16_t>(dyn_smem(), (int64_t)warp() * 32 * PQ * 2), io, st, sq.len,  // this warp's 32 key rows
+      a.initial_precond_state != nullptr ? a.initial_precond_state + ph : nullptr, Tr::kInit,
+      a.final_precond_state != nullptr ? a.final_precond_state + ph : nullptr);
 }
 
 template <class Tr>

@@ -87,7 +87,9 @@ def Tile_Grid : I32EnumAttr<"Grid", "CTA grid of a tile kernel", [
     // one CTA per (chunk slot, key head) of a chunked forward role (a per-key-head chunk summary).
     I32EnumAttrCase<"chunk_key_head", 4>,
     // one CTA per (sequence, key head) of a forward role that walks a sequence's chunks (a scan over chunks).
-    I32EnumAttrCase<"sequence_key_head", 5>]> {
+    I32EnumAttrCase<"sequence_key_head", 5>,
+    // one warp per (sequence, key head), four per CTA, of a forward role that scans a sequence token by token.
+    I32EnumAttrCase<"sequence_key_head_warp", 6>]> {
   let cppNamespace = "::dgps::tile";
 }
 
