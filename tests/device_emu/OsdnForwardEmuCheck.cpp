@@ -121,7 +121,7 @@ double maxRel(const std::vector<float>& got, const std::vector<float>& ref, cons
 bool checkOnce(dgps::Spec spec, void* module, const Problem& p, std::uint64_t seed) {
   if (p.post) spec.precond.hypergrad.timing = dgps::WriteTiming::Post;
   if (p.nearlyParallelAtTheLimit) spec.precond.hypergrad.eta = 2.0;
-  dgps::ProblemShape s;
+  dgps::ReferenceProblem s;
   s.batch = p.B;
   s.seq_len = p.T;
   s.heads_qk = spec.heads_qk > 0 ? spec.heads_qk : 2;

@@ -114,7 +114,7 @@ int countSteepBlocks(const dgps::Tensor& g, std::int64_t B, std::int64_t T, std:
 /// gateScale multiplies the generated log-decays g (1: as generated).
 bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, bool f16, std::int64_t B, std::int64_t T,
                std::vector<std::int64_t> cu, std::uint64_t seed, double gateScale = 1.0) {
-  dgps::ProblemShape s;
+  dgps::ReferenceProblem s;
   s.batch = B;
   s.seq_len = T;
   s.heads_qk = spec.heads_qk > 0 ? spec.heads_qk : 2;

@@ -73,7 +73,7 @@ double maxRelDiff(const float* a, const float* b, size_t n) {
 /// few scalar operations, and for a preconditioner the multiplier's formula, may differ.
 bool checkOnce(const dgps::Spec& spec, void* fn, void* libFn, int K, std::int64_t B, std::int64_t H,
                std::uint64_t seed) {
-  dgps::ProblemShape s;
+  dgps::ReferenceProblem s;
   s.batch = B;
   s.seq_len = 1;
   s.heads_qk = spec.heads_qk > 0 ? spec.heads_qk : H;

@@ -117,7 +117,7 @@ std::vector<double> squashFinal(const dgps::Spec& spec, const dgps::ReferenceInp
 /// One forward problem: the generated preconditioner roles against the library's, then the whole forward.
 bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, bool f16, std::int64_t B, std::int64_t T,
                std::vector<std::int64_t> cu, std::uint64_t seed, bool initialPrecond) {
-  dgps::ProblemShape s;
+  dgps::ReferenceProblem s;
   s.batch = B;
   s.seq_len = T;
   s.heads_qk = spec.heads_qk > 0 ? spec.heads_qk : 2;

@@ -101,7 +101,7 @@ struct Problem {
 /// One problem: the ordinary and the segmented state pass on one workspace, then o and the final state.
 bool checkOnce(const dgps::Spec& spec, void* module, const Config& cfg, const Problem& p, std::int64_t L,
                std::uint64_t seed) {
-  dgps::ProblemShape s;
+  dgps::ReferenceProblem s;
   s.batch = p.B;
   s.seq_len = p.T;
   s.heads_qk = p.H;
@@ -226,7 +226,7 @@ int run(int argc, char** argv) {
   gva.gva_ratio = spec.gva_ratio > 1 ? spec.gva_ratio : 2;
   bool gvaOk = true;
   try {
-    dgps::ProblemShape probe;
+    dgps::ReferenceProblem probe;
     probe.batch = 1;
     probe.seq_len = 8;
     probe.heads_qk = 1;

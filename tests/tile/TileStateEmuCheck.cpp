@@ -97,7 +97,7 @@ using dgps_emu::launchRole;
 /// One forward problem: the two state_output kernels on one workspace, then o and the final state.
 bool checkOnce(const dgps::Spec& spec, const Modules& m, const Config& cfg, int K, std::int64_t B, std::int64_t T,
                std::int64_t H, std::vector<std::int64_t> cu, std::uint64_t seed) {
-  dgps::ProblemShape s;
+  dgps::ReferenceProblem s;
   s.batch = B;
   s.seq_len = T;
   s.heads_qk = H;
@@ -247,7 +247,7 @@ int run(int argc, char** argv) {
   gva.gva_ratio = spec.gva_ratio > 1 ? spec.gva_ratio : 2;
   bool gvaOk = true;
   try {
-    dgps::ProblemShape probe;
+    dgps::ReferenceProblem probe;
     probe.batch = 1;
     probe.seq_len = 8;
     probe.heads_qk = 1;
