@@ -207,7 +207,7 @@ std::shared_ptr<const GuardResult> BenchContext::guard(const BenchCase& c) {
 std::shared_ptr<const HostInputs> BenchContext::hostInputs(const BenchCase& c) {
   return host_inputs_.get(inputsKey(c), [&] {
     const Spec& spec = c.entry->package->spec();
-    const ProblemShape p = toProblemShape(spec, c.shape);
+    const ReferenceProblem p = toProblemShape(spec, c.shape);
     if (c.shape.kind == Kind::Forward) return forwardHostInputs(spec, p, options.tile_tokens, options.seed);
     return decodeHostInputs(spec, p, options.tile_tokens > 0 ? 32 : 0, options.seed);
   });

@@ -26,7 +26,7 @@ std::int64_t numel(const std::vector<std::int64_t>& shape) {
 }
 
 // Records the full shape of every generated tensor from the slots at the full problem shape.
-HostInputs withFullShapes(const Spec& spec, const ProblemShape& full, TensorMap tiles,
+HostInputs withFullShapes(const Spec& spec, const ReferenceProblem& full, TensorMap tiles,
                           const std::map<std::string, std::string>& renames) {
   HostInputs h;
   for (const TensorSlot& slot : referenceInputSlots(spec, full)) {
@@ -42,8 +42,8 @@ HostInputs withFullShapes(const Spec& spec, const ProblemShape& full, TensorMap 
 
 }  // namespace
 
-HostInputs forwardHostInputs(const Spec& spec, const ProblemShape& full, std::int64_t tile_tokens, std::uint64_t seed) {
-  ProblemShape tile = full;
+HostInputs forwardHostInputs(const Spec& spec, const ReferenceProblem& full, std::int64_t tile_tokens, std::uint64_t seed) {
+  ReferenceProblem tile = full;
   if (tile_tokens > 0 && full.batch * full.seq_len > tile_tokens) {
     tile.batch = 1;
     tile.seq_len = largestDivisorAtMost(full.seq_len, tile_tokens);
@@ -54,15 +54,15 @@ HostInputs forwardHostInputs(const Spec& spec, const ProblemShape& full, std::in
   return withFullShapes(spec, full, generateInputs(spec, tile, seed, ScalarType::BF16, opt), {});
 }
 
-HostInputs decodeHostInputs(const Spec& spec, const ProblemShape& full, std::int64_t tile_batch, std::uint64_t seed) {
+HostInputs decodeHostInputs(const Spec& spec, const ReferenceProblem& full, std::int64_t tile_batch, std::uint64_t seed) {
   // The decode step always reads a state, whatever the spec says about the forward's optional
   // initial state: ask the generator for one (and for the preconditioner state).
   Spec s = spec;
   s.initial_state = true;
   s.initial_precond_state = hasPrecond(spec);
-  ProblemShape one = full;
+  ReferenceProblem one = full;
   one.seq_len = 1;
-  ProblemShape tile = one;
+  ReferenceProblem tile = one;
   if (tile_batch > 0) tile.batch = largestDivisorAtMost(one.batch, tile_batch);
   InputGenOptions opt;
   opt.initial_state = true;

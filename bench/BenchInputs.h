@@ -29,12 +29,12 @@ struct HostInputs {
 
 /// Forward inputs of `spec` at `full` without initial states (as FLA's anchors ran): q, k, v in bf16,
 /// gates and gains in f32. `tile_tokens` <= 0 draws every token.
-HostInputs forwardHostInputs(const Spec& spec, const ProblemShape& full, std::int64_t tile_tokens, std::uint64_t seed);
+HostInputs forwardHostInputs(const Spec& spec, const ReferenceProblem& full, std::int64_t tile_tokens, std::uint64_t seed);
 
 /// Decode inputs of `spec` for one token of `full.batch` sequences: q, k, v [B,1,H*,D], the token's
 /// gates, "state" [B,HV,K,V] f32 and, with a preconditioner, "precond_state" [B,H,K] f32 (drawn like
 /// initial states). `tile_batch` <= 0 draws every sequence.
-HostInputs decodeHostInputs(const Spec& spec, const ProblemShape& full, std::int64_t tile_batch, std::uint64_t seed);
+HostInputs decodeHostInputs(const Spec& spec, const ReferenceProblem& full, std::int64_t tile_batch, std::uint64_t seed);
 
 /// Device tensors by name.
 class DeviceSet {

@@ -8,7 +8,7 @@ namespace dgps {
 namespace bench {
 namespace {
 
-std::string shapeText(const ProblemShape& p, Kind kind) {
+std::string shapeText(const ReferenceProblem& p, Kind kind) {
   std::ostringstream os;
   os << "B=" << p.batch;
   if (kind == Kind::Forward) os << " T=" << p.seq_len;
@@ -95,7 +95,7 @@ GuardResult runGuard(Runtime& runtime, GpuSession& session, const Package& packa
                      const GuardReference& ref, double tolerance) {
   const int device = session.info().device;
   DeviceSet set = uploadInputs(ref.inputs, device);
-  const ProblemShape& p = ref.shape;
+  const ReferenceProblem& p = ref.shape;
   LaunchOptions opts;
   opts.stream = session.stream();
   opts.config = config;

@@ -26,7 +26,7 @@ namespace bench {
 /// Inputs and float64 outputs of one small problem (CPU only; computed up front in parallel).
 struct GuardReference {
   Kind kind = Kind::Forward;
-  ProblemShape shape;
+  ReferenceProblem shape;
   HostInputs inputs;       ///< tiles equal the full shapes (nothing repeated)
   ReferenceOutputs outputs;
 };

@@ -14,7 +14,7 @@ double numel(const std::vector<std::int64_t>& shape) {
 
 // Bytes of the required per-call inputs (q, k, v at bf16, gates/gains fp32), leaving out the optional
 // states and cu_seqlens.
-double requiredInputBytes(const Spec& spec, const ProblemShape& p) {
+double requiredInputBytes(const Spec& spec, const ReferenceProblem& p) {
   double bytes = 0;
   for (const TensorSlot& slot : referenceInputSlots(spec, p)) {
     if (!slot.required) continue;
@@ -26,7 +26,7 @@ double requiredInputBytes(const Spec& spec, const ProblemShape& p) {
 }  // namespace
 
 double forwardBytesFloor(const Spec& spec, const BenchShape& shape) {
-  const ProblemShape p = toProblemShape(spec, shape);
+  const ReferenceProblem p = toProblemShape(spec, shape);
   const double o = double(p.batch) * double(p.seq_len) * double(p.heads_v) * double(p.value_dim) * 2.0;
   return requiredInputBytes(spec, p) + o;
 }
@@ -34,7 +34,7 @@ double forwardBytesFloor(const Spec& spec, const BenchShape& shape) {
 double decodeBytesFloor(const Spec& spec, const BenchShape& shape) {
   BenchShape one = shape;
   one.seq_len = 1;
-  const ProblemShape p = toProblemShape(spec, one);
+  const ReferenceProblem p = toProblemShape(spec, one);
   const double B = double(p.batch), HV = double(p.heads_v), H = double(p.heads_qk);
   const double K = double(p.key_dim), V = double(p.value_dim);
   double bytes = requiredInputBytes(spec, p);

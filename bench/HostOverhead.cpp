@@ -94,8 +94,8 @@ bool parseOptions(int* argc, char** argv, Options* o) {
   return true;
 }
 
-ProblemShape tinyForward(const Spec& spec) {
-  ProblemShape p;
+ReferenceProblem tinyForward(const Spec& spec) {
+  ReferenceProblem p;
   p.batch = 1;
   p.seq_len = 64;
   p.heads_qk = spec.heads_qk > 0 ? spec.heads_qk : 16;
@@ -105,8 +105,8 @@ ProblemShape tinyForward(const Spec& spec) {
   return p;
 }
 
-ProblemShape decodeShape(const Spec& spec, std::int64_t batch) {
-  ProblemShape p = tinyForward(spec);
+ReferenceProblem decodeShape(const Spec& spec, std::int64_t batch) {
+  ReferenceProblem p = tinyForward(spec);
   p.batch = batch;
   p.seq_len = 1;
   return p;

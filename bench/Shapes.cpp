@@ -43,8 +43,8 @@ std::int64_t valueHeads(const Spec& spec, const BenchShape& shape) {
   return shape.heads_qk * std::max(1, spec.gva_ratio);
 }
 
-ProblemShape toProblemShape(const Spec& spec, const BenchShape& shape) {
-  ProblemShape p;
+ReferenceProblem toProblemShape(const Spec& spec, const BenchShape& shape) {
+  ReferenceProblem p;
   p.batch = shape.batch;
   p.seq_len = shape.seq_len;
   p.heads_qk = shape.heads_qk;

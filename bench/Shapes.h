@@ -48,7 +48,7 @@ bool parseShapes(const std::string& text, std::vector<BenchShape>* out, std::str
 std::int64_t valueHeads(const Spec& spec, const BenchShape& shape);
 
 /// The dsl problem shape (no cu_seqlens) of `shape` for `spec`.
-ProblemShape toProblemShape(const Spec& spec, const BenchShape& shape);
+ReferenceProblem toProblemShape(const Spec& spec, const BenchShape& shape);
 
 /// Why `package` cannot be timed at `shape` (no such kernel, K/V/H/bf16 not supported), or nullopt.
 std::optional<std::string> unsupportedReason(const Package& package, const BenchShape& shape);

@@ -205,7 +205,7 @@ TEST(BenchGuard, RelativeErrorAndNonFinite) {
 
 TEST(BenchInputs, ForwardTilesRepeatToTheFullShape) {
   const Spec gdn = shippedSpec("gdn");
-  ProblemShape full;
+  ReferenceProblem full;
   full.batch = 2;
   full.seq_len = 96;
   full.heads_qk = 2;
@@ -230,7 +230,7 @@ TEST(BenchInputs, ForwardTilesRepeatToTheFullShape) {
 TEST(BenchInputs, DecodeHasStatesEvenWhenTheSpecHasNoInitialState) {
   Spec pgdn = shippedSpec("pgdn");
   pgdn.initial_state = false;
-  ProblemShape full;
+  ReferenceProblem full;
   full.batch = 64;
   full.seq_len = 1;
   full.heads_qk = 2;

@@ -23,7 +23,7 @@ ScalarType activationDtype(const std::string& name, const Spec& spec) {
 
 // The generated inputs are held in memory and written in one piece: bound their size before generating.
 // Counted generously (every per-token tensor a spec can take), in double so no product overflows.
-void checkInputSize(const ProblemShape& s) {
+void checkInputSize(const ReferenceProblem& s) {
   const double tokens = double(s.batch) * double(s.seq_len);
   const double perToken = 2.0 * double(s.heads_qk) * double(s.key_dim) + double(s.heads_v) * double(s.value_dim) +
                           double(s.heads_v) * double(s.key_dim) + 2.0 * double(s.heads_v) + 2.0 * double(s.heads_qk);
@@ -38,7 +38,7 @@ void checkInputSize(const ProblemShape& s) {
   }
 }
 
-std::string shapeText(const ProblemShape& s) {
+std::string shapeText(const ReferenceProblem& s) {
   std::string t = "B=" + std::to_string(s.batch) + ",T=" + std::to_string(s.seq_len) + ",H=" +
                   std::to_string(s.heads_qk) + ",HV=" + std::to_string(s.heads_v) + ",K=" + std::to_string(s.key_dim) +
                   ",V=" + std::to_string(s.value_dim);
@@ -64,7 +64,7 @@ int runInputsCommand(const InputsCommandOptions& o, std::ostream& out, std::ostr
       cu = parseCuSeqlensArg(o.cu_seqlens);
       if (arg.T == 0) arg.T = cu.back();
     }
-    ProblemShape shape = resolveShapeOption(arg, spec);
+    ReferenceProblem shape = resolveShapeOption(arg, spec);
     shape.cu_seqlens = cu;
     checkProblemShape(spec, shape);  // before the size bound, so a contradiction is reported as such
     checkInputSize(shape);

@@ -25,6 +25,18 @@ std::string formatDiagnostic(const Diagnostic& d) {
   return out;
 }
 
+std::string formatFileProblem(Severity severity, const std::string& file, int line, int column,
+                              const std::string& path, const std::string& message) {
+  Diagnostic d;
+  d.severity = severity;
+  d.file = file;
+  d.line = line;
+  d.column = line > 0 ? column : 0;  // a column without its line locates nothing
+  d.path = path;
+  d.message = message;
+  return formatDiagnostic(d);
+}
+
 bool hasErrors(const std::vector<Diagnostic>& ds) {
   for (const Diagnostic& d : ds)
     if (d.severity == Severity::Error) return true;

@@ -62,7 +62,7 @@ std::function<double(double)> contractFor(const Spec& spec, const std::string& n
 
 }  // namespace
 
-ReferenceInputs generateInputs(const Spec& spec, const ProblemShape& shape, std::uint64_t seed,
+ReferenceInputs generateInputs(const Spec& spec, const ReferenceProblem& shape, std::uint64_t seed,
                                ScalarType activation_dtype, const InputGenOptions& options) {
   if (!isFloating(activation_dtype)) {
     throw DataError(std::string("generateInputs: activation dtype must be floating, got ") + toString(activation_dtype));

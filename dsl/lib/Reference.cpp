@@ -112,7 +112,7 @@ std::string valueError(const Spec& spec, const std::string& name, const Tensor& 
   return "";
 }
 
-std::string shapeText(const ProblemShape& s) {
+std::string shapeText(const ReferenceProblem& s) {
   std::string out = "B=" + std::to_string(s.batch) + " T=" + std::to_string(s.seq_len) + " H=" +
                     std::to_string(s.heads_qk) + " HV=" + std::to_string(s.heads_v) + " K=" +
                     std::to_string(s.key_dim) + " V=" + std::to_string(s.value_dim);
@@ -167,7 +167,7 @@ void checkReferenceSpec(const Spec& spec) {
   }
 }
 
-void checkProblemShape(const Spec& spec, const ProblemShape& s) {
+void checkProblemShape(const Spec& spec, const ReferenceProblem& s) {
   const std::string who = specLabel(spec);
   auto need = [&](bool ok, const std::string& msg) {
     if (!ok) throw DataError("problem shape " + shapeText(s) + ": " + msg);
@@ -215,7 +215,7 @@ void checkProblemShape(const Spec& spec, const ProblemShape& s) {
 
 // ---- slots ----------------------------------------------------------------------------------------
 
-std::vector<TensorSlot> referenceInputSlots(const Spec& spec, const ProblemShape& s) {
+std::vector<TensorSlot> referenceInputSlots(const Spec& spec, const ReferenceProblem& s) {
   checkReferenceSpec(spec);
   const std::int64_t B = s.batch, T = s.seq_len, H = s.heads_qk, HV = s.heads_v, K = s.key_dim, V = s.value_dim;
   const std::int64_t N = s.numSeqs();
@@ -258,7 +258,7 @@ std::vector<TensorSlot> referenceInputSlots(const Spec& spec, const ProblemShape
   return out;
 }
 
-std::vector<TensorSlot> referenceOutputSlots(const Spec& spec, const ProblemShape& s) {
+std::vector<TensorSlot> referenceOutputSlots(const Spec& spec, const ReferenceProblem& s) {
   checkReferenceSpec(spec);
   const std::int64_t N = s.numSeqs();
   std::vector<TensorSlot> out;
@@ -277,7 +277,7 @@ std::vector<TensorSlot> referenceOutputSlots(const Spec& spec, const ProblemShap
 
 // ---- input validation ---------------------------------------------------------------------------
 
-ProblemShape inferProblemShape(const Spec& spec, const ReferenceInputs& inputs) {
+ReferenceProblem inferProblemShape(const Spec& spec, const ReferenceInputs& inputs) {
   auto rank4 = [&](const char* name, const char* layout) -> const Tensor& {
     auto it = inputs.find(name);
     if (it == inputs.end()) failInput(name, std::string("missing required input ") + layout);
@@ -288,7 +288,7 @@ ProblemShape inferProblemShape(const Spec& spec, const ReferenceInputs& inputs) 
   };
   const Tensor& q = rank4("q", "[B,T,H,K]");
   const Tensor& v = rank4("v", "[B,T,HV,V]");
-  ProblemShape s;
+  ReferenceProblem s;
   s.batch = q.dim(0);
   s.seq_len = q.dim(1);
   s.heads_qk = q.dim(2);
@@ -317,7 +317,7 @@ ProblemShape inferProblemShape(const Spec& spec, const ReferenceInputs& inputs) 
   return s;
 }
 
-void checkReferenceSize(const Spec& spec, const ProblemShape& s) {
+void checkReferenceSize(const Spec& spec, const ReferenceProblem& s) {
   // Empty sequences are allowed (a packed batch may hold them), but each still gets a [HV,K,V] final state:
   // the element bound below is what stops a few kilobytes of cu_seqlens from sizing gigabytes of output.
   const std::int64_t N = s.numSeqs();
@@ -340,10 +340,10 @@ void checkReferenceSize(const Spec& spec, const ProblemShape& s) {
   }
 }
 
-ProblemShape validateReferenceInputs(const Spec& spec, const ReferenceInputs& inputs) {
+ReferenceProblem validateReferenceInputs(const Spec& spec, const ReferenceInputs& inputs) {
   checkReferenceSpec(spec);
   // Without a consistent shape nothing else can be checked: these throw at once.
-  const ProblemShape shape = inferProblemShape(spec, inputs);
+  const ReferenceProblem shape = inferProblemShape(spec, inputs);
   checkProblemShape(spec, shape);
   checkReferenceSize(spec, shape);
   const std::vector<TensorSlot> slots = referenceInputSlots(spec, shape);
@@ -410,7 +410,7 @@ namespace {
 // Per-token tensors (q, g, o, precond inputs) have T rows; the per-step ones (k, v, beta) have T·n_h rows
 // and are indexed by the step row r = t·n_h + j.
 struct Problem {
-  ProblemShape s;
+  ReferenceProblem s;
   std::int64_t steps = 1;  // n_h
   std::vector<double> q, k, v, g, beta, pg, pb, pc, s0, p0;
   bool hasS0 = false, hasP0 = false;
@@ -577,7 +577,7 @@ struct OutputBuffers {
 // Runs tokens [t0, t1) of batch row b as sequence n, for key head h and its value heads.
 void runSequenceHead(const Spec& spec, const Problem& p, std::int64_t n, std::int64_t b, std::int64_t t0,
                      std::int64_t t1, std::int64_t h, OutputBuffers& out) {
-  const ProblemShape& s = p.s;
+  const ReferenceProblem& s = p.s;
   const std::int64_t K = s.key_dim, V = s.value_dim, ratio = s.heads_v / s.heads_qk;
   const double scale = spec.scale ? *spec.scale : 1.0 / std::sqrt(static_cast<double>(K));
   const bool precond = usesDiagonalPrecond(spec);
@@ -664,7 +664,7 @@ ReferenceOutputs runReference(const Spec& spec, const ReferenceInputs& inputs) {
   p.hasS0 = inputs.count("initial_state") > 0;
   p.hasP0 = inputs.count("initial_precond_state") > 0;
 
-  const ProblemShape& s = p.s;
+  const ReferenceProblem& s = p.s;
   const std::int64_t N = s.numSeqs();
   const std::vector<std::int64_t> oShape = {s.batch, s.seq_len, s.heads_v, s.value_dim};
   const std::vector<std::int64_t> fsShape = {N, s.heads_v, s.key_dim, s.value_dim};

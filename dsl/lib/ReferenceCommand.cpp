@@ -21,8 +21,8 @@ double norm2(const Tensor& t) {
 
 // A small problem every valid spec accepts: the spec's first K, V and activation dtype; two sequences
 // (packed with cu_seqlens when the spec is varlen, to exercise the packed path).
-ProblemShape demoShape(const Spec& spec) {
-  ProblemShape s;
+ReferenceProblem demoShape(const Spec& spec) {
+  ReferenceProblem s;
   s.heads_qk = spec.heads_qk > 0 ? spec.heads_qk : 2;
   s.heads_v = s.heads_qk * spec.gva_ratio;
   s.key_dim = spec.key_dims.empty() ? 64 : spec.key_dims.front();
@@ -75,7 +75,7 @@ int runDemoCommand(const std::string& spec_path, std::ostream& out, std::ostream
   try {
     Spec spec;
     if (!loadSpecForCommand(spec_path, spec, err)) return 1;
-    const ProblemShape shape = demoShape(spec);
+    const ReferenceProblem shape = demoShape(spec);
     const ScalarType dtype = spec.input_dtypes.empty() ? ScalarType::BF16 : toScalarType(spec.input_dtypes.front());
     const ReferenceInputs inputs = generateInputs(spec, shape, /*seed=*/20260425, dtype);
     const auto start = std::chrono::steady_clock::now();

@@ -16,7 +16,7 @@ namespace {
 }
 
 /// The cotangent slots of `spec` at `shape`: "d" + each output's name, do required.
-std::vector<TensorSlot> cotangentSlots(const Spec& spec, const ProblemShape& shape) {
+std::vector<TensorSlot> cotangentSlots(const Spec& spec, const ReferenceProblem& shape) {
   std::vector<TensorSlot> slots = referenceOutputSlots(spec, shape);
   for (TensorSlot& s : slots) {
     s.required = s.name == "o";
@@ -38,7 +38,7 @@ std::string whyNotAccepted(const Spec& spec, const std::string& name) {
 }
 
 /// Checks the cotangents by name, dtype (f32/f64), shape and finiteness. One DataError naming the tensor.
-void validateCotangents(const Spec& spec, const ProblemShape& shape, const TensorMap& cotangents) {
+void validateCotangents(const Spec& spec, const ReferenceProblem& shape, const TensorMap& cotangents) {
   const std::vector<TensorSlot> slots = cotangentSlots(spec, shape);
   std::string accepted;
   for (const TensorSlot& s : slots) accepted += (accepted.empty() ? "" : ", ") + s.name;
@@ -76,7 +76,7 @@ std::vector<double> doublesOf(const TensorMap& in, const char* name) {
   return it == in.end() ? std::vector<double>() : it->second.toDoubles();
 }
 
-refgrad::Problem loadProblem(const ProblemShape& shape, const ReferenceInputs& in, const TensorMap& ct) {
+refgrad::Problem loadProblem(const ReferenceProblem& shape, const ReferenceInputs& in, const TensorMap& ct) {
   refgrad::Problem p;
   p.s = shape;
   p.q = doublesOf(in, "q");
@@ -99,7 +99,7 @@ refgrad::Problem loadProblem(const ProblemShape& shape, const ReferenceInputs& i
 
 /// The sequences of the problem: batch rows, or the spans of cu_seqlens (tokens past cu_seqlens[N], if
 /// any, belong to none and keep zero gradients).
-std::vector<refgrad::SequenceSpan> sequences(const ProblemShape& s) {
+std::vector<refgrad::SequenceSpan> sequences(const ReferenceProblem& s) {
   std::vector<refgrad::SequenceSpan> out;
   for (std::int64_t n = 0; n < s.numSeqs(); ++n) {
     refgrad::SequenceSpan q;
@@ -119,7 +119,7 @@ std::vector<refgrad::SequenceSpan> sequences(const ProblemShape& s) {
 }  // namespace
 
 TensorMap runReferenceBackward(const Spec& spec, const ReferenceInputs& inputs, const TensorMap& cotangents) {
-  const ProblemShape shape = validateReferenceInputs(spec, inputs);
+  const ReferenceProblem shape = validateReferenceInputs(spec, inputs);
   validateCotangents(spec, shape, cotangents);
   if (householderSteps(spec) > 1) return refgrad::stepSequenceBackward(spec, inputs, cotangents);
   const refgrad::Problem p = loadProblem(shape, inputs, cotangents);

@@ -17,7 +17,7 @@ namespace dgps::refgrad {
 /// The forward inputs and the cotangents as doubles, with the index arithmetic of the FLA layouts.
 /// Absent optional tensors are empty vectors.
 struct Problem {
-  ProblemShape s;
+  ReferenceProblem s;
   std::vector<double> q, k, v, g, beta, pg, pb, pc, s0, p0;
   bool hasS0 = false, hasP0 = false;
   std::vector<double> dO, dSfinal, dPfinal;  ///< cotangents of o, final_state, final_precond_state

@@ -149,7 +149,7 @@ std::int64_t blockLength(std::int64_t L) {
 
 void memoryBackward(const Spec& spec, const Problem& p, const SequenceSpan& seq, std::int64_t hv,
                     const KeyHeadTape& tape, KeyHeadAdjoint& adj, Gradients& out) {
-  const ProblemShape& s = p.s;
+  const ReferenceProblem& s = p.s;
   const std::int64_t K = s.key_dim, V = s.value_dim, KV = K * V, L = seq.length();
   const std::size_t kv = static_cast<std::size_t>(KV);
   const bool scalarDecay = spec.decay.kind == DecayKind::Scalar;

@@ -56,11 +56,11 @@ ShapeArg parseShapeOption(const std::string& text) {
   return a;
 }
 
-ProblemShape resolveShapeOption(const ShapeArg& a, const Spec& spec) {
+ReferenceProblem resolveShapeOption(const ShapeArg& a, const Spec& spec) {
   for (const auto& need : {std::make_pair("T", a.T), std::make_pair("K", a.K), std::make_pair("V", a.V)}) {
     if (need.second == 0) bad(std::string("--shape: ") + need.first + " is required (e.g. B=8,T=4096,H=16,K=128,V=128)");
   }
-  ProblemShape s;
+  ReferenceProblem s;
   s.batch = a.B ? a.B : 1;
   s.seq_len = a.T;
   s.key_dim = a.K;

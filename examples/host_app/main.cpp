@@ -99,7 +99,7 @@ int run(const Args& a) {
     std::cerr << "dgps-host-app: no usable GPU on this machine, nothing was run: " << why << "\n";
     return kExitNoGpu;
   }
-  dgps::ProblemShape shape;
+  dgps::ReferenceProblem shape;
   shape.batch = a.batch;
   shape.seq_len = a.tokens;
   shape.heads_qk = spec.heads_qk > 0 ? spec.heads_qk : a.heads;

@@ -63,7 +63,7 @@ py::dict generateInputsBytes(const Package& package, std::int64_t batch, std::in
                              std::int64_t heads_v, std::int64_t key_dim, std::int64_t value_dim, std::uint64_t seed,
                              const std::string& dtype, const std::vector<std::int64_t>& cu_seqlens,
                              bool initial_state) {
-  ProblemShape shape;
+  ReferenceProblem shape;
   shape.batch = batch;
   shape.seq_len = seq_len;
   shape.heads_qk = heads_qk;

@@ -14,6 +14,7 @@
 #include "TextParse.h"
 #include "YamlStrict.h"
 #include "dgps/dsl/Canonical.h"
+#include "dgps/dsl/Diagnostic.h"
 #include "dgps/dsl/FileRead.h"
 #include "dgps/dsl/LaunchManifest.h"
 #include "dgps/dsl/SpecParser.h"
@@ -32,20 +33,24 @@ static_assert(kManifestVersion == kPackageFormatVersion, "the runtime reads the 
 
 [[noreturn]] void packageError(const std::string& msg) { throw RuntimeError(RuntimeErrorCode::Package, msg); }
 
+// A problem in one field of a package file, in the schema readers' one error style (dsl Diagnostic.h):
+// "<file>:<line>:<col>: error: <field>: <message>"; line and column 0 when unknown.
+[[noreturn]] void fieldError(const std::string& file, int line, int column, const std::string& field,
+                             const std::string& msg) {
+  packageError(formatFileProblem(Severity::Error, file, line, column, field, msg));
+}
+
 // Strict reader of one manifest: every accessor checks the node's type and value and fails with
-// "<file>:<line>:<col>: <key>: expected <what>, got <what came>".
+// "<file>:<line>:<col>: error: <key>: expected <what>, got <what came>" (fieldError).
 class Reader {
  public:
   explicit Reader(std::string file) : file_(std::move(file)) {}
 
   [[noreturn]] void fail(const YAML::Node& at, const std::string& key, const std::string& msg,
                          int column_offset = 0) const {
-    std::ostringstream os;
-    os << file_;
-    if (at.IsDefined() && at.Mark().line >= 0)
-      os << ":" << at.Mark().line + 1 << ":" << at.Mark().column + 1 + column_offset;
-    os << ": " << (key.empty() ? std::string("manifest") : key) << ": " << msg;
-    packageError(os.str());
+    const bool located = at.IsDefined() && at.Mark().line >= 0;
+    fieldError(file_, located ? at.Mark().line + 1 : 0, located ? at.Mark().column + 1 + column_offset : 0,
+               key.empty() ? std::string("manifest") : key, msg);
   }
 
   static std::string describe(const YAML::Node& n) {
@@ -392,8 +397,7 @@ Manifest parseManifest(const std::string& text, const std::string& file) {
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    packageError(file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                 ": malformed YAML: " + text::shown(e.msg, 200));
+    fieldError(file, e.mark.line + 1, e.mark.column + 1, "", "malformed YAML: " + text::shown(e.msg, 200));
   }
   Reader r(file);
   Manifest m;
@@ -483,8 +487,7 @@ Manifest parseManifest(const std::string& text, const std::string& file) {
     m.flops_per_token_head = r.number(p["flops_per_token_head"], "plan.flops_per_token_head");
   } catch (const YAML::Exception& e) {
     // yaml-cpp can still throw on odd documents (e.g. a key that is itself a mapping); keep it one error.
-    packageError(file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " +
-                 text::shown(e.msg, 200));
+    fieldError(file, e.mark.line + 1, e.mark.column + 1, "", text::shown(e.msg, 200));
   }
   return m;
 }
@@ -512,16 +515,15 @@ void checkCanonical(const std::string& text, const Spec& spec, const std::string
     const bool more_want = static_cast<bool>(std::getline(b, want));
     if (!more_got && !more_want) break;
     if (more_got && more_want && got == want) continue;
-    std::string msg = spath + ":" + std::to_string(line) + ": the package's spec is not in the canonical form dgpsc "
-                      "compile writes: expected ";
+    std::string msg = "the package's spec is not in the canonical form dgpsc compile writes: expected ";
     msg += more_want ? "'" + text::shown(want) + "'" : std::string("the end of the file");
     msg += ", got ";
     msg += more_got ? "'" + text::shown(got) + "'" : std::string("the end of the file");
     msg += " (regenerate the package with dgpsc compile)";
-    packageError(msg);
+    fieldError(spath, line, 0, "", msg);
   }
-  packageError(spath + ": the package's spec differs from the canonical form dgpsc compile writes in its line endings "
-               "(regenerate the package with dgpsc compile)");
+  fieldError(spath, 0, 0, "", "the package's spec differs from the canonical form dgpsc compile writes in its line "
+                              "endings (regenerate the package with dgpsc compile)");
 }
 
 template <typename T>
@@ -547,8 +549,8 @@ std::vector<T> sorted(std::vector<T> v) {
 // or assembled from two compiler runs.
 void crossCheck(const Manifest& m, const Spec& s, const std::string& mpath, const std::string& spath) {
   auto mismatch = [&](const std::string& key, const std::string& manifest_value, const std::string& spec_value) {
-    packageError(mpath + ": " + key + " is " + manifest_value + " but " + spath + " says " + spec_value +
-                 " (the package is inconsistent; regenerate it with dgpsc compile)");
+    fieldError(mpath, 0, 0, key, "is " + manifest_value + " but " + spath + " says " + spec_value +
+                                     " (the package is inconsistent; regenerate it with dgpsc compile)");
   };
   if (m.name != s.name) mismatch("name", m.name, s.name);
   if (m.features.decay != s.decay.kind) mismatch("features.decay", toString(m.features.decay), toString(s.decay.kind));
@@ -670,8 +672,9 @@ Spec loadSpec(const std::string& dir, const Manifest& manifest) {
   Spec spec = *parsed.spec;
   const std::string hash = specHash(spec);
   if (hash != manifest.spec_hash) {
-    packageError(mpath + ": spec_hash is \"" + manifest.spec_hash + "\" but " + spath + " hashes to \"" + hash +
-                 "\" (the spec was edited after the package was generated; regenerate it with dgpsc compile)");
+    fieldError(mpath, 0, 0, "spec_hash",
+               "is \"" + manifest.spec_hash + "\" but " + spath + " hashes to \"" + hash +
+                   "\" (the spec was edited after the package was generated; regenerate it with dgpsc compile)");
   }
   crossCheck(manifest, spec, mpath, spath);
   checkCanonical(spec_text, spec, spath);
@@ -711,16 +714,17 @@ Package Package::open(const std::string& directory) {
   if (p.source_.empty()) packageError(p.sourcePath() + ": the kernel source is empty");
   for (const auto& sym : p.manifest_.forward_symbols) {
     if (p.source_.find(sym) == std::string::npos) {
-      packageError(mpath + ": launch.forward: symbol " + sym + " does not occur in " + p.sourcePath());
+      fieldError(mpath, 0, 0, "launch.forward", "symbol " + sym + " does not occur in " + p.sourcePath());
     }
   }
   for (const KernelLaunchRule& k : p.manifest_.launch.forward_segmented) {
     if (p.source_.find(k.symbol) == std::string::npos) {
-      packageError(mpath + ": launch.forward_segmented: symbol " + k.symbol + " does not occur in " + p.sourcePath());
+      fieldError(mpath, 0, 0, "launch.forward_segmented",
+                 "symbol " + k.symbol + " does not occur in " + p.sourcePath());
     }
   }
   if (p.manifest_.has_decode && p.source_.find(p.manifest_.decode_symbol) == std::string::npos) {
-    packageError(mpath + ": launch.decode.symbol: " + p.manifest_.decode_symbol + " does not occur in " + p.sourcePath());
+    fieldError(mpath, 0, 0, "launch.decode.symbol", p.manifest_.decode_symbol + " does not occur in " + p.sourcePath());
   }
   static std::atomic<std::uint64_t> next_instance_id{1};
   p.instance_id_ = next_instance_id.fetch_add(1, std::memory_order_relaxed);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "TextParse.h"
+#include "dgps/dsl/Diagnostic.h"
 #include "dgps/runtime/Error.h"
 
 namespace dgps {
@@ -64,10 +65,11 @@ class PlainChecker : public YAML::EventHandler {
   std::string problem_;
 };
 
+// In the schema readers' one error style (dsl Diagnostic.h): "<file>:<line>:<col>: error: <msg>".
 [[noreturn]] void fail(const std::string& file, const YAML::Mark& m, const std::string& msg) {
-  std::string where = file;
-  if (m.line >= 0) where += ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
-  throw RuntimeError(RuntimeErrorCode::Package, where + ": " + msg);
+  const bool located = m.line >= 0;
+  throw RuntimeError(RuntimeErrorCode::Package, formatFileProblem(Severity::Error, file, located ? m.line + 1 : 0,
+                                                                  located ? m.column + 1 : 0, "", msg));
 }
 
 }  // namespace

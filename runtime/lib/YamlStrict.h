@@ -9,7 +9,7 @@
 namespace dgps {
 namespace detail {
 
-/// Throws RuntimeError{Package} "<file>:<line>:<col>: <what is wrong> (expected <what>)" for the first
+/// Throws RuntimeError{Package} "<file>:<line>:<col>: error: <what is wrong> (expected <what>)" for the first
 /// violation, or for malformed YAML. `what` names the file's role in messages ("a package manifest").
 void checkPlainYaml(const std::string& text, const std::string& file, const std::string& what);
 

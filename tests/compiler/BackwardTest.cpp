@@ -29,7 +29,7 @@ double stepFor(const Spec& s) { return hasPrecond(s) ? 2e-6 : 2e-4; }
 constexpr int kDirections = 4;
 
 struct Case {
-  ProblemShape shape;
+  ReferenceProblem shape;
   bool initialStates = true;
   bool partitioned = false;
   std::vector<std::string> keep;
@@ -115,8 +115,8 @@ void checkAgainstFiniteDifferences(Context& ctx, const Spec& spec, const Case& c
   for (const auto& [name, t] : bwd.outputs) EXPECT_TRUE(inputs.count(name.substr(1))) << name;
 }
 
-ProblemShape shape(const Spec& spec, int64_t B, int64_t T, int64_t K, int64_t V, int64_t gva) {
-  ProblemShape p;
+ReferenceProblem shape(const Spec& spec, int64_t B, int64_t T, int64_t K, int64_t V, int64_t gva) {
+  ReferenceProblem p;
   p.batch = B, p.seq_len = T, p.heads_qk = 2, p.heads_v = 2 * gva, p.key_dim = K, p.value_dim = V;
   (void)spec;
   return p;
@@ -218,7 +218,7 @@ TEST(ExecuteBackward, RefusesUnknownAndMissingCotangents) {
   const Spec spec = smallDimsSpec(loadSpec(std::string(DGPS_SPECS_DIR) + "/gdn.yaml"));
   mlir::OwningOpRef<mlir::ModuleOp> m = backwardModule(ctx, varlenSpec(loadSpec(std::string(DGPS_SPECS_DIR) + "/gdn.yaml")), false);
   ASSERT_TRUE(m);
-  ProblemShape p = shape(spec, 1, 9, 4, 4, 1);
+  ReferenceProblem p = shape(spec, 1, 9, 4, 4, 1);
   TensorMap inputs = generateInputs(spec, p, freshSeed(), ScalarType::F32);
   ExecutorResult fwd = executeChunkIR(*m, inputs);
   ASSERT_TRUE(fwd.ok) << fwd.error;

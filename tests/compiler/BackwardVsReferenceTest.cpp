@@ -16,7 +16,7 @@ namespace {
 
 constexpr double kTolerance = 1e-9;
 
-void checkAgainstReference(Context& ctx, const Spec& spec, const ProblemShape& shape, bool initialStates,
+void checkAgainstReference(Context& ctx, const Spec& spec, const ReferenceProblem& shape, bool initialStates,
                            bool partitioned) {
   const std::uint64_t seed = freshSeed();
   std::ostringstream what;
@@ -49,8 +49,8 @@ void checkAgainstReference(Context& ctx, const Spec& spec, const ProblemShape& s
   }
 }
 
-ProblemShape shapeOf(int64_t B, int64_t T, int64_t HV, int64_t K, int64_t V) {
-  ProblemShape p;
+ReferenceProblem shapeOf(int64_t B, int64_t T, int64_t HV, int64_t K, int64_t V) {
+  ReferenceProblem p;
   p.batch = B, p.seq_len = T, p.heads_qk = 2, p.heads_v = HV, p.key_dim = K, p.value_dim = V;
   return p;
 }
@@ -66,7 +66,7 @@ TEST_P(BackwardVsReference, EveryShape) {
       if (HasFatalFailure()) return;
     }
   checkAgainstReference(ctx, spec, shapeOf(2, 130, 2 * spec.gva_ratio, 4, 8), false, false);
-  ProblemShape varlen = shapeOf(1, 200, 2 * spec.gva_ratio, 8, 4);
+  ReferenceProblem varlen = shapeOf(1, 200, 2 * spec.gva_ratio, 8, 4);
   varlen.cu_seqlens = {0, 1, 64, 65, 130, 200};
   checkAgainstReference(ctx, spec, varlen, true, false);
   checkAgainstReference(ctx, spec, varlen, false, true);

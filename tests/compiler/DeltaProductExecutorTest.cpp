@@ -23,15 +23,15 @@ Spec gdpSpec(int steps, DecayKind decay) {
   return s;
 }
 
-ProblemShape shapeOf(int64_t B, int64_t T, int64_t H, int64_t HV, int64_t K, int64_t V, std::vector<int64_t> cu = {}) {
-  ProblemShape p;
+ReferenceProblem shapeOf(int64_t B, int64_t T, int64_t H, int64_t HV, int64_t K, int64_t V, std::vector<int64_t> cu = {}) {
+  ReferenceProblem p;
   p.batch = B, p.seq_len = T, p.heads_qk = H, p.heads_v = HV, p.key_dim = K, p.value_dim = V;
   p.cu_seqlens = std::move(cu);
   return p;
 }
 
 /// Every snapshot of the pipeline against the reference, outputs poisoned-checked (non-zero o).
-void expectAllStagesMatch(const Spec& spec, const ProblemShape& shape, std::optional<int64_t> chunk = {}) {
+void expectAllStagesMatch(const Spec& spec, const ReferenceProblem& shape, std::optional<int64_t> chunk = {}) {
   Context c;
   std::vector<Snapshot> snaps = snapshots(c, spec);
   const uint64_t seed = freshSeed();

@@ -22,7 +22,7 @@ Spec gridSpec(Spec s) {
   return s;
 }
 
-std::string describe(const ProblemShape& p, const std::string& stage) {
+std::string describe(const ReferenceProblem& p, const std::string& stage) {
   std::ostringstream os;
   os << "stage " << stage << ": B=" << p.batch << " T=" << p.seq_len << " H=" << p.heads_qk << " HV=" << p.heads_v
      << " K=" << p.key_dim << " V=" << p.value_dim;
@@ -35,7 +35,7 @@ std::string describe(const ProblemShape& p, const std::string& stage) {
 }
 
 /// Runs every snapshot on the inputs and compares every output with the reference.
-void checkAllStages(Context& c, const std::vector<Snapshot>& snaps, const Spec& spec, const ProblemShape& shape,
+void checkAllStages(Context& c, const std::vector<Snapshot>& snaps, const Spec& spec, const ReferenceProblem& shape,
                     bool initialStates, std::optional<int64_t> chunk = {}) {
   const std::uint64_t seed = freshSeed();
   InputGenOptions opts;
@@ -71,7 +71,7 @@ TEST_P(ExecutorVsReference, EveryPassEveryShape) {
   for (int64_t T : {1, 63, 64, 65, 200})
     for (int64_t K : {16, 64, 20})
       for (int64_t V : {16, 64, 20}) {
-        ProblemShape p;
+        ReferenceProblem p;
         p.batch = 2, p.seq_len = T, p.heads_qk = 2, p.heads_v = 2 * spec.gva_ratio, p.key_dim = K, p.value_dim = V;
         checkAllStages(c, snaps, spec, p, /*initialStates=*/true);
         if (HasFatalFailure()) return;
@@ -82,7 +82,7 @@ TEST_P(ExecutorVsReference, NoInitialStates) {
   Context c;
   const Spec spec = gridSpec(loadSpec(GetParam()));
   std::vector<Snapshot> snaps = snapshots(c, spec);
-  ProblemShape p;
+  ReferenceProblem p;
   p.batch = 2, p.seq_len = 130, p.heads_qk = 1, p.heads_v = spec.gva_ratio, p.key_dim = 20, p.value_dim = 16;
   checkAllStages(c, snaps, spec, p, /*initialStates=*/false);
 }
@@ -91,7 +91,7 @@ TEST_P(ExecutorVsReference, VarlenWithLengthOneSequences) {
   Context c;
   const Spec spec = gridSpec(loadSpec(GetParam()));
   std::vector<Snapshot> snaps = snapshots(c, spec);
-  ProblemShape p;
+  ReferenceProblem p;
   p.batch = 1, p.seq_len = 200, p.heads_qk = 2, p.heads_v = 2 * spec.gva_ratio, p.key_dim = 20, p.value_dim = 64;
   p.cu_seqlens = {0, 1, 64, 65, 130, 200};  // lengths 1, 63, 1, 65, 70
   checkAllStages(c, snaps, spec, p, /*initialStates=*/true);
@@ -102,7 +102,7 @@ TEST_P(ExecutorVsReference, VarlenPaddedTokenBuffer) {
   Context c;
   const Spec spec = gridSpec(loadSpec(GetParam()));
   std::vector<Snapshot> snaps = snapshots(c, spec);
-  ProblemShape p;
+  ReferenceProblem p;
   p.batch = 1, p.seq_len = 200, p.heads_qk = 2, p.heads_v = 2 * spec.gva_ratio, p.key_dim = 20, p.value_dim = 16;
   p.cu_seqlens = {0, 70, 131};  // rows 131..199 belong to no sequence: the reference's o is 0 there
   checkAllStages(c, snaps, spec, p, /*initialStates=*/true);
@@ -114,7 +114,7 @@ TEST_P(ExecutorVsReference, GroupedValueHeads) {
   // hypergrad_ogd needs one gain per key head (Reference.h), so OSDN runs without GVA.
   if (!usesHypergrad(spec)) spec.gva_ratio = 4;
   std::vector<Snapshot> snaps = snapshots(c, spec);
-  ProblemShape p;
+  ReferenceProblem p;
   p.batch = 2, p.seq_len = 65, p.heads_qk = 2, p.heads_v = 2 * spec.gva_ratio, p.key_dim = 16, p.value_dim = 20;
   checkAllStages(c, snaps, spec, p, /*initialStates=*/true);
 }
@@ -123,7 +123,7 @@ TEST_P(ExecutorVsReference, OtherChunkSizes) {
   Context c;
   const Spec spec = gridSpec(loadSpec(GetParam()));
   std::vector<Snapshot> snaps = snapshots(c, spec);
-  ProblemShape p;
+  ReferenceProblem p;
   p.batch = 1, p.seq_len = 200, p.heads_qk = 2, p.heads_v = 2 * spec.gva_ratio, p.key_dim = 20, p.value_dim = 20;
   p.cu_seqlens = {0, 1, 100, 200};
   for (int64_t chunk : {16, 32}) checkAllStages(c, snaps, spec, p, /*initialStates=*/true, chunk);
@@ -141,7 +141,7 @@ class ExecutorErrors : public ::testing::Test {
   void SetUp() override {
     Spec spec = gridSpec(loadSpec(std::string(DGPS_SPECS_DIR) + "/pgdn.yaml"));
     snaps_ = snapshots(c_, spec);
-    ProblemShape p;
+    ReferenceProblem p;
     p.batch = 1, p.seq_len = 8, p.heads_qk = 1, p.heads_v = 1, p.key_dim = 16, p.value_dim = 16;
     inputs_ = generateInputs(spec, p, freshSeed(), ScalarType::F32);
   }

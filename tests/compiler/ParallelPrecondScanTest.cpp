@@ -72,7 +72,7 @@ Forms lowerAll(Context& c, const Spec& spec) {
   return f;
 }
 
-std::string describe(const ProblemShape& p, int64_t chunk) {
+std::string describe(const ReferenceProblem& p, int64_t chunk) {
   std::ostringstream os;
   os << "B=" << p.batch << " T=" << p.seq_len << " H=" << p.heads_qk << " K=" << p.key_dim << " V=" << p.value_dim
      << " C=" << chunk;
@@ -107,7 +107,7 @@ void checkInputs(const Forms& f, const Spec& spec, const ReferenceInputs& inputs
     EXPECT_LE(relativeError(chunked.outputs.at(name), sequential.outputs.at(name)), kPassTolerance) << name;
 }
 
-void checkShape(const Forms& f, const Spec& spec, const ProblemShape& shape, bool initialStates, int64_t chunk) {
+void checkShape(const Forms& f, const Spec& spec, const ReferenceProblem& shape, bool initialStates, int64_t chunk) {
   const std::uint64_t seed = freshSeed();
   SCOPED_TRACE(describe(shape, chunk) + " seed=" + std::to_string(seed));
   InputGenOptions opts;
@@ -155,7 +155,7 @@ TEST_P(ChunkedVsReference, PartialChunks) {
   Context c;
   const Spec spec = specOf(GetParam());
   Forms f = lowerAll(c, spec);
-  ProblemShape p;
+  ReferenceProblem p;
   p.batch = 2, p.seq_len = 200, p.heads_qk = 2, p.heads_v = 2, p.key_dim = 20, p.value_dim = 16;
   checkShape(f, spec, p, /*initialStates=*/true, 16);  // 13 chunks, the last of 8 tokens
   if (HasFatalFailure()) return;
@@ -166,7 +166,7 @@ TEST_P(ChunkedVsReference, VarlenWithEmptyAndOneTokenDocuments) {
   Context c;
   const Spec spec = specOf(GetParam());
   Forms f = lowerAll(c, spec);
-  ProblemShape p;
+  ReferenceProblem p;
   p.batch = 1, p.seq_len = 250, p.heads_qk = 2, p.heads_v = 2, p.key_dim = 16, p.value_dim = 20;
   p.cu_seqlens = {0, 3, 170, 171, 171, 190, 230};  // rows 230..249 are padding
   checkShape(f, spec, p, /*initialStates=*/true, 16);
@@ -179,8 +179,8 @@ INSTANTIATE_TEST_SUITE_P(Osdn, ChunkedVsReference, ::testing::ValuesIn(variants(
 
 // ---- hard inputs -------------------------------------------------------------------------------------
 
-ProblemShape smallShape() {
-  ProblemShape p;
+ReferenceProblem smallShape() {
+  ReferenceProblem p;
   p.batch = 2, p.seq_len = 70, p.heads_qk = 2, p.heads_v = 2, p.key_dim = 16, p.value_dim = 16;
   return p;
 }
@@ -235,7 +235,7 @@ TEST(ParallelPrecondScan, ComposesWithTheSegmentedStatePass) {
   ASSERT_TRUE(mlir::succeeded(mlir::verify(*m)));
   EXPECT_EQ(count<chunk::HypergradChunkPassOp>(*m), 1);
   EXPECT_EQ(count<chunk::SegmentSummaryOp>(*m), 1);
-  ProblemShape p;
+  ReferenceProblem p;
   p.batch = 1, p.seq_len = 250, p.heads_qk = 2, p.heads_v = 2, p.key_dim = 16, p.value_dim = 16;
   p.cu_seqlens = {0, 3, 170, 171, 171, 190, 230};
   const std::uint64_t seed = freshSeed();
@@ -302,7 +302,7 @@ TEST(ParallelPrecondScan, TheExecutorRefusesGroupedValueHeads) {
   Context c;
   const Spec spec = osdn("osdn");
   Forms f = lowerAll(c, spec);
-  ProblemShape p = smallShape();
+  ReferenceProblem p = smallShape();
   ReferenceInputs in = generateInputs(spec, p, 7, ScalarType::F64, {});
   p.heads_v = 4;
   ReferenceInputs wide = in;

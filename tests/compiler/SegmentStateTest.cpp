@@ -59,7 +59,7 @@ int count(mlir::ModuleOp m) {
   return n;
 }
 
-std::string describe(const ProblemShape& p, int64_t chunk, int64_t segment) {
+std::string describe(const ReferenceProblem& p, int64_t chunk, int64_t segment) {
   std::ostringstream os;
   os << "B=" << p.batch << " T=" << p.seq_len << " H=" << p.heads_qk << " HV=" << p.heads_v << " K=" << p.key_dim
      << " V=" << p.value_dim << " C=" << chunk << " L=" << segment;
@@ -73,7 +73,7 @@ std::string describe(const ProblemShape& p, int64_t chunk, int64_t segment) {
 
 /// Runs the three forms at every segment length and compares every output with the reference and the
 /// segmented outputs with the sequential ones.
-void checkForms(const Forms& f, const Spec& spec, const ProblemShape& shape, bool initialStates, int64_t chunk,
+void checkForms(const Forms& f, const Spec& spec, const ReferenceProblem& shape, bool initialStates, int64_t chunk,
                 std::initializer_list<int64_t> segmentLengths) {
   const std::uint64_t seed = freshSeed();
   InputGenOptions opts;
@@ -129,7 +129,7 @@ TEST_P(SegmentedVsReference, SegmentLengthsThatDoNotDivide) {
   Context c;
   const Spec spec = gridSpec(loadSpec(GetParam()));
   Forms f = lowerAll(c, spec);
-  ProblemShape p;
+  ReferenceProblem p;
   p.batch = 2, p.seq_len = 200, p.heads_qk = 2, p.heads_v = 2 * spec.gva_ratio, p.key_dim = 20, p.value_dim = 16;
   // C = 16: 13 chunks per sequence, the last partial; L = 1 (every chunk its own segment), 3 and 5 (do not
   // divide 13), 13 and 40 (one segment).
@@ -142,7 +142,7 @@ TEST_P(SegmentedVsReference, VarlenLongDocumentAmongShortOnes) {
   Context c;
   const Spec spec = gridSpec(loadSpec(GetParam()));
   Forms f = lowerAll(c, spec);
-  ProblemShape p;
+  ReferenceProblem p;
   p.batch = 1, p.seq_len = 250, p.heads_qk = 2, p.heads_v = 2 * spec.gva_ratio, p.key_dim = 16, p.value_dim = 20;
   // Lengths 3, 167 (the long one: 11 chunks of 16), 1, 0, 19, 40; rows 230..249 are padding.
   p.cu_seqlens = {0, 3, 170, 171, 171, 190, 230};
@@ -156,7 +156,7 @@ TEST_P(SegmentedVsReference, GroupedValueHeadsAndChunk64) {
   Spec spec = gridSpec(loadSpec(GetParam()));
   if (!usesHypergrad(spec)) spec.gva_ratio = 4;  // hypergrad_ogd needs one gain per key head
   Forms f = lowerAll(c, spec);
-  ProblemShape p;
+  ReferenceProblem p;
   p.batch = 1, p.seq_len = 300, p.heads_qk = 2, p.heads_v = 2 * spec.gva_ratio, p.key_dim = 16, p.value_dim = 16;
   checkForms(f, spec, p, /*initialStates=*/true, 64, {1, 2});
 }
@@ -165,7 +165,7 @@ TEST_P(SegmentedVsReference, LaunchRuleWhenNoLengthIsSet) {
   Context c;
   const Spec spec = gridSpec(loadSpec(GetParam()));
   Forms f = lowerAll(c, spec);
-  ProblemShape p;
+  ReferenceProblem p;
   p.batch = 1, p.seq_len = 1000, p.heads_qk = 1, p.heads_v = spec.gva_ratio, p.key_dim = 16, p.value_dim = 16;
   InputGenOptions opts;
   const std::uint64_t seed = freshSeed();
@@ -272,7 +272,7 @@ TEST(SegmentStatePass, KeepsAClampedHypergradientScanSequential) {
   EXPECT_EQ(count<chunk::HypergradPassOp>(*f.segmented), 1);
   EXPECT_EQ(count<chunk::HypergradSegmentPassOp>(*f.segmented), 0);
   EXPECT_EQ(count<chunk::SegmentSummaryOp>(*f.segmented), 1);  // the state pass is still segmented
-  ProblemShape p;
+  ReferenceProblem p;
   p.batch = 1, p.seq_len = 150, p.heads_qk = 2, p.heads_v = 2, p.key_dim = 16, p.value_dim = 16;
   checkForms(f, spec, p, /*initialStates=*/true, 16, {1, 4});
 }
@@ -288,7 +288,7 @@ TEST(HypergradSegmentScan, EqualsTheTokenByTokenScan) {
       SCOPED_TRACE(std::string(name) + (post ? " post" : " pre"));
       Forms f = lowerAll(c, spec);
       ASSERT_EQ(count<chunk::HypergradSegmentPassOp>(*f.segmented), 1);
-      ProblemShape p;
+      ReferenceProblem p;
       p.batch = 1, p.seq_len = 260, p.heads_qk = 3, p.heads_v = 3, p.key_dim = 20, p.value_dim = 16;
       p.cu_seqlens = {0, 5, 230, 260};
       checkForms(f, spec, p, /*initialStates=*/true, 16, {1, 3, 7});
@@ -313,7 +313,7 @@ TEST(HypergradSegmentScan, VerifierRefusesAClamp) {
 TEST(SegmentExecutor, RejectsAZeroSegmentLength) {
   Context c;
   Forms f = lowerAll(c, shipped("gdn"));
-  ProblemShape p;
+  ReferenceProblem p;
   p.batch = 1, p.seq_len = 40, p.heads_qk = 1, p.heads_v = 1, p.key_dim = 16, p.value_dim = 16;
   ReferenceInputs inputs = generateInputs(shipped("gdn"), p, freshSeed(), ScalarType::F64, {});
   ExecutorOptions eo;

@@ -17,8 +17,6 @@
 // fp16 inputs once where the spec takes them; K = V = 128 once (dense).
 //
 //   dgps-osdn-forward-emu-check PACKAGE_DIR WORK_DIR        (DGPS_SEED=N fixes the base seed)
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -36,7 +34,7 @@
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/SpecParser.h"
-#include "emu_hooks.h"
+#include "EmuPackage.h"
 
 namespace {
 
@@ -88,36 +86,10 @@ void* compileForEmu(const std::string& pkg, const std::string& work, const std::
     }
     if (!os) return nullptr;
   }
-  const std::string cmd = std::string(DGPS_EMU_CXX) + " -O1 -std=c++17 -fPIC -shared -Wno-unknown-pragmas -include " +
-                          DGPS_EMU_DIR + "/emu_prelude.h -I" + DGPS_DEVICE_DIR + " -I" + DGPS_EMU_DIR +
-                          " -DDGPS_EMU_WGMMA=1 " + (f16 ? "-DDGPS_INPUT_F16=1" : "-DDGPS_INPUT_BF16=1") +
-                          " -DDGPS_K=" + std::to_string(K) + " -DDGPS_V=" + std::to_string(K) +
-                          " -DDGPS_CHUNK=" + std::to_string(kChunk) + " -DDGPS_BLOCK_V=" + std::to_string(kBlockV) +
-                          " -DDGPS_WARPS=" + std::to_string(kWarps) + " -DDGPS_STAGES=" + std::to_string(kStages) +
-                          " -x c++ " + src + " -o " + so;
-  if (std::system(cmd.c_str()) != 0) {
-    std::fprintf(stderr, "emulator compile failed: %s\n", cmd.c_str());
-    return nullptr;
-  }
-  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) std::fprintf(stderr, "dlopen: %s\n", dlerror());
-  return h;
+  return dgps_emu::loadForEmu(src, so, {K, K, f16, kChunk, kBlockV, kWarps, kStages});
 }
 
-bool launchRole(void* module, const std::string& sym, const dgps::launch::Geometry& geo, dgps::ForwardArgs& a) {
-  void* fn = dlsym(module, sym.c_str());
-  if (!fn) {
-    std::fprintf(stderr, "no symbol %s\n", sym.c_str());
-    return false;
-  }
-  auto kernel = reinterpret_cast<void (*)(dgps::ForwardArgs)>(fn);
-  char err[512] = {0};
-  if (!dgps_emu::launch([&] { kernel(a); }, geo.grid.x, geo.block.x, geo.smem_bytes, err, sizeof err)) {
-    std::fprintf(stderr, "emulator (%s): %s\n", sym.c_str(), err);
-    return false;
-  }
-  return true;
-}
+using dgps_emu::launchRole;
 
 struct Problem {
   const char* what;
@@ -149,7 +121,7 @@ double maxRel(const std::vector<float>& got, const std::vector<float>& ref, cons
 bool checkOnce(dgps::Spec spec, void* module, const Problem& p, std::uint64_t seed) {
   if (p.post) spec.precond.hypergrad.timing = dgps::WriteTiming::Post;
   if (p.nearlyParallelAtTheLimit) spec.precond.hypergrad.eta = 2.0;
-  dgps::ProblemShape s;
+  dgps::ReferenceProblem s;
   s.batch = p.B;
   s.seq_len = p.T;
   s.heads_qk = spec.heads_qk > 0 ? spec.heads_qk : 2;

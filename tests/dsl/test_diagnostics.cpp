@@ -378,5 +378,16 @@ TEST(ValidateSpec, DefaultSpecIsValid) {
   EXPECT_TRUE(validateSpec(s).empty());
 }
 
+// formatFileProblem is the located line every schema reader (spec, package manifest, tuning database) renders:
+// what is unknown is left out, never printed as 0.
+TEST(FileProblem, LeavesOutWhatIsUnknown) {
+  EXPECT_EQ(formatFileProblem(Severity::Error, "m.yaml", 3, 7, "launch.warps", "expected an integer, got 'x'"),
+            "m.yaml:3:7: error: launch.warps: expected an integer, got 'x'");
+  EXPECT_EQ(formatFileProblem(Severity::Warning, "t.jsonl", 2, 0, "", "config.warps: expected 4, got 5"),
+            "t.jsonl:2: warning: config.warps: expected 4, got 5");
+  EXPECT_EQ(formatFileProblem(Severity::Error, "m.yaml", 0, 9, "name", "is a but s.yaml says b"),
+            "m.yaml: error: name: is a but s.yaml says b");
+}
+
 }  // namespace
 }  // namespace dgps

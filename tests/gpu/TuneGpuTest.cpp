@@ -111,7 +111,7 @@ class TuneGpu : public ::testing::Test {
 
   // Forward on fresh inputs with `config` in this process, checked against the float64 reference.
   void expectCorrectForward(Runtime& rt, const Package& pkg, const std::optional<TileConfig>& config) {
-    ProblemShape s;
+    ReferenceProblem s;
     s.batch = 2;
     s.seq_len = 300;
     s.heads_qk = s.heads_v = 4;
@@ -305,7 +305,7 @@ TEST_F(TuneGpu, ATunedSegmentLengthFromTheDatabaseIsApplied) {
   const std::string gdnDir = std::string(DGPS_SOURCE_DIR) + "/generated/gdn";
   if (!std::ifstream(gdnDir + "/manifest.yaml").good()) GTEST_SKIP() << "generated/gdn is absent";
   const Package gdn = Package::open(gdnDir);
-  ProblemShape s;
+  ReferenceProblem s;
   s.batch = 1;
   s.seq_len = 20000;
   s.heads_qk = s.heads_v = 2;

@@ -174,9 +174,9 @@ class ContextParallelGpuTest : public ::testing::Test {
     rt_ = std::make_unique<Runtime>(o);
   }
 
-  ProblemShape shape(std::vector<std::int64_t> cu, std::int64_t T) const {
+  ReferenceProblem shape(std::vector<std::int64_t> cu, std::int64_t T) const {
     const Spec& sp = pkg_->spec();
-    ProblemShape s;
+    ReferenceProblem s;
     s.batch = 1;
     s.seq_len = T;
     s.heads_qk = sp.heads_qk > 0 ? sp.heads_qk : 2;
@@ -193,7 +193,7 @@ class ContextParallelGpuTest : public ::testing::Test {
   }
 
   // The simulated ranks against float64 and against the single-GPU forward, for each rank split.
-  void check(const ProblemShape& s, std::uint64_t seed, const std::vector<std::vector<std::int64_t>>& splits) {
+  void check(const ReferenceProblem& s, std::uint64_t seed, const std::vector<std::vector<std::int64_t>>& splits) {
     const ScalarType act = toScalarType(pkg_->spec().input_dtypes.front());
     const ReferenceInputs in = generateInputs(pkg_->spec(), s, seed, act);
     const ReferenceOutputs ref = runReference(pkg_->spec(), in);
@@ -237,7 +237,7 @@ TEST_F(ContextParallelGpuTest, PackedDocumentsCrossingPiecesEqualOneGpu) {
 // zero, and M·X0 + E the float64 end state from X0 (the summary is the sequence's affine map).
 TEST_F(ContextParallelGpuTest, ForwardSummaryIsTheSequencesAffineMap) {
   const std::int64_t T = 1500;
-  const ProblemShape s = shape({0, T}, T);
+  const ReferenceProblem s = shape({0, T}, T);
   const ScalarType act = toScalarType(pkg_->spec().input_dtypes.front());
   ReferenceInputs in = generateInputs(pkg_->spec(), s, 5300, act);
   ASSERT_TRUE(in.count("initial_state")) << "the spec takes an initial state";

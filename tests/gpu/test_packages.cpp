@@ -47,8 +47,8 @@ class PackageTest : public ::testing::Test {
     return out;
   }
 
-  ProblemShape shape(std::int64_t B, std::int64_t T, int KV, int H = 2) const {
-    ProblemShape s;
+  ReferenceProblem shape(std::int64_t B, std::int64_t T, int KV, int H = 2) const {
+    ReferenceProblem s;
     s.batch = B;
     s.seq_len = T;
     s.heads_qk = pkg_->spec().heads_qk > 0 ? pkg_->spec().heads_qk : H;
@@ -58,7 +58,7 @@ class PackageTest : public ::testing::Test {
   }
 
   // Runs forward on the GPU and checks every output against the reference.
-  void checkForward(const Package& pkg, const ProblemShape& shape, ScalarType act, std::uint64_t seed,
+  void checkForward(const Package& pkg, const ReferenceProblem& shape, ScalarType act, std::uint64_t seed,
                     const InputGenOptions& gen = {}) {
     SCOPED_TRACE(pkg.name() + " " + toString(act) + " B=" + std::to_string(shape.batch) + " T=" +
                  std::to_string(shape.seq_len) + " H=" + std::to_string(shape.heads_qk) + " HV=" +
@@ -112,7 +112,7 @@ TEST_F(PackageTest, GroupedValueHeads) {
   for (int ratio : {2, 3}) {
     std::string dir = gputest::writeGvaVariant(*pkg_, ratio, gputest::tempDir() + "/" + pkg_->name());
     Package gva = Package::open(dir);
-    ProblemShape s = shape(1, 200, squareDims().front(), 2);
+    ReferenceProblem s = shape(1, 200, squareDims().front(), 2);
     s.heads_v = s.heads_qk * ratio;
     checkForward(gva, s, toScalarType(gva.spec().input_dtypes.front()), 500 + ratio);
   }
@@ -121,7 +121,7 @@ TEST_F(PackageTest, GroupedValueHeads) {
 TEST_F(PackageTest, VarlenWithALengthOneSequence) {
   if (!pkg_->manifest().has_forward || !pkg_->spec().varlen) GTEST_SKIP() << pkg_->name() << " takes no cu_seqlens";
   for (DType dt : pkg_->spec().input_dtypes) {
-    ProblemShape s = shape(1, 0, squareDims().back());
+    ReferenceProblem s = shape(1, 0, squareDims().back());
     s.cu_seqlens = {0, 1, 64, 128, 193, 393, 394};  // lengths 1, 63, 64, 65, 200, 1
     s.seq_len = s.cu_seqlens.back();
     checkForward(*pkg_, s, toScalarType(dt), 900);
@@ -134,7 +134,7 @@ TEST_F(PackageTest, VarlenWithALengthOneSequence) {
 // length, because the tail rows are zeroed per chunk slot.
 TEST_F(PackageTest, VarlenPaddedTokenBufferWritesZerosPastTheLastSequence) {
   if (!pkg_->manifest().has_forward || !pkg_->spec().varlen) GTEST_SKIP() << pkg_->name() << " takes no cu_seqlens";
-  ProblemShape s = shape(1, 4096, squareDims().back());
+  ReferenceProblem s = shape(1, 4096, squareDims().back());
   s.cu_seqlens = {0, 1500, 3000};
   const std::int64_t end = s.cu_seqlens.back();
   const ScalarType act = toScalarType(pkg_->spec().input_dtypes.front());
@@ -185,7 +185,7 @@ TEST_F(PackageTest, DecodeMatchesReference) {
   for (DType dt : pkg_->spec().input_dtypes) {
     for (int kv : squareDims()) {
       SCOPED_TRACE(std::string(toString(dt)) + " K=V=" + std::to_string(kv));
-      ProblemShape s = shape(3, 1, kv);
+      ReferenceProblem s = shape(3, 1, kv);
       ReferenceInputs in = generateInputs(pkg_->spec(), s, seed++, toScalarType(dt));
       ReferenceOutputs ref = runReference(pkg_->spec(), in);
       GpuOutputs got = gputest::gpuDecode(*rt_, *pkg_, in);
@@ -214,7 +214,7 @@ TEST_F(PackageTest, ForwardThenDecodeEqualsForwardOverOneMoreToken) {
     for (std::int64_t T : {64, 130}) {
       SCOPED_TRACE(std::string(toString(dt)) + " T=" + std::to_string(T));
       const int kv = squareDims().back();
-      ProblemShape full = shape(2, T + 1, kv);
+      ReferenceProblem full = shape(2, T + 1, kv);
       ReferenceInputs in = generateInputs(spec, full, 3000 + T, toScalarType(dt));
       GpuOutputs whole = gputest::gpuForward(*rt_, *pkg_, in);
       ReferenceOutputs ref = runReference(spec, in);
@@ -254,7 +254,7 @@ TEST_F(PackageTest, EveryTunableConfigIsCorrectAndSpillFree) {
   if (std::count(offered.begin(), offered.end(), 120) && dims.front() != 120) dims.push_back(120);
   for (int kv : dims) {
     SCOPED_TRACE("K=V=" + std::to_string(kv));
-    ProblemShape s = shape(1, 333, kv);
+    ReferenceProblem s = shape(1, 333, kv);
     ReferenceInputs in = generateInputs(pkg_->spec(), s, 4242, act);
     ReferenceOutputs ref = runReference(pkg_->spec(), in);
     for (int c : m.tunables.chunk)

@@ -35,7 +35,7 @@ class RuntimeGpuTest : public ::testing::Test {
 
   std::unique_ptr<Package> pkg_;
   std::unique_ptr<Runtime> rt_;
-  ProblemShape shape_;
+  ReferenceProblem shape_;
   ScalarType act_ = ScalarType::BF16;
   ReferenceInputs inputs_;
 };
@@ -182,7 +182,7 @@ TEST_F(RuntimeGpuTest, C30_TensorsOnASecondGpu) {
 
 TEST_F(RuntimeGpuTest, CuSeqlensValuesAreCheckedOnRequest) {
   if (!pkg_->spec().varlen) GTEST_SKIP() << pkg_->name() << " takes no cu_seqlens";
-  ProblemShape s = shape_;
+  ReferenceProblem s = shape_;
   s.batch = 1;
   s.cu_seqlens = {0, 10, 100, 150};
   ReferenceInputs in = generateInputs(pkg_->spec(), s, 99, act_);

@@ -43,7 +43,7 @@ class SegmentedTest : public ::testing::Test {
   }
 
   // One problem: the plain forward, then the segmented one at each L, each against the plain and float64.
-  void check(const ProblemShape& s, std::uint64_t seed, bool passWorkspace) {
+  void check(const ReferenceProblem& s, std::uint64_t seed, bool passWorkspace) {
     const ScalarType act = toScalarType(pkg_->spec().input_dtypes.front());
     const ReferenceInputs in = generateInputs(pkg_->spec(), s, seed, act);
     const ReferenceOutputs ref = runReference(pkg_->spec(), in);
@@ -71,8 +71,8 @@ class SegmentedTest : public ::testing::Test {
     }
   }
 
-  ProblemShape shape(std::int64_t T, int KV) const {
-    ProblemShape s;
+  ReferenceProblem shape(std::int64_t T, int KV) const {
+    ReferenceProblem s;
     s.batch = 1;
     s.seq_len = T;
     s.heads_qk = pkg_->spec().heads_qk > 0 ? pkg_->spec().heads_qk : 2;
@@ -99,7 +99,7 @@ TEST_F(SegmentedTest, SegmentedForwardMatchesPlainAndReferenceOnOneLongSequence)
 
 TEST_F(SegmentedTest, SegmentedForwardMatchesPlainAndReferenceOnAMixedVarlenBatch) {
   if (!pkg_->spec().varlen) GTEST_SKIP() << pkg_->name() << " takes no cu_seqlens";
-  ProblemShape s = shape(0, dim());
+  ReferenceProblem s = shape(0, dim());
   s.cu_seqlens = {0, 100, 3100, 3101, 3400, 3650};  // 100, 3000, 1, 299, 250 tokens
   s.seq_len = s.cu_seqlens.back();
   check(s, 4200, true);  // with a caller's workspace sized by forwardWorkspaceBytes (poisoned)
@@ -113,7 +113,7 @@ TEST_F(SegmentedTest, TheRuleSegmentsOnlyLongUnderfilledSequences) {
   const TileConfig c = pkg_->manifest().default_config;
   // Long enough for the rule (segment::kMinSegmentedChunks chunks of the default length).
   const std::int64_t longT = segment::kMinSegmentedChunks * c.chunk;
-  ProblemShape longShape = shape(longT, dim()), shortShape = shape(256, dim());
+  ReferenceProblem longShape = shape(longT, dim()), shortShape = shape(256, dim());
   const ReferenceInputs in = generateInputs(pkg_->spec(), longShape, 4300, act);
   ForwardProblem lp, sp;
   lp.batch = 1, lp.seq_len = longT, lp.num_seqs = 1, lp.heads_qk = longShape.heads_qk, lp.heads_v = longShape.heads_v;

@@ -41,8 +41,8 @@ class VariantReuseGpuTest : public ::testing::Test {
     rt_ = std::make_unique<Runtime>(o);
   }
 
-  ProblemShape shapeFor(const Package& p, std::int64_t ratio) const {
-    ProblemShape s;
+  ReferenceProblem shapeFor(const Package& p, std::int64_t ratio) const {
+    ReferenceProblem s;
     s.batch = 2;
     s.seq_len = 130;  // two full chunks and a ragged tail at C=64
     s.heads_qk = p.spec().heads_qk > 0 ? p.spec().heads_qk : 2;
@@ -118,7 +118,7 @@ TEST_F(VariantReuseGpuTest, InterleavedVariantsEachGetTheirOwnKernels) {
 
 TEST_F(VariantReuseGpuTest, WarmCallsOnFreshBuffersUseTheirOwnTensors) {
   const ScalarType dtype = toScalarType(pkg_->spec().input_dtypes.front());
-  const ProblemShape s = shapeFor(*pkg_, pkg_->spec().gva_ratio);
+  const ReferenceProblem s = shapeFor(*pkg_, pkg_->spec().gva_ratio);
   for (int i = 0; i < 4; ++i) {  // forward: fresh inputs and outputs each call, workspace internal then given
     SCOPED_TRACE("forward call " + std::to_string(i));
     const ReferenceInputs in = generateInputs(pkg_->spec(), s, 7300 + std::uint64_t(i), dtype);
@@ -128,7 +128,7 @@ TEST_F(VariantReuseGpuTest, WarmCallsOnFreshBuffersUseTheirOwnTensors) {
     EXPECT_TRUE(e.finite && e.rel <= kTolOut) << "o: " << e.str();
   }
   if (!pkg_->manifest().has_decode) return;
-  ProblemShape d = s;
+  ReferenceProblem d = s;
   d.batch = 3;
   d.seq_len = 1;
   for (int i = 0; i < 4; ++i) {  // decode: one token, fresh buffers and states each call

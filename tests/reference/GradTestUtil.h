@@ -16,7 +16,7 @@ namespace dgps::test {
 
 /// N(0, 1) cotangents (f64) for every output the spec produces at `shape`: do, dfinal_state,
 /// dfinal_precond_state.
-inline TensorMap randomCotangents(const Spec& spec, const ProblemShape& shape, std::uint64_t seed) {
+inline TensorMap randomCotangents(const Spec& spec, const ReferenceProblem& shape, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
   TensorMap out;

@@ -121,9 +121,9 @@ inline std::vector<Spec> allSpecs() {
   return v;
 }
 
-inline ProblemShape shapeOf(std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t HV, std::int64_t K,
+inline ReferenceProblem shapeOf(std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t HV, std::int64_t K,
                             std::int64_t V, std::vector<std::int64_t> cu = {}) {
-  ProblemShape s;
+  ReferenceProblem s;
   s.batch = B;
   s.seq_len = T;
   s.heads_qk = H;
@@ -136,7 +136,7 @@ inline ProblemShape shapeOf(std::int64_t B, std::int64_t T, std::int64_t H, std:
 
 /// Generated inputs with every float tensor (q, k, v included) in f64, so comparisons see only the
 /// recurrence's own rounding.
-inline ReferenceInputs inputs64(const Spec& spec, const ProblemShape& shape, std::uint64_t seed,
+inline ReferenceInputs inputs64(const Spec& spec, const ReferenceProblem& shape, std::uint64_t seed,
                                 InputGenOptions opt = {}) {
   opt.float_dtype = ScalarType::F64;
   return generateInputs(spec, shape, seed, ScalarType::F64, opt);

@@ -45,7 +45,7 @@ TEST(ReferenceCommand, WritesTheReferenceOutputs) {
   DGPS_SEEDED(seed);
   const Spec spec = loadShipped("pgdn.yaml");
   const std::int64_t H = spec.heads_qk > 0 ? spec.heads_qk : 2;
-  const ProblemShape shape = shapeOf(1, 40, H, H * spec.gva_ratio, spec.key_dims.front(), spec.value_dims.front(),
+  const ReferenceProblem shape = shapeOf(1, 40, H, H * spec.gva_ratio, spec.key_dims.front(), spec.value_dims.front(),
                                      {0, 15, 40});
   SafetensorsFile in;
   in.tensors = generateInputs(spec, shape, seed, ScalarType::BF16);
@@ -77,7 +77,7 @@ TEST(ReferenceCommand, BadInputsAreOneClearError) {
   DGPS_SEEDED(seed);
   const Spec spec = loadShipped("gdn.yaml");
   const std::int64_t H = spec.heads_qk > 0 ? spec.heads_qk : 1;
-  const ProblemShape shape = shapeOf(2, 6, H, H * spec.gva_ratio, spec.key_dims.front(), spec.value_dims.front());
+  const ReferenceProblem shape = shapeOf(2, 6, H, H * spec.gva_ratio, spec.key_dims.front(), spec.value_dims.front());
   SafetensorsFile in;
   in.tensors = generateInputs(spec, shape, seed, ScalarType::BF16);
   in.tensors.erase("beta");

@@ -85,7 +85,7 @@ TEST(InputsCommand, WritesWhatGenerateInputsMakes) {
   EXPECT_NE(r.out.find("B=2,T=40,H=2,HV=2,K=64,V=64"), std::string::npos) << r.out;
 
   const Spec spec = loadShipped("pgdn.yaml");
-  const ProblemShape shape = shapeOf(2, 40, 2, 2, 64, 64);
+  const ReferenceProblem shape = shapeOf(2, 40, 2, 2, 64, 64);
   const ReferenceInputs want = generateInputs(spec, shape, seed, toScalarType(spec.input_dtypes.front()));
   const SafetensorsFile got = readSafetensors(path);
   ASSERT_EQ(got.tensors.size(), want.size());

@@ -64,7 +64,7 @@ ReferenceInputs onStepSequence(const Spec& gdp, const ReferenceInputs& in) {
   return out;
 }
 
-void expectMatchesStepSequence(const Spec& gdp, const ProblemShape& shape, std::uint64_t seed) {
+void expectMatchesStepSequence(const Spec& gdp, const ReferenceProblem& shape, std::uint64_t seed) {
   const ReferenceInputs in = inputs64(gdp, shape, seed);
   ASSERT_EQ(in.at("k").dim(1), shape.seq_len * gdp.solve.steps) << "k must carry T·n_h rows";
   ReferenceOutputs got = runReference(gdp, in);
@@ -97,7 +97,7 @@ TEST(DeltaProduct, MatchesTheSingleStepRecurrenceOnTheStepSequence) {
 TEST(DeltaProduct, OneStepIsTheDeltaRuleExactly) {
   DGPS_SEEDED(seed);
   Spec one = deltaProduct(1);
-  const ProblemShape shape = shapeOf(2, 11, 2, 4, 6, 5);
+  const ReferenceProblem shape = shapeOf(2, 11, 2, 4, 6, 5);
   Spec g = gdn();
   g.gva_ratio = one.gva_ratio = 2;
   const ReferenceInputs in = inputs64(g, shape, seed);
@@ -162,7 +162,7 @@ TEST(DeltaProduct, InputShapesNameTheStepRows) {
 
 /// Central finite differences of the n_h-step forward reference (independent of the backward, which runs
 /// the single-step adjoint on the step sequence) against runReferenceBackward, every element.
-void expectStepGradientsMatchFiniteDifferences(const Spec& gdp, const ProblemShape& shape, std::uint64_t seed,
+void expectStepGradientsMatchFiniteDifferences(const Spec& gdp, const ReferenceProblem& shape, std::uint64_t seed,
                                                bool initialState) {
   InputGenOptions opt;
   opt.initial_state = initialState;
@@ -205,7 +205,7 @@ TEST(DeltaProduct, ReferenceGradientsMatchFiniteDifferences) {
 TEST(DeltaProduct, ReferenceGradientsOfPaddingTokensAreZero) {
   DGPS_SEEDED(seed);
   const Spec s = deltaProduct(2);
-  const ProblemShape shape = shapeOf(1, 5, 1, 1, 3, 2, {0, 2, 4});
+  const ReferenceProblem shape = shapeOf(1, 5, 1, 1, 3, 2, {0, 2, 4});
   const ReferenceInputs in = inputs64(s, shape, seed);
   const TensorMap g = runReferenceBackward(s, in, randomCotangents(s, shape, seed + 1));
   // Token 4 (step rows 8, 9) belongs to no sequence.
@@ -224,7 +224,7 @@ TEST(DeltaProduct, OneStepGradientsAreGatedDeltaNetsExactly) {
   for (std::int64_t ratio : {1, 2}) {
     Spec one = deltaProduct(1), g = gdn();
     one.gva_ratio = g.gva_ratio = ratio;
-    const ProblemShape shape = shapeOf(2, 6, 2, 2 * ratio, 4, 3);
+    const ReferenceProblem shape = shapeOf(2, 6, 2, 2 * ratio, 4, 3);
     const ReferenceInputs in = inputs64(g, shape, seed + ratio);
     const TensorMap ct = randomCotangents(g, shape, seed + 10 + ratio);
     const TensorMap a = runReferenceBackward(one, in, ct), b = runReferenceBackward(g, in, ct);
@@ -242,7 +242,7 @@ TEST(DeltaProduct, OneStepGradientsAreGatedDeltaNetsExactly) {
 TEST(DeltaProduct, ReferenceGradientsOfF32InputsEqualF64) {
   DGPS_SEEDED(seed);
   const Spec s = deltaProduct(2);
-  const ProblemShape shape = shapeOf(1, 4, 1, 1, 3, 2);
+  const ReferenceProblem shape = shapeOf(1, 4, 1, 1, 3, 2);
   ReferenceInputs in32 = generateInputs(s, shape, seed, ScalarType::F32);
   ReferenceInputs in64;
   for (const auto& kv : in32) {

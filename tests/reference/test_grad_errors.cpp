@@ -27,7 +27,7 @@ void expectError(const Spec& spec, const ReferenceInputs& in, const TensorMap& c
 
 struct Case {
   Spec spec;
-  ProblemShape shape;
+  ReferenceProblem shape;
   ReferenceInputs in;
   TensorMap ct;
 };
@@ -71,7 +71,7 @@ TEST(ReferenceGradErrors, CotangentOfAFinalStateTheSpecLacks) {
   {
     Spec spec = gdn();
     spec.final_state = false;
-    const ProblemShape shape = shapeOf(1, 4, 1, 1, 2, 2);
+    const ReferenceProblem shape = shapeOf(1, 4, 1, 1, 2, 2);
     const ReferenceInputs in = inputs64(spec, shape, seed);
     TensorMap ct = randomCotangents(spec, shape, seed);
     ct["dfinal_state"] = Tensor(ScalarType::F64, {1, 1, 2, 2});
@@ -79,7 +79,7 @@ TEST(ReferenceGradErrors, CotangentOfAFinalStateTheSpecLacks) {
   }
   {
     const Spec spec = gdn();  // no preconditioner
-    const ProblemShape shape = shapeOf(1, 4, 1, 1, 2, 2);
+    const ReferenceProblem shape = shapeOf(1, 4, 1, 1, 2, 2);
     const ReferenceInputs in = inputs64(spec, shape, seed);
     TensorMap ct = randomCotangents(spec, shape, seed);
     ct["dfinal_precond_state"] = Tensor(ScalarType::F64, {1, 1, 2});
@@ -88,7 +88,7 @@ TEST(ReferenceGradErrors, CotangentOfAFinalStateTheSpecLacks) {
   {
     Spec spec = pgdn();
     spec.final_precond_state = false;
-    const ProblemShape shape = shapeOf(1, 4, 1, 1, 2, 2);
+    const ReferenceProblem shape = shapeOf(1, 4, 1, 1, 2, 2);
     const ReferenceInputs in = inputs64(spec, shape, seed);
     TensorMap ct = randomCotangents(spec, shape, seed);
     ct["dfinal_precond_state"] = Tensor(ScalarType::F64, {1, 1, 2});
@@ -144,7 +144,7 @@ TEST(ReferenceGradCommand, WritesTheGradientsAndReportsErrorsByFile) {
   ASSERT_TRUE(r.ok());
   const Spec spec = *r.spec;
   const std::int64_t K = spec.key_dims.front(), V = spec.value_dims.front();
-  const ProblemShape shape = shapeOf(1, 9, 1, spec.gva_ratio, K, V, {0, 4, 9});
+  const ReferenceProblem shape = shapeOf(1, 9, 1, spec.gva_ratio, K, V, {0, 4, 9});
   SafetensorsFile in, ct;
   in.tensors = generateInputs(spec, shape, seed, ScalarType::BF16);
   ct.tensors = randomCotangents(spec, shape, seed + 1);

@@ -61,7 +61,7 @@ Spec randomSpec(std::mt19937_64& rng) {
 }
 
 /// A small random shape for `spec`: packed sequences (one may be empty) when varlen, else a batch.
-ProblemShape randomShape(const Spec& spec, std::mt19937_64& rng) {
+ReferenceProblem randomShape(const Spec& spec, std::mt19937_64& rng) {
   const std::int64_t H = 1 + static_cast<std::int64_t>(rng() % 2);
   const std::int64_t K = 2 + static_cast<std::int64_t>(rng() % 4), V = 1 + static_cast<std::int64_t>(rng() % 4);
   if (spec.varlen && coin(rng)) {
@@ -94,7 +94,7 @@ TEST(ReferenceGradProperties, RandomSpecsMatchFiniteDifferences) {
   std::mt19937_64 rng(seed);
   for (int trial = 0; trial < 150; ++trial) {
     const Spec spec = randomSpec(rng);
-    const ProblemShape shape = randomShape(spec, rng);
+    const ReferenceProblem shape = randomShape(spec, rng);
     SCOPED_TRACE("trial " + std::to_string(trial) + ": " + describe(spec) + ", T=" + std::to_string(shape.seq_len));
     InputGenOptions opt;
     opt.initial_state = coin(rng);
@@ -136,7 +136,7 @@ TEST(ReferenceGradProperties, SplitSequenceEqualsWholeThroughTheStates) {
     SCOPED_TRACE(spec.name);
     if (!usesHypergrad(spec)) spec.gva_ratio = 2;
     const std::int64_t B = 2, T = 11, H = 2, K = 4, V = 3, HV = H * spec.gva_ratio;
-    const ProblemShape shape = shapeOf(B, T, H, HV, K, V);
+    const ReferenceProblem shape = shapeOf(B, T, H, HV, K, V);
     const ReferenceInputs in = inputs64(spec, shape, rng());
     const TensorMap ct = randomCotangents(spec, shape, rng());
     const std::int64_t t1 = 1 + static_cast<std::int64_t>(rng() % (T - 1));
@@ -191,7 +191,7 @@ TEST(ReferenceGradProperties, VarlenEqualsSeparateRuns) {
                                             static_cast<std::int64_t>(1 + rng() % 6)};
     std::vector<std::int64_t> cu = {0};
     for (std::int64_t l : lens) cu.push_back(cu.back() + l);
-    const ProblemShape shape = shapeOf(1, cu.back(), H, HV, K, V, cu);
+    const ReferenceProblem shape = shapeOf(1, cu.back(), H, HV, K, V, cu);
     const ReferenceInputs packed = inputs64(spec, shape, rng());
     const TensorMap ct = randomCotangents(spec, shape, rng());
     const TensorMap whole = runReferenceBackward(spec, packed, ct);
@@ -234,7 +234,7 @@ TEST(ReferenceGradProperties, VarlenEqualsSeparateRuns) {
 }
 
 /// Keeps only the entries of `m` whose names (after dropping `prefix`) are inputs of `spec`.
-TensorMap restrictTo(const Spec& spec, const ProblemShape& shape, const TensorMap& m, const std::string& prefix = "") {
+TensorMap restrictTo(const Spec& spec, const ReferenceProblem& shape, const TensorMap& m, const std::string& prefix = "") {
   std::set<std::string> names;
   for (const TensorSlot& s : referenceInputSlots(spec, shape)) names.insert(prefix + s.name);
   TensorMap out;
@@ -258,7 +258,7 @@ TEST(ReferenceGradProperties, PgdnWithUnitSquashRangeEqualsGdn) {
     p.gva_ratio = 2;
     Spec g = gdn();
     g.gva_ratio = 2;
-    const ProblemShape shape = shapeOf(2, 9, 2, 4, 5, 3);
+    const ReferenceProblem shape = shapeOf(2, 9, 2, 4, 5, 3);
     const ReferenceInputs in = inputs64(p, shape, seed);
     TensorMap ct = randomCotangents(p, shape, seed + 1);
     ct.erase("dfinal_precond_state");  // A_T still depends on the accumulator's inputs; GDN has no A
@@ -278,7 +278,7 @@ TEST(ReferenceGradProperties, OsdnWithZeroStepAndUnitStateEqualsDeltanet) {
     SCOPED_TRACE(std::string("timing ") + toString(timing));
     Spec o = osdn(timing, /*retention=*/true);
     o.precond.hypergrad.eta = 0.0;  // d_t = ρ^t d_0 = 1 with ρ = 1
-    const ProblemShape shape = shapeOf(2, 8, 2, 2, 4, 3);
+    const ReferenceProblem shape = shapeOf(2, 8, 2, 2, 4, 3);
     InputGenOptions opt;
     opt.initial_precond_state = false;  // d_0 = init = 1
     ReferenceInputs in = inputs64(o, shape, seed, opt);
@@ -303,7 +303,7 @@ TEST(ReferenceGradProperties, GvaEqualsRepeatedKeyHeads) {
     SCOPED_TRACE(spec.name + " side " + toString(spec.precond.side));
     const std::int64_t ratio = 3, B = 2, T = 6, H = 2, K = 3, V = 2;
     spec.gva_ratio = static_cast<int>(ratio);
-    const ProblemShape shape = shapeOf(B, T, H, H * ratio, K, V);
+    const ReferenceProblem shape = shapeOf(B, T, H, H * ratio, K, V);
     const ReferenceInputs in = inputs64(spec, shape, seed);
     const TensorMap ct = randomCotangents(spec, shape, seed + 1);
     const TensorMap grouped = runReferenceBackward(spec, in, ct);

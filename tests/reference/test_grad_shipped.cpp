@@ -40,7 +40,7 @@ Spec loadRelaxed(const std::string& file) {
   return s;
 }
 
-void checkShape(const Spec& spec, const ProblemShape& shape, std::uint64_t seed) {
+void checkShape(const Spec& spec, const ReferenceProblem& shape, std::uint64_t seed) {
   ReferenceInputs in = inputs64(spec, shape, seed);
   keepOffBounds(spec, in);
   const TensorMap ct = randomCotangents(spec, shape, seed + 1);

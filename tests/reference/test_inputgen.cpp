@@ -11,7 +11,7 @@ TEST(InputGen, EverySpecGetsValidNonTrivialInputs) {
   for (const Spec& spec : allSpecs()) {
     SCOPED_TRACE(spec.name);
     const std::int64_t H = 3, HV = H * spec.gva_ratio;
-    const ProblemShape shape = shapeOf(1, 40, H, HV, 8, 6, {0, 17, 40});
+    const ReferenceProblem shape = shapeOf(1, 40, H, HV, 8, 6, {0, 17, 40});
     for (ScalarType dt : {ScalarType::BF16, ScalarType::F16, ScalarType::F32}) {
       const ReferenceInputs in = generateInputs(spec, shape, seed, dt);
       EXPECT_NO_THROW(validateReferenceInputs(spec, in));
@@ -68,7 +68,7 @@ TEST(InputGen, RangesAreRealistic) {
 TEST(InputGen, DeterministicPerSeedAndOptionsRespected) {
   DGPS_SEEDED(seed);
   const Spec spec = osdn();
-  const ProblemShape shape = shapeOf(2, 8, 2, 2, 4, 4);
+  const ReferenceProblem shape = shapeOf(2, 8, 2, 2, 4, 4);
   const ReferenceInputs a = generateInputs(spec, shape, seed, ScalarType::BF16);
   const ReferenceInputs b = generateInputs(spec, shape, seed, ScalarType::BF16);
   const ReferenceInputs c = generateInputs(spec, shape, seed + 1, ScalarType::BF16);

@@ -11,7 +11,7 @@ namespace dgps::test {
 namespace {
 
 // Keeps only the inputs `spec` accepts at `shape` (drops e.g. the precond_* tensors for a base model).
-ReferenceInputs restrictTo(const Spec& spec, const ProblemShape& shape, const ReferenceInputs& in) {
+ReferenceInputs restrictTo(const Spec& spec, const ReferenceProblem& shape, const ReferenceInputs& in) {
   std::set<std::string> names;
   for (const TensorSlot& s : referenceInputSlots(spec, shape)) names.insert(s.name);
   ReferenceInputs out;
@@ -50,7 +50,7 @@ TEST(ReferenceProperties, PgdnWithUnitSquashRangeEqualsGdn) {
   p.gva_ratio = 2;
   Spec g = gdn();
   g.gva_ratio = 2;
-  const ProblemShape shape = shapeOf(2, 19, 2, 4, 6, 5);
+  const ReferenceProblem shape = shapeOf(2, 19, 2, 4, 6, 5);
   const ReferenceInputs in = inputs64(p, shape, seed);
   const ReferenceOutputs rp = runReference(p, in);
   const ReferenceOutputs rg = runReference(g, restrictTo(g, shape, in));
@@ -60,7 +60,7 @@ TEST(ReferenceProperties, PgdnWithUnitSquashRangeEqualsGdn) {
 
 TEST(ReferenceProperties, PdnEqualsPgdnWithZeroDecay) {
   DGPS_SEEDED(seed);
-  const ProblemShape shape = shapeOf(2, 21, 3, 3, 7, 4);
+  const ReferenceProblem shape = shapeOf(2, 21, 3, 3, 7, 4);
   ReferenceInputs in = inputs64(pgdn(), shape, seed);
   in["g"] = filled(ScalarType::F64, {2, 21, 3}, 0.0);
   const ReferenceOutputs rg = runReference(pgdn(), in);
@@ -77,7 +77,7 @@ TEST(ReferenceProperties, OsdnWithZeroStepAndUnitInitEqualsDeltanet) {
       Spec o = osdn(timing, retention);
       o.precond.hypergrad.eta = 0.0;
       o.precond.hypergrad.init = 1.0;
-      const ProblemShape shape = shapeOf(2, 17, 2, 2, 5, 6);
+      const ReferenceProblem shape = shapeOf(2, 17, 2, 2, 5, 6);
       InputGenOptions opt;
       opt.initial_precond_state = false;  // d_0 = init = 1
       ReferenceInputs in = inputs64(o, shape, seed, opt);
@@ -104,7 +104,7 @@ TEST(ReferenceProperties, ZeroLogDecayEqualsNoDecay) {
   std::vector<Pair> pairs = {{gdn(), deltanet()}, {kda(), deltanet()}, {pkda(), pdn()}, {mamba2(), mambaNoDecay}};
   for (const Pair& p : pairs) {
     SCOPED_TRACE(p.decayed.name + " vs " + p.plain.name);
-    const ProblemShape shape = shapeOf(2, 15, 2, 2, 4, 5);
+    const ReferenceProblem shape = shapeOf(2, 15, 2, 2, 4, 5);
     ReferenceInputs in = inputs64(p.decayed, shape, seed);
     const Tensor& g = in.at("g");
     in["g"] = filled(ScalarType::F64, g.shape(), 0.0);
@@ -121,7 +121,7 @@ TEST(ReferenceProperties, DiagonalDecayWithEqualChannelsEqualsScalarDecay) {
   for (const auto& pr : pairs) {
     SCOPED_TRACE(pr.first.name + " vs " + pr.second.name);
     const std::int64_t B = 2, T = 13, H = 2, K = 6, V = 3;
-    const ProblemShape shape = shapeOf(B, T, H, H, K, V);
+    const ReferenceProblem shape = shapeOf(B, T, H, H, K, V);
     ReferenceInputs in = inputs64(pr.second, shape, seed);  // scalar g [B,T,HV]
     const Tensor gs = in.at("g");
     Tensor gd(ScalarType::F64, {B, T, H, K});
@@ -143,7 +143,7 @@ TEST(ReferenceProperties, SplitSequenceResumesFromFinalStates) {
     SCOPED_TRACE(spec.name);
     const std::int64_t B = 2, T = 23, H = 2, K = 5, V = 4;
     const std::int64_t HV = H * spec.gva_ratio;
-    const ProblemShape shape = shapeOf(B, T, H, HV, K, V);
+    const ReferenceProblem shape = shapeOf(B, T, H, HV, K, V);
     const ReferenceInputs in = inputs64(spec, shape, rng());
     const std::int64_t t1 = 1 + static_cast<std::int64_t>(rng() % (T - 1));
     SCOPED_TRACE("split at t=" + std::to_string(t1));
@@ -186,7 +186,7 @@ TEST(ReferenceProperties, VarlenEqualsSeparateRuns) {
     std::vector<std::int64_t> cu = {0};
     for (std::int64_t l : lens) cu.push_back(cu.back() + l);
     const std::int64_t T = cu.back();
-    const ProblemShape packedShape = shapeOf(1, T, H, HV, K, V, cu);
+    const ReferenceProblem packedShape = shapeOf(1, T, H, HV, K, V, cu);
     const ReferenceInputs packed = inputs64(spec, packedShape, rng());
     const ReferenceOutputs whole = runReference(spec, packed);
     expectNonTrivial(whole);
@@ -249,7 +249,7 @@ TEST(ReferenceProperties, VarlenWithEqualLengthsEqualsBatch) {
   for (const Spec& spec : allSpecs()) {
     SCOPED_TRACE(spec.name);
     const std::int64_t N = 3, L = 6, H = 2, K = 3, V = 4, HV = H * spec.gva_ratio;
-    const ProblemShape batched = shapeOf(N, L, H, HV, K, V);
+    const ReferenceProblem batched = shapeOf(N, L, H, HV, K, V);
     const ReferenceInputs in = inputs64(spec, batched, seed);
     ReferenceInputs packed;
     for (const auto& kv : in) {
@@ -278,7 +278,7 @@ TEST(ReferenceProperties, Causality) {
   for (const Spec& spec : allSpecs()) {
     SCOPED_TRACE(spec.name);
     const std::int64_t B = 1, T = 12, H = 2, K = 4, V = 3, HV = H * spec.gva_ratio;
-    const ProblemShape shape = shapeOf(B, T, H, HV, K, V);
+    const ReferenceProblem shape = shapeOf(B, T, H, HV, K, V);
     const ReferenceInputs base = inputs64(spec, shape, rng());
     const ReferenceInputs other = inputs64(spec, shape, rng());
     const std::int64_t ts = static_cast<std::int64_t>(rng() % T);
@@ -306,7 +306,7 @@ TEST(ReferenceProperties, GvaEqualsRepeatInterleavedKeyHeads) {
     SCOPED_TRACE(spec.name);
     const std::int64_t ratio = 3, B = 2, T = 9, H = 2, K = 4, V = 3;
     spec.gva_ratio = static_cast<int>(ratio);
-    const ProblemShape shape = shapeOf(B, T, H, H * ratio, K, V);
+    const ReferenceProblem shape = shapeOf(B, T, H, H * ratio, K, V);
     const ReferenceInputs in = inputs64(spec, shape, seed);
     const ReferenceOutputs grouped = runReference(spec, in);
     expectNonTrivial(grouped);
@@ -334,7 +334,7 @@ TEST(ReferenceProperties, MissingInitialStatesMeanDefaults) {
   for (const Spec& spec : allSpecs()) {
     SCOPED_TRACE(spec.name);
     const std::int64_t H = 2, HV = H * spec.gva_ratio, K = 4, V = 3;
-    const ProblemShape shape = shapeOf(2, 7, H, HV, K, V);
+    const ReferenceProblem shape = shapeOf(2, 7, H, HV, K, V);
     InputGenOptions none;
     none.initial_state = false;
     none.initial_precond_state = false;
@@ -364,7 +364,7 @@ TEST(ReferenceProperties, AtqReadsWithTheSquashedQuery) {
   plain.qk_l2norm = false;
   plain.scale = 0.6;
   const std::int64_t B = 2, T = 11, H = 2, K = 5, V = 3;
-  const ProblemShape shape = shapeOf(B, T, H, H, K, V);
+  const ReferenceProblem shape = shapeOf(B, T, H, H, K, V);
   ReferenceInputs in = inputs64(atq, shape, seed);
   Tensor& k = in.at("k");
   for (std::int64_t row = 0; row < B * T * H; ++row) {  // unit keys, as the accumulator expects

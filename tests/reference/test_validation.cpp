@@ -19,7 +19,7 @@ void expectError(const Spec& spec, const ReferenceInputs& in, std::initializer_l
 struct Fixture {
   std::uint64_t seed = freshSeed();
   Spec spec = pgdn();
-  ProblemShape shape = shapeOf(1, 10, 2, 2, 4, 3, {0, 4, 10});
+  ReferenceProblem shape = shapeOf(1, 10, 2, 2, 4, 3, {0, 4, 10});
   ReferenceInputs in;
   Fixture() {
     spec.gva_ratio = 1;

@@ -105,7 +105,7 @@ TEST_F(TempDir, SafetensorsFromDevZeroOrFifoIsRefused) {
 TEST(Regression, ManyEmptySequencesAreRefusedBeforeAllocating) {
   // 20,000 empty sequences in a 10-token batch used to size 3.8 GB of final states.
   Spec spec = *parseSpecString(kGdn).spec;
-  ProblemShape shape;
+  ReferenceProblem shape;
   shape.batch = 1, shape.seq_len = 10, shape.heads_qk = 1, shape.heads_v = 1, shape.key_dim = 128,
   shape.value_dim = 128, shape.cu_seqlens = {0, 10};
   ReferenceInputs in = generateInputs(spec, shape, 7, ScalarType::F32);
@@ -126,7 +126,7 @@ TEST(Regression, ManyEmptySequencesAreRefusedBeforeAllocating) {
 
 TEST(Regression, HugeOutputIsRefusedNamingTheLimit) {
   Spec spec = *parseSpecString(kGdn).spec;
-  ProblemShape shape;
+  ReferenceProblem shape;
   shape.batch = 1, shape.seq_len = 4, shape.heads_qk = 1, shape.heads_v = 1, shape.key_dim = 128,
   shape.value_dim = 128;
   shape.cu_seqlens = {0, 4};
@@ -184,7 +184,7 @@ TEST(Regression, YamlTagsDuplicateKeysAndSecondDocumentsAreRefused) {
 
 TEST(Regression, ReferenceReportsEveryInputErrorTogether) {
   Spec spec = *parseSpecString(kGdn).spec;
-  ProblemShape shape;
+  ReferenceProblem shape;
   shape.batch = 1, shape.seq_len = 6, shape.heads_qk = 1, shape.heads_v = 1, shape.key_dim = 128,
   shape.value_dim = 128, shape.cu_seqlens = {0, 6};
   ReferenceInputs in = generateInputs(spec, shape, 11, ScalarType::F32);

@@ -3,9 +3,12 @@
 // spec.yaml accepted `heads.qk: 0` for `any`.
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <string>
 
 #include "RobustUtil.h"
+#include "dgps/dsl/Diagnostic.h"
+#include "dgps/dsl/SpecParser.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Package.h"
 #include "dgps/runtime/Runtime.h"
@@ -37,7 +40,7 @@ TEST(Records, DatesMustBeRealAndNotInTheFuture) {
                           "2025-01-01T00:60:00.000Z", "2025-01-01T00:00:60.000Z", "1900-02-29T00:00:00.000Z",
                           "0000-01-01T00:00:00.000Z"}) {
     const std::string e = parseError(withDate(bad));
-    EXPECT_NE(e.find("field 'date'"), std::string::npos) << bad << ": " << e;
+    EXPECT_EQ(e.rfind("date: expected", 0), 0u) << bad << ": " << e;
   }
   EXPECT_NE(parseError(withDate("9999-12-31T00:00:00.000Z")).find("future"), std::string::npos);
   // The bound is now + 1 day: a slightly fast clock elsewhere is fine, a wrong year is not.
@@ -174,6 +177,42 @@ TEST(Manifests, HostileLaunchFormulasAreOneBoundedError) {
               std::string::npos)
         << e.what();
   }
+}
+
+// The three schema readers (spec, package manifest, tuning database) share one error style (dsl Diagnostic.h):
+// "<file>:<line>[:<col>]: <severity>: <field path>: <what is wrong>", what was expected said in the message.
+TEST(SchemaReaders, ShareOneErrorStyle) {
+  TempDir tmp;
+  const std::string dir = robust::copyPackage("gdn", tmp / "gdn");
+  // A spec field of the wrong kind: line 13, normalize.qk_l2norm.
+  std::string spec = robust::readFile(dir + "/spec.yaml");
+  const auto flag = spec.find("qk_l2norm: true");
+  ASSERT_NE(flag, std::string::npos);
+  const ParseResult parsed = parseSpecString(spec.replace(flag, 15, "qk_l2norm: maybe"), "s.yaml");
+  ASSERT_FALSE(parsed.ok());
+  const std::string specMsg = formatDiagnostic(parsed.diagnostics.at(0));
+  EXPECT_TRUE(std::regex_search(specMsg, std::regex(R"(^s\.yaml:13:\d+: error: normalize\.qk_l2norm: .*expected)")))
+      << specMsg;
+  // A manifest field of the wrong kind: line 38, the tunables' warps list.
+  edit(dir + "/manifest.yaml", "warps: [4, 8]", "warps: [4, x]");
+  const std::string manifestMsg = openError(dir);
+  ASSERT_EQ(manifestMsg.rfind(dir + "/manifest.yaml:38:", 0), 0u) << manifestMsg;
+  EXPECT_TRUE(std::regex_search(manifestMsg, std::regex(R"(^[^ ]+:38:\d+: error: tunables\.warps\[1\]: expected an )"
+                                                        R"(integer .*, got 'x')")))
+      << manifestMsg;
+  // A tuning record with a field of the wrong kind on line 2 (the record itself is skipped).
+  const std::string db = tmp / "tuning.jsonl";
+  std::string bad = tuning::toJsonLine(robust::sampleRecord());
+  const auto at = bad.find("\"warps\":");
+  ASSERT_NE(at, std::string::npos);
+  bad.replace(at, bad.find_first_of(",}", at) - at, "\"warps\":\"four\"");
+  robust::writeFile(db, tuning::toJsonLine(robust::sampleRecord()) + "\n" + bad + "\n");
+  tuning::TuningDb tdb(db);
+  ASSERT_TRUE(tdb.load());
+  ASSERT_EQ(tdb.warnings().size(), 1u);
+  const std::string dbMsg = tuning::format(tdb.warnings()[0]);
+  EXPECT_EQ(dbMsg.rfind(db + ":2: warning: config.warps: expected an integer in [1, 1024], got \"four\"", 0), 0u)
+      << dbMsg;
 }
 
 TEST(Manifests, HeadsQkZeroNamesLineAndExpectation) {

@@ -62,7 +62,7 @@ TensorView* forwardField(ForwardTensors& t, const std::string& name) {
 
 // A valid forward set from the float64 reference's slot list (independent of the validator), plus a workspace.
 ForwardTensors forwardSet(const Spec& spec, bool varlen) {
-  ProblemShape s;
+  ReferenceProblem s;
   s.heads_qk = spec.heads_qk > 0 ? spec.heads_qk : 2;
   s.heads_v = s.heads_qk * spec.gva_ratio;
   s.key_dim = spec.key_dims.front();

@@ -225,7 +225,7 @@ TEST(Manifest, NoForwardAndNoDecodeIsAnError) {
 TEST(Manifest, OldFormatSaysRegenerate) {
   std::string t = replace(kValid, "dgps_package: 2", "dgps_package: 1");
   t = replace(t, "launch:\n", "forward: {roles: [chunk_local], symbols: [x]}\nlaunch:\n");
-  expectError(t, {"pkg/manifest.yaml:1:15: dgps_package: expected 2", "got 1", "older dgpsc",
+  expectError(t, {"pkg/manifest.yaml:1:15: error: dgps_package: expected 2", "got 1", "older dgpsc",
                   "regenerate it with `dgpsc compile"});
 }
 
@@ -235,7 +235,7 @@ TEST(Manifest, BadFormulaNamesLineColumnAndWhatWasExpected) {
   const std::string t = replace(kValid, "smem: \"chunk * 4\"", "smem: \"chunk * * 4\"");
   const std::size_t line_start = t.rfind('\n', t.find("chunk * * 4")) + 1;
   const std::size_t col = t.find("chunk * * 4") - line_start + 1 + 8;  // 1-based column of the second '*'
-  expectError(t, {"pkg/manifest.yaml:19:" + std::to_string(col) + ": launch.forward[1].smem: bad formula",
+  expectError(t, {"pkg/manifest.yaml:19:" + std::to_string(col) + ": error: launch.forward[1].smem: bad formula",
                   "expected a number, a name or '('"});
   expectError(replace(kValid, "\"warps * 32\"", "\"wraps * 32\""),
               {"launch.forward[1].block[0]", "unknown name 'wraps'", "expected one of B, T, N"});

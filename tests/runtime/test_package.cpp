@@ -87,7 +87,7 @@ TEST(Package, ManifestStepsMustMatchTheSpec) {
   std::string dir = test::writeTinyPackage(tmp / "tiny");
   edit(dir + "/manifest.yaml", "solve: delta}", "solve: delta, steps: 2}");
   std::string msg = openError(dir);
-  EXPECT_NE(msg.find("features.steps is 2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("manifest.yaml: error: features.steps: is 2"), std::string::npos) << msg;
   EXPECT_NE(msg.find("solve.steps 1"), std::string::npos) << msg;
 }
 
@@ -125,7 +125,8 @@ TEST(Package, ManifestThatDisagreesWithTheSpecIsRejected) {
       test::writeFile(dir + "/manifest.yaml", text);
     }
     std::string msg = openError(dir);
-    EXPECT_NE(msg.find(std::string(c.key) + " is"), std::string::npos) << c.key << ": " << msg;
+    const std::string where = "/manifest.yaml: error: " + std::string(c.key) + ": is ";
+    EXPECT_NE(msg.find(where), std::string::npos) << c.key << ": " << msg;
   }
 }
 
@@ -167,7 +168,8 @@ TEST(Package, SymbolsMustOccurInTheSource) {
   src.replace(i, 16, "dgps_tiny_step");  // the kernel's only occurrence
   std::string dir = test::writeTinyPackage(tmp / "tiny", src);
   std::string msg = openError(dir);
-  EXPECT_NE(msg.find("manifest.yaml: launch.decode.symbol: dgps_tiny_decode does not occur"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("manifest.yaml: error: launch.decode.symbol: dgps_tiny_decode does not occur"), std::string::npos)
+      << msg;
 }
 
 TEST(Package, UnparsableSpecShowsItsDiagnostics) {

@@ -136,7 +136,7 @@ TEST(SegmentChoice, ATunedSegmentLengthInTheConfigurationIsApplied) {
 
 /// A forward call's views at `s` with placeholder device pointers, distinct and far apart (validation reads
 /// only the views, and refuses aliasing): enough to reach the checks made before anything is launched.
-ForwardTensors placeholderCall(const Package& pkg, const ProblemShape& s) {
+ForwardTensors placeholderCall(const Package& pkg, const ReferenceProblem& s) {
   std::uintptr_t next = std::uintptr_t(1) << 32;
   ForwardTensors t;
   for (const TensorSlot& slot : referenceInputSlots(pkg.spec(), s)) {
@@ -164,7 +164,7 @@ TEST(SegmentChoice, ForwardSummaryRefusesBadRequestsBeforeLaunching) {
   const Package gdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gdn");
   const Package pgdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/pgdn");
   Runtime rt(cacheIn("forward_summary_errors"));
-  ProblemShape s;
+  ReferenceProblem s;
   s.batch = 1;
   s.seq_len = 300;
   s.heads_qk = 2;

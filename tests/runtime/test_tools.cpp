@@ -30,7 +30,7 @@ class DgpsRunTool : public ::testing::Test {
   void SetUp() override {
     pkg_dir_ = test::writeTinyPackage(tmp_ / "tiny");
     Package p = Package::open(pkg_dir_);
-    ProblemShape s;
+    ReferenceProblem s;
     s.batch = 1;
     s.seq_len = 5;
     s.heads_qk = s.heads_v = 2;

@@ -59,7 +59,7 @@ TensorView* field(ForwardTensors& t, const std::string& name) {
 
 // The full tensor set the float64 reference takes for `spec` at `shape`, as device views: the runtime
 // and the reference must agree on which tensors exist and their shapes.
-ForwardTensors referenceTensors(const Spec& spec, const ProblemShape& shape, ScalarType act) {
+ForwardTensors referenceTensors(const Spec& spec, const ReferenceProblem& shape, ScalarType act) {
   ForwardTensors t;
   int i = 0;
   for (const auto& s : referenceInputSlots(spec, shape)) {
@@ -72,8 +72,8 @@ ForwardTensors referenceTensors(const Spec& spec, const ProblemShape& shape, Sca
   return t;
 }
 
-ProblemShape shapeFor(const Spec& spec, bool varlen) {
-  ProblemShape s;
+ReferenceProblem shapeFor(const Spec& spec, bool varlen) {
+  ReferenceProblem s;
   s.heads_qk = spec.heads_qk > 0 ? spec.heads_qk : 2;
   s.heads_v = s.heads_qk * spec.gva_ratio;
   s.key_dim = spec.key_dims.front();
@@ -111,7 +111,7 @@ TEST(Validation, AgreesWithTheReferenceOnEveryShippedSpec) {
     if (!hasKernel(spec, KernelKind::ChunkForward)) continue;
     for (bool varlen : {false, true}) {
       if (varlen && !spec.varlen) continue;
-      ProblemShape shape = shapeFor(spec, varlen);
+      ReferenceProblem shape = shapeFor(spec, varlen);
       ScalarType act = toScalarType(spec.input_dtypes.front());
       ForwardTensors t = referenceTensors(spec, shape, act);
       ForwardProblem p = validateForward(spec, t);
@@ -142,7 +142,7 @@ TEST(Validation, AgreesWithTheReferenceOnEveryShippedSpec) {
 
 TEST(Validation, TensorsASpecDoesNotTakeAreRejected) {
   Spec la = shippedSpec("linear_attention");
-  ProblemShape shape = shapeFor(la, false);
+  ReferenceProblem shape = shapeFor(la, false);
   ForwardTensors t = referenceTensors(la, shape, ScalarType::BF16);
   t.g = TensorView(fakePtr(50), ScalarType::F32, {2, 65, 2}, 0);
   std::string msg = errorOf([&] { validateForward(la, t); });
@@ -153,7 +153,7 @@ TEST(Validation, TensorsASpecDoesNotTakeAreRejected) {
 // KDA with a GDN-shaped gate and a bf16 initial state.
 TEST(Validation, C14_KdaWithGdnShapedGateAndBf16State) {
   Spec kda = shippedSpec("kda");
-  ProblemShape shape = shapeFor(kda, false);
+  ReferenceProblem shape = shapeFor(kda, false);
   ForwardTensors t = referenceTensors(kda, shape, ScalarType::BF16);
   const auto B = shape.batch, T = shape.seq_len, HV = shape.heads_v, K = shape.key_dim;
   ForwardTensors bad = t;
@@ -174,7 +174,7 @@ TEST(Validation, C14_KdaWithGdnShapedGateAndBf16State) {
 TEST(Validation, HouseholderStepsTakeStepRowsForKeysValuesAndGains) {
   Spec gdp = shippedSpec("gated_deltaproduct");
   ASSERT_EQ(householderSteps(gdp), 2);
-  ProblemShape shape = shapeFor(gdp, false);
+  ReferenceProblem shape = shapeFor(gdp, false);
   ForwardTensors t = referenceTensors(gdp, shape, ScalarType::BF16);
   const auto B = shape.batch, T = shape.seq_len, H = shape.heads_qk, HV = shape.heads_v, K = shape.key_dim;
   ASSERT_EQ(t.k.shape, (std::vector<std::int64_t>{B, 2 * T, H, K}));
@@ -202,7 +202,7 @@ TEST(Validation, HouseholderStepsTakeStepRowsForKeysValuesAndGains) {
 TEST(Validation, C20_GvaRatiosAndHeadCounts) {
   Spec gdn = shippedSpec("gdn");
   gdn.gva_ratio = 3;  // e.g. Qwen's H=16, HV=48
-  ProblemShape shape;
+  ReferenceProblem shape;
   shape.batch = 1;
   shape.seq_len = 16;
   shape.heads_qk = 16;
@@ -234,7 +234,7 @@ TEST(Validation, C20_GvaRatiosAndHeadCounts) {
 
 TEST(Validation, DimsDtypesAndFixedHeads) {
   Spec pgdn = shippedSpec("pgdn");
-  ProblemShape shape = shapeFor(pgdn, false);
+  ReferenceProblem shape = shapeFor(pgdn, false);
   ForwardTensors t = referenceTensors(pgdn, shape, ScalarType::F16);
   EXPECT_NO_THROW(validateForward(pgdn, t));
 
@@ -286,7 +286,7 @@ TEST(Validation, DimsDtypesAndFixedHeads) {
 
 TEST(Validation, MemoryPropertiesWithoutTouchingMemory) {
   Spec gdn = shippedSpec("gdn");
-  ProblemShape shape = shapeFor(gdn, false);
+  ReferenceProblem shape = shapeFor(gdn, false);
   ForwardTensors t = referenceTensors(gdn, shape, ScalarType::BF16);
 
   ForwardTensors bad = t;
@@ -338,7 +338,7 @@ TEST(Validation, MemoryPropertiesWithoutTouchingMemory) {
 
 TEST(Validation, VarlenRules) {
   Spec gdn = shippedSpec("gdn");
-  ProblemShape shape = shapeFor(gdn, true);
+  ReferenceProblem shape = shapeFor(gdn, true);
   ForwardTensors t = referenceTensors(gdn, shape, ScalarType::BF16);
   EXPECT_EQ(validateForward(gdn, t).num_seqs, 3);
 

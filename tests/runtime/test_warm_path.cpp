@@ -147,7 +147,7 @@ TensorView* forwardField(ForwardTensors& t, const std::string& name) {
 
 // Forward tensors B=1, T=64, H=16, K=V=128 from the float64 reference's slot list (no cu_seqlens).
 ForwardTensors forwardTensors(const Spec& spec, Buffers& b) {
-  ProblemShape s;
+  ReferenceProblem s;
   s.batch = 1;
   s.seq_len = 64;
   s.heads_qk = spec.heads_qk > 0 ? spec.heads_qk : 16;

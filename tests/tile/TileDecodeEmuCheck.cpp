@@ -24,6 +24,7 @@
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/SpecParser.h"
+#include "EmuPackage.h"
 #include "emu_hooks.h"
 
 namespace {
@@ -72,7 +73,7 @@ double maxRelDiff(const float* a, const float* b, size_t n) {
 /// few scalar operations, and for a preconditioner the multiplier's formula, may differ.
 bool checkOnce(const dgps::Spec& spec, void* fn, void* libFn, int K, std::int64_t B, std::int64_t H,
                std::uint64_t seed) {
-  dgps::ProblemShape s;
+  dgps::ReferenceProblem s;
   s.batch = B;
   s.seq_len = 1;
   s.heads_qk = spec.heads_qk > 0 ? spec.heads_qk : H;
@@ -188,19 +189,8 @@ bool checkOnce(const dgps::Spec& spec, void* fn, void* libFn, int K, std::int64_
 void* emulatedDecode(const std::string& pkg, const std::string& work, const std::string& tag,
                      const dgps::Spec& spec, int K) {
   const std::string so = work + "/" + spec.name + "_" + tag + "_emu.so";
-  const std::string cmd = std::string(DGPS_EMU_CXX) + " -O1 -std=c++17 -fPIC -shared -Wno-unknown-pragmas -include " +
-                          DGPS_EMU_DIR + "/emu_prelude.h -I" + DGPS_DEVICE_DIR + " -I" + DGPS_EMU_DIR +
-                          " -DDGPS_EMU_WGMMA=1 -DDGPS_INPUT_BF16=1 -DDGPS_K=" + std::to_string(K) +
-                          " -DDGPS_V=" + std::to_string(K) + " -x c++ " + pkg + "/kernels.cu -o " + so;
-  if (std::system(cmd.c_str()) != 0) {
-    fail("emulator compile failed: " + cmd);
-    return nullptr;
-  }
-  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    fail(std::string("dlopen: ") + dlerror());
-    return nullptr;
-  }
+  void* h = dgps_emu::loadForEmu(pkg + "/kernels.cu", so, {K, K, false});
+  if (!h) return nullptr;
   const std::string sym = "dgps_" + spec.name + "_decode";
   void* fn = dlsym(h, sym.c_str());
   if (!fn) fail("no symbol " + sym + " in " + pkg + "/kernels.cu");

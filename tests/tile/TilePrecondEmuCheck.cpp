@@ -16,8 +16,6 @@
 // state; H = 2 unless the spec fixes it, with the spec's GVA ratio; bf16 inputs, and fp16 once.
 //
 //   dgps-tile-precond-emu-check TILE_PACKAGE_DIR LIBRARY_PACKAGE_DIR WORK_DIR
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -33,7 +31,7 @@
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/SpecParser.h"
-#include "emu_hooks.h"
+#include "EmuPackage.h"
 
 namespace {
 
@@ -66,20 +64,7 @@ int fail(const std::string& msg) {
 
 /// Compiles a package's kernels.cu for the emulator at head dims K = V (fp16 or bf16 inputs) and dlopens it.
 void* compileForEmu(const std::string& pkg, const std::string& so, int K, bool f16) {
-  const std::string cmd = std::string(DGPS_EMU_CXX) + " -O1 -std=c++17 -fPIC -shared -Wno-unknown-pragmas -include " +
-                          DGPS_EMU_DIR + "/emu_prelude.h -I" + DGPS_DEVICE_DIR + " -I" + DGPS_EMU_DIR +
-                          " -DDGPS_EMU_WGMMA=1 " + (f16 ? "-DDGPS_INPUT_F16=1" : "-DDGPS_INPUT_BF16=1") +
-                          " -DDGPS_K=" + std::to_string(K) + " -DDGPS_V=" + std::to_string(K) +
-                          " -DDGPS_CHUNK=" + std::to_string(kChunk) + " -DDGPS_BLOCK_V=" + std::to_string(kBlockV) +
-                          " -DDGPS_WARPS=" + std::to_string(kWarps) + " -DDGPS_STAGES=" + std::to_string(kStages) +
-                          " -x c++ " + pkg + "/kernels.cu -o " + so;
-  if (std::system(cmd.c_str()) != 0) {
-    std::fprintf(stderr, "emulator compile failed: %s\n", cmd.c_str());
-    return nullptr;
-  }
-  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) std::fprintf(stderr, "dlopen: %s\n", dlerror());
-  return h;
+  return dgps_emu::loadForEmu(pkg + "/kernels.cu", so, {K, K, f16, kChunk, kBlockV, kWarps, kStages});
 }
 
 struct Modules {
@@ -102,20 +87,7 @@ const char* regionOf(const dgps::launch::WorkspaceLayout& w, long long off) {
   return best;
 }
 
-bool launchRole(void* module, const std::string& sym, const dgps::launch::Geometry& geo, dgps::ForwardArgs& a) {
-  void* fn = dlsym(module, sym.c_str());
-  if (!fn) {
-    std::fprintf(stderr, "no symbol %s\n", sym.c_str());
-    return false;
-  }
-  auto kernel = reinterpret_cast<void (*)(dgps::ForwardArgs)>(fn);
-  char err[512] = {0};
-  if (!dgps_emu::launch([&] { kernel(a); }, geo.grid.x, geo.block.x, geo.smem_bytes, err, sizeof err)) {
-    std::fprintf(stderr, "emulator (%s): %s\n", sym.c_str(), err);
-    return false;
-  }
-  return true;
-}
+using dgps_emu::launchRole;
 
 /// An independent float64 model of the squash accumulator's final state (docs/math.md §3.3): per sequence
 /// and key head, A ← e^{g^a_t}·A + β^a_t·k̂_t² token by token from the initial state (0 when absent), with
@@ -188,7 +160,7 @@ std::vector<double> hypergradFinal(const dgps::Spec& spec, const dgps::Reference
 /// One forward problem: the generated preconditioner roles against the library's, then the whole forward.
 bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, bool f16, std::int64_t B, std::int64_t T,
                std::vector<std::int64_t> cu, std::uint64_t seed, bool initialPrecond) {
-  dgps::ProblemShape s;
+  dgps::ReferenceProblem s;
   s.batch = B;
   s.seq_len = T;
   s.heads_qk = spec.heads_qk > 0 ? spec.heads_qk : 2;

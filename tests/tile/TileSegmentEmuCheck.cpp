@@ -21,8 +21,6 @@
 // shows in o; one problem keeps the generator's faster gates.
 //
 //   dgps-tile-segment-emu-check PACKAGE_DIR WORK_DIR
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -39,7 +37,7 @@
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/SpecParser.h"
-#include "emu_hooks.h"
+#include "EmuPackage.h"
 
 namespace {
 
@@ -74,19 +72,7 @@ int fail(const std::string& msg) {
 }
 
 void* build(const std::string& pkg, const std::string& so, const Config& c) {
-  const std::string cmd = std::string(DGPS_EMU_CXX) + " -O1 -std=c++17 -fPIC -shared -Wno-unknown-pragmas -include " +
-                          DGPS_EMU_DIR + "/emu_prelude.h -I" + DGPS_DEVICE_DIR + " -I" + DGPS_EMU_DIR +
-                          " -DDGPS_EMU_WGMMA=1 -DDGPS_INPUT_BF16=1 -DDGPS_K=" + std::to_string(c.K) +
-                          " -DDGPS_V=" + std::to_string(c.K) + " -DDGPS_CHUNK=" + std::to_string(c.chunk) +
-                          " -DDGPS_BLOCK_V=" + std::to_string(c.block_v) + " -DDGPS_WARPS=" + std::to_string(c.warps) +
-                          " -DDGPS_STAGES=" + std::to_string(c.stages) + " -x c++ " + pkg + "/kernels.cu -o " + so;
-  if (std::system(cmd.c_str()) != 0) {
-    std::fprintf(stderr, "emulator compile failed: %s\n", cmd.c_str());
-    return nullptr;
-  }
-  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) std::fprintf(stderr, "dlopen: %s\n", dlerror());
-  return h;
+  return dgps_emu::loadForEmu(pkg + "/kernels.cu", so, {c.K, c.K, false, c.chunk, c.block_v, c.warps, c.stages});
 }
 
 dgps::launch::FeatureSet featuresOf(const dgps::Spec& spec) {
@@ -101,18 +87,7 @@ dgps::launch::FeatureSet featuresOf(const dgps::Spec& spec) {
 }
 
 bool launch(void* module, const std::string& sym, const dgps::launch::Geometry& geo, dgps::ForwardArgs& a) {
-  void* fn = dlsym(module, sym.c_str());
-  if (!fn) {
-    std::fprintf(stderr, "no symbol %s\n", sym.c_str());
-    return false;
-  }
-  auto kernel = reinterpret_cast<void (*)(dgps::ForwardArgs)>(fn);
-  char err[512] = {0};
-  if (!dgps_emu::launch([&] { kernel(a); }, geo.grid.x, geo.block.x, geo.smem_bytes, err, sizeof err)) {
-    std::fprintf(stderr, "emulator (%s): %s\n", sym.c_str(), err);
-    return false;
-  }
-  return true;
+  return dgps_emu::launchRole(module, sym, geo, a);
 }
 
 struct Problem {
@@ -126,7 +101,7 @@ struct Problem {
 /// One problem: the ordinary and the segmented state pass on one workspace, then o and the final state.
 bool checkOnce(const dgps::Spec& spec, void* module, const Config& cfg, const Problem& p, std::int64_t L,
                std::uint64_t seed) {
-  dgps::ProblemShape s;
+  dgps::ReferenceProblem s;
   s.batch = p.B;
   s.seq_len = p.T;
   s.heads_qk = p.H;
@@ -251,7 +226,7 @@ int run(int argc, char** argv) {
   gva.gva_ratio = spec.gva_ratio > 1 ? spec.gva_ratio : 2;
   bool gvaOk = true;
   try {
-    dgps::ProblemShape probe;
+    dgps::ReferenceProblem probe;
     probe.batch = 1;
     probe.seq_len = 8;
     probe.heads_qk = 1;

@@ -19,8 +19,6 @@
 // fp16 inputs once (dense, K = V = 64, wide) where the spec takes them.
 //
 //   dgps-tile-state-emu-check TILE_PACKAGE_DIR LIBRARY_PACKAGE_DIR WORK_DIR
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -39,7 +37,7 @@
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/SpecParser.h"
-#include "emu_hooks.h"
+#include "EmuPackage.h"
 
 namespace {
 
@@ -73,23 +71,6 @@ int fail(const std::string& msg) {
   return 1;
 }
 
-/// The emulator compile command of a package's kernels.cu at head dims K = V and configuration `c`.
-std::string compileCommand(const std::string& pkg, const std::string& so, int K, const Config& c) {
-  return std::string(DGPS_EMU_CXX) + " -O1 -std=c++17 -fPIC -shared -Wno-unknown-pragmas -include " + DGPS_EMU_DIR +
-         "/emu_prelude.h -I" + DGPS_DEVICE_DIR + " -I" + DGPS_EMU_DIR + " -DDGPS_EMU_WGMMA=1" +
-         (c.f16 ? " -DDGPS_INPUT_F16=1" : " -DDGPS_INPUT_BF16=1") +
-         " -DDGPS_K=" + std::to_string(K) + " -DDGPS_V=" + std::to_string(K) +
-         " -DDGPS_CHUNK=" + std::to_string(c.chunk) + " -DDGPS_BLOCK_V=" + std::to_string(c.block_v) +
-         " -DDGPS_WARPS=" + std::to_string(c.warps) + " -DDGPS_STAGES=" + std::to_string(c.stages) + " -x c++ " + pkg +
-         "/kernels.cu -o " + so;
-}
-
-void* open(const std::string& so) {
-  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) std::fprintf(stderr, "dlopen: %s\n", dlerror());
-  return h;
-}
-
 struct Modules {
   void* tile = nullptr;  ///< the package with both chunk roles on tiles
   void* lib = nullptr;   ///< the device-library package
@@ -99,39 +80,24 @@ struct Modules {
 bool build(const std::string& tilePkg, const std::string& libPkg, const std::string& tag, int K, const Config& c,
            Modules& m) {
   const std::string tileSo = tag + "_tile_state_emu.so", libSo = tag + "_lib_state_emu.so";
-  const std::string ct = compileCommand(tilePkg, tileSo, K, c), cl = compileCommand(libPkg, libSo, K, c);
-  auto a = std::async(std::launch::async, [&] { return std::system(ct.c_str()); });
-  const int rl = std::system(cl.c_str());
-  const int rt = a.get();
-  if (rt != 0) std::fprintf(stderr, "emulator compile failed: %s\n", ct.c_str());
-  if (rl != 0) std::fprintf(stderr, "emulator compile failed: %s\n", cl.c_str());
-  if (rt != 0 || rl != 0) return false;
-  m.tile = open(tileSo);
-  m.lib = open(libSo);
+  const dgps_emu::KernelConfig kc{K, K, c.f16, c.chunk, c.block_v, c.warps, c.stages};
+  auto a = std::async(std::launch::async, [&] { return dgps_emu::compileForEmu(tilePkg + "/kernels.cu", tileSo, kc); });
+  const bool libOk = dgps_emu::compileForEmu(libPkg + "/kernels.cu", libSo, kc);
+  const bool tileOk = a.get();
+  if (!tileOk || !libOk) return false;
+  m.tile = dgps_emu::openEmuModule(tileSo);
+  m.lib = dgps_emu::openEmuModule(libSo);
   return m.tile && m.lib;
 }
 
 dgps::launch::FeatureSet featuresOf(const dgps::Spec& spec) { return dgps::deviceFeatures(spec); }
 
-bool launchRole(void* module, const std::string& sym, const dgps::launch::Geometry& geo, dgps::ForwardArgs& a) {
-  void* fn = dlsym(module, sym.c_str());
-  if (!fn) {
-    std::fprintf(stderr, "no symbol %s\n", sym.c_str());
-    return false;
-  }
-  auto kernel = reinterpret_cast<void (*)(dgps::ForwardArgs)>(fn);
-  char err[512] = {0};
-  if (!dgps_emu::launch([&] { kernel(a); }, geo.grid.x, geo.block.x, geo.smem_bytes, err, sizeof err)) {
-    std::fprintf(stderr, "emulator (%s): %s\n", sym.c_str(), err);
-    return false;
-  }
-  return true;
-}
+using dgps_emu::launchRole;
 
 /// One forward problem: the two state_output kernels on one workspace, then o and the final state.
 bool checkOnce(const dgps::Spec& spec, const Modules& m, const Config& cfg, int K, std::int64_t B, std::int64_t T,
                std::int64_t H, std::vector<std::int64_t> cu, std::uint64_t seed) {
-  dgps::ProblemShape s;
+  dgps::ReferenceProblem s;
   s.batch = B;
   s.seq_len = T;
   s.heads_qk = H;
@@ -281,7 +247,7 @@ int run(int argc, char** argv) {
   gva.gva_ratio = spec.gva_ratio > 1 ? spec.gva_ratio : 2;
   bool gvaOk = true;
   try {
-    dgps::ProblemShape probe;
+    dgps::ReferenceProblem probe;
     probe.batch = 1;
     probe.seq_len = 8;
     probe.heads_qk = 1;

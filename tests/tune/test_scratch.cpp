@@ -14,8 +14,8 @@
 namespace dgps {
 namespace {
 
-ProblemShape shapeOf(std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t KV) {
-  ProblemShape s;
+ReferenceProblem shapeOf(std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t KV) {
+  ReferenceProblem s;
   s.batch = B;
   s.seq_len = T;
   s.heads_qk = H;
@@ -25,7 +25,7 @@ ProblemShape shapeOf(std::int64_t B, std::int64_t T, std::int64_t H, std::int64_
 }
 
 TEST(Scratch, SliceIsSmallAndRagged) {
-  ProblemShape s = tune::sliceShape(shapeOf(8, 4096, 16, 128));
+  ReferenceProblem s = tune::sliceShape(shapeOf(8, 4096, 16, 128));
   EXPECT_EQ(s.batch, 2);
   EXPECT_EQ(s.seq_len, 250);
   EXPECT_EQ(s.heads_qk, 16);

@@ -77,7 +77,7 @@ Spec specWith(int heads_qk, int gva) {
 }
 
 TEST(ShapeArg, ResolveFillsDefaultsFromTheSpec) {
-  ProblemShape s = resolveShapeArg(parseShapeArg("T=100,H=4,K=64,V=64"), specWith(0, 2));
+  ReferenceProblem s = resolveShapeArg(parseShapeArg("T=100,H=4,K=64,V=64"), specWith(0, 2));
   EXPECT_EQ(s.batch, 1);
   EXPECT_EQ(s.seq_len, 100);
   EXPECT_EQ(s.heads_qk, 4);

@@ -99,27 +99,27 @@ TEST(TuningRecord, UnknownExtraFieldsAreIgnored) {
 struct BadCase {
   const char* what;
   std::function<void(json&)> mutate;
-  const char* expected;  // substring of the error
+  const char* expected;  // how the error starts: the field path, then what was expected
 };
 
 TEST(TuningRecord, InvalidRecordsNameTheField) {
   const std::vector<BadCase> cases = {
-      {"warps as string", [](json& j) { j["config"]["warps"] = "four"; }, "field 'config.warps'"},
-      {"missing K", [](json& j) { j["key"].erase("K"); }, "field 'key.K'"},
-      {"bad bucket", [](json& j) { j["key"]["t_bucket"] = "<=100"; }, "field 'key.t_bucket'"},
-      {"bad dtype", [](json& j) { j["key"]["dtype"] = "fp8"; }, "field 'key.dtype'"},
+      {"warps as string", [](json& j) { j["config"]["warps"] = "four"; }, "config.warps: expected"},
+      {"missing K", [](json& j) { j["key"].erase("K"); }, "key.K: expected"},
+      {"bad bucket", [](json& j) { j["key"]["t_bucket"] = "<=100"; }, "key.t_bucket: expected"},
+      {"bad dtype", [](json& j) { j["key"]["dtype"] = "fp8"; }, "key.dtype: expected"},
       {"empty nvrtc", [](json& j) { j["fingerprint"]["nvrtc_version"] = ""; },
-       "field 'fingerprint.nvrtc_version'"},
-      {"negative time", [](json& j) { j["median_ms"] = -1.0; }, "field 'median_ms'"},
-      {"p20 above median", [](json& j) { j["p20_ms"] = 5.0; }, "p20_ms <= median_ms"},
-      {"bad date", [](json& j) { j["date"] = "yesterday"; }, "field 'date'"},
-      {"newer version", [](json& j) { j["version"] = 2; }, "newer than this reader"},
-      {"fingerprint not object", [](json& j) { j["fingerprint"] = 3; }, "field 'fingerprint'"},
-      {"zero sm count", [](json& j) { j["fingerprint"]["sm_count"] = 0; }, "field 'fingerprint.sm_count'"},
+       "fingerprint.nvrtc_version: expected"},
+      {"negative time", [](json& j) { j["median_ms"] = -1.0; }, "median_ms: expected"},
+      {"p20 above median", [](json& j) { j["p20_ms"] = 5.0; }, "median_ms: expected p20_ms <= median_ms"},
+      {"bad date", [](json& j) { j["date"] = "yesterday"; }, "date: expected"},
+      {"newer version", [](json& j) { j["version"] = 2; }, "version: expected at most 1"},
+      {"fingerprint not object", [](json& j) { j["fingerprint"] = 3; }, "fingerprint: expected"},
+      {"zero sm count", [](json& j) { j["fingerprint"]["sm_count"] = 0; }, "fingerprint.sm_count: expected"},
       {"negative segment length", [](json& j) { j["config"]["segment_chunks"] = -1; },
-       "field 'config.segment_chunks'"},
+       "config.segment_chunks: expected"},
       {"segment length as string", [](json& j) { j["config"]["segment_chunks"] = "auto"; },
-       "field 'config.segment_chunks'"},
+       "config.segment_chunks: expected"},
   };
   for (const BadCase& c : cases) {
     SCOPED_TRACE(c.what);
@@ -128,7 +128,7 @@ TEST(TuningRecord, InvalidRecordsNameTheField) {
     TuningRecord r;
     std::string error;
     EXPECT_FALSE(parseJsonLine(j.dump(), &r, &error));
-    EXPECT_NE(error.find(c.expected), std::string::npos) << error;
+    EXPECT_EQ(error.rfind(c.expected, 0), 0u) << error;
   }
   TuningRecord r;
   std::string error;

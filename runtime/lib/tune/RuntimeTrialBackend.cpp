@@ -74,7 +74,7 @@ struct RuntimeTrialBackend::Impl {
   Runtime& rt;
   const Package& pkg;
   TrialBackendOptions opt;
-  ProblemShape slice;
+  ReferenceProblem slice;
 
   // Lazily prepared on the driver's (single) calling thread; compile() never touches these.
   bool prepared = false;
@@ -200,7 +200,7 @@ RuntimeTrialBackend::RuntimeTrialBackend(Runtime& runtime, const Package& packag
 
 RuntimeTrialBackend::~RuntimeTrialBackend() = default;
 
-const ProblemShape& RuntimeTrialBackend::sliceShape() const { return impl_->slice; }
+const ReferenceProblem& RuntimeTrialBackend::sliceShape() const { return impl_->slice; }
 
 const ReferenceOutputs& RuntimeTrialBackend::reference() {
   impl_->prepare();

@@ -10,8 +10,8 @@
 namespace dgps {
 namespace tune {
 
-ProblemShape sliceShape(const ProblemShape& full) {
-  ProblemShape s = full;
+ReferenceProblem sliceShape(const ReferenceProblem& full) {
+  ReferenceProblem s = full;
   s.cu_seqlens.clear();
   s.batch = std::min<std::int64_t>(full.cu_seqlens.empty() ? full.batch : full.numSeqs(), kSliceBatch);
   s.seq_len = std::min<std::int64_t>(full.seq_len, kSliceTokens);

@@ -24,7 +24,7 @@ ShapeArg parseShapeArg(const std::string& text) {
   }
 }
 
-ProblemShape resolveShapeArg(const ShapeArg& a, const Spec& spec) {
+ReferenceProblem resolveShapeArg(const ShapeArg& a, const Spec& spec) {
   try {
     return ::dgps::resolveShapeOption(a, spec);
   } catch (const DataError& e) {

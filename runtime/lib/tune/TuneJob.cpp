@@ -111,7 +111,7 @@ tuning::TuneProblem tuningShape(const ForwardProblem& p) {
   return tuning::tuneProblem(s, inputDType(p.input_dtype), tuning::KernelFamily::Forward);
 }
 
-tuning::TuneProblem tuningShape(const ProblemShape& shape, ScalarType dtype) {
+tuning::TuneProblem tuningShape(const ReferenceProblem& shape, ScalarType dtype) {
   launch::ProblemShape s;
   s.varlen = shape.cu_seqlens.empty() ? 0 : 1;
   s.N = shape.numSeqs();

@@ -160,7 +160,7 @@ ResolverDecision TuningResolver::tuneNow(const Package& package, const ForwardPr
   job.force = false;
   // The timed stand-in is dense: a varlen call of N sequences and `total` tokens is timed as N x
   // ceil(total / N) and recorded under the varlen call's own key.
-  job.shape = ProblemShape();
+  job.shape = ReferenceProblem();
   job.shape.batch = problem.num_seqs;
   job.shape.seq_len = problem.varlen ? (problem.seq_len + problem.num_seqs - 1) / std::max<std::int64_t>(problem.num_seqs, 1)
                                      : problem.seq_len;

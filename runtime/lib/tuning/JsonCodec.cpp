@@ -18,15 +18,15 @@ bool FieldReader::fail(const char* field, const std::string& expected, const jso
   if (error_) {
     std::string shown = got ? got->dump() : std::string("nothing (field missing)");
     if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
-    *error_ = "field '" + path(field) + "': expected " + expected + ", got " + shown;
+    *error_ = path(field) + ": expected " + expected + ", got " + shown;
   }
   return false;
 }
 
 bool FieldReader::isObject() {
   if (j_.is_object()) return true;
-  if (error_) *error_ = "'" + (where_.empty() ? std::string("record") : where_) +
-                        "': expected a JSON object, got " + std::string(j_.type_name());
+  if (error_) *error_ = (where_.empty() ? std::string("record") : where_) + ": expected a JSON object, got " +
+                        std::string(j_.type_name());
   return false;
 }
 
@@ -169,7 +169,7 @@ bool decodeEnum(FieldReader& r, const char* field, std::optional<E> (*parse)(con
   if (!r.string(field, &s)) return false;
   auto v = parse(s);
   if (!v) {
-    if (error) *error = "field '" + r.path(field) + "': expected one of " + allowed + ", got \"" + s + "\"";
+    if (error) *error = r.path(field) + ": expected one of " + allowed + ", got \"" + s + "\"";
     return false;
   }
   *out = *v;

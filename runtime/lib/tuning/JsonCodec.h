@@ -17,7 +17,8 @@ nlohmann::ordered_json encode(const DeviceFingerprint& fp);
 nlohmann::ordered_json encode(const ProblemKey& key);
 nlohmann::ordered_json encode(const TileConfig& config);
 
-/// Each decoder returns false and sets *error ("field 'key.K': expected ...") on the first problem.
+/// Each decoder returns false and sets *error ("key.K: expected <what>, got <what came>": the field part of
+/// the schema readers' one error style, dsl Diagnostic.h; TuningDb adds the file and line) on the first problem.
 /// `where` is the field path prefix used in messages, e.g. "fingerprint".
 bool decode(const nlohmann::json& j, const std::string& where, DeviceFingerprint* out,
             std::string* error);

@@ -12,6 +12,7 @@
 
 #include "../OwnedFolder.h"
 #include "FileLock.h"
+#include "dgps/dsl/Diagnostic.h"
 #include "dgps/dsl/FileRead.h"
 
 namespace dgps::tuning {
@@ -52,6 +53,10 @@ std::string trustProblem(const std::string& path) {
 }
 
 }  // namespace
+
+std::string format(const DbWarning& w) {
+  return formatFileProblem(Severity::Warning, w.path, w.line, 0, "", w.message);
+}
 
 const char* toString(LookupSource s) {
   switch (s) {
@@ -112,7 +117,7 @@ void TuningDb::warn(int line, std::string message) {
   warnings_.push_back({path_, line, std::move(message)});
   if (echo_) {
     const DbWarning& w = warnings_.back();
-    std::cerr << "dgps: warning: " << w.path << ":" << w.line << ": " << w.message << "\n";
+    std::cerr << "dgps: " << format(w) << "\n";
   }
 }
 
@@ -170,9 +175,9 @@ void TuningDb::parseLines(const std::string& text) {
     } else if (++bad > kMaxLineWarnings) {
       continue;
     } else if (!terminated) {
-      warn(lineNo, "skipped torn last line (no newline at end of file; a writer probably crashed): " + error);
+      warn(lineNo, error + " (torn last line skipped: no newline at end of file; a writer probably crashed)");
     } else {
-      warn(lineNo, "skipped invalid record: " + error);
+      warn(lineNo, error + " (invalid record skipped)");
     }
   }
   if (bad > kMaxLineWarnings)

@@ -123,8 +123,8 @@ bool parseJsonLine(const std::string& line, TuningRecord* out, std::string* erro
   if (!r.integer("version", &version, 1, INT_MAX)) return false;
   if (version > kRecordVersion) {
     if (error)
-      *error = "record version " + std::to_string(version) + " is newer than this reader (" +
-               std::to_string(kRecordVersion) + "); written by a newer DGPS";
+      *error = "version: expected at most " + std::to_string(kRecordVersion) + " (this reader's record version), got " +
+               std::to_string(version) + " (written by a newer DGPS)";
     return false;
   }
   rec.version = static_cast<int>(version);
@@ -143,17 +143,19 @@ bool parseJsonLine(const std::string& line, TuningRecord* out, std::string* erro
     return false;
   rec.candidates_tried = static_cast<int>(tried);
   if (!(rec.p20_ms <= rec.median_ms && rec.median_ms <= rec.p80_ms)) {
-    if (error) *error = "timings out of order: expected p20_ms <= median_ms <= p80_ms";
+    if (error)
+      *error = "median_ms: expected p20_ms <= median_ms <= p80_ms, got " + json(rec.p20_ms).dump() + ", " +
+               json(rec.median_ms).dump() + ", " + json(rec.p80_ms).dump() + " (timings out of order)";
     return false;
   }
   if (!isRecordDate(rec.date)) {
-    if (error) *error = "field 'date': expected a real UTC time \"YYYY-MM-DDTHH:MM:SS.mmmZ\", got " + quotedJson(rec.date);
+    if (error) *error = "date: expected a real UTC time \"YYYY-MM-DDTHH:MM:SS.mmmZ\", got " + quotedJson(rec.date);
     return false;
   }
   if (rec.date > latest_date) {
     if (error)
-      *error = "field 'date': " + rec.date + " is in the future (later than " + latest_date +
-               ", now + 1 day); a wrong clock or an edited record would otherwise win every lookup";
+      *error = "date: expected a time no later than " + latest_date + " (now + 1 day), got " + rec.date +
+               ", in the future; a wrong clock or an edited record would otherwise win every lookup";
     return false;
   }
   *out = rec;

@@ -35,7 +35,7 @@ std::string fmtMs(double ms) {
 
 int report(const TuneOutcome& o, std::ostream& out, std::ostream& err) {
   for (const tuning::DbWarning& w : o.db_warnings) {
-    err << "dgps-tune: warning: " << w.path << ":" << w.line << ": " << w.message << "\n";
+    err << "dgps-tune: " << tuning::format(w) << "\n";
   }
   const tuning::TuneResult& r = o.result;
   out << tuning::formatTable(r);

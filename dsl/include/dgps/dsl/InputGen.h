@@ -31,7 +31,7 @@ struct InputGenOptions {
 /// Generates every input `spec` accepts at `shape` (optional states per `options`). Deterministic for a
 /// given seed on a given standard library. Throws DataError if the shape contradicts the spec
 /// (checkProblemShape) or a dtype is unusable (activation_dtype must be floating, float_dtype f32/f64).
-ReferenceInputs generateInputs(const Spec& spec, const ProblemShape& shape, std::uint64_t seed,
+ReferenceInputs generateInputs(const Spec& spec, const ReferenceProblem& shape, std::uint64_t seed,
                                ScalarType activation_dtype, const InputGenOptions& options = {});
 
 }  // namespace dgps

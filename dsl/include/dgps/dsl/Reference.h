@@ -58,8 +58,12 @@
 
 namespace dgps {
 
-/// The sizes of one problem. cu_seqlens empty means "no varlen" (N = batch).
-struct ProblemShape {
+/// One problem as the host describes it: its sizes and, with varlen, the cu_seqlens values themselves
+/// (empty means "no varlen", N = batch). The reference, the input generator, the tuner and the tests take it.
+/// The device library's launch::ProblemShape (runtime/device/dgps/device/launch_rules.h) is a different
+/// thing: the counts a kernel's geometry and workspace depend on (B, T, N, H, HV, K, V, varlen, f16), with no
+/// sequence boundaries, in a header NVRTC compiles; the runtime derives it from a call's tensors.
+struct ReferenceProblem {
   std::int64_t batch = 1;      ///< B
   std::int64_t seq_len = 0;    ///< T (total packed tokens with cu_seqlens)
   std::int64_t heads_qk = 0;   ///< H
@@ -92,9 +96,9 @@ struct TensorSlot {
 
 /// The inputs `spec` accepts at `shape`, in ABI order. Throws DataError if the spec cannot be run by
 /// the reference (see checkReferenceSpec) or the shape contradicts the spec.
-std::vector<TensorSlot> referenceInputSlots(const Spec& spec, const ProblemShape& shape);
+std::vector<TensorSlot> referenceInputSlots(const Spec& spec, const ReferenceProblem& shape);
 /// The outputs runReference produces (all f64).
-std::vector<TensorSlot> referenceOutputSlots(const Spec& spec, const ProblemShape& shape);
+std::vector<TensorSlot> referenceOutputSlots(const Spec& spec, const ReferenceProblem& shape);
 
 /// Checks the spec fields the reference relies on and throws DataError naming the field: solve.steps in
 /// 1..kMaxHouseholderSteps (more than 1 only with the delta solve and no preconditioner), gva_ratio >= 1,
@@ -105,7 +109,7 @@ void checkReferenceSpec(const Spec& spec);
 /// Checks `shape` against the spec: H == heads_qk when fixed, HV == H * gva_ratio, K in key_dims,
 /// V in value_dims, cu_seqlens only with spec.varlen and B == 1, starting at 0, non-decreasing, ending
 /// at T. Throws DataError.
-void checkProblemShape(const Spec& spec, const ProblemShape& shape);
+void checkProblemShape(const Spec& spec, const ReferenceProblem& shape);
 
 using ReferenceInputs = TensorMap;
 
@@ -120,7 +124,7 @@ struct ReferenceOutputs {
 };
 
 /// Reads the problem shape off q, v and cu_seqlens. Throws DataError if they are missing or misshapen.
-ProblemShape inferProblemShape(const Spec& spec, const ReferenceInputs& inputs);
+ReferenceProblem inferProblemShape(const Spec& spec, const ReferenceInputs& inputs);
 
 /// Most float64 values the reference writes (o plus the final states): 2^27, 1 GiB.
 inline constexpr std::int64_t kMaxReferenceOutputElements = std::int64_t{1} << 27;
@@ -128,7 +132,7 @@ inline constexpr std::int64_t kMaxReferenceOutputElements = std::int64_t{1} << 2
 /// Bounds what the reference allocates for `shape`: at most kMaxReferenceOutputElements output values,
 /// final states of every sequence included (cu_seqlens may describe empty sequences, each with a state).
 /// Throws DataError naming the limit.
-void checkReferenceSize(const Spec& spec, const ProblemShape& shape);
+void checkReferenceSize(const Spec& spec, const ReferenceProblem& shape);
 
 /// Full validation: the spec (checkReferenceSpec), the shape (checkProblemShape, checkReferenceSize), every tensor's presence,
 /// shape and dtype against referenceInputSlots, no extra tensors, and the value contracts (finite values,
@@ -136,7 +140,7 @@ void checkReferenceSize(const Spec& spec, const ProblemShape& shape);
 /// initial squash accumulator >= 0). Throws one DataError; a bad spec or shape stops at that error, otherwise
 /// every tensor is checked and the DataError lists each mistake (one line per tensor: its name, what was
 /// expected and what came). Returns the inferred shape.
-ProblemShape validateReferenceInputs(const Spec& spec, const ReferenceInputs& inputs);
+ReferenceProblem validateReferenceInputs(const Spec& spec, const ReferenceInputs& inputs);
 
 /// Runs the recurrence described above in float64. Throws DataError on invalid inputs.
 ReferenceOutputs runReference(const Spec& spec, const ReferenceInputs& inputs);

@@ -25,7 +25,7 @@ ShapeArg parseShapeOption(const std::string& text);
 /// Completes a ShapeArg against a spec: B defaults to 1; T, K and V are required; H defaults to the spec's
 /// fixed heads_qk (required when the spec leaves it open, and must equal it when fixed); HV defaults to
 /// H * gva_ratio and must equal it when given. Throws DataError.
-ProblemShape resolveShapeOption(const ShapeArg& arg, const Spec& spec);
+ReferenceProblem resolveShapeOption(const ShapeArg& arg, const Spec& spec);
 
 /// Parses "0,1500,3000": at least two comma-separated non-negative decimal integers (the values' own
 /// contract, cu[0] = 0, non-decreasing, cu[N] <= T, is checkProblemShape's). Throws DataError.

@@ -37,7 +37,7 @@ namespace tune {
 struct TrialBackendOptions {
   int device = 0;
   ScalarType dtype = ScalarType::BF16;  ///< q/k/v/o dtype: bf16 or f16
-  ProblemShape full;                    ///< the tuned problem (dense: cu_seqlens must be empty)
+  ReferenceProblem full;                    ///< the tuned problem (dense: cu_seqlens must be empty)
   std::uint64_t seed = 1;               ///< input draw
   /// The backend's own verdict: max over outputs of max|got - ref| / max|ref| on the slice must not
   /// exceed this (bf16: 2e-2, f16: 1e-2 by defaultTolerance()).
@@ -68,7 +68,7 @@ class RuntimeTrialBackend : public tuning::TrialBackend {
   bool contextHealthy() override;
 
   /// The validation slice's shape and float64 outputs (computed on first use).
-  const ProblemShape& sliceShape() const;
+  const ReferenceProblem& sliceShape() const;
   const ReferenceOutputs& reference();
 
  private:

@@ -29,7 +29,7 @@ constexpr std::int64_t kSliceTokens = 250;
 
 /// The validation slice of `full`: min(B, kSliceBatch) sequences of min(T, kSliceTokens) tokens, same
 /// heads and dims. Dense only (cu_seqlens is dropped).
-ProblemShape sliceShape(const ProblemShape& full);
+ReferenceProblem sliceShape(const ReferenceProblem& full);
 
 /// Tiles slice inputs (Reference.h names, per-token tensors [Bs, Ts, ...]) to `batch` x `tokens`:
 /// per-token tensors (q, k, v, g, beta, precond_g, precond_beta) as full[b, t] = in[b % Bs, t % Ts];

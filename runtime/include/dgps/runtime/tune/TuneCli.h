@@ -22,7 +22,7 @@ using ShapeArg = ::dgps::ShapeArg;
 ShapeArg parseShapeArg(const std::string& text);
 
 /// dgps::resolveShapeOption, with its DataError rethrown as RuntimeError{InvalidArgument} (same message).
-ProblemShape resolveShapeArg(const ShapeArg& arg, const Spec& spec);
+ReferenceProblem resolveShapeArg(const ShapeArg& arg, const Spec& spec);
 
 /// Progress on a stream (stderr): on a terminal one redrawn line per phase
 /// "[compile ] ######------  5/12  chunk=64 block_v=32 warps=8 stages=1  ok", otherwise one line per

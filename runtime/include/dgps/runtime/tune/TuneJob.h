@@ -45,7 +45,7 @@ tuning::DeviceFingerprint deviceFingerprint(const Package& package, int device);
 /// The tuner's view of a forward problem (tuning/ProblemKey.h TuneProblem). Varlen calls map to N sequences
 /// of T = total tokens.
 tuning::TuneProblem tuningShape(const ForwardProblem& problem);
-tuning::TuneProblem tuningShape(const ProblemShape& shape, ScalarType dtype);
+tuning::TuneProblem tuningShape(const ReferenceProblem& shape, ScalarType dtype);
 
 /// The database key of `shape` for this package on a device with `sm_count` SMs.
 tuning::ProblemKey problemKey(const Package& package, const tuning::TuneProblem& shape, int sm_count);
@@ -56,7 +56,7 @@ tuning::CandidateSet forwardCandidates(const Package& package, const tuning::Tun
 
 /// One tuning run.
 struct TuneJob {
-  ProblemShape shape;                     ///< dense forward shape (B, T, H, HV, K, V); cu_seqlens must be empty
+  ReferenceProblem shape;                     ///< dense forward shape (B, T, H, HV, K, V); cu_seqlens must be empty
   ScalarType dtype = ScalarType::BF16;    ///< q/k/v/o dtype
   int device = 0;
   std::string db_path;                    ///< "" = tuning::resolveDbPath() ($DGPS_TUNING_DB, ...)

@@ -18,7 +18,7 @@
 // Skipped, records nothing, and returns an error.
 // ===============================================================================================
 //
-// Every call runs on the backend's own scratch buffers (shape = the ProblemShape being tuned, inputs
+// Every call runs on the backend's own scratch buffers (shape = the ReferenceProblem being tuned, inputs
 // drawn randomly, not zeros), never on the caller's tensors.
 #pragma once
 

@@ -41,9 +41,13 @@ namespace dgps::tuning {
 
 struct DbWarning {
   std::string path;
-  int line = 0;  ///< 1-based line number in the file.
-  std::string message;
+  int line = 0;         ///< 1-based line number in the file; 0 for the file as a whole.
+  std::string message;  ///< for a record: "<field path>: expected <what>, got <what came> (... skipped)".
 };
+
+/// "<path>:<line>: warning: <message>" (the line left out when 0): the schema readers' one error style
+/// (dsl Diagnostic.h formatFileProblem).
+std::string format(const DbWarning& w);
 
 struct ForeignRecord {
   TuningRecord record;

@@ -36,8 +36,9 @@ struct TuningRecord {
 /// The record as one line of compact JSON, without the trailing newline.
 std::string toJsonLine(const TuningRecord& record);
 
-/// Parse one line. On failure returns false and sets *error to what was wrong (field and
-/// expectation), e.g. "field 'config.warps': expected a positive integer, got \"four\"".
+/// Parse one line. On failure returns false and sets *error to what was wrong, field path first (the field
+/// part of the schema readers' one error style, dsl Diagnostic.h), e.g.
+/// "config.warps: expected an integer in [1, 1024], got \"four\"".
 /// Refused besides wrong fields: a line over 64 KiB or nested deeper than 8 levels, a key given twice in
 /// one object (named in the error), a date that is not a real calendar time (isRecordDate) or that is
 /// later than now + 1 day. Never throws.

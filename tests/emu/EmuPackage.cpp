@@ -1,0 +1,62 @@
+// Compiling, loading and launching a kernel package on the CPU emulator (see EmuPackage.h).
+#include "EmuPackage.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "emu_hooks.h"
+
+namespace dgps_emu {
+
+namespace {
+
+/// " -DNAME=value", or nothing for a tuning parameter left at 0.
+std::string define(const char* name, int value) {
+  return value ? std::string(" -D") + name + "=" + std::to_string(value) : std::string();
+}
+
+}  // namespace
+
+std::string emuCompileCommand(const std::string& source, const std::string& so, const KernelConfig& c) {
+  return std::string(DGPS_EMU_CXX) + " -O1 -std=c++17 -fPIC -shared -Wno-unknown-pragmas -include " + DGPS_EMU_DIR +
+         "/emu_prelude.h -I" + DGPS_DEVICE_DIR + " -I" + DGPS_EMU_DIR + " -DDGPS_EMU_WGMMA=1" +
+         (c.f16 ? " -DDGPS_INPUT_F16=1" : " -DDGPS_INPUT_BF16=1") + define("DGPS_K", c.K) + define("DGPS_V", c.V) +
+         define("DGPS_CHUNK", c.chunk) + define("DGPS_BLOCK_V", c.block_v) + define("DGPS_WARPS", c.warps) +
+         define("DGPS_STAGES", c.stages) + " -x c++ " + source + " -o " + so;
+}
+
+bool compileForEmu(const std::string& source, const std::string& so, const KernelConfig& c) {
+  const std::string cmd = emuCompileCommand(source, so, c);
+  if (std::system(cmd.c_str()) == 0) return true;
+  std::fprintf(stderr, "emulator compile failed: %s\n", cmd.c_str());
+  return false;
+}
+
+void* openEmuModule(const std::string& so) {
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) std::fprintf(stderr, "dlopen %s: %s\n", so.c_str(), dlerror());
+  return h;
+}
+
+void* loadForEmu(const std::string& source, const std::string& so, const KernelConfig& c) {
+  return compileForEmu(source, so, c) ? openEmuModule(so) : nullptr;
+}
+
+bool launchRole(void* module, const std::string& sym, const dgps::launch::Geometry& geo, dgps::ForwardArgs& a) {
+  void* fn = dlsym(module, sym.c_str());
+  if (!fn) {
+    std::fprintf(stderr, "no symbol %s\n", sym.c_str());
+    return false;
+  }
+  auto kernel = reinterpret_cast<void (*)(dgps::ForwardArgs)>(fn);
+  char err[512] = {0};
+  if (!launch([&] { kernel(a); }, geo.grid.x, geo.block.x, geo.smem_bytes, err, sizeof err)) {
+    std::fprintf(stderr, "emulator (%s): %s\n", sym.c_str(), err);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace dgps_emu

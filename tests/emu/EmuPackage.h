@@ -1,0 +1,44 @@
+// Loading a kernel package onto the CPU emulator (tests only): a package's kernels.cu (or a C++ file that
+// includes it) is compiled as plain C++ against the emulator's hooks (emu_prelude.h, emu_hooks.h) into a shared
+// object, dlopen'ed, and its extern "C" role entry points are run with dgps_emu::launch. The test executable
+// that uses this must export its symbols (CMake ENABLE_EXPORTS): the loaded kernels call the emulator in it.
+#pragma once
+#include <string>
+
+#include "dgps/device/abi.h"
+#include "dgps/device/launch_rules.h"
+
+namespace dgps_emu {
+
+/// The compile-time macros a package's kernels.cu reads (the ones the runtime's JIT sets, docs/architecture.md):
+/// head dims DGPS_K / DGPS_V, the input dtype (DGPS_INPUT_F16 or DGPS_INPUT_BF16) and the chunk-forward tuning
+/// parameters. A tuning parameter left at 0 is not defined (the decode role reads none of them).
+struct KernelConfig {
+  int K = 0, V = 0;    ///< key and value head dims
+  bool f16 = false;    ///< fp16 inputs and output (bf16 otherwise)
+  int chunk = 0;       ///< DGPS_CHUNK: tokens per chunk
+  int block_v = 0;     ///< DGPS_BLOCK_V: value columns per CTA
+  int warps = 0;       ///< DGPS_WARPS
+  int stages = 0;      ///< DGPS_STAGES: pipeline depth
+};
+
+/// The host-compiler command that builds `source` (a kernels.cu, or C++ including one) for the emulator into
+/// the shared object `so` (the wgmma path emulated, DGPS_EMU_WGMMA=1).
+std::string emuCompileCommand(const std::string& source, const std::string& so, const KernelConfig& c);
+
+/// Runs emuCompileCommand; false (after printing the command to stderr) when the compiler fails.
+bool compileForEmu(const std::string& source, const std::string& so, const KernelConfig& c);
+
+/// dlopens `so` with its own symbol namespace (RTLD_LOCAL: two packages' equally named kernels do not collide);
+/// null after printing dlerror() to stderr.
+void* openEmuModule(const std::string& so);
+
+/// compileForEmu then openEmuModule: the loaded module, or null after printing why.
+void* loadForEmu(const std::string& source, const std::string& so, const KernelConfig& c);
+
+/// Runs the module's entry point `sym` (a `void(dgps::ForwardArgs)`) on the emulator over `geo`'s grid, block and
+/// dynamic shared memory. False after printing why: no such symbol, or an error the emulator detected
+/// (deadlock, divergent collective).
+bool launchRole(void* module, const std::string& sym, const dgps::launch::Geometry& geo, dgps::ForwardArgs& a);
+
+}  // namespace dgps_emu
