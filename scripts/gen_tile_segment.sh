@@ -2,7 +2,8 @@
 # Writes, into OUTDIR/<name>/, the package of every shipped spec whose state pass has a tile lowering, with both
 # chunk roles on tiles and the sequence-parallel state pass's kernels (dgpsc compile
 # --codegen=tile-chunk-local,tile-state-output,tile-segment; docs/architecture.md "Long sequences: the segmented
-# state pass"). A spec without that lowering (a preconditioner) is listed as skipped and gets no directory.
+# state pass"). A spec without that lowering (several Householder steps per token) is listed as skipped and gets
+# no directory.
 #   scripts/gen_tile_segment.sh OUTDIR [BUILD_DIR]      (DGPSC overrides the compiler's path)
 set -euo pipefail
 

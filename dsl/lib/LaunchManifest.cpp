@@ -120,15 +120,18 @@ const char* const kSegmentSlots = "select(varlen, T / (chunk * L) + N, N * cdiv(
 // slots.
 bool segmentGeometry(const std::string& role, const FeatureSet& f, Geometry* g) {
   const std::string slots = std::string(kSegmentSlots) + " * HV";
-  const std::string block = "BV / 16 * 32";
+  // one consumer warp per 16 value columns, plus state_output's producer warpgroup where the walk rebuilds an
+  // operand it reads: the write key in both kernels, the query only in the corrected walk (it alone writes o)
+  const std::string consumers = "BV / 16 * 32", withProducers = "(BV / 16 + 4) * 32";
   if (role == "segment_summary") {
-    *g = {slots + " * (cdiv(V, BV) + cdiv(K, BV))", block, stateOutputSmem(f)};
+    *g = {slots + " * (cdiv(V, BV) + cdiv(K, BV))", launch::rebuildsKw(f) ? withProducers : consumers,
+          stateOutputSmem(f)};
   } else if (role == "segment_fold") {
     const std::string cols = std::to_string(launch::kSegmentFoldCols);
     *g = {"N * HV * cdiv(V, " + cols + ")", std::to_string(launch::kSegmentFoldThreads),
           "(2 * K * (K + 4) + 2 * K * " + cols + ") * 4"};
   } else if (role == "segment_state_output") {
-    *g = {slots + " * cdiv(V, BV)", block, stateOutputSmem(f)};
+    *g = {slots + " * cdiv(V, BV)", f.precond == 1 ? withProducers : consumers, stateOutputSmem(f)};
   } else {
     return false;
   }

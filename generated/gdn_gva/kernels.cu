@@ -208,7 +208,7 @@ static __device__ __forceinline__ void dgps_gdn_gva_fwd_segment_summary_walk1(co
   }
   t::state_store<KP>(S, reinterpret_cast<float*>(ws + G.trans) + (slot * HV + hv) * (int64_t)K * K, K, K, vw);
 }
-extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dgps::launch::FeatureSet{1, 1, 0, 0, 0, 1}, dgps::cfg::BV), 1) dgps_gdn_gva_fwd_segment_summary(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps::launch::segmentSummaryThreads(dgps::launch::FeatureSet{1, 1, 0, 0, 0, 1}, dgps::cfg::BV), 1) dgps_gdn_gva_fwd_segment_summary(dgps::ForwardArgs a) {
   // Generated from tile IR (gdn_gva_segment_summary, grid segment: one CTA per segment slot, value head and tile; launch_rules.h segmentGeometry).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   int64_t bid = dgps::dev::block_x();

@@ -201,7 +201,7 @@ static __device__ __forceinline__ void dgps_mamba2_fwd_segment_summary_walk1(con
   }
   t::state_store<KP>(S, reinterpret_cast<float*>(ws + G.trans) + (slot * HV + hv) * (int64_t)K * K, K, K, vw);
 }
-extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dgps::launch::FeatureSet{1, 1, 0, 0, 0, 0}, dgps::cfg::BV), 1) dgps_mamba2_fwd_segment_summary(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps::launch::segmentSummaryThreads(dgps::launch::FeatureSet{1, 1, 0, 0, 0, 0}, dgps::cfg::BV), 1) dgps_mamba2_fwd_segment_summary(dgps::ForwardArgs a) {
   // Generated from tile IR (mamba2_segment_summary, grid segment: one CTA per segment slot, value head and tile; launch_rules.h segmentGeometry).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   int64_t bid = dgps::dev::block_x();

@@ -39,8 +39,12 @@ PieceDims checkPiece(const char* call, const Package& package, const cp::Plan& p
   if (rank < 0 || rank >= plan.ranks)
     invalid(call, rank, "rank outside [0, G = " + std::to_string(plan.ranks) + ")");
   if (package.manifest().launch.forward_segmented.empty())
-    invalid(call, rank, "package " + package.name() + " has no segment kernels (launch.forward_segmented): the "
-            "preconditioned specs are not covered by the context-parallel forward yet");
+    invalid(call, rank, "package " + package.name() + " has no segment kernels (launch.forward_segmented; a spec "
+            "with several Householder steps per token has none)");
+  if (package.manifest().features.precond != PrecondKind::None)
+    invalid(call, rank, "package " + package.name() + " is preconditioned: a piece's summaries need the "
+            "preconditioner's state at the piece's start, folded across the ranks first (docs/math.md §8.4), which the "
+            "context-parallel forward does not do yet");
   const cp::RankPlan& rp = plan.rank[std::size_t(rank)];
   if (piece.v.shape.size() != 4 || piece.k.shape.size() != 4)
     invalid(call, rank, "piece tensors 'k' and 'v' must be [B, T, H, K] and [B, T, HV, V], got k " +

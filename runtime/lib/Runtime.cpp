@@ -454,7 +454,7 @@ std::int64_t Runtime::segmentChunks(const Package& package, const ForwardProblem
       throw RuntimeError(RuntimeErrorCode::InvalidArgument,
                          "forward: LaunchOptions::segment_chunks = " + std::to_string(L) + " but package " +
                              package.name() + " has no segmented state pass (launch.forward_segmented; the compiler "
-                             "writes it for specs without a preconditioner); use 0");
+                             "writes it for every chunk forward of one step per token); use 0");
     return L;
   }
   if (!impl_->env_segment_error.empty())
@@ -541,12 +541,17 @@ std::size_t Runtime::forwardSummaryWorkspaceBytes(const Package& package, const 
 void Runtime::forwardSummary(const Package& package, const ForwardTensors& t, std::int64_t sequence,
                              const TensorView& trans, const TensorView& ext, const LaunchOptions& options) {
   const LaunchRules& rules = package.manifest().launch;
+  if (package.manifest().features.precond != PrecondKind::None)
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "forwardSummary: package " + package.name() + " is preconditioned: a piece's summaries need the "
+                       "preconditioner's state at the piece's start, folded across the pieces first (docs/math.md "
+                       "§8.4), which forwardSummary does not do yet (Runtime::forward's segmented pass on one GPU "
+                       "covers these packages)");
   if (rules.forward_segmented.size() < 2 || rules.forward_segmented[0].role != "chunk_local" ||
       rules.forward_segmented[1].role != "segment_summary")
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,
                        "forwardSummary: package " + package.name() + " has no segment_summary kernel after chunk_local "
-                       "(launch.forward_segmented; the compiler writes it for specs without a preconditioner: the "
-                       "preconditioned specs' state pass has no segment kernels yet)");
+                       "(launch.forward_segmented; a spec with several Householder steps per token has none)");
   if (segmentedBufferIndex(rules, "seg_ext") < 0 || segmentedBufferIndex(rules, "seg_trans") < 0)
     throw RuntimeError(RuntimeErrorCode::Package, "forwardSummary: package " + package.name() +
                                                       ": launch.forward_segmented.buffers lacks seg_ext or seg_trans");

@@ -2,6 +2,8 @@
 // for every shipped spec, the segmented IR (flat and partitioned) run by the float64 executor equals the
 // sequential IR and dsl's token-by-token reference, with initial/final states, GVA, varlen with a long
 // document among short ones, and segment lengths that do not divide the sequence. Relative error <= 1e-9.
+// For the preconditioned specs also the GPU kernels' form: the preconditioner's passes kept sequential
+// (segment-precond-scan=false), only the state pass segmented.
 #include <sstream>
 
 #include "CompilerTestUtil.h"
@@ -24,9 +26,10 @@ Spec gridSpec(Spec s) {
   return s;
 }
 
-std::unique_ptr<mlir::Pass> segmentPass(int64_t segmentChunks) {
+std::unique_ptr<mlir::Pass> segmentPass(int64_t segmentChunks, bool segmentPrecondScan = true) {
   SegmentStatePassOptions o;
   o.segmentChunks = segmentChunks;
+  o.segmentPrecondScan = segmentPrecondScan;
   return createSegmentStatePass(o);
 }
 
@@ -35,15 +38,19 @@ struct Forms {
   mlir::OwningOpRef<mlir::ModuleOp> sequential, segmented, plan;
 };
 
-Forms lowerAll(Context& c, const Spec& spec) {
+/// `gpuForm`: the form dgpsc compiles into the segment kernels: OSDN's d-scan chunked
+/// (--chunk-parallel-precond-scan) and every preconditioner pass kept sequential (segment-precond-scan=false), so
+/// only the state pass is segmented and its walks rebuild the preconditioned key from the chunk-start states.
+Forms lowerAll(Context& c, const Spec& spec, bool gpuForm = false) {
   Forms f;
   mlir::OwningOpRef<mlir::ModuleOp> m = ir::importSpec(*c.ctx, spec);
   EXPECT_TRUE(mlir::succeeded(runPass(*c.ctx, *m, mlir::createCanonicalizerPass())));
   EXPECT_TRUE(mlir::succeeded(runPass(*c.ctx, *m, createLowerToChunk())));
   EXPECT_TRUE(mlir::succeeded(runPass(*c.ctx, *m, mlir::createCanonicalizerPass())));
   EXPECT_TRUE(mlir::succeeded(runPass(*c.ctx, *m, createFusePreconditioner())));
+  if (gpuForm) EXPECT_TRUE(mlir::succeeded(runPass(*c.ctx, *m, createParallelPrecondScan()))) << spec.name;
   f.sequential = m->clone();
-  EXPECT_TRUE(mlir::succeeded(runPass(*c.ctx, *m, segmentPass(0)))) << spec.name;
+  EXPECT_TRUE(mlir::succeeded(runPass(*c.ctx, *m, segmentPass(0, /*segmentPrecondScan=*/!gpuForm)))) << spec.name;
   EXPECT_TRUE(mlir::succeeded(mlir::verify(*m))) << spec.name;
   f.segmented = m->clone();
   EXPECT_TRUE(mlir::succeeded(runPass(*c.ctx, *m, createPartitionKernels()))) << spec.name;
@@ -180,6 +187,77 @@ TEST_P(SegmentedVsReference, LaunchRuleWhenNoLengthIsSet) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ShippedSpecs, SegmentedVsReference, ::testing::ValuesIn(shippedSpecPaths()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return std::filesystem::path(info.param).stem().string();
+                         });
+
+// ---- the preconditioned specs with only the state pass segmented (the GPU's form) -----------------
+// The preconditioner's chunk-start states come from its sequential pass over all chunks before the state pass
+// (precond_scan), so a segment starts at any chunk: its summary walks (E from zero, M from the identity) and its
+// corrected walk rebuild the preconditioned write key (or query) from those states (docs/math.md §8.3).
+
+std::vector<std::string> preconditionedSpecPaths() {
+  std::vector<std::string> out;
+  for (const std::string& path : shippedSpecPaths())
+    if (loadSpec(path).precond.kind != PrecondKind::None) out.push_back(path);
+  return out;
+}
+
+class SegmentedStatePassOnly : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SegmentedStatePassOnly, KeepsThePreconditionerPassesSequential) {
+  Context c;
+  const Spec spec = gridSpec(loadSpec(GetParam()));
+  Forms f = lowerAll(c, spec, /*gpuForm=*/true);
+  EXPECT_EQ(count<chunk::StatePassOp>(*f.segmented), 0);
+  EXPECT_EQ(count<chunk::SegmentSummaryOp>(*f.segmented), 1);
+  EXPECT_EQ(count<chunk::SegmentFoldOp>(*f.segmented), 1);
+  EXPECT_EQ(count<chunk::SegmentStatePassOp>(*f.segmented), 1);
+  EXPECT_EQ(count<chunk::AccumSegmentPassOp>(*f.segmented), 0);
+  EXPECT_EQ(count<chunk::HypergradSegmentPassOp>(*f.segmented), 0);
+  EXPECT_EQ(count<chunk::AccumPassOp>(*f.segmented), count<chunk::AccumPassOp>(*f.sequential));
+  EXPECT_EQ(count<chunk::HypergradPassOp>(*f.segmented), count<chunk::HypergradPassOp>(*f.sequential));
+  EXPECT_EQ(count<chunk::HypergradChunkPassOp>(*f.segmented), count<chunk::HypergradChunkPassOp>(*f.sequential));
+  EXPECT_GE(count<chunk::AccumPassOp>(*f.segmented) + count<chunk::HypergradPassOp>(*f.segmented) +
+                count<chunk::HypergradChunkPassOp>(*f.segmented),
+            1);
+  // the plan keeps the preconditioner roles first, then chunk_local and the segmented state pass
+  std::vector<std::string> roles;
+  f.plan->walk([&](chunk::KernelOp k) { roles.push_back(k.getRole().str()); });
+  ASSERT_GE(roles.size(), 5u);
+  EXPECT_EQ(roles[roles.size() - 5], "precond_scan");
+  EXPECT_EQ(roles[roles.size() - 4], "chunk_local");
+  EXPECT_EQ(roles[roles.size() - 3], "segment_summary");
+  EXPECT_EQ(roles[roles.size() - 2], "segment_fold");
+  EXPECT_EQ(roles.back(), "state_output");
+}
+
+TEST_P(SegmentedStatePassOnly, DenseLengthsThatDoNotDivide) {
+  Context c;
+  const Spec spec = gridSpec(loadSpec(GetParam()));
+  Forms f = lowerAll(c, spec, /*gpuForm=*/true);
+  ProblemShape p;
+  p.batch = 2, p.seq_len = 200, p.heads_qk = 2, p.heads_v = 2 * spec.gva_ratio, p.key_dim = 20, p.value_dim = 16;
+  // C = 16: 13 chunks, the last partial; L = 1, 3, 5 (do not divide 13) and 40 (one segment)
+  checkForms(f, spec, p, /*initialStates=*/true, 16, {1, 3, 5, 40});
+  if (HasFatalFailure()) return;
+  checkForms(f, spec, p, /*initialStates=*/false, 16, {2});
+}
+
+TEST_P(SegmentedStatePassOnly, VarlenShortAndEmptyDocuments) {
+  Context c;
+  const Spec spec = gridSpec(loadSpec(GetParam()));
+  Forms f = lowerAll(c, spec, /*gpuForm=*/true);
+  ProblemShape p;
+  p.batch = 1, p.seq_len = 250, p.heads_qk = 2, p.heads_v = 2 * spec.gva_ratio, p.key_dim = 16, p.value_dim = 20;
+  // lengths 3, 167 (11 chunks of 16), 1, 0, 19, 40; rows 230..249 are padding
+  p.cu_seqlens = {0, 3, 170, 171, 171, 190, 230};
+  checkForms(f, spec, p, /*initialStates=*/true, 16, {1, 2, 4, 64});
+  if (HasFatalFailure()) return;
+  checkForms(f, spec, p, /*initialStates=*/false, 16, {3});
+}
+
+INSTANTIATE_TEST_SUITE_P(PreconditionedSpecs, SegmentedStatePassOnly, ::testing::ValuesIn(preconditionedSpecPaths()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return std::filesystem::path(info.param).stem().string();
                          });

@@ -4,7 +4,10 @@
 // (segment_chunks = 0) and the float64 reference, for B = 1, T = 4096 and a packed batch with a 3000-token
 // document among short ones (one of 1 token), with initial and final states, at several L (1, a few, the
 // runtime's rule and one longer than the sequence). Fresh seeded inputs, NaN-poisoned outputs and workspace.
-// A package without launch.forward_segmented (a preconditioner) is skipped with the reason. Skips without a GPU.
+// A preconditioned package runs precond_summary / precond_scan first and its segment walks rebuild the
+// preconditioned key (or query) from their chunk-start states; its final preconditioner state is checked too.
+// A package without launch.forward_segmented (several steps per token) is skipped with the reason. Skips without
+// a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -36,7 +39,7 @@ class SegmentedTest : public ::testing::Test {
     pkg_ = std::make_unique<Package>(Package::open(dir));
     if (pkg_->manifest().launch.forward_segmented.empty())
       GTEST_SKIP() << pkg_->name() << " has no segmented state pass (launch.forward_segmented): the segment kernels "
-                   << "do not print a rescaled walk (a preconditioner) or a row-mapped one (several steps per token) yet";
+                   << "do not print a row-mapped walk (several steps per token) yet";
     RuntimeOptions o;
     o.cache_dir = std::string(DGPS_GPU_CACHE_DIR);
     rt_ = std::make_unique<Runtime>(o);
@@ -67,6 +70,11 @@ class SegmentedTest : public ::testing::Test {
         const ErrorStats es = compare(seg.final_state, ref.final_state), esp = compare(seg.final_state, plain.final_state);
         EXPECT_TRUE(es.finite && es.rel <= kTolRef) << "final_state vs float64: " << es.str();
         EXPECT_TRUE(esp.finite && esp.rel <= kTolPlain) << "final_state vs plain: " << esp.str();
+      }
+      if (ref.has_final_precond_state) {  // precond_scan's, launched first by the segmented forward too
+        ASSERT_TRUE(seg.has_final_precond_state);
+        const ErrorStats epr = compare(seg.final_precond_state, ref.final_precond_state);
+        EXPECT_TRUE(epr.finite && epr.rel <= kTolRef) << "final_precond_state vs float64: " << epr.str();
       }
     }
   }

@@ -182,11 +182,12 @@ TEST(ManifestLaunch, HugeProblemsAreRefusedNotWrapped) {
 namespace dgps {
 namespace {
 
-// The segmented forward (launch.forward_segmented, written for every package without a preconditioner and with one
-// step per token) against launch_rules.h segmentGeometry / segmentLayout, which the segment kernels read at compile
-// time: kernels in the
-// order chunk_local, segment_summary, segment_fold, segment_state_output, and the segment regions after the chunk
-// regions, for shapes with one segment, a partial last segment, many segments, and a packed batch.
+// The segmented forward (launch.forward_segmented, written for every package with a chunk forward of one step per
+// token, preconditioned ones included) against launch_rules.h forwardGeometry / segmentGeometry / segmentLayout,
+// which the kernels read at compile time: kernels in the order of the plain roles before state_output
+// (precond_summary and precond_scan where there is a preconditioner, chunk_local), then segment_summary,
+// segment_fold, segment_state_output, and the segment regions after the chunk regions, for shapes with one
+// segment, a partial last segment, many segments, and a packed batch.
 TEST(ManifestLaunch, SegmentedFormulasEqualTheLaunchRules) {
   int packages = 0;
   for (const std::string& dir : packageDirs()) {
@@ -194,12 +195,18 @@ TEST(ManifestLaunch, SegmentedFormulasEqualTheLaunchRules) {
     const Manifest& m = pkg.manifest();
     SCOPED_TRACE(m.name);
     // several Householder steps per token: the row-mapped walk has no segmented form (no segment kernels)
-    const bool covered = m.has_forward && m.features.precond == PrecondKind::None && m.features.steps == 1;
+    const bool covered = m.has_forward && m.features.steps == 1;
     ASSERT_EQ(!m.launch.forward_segmented.empty(), covered) << "launch.forward_segmented presence";
     if (!covered) continue;
     ++packages;
     const launch::FeatureSet f = deviceFeatures(pkg.spec());
-    const std::vector<std::string> roles = {"chunk_local", "segment_summary", "segment_fold", "segment_state_output"};
+    int plain[launch::kMaxRoles];
+    const int np = launch::forwardRoles(f, plain);
+    std::vector<int> before;  // the plain roles the segmented forward launches first
+    for (int i = 0; i < np && plain[i] != launch::kStateOutput; ++i) before.push_back(plain[i]);
+    std::vector<std::string> roles;
+    for (int r : before) roles.push_back(launch::roleName(r));
+    for (const char* r : {"segment_summary", "segment_fold", "segment_state_output"}) roles.push_back(r);
     ASSERT_EQ(m.launch.forward_segmented.size(), roles.size());
     for (std::size_t i = 0; i < roles.size(); ++i) EXPECT_EQ(m.launch.forward_segmented[i].role, roles[i]);
     for (const TileConfig& t : configs(m))
@@ -228,10 +235,11 @@ TEST(ManifestLaunch, SegmentedFormulasEqualTheLaunchRules) {
               const std::string what = toString(t) + " K=" + std::to_string(K) + " T=" + std::to_string(T) +
                                        " L=" + std::to_string(L) + (varlen ? " varlen" : "");
               const detail::ForwardGeometry g = detail::forwardGeometrySegmented(pkg, p, t, L);
-              ASSERT_EQ(g.count, 4);
-              expectSame(g.kernels[0], launch::forwardGeometry(launch::kChunkLocal, f, s, t), what + " chunk_local");
+              ASSERT_EQ(g.count, int(roles.size()));
+              for (std::size_t i = 0; i < before.size(); ++i)
+                expectSame(g.kernels[i], launch::forwardGeometry(before[i], f, s, t), what + " " + roles[i]);
               for (int r = 0; r < launch::kSegmentRoles; ++r)
-                expectSame(g.kernels[std::size_t(r + 1)], launch::segmentGeometry(r, f, s, t, L),
+                expectSame(g.kernels[before.size() + std::size_t(r)], launch::segmentGeometry(r, f, s, t, L),
                            what + " " + launch::segmentRoleName(r));
               const launch::SegmentLayout sl = launch::segmentLayout(f, s, t, L);
               EXPECT_EQ(g.workspace_bytes, std::size_t(sl.total)) << what << " workspace";
@@ -255,7 +263,9 @@ TEST(ManifestLaunch, SegmentedFormulasEqualTheLaunchRules) {
       EXPECT_NE(std::string(e.what()).find("expected >= 1 chunk"), std::string::npos) << e.what();
     }
   }
-  EXPECT_EQ(packages, 6) << "deltanet, gdn, gdn_gva, kda, linear_attention and mamba2 carry the segmented forward";
+  // every package with a chunk forward but gated_deltaproduct (several steps per token)
+  EXPECT_EQ(packages, 12) << "deltanet, gdn, gdn_gva, kda, linear_attention, mamba2 and the preconditioned atq, osdn, "
+                             "osdn_apf, pdn, pgdn, pkda carry the segmented forward";
 }
 
 }  // namespace

@@ -36,6 +36,9 @@ ForwardProblem longProblem(const Manifest& m) {
 // and a malformed value is one error naming it.
 TEST(SegmentChoice, OptionsEnvironmentAndRule) {
   const Package gdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gdn");
+  // a package without segmented kernels: several Householder steps per token (a row-mapped whole-sequence walk)
+  const Package gdp = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gated_deltaproduct");
+  // a preconditioned package has them (its walks rebuild the preconditioned key from precond_scan's states)
   const Package pgdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/pgdn");
   const TileConfig c = gdn.manifest().default_config;
   const ForwardProblem p = longProblem(gdn.manifest());
@@ -50,8 +53,9 @@ TEST(SegmentChoice, OptionsEnvironmentAndRule) {
     forced.segment_chunks = -2;
     EXPECT_THROW(rt.segmentChunks(gdn, p, c, forced), RuntimeError);
     forced.segment_chunks = 4;
+    EXPECT_EQ(rt.segmentChunks(pgdn, longProblem(pgdn.manifest()), pgdn.manifest().default_config, forced), 4);
     try {
-      rt.segmentChunks(pgdn, longProblem(pgdn.manifest()), pgdn.manifest().default_config, forced);
+      rt.segmentChunks(gdp, longProblem(gdp.manifest()), gdp.manifest().default_config, forced);
       ADD_FAILURE() << "a forced L accepted for a package without segmented kernels";
     } catch (const RuntimeError& e) {
       EXPECT_NE(std::string(e.what()).find("has no segmented state pass"), std::string::npos) << e.what();
@@ -66,7 +70,8 @@ TEST(SegmentChoice, OptionsEnvironmentAndRule) {
   {
     Runtime rt(cacheIn("segment_choice_env"));
     EXPECT_EQ(rt.segmentChunks(gdn, p, c, LaunchOptions()), 8);
-    EXPECT_EQ(rt.segmentChunks(pgdn, longProblem(pgdn.manifest()), pgdn.manifest().default_config, LaunchOptions()), 0);
+    EXPECT_EQ(rt.segmentChunks(gdp, longProblem(gdp.manifest()), gdp.manifest().default_config, LaunchOptions()), 0);
+    EXPECT_EQ(rt.segmentChunks(pgdn, longProblem(pgdn.manifest()), pgdn.manifest().default_config, LaunchOptions()), 8);
     LaunchOptions plain;
     plain.segment_chunks = 0;
     EXPECT_EQ(rt.segmentChunks(gdn, p, c, plain), 0) << "LaunchOptions win over the environment";
@@ -91,7 +96,7 @@ TEST(SegmentChoice, OptionsEnvironmentAndRule) {
 TEST(SegmentChoice, ATunedSegmentLengthInTheConfigurationIsApplied) {
   ::unsetenv("DGPS_SEGMENT_CHUNKS");
   const Package gdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gdn");
-  const Package pgdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/pgdn");
+  const Package gdp = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gated_deltaproduct");  // none
   const ForwardProblem p = longProblem(gdn.manifest());  // T = 32768
   Runtime rt(cacheIn("segment_choice_tuned"));
   TileConfig c = gdn.manifest().default_config;
@@ -115,12 +120,12 @@ TEST(SegmentChoice, ATunedSegmentLengthInTheConfigurationIsApplied) {
   EXPECT_EQ(rt.segmentChunks(gdn, p, c, LaunchOptions()), 0);
   c.segment_chunks = -2;
   EXPECT_THROW(gdn.checkConfig(c), RuntimeError);
-  TileConfig pc = pgdn.manifest().default_config;
+  TileConfig pc = gdp.manifest().default_config;
   pc.segment_chunks = 0;
-  EXPECT_NO_THROW(pgdn.checkConfig(pc)) << "the plain pass is every package's";
+  EXPECT_NO_THROW(gdp.checkConfig(pc)) << "the plain pass is every package's";
   pc.segment_chunks = 16;
   try {
-    pgdn.checkConfig(pc);
+    gdp.checkConfig(pc);
     ADD_FAILURE() << "a segment length accepted for a package without segmented kernels";
   } catch (const RuntimeError& e) {
     EXPECT_NE(std::string(e.what()).find("segment_chunks=16"), std::string::npos) << e.what();
@@ -157,9 +162,9 @@ ForwardTensors placeholderCall(const Package& pkg, const ReferenceProblem& s) {
   return t;
 }
 
-// Runtime::forwardSummary refuses, with one message naming the problem and before any launch: a package
-// without segment kernels (the preconditioned specs), a sequence outside [0, N), summary tensors of the wrong
-// shape or dtype, and a forced segment length (the summary chooses it).
+// Runtime::forwardSummary refuses, with one message naming the problem and before any launch: a preconditioned
+// package (its pieces' summaries would need the preconditioner state folded across pieces first), a sequence
+// outside [0, N), summary tensors of the wrong shape or dtype, and a forced segment length (the summary chooses it).
 TEST(SegmentChoice, ForwardSummaryRefusesBadRequestsBeforeLaunching) {
   const Package gdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gdn");
   const Package pgdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/pgdn");
@@ -186,7 +191,7 @@ TEST(SegmentChoice, ForwardSummaryRefusesBadRequestsBeforeLaunching) {
       EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
     }
   };
-  expectError(pgdn, 0, trans, ext, {}, "preconditioned specs' state pass has no segment kernels");
+  expectError(pgdn, 0, trans, ext, {}, "package pgdn is preconditioned: a piece's summaries need the preconditioner's");
   expectError(gdn, 2, trans, ext, {}, "sequence 2 is outside [0, N = 2)");
   expectError(gdn, -1, trans, ext, {}, "sequence -1 is outside");
   expectError(gdn, 1, TensorView(fake, ScalarType::F32, {HV + 1, K, K}), ext, {}, "tensor 'trans' has shape");

@@ -2,7 +2,9 @@
 // tile-state-output,tile-segment; docs/architecture.md "Long sequences: the segmented state pass"). The package's
 // kernels.cu is compiled for the CPU emulator of tests/emu and launched with launch_rules.h forwardGeometry /
 // segmentGeometry. Per problem, on fresh seeded inputs and NaN-poisoned outputs and workspace:
-//   1. chunk_local writes the workspace (its chunk regions; the segment regions after them stay poisoned);
+//   1. the forward's roles before state_output (precond_summary and precond_scan where the spec has a
+//      preconditioner, then chunk_local) write the workspace (its chunk regions; the segment regions after them
+//      stay poisoned) and the final preconditioner state, which is compared with the float64 reference too;
 //   2. the ordinary walk (state_output) writes o and the final state;
 //   3. with ForwardArgs::segment_chunks = L, segment_summary, segment_fold and segment_state_output write a
 //      second, poisoned o and final state from the same workspace;
@@ -18,7 +20,10 @@
 // where the spec's reference allows it; K = V = 32 with C = 32, BV = 32, 1 stage (mma.sync) and K = V = 64 with
 // C = 64, BV = 64, 2 stages (the warpgroup-MMA path, emulated), bf16 inputs. The gates are scaled to decay
 // slowly (log-decay × 0.02), so that a segment's transition product M stays far from zero and an error in it
-// shows in o; one problem keeps the generator's faster gates.
+// shows in o; one problem keeps the generator's faster gates. A preconditioned spec's segment walks rebuild the
+// preconditioned write key (or, in the corrected walk, the query) from precond_scan's chunk-start states at the
+// segment's absolute chunks (docs/math.md §8.3): a rebuild from the wrong chunk's state, or none, shows in o and the
+// final state against both the ordinary walk and float64.
 //
 //   dgps-tile-segment-emu-check PACKAGE_DIR WORK_DIR
 #include <algorithm>
@@ -110,6 +115,7 @@ bool checkOnce(const dgps::Spec& spec, void* module, const Config& cfg, const Pr
   s.cu_seqlens = p.cu;
   dgps::InputGenOptions opt;
   opt.initial_state = p.initial;
+  opt.initial_precond_state = p.initial;
   dgps::ReferenceInputs in = dgps::generateInputs(spec, s, seed, dgps::ScalarType::BF16, opt);
   if (p.slowGates && in.count("g"))
     for (std::int64_t i = 0; i < in.at("g").numel(); ++i) in.at("g").set(i, kSlowGate * in.at("g").get(i));
@@ -117,7 +123,10 @@ bool checkOnce(const dgps::Spec& spec, void* module, const Config& cfg, const Pr
   const std::int64_t HV = s.heads_v, K = cfg.K, V = K, N = s.numSeqs();
 
   auto floats = [&](const char* n) { return in.count(n) ? f32Of(in.at(n)) : std::vector<float>(); };
-  std::vector<float> g = floats("g"), beta = floats("beta"), s0 = floats("initial_state");
+  std::vector<float> g = floats("g"), beta = floats("beta"), s0 = floats("initial_state"), pg = floats("precond_g"),
+                     pb = floats("precond_beta"), pc = floats("precond_center"), p0 = floats("initial_precond_state");
+  // the preconditioner's final state (precond_scan, before both state passes)
+  std::vector<float> pT(ref.has_final_precond_state ? (size_t)ref.final_precond_state.numel() : 0, NAN);
   std::vector<std::int64_t> cuv = p.cu;
   const size_t nO = (size_t)(p.B * p.T * HV * V), nS = (size_t)(N * HV * K * V);
   std::vector<std::uint16_t> oPlain(nO, 0x7fc1), oSeg;  // poison: NaN
@@ -149,6 +158,11 @@ bool checkOnce(const dgps::Spec& spec, void* module, const Config& cfg, const Pr
   a.g = ptr(g);
   a.beta = ptr(beta);
   a.initial_state = ptr(s0);
+  a.precond_g = ptr(pg);
+  a.precond_beta = ptr(pb);
+  a.precond_center = ptr(pc);
+  a.initial_precond_state = ptr(p0);
+  a.final_precond_state = pT.empty() ? nullptr : pT.data();
   a.cu_seqlens = cuv.empty() ? nullptr : cuv.data();
   a.workspace = ws.data();
   a.batch = p.B;
@@ -162,7 +176,12 @@ bool checkOnce(const dgps::Spec& spec, void* module, const Config& cfg, const Pr
 
   const std::string prefix = "dgps_" + spec.name + "_fwd_";
   using dgps::launch::forwardGeometry;
-  bool ok = launch(module, prefix + "chunk_local", forwardGeometry(dgps::launch::kChunkLocal, f, ls, tc), a);
+  // the plain roles up to state_output (launch.forward_segmented starts with the same ones)
+  int roles[dgps::launch::kMaxRoles];
+  const int nr = dgps::launch::forwardRoles(f, roles);
+  bool ok = true;
+  for (int i = 0; i < nr && ok && roles[i] != dgps::launch::kStateOutput; ++i)
+    ok = launch(module, prefix + dgps::launch::roleName(roles[i]), forwardGeometry(roles[i], f, ls, tc), a);
   oSeg = oPlain;  // what chunk_local wrote into o (it zeroes varlen rows past the last document) in both
   ok = ok && launch(module, prefix + "state_output", forwardGeometry(dgps::launch::kStateOutput, f, ls, tc), a);
   a.o = oSeg.data();
@@ -185,14 +204,19 @@ bool checkOnce(const dgps::Spec& spec, void* module, const Config& cfg, const Pr
     esPlain = relErr(fS, fP);
     esRef = relErr(fS, ref.final_state.toDoubles());
   }
+  const double epRef =
+      ref.has_final_precond_state ? relErr(std::vector<double>(pT.begin(), pT.end()), ref.final_precond_state.toDoubles())
+                                  : 0.0;
   const bool pass = eoPlain <= kTolPlain && esPlain <= kTolPlain && eoRef <= kTolRef && esRef <= kTolRef &&
-                    eoPlainRef <= kTolRef;
+                    eoPlainRef <= kTolRef && epRef <= kTolRef;
+  char precondErr[64] = "";
+  if (ref.has_final_precond_state) std::snprintf(precondErr, sizeof precondErr, ", final precond state %.3g", epRef);
   std::printf(
       "  %s C=%d K=V=%d L=%lld %s (B=%lld T=%lld N=%lld H=%lld HV=%lld%s%s, %lld segment slots): segmented vs "
-      "ordinary o %.3g, final state %.3g; vs float64 o %.3g (ordinary %.3g), final state %.3g  %s\n",
+      "ordinary o %.3g, final state %.3g; vs float64 o %.3g (ordinary %.3g), final state %.3g%s  %s\n",
       spec.name.c_str(), cfg.chunk, cfg.K, (long long)L, p.what, (long long)p.B, (long long)p.T, (long long)N,
       (long long)p.H, (long long)HV, s0.empty() ? "" : ", initial state", p.slowGates ? ", slow gates" : "",
-      (long long)G.slots, eoPlain, esPlain, eoRef, eoPlainRef, esRef, pass ? "ok" : "FAIL");
+      (long long)G.slots, eoPlain, esPlain, eoRef, eoPlainRef, esRef, precondErr, pass ? "ok" : "FAIL");
   return pass;
 }
 
@@ -204,7 +228,7 @@ int run(int argc, char** argv) {
   std::ifstream cu(pkg + "/kernels.cu");
   if (!cu) {
     std::printf("SKIPPED: no package %s (scripts/gen_tile_segment.sh writes one only for a spec whose state pass has "
-                "a tile lowering; a preconditioned forward has none yet)\n", pkg.c_str());
+                "a tile lowering: a chunk forward of one step per token)\n", pkg.c_str());
     return 77;
   }
   std::stringstream text;

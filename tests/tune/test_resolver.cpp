@@ -165,9 +165,14 @@ TEST_F(Resolver, RuntimeHookUsesTheResolver) {
 // segment length for a package without segmented kernels cannot launch and falls back to the default.
 TEST_F(Resolver, ATunedSegmentLengthReachesTheRuntime) {
   tunetest::ScopedEnv env("DGPS_SEGMENT_CHUNKS", nullptr);
+  // several Householder steps per token: no launch.forward_segmented (every one-step chunk forward has one)
+  const std::string gdp = tunetest::shippedPackage("gated_deltaproduct");
+  if (gdp.empty()) GTEST_SKIP() << "generated/gated_deltaproduct is absent";
+  pkg_ = Package::open(gdp);
+  ASSERT_TRUE(pkg_.manifest().launch.forward_segmented.empty());
   TileConfig bad = cfg(64, 4, 1);
   bad.segment_chunks = 32;
-  record(problem(1, 32768), fakeH200(pkg_), bad);  // pgdn: no launch.forward_segmented
+  record(problem(1, 32768), fakeH200(pkg_), bad);
   {
     auto r = make(TuneMode::Recorded);
     const std::optional<TileConfig> got = r->resolve(pkg_, problem(1, 32768), 0);
@@ -284,7 +289,11 @@ TEST_F(Resolver, CandidatesArePrunedByDeviceLimitsWithReasons) {
   tuning::DeviceFingerprint fp = fakeH200(pkg_);
   const tuning::CandidateSet all = tune::forwardCandidates(pkg_, shape, fp);
   const TuningSpace& t = pkg_.manifest().tunables;
-  EXPECT_EQ(all.kept.size() + all.pruned.size(), t.chunk.size() * t.block_v.size() * t.warps.size() * t.stages.size());
+  // pgdn has the segmented state pass, so a long enough shape also searches segment lengths: every kept
+  // configuration appears once with the plain pass (segment_chunks 0, or -1 where no length is searched)
+  std::size_t plain = 0;
+  for (const TileConfig& c : all.kept) plain += c.segment_chunks <= 0 ? 1 : 0;
+  EXPECT_EQ(plain + all.pruned.size(), t.chunk.size() * t.block_v.size() * t.warps.size() * t.stages.size());
   EXPECT_FALSE(all.kept.empty());
   fp.smem_per_block_optin = 1024;  // a device with almost no shared memory
   const tuning::CandidateSet none = tune::forwardCandidates(pkg_, shape, fp);

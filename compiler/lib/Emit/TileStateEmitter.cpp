@@ -26,11 +26,14 @@ namespace {
 /// stateOutputThreads).
 LogicalResult checkRescale(StateWalkOp w, const launch::FeatureSet& f) {
   if (!w.getRescale()) {
-    if (f.precond == 1)
+    // every walk reads the write key; only a walk that writes o reads the query (a segment summary's do not)
+    if (launch::rebuildsKw(f) || (launch::rebuildsQ(f) && w.getWriteOutput()))
       return w.emitOpError("is in a preconditioned forward (tile.launch_features) but has no rescale: the layout "
                            "stages the preconditioner's operand rebuild (launch_rules.h stateOutputSmem)");
     return success();
   }
+  if (*w.getRescale() == WalkOperand::query && !w.getWriteOutput())
+    return w.emitOpError("rescales the query but writes no o, which is the query's only reader");
   const bool query = *w.getRescale() == WalkOperand::query;
   if (f.precond != 1 || (query ? !launch::rebuildsQ(f) : !launch::rebuildsKw(f)))
     return w.emitOpError() << "rescales the " << (query ? "query" : "write key")
@@ -79,7 +82,7 @@ enum class Loader { consumers, producer };
 
 /// The loads of chunk c's stage `st` by one side (threads `ti` of `nt`), in the device library's order.
 void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::FeatureSet& f, Loader side, const char* ti,
-                    const char* nt) {
+                    const char* nt, const char* transSel = nullptr) {
   const bool rawK = (w.getReadKey() && *w.getReadKey() == "k") || w.getWriteKey() == "k";
   const bool re = w.getRescale().has_value();
   const bool reQ = re && *w.getRescale() == WalkOperand::query, reW = re && *w.getRescale() == WalkOperand::write_key;
@@ -124,7 +127,11 @@ void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::Feature
           "float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8"
        << th;
   if (side == Loader::producer) return;
-  if (!w.getZeroValues())  // zero_values: the value tiles stay the zeros written before the walk
+  if (transSel)  // a merged summary walk: only the E walk loads values
+    os << "    if (!" << transSel << ") dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + "
+          "hv) * V + v0, HV * V, Lr, V - v0"
+       << th;
+  else if (!w.getZeroValues())  // zero_values: the value tiles stay the zeros written before the walk
     os << "    dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, "
           "HV * V, Lr, V - v0"
        << th;
@@ -142,9 +149,9 @@ void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::Feature
 }
 
 /// The consumers' stage loader `stage(c)`: every tile the consumers load for chunk c.
-void emitStageLoader(std::ostringstream& os, StateWalkOp w, const launch::FeatureSet& f) {
+void emitStageLoader(std::ostringstream& os, StateWalkOp w, const launch::FeatureSet& f, const char* transSel) {
   os << "  auto stage = [&](int64_t c) {\n";
-  emitStageLoads(os, w, f, Loader::consumers, "ct", "NT");
+  emitStageLoads(os, w, f, Loader::consumers, "ct", "NT", transSel);
   os << "  };\n";
 }
 
@@ -301,9 +308,12 @@ FailureOr<SmallVector<StateWalkOp>> walksOf(func::FuncOp fn, size_t most) {
 /// The walk: constants, the CTA's coordinates, the stage loader, the state's start, the chunk loop and the
 /// end state. `segment`: the CTA is one of the walk's range `bid` of a segment grid and walks one segment's
 /// chunks [c0, nch); otherwise one CTA per (sequence, value head, value tile) walks all of its chunks.
+/// `transSel` (a segment summary's merged walk, mergedSummaryWalk): `walk` is the E walk, and the body takes the M
+/// walk's start, value term, column count and end region where the bool variable `transSel` is true.
 void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::FeatureSet& F, const std::string& fs,
-                  bool segment) {
+                  bool segment, const char* transSel = nullptr) {
   const bool zero = walk.getZeroValues();
+  const std::string sel = transSel ? transSel : "";
   os << "  namespace t = dgps::tile;\n  namespace dev = dgps::dev;\n";
   os << "  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;\n";
   os << "  constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;\n";
@@ -334,8 +344,13 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
     os << "  const dev::Seq sq = dev::seq_of(a, n);\n";
     os << "  const int64_t s0 = dev::first_slot(a, n, sq.bos), nch = (sq.len + C - 1) / C;\n";
   } else {
-    os << "  // tiles of " << (zero ? "M's K columns (a K x K state)" : "the V value columns") << "\n";
-    os << "  constexpr int64_t VT = (" << (zero ? "K" : "V") << " + BV - 1) / BV;\n";
+    if (transSel) {
+      os << "  // tiles of M's K columns (a K x K state) where " << sel << ", else of the V value columns\n";
+      os << "  const int64_t VT = " << sel << " ? (K + BV - 1) / BV : (V + BV - 1) / BV;\n";
+    } else {
+      os << "  // tiles of " << (zero ? "M's K columns (a K x K state)" : "the V value columns") << "\n";
+      os << "  constexpr int64_t VT = (" << (zero ? "K" : "V") << " + BV - 1) / BV;\n";
+    }
     os << "  const int64_t Ls = a.segment_chunks;  // chunks per segment\n";
     os << "  const dgps::launch::SegmentLayout G = dgps::launch::segmentLayout(F, dev::shape_of<void>(a), "
           "dev::tile_of(), Ls);\n";
@@ -361,17 +376,18 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
   os << "  const int64_t sh0 = s0 * HV + hv;  // workspace row (slot·HV + hv) of chunk 0; chunk c adds c·HV\n";
   os << "  auto ws16 = [&](int64_t off, int64_t row_elems) {\n"
         "    return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;\n  };\n";
-  emitStageLoader(os, walk, F);
+  emitStageLoader(os, walk, F, transSel);
   if (walk.getRescale()) emitProducer(os, walk, F, segment ? "c0" : "0");
-  if (zero) {
+  if (zero || transSel) {
     os << "  // the value term is dropped: every stage's value tile is zero (the stage loader never writes it)\n";
-    os << "  for (int s = 0; s < STAGES; ++s) {\n";
+    os << "  " << (transSel ? "if (" + sel + ") " : "") << "for (int s = 0; s < STAGES; ++s) {\n";
     os << "    uint16_t* const z = dev::smem_at<uint16_t>(sm + s * L.stage_bytes, L.v);\n";
     os << "    for (int i = ct; i < C * PV; i += NT) z[i] = 0;\n  }\n";
   }
   os << "  // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)\n";
   os << "  float S[KP / 8][4];\n";
   const std::string segState = "(slot * HV + hv) * (int64_t)K * ";
+  if (transSel) os << "  if (" << sel << ") t::state_identity<KP>(S, K, K, vw);\n  else\n  ";
   switch (walk.getStart()) {
     case StateStart::argument:
       os << "  t::state_start<KP>(S, a.initial_state != nullptr ? a.initial_state + (n * HV + hv) * (int64_t)K * V : "
@@ -396,6 +412,9 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
   if (walk.getWriteFinal())
     os << "  if (a.final_state != nullptr) t::state_store<KP>(S, a.final_state + (n * HV + hv) * (int64_t)K * V, K, V, "
           "vw);\n";
+  if (transSel)
+    os << "  if (" << sel << ") t::state_store<KP>(S, reinterpret_cast<float*>(ws + G.trans) + " << segState
+       << "K, K, K, vw);\n  else\n  ";
   if (auto end = walk.getEndRegion()) {
     const char* width = zero ? "K" : "V";
     os << "  t::state_store<KP>(S, reinterpret_cast<float*>(ws + G." << (zero ? "trans" : "ext") << ") + " << segState
@@ -403,10 +422,30 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
   }
 }
 
+/// Checks that `e` and `m` are a segment summary's E walk (from zero, into "seg_ext") and M walk (from the identity
+/// with the value term dropped, into "seg_trans") that agree on everything else, so one body can print both.
+LogicalResult checkMergeable(StateWalkOp e, StateWalkOp m) {
+  if (e.getStart() != StateStart::zero || e.getZeroValues() || e.getEndRegion() != std::optional<StringRef>("seg_ext"))
+    return e.emitOpError("is not a segment summary's E walk (start zero, end_region \"seg_ext\")");
+  if (m.getStart() != StateStart::identity || !m.getZeroValues() ||
+      m.getEndRegion() != std::optional<StringRef>("seg_trans"))
+    return m.emitOpError("is not a segment summary's M walk (start identity, zero_values, end_region \"seg_trans\")");
+  // everything but start, zero_values and end_region must agree: compare the attribute dictionaries without them
+  auto rest = [](StateWalkOp w) {
+    SmallVector<NamedAttribute> kept;
+    for (NamedAttribute a : w->getAttrDictionary())
+      if (a.getName() != w.getStartAttrName() && a.getName() != w.getZeroValuesAttrName() &&
+          a.getName() != w.getEndRegionAttrName())
+        kept.push_back(a);
+    return DictionaryAttr::get(w.getContext(), kept);
+  };
+  if (rest(e) != rest(m))
+    return m.emitOpError("differs from the summary's E walk in more than its start, value term and end region");
+  return success();
+}
+
 /// Checks what a walk may do in its grid: start, end state and output.
 LogicalResult checkWalkKind(StateWalkOp w, bool segment) {
-  if (segment && w.getRescale())
-    return w.emitOpError("rescales an operand in a segment grid, which the tile emitter does not print yet");
   const bool regions = w.getStart() == StateStart::region || w.getEndRegion();
   if (!segment && (regions || w.getStart() == StateStart::identity))
     return w.emitOpError("reads or writes a segment region, or starts from the identity, outside a segment grid");
@@ -449,7 +488,43 @@ FailureOr<std::string> emitTileSegmentKernel(func::FuncOp fn, const std::string&
   const std::string& fs = features->second;
   for (StateWalkOp w : *walks)
     if (failed(checkLayout(w, features->first)) || failed(checkWalkKind(w, true))) return failure();
+  // the kernel's threads (launch_rules.h segmentGeometry): a walk with a rescale runs state_output's producer
+  // warpgroup, so every walk of one kernel must agree on having one
+  const bool producers = walks->front().getRescale().has_value();
+  for (StateWalkOp w : *walks)
+    if (w.getRescale().has_value() != producers)
+      return w.emitOpError("differs from the kernel's other walk in having a rescale (one CTA shape per kernel)");
+  if (summary ? producers != launch::rebuildsKw(features->first) : producers != (features->first.precond == 1))
+    return walks->front().emitOpError() << "has " << (producers ? "a" : "no")
+                                        << " rescale where the launch of tile.launch_features gives the kernel "
+                                        << (producers ? "no" : "a") << " producer warpgroup (launch_rules.h "
+                                        << (summary ? "segmentSummaryThreads)" : "stateOutputThreads)");
+  const std::string threads = std::string(summary ? "dgps::launch::segmentSummaryThreads(" :
+                                                    "dgps::launch::stateOutputThreads(") + fs + ", dgps::cfg::BV)";
   std::ostringstream os;
+  if (producers && walks->size() == 2) {
+    // A producer warpgroup caps the kernel at 65536 / (NT + 128) registers per thread (168 at BV = 128), where
+    // one split walk fits at K = 128 but two inlined ones spill (ptxas, sm_90a): the E and M walks, which differ
+    // only in their start, value term, column count and end region, become one walk that picks those per CTA.
+    if (failed(checkMergeable((*walks)[0], (*walks)[1]))) return failure();
+    os << "static __device__ __forceinline__ void " << symbol
+       << "_walk(const dgps::ForwardArgs& a, int64_t bid, bool trans) {\n";
+    emitWalkBody(os, (*walks)[0], features->first, fs, true, "trans");
+    os << "}\n";
+    os << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", 1) " << symbol
+       << "(dgps::ForwardArgs a) {\n";
+    os << "  // Generated from tile IR (" << fn.getSymName().str()
+       << ", grid segment: one CTA per segment slot, value head and tile; launch_rules.h segmentGeometry).\n";
+    os << "  if (a.segment_chunks < 1) return;  // launched only with a segment length\n";
+    os << "  const int64_t bid = dgps::dev::block_x();\n";
+    os << "  // the E walk's CTAs (every segment slot x value head x value tile), then the M walk's\n";
+    os << "  const int64_t range = dgps::tile::segment_slots(a.cu_seqlens != nullptr, a.num_seqs, a.seq_len, "
+          "dgps::cfg::C, a.segment_chunks) * a.heads_v * ((dgps::cfg::V + dgps::cfg::BV - 1) / dgps::cfg::BV);\n";
+    os << "  const bool trans = bid >= range;\n";
+    os << "  " << symbol << "_walk(a, trans ? bid - range : bid, trans);\n";
+    os << "}\n";
+    return os.str();
+  }
   // each walk is a device function over its own range of the grid's CTAs (TileDialect.td Grid segment)
   for (size_t i = 0; i < walks->size(); ++i) {
     os << "static __device__ __forceinline__ void " << symbol << "_walk" << i
@@ -457,8 +532,8 @@ FailureOr<std::string> emitTileSegmentKernel(func::FuncOp fn, const std::string&
     emitWalkBody(os, (*walks)[i], features->first, fs, true);
     os << "}\n";
   }
-  os << "extern \"C\" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(" << fs
-     << ", dgps::cfg::BV), 1) " << symbol << "(dgps::ForwardArgs a) {\n";
+  os << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", 1) " << symbol
+     << "(dgps::ForwardArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str()
      << ", grid segment: one CTA per segment slot, value head and tile; launch_rules.h segmentGeometry).\n";
   os << "  if (a.segment_chunks < 1) return;  // launched only with a segment length\n";

@@ -4,8 +4,12 @@
 //                      start into "seg_ext" and M from the identity with the value term dropped into "seg_trans"
 //   segment_fold    -> @<name>_segment_fold: one tile.state_fold (start states and final state)
 //   state_output    -> @<name>_segment_state_output: the walk from the folded start "seg_start", writing o
-// A kernel op this lowering does not know (a preconditioner's in-kernel rebuild: the plain state_output's walk
-// has a rescale for it, the segment walks not yet) is an error naming it.
+// A preconditioner's in-kernel rebuild (chunk.accum_apply / chunk.hypergrad_apply of the write key, or of the
+// query in the corrected walk) becomes the walks' rescale, as in state_output (StateWalkLowering.h setRescale):
+// the rebuild reads the precond_scan role's chunk-start states "pst", which exist for every chunk before the state
+// pass, so a segment walk rebuilds its operand from any chunk on (docs/math.md §8.3; the plan comes from
+// --chunk-segment-state-pass=segment-precond-scan=false). A kernel op this lowering does not know is an error
+// naming it.
 #include "StateWalkLowering.h"
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
@@ -43,17 +47,27 @@ struct SegmentKernels {
   ch::SegmentFoldOp fold;
   ch::SegmentStatePassOp rerun;
   ch::OutputOp output;
+  Operation* summaryApply = nullptr;  ///< the preconditioner's rebuild in segment_summary, if any
+  Operation* outputApply = nullptr;   ///< the same in the corrected walk's kernel
   bool writesFinal = false, writesO = false;
 };
+
+/// Whether `op` is a preconditioner's in-chunk rebuild (the walk's rescale).
+bool isPrecondApply(Operation& op) { return isa<ch::AccumApplyOp, ch::HypergradApplyOp>(op); }
 
 LogicalResult inspectSummary(ch::KernelOp k, SegmentKernels& s) {
   for (Operation& op : k.getBody().front()) {
     if (preparedByChunkLocal(op)) continue;
+    if (isPrecondApply(op) && !s.summaryApply) {
+      s.summaryApply = &op;
+      continue;
+    }
     if (auto sum = dyn_cast<ch::SegmentSummaryOp>(op); sum && !s.summary) {
       s.summary = sum;
       continue;
     }
-    return unknownOp(op, "segment_summary", "the prepared operands and one segment_summary");
+    return unknownOp(op, "segment_summary",
+                     "the prepared operands, one preconditioner apply and one segment_summary");
   }
   if (!s.summary) return k.emitOpError("segment_summary kernel without chunk.segment_summary");
   return success();
@@ -80,6 +94,10 @@ LogicalResult inspectFold(ch::KernelOp k, SegmentKernels& s) {
 LogicalResult inspectOutput(ch::KernelOp k, SegmentKernels& s) {
   for (Operation& op : k.getBody().front()) {
     if (preparedByChunkLocal(op)) continue;
+    if (isPrecondApply(op) && !s.outputApply) {
+      s.outputApply = &op;
+      continue;
+    }
     if (auto r = dyn_cast<ch::SegmentStatePassOp>(op); r && !s.rerun) {
       s.rerun = r;
       continue;
@@ -94,7 +112,8 @@ LogicalResult inspectOutput(ch::KernelOp k, SegmentKernels& s) {
       continue;
     }
     return unknownOp(op, "state_output",
-                     "the prepared operands, one segment_state_pass, one output and the store of \"o\"");
+                     "the prepared operands, one preconditioner apply, one segment_state_pass, one output and the "
+                     "store of \"o\"");
   }
   if (!s.rerun || !s.output || !s.writesO)
     return k.emitOpError("segmented state_output needs chunk.segment_state_pass, chunk.output and a store of \"o\"");
@@ -127,10 +146,6 @@ struct LowerSegmentRolesToTilePass : public dgps::impl::LowerSegmentRolesToTileB
         failed(inspectOutput(s.outputKernel, s)))
       return failure();
     const ForwardFeatures f = forwardFeaturesOf(fwd);
-    if (f.precond)
-      return s.outputKernel.emitOpError("is in a preconditioned forward, whose segment walks need a rescale (the "
-                                        "rebuilt preconditioned operand) that this lowering does not print yet (no "
-                                        "segment kernels)");
     const bool delta = static_cast<bool>(s.summary.getW());
     SmallVector<func::FuncOp> made;
     auto fail = [&] {
@@ -149,9 +164,14 @@ struct LowerSegmentRolesToTilePass : public dgps::impl::LowerSegmentRolesToTileB
     trans.start = StateStart::identity;
     trans.zeroValues = true;
     trans.endRegion = "seg_trans";
-    if (failed(buildStateWalk(body, s.summary.getLoc(), s.summary, f, s.summary.getW(), s.summary.getGate(), ext)) ||
-        failed(buildStateWalk(body, s.summary.getLoc(), s.summary, f, s.summary.getW(), s.summary.getGate(), trans)))
-      return fail();
+    // both walks read the write key, never the query: only a write-key rebuild is theirs
+    for (const WalkEnds& ends : {ext, trans}) {
+      FailureOr<StateWalkOp> w =
+          buildStateWalk(body, s.summary.getLoc(), s.summary, f, s.summary.getW(), s.summary.getGate(), ends);
+      if (failed(w) ||
+          (s.summaryApply && failed(setRescale(*w, s.summaryApply, s.summary.getWriteKey(), Value()))))
+        return fail();
+    }
     body.create<func::ReturnOp>(s.summaryKernel.getLoc());
 
     // segment_fold
@@ -168,7 +188,10 @@ struct LowerSegmentRolesToTilePass : public dgps::impl::LowerSegmentRolesToTileB
     rerun.start = StateStart::region;
     rerun.startRegion = "seg_start";
     rerun.writeOutput = true;
-    if (failed(buildStateWalk(body, s.rerun.getLoc(), s.rerun, f, s.rerun.getW(), s.rerun.getGate(), rerun)))
+    FailureOr<StateWalkOp> walk =
+        buildStateWalk(body, s.rerun.getLoc(), s.rerun, f, s.rerun.getW(), s.rerun.getGate(), rerun);
+    if (failed(walk) || (s.outputApply && failed(setRescale(*walk, s.outputApply, s.rerun.getWriteKey(),
+                                                            s.output.getQuery()))))
       return fail();
     body.create<func::ReturnOp>(s.outputKernel.getLoc());
 

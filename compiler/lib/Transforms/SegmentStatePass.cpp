@@ -1,7 +1,7 @@
 // --chunk-segment-state-pass: the sequential passes over chunks of a fused forward rewritten into their
 // sequence-parallel form (ChunkSegmentOps.td, docs/math.md §8). Exact for every spec: only ops are
 // replaced, never approximated; a clamped hypergradient scan, which has no affine segment summary,
-// is kept sequential.
+// is kept sequential, and segment-precond-scan = false keeps every preconditioner pass sequential (the GPU's form).
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Transforms/Passes.h"
 #include "mlir/IR/Builders.h"
@@ -87,6 +87,7 @@ struct SegmentStatePassPass : dgps::impl::SegmentStatePassBase<SegmentStatePassP
       }
     for (Operation& op : llvm::make_early_inc_range(body)) {
       if (auto s = dyn_cast<StatePassOp>(op)) segmentStatePass(s);
+      else if (!segmentPrecondScan) continue;  // chunk-start states for every chunk, before the state pass
       else if (auto a = dyn_cast<AccumPassOp>(op)) segmentAccumPass(a);
       else if (auto h = dyn_cast<HypergradPassOp>(op)) segmentHypergradPass(h);
     }

@@ -141,6 +141,9 @@ mlir::LogicalResult lowerSegmentRoles(mlir::MLIRContext& ctx, const CompileOptio
   mlir::OwningOpRef<mlir::ModuleOp> segmented = fused.clone();
   dgps::SegmentStatePassOptions so;
   so.segmentChunks = 0;  // the kernels read L from ForwardArgs::segment_chunks
+  // precond_summary / precond_scan stay the plain roles: their chunk-start states ("pst") exist for every chunk
+  // before the state pass, so each segment walk rebuilds the preconditioned operand from them (docs/math.md §8.3)
+  so.segmentPrecondScan = false;
   // The segment pass's remarks (a preconditioner scan kept sequential) are the plan's business, not compile's.
   mlir::ScopedDiagnosticHandler quietRemarks(&ctx, [](mlir::Diagnostic& d) {
     return mlir::success(d.getSeverity() == mlir::DiagnosticSeverity::Remark);
@@ -250,10 +253,9 @@ int compile(const CompileOptions& o) {
   }
 
   // The sequence-parallel state pass's kernels are extra symbols beside the plain roles (which they leave
-  // unchanged), so every package whose state pass has a tile lowering (no preconditioner) gets them; an
-  // explicit --codegen=tile-segment makes a spec without that lowering an error.
-  const bool segmentCovered = canonical.precond.kind == dgps::PrecondKind::None &&
-                              dgps::hasKernel(canonical, dgps::KernelKind::ChunkForward);
+  // unchanged), so every package with a chunk forward of one step per token gets them (a preconditioned one
+  // too: its walks rebuild the preconditioned operand from precond_scan's chunk-start states).
+  const bool segmentCovered = dgps::hasKernel(canonical, dgps::KernelKind::ChunkForward);
   if ((codegenHas(o.codegen, "tile-segment") || segmentCovered) && oneStep &&
       mlir::failed(lowerSegmentRoles(ctx, o, *fused, tileModule)))
     return 1;

@@ -129,6 +129,12 @@ def SegmentStatePass : Pass<"chunk-segment-state-pass", "::mlir::func::FuncOp"> 
     (dsl/include/dgps/dsl/SegmentScan.h chooseSegmentChunks). --chunk-partition-kernels then places
     segment_summary and segment_fold in roles of their own, between chunk_local and state_output.
 
+    `segment-precond-scan` = false keeps the preconditioner's passes sequential and segments the
+    state pass only: the preconditioner's chunk-start states (precond_scan, K values per chunk step)
+    are then computed for every chunk before the state pass, so a segment can start at any chunk and
+    its walks rebuild the preconditioned key from them (docs/math.md §8.3). This is the form the GPU
+    kernels take (dgpsc compile, --dgps-lower-segment-roles-to-tile).
+
     Before:
     ```mlir
     %vn, %h, %S = chunk.state_pass w %w, u %u, write %kw gate %G init %S0 : ...
@@ -145,7 +151,9 @@ def SegmentStatePass : Pass<"chunk-segment-state-pass", "::mlir::func::FuncOp"> 
   }];
   let options = [
     Option<"segmentChunks", "segment-chunks", "int64_t", /*default=*/"0",
-           "segment length in chunks (>= 1); 0: chosen at launch from the shape and SM count">
+           "segment length in chunks (>= 1); 0: chosen at launch from the shape and SM count">,
+    Option<"segmentPrecondScan", "segment-precond-scan", "bool", /*default=*/"true",
+           "also rewrite the preconditioner's passes into two-level scans; false: keep them sequential">
   ];
 }
 

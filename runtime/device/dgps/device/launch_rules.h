@@ -507,8 +507,17 @@ constexpr int kSegmentFoldThreads = 128;
 constexpr int kSegmentFoldCols = 16;
 DGPS_HD constexpr long long segmentFoldSmem(long long K) { return (2 * K * (K + 4) + 2 * K * kSegmentFoldCols) * 4; }
 
+/// Threads of a segment_summary CTA: state_output's consumer warps, plus its producer warpgroup when the walks
+/// rebuild the write key (a key-side preconditioner). The summary's walks read no query, so a query-side
+/// preconditioner's summary has nothing to rebuild and no producers (its shared-memory stage stays
+/// stateOutputSmem's).
+DGPS_HD constexpr int segmentSummaryThreads(const FeatureSet& f, int BV) {
+  return (stateOutputConsumerWarps(BV) + (rebuildsKw(f) ? stateOutputProducerWarps(f) : 0)) * 32;
+}
+
 /// Launch geometry of a segment kernel. The summary's grid is S·HV·⌈V/BV⌉ CTAs of E (value tiles) followed by
-/// S·HV·⌈K/BV⌉ CTAs of M (tiles of M's K columns, BV wide); both walks use state_output's block and stages.
+/// S·HV·⌈K/BV⌉ CTAs of M (tiles of M's K columns, BV wide); both walks use state_output's stages and shared
+/// memory, and segmentSummaryThreads; the corrected walk is state_output's CTA.
 DGPS_HD inline Geometry segmentGeometry(int role, const FeatureSet& f, const ProblemShape& s, const TileConfig& t,
                                         long long L) {
   Geometry g;
@@ -519,7 +528,7 @@ DGPS_HD inline Geometry segmentGeometry(int role, const FeatureSet& f, const Pro
   switch (role) {
     case kSegmentSummary:
       g.grid.x = (unsigned)(slots * s.HV * (cdiv(s.V, BV) + cdiv(s.K, BV)));
-      g.block.x = (unsigned)stateOutputThreads(f, BV);
+      g.block.x = (unsigned)segmentSummaryThreads(f, BV);
       g.smem_bytes = walkSmem;
       break;
     case kSegmentFold:

@@ -15,9 +15,9 @@
 // With G processes each rank calls the three in a row. With G simulated ranks in one process
 // (LocalCollective) call phase 1 and the gather for every rank, then phase 2 for every rank.
 //
-// Covered: packages with launch.forward_segmented (the specs without a preconditioner: deltanet, gdn, kda,
-// linear_attention, mamba2). The preconditioned specs (PGDN, PKDA, OSDN) need two rounds (their
-// preconditioner state first) and their state pass has no segment kernels yet: both calls refuse them.
+// Covered: packages with launch.forward_segmented and no preconditioner (deltanet, gdn, kda, linear_attention,
+// mamba2). The preconditioned specs (PGDN, PKDA, OSDN) need two rounds (their preconditioner state folded across
+// ranks first, which is not done; their segment kernels serve one GPU): both calls refuse them.
 //
 // Cost: phase 1 is chunk_local and one segment_summary walk over the piece (its E and its K×K M), about the
 // piece's plain forward plus the M walk; phase 2 is the piece's plain forward. The fold of the continued

@@ -144,8 +144,9 @@ class Runtime {
   /// `tensors` is a forward call (the same validation; dense or varlen); its initial_state and final_state are
   /// ignored (the summary does not depend on a start state) and o is not written except rows past cu[N],
   /// which are zeroed as in forward. The workspace (ForwardTensors::workspace, or the runtime's) must hold
-  /// forwardSummaryWorkspaceBytes. Throws RuntimeError{InvalidArgument} (nothing launched) when the package has
-  /// no launch.forward_segmented (the preconditioned specs: their state pass has no segment kernels yet),
+  /// forwardSummaryWorkspaceBytes. Throws RuntimeError{InvalidArgument} (nothing launched) when the package is
+  /// preconditioned (a piece's summaries would need the preconditioner state folded across pieces first, not done)
+  /// or has no launch.forward_segmented (several Householder steps per token),
   /// `sequence` is outside [0, N), options.segment_chunks is set (the summary chooses L), or trans / ext is not
   /// a contiguous f32 tensor of that shape on the tensors' device; otherwise as forward.
   void forwardSummary(const Package& package, const ForwardTensors& tensors, std::int64_t sequence,
