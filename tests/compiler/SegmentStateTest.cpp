@@ -236,7 +236,7 @@ TEST_P(SegmentedStatePassOnly, DenseLengthsThatDoNotDivide) {
   Context c;
   const Spec spec = gridSpec(loadSpec(GetParam()));
   Forms f = lowerAll(c, spec, /*gpuForm=*/true);
-  ProblemShape p;
+  ReferenceProblem p;
   p.batch = 2, p.seq_len = 200, p.heads_qk = 2, p.heads_v = 2 * spec.gva_ratio, p.key_dim = 20, p.value_dim = 16;
   // C = 16: 13 chunks, the last partial; L = 1, 3, 5 (do not divide 13) and 40 (one segment)
   checkForms(f, spec, p, /*initialStates=*/true, 16, {1, 3, 5, 40});
@@ -248,7 +248,7 @@ TEST_P(SegmentedStatePassOnly, VarlenShortAndEmptyDocuments) {
   Context c;
   const Spec spec = gridSpec(loadSpec(GetParam()));
   Forms f = lowerAll(c, spec, /*gpuForm=*/true);
-  ProblemShape p;
+  ReferenceProblem p;
   p.batch = 1, p.seq_len = 250, p.heads_qk = 2, p.heads_v = 2 * spec.gva_ratio, p.key_dim = 16, p.value_dim = 20;
   // lengths 3, 167 (11 chunks of 16), 1, 0, 19, 40; rows 230..249 are padding
   p.cu_seqlens = {0, 3, 170, 171, 171, 190, 230};
