@@ -121,8 +121,8 @@ class Op:
           group=cp_group)`` (a sum) gives every row on every rank, exactly.
         - tensors on the rank's device (torch.cuda.current_device()); a gloo group gathers through host
           copies (several ranks may then share one GPU), any other backend (NCCL) on the device.
-        - packages with segment kernels only (info["segment_kernels"]: gdn, gdn_gva, deltanet, kda, mamba2,
-          linear_attention); eager only (the exchange reads the group's headers on the host), not under
+        - packages with segment kernels and no preconditioner only (info["context_parallel"]: gdn, gdn_gva,
+          deltanet, kda, mamba2, linear_attention); eager only (the exchange reads the group's headers on the host), not under
           torch.compile or CUDA graph capture. Each rank checks its arguments and all ranks exchange what
           they planned before any launch: a rank that refuses its arguments, or planned another split,
           makes every rank raise (naming it) rather than wait in a collective.
@@ -154,11 +154,13 @@ class Op:
     def _context_parallel(self, q, k, v, gates, precond_center, initial_state, initial_precond_state,
                           output_final_state, cu_seqlens, scale, cp_group, cp_bounds):
         """One rank's piece of a context-parallel forward (see __call__; dgps/_context_parallel.py)."""
-        if not self.info["segment_kernels"]:
+        if not self.info["context_parallel"]:
+            why = ("it is preconditioned: a piece's summaries would need the preconditioner's state folded across "
+                   "the pieces first, which is not built" if self.info["segment_kernels"] else
+                   "it has no segment kernels (launch.forward_segmented), which summarise a piece")
             raise native.InvalidArgument(
-                f"dgps: package '{self.name}' has no segment kernels (launch.forward_segmented), which the "
-                "context-parallel forward summarises a piece with; the preconditioned specs (PGDN, PKDA, OSDN) are "
-                "not covered yet (docs/context_parallel.md). Run the whole sequence on one rank with cp_group=None")
+                f"dgps: package '{self.name}' cannot run context-parallel: {why} (docs/context_parallel.md). "
+                "Run the whole sequence on one rank with cp_group=None")
         if initial_precond_state is not None:
             raise native.InvalidArgument(f"dgps: spec '{self.name}' has no preconditioner state; "
                                          "initial_precond_state must be None")

@@ -48,6 +48,9 @@ py::dict describePackage(const Package& package) {
   d["has_decode"] = m.has_decode;
   // the context-parallel forward (and the sequence-parallel state pass) need the segment kernels
   d["segment_kernels"] = !m.launch.forward_segmented.empty();
+  // what Runtime::forwardSummary accepts: segment kernels and no preconditioner (its state would have to be
+  // folded across the pieces first, which is not built)
+  d["context_parallel"] = !m.launch.forward_segmented.empty() && m.features.precond == PrecondKind::None;
   d["default_config"] = toString(m.default_config);
   return d;
 }

@@ -131,6 +131,9 @@ def cpu_plumbing_worker(rank, G, store, out_dir):
         runtime.fail_publish = False
         results["after_errors"] = _attempt(run)  # the group still works: every rank made the same exchanges
         torch.save(results, os.path.join(out_dir, f"rank{rank}.pt"))
+        # no rank tears the group down while a peer's last collective may still be reading from it (gloo aborts
+        # the peer on a closed connection)
+        dist.barrier()
     except Exception:  # noqa: BLE001 (reported to the test process with the traceback)
         torch.save({"crash": traceback.format_exc()}, os.path.join(out_dir, f"rank{rank}.pt"))
         raise
@@ -144,7 +147,7 @@ def gpu_cases(G):
     """(package, T, global cu_seqlens or None, cp_bounds or None): a packed batch with padding and an empty
     document over the equal split, one sequence crossing every boundary, and an uneven split with an empty
     rank and a one-token rank (G = 4) or a one-token rank (G = 2)."""
-    names = [n for n in dgps.shipped_names() if dgps.load(n).info["segment_kernels"]]
+    names = [n for n in dgps.shipped_names() if dgps.load(n).info["context_parallel"]]
     cu = [0, 300, 301, 700, 700, 1000]
     uneven = [0, 1, 1024] if G == 2 else [0, 0, 500, 501, 1024]
     cases = []
@@ -199,6 +202,7 @@ def gpu_worker(rank, G, store, out_dir, backend="gloo"):
             with torch.no_grad():
                 o = layer(h[:, b[rank]:b[rank + 1]], cu_seqlens=GPU_LAYER_CU, cp_group=dist.group.WORLD)[0]
             torch.save(o.cpu(), os.path.join(out_dir, f"layer_{name}_rank{rank}.pt"))
+        dist.barrier()  # as cpu_plumbing_worker: no teardown under a peer's last collective
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
@@ -246,6 +250,7 @@ def layer_halo_worker(rank, G, store, out_dir):
         bad = [0, 5, 7, 12] if rank == 1 else b
         results["bad"] = _attempt(lambda: layer(x[:, b[rank]:b[rank + 1]], cp_group=dist.group.WORLD, cp_bounds=bad))
         torch.save(results, os.path.join(out_dir, f"layer_rank{rank}.pt"))
+        dist.barrier()  # as cpu_plumbing_worker: no teardown under a peer's last collective
     except Exception:  # noqa: BLE001 (reported to the test process with the traceback)
         torch.save({"crash": traceback.format_exc()}, os.path.join(out_dir, f"layer_rank{rank}.pt"))
         raise

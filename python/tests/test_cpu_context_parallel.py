@@ -143,9 +143,9 @@ def test_binding_names_bad_buffers_and_pieces():
         rt.cp_publish(op.package, plan, 0, vs1, view(torch.empty(S)), 0)
     with pytest.raises(dgps.InvalidArgument, match=r"\(rank 5\): rank outside \[0, G = 2\)"):
         rt.cp_publish(op.package, plan, 5, vs, view(torch.empty(S)), 0)
-    # a package without segment kernels is refused by the runtime too, not only by the op
+    # a preconditioned package is refused by the runtime too, not only by the op
     pgdn = dgps.load("pgdn")
-    with pytest.raises(dgps.InvalidArgument, match="has no segment kernels"):
+    with pytest.raises(dgps.InvalidArgument, match="package pgdn is preconditioned"):
         rt.cp_publish(pgdn.package, plan, 0, vs, view(torch.empty(S)), 0)
 
 
@@ -180,15 +180,19 @@ def test_op_refuses_what_it_cannot_split():
     with pytest.raises(dgps.InvalidArgument, match="cp_bounds is given without cp_group"):
         op(q, k, v, cp_bounds=[0, 6, 12], **x)
     pgdn, y = small_inputs("pgdn")
-    with pytest.raises(dgps.InvalidArgument, match="package 'pgdn' has no segment kernels"):
+    with pytest.raises(dgps.InvalidArgument, match="package 'pgdn' cannot run context-parallel: it is preconditioned"):
         pgdn(y.pop("q"), y.pop("k"), y.pop("v"), cp_group=object(), **y)
 
 
 def test_shipped_segment_packages():
-    """The packages the context-parallel forward covers are exactly those with segment kernels."""
-    have = {n for n in dgps.shipped_names() if dgps.load(n).info["segment_kernels"]}
+    """The context-parallel forward covers the packages with segment kernels and no preconditioner."""
+    have = {n for n in dgps.shipped_names() if dgps.load(n).info["context_parallel"]}
     assert {"gdn", "deltanet", "kda", "mamba2", "linear_attention"} <= have
     assert not have & {"pgdn", "pkda", "osdn"}
+    # the preconditioned packages have segment kernels (the one-GPU segmented pass) but no context parallelism
+    assert all(dgps.load(n).info["segment_kernels"] for n in ("pgdn", "pkda", "osdn"))
+    # Gated DeltaProduct has no segment kernels at all
+    assert not dgps.load("gated_deltaproduct").info["segment_kernels"]
 
 
 def test_offsets_must_be_integers():
