@@ -358,10 +358,12 @@ FailureOr<std::string> emitTileKernel(func::FuncOp fn, const std::string& symbol
   // Decode is bound by the state's bytes: it needs warps resident to keep loads in flight. A key-head CTA walks
   // several value tiles and reads the next one's state ahead, which doubles the state fragment's registers; left
   // alone ptxas gave such a decode 159 registers at K = 128 (3 CTAs of 128 threads per SM; 5-6% slower than the
-  // device library's 128 registers, 4 CTAs). So it asks for 4 CTAs per SM up to K = 128 (no spills there) and 2
-  // beyond, where the state fragment alone needs more than 128 registers. A value-tile CTA (72-80 registers) is
+  // device library's 128 registers, 4 CTAs). So it asks for 4 CTAs per SM up to K = 128 (no spills there), 3 for
+  // a padded K (K < KP: the pad masks cost registers, and 4 CTAs spilled PKDA's decode at K = 120) and 2 beyond
+  // K = 128, where the state fragment alone needs more than 128 registers. A value-tile CTA (72-80 registers) is
   // left alone: the bound would only make ptxas spend more. 128 threads: launch_rules.h decodeGeometry's block.
-  const char* bounds = keyHead ? "__launch_bounds__(128, dgps::cfg::KP <= 128 ? 4 : 2) " : "";
+  const char* bounds =
+      keyHead ? "__launch_bounds__(128, dgps::cfg::KP > 128 ? 2 : dgps::cfg::K < dgps::cfg::KP ? 3 : 4) " : "";
   os << "extern \"C\" __global__ void " << bounds << symbol << "(dgps::DecodeArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str() << ", grid " << grid.getValue().str() << ").\n";
   os << "  namespace t = dgps::tile;\n";
