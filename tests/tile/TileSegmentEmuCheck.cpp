@@ -20,7 +20,8 @@
 // where the spec's reference allows it; K = V = 32 with C = 32, BV = 32, 1 stage (mma.sync) and K = V = 64 with
 // C = 64, BV = 64, 2 stages (the warpgroup-MMA path, emulated), bf16 inputs. The gates are scaled to decay
 // slowly (log-decay × 0.02), so that a segment's transition product M stays far from zero and an error in it
-// shows in o; one problem keeps the generator's faster gates. A preconditioned spec's segment walks rebuild the
+// shows in o (a preconditioner's accumulator gate is slowed the same way: see checkOnce); one problem keeps the
+// generator's faster gates. A preconditioned spec's segment walks rebuild the
 // preconditioned write key (or, in the corrected walk, the query) from precond_scan's chunk-start states at the
 // segment's absolute chunks (docs/math.md §8.3): a rebuild from the wrong chunk's state, or none, shows in o and the
 // final state against both the ordinary walk and float64.
@@ -117,8 +118,12 @@ bool checkOnce(const dgps::Spec& spec, void* module, const Config& cfg, const Pr
   opt.initial_state = p.initial;
   opt.initial_precond_state = p.initial;
   dgps::ReferenceInputs in = dgps::generateInputs(spec, s, seed, dgps::ScalarType::BF16, opt);
-  if (p.slowGates && in.count("g"))
-    for (std::int64_t i = 0; i < in.at("g").numel(); ++i) in.at("g").set(i, kSlowGate * in.at("g").get(i));
+  // Slow gates, the preconditioner's accumulator gate too: its state then grows over the whole sequence, so the
+  // chunk-start states pst of different chunks differ by whole chunks of accumulation, and a segment walk that
+  // rebuilds P from the wrong chunk's state is far off for every token of the chunk, not only its first few.
+  for (const char* gate : {"g", "precond_g"})
+    if (p.slowGates && in.count(gate))
+      for (std::int64_t i = 0; i < in.at(gate).numel(); ++i) in.at(gate).set(i, kSlowGate * in.at(gate).get(i));
   const dgps::ReferenceOutputs ref = dgps::runReference(spec, in);
   const std::int64_t HV = s.heads_v, K = cfg.K, V = K, N = s.numSeqs();
 
