@@ -235,7 +235,8 @@ def cpu_precond_worker(rank, G, store, out_dir):
 
 # ----------------------------------------------------------------------------------------- GPU ranks
 def gpu_cases(G):
-    """(package, T, global cu_seqlens or None, cp_bounds or None): a packed batch with padding and an empty
+    """(package, T, global cu_seqlens or None, cp_bounds or None) for every package info["context_parallel"]
+    accepts (the ema_sq_squash ones through the preconditioner round): a packed batch with padding and an empty
     document over the equal split, one sequence crossing every boundary, and an uneven split with an empty
     rank and a one-token rank (G = 4) or a one-token rank (G = 2)."""
     names = [n for n in dgps.shipped_names() if dgps.load(n).info["context_parallel"]]
@@ -280,12 +281,15 @@ def gpu_worker(rank, G, store, out_dir, backend="gloo"):
             b = bounds or native.cp_equal_bounds(T, G)
             p = piece(x, b, rank, device)
             HV, V = x["v"].shape[2], x["v"].shape[3]
-            poison(device, (1, b[rank + 1] - b[rank], HV, V), tuple(x["initial_state"].shape))
-            gates = {n: p[n] for n in ("g", "beta") if n in p}
-            o, fs, fps = op(p["q"], p["k"], p["v"], **gates, initial_state=p["initial_state"], cu_seqlens=cu,
+            poison(device, (1, b[rank + 1] - b[rank], HV, V), tuple(x["initial_state"].shape),
+                   *([tuple(x["initial_precond_state"].shape)] if "initial_precond_state" in x else []))
+            extra = {n: p[n] for n in ("g", "beta", "precond_g", "precond_beta", "precond_center",
+                                       "initial_precond_state") if n in p}
+            o, fs, fps = op(p["q"], p["k"], p["v"], **extra, initial_state=p["initial_state"], cu_seqlens=cu,
                             cp_bounds=bounds, output_final_state=True, cp_group=dist.group.WORLD)
-            assert fps is None
-            torch.save({"o": o.cpu(), "final_state": None if fs is None else fs.cpu()},
+            assert (fps is not None) == bool(op.info["context_parallel_precond"])
+            torch.save({"o": o.cpu(), "final_state": None if fs is None else fs.cpu(),
+                        "final_precond_state": None if fps is None else fps.cpu()},
                        os.path.join(out_dir, f"case{i}_rank{rank}.pt"))
         for name in GPU_LAYERS:
             layer, h = gpu_layer(name, device)
