@@ -21,6 +21,12 @@ ContextParallelSupport contextParallelSupport(const Manifest& m) {
                "several Householder steps per token has none), which summarise a rank's piece";
     return s;
   }
+  // a rank's piece is a varlen batch of its fragments, a continued one starting from its folded state
+  if (!m.io.varlen || !m.io.initial_state) {
+    s.reason = "takes no cu_seqlens or no initial_state (io.varlen, io.initial_state), which a rank's piece needs: "
+               "its fragments as a varlen batch, a continued one started from the folded state";
+    return s;
+  }
   if (m.features.precond == PrecondKind::None) {
     s.supported = true;
     return s;
@@ -33,6 +39,11 @@ ContextParallelSupport contextParallelSupport(const Manifest& m) {
                      "atq) are folded across ranks"
                    : "has a clamped hypergrad_ogd preconditioner: the clamp is a projection, so the d-scan over a piece "
                      "has no affine summary to fold across ranks (docs/math.md §8.3)";
+    return s;
+  }
+  if (!m.io.initial_precond_state) {
+    s.reason = "takes no initial_precond_state (io.initial_precond_state), which a continued fragment's folded "
+               "accumulator start needs";
     return s;
   }
   if (!hasRole(seg, "precond_summary") || !hasRole(seg, "precond_scan")) {

@@ -737,8 +737,9 @@ void Runtime::launchForward(const Package& package, const ForwardTensors& t, con
   if (impl_->options.check_pointers && !impl_->capturing(stream)) {
     for (const auto& n : named) impl_->checkPointer("forward", n.first, *n.second);
     if (summary) {
-      impl_->checkPointer("forwardSummary", "trans", summary->trans);
-      impl_->checkPointer("forwardSummary", "ext", summary->ext);
+      const bool pre = summary->kind == SummaryTarget::Kind::Precond;
+      impl_->checkPointer(pre ? "forwardPrecondSummary" : "forwardSummary", pre ? "gamma" : "trans", summary->trans);
+      impl_->checkPointer(pre ? "forwardPrecondSummary" : "forwardSummary", pre ? "sigma" : "ext", summary->ext);
     }
   }
   if (options.check_cu_seqlens && p.varlen) impl_->checkCuSeqlens(t.cu_seqlens, p.seq_len, stream);

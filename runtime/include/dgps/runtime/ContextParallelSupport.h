@@ -25,7 +25,8 @@ struct ContextParallelSupport {
 /// preconditioner or an ema_sq_squash one (pgdn, pkda, pdn, atq: its piece summary is per channel
 /// A_end = Γ A_start + Σ). Refused: no segment kernels (several Householder steps per token); a hypergrad_ogd
 /// preconditioner — with a clamp its d-scan has no affine summary at all, without one its K×K summary is not
-/// built. Pure: reads the manifest only.
+/// built; no io.varlen or io.initial_state (or io.initial_precond_state with a preconditioner), which a rank's
+/// piece needs. Pure: reads the manifest only.
 ContextParallelSupport contextParallelSupport(const Manifest& manifest);
 
 }  // namespace dgps
