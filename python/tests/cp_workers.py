@@ -248,7 +248,7 @@ def gpu_cases(G):
     return cases
 
 
-GPU_LAYERS = ("GatedDeltaNet", "KDA")   # layers over specs with segment kernels
+GPU_LAYERS = ("GatedDeltaNet", "KDA", "PreconditionedGatedDeltaNet")  # layers over context-parallel specs
 GPU_LAYER_CU = [0, 250, 600]             # two documents; the second crosses every piece boundary for G = 4
 
 
