@@ -387,6 +387,8 @@ TEST_F(ContextParallelGpuTest, ForwardPrecondSummaryIsTheAccumulatorsAffineMap) 
   if (d.count("precond_center")) t.precond_center = d.at("precond_center").view();
   t.initial_precond_state = d.at("initial_precond_state").view();  // ignored: the summary starts from 0 and 1
   t.cu_seqlens = d.at("cu_seqlens").view();
+  DeviceTensor o(in.at("q").dtype(), {1, T, s.heads_v, s.value_dim}, dev);  // validated, not written
+  t.o = o.view();
   DeviceTensor gamma(ScalarType::F32, {H, K}, dev), sigma(ScalarType::F32, {H, K}, dev);
   gamma.poison();
   sigma.poison();
