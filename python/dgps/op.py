@@ -127,7 +127,8 @@ class Op:
           final_state (this rank's documents' rows, zeros elsewhere).
         - packages info["context_parallel"] accepts (segment kernels, and no preconditioner or an ema_sq_squash
           one: gdn, gdn_gva, deltanet, kda, mamba2, linear_attention, pgdn, pkda, pdn, atq; not osdn, osdn_apf,
-          gated_deltaproduct: info["context_parallel_reason"] says why); eager only (the exchange reads the group's headers on the host), not under
+          gated_deltaproduct: info["context_parallel_reason"] says why); eager only (the exchange reads the
+          group's headers on the host), not under
           torch.compile or CUDA graph capture. Each rank checks its arguments and all ranks exchange what
           they planned before any launch: a rank that refuses its arguments, or planned another split,
           makes every rank raise (naming it) rather than wait in a collective.

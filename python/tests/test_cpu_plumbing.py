@@ -138,7 +138,8 @@ def test_context_parallel_refusals_launch_nothing(recording):
         op(q, k, v, cp_group=object(), **x)
     osdn = load("osdn", recording)
     y = generate_inputs(osdn, 1, 9, 2, 64, 64, seed=3)
-    with pytest.raises(dgps.InvalidArgument, match="cannot run context-parallel: it has a hypergrad_ogd preconditioner"):
+    with pytest.raises(dgps.InvalidArgument,
+                       match="cannot run context-parallel: it has a hypergrad_ogd preconditioner"):
         osdn(y.pop("q"), y.pop("k"), y.pop("v"), cp_group=object(), **y)
     assert recording.launches == []
     op(q, k, v, cp_group=None, **x)

@@ -115,7 +115,8 @@ def check_ranks(tmp_path, G, cases, singles):
         fps = torch.zeros_like(ranks[0]["final_precond_state"])
         for r, rk in enumerate(ranks):
             owned = torch.tensor([plan.final_state_rank[n] == r for n in range(plan.num_docs)])
-            assert (rk["final_precond_state"][~owned] == 0).all(), f"{what}: rank {r} wrote accumulators it does not own"
+            assert (rk["final_precond_state"][~owned] == 0).all(), \
+                f"{what}: rank {r} wrote accumulators it does not own"
             fps += rk["final_precond_state"]
         e = rel_err(fps, fps1)
         assert e <= TOL_SINGLE, f"{what}: final_precond_state vs single call rel err {e:.3g}"

@@ -286,8 +286,9 @@ void fillPrecondStarts(const cp::Plan& plan, int rank, const PieceDims& d, const
 }
 
 /// Phase 1's summary launch, with the piece's accumulator starts when given.
-void publishMemory(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank, const ForwardTensors& piece,
-                   const PieceDims& d, const TensorView& precondStart, void* send, const LaunchOptions& options) {
+void publishMemory(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,
+                   const ForwardTensors& piece, const PieceDims& d, const TensorView& precondStart, void* send,
+                   const LaunchOptions& options) {
   const cp::RankPlan& rp = plan.rank[std::size_t(rank)];
   const cp::SummaryLayout layout = memorySummaryLayout(plan.numDocs, d.HV, d.K, d.V);
   char* slot = static_cast<char*>(send);

@@ -37,8 +37,8 @@ ContextParallelSupport contextParallelSupport(const Manifest& m) {
                    ? "has a hypergrad_ogd preconditioner: its piece summary d_end = M d_start + e (M K×K, docs/math.md "
                      "§8.3) is not built for context parallelism; only ema_sq_squash preconditioners (pgdn, pkda, pdn, "
                      "atq) are folded across ranks"
-                   : "has a clamped hypergrad_ogd preconditioner: the clamp is a projection, so the d-scan over a piece "
-                     "has no affine summary to fold across ranks (docs/math.md §8.3)";
+                   : "has a clamped hypergrad_ogd preconditioner: the clamp is a projection, so the d-scan over a "
+                     "piece has no affine summary to fold across ranks (docs/math.md §8.3)";
     return s;
   }
   if (!m.io.initial_precond_state) {

@@ -502,8 +502,8 @@ int segmentedBufferIndex(const LaunchRules& rules, const std::string& name) {
   return -1;
 }
 
-void requireSummaryTensor(const char* call, const char* name, const TensorView& t, const std::vector<std::int64_t>& shape,
-                          int device) {
+void requireSummaryTensor(const char* call, const char* name, const TensorView& t,
+                          const std::vector<std::int64_t>& shape, int device) {
   auto dims = [](const std::vector<std::int64_t>& d) {
     std::string s = "[";
     for (std::size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
@@ -620,8 +620,9 @@ void Runtime::forwardPrecondSummary(const Package& package, const ForwardTensors
                        "(no preconditioner state to summarise)");
   if (man.forward_roles.size() < 2 || man.forward_roles[0] != "precond_summary" ||
       man.forward_roles[1] != "precond_scan")
-    throw RuntimeError(RuntimeErrorCode::Package, "forwardPrecondSummary: package " + package.name() +
-                                                      ": launch.forward does not begin with precond_summary, precond_scan");
+    throw RuntimeError(RuntimeErrorCode::Package,
+                       "forwardPrecondSummary: package " + package.name() +
+                           ": launch.forward does not begin with precond_summary, precond_scan");
   if (workspaceBufferIndex(man.launch, "psum") < 0)
     throw RuntimeError(RuntimeErrorCode::Package,
                        "forwardPrecondSummary: package " + package.name() + ": launch.workspace lacks psum");

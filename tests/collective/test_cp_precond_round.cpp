@@ -32,12 +32,14 @@ std::vector<double> accumulatorAt(const Spec& spec, const ReferenceInputs& full,
   prefix.push_back(double(stop));
   in["cu_seqlens"] = Tensor::fromDoubles(ScalarType::I64, {std::int64_t(prefix.size())}, prefix);
   const std::vector<double> init = full.at("initial_precond_state").toDoubles();
-  in["initial_precond_state"] =
-      Tensor::fromDoubles(ScalarType::F64, {n + 1, H, K}, std::vector<double>(init.begin(), init.begin() + (n + 1) * H * K));
+  in["initial_precond_state"] = Tensor::fromDoubles(ScalarType::F64, {n + 1, H, K},
+                                                    std::vector<double>(init.begin(), init.begin() + (n + 1) * H * K));
+  // the memory state's initial rows of the same documents (the accumulator does not read them)
   const std::vector<double> s0 = full.at("initial_state").toDoubles();
-  const std::int64_t X = s0.size() / (cu.size() - 1);
-  in["initial_state"] = Tensor::fromDoubles(full.at("initial_state").dtype(),
-                                            [&] { auto s = full.at("initial_state").shape(); s[0] = n + 1; return s; }(),
+  const std::int64_t X = std::int64_t(s0.size()) / std::int64_t(cu.size() - 1);
+  std::vector<std::int64_t> shape = full.at("initial_state").shape();
+  shape[0] = n + 1;
+  in["initial_state"] = Tensor::fromDoubles(full.at("initial_state").dtype(), shape,
                                             std::vector<double>(s0.begin(), s0.begin() + (n + 1) * X));
   const std::vector<double> fp = runReference(spec, in).final_precond_state.toDoubles();
   return std::vector<double>(fp.begin() + n * H * K, fp.begin() + (n + 1) * H * K);

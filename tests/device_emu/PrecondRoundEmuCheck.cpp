@@ -151,7 +151,8 @@ int run(int argc, char** argv) {
   a.final_precond_state = gamma.data();
   if (!launch(dgps::launch::kPrecondScan)) return fail("precond_scan (Γ) failed");
 
-  const std::vector<double> endZero = fromZero.final_precond_state.toDoubles(), endA0 = fromA0.final_precond_state.toDoubles();
+  const std::vector<double> endZero = fromZero.final_precond_state.toDoubles();
+  const std::vector<double> endA0 = fromA0.final_precond_state.toDoubles();
   std::vector<double> gotSigma(sigma.begin(), sigma.end()), affine(sigma.size()), gammaRef(sigma.size());
   bool uniform = true;
   for (std::int64_t n = 0; n < N; ++n)

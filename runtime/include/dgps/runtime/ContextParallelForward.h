@@ -81,9 +81,9 @@ void publishPiecePrecondSummary(Runtime& runtime, const Package& package, const 
                                 const ForwardTensors& piece, void* send, const LaunchOptions& options = {});
 
 /// Phase 1 for `rank` (packages without a preconditioner): when plan.rank[rank].continuesOut, the summary of
-/// its last fragment (local sequence fragments.size() − 1) into `send`, this rank's slot (memorySummaryLayout of the piece's HV, K, V; fp32
-/// device memory, layout.slotElements() floats), enqueued on options.stream; otherwise nothing (the slot is
-/// not read). `piece` is the rank's local batch as a forward call: its tokens [begin, end) of the packed
+/// its last fragment (local sequence fragments.size() − 1) into `send`, this rank's slot (memorySummaryLayout
+/// of the piece's HV, K, V; fp32 device memory, layout.slotElements() floats), enqueued on options.stream;
+/// otherwise nothing (the slot is not read). `piece` is the rank's local batch as a forward call: its tokens [begin, end) of the packed
 /// inputs (B = 1, T = end − begin) with cu_seqlens holding plan.rank[rank].localCuSeqlens on the device (or,
 /// for a rank with exactly one fragment covering its whole range, no cu_seqlens); its initial_state and
 /// final_state are ignored, and so is options.segment_chunks (the summary walks each fragment as one segment;
