@@ -1,23 +1,26 @@
 """Context parallelism over a torch.distributed process group: one rank's forward over its contiguous piece
-of a packed batch (docs/context_parallel.md). The C++ runtime does both phases
+of a packed batch (docs/context_parallel.md). The C++ runtime does the phases
 (runtime/include/dgps/runtime/ContextParallelForward.h, bound in python/src/ContextParallelBinding.cpp);
-this module makes the plan, runs the all-gather between the phases on the group, and checks that every
+this module makes the plan, runs the all-gathers between the phases on the group, and checks that every
 rank planned the same split.
 
-    header all-gather             every rank's plan (or refusal), checked on every rank
-    phase 1 (Runtime.cp_publish)  this rank's last fragment summarised as (M, E) into its slot, when the
-                                  document continues on a later rank
-    all-gather                    one fixed-size slot per rank over the group
-    phase 2 (Runtime.cp_run)      the continued document's start folded from the earlier slots, the piece
-                                  run from its start states, the final states of the documents it ends
+    header all-gather                     every rank's plan (or refusal), checked on every rank
+    phase 0 (Runtime.cp_publish_precond)  only with an ema_sq_squash preconditioner (info["context_parallel_precond"]):
+                                          this rank's last fragment's accumulator summary (Γ, Σ) into its slot
+    all-gather                            one fixed-size slot per rank (2·H·K floats)
+    phase 1 (Runtime.cp_publish)          this rank's last fragment summarised as (M, E) into its slot, when the
+                                          document continues on a later rank (from the folded accumulator start)
+    all-gather                            one fixed-size slot per rank over the group
+    phase 2 (Runtime.cp_run)              the continued document's starts folded from the earlier slots, the
+                                          piece run from its start states, the final states of the documents it ends
 
-Before phase 1 the ranks all-gather a fixed-size header: what each rank planned (group size, rank, token
-range, T, N, HV, K, V and a hash of cu_seqlens), or that it refused its arguments. Every rank compares all
+Before the phases the ranks all-gather a fixed-size header: what each rank planned (group size, rank, token
+range, T, N, H, HV, K, V and a hash of cu_seqlens), or that it refused its arguments. Every rank compares all
 of them with its own plan, so a rank given other pieces, other cu_seqlens or other shapes is named on every
 rank instead of the wrong summaries being folded in silence, and every rank raises together, so none waits
 in a gather that another never reaches. Reading the headers waits for that exchange on the host. The
-slots carry a status word the same way: a rank whose phase 1 raises still joins their gather, and the others
-raise naming it (reading the statuses waits for that gather too).
+slots carry a status word the same way: a rank whose phase 0 or 1 raises still joins that phase's gather, and
+the others raise naming it (reading the statuses waits for that gather too).
 """
 import operator
 
@@ -30,7 +33,7 @@ _HEADER_WORDS = 16            # int64 words per rank's header (_HEADER_FIELDS, t
 _MAGIC = 0x44475053_43503031  # "DGPSCP01": the rank's arguments passed its checks
 _FAILED = 0x44475053_46415431  # "DGPSFAT1": the rank refused its arguments (and raises its own error)
 _HEADER_FIELDS = ("magic", "group size", "rank", "first token", "end token", "total tokens T", "documents N",
-                  "value heads HV", "key dim K", "value dim V", "cu_seqlens hash")
+                  "key heads H", "value heads HV", "key dim K", "value dim V", "cu_seqlens hash")
 
 
 def _where(rank):
@@ -129,14 +132,14 @@ def _cu_hash(cu):
     return h
 
 
-def _header(plan, rank, HV, K, V, cu_hash=None):
+def _header(plan, rank, H, HV, K, V, cu_hash=None):
     r = plan.rank(rank)
-    fields = [_MAGIC, plan.ranks, rank, r["begin"], r["end"], plan.tokens, plan.num_docs, HV, K, V,
+    fields = [_MAGIC, plan.ranks, rank, r["begin"], r["end"], plan.tokens, plan.num_docs, H, HV, K, V,
               _cu_hash(plan.cu_seqlens) if cu_hash is None else cu_hash]
     return fields + [0] * (_HEADER_WORDS - len(fields))
 
 
-def check_headers(headers, plan, rank, HV, K, V):
+def check_headers(headers, plan, rank, H, HV, K, V):
     """headers: [G, _HEADER_WORDS] int64, what each rank planned. Raises naming the first rank that
     disagrees with this rank's plan, and on what."""
     cu_hash = _cu_hash(plan.cu_seqlens)
@@ -145,7 +148,7 @@ def check_headers(headers, plan, rank, HV, K, V):
             raise native.InvalidArgument(
                 f"{_where(rank)}: rank {j} refused its arguments before the exchange (its own error names the "
                 "problem); no rank ran the forward")
-        want = _header(plan, j, HV, K, V, cu_hash)
+        want = _header(plan, j, H, HV, K, V, cu_hash)
         for name, g, w in zip(_HEADER_FIELDS, got, want):
             if g != w:
                 raise native.InvalidArgument(
@@ -188,17 +191,18 @@ class _RankCall:
     def __init__(self, op, t, cu_seqlens, G, rank, cp_bounds, want_final):
         from . import _ops
         q, k, v = t["q"], t["k"], t["v"]
-        check_rank_device(rank, {n: t[n] for n in ("q", "k", "v", "g", "beta", "initial_state")})
+        check_rank_device(rank, {n: t.get(n) for n in ("q", "k", "v", "g", "beta", "precond_g", "precond_beta",
+                                                         "precond_center", "initial_state", "initial_precond_state")})
         if q.dim() != 4 or q.shape[0] != 1 or k.dim() != 4 or v.dim() != 4:
             raise native.InvalidArgument(
                 f"{_where(rank)}: expected this rank's piece of the packed tokens as q, k [1, T_r, H, K] and "
                 f"v [1, T_r, HV, V] (B = 1), got q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)}")
-        T_r, K = q.shape[1], k.shape[3]
+        T_r, H, K = q.shape[1], k.shape[2], k.shape[3]
         HV, V = v.shape[2], v.shape[3]
         cu = global_cu_seqlens(cu_seqlens)
         bounds = rank_bounds(cp_bounds, G, rank, T_r, cu)
         self.plan = plan = native.CpPlan(cu if cu is not None else [0, bounds[-1]], bounds)
-        self.rank, self.dims = rank, (HV, K, V)
+        self.rank, self.dims = rank, (H, HV, K, V)
         N = plan.num_docs
         self.doc_initial = init = t["initial_state"]
         if init is not None and (init.dtype != torch.float32 or tuple(init.shape) != (N, HV, K, V)):
@@ -216,6 +220,23 @@ class _RankCall:
         self.local_final = (torch.empty((n,) + state, dtype=torch.float32, device=dev)
                             if self.doc_final is not None and n else None)
         self.o = q.new_empty((1, T_r, HV, V))
+        # the preconditioner round's accumulators [·, H, K] (docs/context_parallel.md): global initial and final
+        # rows, the fragments' local starts and ends
+        self.precond = bool(op.info["context_parallel_precond"])
+        self.precond_doc_initial = self.precond_doc_final = None
+        self.precond_local_initial = self.precond_local_final = None
+        if self.precond:
+            pinit = t["initial_precond_state"]
+            if pinit is not None and (pinit.dtype != torch.float32 or tuple(pinit.shape) != (N, H, K)):
+                raise native.InvalidArgument(
+                    f"{_where(rank)}: initial_precond_state: expected the documents' initial accumulators, float32 "
+                    f"[N, H, K] = {[N, H, K]} (global: one row per document of cu_seqlens, the same on every rank), "
+                    f"got {pinit.dtype} of shape {list(pinit.shape)}")
+            self.precond_doc_initial = pinit
+            self.precond_local_initial = torch.empty((n, H, K), dtype=torch.float32, device=dev) if n else None
+            if want_final and op.info["final_precond_state"]:
+                self.precond_doc_final = torch.zeros((N, H, K), dtype=torch.float32, device=dev)
+                self.precond_local_final = torch.empty((n, H, K), dtype=torch.float32, device=dev) if n else None
         local_cu = torch.tensor(mine["local_cu_seqlens"], dtype=torch.int64, device=dev)
         tensors = dict(t, cu_seqlens=local_cu, initial_state=self.local_initial, final_state=self.local_final,
                        o=self.o, initial_precond_state=None, final_precond_state=None)
@@ -237,8 +258,9 @@ def _failed_header(G, rank):
 
 
 def forward(op, prepare, cu_seqlens, group, cp_bounds, want_final):
-    """One rank's piece: (o [1, T_r, HV, V], final_state [N, HV, K, V] or None). `prepare()` gives the
-    tensors of Op._prepare (contiguous, f32 gates): this rank's tokens and the documents' initial_state.
+    """One rank's piece: (o [1, T_r, HV, V], final_state [N, HV, K, V] or None, final_precond_state [N, H, K]
+    or None). `prepare()` gives the tensors of Op._prepare (contiguous, f32 gates): this rank's tokens and the
+    documents' initial_state (and initial_precond_state).
 
     The ranks first all-gather their headers (fixed size), so that a rank whose arguments fail its checks
     still joins that exchange: every rank then raises (this rank its own error, the others naming it)
@@ -256,13 +278,39 @@ def forward(op, prepare, cu_seqlens, group, cp_bounds, want_final):
     check_headers(headers.cpu(), call.plan, rank, *call.dims)
 
     plan, dev = call.plan, call.device
-    S = native.cp_slot_elements(plan.num_docs, *call.dims)
-    # the slot, then a status word (and one of padding): 1 when phase 1 was launched, 0 when it raised, so
-    # that the rank still joins the gather and the others raise naming it instead of folding its slot
-    send = torch.empty((S + 2,), dtype=torch.float32, device=dev)
     stream = current_stream(dev)
+    H, HV, K, V = call.dims
+    precond = {}
+    if call.precond:
+        S0 = native.cp_precond_slot_elements(H, K)
+        pgathered = _exchange_slots(
+            lambda slot: op.runtime.cp_publish_precond(op.package, plan, rank, call.views, view(slot), stream,
+                                                       op.config), S0, dev, G, group, rank, "phase 0")
+        pslots = pgathered.contiguous().to(dev) if call.mine["continues_in"] else None
+        precond = dict(precond_gathered=view(pslots), precond_doc_initial=view(call.precond_doc_initial),
+                       precond_local_initial=view(call.precond_local_initial))
+        call.tensors["precond_slots"] = pslots  # alive until the call is done: its view is a raw pointer
+    S = native.cp_slot_elements(plan.num_docs, HV, K, V)
+    gathered = _exchange_slots(
+        lambda slot: op.runtime.cp_publish(op.package, plan, rank, call.views, view(slot), stream, op.config,
+                                           **precond), S, dev, G, group, rank, "phase 1")
+    slots = gathered.contiguous().to(dev) if call.mine["continues_in"] else None
+    if call.precond:
+        precond.update(precond_doc_final=view(call.precond_doc_final),
+                       precond_local_final=view(call.precond_local_final))
+    op.runtime.cp_run(op.package, plan, rank, call.views, view(slots), view(call.doc_initial), view(call.doc_final),
+                      view(call.local_initial), view(call.local_final), stream, op.config, **precond)
+    return call.o, call.doc_final, call.precond_doc_final
+
+
+def _exchange_slots(publish, S, dev, G, group, rank, phase):
+    """Runs publish(slot) into this rank's slot of S floats and all-gathers the slots over the group:
+    [G, S], row j = rank j's slot. Each slot is followed by a status word (and one of padding): 1 when the
+    phase was launched, 0 when it raised, so that the rank still joins the gather and the others raise naming
+    it instead of folding its slot."""
+    send = torch.empty((S + 2,), dtype=torch.float32, device=dev)
     try:
-        op.runtime.cp_publish(op.package, plan, rank, call.views, view(send[:S]), stream, op.config)
+        publish(send[:S])
         error = None
     except Exception as e:  # noqa: BLE001 (tell the other ranks, then raise it here)
         error = e
@@ -272,12 +320,9 @@ def forward(op, prepare, cu_seqlens, group, cp_bounds, want_final):
         raise error
     failed = [j for j, ok in enumerate(gathered[:, S].tolist()) if ok != 1.0]
     if failed:
-        raise native.DgpsError(f"{_where(rank)}: rank {failed[0]} failed in phase 1 (its summary; its own error "
+        raise native.DgpsError(f"{_where(rank)}: rank {failed[0]} failed in {phase} (its summary; its own error "
                                "names the problem); this rank did not run its piece")
-    slots = gathered[:, :S].contiguous().to(dev) if call.mine["continues_in"] else None
-    op.runtime.cp_run(op.package, plan, rank, call.views, view(slots), view(call.doc_initial), view(call.doc_final),
-                      view(call.local_initial), view(call.local_final), stream, op.config)
-    return call.o, call.doc_final
+    return gathered[:, :S]
 
 
 class _NoBackward(torch.autograd.Function):
@@ -287,8 +332,8 @@ class _NoBackward(torch.autograd.Function):
     @staticmethod
     def forward(ctx, name, run, *inputs):
         ctx.spec_name = name
-        o, fs = run()
-        return (o,) if fs is None else (o, fs)
+        o, fs, fps = run()
+        return (o,) + tuple(x for x in (fs, fps) if x is not None)
 
     @staticmethod
     def backward(ctx, *grads):
@@ -297,9 +342,19 @@ class _NoBackward(torch.autograd.Function):
 
 
 def forward_autograd(name, run, inputs):
-    """run() -> (o, final_state or None), through _NoBackward when some input requires grad."""
+    """run() -> (o, final_state or None, final_precond_state or None), through _NoBackward when some input
+    requires grad."""
     from . import _ops
     if not _ops.needs_autograd(inputs):
         return run()
-    out = _NoBackward.apply(name, run, *inputs)
-    return out[0], (out[1] if len(out) > 1 else None)
+    holder = {}
+
+    def recorded():
+        out = run()
+        holder["present"] = (out[1] is not None, out[2] is not None)
+        return out
+
+    out = list(_NoBackward.apply(name, recorded, *inputs))
+    o = out.pop(0)
+    has_fs, has_fps = holder["present"]
+    return o, (out.pop(0) if has_fs else None), (out.pop(0) if has_fps else None)

@@ -121,8 +121,14 @@ class Op:
           group=cp_group)`` (a sum) gives every row on every rank, exactly.
         - tensors on the rank's device (torch.cuda.current_device()); a gloo group gathers through host
           copies (several ranks may then share one GPU), any other backend (NCCL) on the device.
-        - packages with segment kernels and no preconditioner only (info["context_parallel"]: gdn, gdn_gva,
-          deltanet, kda, mamba2, linear_attention); eager only (the exchange reads the group's headers on the host), not under
+        - with an ema_sq_squash preconditioner (pgdn, pkda, pdn, atq; info["context_parallel_precond"]) the
+          accumulator is folded across the ranks first (one more all-gather): ``initial_precond_state``
+          [N, H, K] f32 is global (one row per document), and final_precond_state [N, H, K] comes back like
+          final_state (this rank's documents' rows, zeros elsewhere).
+        - packages info["context_parallel"] accepts (segment kernels, and no preconditioner or an ema_sq_squash
+          one: gdn, gdn_gva, deltanet, kda, mamba2, linear_attention, pgdn, pkda, pdn, atq; not osdn, osdn_apf,
+          gated_deltaproduct: info["context_parallel_reason"] says why); eager only (the exchange reads the
+          group's headers on the host), not under
           torch.compile or CUDA graph capture. Each rank checks its arguments and all ranks exchange what
           they planned before any launch: a rank that refuses its arguments, or planned another split,
           makes every rank raise (naming it) rather than wait in a collective.
@@ -155,13 +161,10 @@ class Op:
                           output_final_state, cu_seqlens, scale, cp_group, cp_bounds):
         """One rank's piece of a context-parallel forward (see __call__; dgps/_context_parallel.py)."""
         if not self.info["context_parallel"]:
-            why = ("it is preconditioned: a piece's summaries would need the preconditioner's state folded across "
-                   "the pieces first, which is not built" if self.info["segment_kernels"] else
-                   "it has no segment kernels (launch.forward_segmented), which summarise a piece")
             raise native.InvalidArgument(
-                f"dgps: package '{self.name}' cannot run context-parallel: {why} (docs/context_parallel.md). "
-                "Run the whole sequence on one rank with cp_group=None")
-        if initial_precond_state is not None:
+                f"dgps: package '{self.name}' cannot run context-parallel: it {self.info['context_parallel_reason']} "
+                "(docs/context_parallel.md). Run the whole sequence on one rank with cp_group=None")
+        if initial_precond_state is not None and not self.info["context_parallel_precond"]:
             raise native.InvalidArgument(f"dgps: spec '{self.name}' has no preconditioner state; "
                                          "initial_precond_state must be None")
         if _building_graph(_tensor("q", q)):
@@ -171,15 +174,15 @@ class Op:
 
         def prepare():
             sq = self._scaled_query(q, scale)
-            return self._prepare(dict(q=sq, k=k, v=v, initial_state=initial_state, initial_precond_state=None),
-                                 gates, precond_center, sq)
+            return self._prepare(dict(q=sq, k=k, v=v, initial_state=initial_state,
+                                      initial_precond_state=initial_precond_state), gates, precond_center, sq)
 
         def run():
             return _context_parallel.forward(self, prepare, cu_seqlens, cp_group, cp_bounds, bool(output_final_state))
 
-        inputs = [x for x in [q, k, v, initial_state, precond_center] + list(gates.values()) if x is not None]
-        o, fs = _context_parallel.forward_autograd(self.name, run, inputs)
-        return o, fs, None
+        inputs = [x for x in [q, k, v, initial_state, initial_precond_state, precond_center] + list(gates.values())
+                  if x is not None]
+        return _context_parallel.forward_autograd(self.name, run, inputs)
 
     # ----------------------------------------------------------------------------------- decode
     def decode(self, q, k, v, g=None, beta=None, precond_g=None, precond_beta=None, precond_center=None,

@@ -13,6 +13,7 @@
 #include "TensorArgs.h"
 #include "dgps/dsl/ContextParallelPlan.h"
 #include "dgps/runtime/ContextParallelForward.h"
+#include "dgps/runtime/ContextParallelSupport.h"
 #include "dgps/runtime/Error.h"
 
 namespace py = pybind11;
@@ -75,6 +76,15 @@ cp::SummaryLayout pieceLayout(const cp::Plan& plan, const ForwardTensors& t) {
   return memorySummaryLayout(plan.numDocs, HV, K, V);
 }
 
+/// The preconditioner round's slot layout for the piece: Γ [H, K] then Σ [H, K], from k [1, T, H, K].
+cp::SummaryLayout piecePrecondLayout(const cp::Plan& plan, const ForwardTensors& t) {
+  const std::int64_t H = t.k.shape.size() == 4 ? t.k.shape[2] : 0;
+  const std::int64_t K = t.k.shape.size() == 4 ? t.k.shape[3] : 0;
+  return precondSummaryLayout(plan.numDocs, H, K);
+}
+
+bool precondRound(const Package& package) { return contextParallelSupport(package.manifest()).precond_round; }
+
 /// A gather buffer given by the caller: f32, contiguous, exactly `shape`, on `device`.
 TensorView slotView(const char* call, int rank, const char* name, const py::handle& obj,
                     const std::vector<std::int64_t>& shape, int device) {
@@ -85,7 +95,7 @@ TensorView slotView(const char* call, int rank, const char* name, const py::hand
   else if (t.dtype != ScalarType::F32)
     why = std::string("has dtype ") + toString(t.dtype) + ", expected f32";
   else if (t.shape != shape)
-    why = "has shape " + dims(t.shape) + ", expected " + dims(shape) + " (memorySummaryLayout of the piece)";
+    why = "has shape " + dims(t.shape) + ", expected " + dims(shape) + " (the slot layout of the piece)";
   else if (t.device != device)
     why = "is on device " + std::to_string(t.device) + ", expected the piece's device " + std::to_string(device);
   if (!why.empty()) invalid(call, rank, std::string("'") + name + "' " + why);
@@ -116,18 +126,59 @@ std::size_t workspaceBytes(PyRuntime& py_runtime, const Package& package, const 
   if (rp.continuesOut) {
     const ForwardProblem summary = validateForward(package, summaryTensors(t));
     bytes = std::max(bytes, runtime.forwardSummaryWorkspaceBytes(package, summary, configFor(summary)));
+    if (precondRound(package))
+      bytes = std::max(bytes, runtime.forwardPrecondSummaryWorkspaceBytes(package, summary, configFor(summary)));
   }
   return bytes;
 }
 
+/// The PiecePrecond of phases 1 and 2 from the caller's tensors (None: not given).
+PiecePrecond precondStates(const char* call, int rank, const cp::Plan& plan, const ForwardTensors& t,
+                           const py::handle& gathered, const py::handle& doc_initial, const py::handle& doc_final,
+                           const py::handle& local_initial, const py::handle& local_final) {
+  PiecePrecond p;
+  if (!gathered.is_none()) {
+    const cp::SummaryLayout layout = piecePrecondLayout(plan, t);
+    p.gathered = slotView(call, rank, "precond_gathered", gathered,
+                          {plan.ranks, std::int64_t(layout.slotElements())}, t.v.device)
+                     .data;
+  }
+  p.doc_initial = toView(doc_initial, call, "precond_doc_initial");
+  p.doc_final = toView(doc_final, call, "precond_doc_final");
+  p.local_initial = toView(local_initial, call, "precond_local_initial");
+  p.local_final = toView(local_final, call, "precond_local_final");
+  return p;
+}
+
+void publishPrecond(PyRuntime& py_runtime, const Package& package, const cp::Plan& plan, int rank,
+                    const py::sequence& views, const py::handle& send, std::uintptr_t stream,
+                    const std::optional<std::string>& config) {
+  const char* call = "cp_publish_precond";
+  const ForwardTensors t = summaryTensors(toForwardTensors(views));
+  const cp::SummaryLayout layout = piecePrecondLayout(plan, t);
+  const TensorView slot = slotView(call, rank, "send", send, {std::int64_t(layout.slotElements())}, t.v.device);
+  const LaunchOptions lo = PyRuntime::launchOptions(package, stream, config);
+  py::gil_scoped_release unlocked;  // the launch may JIT-compile for seconds on first use
+  publishPiecePrecondSummary(py_runtime.runtime(), package, plan, rank, t, slot.data, lo);
+}
+
 void publish(PyRuntime& py_runtime, const Package& package, const cp::Plan& plan, int rank, const py::sequence& views,
-             const py::handle& send, std::uintptr_t stream, const std::optional<std::string>& config) {
+             const py::handle& send, std::uintptr_t stream, const std::optional<std::string>& config,
+             const py::handle& precond_gathered, const py::handle& precond_doc_initial,
+             const py::handle& precond_local_initial) {
   const char* call = "cp_publish";
   const ForwardTensors t = summaryTensors(toForwardTensors(views));
   const cp::SummaryLayout layout = pieceLayout(plan, t);
   const TensorView slot =
       slotView(call, rank, "send", send, {std::int64_t(layout.slotElements())}, t.v.device);
   const LaunchOptions lo = PyRuntime::launchOptions(package, stream, config);
+  if (precondRound(package)) {
+    const PiecePrecond p = precondStates(call, rank, plan, t, precond_gathered, precond_doc_initial, py::none(),
+                                         precond_local_initial, py::none());
+    py::gil_scoped_release unlocked;  // the launch may JIT-compile for seconds on first use
+    publishPieceSummary(py_runtime.runtime(), package, plan, rank, t, p, slot.data, lo);
+    return;
+  }
   py::gil_scoped_release unlocked;  // the launch may JIT-compile for seconds on first use
   publishPieceSummary(py_runtime.runtime(), package, plan, rank, t, slot.data, lo);
 }
@@ -135,7 +186,9 @@ void publish(PyRuntime& py_runtime, const Package& package, const cp::Plan& plan
 void run(PyRuntime& py_runtime, const Package& package, const cp::Plan& plan, int rank, const py::sequence& views,
          const py::handle& gathered, const py::handle& doc_initial, const py::handle& doc_final,
          const py::handle& local_initial, const py::handle& local_final, std::uintptr_t stream,
-         const std::optional<std::string>& config) {
+         const std::optional<std::string>& config, const py::handle& precond_gathered,
+         const py::handle& precond_doc_initial, const py::handle& precond_doc_final,
+         const py::handle& precond_local_initial, const py::handle& precond_local_final) {
   const char* call = "cp_run";
   const ForwardTensors t = toForwardTensors(views);
   const cp::SummaryLayout layout = pieceLayout(plan, t);
@@ -149,6 +202,13 @@ void run(PyRuntime& py_runtime, const Package& package, const cp::Plan& plan, in
   states.local_initial = toView(local_initial, call, "local_initial");
   states.local_final = toView(local_final, call, "local_final");
   const LaunchOptions lo = PyRuntime::launchOptions(package, stream, config);
+  if (precondRound(package)) {
+    const PiecePrecond p = precondStates(call, rank, plan, t, precond_gathered, precond_doc_initial,
+                                         precond_doc_final, precond_local_initial, precond_local_final);
+    py::gil_scoped_release unlocked;
+    runPieceForward(py_runtime.runtime(), package, plan, rank, t, slots, states, p, lo);
+    return;
+  }
   py::gil_scoped_release unlocked;
   runPieceForward(py_runtime.runtime(), package, plan, rank, t, slots, states, lo);
 }
@@ -165,6 +225,11 @@ void registerContextParallel(py::module_& m) {
       },
       py::arg("num_docs"), py::arg("heads_v"), py::arg("key_dim"), py::arg("value_dim"),
       "f32 elements of one rank's all-gather slot: M [HV,K,K] then E [HV,K,V]");
+  m.def(
+      "cp_precond_slot_elements",
+      [](std::int64_t headsQK, std::int64_t keyDim) { return precondSummaryLayout(1, headsQK, keyDim).slotElements(); },
+      py::arg("heads_qk"), py::arg("key_dim"),
+      "f32 elements of one rank's preconditioner-round slot: Γ [H,K] then Σ [H,K]");
   py::class_<cp::Plan>(m, "CpPlan")
       .def(py::init(&makePlan), py::arg("cu_seqlens"), py::arg("bounds"))
       .def_readonly("ranks", &cp::Plan::ranks)
@@ -182,12 +247,20 @@ void registerContextParallelMethods(py::class_<PyRuntime>& runtime) {
       .def("cp_workspace_bytes", &workspaceBytes, py::arg("package"), py::arg("plan"), py::arg("rank"),
            py::arg("views"), py::arg("config") = py::none(),
            "scratch bytes of both phases for this piece (0 for a rank without fragments)")
+      .def("cp_publish_precond", &publishPrecond, py::arg("package"), py::arg("plan"), py::arg("rank"),
+           py::arg("views"), py::arg("send"), py::arg("stream"), py::arg("config") = py::none(),
+           "phase 0, the preconditioner round (publishPiecePrecondSummary)")
       .def("cp_publish", &publish, py::arg("package"), py::arg("plan"), py::arg("rank"), py::arg("views"),
-           py::arg("send"), py::arg("stream"), py::arg("config") = py::none(), "phase 1 (publishPieceSummary)")
+           py::arg("send"), py::arg("stream"), py::arg("config") = py::none(), py::arg("precond_gathered") = py::none(),
+           py::arg("precond_doc_initial") = py::none(), py::arg("precond_local_initial") = py::none(),
+           "phase 1 (publishPieceSummary; with the precond_ tensors for a package with the preconditioner round)")
       .def("cp_run", &run, py::arg("package"), py::arg("plan"), py::arg("rank"), py::arg("views"),
            py::arg("gathered"), py::arg("doc_initial"), py::arg("doc_final"), py::arg("local_initial"),
            py::arg("local_final"), py::arg("stream"), py::arg("config") = py::none(),
-           "phase 2 (runPieceForward)");
+           py::arg("precond_gathered") = py::none(), py::arg("precond_doc_initial") = py::none(),
+           py::arg("precond_doc_final") = py::none(), py::arg("precond_local_initial") = py::none(),
+           py::arg("precond_local_final") = py::none(),
+           "phase 2 (runPieceForward; with the precond_ tensors for a package with the preconditioner round)");
 }
 
 }  // namespace dgps::python

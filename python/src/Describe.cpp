@@ -2,6 +2,7 @@
 
 #include <pybind11/stl.h>
 
+#include "dgps/runtime/ContextParallelSupport.h"
 #include "dgps/runtime/Validation.h"
 
 namespace py = pybind11;
@@ -48,9 +49,12 @@ py::dict describePackage(const Package& package) {
   d["has_decode"] = m.has_decode;
   // the context-parallel forward (and the sequence-parallel state pass) need the segment kernels
   d["segment_kernels"] = !m.launch.forward_segmented.empty();
-  // what Runtime::forwardSummary accepts: segment kernels and no preconditioner (its state would have to be
-  // folded across the pieces first, which is not built)
-  d["context_parallel"] = !m.launch.forward_segmented.empty() && m.features.precond == PrecondKind::None;
+  // the runtime's one rule (contextParallelSupport): whether cp_group= is accepted, why not, and whether the
+  // preconditioner round (phase 0) runs first
+  const ContextParallelSupport cp = contextParallelSupport(m);
+  d["context_parallel"] = cp.supported;
+  d["context_parallel_reason"] = cp.reason;
+  d["context_parallel_precond"] = cp.precond_round;
   d["default_config"] = toString(m.default_config);
   return d;
 }

@@ -15,7 +15,8 @@ from dgps._native import native
 from dgps._tensors import FORWARD_SLOTS
 from dgps.reference import generate_inputs
 
-PER_TOKEN = ("q", "k", "v", "g", "beta")
+PER_TOKEN = ("q", "k", "v", "g", "beta", "precond_g", "precond_beta")
+GLOBAL = ("initial_state", "initial_precond_state", "precond_center")  # the same on every rank
 
 
 def join_group(rank, G, store, backend="gloo"):
@@ -28,8 +29,7 @@ def piece(x, bounds, rank, device):
     them; the documents' initial states whole."""
     b, e = bounds[rank], bounds[rank + 1]
     out = {n: x[n][:, b:e].contiguous().to(device) for n in PER_TOKEN if n in x}
-    if "initial_state" in x:
-        out["initial_state"] = x["initial_state"].to(device)
+    out.update({n: x[n].to(device) for n in GLOBAL if n in x})
     return out
 
 
@@ -81,6 +81,57 @@ class SlotRuntime:
 
 def slot_pattern(rank, n):
     return torch.arange(n, dtype=torch.float32) + 1000.0 * (rank + 1)
+
+
+def precond_slot_pattern(rank, n):
+    return -torch.arange(n, dtype=torch.float32) - 1000.0 * (rank + 1)
+
+
+def _host_floats(v):
+    """A view (ptr, dtype, shape, device) of host f32 memory as a tensor copy; None stays None."""
+    if v is None:
+        return None
+    ptr, dtype, shape, _ = v
+    count = 1
+    for d in shape:
+        count *= d
+    return torch.tensor(list((ctypes.c_float * count).from_address(ptr))).view(shape)
+
+
+class PrecondSlotRuntime(SlotRuntime):
+    """SlotRuntime for a package with the preconditioner round: phase 0 fills this rank's accumulator slot with
+    its own pattern; phases 1 and 2 record the accumulator slots and tensors they were handed."""
+
+    def __init__(self, rank):
+        super().__init__(rank)
+        self.fail_precond = False
+        self.precond_seen = {}
+
+    def cp_publish_precond(self, package, plan, rank, views, send, stream, config):
+        if self.fail_precond:
+            raise native.DgpsError("cp_publish_precond: a launch failed (stood in)")
+        ptr, dtype, shape, _ = send
+        assert dtype == "f32" and len(shape) == 1
+        pattern = precond_slot_pattern(rank, shape[0])
+        ctypes.memmove(ptr, pattern.data_ptr(), pattern.numel() * 4)
+
+    def cp_publish(self, package, plan, rank, views, send, stream, config, precond_gathered=None,
+                   precond_doc_initial=None, precond_local_initial=None):
+        self.precond_seen["phase1"] = dict(gathered=_host_floats(precond_gathered),
+                                           doc_initial=_host_floats(precond_doc_initial),
+                                           local_initial=None if precond_local_initial is None
+                                           else list(precond_local_initial[2]))
+        super().cp_publish(package, plan, rank, views, send, stream, config)
+
+    def cp_run(self, package, plan, rank, views, gathered, doc_initial, doc_final, local_initial, local_final,
+               stream, config, precond_gathered=None, precond_doc_initial=None, precond_doc_final=None,
+               precond_local_initial=None, precond_local_final=None):
+        self.precond_seen["phase2"] = dict(gathered=_host_floats(precond_gathered),
+                                           doc_final=None if precond_doc_final is None else list(precond_doc_final[2]),
+                                           local_final=None if precond_local_final is None
+                                           else list(precond_local_final[2]))
+        super().cp_run(package, plan, rank, views, gathered, doc_initial, doc_final, local_initial, local_final,
+                       stream, config)
 
 
 def _attempt(fn):
@@ -142,9 +193,50 @@ def cpu_plumbing_worker(rank, G, store, out_dir):
             dist.destroy_process_group()
 
 
+def cpu_precond_worker(rank, G, store, out_dir):
+    """The preconditioner round's exchange (test_cpu_context_parallel.test_precond_round_over_gloo) on one
+    rank: pgdn with the runtime's phases stood in."""
+    try:
+        join_group(rank, G, store)
+        group = dist.group.WORLD
+        runtime = PrecondSlotRuntime(rank)
+        op = dgps.Op(dgps.load("pgdn").package.directory, runtime=runtime)
+        T, cu = 24, [0, 5, 17, 20]
+        x = generate_inputs(op, 1, T, 2, 64, 64, seed=8, cu_seqlens=cu)
+        p = piece(x, native.cp_equal_bounds(T, G), rank, "cpu")
+        _context_parallel.check_rank_device = lambda rank, tensors: None  # host views from here on
+        _context_parallel.current_stream = lambda device: 0
+
+        def run(**kw):
+            args = dict(g=p["g"], beta=p["beta"], precond_g=p["precond_g"], precond_beta=p["precond_beta"],
+                        precond_center=p["precond_center"], cu_seqlens=cu, initial_state=p["initial_state"],
+                        initial_precond_state=p["initial_precond_state"], output_final_state=True, cp_group=group)
+            args.update(kw)
+            o, fs, fps = op(p["q"], p["k"], p["v"], **args)
+            return dict(o=list(o.shape), fs=list(fs.shape), fps=list(fps.shape), fps_zero=bool((fps == 0).all()),
+                        seen=dict(runtime.precond_seen))
+
+        results = {"ok": _attempt(run)}
+        # the accumulators of the wrong shape: every rank refuses, together
+        results["bad_precond_init"] = _attempt(lambda: run(initial_precond_state=torch.zeros(3, 2, 32)))
+        runtime.fail_precond = rank == 0
+        results["phase0_failure"] = _attempt(run)
+        runtime.fail_precond = False
+        results["after_errors"] = _attempt(run)
+        torch.save(results, os.path.join(out_dir, f"precond_rank{rank}.pt"))
+        dist.barrier()  # as cpu_plumbing_worker: no teardown under a peer's last collective
+    except Exception:  # noqa: BLE001 (reported to the test process with the traceback)
+        torch.save({"crash": traceback.format_exc()}, os.path.join(out_dir, f"precond_rank{rank}.pt"))
+        raise
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
 # ----------------------------------------------------------------------------------------- GPU ranks
 def gpu_cases(G):
-    """(package, T, global cu_seqlens or None, cp_bounds or None): a packed batch with padding and an empty
+    """(package, T, global cu_seqlens or None, cp_bounds or None) for every package info["context_parallel"]
+    accepts (the ema_sq_squash ones through the preconditioner round): a packed batch with padding and an empty
     document over the equal split, one sequence crossing every boundary, and an uneven split with an empty
     rank and a one-token rank (G = 4) or a one-token rank (G = 2)."""
     names = [n for n in dgps.shipped_names() if dgps.load(n).info["context_parallel"]]
@@ -156,7 +248,7 @@ def gpu_cases(G):
     return cases
 
 
-GPU_LAYERS = ("GatedDeltaNet", "KDA")   # layers over specs with segment kernels
+GPU_LAYERS = ("GatedDeltaNet", "KDA", "PreconditionedGatedDeltaNet")  # layers over context-parallel specs
 GPU_LAYER_CU = [0, 250, 600]             # two documents; the second crosses every piece boundary for G = 4
 
 
@@ -189,12 +281,15 @@ def gpu_worker(rank, G, store, out_dir, backend="gloo"):
             b = bounds or native.cp_equal_bounds(T, G)
             p = piece(x, b, rank, device)
             HV, V = x["v"].shape[2], x["v"].shape[3]
-            poison(device, (1, b[rank + 1] - b[rank], HV, V), tuple(x["initial_state"].shape))
-            gates = {n: p[n] for n in ("g", "beta") if n in p}
-            o, fs, fps = op(p["q"], p["k"], p["v"], **gates, initial_state=p["initial_state"], cu_seqlens=cu,
+            poison(device, (1, b[rank + 1] - b[rank], HV, V), tuple(x["initial_state"].shape),
+                   *([tuple(x["initial_precond_state"].shape)] if "initial_precond_state" in x else []))
+            extra = {n: p[n] for n in ("g", "beta", "precond_g", "precond_beta", "precond_center",
+                                       "initial_precond_state") if n in p}
+            o, fs, fps = op(p["q"], p["k"], p["v"], **extra, initial_state=p["initial_state"], cu_seqlens=cu,
                             cp_bounds=bounds, output_final_state=True, cp_group=dist.group.WORLD)
-            assert fps is None
-            torch.save({"o": o.cpu(), "final_state": None if fs is None else fs.cpu()},
+            assert (fps is not None) == bool(op.info["context_parallel_precond"])
+            torch.save({"o": o.cpu(), "final_state": None if fs is None else fs.cpu(),
+                        "final_precond_state": None if fps is None else fps.cpu()},
                        os.path.join(out_dir, f"case{i}_rank{rank}.pt"))
         for name in GPU_LAYERS:
             layer, h = gpu_layer(name, device)

@@ -143,9 +143,22 @@ def test_binding_names_bad_buffers_and_pieces():
         rt.cp_publish(op.package, plan, 0, vs1, view(torch.empty(S)), 0)
     with pytest.raises(dgps.InvalidArgument, match=r"\(rank 5\): rank outside \[0, G = 2\)"):
         rt.cp_publish(op.package, plan, 5, vs, view(torch.empty(S)), 0)
-    # a preconditioned package is refused by the runtime too, not only by the op
+    # a hypergrad_ogd package is refused by the runtime too, not only by the op (the one rule)
+    osdn = dgps.load("osdn")
+    with pytest.raises(dgps.InvalidArgument, match=r"publishPieceSummary \(rank 0\): package osdn has a hypergrad_ogd"):
+        rt.cp_publish(osdn.package, plan, 0, vs, view(torch.empty(S)), 0)
+    # phase 0 is for a package with the preconditioner round only; that round's phase 1 needs its accumulators
+    P = native.cp_precond_slot_elements(2, 64)
+    assert P == 2 * 2 * 64  # Γ then Σ, [H, K] each
+    with pytest.raises(dgps.InvalidArgument, match=r"publishPiecePrecondSummary \(rank 0\): package gdn has no "
+                                                   "preconditioner state"):
+        rt.cp_publish_precond(op.package, plan, 0, vs, view(torch.empty(P)), 0)
     pgdn = dgps.load("pgdn")
-    with pytest.raises(dgps.InvalidArgument, match="package pgdn is preconditioned"):
+    with pytest.raises(dgps.InvalidArgument, match=r"cp_publish_precond \(rank 0\): 'send' has shape \[10\], "
+                                                   rf"expected \[{P}\]"):
+        rt.cp_publish_precond(pgdn.package, plan, 0, vs, view(torch.empty(10)), 0)
+    with pytest.raises(dgps.InvalidArgument, match=r"publishPieceSummary \(rank 0\): PiecePrecond 'local_initial' "
+                                                   "is not given"):
         rt.cp_publish(pgdn.package, plan, 0, vs, view(torch.empty(S)), 0)
 
 
@@ -179,20 +192,33 @@ def test_op_refuses_what_it_cannot_split():
         op(q, k, v, cp_group=object(), **x)
     with pytest.raises(dgps.InvalidArgument, match="cp_bounds is given without cp_group"):
         op(q, k, v, cp_bounds=[0, 6, 12], **x)
-    pgdn, y = small_inputs("pgdn")
-    with pytest.raises(dgps.InvalidArgument, match="package 'pgdn' cannot run context-parallel: it is preconditioned"):
-        pgdn(y.pop("q"), y.pop("k"), y.pop("v"), cp_group=object(), **y)
+    osdn, y = small_inputs("osdn")
+    with pytest.raises(dgps.InvalidArgument,
+                       match="package 'osdn' cannot run context-parallel: it has a hypergrad_ogd preconditioner"):
+        osdn(y.pop("q"), y.pop("k"), y.pop("v"), cp_group=object(), **y)
+    dp, y = small_inputs("gated_deltaproduct")
+    with pytest.raises(dgps.InvalidArgument,
+                       match="package 'gated_deltaproduct' cannot run context-parallel: it has no segment kernels"):
+        dp(y.pop("q"), y.pop("k"), y.pop("v"), cp_group=object(), **y)
+    with pytest.raises(dgps.InvalidArgument, match="spec 'gdn' has no preconditioner state"):
+        op(q, k, v, cp_group=object(), initial_precond_state=torch.zeros(1, 2, 64), **x)
 
 
 def test_shipped_segment_packages():
-    """The context-parallel forward covers the packages with segment kernels and no preconditioner."""
-    have = {n for n in dgps.shipped_names() if dgps.load(n).info["context_parallel"]}
-    assert {"gdn", "deltanet", "kda", "mamba2", "linear_attention"} <= have
-    assert not have & {"pgdn", "pkda", "osdn"}
-    # the preconditioned packages have segment kernels (the one-GPU segmented pass) but no context parallelism
-    assert all(dgps.load(n).info["segment_kernels"] for n in ("pgdn", "pkda", "osdn"))
+    """The runtime's one rule (contextParallelSupport) as info["context_parallel"]: segment kernels, and no
+    preconditioner or an ema_sq_squash one (folded in the preconditioner round first)."""
+    info = {n: dgps.load(n).info for n in dgps.shipped_names()}
+    have = {n for n, i in info.items() if i["context_parallel"]}
+    assert {"gdn", "deltanet", "kda", "mamba2", "linear_attention", "pgdn", "pkda", "pdn", "atq"} <= have
+    assert not have & {"osdn", "osdn_apf", "gated_deltaproduct"}
+    assert {n for n in have if info[n]["context_parallel_precond"]} == {"pgdn", "pkda", "pdn", "atq"}
+    assert all(info[n]["context_parallel_reason"] == "" for n in have)
+    # the hypergrad_ogd packages have segment kernels (the one-GPU segmented pass) but no context parallelism
+    for n in ("osdn", "osdn_apf"):
+        assert info[n]["segment_kernels"] and "hypergrad_ogd" in info[n]["context_parallel_reason"]
     # Gated DeltaProduct has no segment kernels at all
-    assert not dgps.load("gated_deltaproduct").info["segment_kernels"]
+    assert not info["gated_deltaproduct"]["segment_kernels"]
+    assert "no segment kernels" in info["gated_deltaproduct"]["context_parallel_reason"]
 
 
 def test_offsets_must_be_integers():
@@ -263,17 +289,58 @@ def test_ranks_exchange_over_gloo(tmp_path):
     assert "rank 0 planned another split: its cu_seqlens hash" in res[1]["other_cu"][1]
 
 
+def test_precond_round_over_gloo(tmp_path):
+    """pgdn over two gloo ranks with the runtime's phases stood in: phase 0's accumulator slots arrive in rank
+    order, on the rank that continues a document, in phase 1 (before its memory summary) and in phase 2; the
+    accumulator tensors go with them; a failure in phase 0 raises on every rank, naming the rank."""
+    import torch.distributed as dist
+    import torch.multiprocessing as mp
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("torch.distributed with gloo is not available in this torch build")
+    import cp_workers
+    G = 2
+    mp.spawn(cp_workers.cpu_precond_worker, args=(G, str(tmp_path / "store"), str(tmp_path)), nprocs=G)
+    res = [torch.load(os.path.join(tmp_path, f"precond_rank{r}.pt")) for r in range(G)]
+    P = native.cp_precond_slot_elements(2, 64)
+    plan = native.CpPlan([0, 5, 17, 20], [0, 12, 24])
+    for r in range(G):
+        assert "crash" not in res[r], res[r].get("crash")
+        for name in ("ok", "after_errors"):
+            kind, got = res[r][name]
+            assert kind == "ok", (name, got)
+            assert got["fps"] == [3, 2, 64] and got["fps_zero"]  # the stood-in phase 2 writes no row
+        seen = res[r]["ok"][1]["seen"]
+        n = len(plan.rank(r)["fragments"])
+        assert seen["phase2"]["local_final"] == [n, 2, 64] and seen["phase2"]["doc_final"] == [3, 2, 64]
+        if plan.rank(r)["continues_out"]:  # phase 1 is called on every rank; the real one publishes these only
+            assert seen["phase1"]["local_initial"] == [n, 2, 64]
+        assert res[r]["bad_precond_init"][0] == "InvalidArgument"
+    # rank 0 continues no document: no accumulator slots; rank 1 gets both ranks' in rank order in both phases
+    assert res[0]["ok"][1]["seen"]["phase2"]["gathered"] is None
+    for phase in ("phase1", "phase2"):
+        got = res[1]["ok"][1]["seen"][phase]["gathered"]
+        assert got is not None and got.shape == (G, P), phase
+        for j in range(G):
+            assert torch.equal(got[j], cp_workers.precond_slot_pattern(j, P)), (phase, j)
+    assert "initial_precond_state: expected the documents' initial accumulators, float32 [N, H, K] = [3, 2, 64]" \
+        in res[0]["bad_precond_init"][1]
+    assert res[0]["phase0_failure"] == ("DgpsError", "cp_publish_precond: a launch failed (stood in)")
+    assert res[1]["phase0_failure"][0] == "DgpsError" and "rank 0 failed in phase 0" in res[1]["phase0_failure"][1]
+
+
 def test_backward_names_the_spec():
     """Inputs requiring grad go through an autograd.Function whose backward says there is none yet."""
     from dgps import _context_parallel
     q = torch.randn(3, requires_grad=True)
-    o, fs = _context_parallel.forward_autograd("gdn", lambda: (torch.randn(2), torch.randn(3)), [q])
-    assert o.requires_grad and fs.requires_grad
+    o, fs, fps = _context_parallel.forward_autograd("gdn", lambda: (torch.randn(2), torch.randn(3), None), [q])
+    assert o.requires_grad and fs.requires_grad and fps is None
     with pytest.raises(RuntimeError, match="dgps: no backward pass for spec 'gdn' yet"):
         (o.sum() + fs.sum()).backward()
-    o, fs = _context_parallel.forward_autograd("gdn", lambda: (torch.randn(2), None), [q])
-    assert o.requires_grad and fs is None
-    o, fs = _context_parallel.forward_autograd("gdn", lambda: (torch.randn(2), None), [q.detach()])
+    o, fs, fps = _context_parallel.forward_autograd("gdn", lambda: (torch.randn(2), None, None), [q])
+    assert o.requires_grad and fs is None and fps is None
+    o, fs, fps = _context_parallel.forward_autograd("pgdn", lambda: (torch.randn(2), None, torch.randn(4)), [q])
+    assert o.requires_grad and fs is None and fps.shape == (4,) and fps.requires_grad
+    o, fs, fps = _context_parallel.forward_autograd("gdn", lambda: (torch.randn(2), None, None), [q.detach()])
     assert not o.requires_grad
 
 

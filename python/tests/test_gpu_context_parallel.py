@@ -1,13 +1,15 @@
 """Context parallelism on one GPU (docs/context_parallel.md): G in {2, 4} processes spawned with
 torch.multiprocessing, each a rank of one gloo group on cuda:0 holding its contiguous piece of the tokens
-(cp_workers.gpu_worker), run every package with segment kernels through op(..., cp_group=...). Their pieces
-of o, put together, and their final states, summed over the ranks, must equal the single-call forward of
-the whole batch on the same GPU and the float64 reference: a packed batch (documents crossing piece
-boundaries, an empty document, padding rows), one sequence crossing every boundary, and an uneven split
-(an empty rank and a one-token rank), all from drawn initial states. Each rank's outputs start poisoned
-(NaN); rows of final_state a rank does not own must be exactly zero. With two GPUs or more, the same with
-an NCCL group, one rank per GPU (skipped, saying so, on one GPU). Also the layers GatedDeltaNet and KDA
-(short convolutions on) on the ranks' pieces of one packed batch against the layer on the whole batch."""
+(cp_workers.gpu_worker), run every package info["context_parallel"] accepts through op(..., cp_group=...)
+(the ema_sq_squash ones, pgdn, pkda, pdn and atq, through the preconditioner round, with drawn initial
+accumulators). Their pieces of o, put together, and their final states (and final accumulators), summed over
+the ranks, must equal the single-call forward of the whole batch on the same GPU and the float64 reference: a
+packed batch (documents crossing piece boundaries, an empty document, padding rows), one sequence crossing
+every boundary, and an uneven split (an empty rank and a one-token rank), all from drawn initial states. Each
+rank's outputs start poisoned (NaN); rows of final_state a rank does not own must be exactly zero. With two
+GPUs or more, the same with an NCCL group, one rank per GPU (skipped, saying so, on one GPU). Also the layers
+GatedDeltaNet, KDA and PreconditionedGatedDeltaNet (short convolutions on) on the ranks' pieces of one packed
+batch against the layer on the whole batch."""
 import os
 
 import pytest
@@ -31,8 +33,8 @@ def single_call(op, x, cu):
     del blocks
     cu_t = None if cu is None else torch.tensor(cu, dtype=torch.int64, device="cuda")
     dev.pop("cu_seqlens", None)
-    o, fs, _ = op(q, k, v, cu_seqlens=cu_t, output_final_state=True, **dev)
-    return o.cpu(), fs.cpu()
+    o, fs, fps = op(q, k, v, cu_seqlens=cu_t, output_final_state=True, **dev)
+    return o.cpu(), fs.cpu(), None if fps is None else fps.cpu()
 
 
 def run_ranks(tmp_path, G, backend):
@@ -45,6 +47,7 @@ def run_ranks(tmp_path, G, backend):
     import cp_workers
     cases = cp_workers.gpu_cases(G)
     assert cases, "no shipped package has segment kernels"
+    assert {"pgdn", "pkda"} <= {c[0] for c in cases}, "the preconditioned packages run context-parallel too"
     # the parent compiles each package's variant first (the ranks pin the same configuration and load it
     # from the disk cache instead of compiling it G times at once)
     singles = []
@@ -82,7 +85,7 @@ def test_nccl_ranks_match_single_call_and_float64(tmp_path):
 
 
 def check_ranks(tmp_path, G, cases, singles):
-    for i, ((name, T, cu, bounds), (op, x, (o1, fs1))) in enumerate(zip(cases, singles)):
+    for i, ((name, T, cu, bounds), (op, x, (o1, fs1, fps1))) in enumerate(zip(cases, singles)):
         what = f"{name} G={G} T={T} cu={cu} bounds={bounds}"
         b = bounds or native.cp_equal_bounds(T, G)
         plan = native.CpPlan(cu if cu is not None else [0, T], b)
@@ -106,3 +109,16 @@ def check_ranks(tmp_path, G, cases, singles):
         assert e <= TOL_OUT, f"{what}: o vs float64 rel err {e:.3g}"
         e = rel_err(fs, ref["final_state"])
         assert e <= TOL_STATE, f"{what}: final_state vs float64 rel err {e:.3g}"
+        if fps1 is None:
+            assert all(rk["final_precond_state"] is None for rk in ranks), what
+            continue
+        fps = torch.zeros_like(ranks[0]["final_precond_state"])
+        for r, rk in enumerate(ranks):
+            owned = torch.tensor([plan.final_state_rank[n] == r for n in range(plan.num_docs)])
+            assert (rk["final_precond_state"][~owned] == 0).all(), \
+                f"{what}: rank {r} wrote accumulators it does not own"
+            fps += rk["final_precond_state"]
+        e = rel_err(fps, fps1)
+        assert e <= TOL_SINGLE, f"{what}: final_precond_state vs single call rel err {e:.3g}"
+        e = rel_err(fps, ref["final_precond_state"])
+        assert e <= TOL_STATE, f"{what}: final_precond_state vs float64 rel err {e:.3g}"

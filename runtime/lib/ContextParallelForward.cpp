@@ -1,8 +1,9 @@
-// One rank's context-parallel forward (ContextParallelForward.h): phase 1 summarises the rank's last
-// fragment with the segment kernels, phase 2 folds the continued fragment's start on the host and runs the
-// piece from its corrected start states.
+// One rank's context-parallel forward (ContextParallelForward.h): phase 0 (preconditioned packages) summarises
+// the rank's last fragment's accumulator, phase 1 its memory state with the segment kernels (from the folded
+// accumulator start), phase 2 folds the continued fragment's starts on the host and runs the piece from them.
 #include "dgps/runtime/ContextParallelForward.h"
 
+#include <stdexcept>
 #include <string>
 
 #include "dgps/dsl/SegmentScan.h"
@@ -28,23 +29,29 @@ std::string dims(const std::vector<std::int64_t>& d) {
 
 /// The piece's (HV, K, V) from its tensors: v [B, T, HV, V], k [B, T, H, K].
 struct PieceDims {
-  std::int64_t HV = 0, K = 0, V = 0, T = 0;
+  std::int64_t H = 0, HV = 0, K = 0, V = 0, T = 0;
   std::size_t stateBytes() const { return std::size_t(HV * K * V) * 4; }
+  std::size_t precondBytes() const { return std::size_t(H * K) * 4; }
 };
+
+/// Which overloads a call is: with the preconditioner round (phase 0, PiecePrecond) or without.
+enum class Round { Memory, WithPrecond };
 
 /// Checks that `piece` is the plan's local batch of `rank` (as far as the host can tell without reading
 /// cu_seqlens) and that the package has segment kernels.
 PieceDims checkPiece(const char* call, const Package& package, const cp::Plan& plan, int rank,
-                     const ForwardTensors& piece) {
+                     const ForwardTensors& piece, Round round) {
   if (rank < 0 || rank >= plan.ranks)
     invalid(call, rank, "rank outside [0, G = " + std::to_string(plan.ranks) + ")");
-  if (package.manifest().launch.forward_segmented.empty())
-    invalid(call, rank, "package " + package.name() + " has no segment kernels (launch.forward_segmented; a spec "
-            "with several Householder steps per token has none)");
-  if (package.manifest().features.precond != PrecondKind::None)
-    invalid(call, rank, "package " + package.name() + " is preconditioned: a piece's summaries need the "
-            "preconditioner's state at the piece's start, folded across the ranks first (docs/math.md §8.4), which the "
-            "context-parallel forward does not do yet");
+  const ContextParallelSupport support = contextParallelSupport(package.manifest());
+  if (!support.supported) invalid(call, rank, "package " + package.name() + " " + support.reason);
+  if (support.precond_round && round == Round::Memory)
+    invalid(call, rank, "package " + package.name() + " has an ema_sq_squash preconditioner: its memory summaries "
+            "need the accumulator folded across the ranks first (publishPiecePrecondSummary, its gather, then the "
+            "overloads taking a PiecePrecond; ContextParallelForward.h)");
+  if (!support.precond_round && round == Round::WithPrecond)
+    invalid(call, rank, "package " + package.name() + " has no preconditioner state: no phase 0, and the "
+            "overloads without a PiecePrecond");
   const cp::RankPlan& rp = plan.rank[std::size_t(rank)];
   if (piece.v.shape.size() != 4 || piece.k.shape.size() != 4)
     invalid(call, rank, "piece tensors 'k' and 'v' must be [B, T, H, K] and [B, T, HV, V], got k " +
@@ -54,6 +61,7 @@ PieceDims checkPiece(const char* call, const Package& package, const cp::Plan& p
   d.HV = piece.v.shape[2];
   d.V = piece.v.shape[3];
   d.K = piece.k.shape[3];
+  d.H = piece.k.shape[2];
   const std::int64_t T = rp.end - rp.begin;
   if (piece.v.shape[0] != 1 || d.T != T)
     invalid(call, rank, "piece 'v' has shape " + dims(piece.v.shape) + ", expected B = 1 and T = " +
@@ -180,13 +188,108 @@ std::vector<PieceFinal> pieceFinalWrites(const cp::Plan& plan, int rank) {
   return out;
 }
 
-void publishPieceSummary(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,
-                         const ForwardTensors& piece, void* send, const LaunchOptions& options) {
-  const char* call = "publishPieceSummary";
-  const PieceDims d = checkPiece(call, package, plan, rank, piece);
+cp::SummaryLayout precondSummaryLayout(std::int64_t numDocs, std::int64_t headsQK, std::int64_t keyDim) {
+  cp::SummaryLayout layout;
+  segment::FoldShape s;
+  s.numSeqs = numDocs;
+  s.heads = headsQK;
+  s.K = keyDim;
+  s.width = 1;
+  s.diagonal = true;
+  layout.states.push_back(s);
+  return layout;
+}
+
+std::vector<float> foldPrecondStart(const cp::Plan& plan, int rank, std::int64_t headsQK, std::int64_t keyDim,
+                                    const float* gathered, const float* docInitRow) {
+  if (rank < 0 || rank >= plan.ranks || !plan.rank[std::size_t(rank)].continuesIn)
+    throw std::invalid_argument("foldPrecondStart: rank " + std::to_string(rank) +
+                                " does not continue a document from an earlier rank");
   const cp::RankPlan& rp = plan.rank[std::size_t(rank)];
-  if (!rp.continuesOut) return;
-  if (!send) invalid(call, rank, "'send' is null; expected this rank's slot of device memory");
+  const cp::SummaryLayout layout = precondSummaryLayout(1, headsQK, keyDim);
+  const std::size_t X = layout.stateElements(0), slot = layout.slotElements();
+  std::vector<segment::Segment> earlier;
+  std::vector<float> trans, ext;
+  for (int j : rp.foldFrom) {
+    const segment::Segment& f = plan.rank[std::size_t(j)].fragments.back();
+    earlier.push_back({0, 0, f.begin, f.end});
+    const float* s = gathered + std::size_t(j) * slot;
+    trans.insert(trans.end(), s + layout.transOffset(0), s + layout.transOffset(0) + layout.transElements(0));
+    ext.insert(ext.end(), s + layout.extOffset(0), s + layout.extOffset(0) + X);
+  }
+  std::vector<float> starts(earlier.size() * X), out(X);
+  segment::foldSegments<float>(earlier, layout.states[0], trans.data(), ext.data(), docInitRow, starts.data(),
+                               out.data());
+  return out;
+}
+
+namespace {
+
+void requirePrecond(const char* call, int rank, const char* name, const TensorView& t, std::int64_t rows,
+                    const PieceDims& d, int device) {
+  const std::vector<std::int64_t> shape{rows, d.H, d.K};
+  std::string why;
+  if (!t.data)
+    why = "is not given";
+  else if (t.dtype != ScalarType::F32)
+    why = std::string("has dtype ") + toString(t.dtype) + ", expected f32";
+  else if (t.shape != shape)
+    why = "has shape " + dims(t.shape) + ", expected " + dims(shape) + " ([·, H, K])";
+  else if (!t.isContiguous())
+    why = "is strided, expected contiguous";
+  else if (t.device != device)
+    why = "is on device " + std::to_string(t.device) + ", expected " + std::to_string(device);
+  if (!why.empty()) invalid(call, rank, std::string("PiecePrecond '") + name + "' " + why);
+}
+
+/// The checks phases 1 and 2 share for a PiecePrecond: its tensors, and the gathered slots when needed.
+void checkPrecond(const char* call, const cp::Plan& plan, int rank, const PieceDims& d, const PiecePrecond& p,
+                  int device, bool wantFinal) {
+  const cp::RankPlan& rp = plan.rank[std::size_t(rank)];
+  const std::int64_t n = std::int64_t(rp.fragments.size());
+  if (p.doc_initial.given()) requirePrecond(call, rank, "doc_initial", p.doc_initial, plan.numDocs, d, device);
+  if (wantFinal && p.doc_final.given()) requirePrecond(call, rank, "doc_final", p.doc_final, plan.numDocs, d, device);
+  if (n > 0) requirePrecond(call, rank, "local_initial", p.local_initial, n, d, device);
+  if (wantFinal && n > 0 && p.doc_final.given())
+    requirePrecond(call, rank, "local_final", p.local_final, n, d, device);
+  if (rp.continuesIn && !p.gathered)
+    invalid(call, rank, "PiecePrecond 'gathered' is null but the rank continues a document (phase 0's gather)");
+}
+
+/// Fills precond.local_initial: each fragment starting its document gets its doc_initial row (or zero), a
+/// continued fragments[0] the fold of the gathered accumulator slots (host, after synchronising `stream`).
+void fillPrecondStarts(const cp::Plan& plan, int rank, const PieceDims& d, const PiecePrecond& p, CUstream stream) {
+  const CudaDriver& drv = cudaDriver();
+  const cp::RankPlan& rp = plan.rank[std::size_t(rank)];
+  const void* docInit = p.doc_initial.given() ? p.doc_initial.data : nullptr;
+  const std::vector<PieceStart> starts = pieceStartSources(plan, rank);
+  for (std::size_t i = 0; i < starts.size(); ++i)
+    if (starts[i].source == PieceStart::Source::DocInitial)
+      copyRow(docInit, starts[i].doc, p.local_initial.data, std::int64_t(i), d.precondBytes(), stream);
+  if (!rp.continuesIn) return;
+  const cp::SummaryLayout layout = precondSummaryLayout(plan.numDocs, d.H, d.K);
+  const std::size_t slot = layout.slotElements(), X = layout.stateElements(0);
+  std::vector<float> gathered(std::size_t(plan.ranks) * slot, 0.0f), init(X, 0.0f);
+  checkCuda(drv.cuStreamSynchronize(stream), "cuStreamSynchronize (context-parallel fold: gathered accumulators)");
+  for (int j : rp.foldFrom)
+    checkCuda(drv.cuMemcpyDtoH(gathered.data() + std::size_t(j) * slot, devptr(p.gathered) + std::size_t(j) * slot * 4,
+                               slot * 4),
+              "cuMemcpyDtoH (context-parallel fold: accumulator slot)");
+  if (docInit)
+    checkCuda(drv.cuMemcpyDtoH(init.data(), devptr(docInit) + std::size_t(rp.fragments[0].seq) * X * 4, X * 4),
+              "cuMemcpyDtoH (context-parallel fold: initial accumulator)");
+  const std::vector<float> out = foldPrecondStart(plan, rank, d.H, d.K, gathered.data(), init.data());
+  // on the stream, then wait: `out` dies here, and a pageable synchronous copy may return before its DMA ends
+  checkCuda(drv.cuMemcpyHtoDAsync(devptr(p.local_initial.data), out.data(), X * 4, stream),
+            "cuMemcpyHtoDAsync (context-parallel fold: accumulator)");
+  checkCuda(drv.cuStreamSynchronize(stream), "cuStreamSynchronize (context-parallel fold: accumulator)");
+}
+
+/// Phase 1's summary launch, with the piece's accumulator starts when given.
+void publishMemory(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,
+                   const ForwardTensors& piece, const PieceDims& d, const TensorView& precondStart, void* send,
+                   const LaunchOptions& options) {
+  const cp::RankPlan& rp = plan.rank[std::size_t(rank)];
   const cp::SummaryLayout layout = memorySummaryLayout(plan.numDocs, d.HV, d.K, d.V);
   char* slot = static_cast<char*>(send);
   const TensorView trans(slot + layout.transOffset(0) * 4, ScalarType::F32, {d.HV, d.K, d.K}, piece.v.device);
@@ -194,16 +297,17 @@ void publishPieceSummary(Runtime& runtime, const Package& package, const cp::Pla
   ForwardTensors t = piece;
   t.initial_state = TensorView();
   t.final_state = TensorView();
+  t.initial_precond_state = precondStart;
+  t.final_precond_state = TensorView();
   LaunchOptions o = options;
   o.segment_chunks.reset();  // the summary chooses its own segment length; the option is phase 2's
   runtime.forwardSummary(package, t, std::int64_t(rp.fragments.size()) - 1, trans, ext, o);
 }
 
-void runPieceForward(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,
-                     const ForwardTensors& piece, const void* gathered, const PieceStates& states,
-                     const LaunchOptions& options) {
-  const char* call = "runPieceForward";
-  const PieceDims d = checkPiece(call, package, plan, rank, piece);
+/// Phase 2 for both rounds; `precond` is null without the preconditioner round.
+void runPiece(const char* call, Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,
+              const ForwardTensors& piece, const void* gathered, const PieceStates& states, const PiecePrecond* precond,
+              const PieceDims& d, const LaunchOptions& options) {
   const cp::RankPlan& rp = plan.rank[std::size_t(rank)];
   const std::int64_t n = std::int64_t(rp.fragments.size());
   const int device = piece.v.device;
@@ -212,33 +316,108 @@ void runPieceForward(Runtime& runtime, const Package& package, const cp::Plan& p
   if (n > 0) requireState(call, rank, "local_initial", states.local_initial, n, d, device);
   if (n > 0 && states.doc_final.given()) requireState(call, rank, "local_final", states.local_final, n, d, device);
   if (rp.continuesIn && !gathered) invalid(call, rank, "'gathered' is null but the rank continues a document");
+  if (precond) checkPrecond(call, plan, rank, d, *precond, device, true);
 
   DeviceContextGuard guard(device);
   CUstream stream = static_cast<CUstream>(options.stream);
   const void* docInit = states.doc_initial.given() ? states.doc_initial.data : nullptr;
+  const bool precondFinal = precond && precond->doc_final.given();
   if (n > 0) {
-    // start states: documents' initial rows first (stream order), then the fold's row 0 (host, synchronous)
+    // start states: documents' initial rows first (stream order), then the folds' row 0 (host, synchronous)
     const std::vector<PieceStart> starts = pieceStartSources(plan, rank);
     for (std::size_t i = 0; i < starts.size(); ++i)
       if (starts[i].source == PieceStart::Source::DocInitial)
         copyRow(docInit, starts[i].doc, states.local_initial.data, std::int64_t(i), d.stateBytes(), stream);
     if (rp.continuesIn) foldContinuedStart(plan, rank, d, gathered, docInit, states.local_initial.data, stream);
+    if (precond) fillPrecondStarts(plan, rank, d, *precond, stream);
     ForwardTensors t = piece;
     t.initial_state = states.local_initial;
     t.final_state = states.doc_final.given() ? states.local_final : TensorView();
+    t.initial_precond_state = precond ? precond->local_initial : TensorView();
+    t.final_precond_state = precondFinal ? precond->local_final : TensorView();
     runtime.forward(package, t, options);
   } else if (d.T > 0 && piece.o.given()) {
     // a range of padding only: its rows of o belong to no document and are zeros, as forward writes them
     checkCuda(cudaDriver().cuMemsetD8Async(devptr(piece.o.data), 0, piece.o.nbytes(), stream),
               "cuMemsetD8Async (context-parallel padding rows of o)");
   }
-  if (!states.doc_final.given()) return;
+  if (!states.doc_final.given() && !precondFinal) return;
+  const void* precondInit = precond && precond->doc_initial.given() ? precond->doc_initial.data : nullptr;
   for (const PieceFinal& f : pieceFinalWrites(plan, rank)) {
-    if (f.local >= 0)
-      copyRow(states.local_final.data, f.local, states.doc_final.data, f.doc, d.stateBytes(), stream);
-    else
-      copyRow(docInit, f.doc, states.doc_final.data, f.doc, d.stateBytes(), stream);
+    if (states.doc_final.given()) {
+      if (f.local >= 0)
+        copyRow(states.local_final.data, f.local, states.doc_final.data, f.doc, d.stateBytes(), stream);
+      else
+        copyRow(docInit, f.doc, states.doc_final.data, f.doc, d.stateBytes(), stream);
+    }
+    if (precondFinal) {
+      if (f.local >= 0)
+        copyRow(precond->local_final.data, f.local, precond->doc_final.data, f.doc, d.precondBytes(), stream);
+      else
+        copyRow(precondInit, f.doc, precond->doc_final.data, f.doc, d.precondBytes(), stream);
+    }
   }
+}
+
+}  // namespace
+
+void publishPiecePrecondSummary(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,
+                                const ForwardTensors& piece, void* send, const LaunchOptions& options) {
+  const char* call = "publishPiecePrecondSummary";
+  const PieceDims d = checkPiece(call, package, plan, rank, piece, Round::WithPrecond);
+  const cp::RankPlan& rp = plan.rank[std::size_t(rank)];
+  if (!rp.continuesOut) return;
+  if (!send) invalid(call, rank, "'send' is null; expected this rank's slot of device memory");
+  const cp::SummaryLayout layout = precondSummaryLayout(plan.numDocs, d.H, d.K);
+  char* slot = static_cast<char*>(send);
+  const TensorView gamma(slot + layout.transOffset(0) * 4, ScalarType::F32, {d.H, d.K}, piece.v.device);
+  const TensorView sigma(slot + layout.extOffset(0) * 4, ScalarType::F32, {d.H, d.K}, piece.v.device);
+  ForwardTensors t = piece;
+  t.initial_state = TensorView();
+  t.final_state = TensorView();
+  t.initial_precond_state = TensorView();
+  t.final_precond_state = TensorView();
+  LaunchOptions o = options;
+  o.segment_chunks.reset();  // the preconditioner summary runs the plain scan; the option is phase 2's
+  runtime.forwardPrecondSummary(package, t, std::int64_t(rp.fragments.size()) - 1, gamma, sigma, o);
+}
+
+void publishPieceSummary(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,
+                         const ForwardTensors& piece, void* send, const LaunchOptions& options) {
+  const char* call = "publishPieceSummary";
+  const PieceDims d = checkPiece(call, package, plan, rank, piece, Round::Memory);
+  if (!plan.rank[std::size_t(rank)].continuesOut) return;
+  if (!send) invalid(call, rank, "'send' is null; expected this rank's slot of device memory");
+  publishMemory(runtime, package, plan, rank, piece, d, TensorView(), send, options);
+}
+
+void publishPieceSummary(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,
+                         const ForwardTensors& piece, const PiecePrecond& precond, void* send,
+                         const LaunchOptions& options) {
+  const char* call = "publishPieceSummary";
+  const PieceDims d = checkPiece(call, package, plan, rank, piece, Round::WithPrecond);
+  if (!plan.rank[std::size_t(rank)].continuesOut) return;
+  if (!send) invalid(call, rank, "'send' is null; expected this rank's slot of device memory");
+  checkPrecond(call, plan, rank, d, precond, piece.v.device, false);
+  DeviceContextGuard guard(piece.v.device);
+  fillPrecondStarts(plan, rank, d, precond, static_cast<CUstream>(options.stream));
+  publishMemory(runtime, package, plan, rank, piece, d, precond.local_initial, send, options);
+}
+
+void runPieceForward(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,
+                     const ForwardTensors& piece, const void* gathered, const PieceStates& states,
+                     const LaunchOptions& options) {
+  const char* call = "runPieceForward";
+  const PieceDims d = checkPiece(call, package, plan, rank, piece, Round::Memory);
+  runPiece(call, runtime, package, plan, rank, piece, gathered, states, nullptr, d, options);
+}
+
+void runPieceForward(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,
+                     const ForwardTensors& piece, const void* gathered, const PieceStates& states,
+                     const PiecePrecond& precond, const LaunchOptions& options) {
+  const char* call = "runPieceForward";
+  const PieceDims d = checkPiece(call, package, plan, rank, piece, Round::WithPrecond);
+  runPiece(call, runtime, package, plan, rank, piece, gathered, states, &precond, d, options);
 }
 
 }  // namespace dgps

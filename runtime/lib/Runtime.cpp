@@ -17,6 +17,7 @@
 #include "VariantTable.h"
 #include "dgps/device/abi.h"
 #include "dgps/dsl/SegmentScan.h"
+#include "dgps/runtime/ContextParallelSupport.h"
 #include "dgps/runtime/CudaDriver.h"
 #include "dgps/runtime/Error.h"
 
@@ -501,7 +502,8 @@ int segmentedBufferIndex(const LaunchRules& rules, const std::string& name) {
   return -1;
 }
 
-void requireSummaryTensor(const char* name, const TensorView& t, const std::vector<std::int64_t>& shape, int device) {
+void requireSummaryTensor(const char* call, const char* name, const TensorView& t,
+                          const std::vector<std::int64_t>& shape, int device) {
   auto dims = [](const std::vector<std::int64_t>& d) {
     std::string s = "[";
     for (std::size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
@@ -521,13 +523,41 @@ void requireSummaryTensor(const char* name, const TensorView& t, const std::vect
   else if (reinterpret_cast<std::uintptr_t>(t.data) % 4 != 0)
     why = "is not 4-byte aligned";
   if (!why.empty())
-    throw RuntimeError(RuntimeErrorCode::InvalidArgument, std::string("forwardSummary: tensor '") + name + "' " + why);
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument, std::string(call) + ": tensor '" + name + "' " + why);
+}
+
+/// Index of the kernel with role `role` in launch.forward_segmented, or -1.
+int segmentedRoleIndex(const LaunchRules& rules, const std::string& role) {
+  for (std::size_t i = 0; i < rules.forward_segmented.size(); ++i)
+    if (rules.forward_segmented[i].role == role) return int(i);
+  return -1;
+}
+
+/// Index of workspace buffer `name` among the plain forward's buffers (launch.workspace), or -1.
+int workspaceBufferIndex(const LaunchRules& rules, const std::string& name) {
+  for (std::size_t i = 0; i < rules.workspace.size(); ++i)
+    if (rules.workspace[i].name == name) return int(i);
+  return -1;
+}
+
+std::size_t alignUp(std::size_t bytes, std::size_t align) { return (bytes + align - 1) / align * align; }
+
+/// forwardPrecondSummary's scratch after the plain forward's workspace: the scans' start of ones and their two
+/// final states, each [N, H, K] f32 (precondScratchBytes), aligned as the workspace's buffers.
+std::size_t precondScratchBytes(const Package& package, const ForwardProblem& p) {
+  const std::size_t align = std::size_t(std::max<std::int64_t>(package.manifest().launch.workspace_align, 1));
+  return alignUp(std::size_t(p.num_seqs * p.heads_qk * p.key_dim) * 4, align);
+}
+std::size_t precondScratchOffset(const Package& package, std::size_t workspaceBytes) {
+  return alignUp(workspaceBytes, std::size_t(std::max<std::int64_t>(package.manifest().launch.workspace_align, 1)));
 }
 
 }  // namespace
 
 /// What forwardSummary asks of launchForward: where sequence `sequence`'s M and E go.
 struct Runtime::SummaryTarget {
+  /// Memory: M, E of the memory state (forwardSummary). Precond: Γ, Σ of the accumulator (forwardPrecondSummary).
+  enum class Kind { Memory, Precond } kind = Kind::Memory;
   std::int64_t sequence = 0;
   TensorView trans, ext;
 };
@@ -541,17 +571,15 @@ std::size_t Runtime::forwardSummaryWorkspaceBytes(const Package& package, const 
 void Runtime::forwardSummary(const Package& package, const ForwardTensors& t, std::int64_t sequence,
                              const TensorView& trans, const TensorView& ext, const LaunchOptions& options) {
   const LaunchRules& rules = package.manifest().launch;
-  if (package.manifest().features.precond != PrecondKind::None)
+  const ContextParallelSupport support = contextParallelSupport(package.manifest());
+  if (!support.supported)
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,
-                       "forwardSummary: package " + package.name() + " is preconditioned: a piece's summaries need the "
-                       "preconditioner's state at the piece's start, folded across the pieces first (docs/math.md "
-                       "§8.4), which forwardSummary does not do yet (Runtime::forward's segmented pass on one GPU "
-                       "covers these packages)");
-  if (rules.forward_segmented.size() < 2 || rules.forward_segmented[0].role != "chunk_local" ||
-      rules.forward_segmented[1].role != "segment_summary")
-    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
-                       "forwardSummary: package " + package.name() + " has no segment_summary kernel after chunk_local "
-                       "(launch.forward_segmented; a spec with several Householder steps per token has none)");
+                       "forwardSummary: package " + package.name() + " " + support.reason);
+  // the summary launches the segmented kernels up to segment_summary: the preconditioner's roles, chunk_local, it
+  if (segmentedRoleIndex(rules, "segment_summary") != segmentedRoleIndex(rules, "chunk_local") + 1)
+    throw RuntimeError(RuntimeErrorCode::Package, "forwardSummary: package " + package.name() +
+                                                      ": launch.forward_segmented's segment_summary does not follow "
+                                                      "chunk_local");
   if (segmentedBufferIndex(rules, "seg_ext") < 0 || segmentedBufferIndex(rules, "seg_trans") < 0)
     throw RuntimeError(RuntimeErrorCode::Package, "forwardSummary: package " + package.name() +
                                                       ": launch.forward_segmented.buffers lacks seg_ext or seg_trans");
@@ -564,12 +592,56 @@ void Runtime::forwardSummary(const Package& package, const ForwardTensors& t, st
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,
                        "forwardSummary: sequence " + std::to_string(sequence) + " is outside [0, N = " +
                            std::to_string(p.num_seqs) + ")");
-  requireSummaryTensor("trans", trans, {p.heads_v, p.key_dim, p.key_dim}, p.device);
-  requireSummaryTensor("ext", ext, {p.heads_v, p.key_dim, p.value_dim}, p.device);
+  requireSummaryTensor("forwardSummary", "trans", trans, {p.heads_v, p.key_dim, p.key_dim}, p.device);
+  requireSummaryTensor("forwardSummary", "ext", ext, {p.heads_v, p.key_dim, p.value_dim}, p.device);
   SummaryTarget target;
   target.sequence = sequence;
   target.trans = trans;
   target.ext = ext;
+  launchForward(package, t, options, &target);
+}
+
+std::size_t Runtime::forwardPrecondSummaryWorkspaceBytes(const Package& package, const ForwardProblem& problem,
+                                                        const TileConfig& config) const {
+  const detail::ForwardGeometry g = detail::forwardGeometry(package, problem, config);
+  return precondScratchOffset(package, g.workspace_bytes) + 3 * precondScratchBytes(package, problem);
+}
+
+void Runtime::forwardPrecondSummary(const Package& package, const ForwardTensors& t, std::int64_t sequence,
+                                    const TensorView& gamma, const TensorView& sigma, const LaunchOptions& options) {
+  const Manifest& man = package.manifest();
+  const ContextParallelSupport support = contextParallelSupport(man);
+  if (!support.supported)
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "forwardPrecondSummary: package " + package.name() + " " + support.reason);
+  if (!support.precond_round)
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "forwardPrecondSummary: package " + package.name() + " has no ema_sq_squash preconditioner "
+                       "(no preconditioner state to summarise)");
+  if (man.forward_roles.size() < 2 || man.forward_roles[0] != "precond_summary" ||
+      man.forward_roles[1] != "precond_scan")
+    throw RuntimeError(RuntimeErrorCode::Package,
+                       "forwardPrecondSummary: package " + package.name() +
+                           ": launch.forward does not begin with precond_summary, precond_scan");
+  if (workspaceBufferIndex(man.launch, "psum") < 0)
+    throw RuntimeError(RuntimeErrorCode::Package,
+                       "forwardPrecondSummary: package " + package.name() + ": launch.workspace lacks psum");
+  if (options.segment_chunks)
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "forwardPrecondSummary: LaunchOptions::segment_chunks is set; the preconditioner summary runs "
+                       "the plain preconditioner scan, leave it empty");
+  const ForwardProblem p = validateForward(package, t);
+  if (sequence < 0 || sequence >= p.num_seqs)
+    throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                       "forwardPrecondSummary: sequence " + std::to_string(sequence) + " is outside [0, N = " +
+                           std::to_string(p.num_seqs) + ")");
+  requireSummaryTensor("forwardPrecondSummary", "gamma", gamma, {p.heads_qk, p.key_dim}, p.device);
+  requireSummaryTensor("forwardPrecondSummary", "sigma", sigma, {p.heads_qk, p.key_dim}, p.device);
+  SummaryTarget target;
+  target.kind = SummaryTarget::Kind::Precond;
+  target.sequence = sequence;
+  target.trans = gamma;
+  target.ext = sigma;
   launchForward(package, t, options, &target);
 }
 
@@ -633,16 +705,24 @@ void Runtime::launchForward(const Package& package, const ForwardTensors& t, con
     package.checkConfig(config);
     call.config = config;
     // the segmented state pass launches launch.forward_segmented's kernels instead of launch.forward's
-    call.segment = summary ? summarySegmentChunks(p, config) : segmentChunks(package, p, config, options);
+    // forwardPrecondSummary runs the plain preconditioner roles only
+    const bool precondSummary = summary && summary->kind == SummaryTarget::Kind::Precond;
+    call.segment = precondSummary ? 0
+                   : summary      ? summarySegmentChunks(p, config)
+                                  : segmentChunks(package, p, config, options);
     call.plan = call.segment > 0 ? detail::forwardGeometrySegmented(package, p, config, call.segment)
                                  : detail::forwardGeometry(package, p, config);
   }
   const std::int64_t segment = call.segment;
   const detail::ForwardGeometry& plan = call.plan;
-  if (t.workspace.given() && t.workspace.nbytes() < plan.workspace_bytes) {
+  const bool precondSummary = summary && summary->kind == SummaryTarget::Kind::Precond;
+  const std::size_t scratchOffset = precondSummary ? precondScratchOffset(package, plan.workspace_bytes) : 0;
+  const std::size_t scratchBytes = precondSummary ? precondScratchBytes(package, p) : 0;
+  const std::size_t workspaceBytes = precondSummary ? scratchOffset + 3 * scratchBytes : plan.workspace_bytes;
+  if (t.workspace.given() && t.workspace.nbytes() < workspaceBytes) {
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,
                        "forward: tensor 'workspace': " + std::to_string(t.workspace.nbytes()) + " bytes given, " +
-                           std::to_string(plan.workspace_bytes) + " needed for " + toString(config));
+                           std::to_string(workspaceBytes) + " needed for " + toString(config));
   }
 
   DeviceContextGuard guard(p.device);
@@ -658,8 +738,9 @@ void Runtime::launchForward(const Package& package, const ForwardTensors& t, con
   if (impl_->options.check_pointers && !impl_->capturing(stream)) {
     for (const auto& n : named) impl_->checkPointer("forward", n.first, *n.second);
     if (summary) {
-      impl_->checkPointer("forwardSummary", "trans", summary->trans);
-      impl_->checkPointer("forwardSummary", "ext", summary->ext);
+      const bool pre = summary->kind == SummaryTarget::Kind::Precond;
+      impl_->checkPointer(pre ? "forwardPrecondSummary" : "forwardSummary", pre ? "gamma" : "trans", summary->trans);
+      impl_->checkPointer(pre ? "forwardPrecondSummary" : "forwardSummary", pre ? "sigma" : "ext", summary->ext);
     }
   }
   if (options.check_cu_seqlens && p.varlen) impl_->checkCuSeqlens(t.cu_seqlens, p.seq_len, stream);
@@ -689,11 +770,16 @@ void Runtime::launchForward(const Package& package, const ForwardTensors& t, con
   a.final_state = static_cast<float*>(t.final_state.data);
   a.final_precond_state = static_cast<float*>(t.final_precond_state.data);
   a.workspace = nullptr;
-  if (plan.workspace_bytes > 0) {
+  if (workspaceBytes > 0) {
     a.workspace = t.workspace.given()
                       ? t.workspace.data
                       : reinterpret_cast<void*>(static_cast<std::uintptr_t>(
-                            impl_->workspace(p.device, guard.context(), stream, plan.workspace_bytes)));
+                            impl_->workspace(p.device, guard.context(), stream, workspaceBytes)));
+  }
+  if (summary) {  // a summary reads no start state and writes no end state (the preconditioner's start excepted)
+    a.initial_state = nullptr;
+    a.final_state = nullptr;
+    a.final_precond_state = nullptr;
   }
   a.batch = p.batch;
   a.seq_len = p.rows();  // rows of the step axis (T·n_h; abi.h, config.cuh DGPS_ROW_STEPS)
@@ -703,8 +789,36 @@ void Runtime::launchForward(const Package& package, const ForwardTensors& t, con
   a.scale = p.scale;
   a.segment_chunks = segment;
   const Manifest& man = package.manifest();
-  // forwardSummary runs chunk_local and segment_summary only (checked there), then copies one slot out
-  const int count = summary ? 2 : plan.count;
+  if (precondSummary) {
+    // Σ: precond_summary (per chunk γ_c into pgam, σ_c into psum), then the scan A <- γ_c A + σ_c from A = 0.
+    // Γ: the same scan over the same γ_c with every σ_c zeroed, from A = 1: A <- γ_c A, the product Π γ_c.
+    const CudaDriver& d = cudaDriver();
+    const CUdeviceptr base = devptr(a.workspace);
+    const CUdeviceptr ones = base + scratchOffset, sigmaAll = ones + scratchBytes, gammaAll = sigmaAll + scratchBytes;
+    const std::size_t states = std::size_t(p.num_seqs * p.heads_qk * p.key_dim);
+    const std::size_t psum = std::size_t(workspaceBufferIndex(man.launch, "psum"));
+    const std::size_t psumEnd =
+        psum + 1 < std::size_t(plan.buffers) ? plan.buffer_offsets[psum + 1] : plan.workspace_bytes;
+    impl_->launch(*module, 0, man.forward_roles[0], man.forward_symbols[0], plan.kernels[0], stream, &a, p.device);
+    a.initial_precond_state = nullptr;
+    a.final_precond_state = reinterpret_cast<float*>(static_cast<std::uintptr_t>(sigmaAll));
+    impl_->launch(*module, 1, man.forward_roles[1], man.forward_symbols[1], plan.kernels[1], stream, &a, p.device);
+    checkCuda(d.cuMemsetD8Async(base + plan.buffer_offsets[psum], 0, psumEnd - plan.buffer_offsets[psum], stream),
+              "cuMemsetD8Async (forwardPrecondSummary: psum)");
+    checkCuda(d.cuMemsetD32Async(ones, 0x3f800000u, states, stream), "cuMemsetD32Async (forwardPrecondSummary: ones)");
+    a.initial_precond_state = reinterpret_cast<const float*>(static_cast<std::uintptr_t>(ones));
+    a.final_precond_state = reinterpret_cast<float*>(static_cast<std::uintptr_t>(gammaAll));
+    impl_->launch(*module, 1, man.forward_roles[1], man.forward_symbols[1], plan.kernels[1], stream, &a, p.device);
+    const std::size_t rowBytes = std::size_t(p.heads_qk * p.key_dim) * 4;
+    const std::size_t row = std::size_t(summary->sequence) * rowBytes;
+    checkCuda(d.cuMemcpyDtoDAsync(devptr(summary->ext.data), sigmaAll + row, rowBytes, stream),
+              "cuMemcpyDtoDAsync (forwardPrecondSummary: sigma)");
+    checkCuda(d.cuMemcpyDtoDAsync(devptr(summary->trans.data), gammaAll + row, rowBytes, stream),
+              "cuMemcpyDtoDAsync (forwardPrecondSummary: gamma)");
+    return;
+  }
+  // forwardSummary runs the kernels up to segment_summary only (checked there), then copies one slot out
+  const int count = summary ? segmentedRoleIndex(man.launch, "segment_summary") + 1 : plan.count;
   for (int i = 0; i < count; ++i) {
     const std::size_t k = std::size_t(i);
     if (segment > 0) {

@@ -6,10 +6,13 @@
 // float64 reference. Cases: one sequence over G in {2, 4, 8} ranks; a packed batch whose documents cross
 // pieces (one over several ranks, an empty document, a 1-token one, padding past cu[N]) over G in {2, 4, 8}
 // and an uneven split with an empty rank and a rank of padding only. Also Runtime::forwardSummary alone: E
-// against the float64 end state from zero, M·X0 + E against the float64 end state from X0. Fresh seeded
-// inputs; outputs, scratch and summary buffers NaN-poisoned. Packages without launch.forward_segmented (several
-// steps per token) and the preconditioned ones (the preconditioner's state is not folded across ranks yet) are
-// skipped with the reason. Skips without a GPU.
+// against the float64 end state from zero, M·X0 + E against the float64 end state from X0. For the packages
+// with an ema_sq_squash preconditioner (pgdn, pkda, pdn, atq) the preconditioner round runs first (phase 0:
+// publishPiecePrecondSummary, its own gather, the accumulator folded before phase 1), the documents carry drawn
+// initial accumulators and the final accumulators are checked too; Runtime::forwardPrecondSummary alone: Σ
+// against the float64 end accumulator from zero, Γ ⊙ A0 + Σ against the one from A0. Fresh seeded inputs;
+// outputs, scratch and summary buffers NaN-poisoned. Packages contextParallelSupport refuses (no
+// launch.forward_segmented; a hypergrad_ogd preconditioner) are skipped with its reason. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +21,7 @@
 #include "GpuTestUtil.h"
 #include "dgps/runtime/ContextParallel.h"
 #include "dgps/runtime/ContextParallelForward.h"
+#include "dgps/runtime/ContextParallelSupport.h"
 #include "dgps/runtime/CudaDriver.h"
 #include "dgps/runtime/DeviceTensor.h"
 #include "dgps/runtime/Error.h"
@@ -65,6 +69,7 @@ DeviceTensor ownRows(const Tensor& x, std::int64_t t0, std::int64_t t1, int dev)
 struct CpOutputs {
   Tensor o;
   Tensor final_state;
+  Tensor final_precond_state;  ///< [N, H, K] with the preconditioner round, else empty
 };
 
 /// The context-parallel forward of `in` (packed, B = 1, with cu_seqlens) over the ranks of `bounds`.
@@ -80,20 +85,34 @@ CpOutputs runSimulatedRanks(Runtime& rt, const Package& pkg, const ReferenceInpu
   const Tensor& v = in.at("v");
   const std::int64_t T = q.dim(1), K = q.dim(3), HV = v.dim(2), V = v.dim(3), N = plan.numDocs;
 
+  const std::int64_t H = q.dim(2);
+  const bool precond = contextParallelSupport(pkg.manifest()).precond_round;
   DeviceTensor docFinal(ScalarType::F32, {N, HV, K, V}, dev), docInitial;
   docFinal.poison();
   if (in.count("initial_state")) docInitial = DeviceTensor::upload(in.at("initial_state"), dev);
   const cp::SummaryLayout layout = memorySummaryLayout(N, HV, K, V);
   const std::size_t slotBytes = layout.slotElements() * 4;
+  // the preconditioner round's documents' accumulators, slot layout and the preconditioner's global input
+  DeviceTensor pDocFinal, pDocInitial, center;
+  const cp::SummaryLayout pLayout = precondSummaryLayout(N, H, K);
+  const std::size_t pSlotBytes = pLayout.slotElements() * 4;
+  if (precond) {
+    pDocFinal = DeviceTensor(ScalarType::F32, {N, H, K}, dev);
+    pDocFinal.poison();
+    if (in.count("initial_precond_state")) pDocInitial = DeviceTensor::upload(in.at("initial_precond_state"), dev);
+    if (in.count("precond_center")) center = DeviceTensor::upload(in.at("precond_center"), dev);
+  }
 
   DeviceContextGuard guard(dev);
   const CudaDriver& drv = cudaDriver();
   struct Rank {
     CUstream stream = nullptr;
     DeviceTensor recv, cu, localInit, localFinal, o;
+    DeviceTensor pRecv, pLocalInit, pLocalFinal;  // the preconditioner round's
     std::map<std::string, DeviceTensor> inputs;  // the rank's own copies of its tokens
     ForwardTensors piece;
     PieceStates states;
+    PiecePrecond pStates;
     LaunchOptions opts;
   };
   std::vector<Rank> ranks(static_cast<std::size_t>(G));
@@ -107,7 +126,7 @@ CpOutputs runSimulatedRanks(Runtime& rt, const Package& pkg, const ReferenceInpu
     Tensor localCu(ScalarType::I64, {std::int64_t(rp.localCuSeqlens.size())});
     for (std::size_t i = 0; i < rp.localCuSeqlens.size(); ++i) localCu.setInt(std::int64_t(i), rp.localCuSeqlens[i]);
     k.cu = DeviceTensor::upload(localCu, dev);
-    for (const char* name : {"q", "k", "v", "g", "beta"}) {
+    for (const char* name : {"q", "k", "v", "g", "beta", "precond_g", "precond_beta"}) {
       if (!in.count(name)) continue;
       const DeviceTensor& own = k.inputs.emplace(name, ownRows(in.at(name), rp.begin, rp.end, dev)).first->second;
       const TensorView view = leadingRows(own, rp.end - rp.begin);
@@ -116,7 +135,10 @@ CpOutputs runSimulatedRanks(Runtime& rt, const Package& pkg, const ReferenceInpu
       if (std::string(name) == "v") k.piece.v = view;
       if (std::string(name) == "g") k.piece.g = view;
       if (std::string(name) == "beta") k.piece.beta = view;
+      if (std::string(name) == "precond_g") k.piece.precond_g = view;
+      if (std::string(name) == "precond_beta") k.piece.precond_beta = view;
     }
+    if (center.data()) k.piece.precond_center = center.view();
     k.o = DeviceTensor(q.dtype(), {1, std::max<std::int64_t>(rp.end - rp.begin, 1), HV, V}, dev);
     k.o.poison();
     k.piece.o = leadingRows(k.o, rp.end - rp.begin);
@@ -132,19 +154,49 @@ CpOutputs runSimulatedRanks(Runtime& rt, const Package& pkg, const ReferenceInpu
       k.states.local_initial = k.localInit.view();
       k.states.local_final = k.localFinal.view();
     }
+    if (precond) {
+      k.pRecv = DeviceTensor(ScalarType::F32, {std::int64_t(G) * std::int64_t(pLayout.slotElements())}, dev);
+      k.pRecv.poison();
+      k.pStates.gathered = k.pRecv.data();
+      if (pDocInitial.data()) k.pStates.doc_initial = pDocInitial.view();
+      k.pStates.doc_final = pDocFinal.view();
+      if (n > 0) {
+        k.pLocalInit = DeviceTensor(ScalarType::F32, {n, H, K}, dev);
+        k.pLocalFinal = DeviceTensor(ScalarType::F32, {n, H, K}, dev);
+        k.pLocalInit.poison();
+        k.pLocalFinal.poison();
+        k.pStates.local_initial = k.pLocalInit.view();
+        k.pStates.local_final = k.pLocalFinal.view();
+      }
+    }
   }
   auto group = LocalCollective::group(G, LocalMemory::Device);
-  // phase 1 and the gather for every rank (a LocalCollective gather completes at the last rank's call) ...
+  // each phase and its gather for every rank before the next phase (a LocalCollective gather completes at the
+  // last rank's call): phase 0 (the accumulators) when preconditioned ...
+  if (precond)
+    for (int r = 0; r < G; ++r) {
+      Rank& k = ranks[std::size_t(r)];
+      void* send = static_cast<char*>(k.pRecv.data()) + std::size_t(r) * pSlotBytes;  // in place
+      publishPiecePrecondSummary(rt, pkg, plan, r, k.piece, send, k.opts);
+      gatherSummaries(*group[std::size_t(r)], plan, pLayout, 4, send, k.pRecv.data(), k.pRecv.nbytes(), k.stream);
+    }
+  // ... phase 1 (the memory state) ...
   for (int r = 0; r < G; ++r) {
     Rank& k = ranks[std::size_t(r)];
     void* send = static_cast<char*>(k.recv.data()) + std::size_t(r) * slotBytes;  // in place
-    publishPieceSummary(rt, pkg, plan, r, k.piece, send, k.opts);
+    if (precond)
+      publishPieceSummary(rt, pkg, plan, r, k.piece, k.pStates, send, k.opts);
+    else
+      publishPieceSummary(rt, pkg, plan, r, k.piece, send, k.opts);
     gatherSummaries(*group[std::size_t(r)], plan, layout, 4, send, k.recv.data(), k.recv.nbytes(), k.stream);
   }
   // ... then phase 2 for every rank
   for (int r = 0; r < G; ++r) {
     Rank& k = ranks[std::size_t(r)];
-    runPieceForward(rt, pkg, plan, r, k.piece, k.recv.data(), k.states, k.opts);
+    if (precond)
+      runPieceForward(rt, pkg, plan, r, k.piece, k.recv.data(), k.states, k.pStates, k.opts);
+    else
+      runPieceForward(rt, pkg, plan, r, k.piece, k.recv.data(), k.states, k.opts);
   }
   for (Rank& k : ranks) checkCuda(drv.cuStreamSynchronize(k.stream), "cuStreamSynchronize");
   for (Rank& k : ranks) drv.cuStreamDestroy(k.stream);
@@ -156,7 +208,7 @@ CpOutputs runSimulatedRanks(Runtime& rt, const Package& pkg, const ReferenceInpu
     const Tensor piece = ranks[std::size_t(r)].o.download();
     std::copy_n(piece.bytes().begin(), std::size_t(rp.end - rp.begin) * row, o.data() + std::size_t(rp.begin) * row);
   }
-  return {o, docFinal.download()};
+  return {o, docFinal.download(), precond ? pDocFinal.download() : Tensor()};
 }
 
 class ContextParallelGpuTest : public ::testing::Test {
@@ -166,11 +218,9 @@ class ContextParallelGpuTest : public ::testing::Test {
     const std::string dir = gputest::packageUnderTest();
     if (dir.empty()) GTEST_SKIP() << "no package: generated/ held no package when the build was configured";
     pkg_ = std::make_unique<Package>(Package::open(dir));
-    if (pkg_->manifest().launch.forward_segmented.empty())
-      GTEST_SKIP() << pkg_->name() << " has no segment kernels (launch.forward_segmented; several steps per token)";
-    if (pkg_->manifest().features.precond != PrecondKind::None)
-      GTEST_SKIP() << pkg_->name() << " is preconditioned: the context-parallel forward does not fold the "
-                   << "preconditioner's state across ranks yet (its one-GPU segmented pass is SegmentedTest's)";
+    const ContextParallelSupport support = contextParallelSupport(pkg_->manifest());
+    if (!support.supported) GTEST_SKIP() << "package " << pkg_->name() << " " << support.reason;
+    precond_ = support.precond_round;
     if (!pkg_->spec().varlen) GTEST_SKIP() << pkg_->name() << " takes no cu_seqlens (pieces are varlen batches)";
     RuntimeOptions o;
     o.cache_dir = std::string(DGPS_GPU_CACHE_DIR);
@@ -215,9 +265,17 @@ class ContextParallelGpuTest : public ::testing::Test {
         EXPECT_TRUE(es.finite && es.rel <= kTolRef) << "final_state vs float64: " << es.str();
         EXPECT_TRUE(ess.finite && ess.rel <= kTolSingle) << "final_state vs single GPU: " << ess.str();
       }
+      if (precond_) {
+        ASSERT_TRUE(ref.has_final_precond_state && single.has_final_precond_state);
+        const ErrorStats ep = compare(got.final_precond_state, ref.final_precond_state);
+        const ErrorStats eps = compare(got.final_precond_state, single.final_precond_state);
+        EXPECT_TRUE(ep.finite && ep.rel <= kTolRef) << "final_precond_state vs float64: " << ep.str();
+        EXPECT_TRUE(eps.finite && eps.rel <= kTolSingle) << "final_precond_state vs single GPU: " << eps.str();
+      }
     }
   }
 
+  bool precond_ = false;
   std::unique_ptr<Package> pkg_;
   std::unique_ptr<Runtime> rt_;
 };
@@ -263,6 +321,11 @@ TEST_F(ContextParallelGpuTest, ForwardSummaryIsTheSequencesAffineMap) {
   t.v = d.at("v").view();
   if (d.count("g")) t.g = d.at("g").view();
   if (d.count("beta")) t.beta = d.at("beta").view();
+  if (d.count("precond_g")) t.precond_g = d.at("precond_g").view();
+  if (d.count("precond_beta")) t.precond_beta = d.at("precond_beta").view();
+  if (d.count("precond_center")) t.precond_center = d.at("precond_center").view();
+  // the memory summary of a preconditioned package starts the accumulator where the reference does
+  if (d.count("initial_precond_state")) t.initial_precond_state = d.at("initial_precond_state").view();
   t.cu_seqlens = d.at("cu_seqlens").view();
   DeviceTensor o(in.at("q").dtype(), {1, T, HV, V}, dev), trans(ScalarType::F32, {HV, K, K}, dev),
       ext(ScalarType::F32, {HV, K, V}, dev);
@@ -290,6 +353,66 @@ TEST_F(ContextParallelGpuTest, ForwardSummaryIsTheSequencesAffineMap) {
       }
   const ErrorStats ea = compare(affine, fromX0.final_state);
   EXPECT_TRUE(ea.finite && ea.rel <= kTolRef) << "M·X0 + E vs float64 from X0: " << ea.str();
+}
+
+// Runtime::forwardPrecondSummary alone (ema_sq_squash packages), on a packed batch whose second document is
+// summarised: Σ is the float64 end accumulator from zero, Γ ⊙ A0 + Σ the float64 end accumulator from A0.
+TEST_F(ContextParallelGpuTest, ForwardPrecondSummaryIsTheAccumulatorsAffineMap) {
+  if (!precond_) GTEST_SKIP() << pkg_->name() << " has no preconditioner round (no ema_sq_squash accumulator)";
+  const std::int64_t T = 1600;
+  const ReferenceProblem s = shape({0, 300, 1500}, T);  // document 1: 1200 tokens, then padding
+  const ScalarType act = toScalarType(pkg_->spec().input_dtypes.front());
+  ReferenceInputs in = generateInputs(pkg_->spec(), s, 5400, act);
+  ASSERT_TRUE(in.count("initial_precond_state")) << "the spec takes an initial accumulator";
+  const ReferenceOutputs fromA0 = runReference(pkg_->spec(), in);
+  Tensor zero = in.at("initial_precond_state");
+  for (std::int64_t i = 0; i < zero.numel(); ++i) zero.set(i, 0.0);
+  ReferenceInputs inZero = in;
+  inZero["initial_precond_state"] = zero;
+  const ReferenceOutputs fromZero = runReference(pkg_->spec(), inZero);
+  ASSERT_TRUE(fromA0.has_final_precond_state);
+
+  const int dev = 0;
+  std::map<std::string, DeviceTensor> d;
+  for (const auto& kv : in) d.emplace(kv.first, DeviceTensor::upload(kv.second, dev));
+  const std::int64_t H = s.heads_qk, K = s.key_dim;
+  ForwardTensors t;
+  t.q = d.at("q").view();
+  t.k = d.at("k").view();
+  t.v = d.at("v").view();
+  if (d.count("g")) t.g = d.at("g").view();
+  if (d.count("beta")) t.beta = d.at("beta").view();
+  if (d.count("precond_g")) t.precond_g = d.at("precond_g").view();
+  if (d.count("precond_beta")) t.precond_beta = d.at("precond_beta").view();
+  if (d.count("precond_center")) t.precond_center = d.at("precond_center").view();
+  t.initial_precond_state = d.at("initial_precond_state").view();  // ignored: the summary starts from 0 and 1
+  t.cu_seqlens = d.at("cu_seqlens").view();
+  DeviceTensor o(in.at("q").dtype(), {1, T, s.heads_v, s.value_dim}, dev);  // validated, not written
+  t.o = o.view();
+  DeviceTensor gamma(ScalarType::F32, {H, K}, dev), sigma(ScalarType::F32, {H, K}, dev);
+  gamma.poison();
+  sigma.poison();
+  rt_->forwardPrecondSummary(*pkg_, t, 1, gamma.view(), sigma.view());
+  {
+    DeviceContextGuard guard(dev);
+    checkCuda(cudaDriver().cuCtxSynchronize(), "cuCtxSynchronize");
+  }
+  const Tensor G = gamma.download(), S = sigma.download(), A0 = in.at("initial_precond_state");
+  Tensor fromZeroEnd(ScalarType::F64, {1, H, K}), sigmaEnd(ScalarType::F64, {1, H, K});
+  Tensor affine(ScalarType::F64, {1, H, K}), fromA0End(ScalarType::F64, {1, H, K});
+  for (std::int64_t i = 0; i < H * K; ++i) {
+    fromZeroEnd.set(i, fromZero.final_precond_state.get(H * K + i));
+    fromA0End.set(i, fromA0.final_precond_state.get(H * K + i));
+    sigmaEnd.set(i, S.get(i));
+    affine.set(i, G.get(i) * A0.get(H * K + i) + S.get(i));
+  }
+  const ErrorStats es = compare(sigmaEnd, fromZeroEnd);
+  EXPECT_TRUE(es.finite && es.rel <= 1e-4) << "Σ vs float64 from zero: " << es.str();
+  const ErrorStats ea = compare(affine, fromA0End);
+  EXPECT_TRUE(ea.finite && ea.rel <= 1e-4) << "Γ ⊙ A0 + Σ vs float64 from A0: " << ea.str();
+  // Γ is one gate product per key head: the same in every channel
+  for (std::int64_t h = 0; h < H; ++h)
+    for (std::int64_t k = 1; k < K; ++k) EXPECT_EQ(G.get(h * K + k), G.get(h * K)) << "head " << h << " channel " << k;
 }
 
 }  // namespace

@@ -155,6 +155,9 @@ ForwardTensors placeholderCall(const Package& pkg, const ReferenceProblem& s) {
     else if (slot.name == "v") t.v = v;
     else if (slot.name == "g") t.g = v;
     else if (slot.name == "beta") t.beta = v;
+    else if (slot.name == "precond_g") t.precond_g = v;
+    else if (slot.name == "precond_beta") t.precond_beta = v;
+    else if (slot.name == "precond_center") t.precond_center = v;
     else if (slot.name == "cu_seqlens") t.cu_seqlens = v;
   }
   t.o = TensorView(reinterpret_cast<void*>(next + (std::uintptr_t(1) << 28)), ScalarType::BF16,
@@ -162,12 +165,12 @@ ForwardTensors placeholderCall(const Package& pkg, const ReferenceProblem& s) {
   return t;
 }
 
-// Runtime::forwardSummary refuses, with one message naming the problem and before any launch: a preconditioned
-// package (its pieces' summaries would need the preconditioner state folded across pieces first), a sequence
+// Runtime::forwardSummary refuses, with one message naming the problem and before any launch: a package
+// contextParallelSupport refuses (a hypergrad_ogd preconditioner: no affine piece summary is built), a sequence
 // outside [0, N), summary tensors of the wrong shape or dtype, and a forced segment length (the summary chooses it).
 TEST(SegmentChoice, ForwardSummaryRefusesBadRequestsBeforeLaunching) {
   const Package gdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gdn");
-  const Package pgdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/pgdn");
+  const Package osdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/osdn");
   Runtime rt(cacheIn("forward_summary_errors"));
   ReferenceProblem s;
   s.batch = 1;
@@ -191,7 +194,7 @@ TEST(SegmentChoice, ForwardSummaryRefusesBadRequestsBeforeLaunching) {
       EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
     }
   };
-  expectError(pgdn, 0, trans, ext, {}, "package pgdn is preconditioned: a piece's summaries need the preconditioner's");
+  expectError(osdn, 0, trans, ext, {}, "forwardSummary: package osdn has a hypergrad_ogd preconditioner");
   expectError(gdn, 2, trans, ext, {}, "sequence 2 is outside [0, N = 2)");
   expectError(gdn, -1, trans, ext, {}, "sequence -1 is outside");
   expectError(gdn, 1, TensorView(fake, ScalarType::F32, {HV + 1, K, K}), ext, {}, "tensor 'trans' has shape");
@@ -208,6 +211,55 @@ TEST(SegmentChoice, ForwardSummaryRefusesBadRequestsBeforeLaunching) {
   LaunchOptions plain;
   plain.segment_chunks = 0;
   EXPECT_GT(rt.forwardSummaryWorkspaceBytes(gdn, p, c), rt.forwardWorkspaceBytes(gdn, p, c, plain));
+}
+
+// Runtime::forwardPrecondSummary refuses before any launch: a package without an ema_sq_squash accumulator (none,
+// or hypergrad_ogd), a sequence outside [0, N), Γ or Σ of the wrong shape or dtype, a forced segment length; its
+// workspace holds the plain forward's and the scans' three [N, H, K] buffers.
+TEST(SegmentChoice, ForwardPrecondSummaryRefusesBadRequestsBeforeLaunching) {
+  const Package pgdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/pgdn");
+  const Package gdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gdn");
+  const Package osdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/osdn");
+  Runtime rt(cacheIn("forward_precond_summary_errors"));
+  ReferenceProblem s;
+  s.batch = 1;
+  s.seq_len = 300;
+  s.heads_qk = s.heads_v = 2;
+  s.key_dim = s.value_dim = pgdn.manifest().key_dims.back();
+  s.cu_seqlens = {0, 100, 300};
+  void* fake = reinterpret_cast<void*>(std::uintptr_t(1) << 24);
+  const std::int64_t H = s.heads_qk, K = s.key_dim;
+  const TensorView gamma(fake, ScalarType::F32, {H, K}), sigma(fake, ScalarType::F32, {H, K});
+  auto expectError = [&](const Package& pkg, std::int64_t seq, const TensorView& g, const TensorView& sg,
+                         const LaunchOptions& o, const std::string& what) {
+    SCOPED_TRACE(what);
+    try {
+      rt.forwardPrecondSummary(pkg, placeholderCall(pkg, s), seq, g, sg, o);
+      ADD_FAILURE() << "accepted; expected an error with \"" << what << "\"";
+    } catch (const RuntimeError& e) {
+      EXPECT_EQ(e.code(), RuntimeErrorCode::InvalidArgument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  expectError(gdn, 0, gamma, sigma, {}, "forwardPrecondSummary: package gdn has no ema_sq_squash preconditioner");
+  expectError(osdn, 0, gamma, sigma, {}, "forwardPrecondSummary: package osdn has a hypergrad_ogd preconditioner");
+  expectError(pgdn, 2, gamma, sigma, {}, "sequence 2 is outside [0, N = 2)");
+  expectError(pgdn, 0, TensorView(fake, ScalarType::F32, {H, K, 1}), sigma, {},
+              "forwardPrecondSummary: tensor 'gamma' has shape [2, " + std::to_string(K) + ", 1], expected [2, " +
+                  std::to_string(K) + "]");
+  expectError(pgdn, 0, gamma, TensorView(fake, ScalarType::BF16, {H, K}), {},
+              "tensor 'sigma' has dtype bf16, expected f32");
+  LaunchOptions forced;
+  forced.segment_chunks = 4;
+  expectError(pgdn, 0, gamma, sigma, forced, "segment_chunks is set");
+  const TileConfig c = pgdn.manifest().default_config;
+  ForwardProblem p;
+  p.batch = 1, p.seq_len = 300, p.num_seqs = 2, p.heads_qk = H, p.heads_v = H, p.key_dim = K, p.value_dim = K;
+  p.varlen = true;
+  LaunchOptions plain;
+  plain.segment_chunks = 0;
+  EXPECT_GE(rt.forwardPrecondSummaryWorkspaceBytes(pgdn, p, c),
+            rt.forwardWorkspaceBytes(pgdn, p, c, plain) + 3 * std::size_t(2 * H * K) * 4);
 }
 
 }  // namespace

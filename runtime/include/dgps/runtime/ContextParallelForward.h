@@ -4,25 +4,41 @@
 // the earlier ranks' summaries, and the piece runs from its corrected start states through the ordinary
 // forward (its initial-state path). The result equals the single-device forward up to rounding.
 //
-// Two phases, because a gather completes only when every rank has called it (a LocalCollective's earlier
-// callers return at once):
+// Phases, because a gather completes only when every rank has called it (a LocalCollective's earlier
+// callers return at once). Without a preconditioner (deltanet, gdn, kda, linear_attention, mamba2):
 //
 //   // every rank r, on its own device and stream:
 //   publishPieceSummary(rt, pkg, plan, r, piece, send, opts);               // phase 1: its slot
 //   gatherSummaries(coll, plan, layout, 4, send, recv, recvBytes, stream);  // the exchange
 //   runPieceForward(rt, pkg, plan, r, piece, recv, states, opts);            // phase 2: o, final states
 //
-// With G processes each rank calls the three in a row. With G simulated ranks in one process
-// (LocalCollective) call phase 1 and the gather for every rank, then phase 2 for every rank.
+// With an ema_sq_squash preconditioner (pgdn, pkda, pdn, atq) the memory summaries depend on the
+// preconditioner state at the fragment's start (the write keys P ⊙ k̂, docs/math.md §8.3), so a preconditioner
+// round comes first (contextParallelSupport(...).precond_round):
 //
-// Covered: packages with launch.forward_segmented and no preconditioner (deltanet, gdn, kda, linear_attention,
-// mamba2). The preconditioned specs (PGDN, PKDA, OSDN) need two rounds (their preconditioner state folded across
-// ranks first, which is not done; their segment kernels serve one GPU): both calls refuse them.
+//   publishPiecePrecondSummary(rt, pkg, plan, r, piece, sendP, opts);        // phase 0: (Γ, Σ) of its last fragment
+//   gatherSummaries(coll, plan, layoutP, 4, sendP, recvP, recvPBytes, stream);   // layoutP = precondSummaryLayout
+//   precond.gathered = recvP;                                                 // + PiecePrecond's states
+//   publishPieceSummary(rt, pkg, plan, r, piece, precond, send, opts);       // phase 1 from the folded A start
+//   gatherSummaries(coll, plan, layout, 4, send, recv, recvBytes, stream);
+//   runPieceForward(rt, pkg, plan, r, piece, recv, states, precond, opts);   // phase 2 from both folded starts
 //
-// Cost: phase 1 is chunk_local and one segment_summary walk over the piece (its E and its K×K M), about the
-// piece's plain forward plus the M walk; phase 2 is the piece's plain forward. The fold of the continued
-// document runs on the host in fp32 (segment::foldSegments): phase 2 synchronises the stream once to read
-// the gathered slots it needs (a device fold is not written yet), so phase 2 cannot be captured in a CUDA graph.
+// With G processes each rank calls them in this order. With G simulated ranks in one process
+// (LocalCollective) call each phase and its gather for every rank before the next phase of any rank:
+// phase 0 and its gather for every rank, then phase 1 and its gather for every rank, then phase 2.
+//
+// Covered: the packages contextParallelSupport accepts (ContextParallelSupport.h): segment kernels and no
+// preconditioner or an ema_sq_squash one. A hypergrad_ogd preconditioner (osdn, osdn_apf) is refused by every
+// phase with one error naming why.
+//
+// Cost: phase 0 is precond_summary and two precond_scan passes over the piece (K values per chunk step and key
+// head; small next to a walk) and a gather of 2·H·K floats per rank; phase 1 is the preconditioner scan,
+// chunk_local and one segment_summary walk over the piece (its E and its K×K M), about the piece's plain forward
+// plus the M walk, and a gather of HV·K·(K + V) floats per rank; phase 2 is the piece's plain forward. The folds
+// of the continued document run on the host in fp32 (segment::foldSegments, cp::rankStartStates): a phase that
+// folds synchronises the stream once to read the gathered slots it needs (phases 1 and 2 each fold the
+// preconditioner, phase 2 the memory state; a device fold is not written yet), so they cannot be captured in a
+// CUDA graph.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +46,7 @@
 #include <vector>
 
 #include "dgps/dsl/ContextParallelPlan.h"
+#include "dgps/runtime/ContextParallelSupport.h"
 #include "dgps/runtime/Runtime.h"
 
 namespace dgps {
@@ -39,19 +56,54 @@ namespace dgps {
 cp::SummaryLayout memorySummaryLayout(std::int64_t numDocs, std::int64_t headsV, std::int64_t keyDim,
                                       std::int64_t valueDim);
 
-/// Phase 1 for `rank`: when plan.rank[rank].continuesOut, the summary of its last fragment (local sequence
-/// fragments.size() − 1) into `send`, this rank's slot (memorySummaryLayout of the piece's HV, K, V; fp32
-/// device memory, layout.slotElements() floats), enqueued on options.stream; otherwise nothing (the slot is
-/// not read). `piece` is the rank's local batch as a forward call: its tokens [begin, end) of the packed
+/// The all-gather slot of the ema_sq_squash preconditioner state: one carried state per key head, its diagonal
+/// M (Γ) [H, K] then its E (Σ) [H, K], fp32 (cp::SummaryLayout with FoldShape{numDocs, H, K, 1, diagonal}).
+cp::SummaryLayout precondSummaryLayout(std::int64_t numDocs, std::int64_t headsQK, std::int64_t keyDim);
+
+/// The preconditioner's documents' states and the rank's scratch for phases 1 and 2 (all fp32 device memory on
+/// the piece's device; [·, H, K]). Only for a package with the preconditioner round.
+struct PiecePrecond {
+  /// G slots of precondSummaryLayout, device: phase 0's gather. Needed when the rank continues a document.
+  const void* gathered = nullptr;
+  TensorView doc_initial;    ///< [N, H, K] the documents' initial accumulators; not given = zero
+  TensorView doc_final;      ///< [N, H, K] out (phase 2), optional: the rows of the documents this rank finishes
+  TensorView local_initial;  ///< [n, H, K] scratch (n = the rank's fragments): the fragments' folded starts
+  TensorView local_final;    ///< [n, H, K] scratch, needed when doc_final is given and n > 0
+};
+
+/// Phase 0 for `rank` (packages with the preconditioner round only): when plan.rank[rank].continuesOut, the
+/// summary of its last fragment's accumulator, Γ then Σ (Runtime::forwardPrecondSummary), into `send`, this
+/// rank's slot (precondSummaryLayout of the piece's H, K; fp32 device memory, slotElements() floats), enqueued
+/// on options.stream; otherwise nothing. `piece` as for publishPieceSummary; its states are ignored.
+/// Throws RuntimeError{InvalidArgument} as publishPieceSummary, and for a package without the preconditioner
+/// round; then as Runtime::forwardPrecondSummary.
+void publishPiecePrecondSummary(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,
+                                const ForwardTensors& piece, void* send, const LaunchOptions& options = {});
+
+/// Phase 1 for `rank` (packages without a preconditioner): when plan.rank[rank].continuesOut, the summary of
+/// its last fragment (local sequence fragments.size() − 1) into `send`, this rank's slot (memorySummaryLayout
+/// of the piece's HV, K, V; fp32 device memory, layout.slotElements() floats), enqueued on options.stream;
+/// otherwise nothing (the slot is not read). `piece` is the rank's local batch as a forward call: its tokens [begin, end) of the packed
 /// inputs (B = 1, T = end − begin) with cu_seqlens holding plan.rank[rank].localCuSeqlens on the device (or,
 /// for a rank with exactly one fragment covering its whole range, no cu_seqlens); its initial_state and
 /// final_state are ignored, and so is options.segment_chunks (the summary walks each fragment as one segment;
 /// the option applies to phase 2's forward). The values of cu_seqlens are not read on the host (no
 /// synchronisation).
 /// Throws RuntimeError{InvalidArgument} naming what was wrong: a rank outside [0, G), a piece whose T or N
-/// disagrees with the plan, a package without segment kernels; then as Runtime::forwardSummary.
+/// disagrees with the plan, a package contextParallelSupport refuses (named with its reason), a package with
+/// the preconditioner round (it needs the overload below); then as Runtime::forwardSummary.
 void publishPieceSummary(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,
                          const ForwardTensors& piece, void* send, const LaunchOptions& options = {});
+/// Phase 1 with the preconditioner round: first the fragments' accumulator starts into precond.local_initial
+/// (a fragment starting its document: its doc_initial row or zero; a continued fragments[0]: the fold of the
+/// foldFrom slots of precond.gathered over its doc_initial row, on the host after one stream synchronisation),
+/// then the memory summary as above with them as the piece's initial_precond_state. Only when continuesOut;
+/// otherwise nothing. A package without the preconditioner round takes the overload above. Throws as above, and
+/// for a PiecePrecond tensor of the wrong shape, dtype or device, or a null precond.gathered on a rank that
+/// continues a document.
+void publishPieceSummary(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,
+                         const ForwardTensors& piece, const PiecePrecond& precond, void* send,
+                         const LaunchOptions& options = {});
 
 /// The documents' states of phase 2 and the rank's scratch (all fp32 device memory on the piece's device).
 struct PieceStates {
@@ -73,6 +125,21 @@ struct PieceStates {
 void runPieceForward(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,
                      const ForwardTensors& piece, const void* gathered, const PieceStates& states,
                      const LaunchOptions& options = {});
+/// Phase 2 with the preconditioner round: precond.local_initial is filled again as in phase 1 (every rank, not
+/// only those that published), the piece runs from both start states (memory and accumulator), precond.local_final
+/// receives the fragments' end accumulators and precond.doc_final the rows of the documents the rank finishes (the
+/// same rows as doc_final). Throws as above and as phase 1 with a PiecePrecond.
+void runPieceForward(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,
+                     const ForwardTensors& piece, const void* gathered, const PieceStates& states,
+                     const PiecePrecond& precond, const LaunchOptions& options = {});
+
+/// The host part of the preconditioner fold: the accumulator start [H, K] of `rank`'s continued fragments[0]
+/// (plan.rank[rank].continuesIn; throws std::invalid_argument otherwise),
+///   A = docInitRow (null = zero);  for j in foldFrom: A = Γ_j ⊙ A + Σ_j      (segment::foldSegments, diagonal M)
+/// over `gathered`, G slots of precondSummaryLayout in host fp32 (only the foldFrom slots are read). The same
+/// value as cp::rankStartStates' row 0 with that layout. Testable without a GPU.
+std::vector<float> foldPrecondStart(const cp::Plan& plan, int rank, std::int64_t headsQK, std::int64_t keyDim,
+                                    const float* gathered, const float* docInitRow);
 
 /// Where one local start state of phase 2 comes from (host bookkeeping, testable without a GPU).
 struct PieceStart {

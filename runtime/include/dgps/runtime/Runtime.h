@@ -134,26 +134,49 @@ class Runtime {
 
   /// Context parallelism (docs/context_parallel.md): the affine summary of sequence `sequence` of a forward
   /// call's batch, X_end = M X_start + E over that sequence's tokens (docs/math.md §8), computed on the GPU by
-  /// the package's segmented kernels (chunk_local, then segment_summary with the whole sequence as one segment:
-  /// L = ⌈T/chunk⌉ + 1 chunks, so every sequence n is segment slot n) and copied into the caller's buffers on
-  /// options.stream:
+  /// the package's segmented kernels (for a preconditioned package precond_summary and precond_scan first, then
+  /// chunk_local, then segment_summary with the whole sequence as one segment: L = ⌈T/chunk⌉ + 1 chunks, so
+  /// every sequence n is segment slot n) and copied into the caller's buffers on options.stream:
   ///   trans  M [HV, K, K] f32 device, row-major: the product of the sequence's K×K transitions (later tokens
   ///          on the left; per value head)
   ///   ext    E [HV, K, V] f32 device: the sequence's end state from a zero start
   /// These are the memory state's M and E of a cp::SummaryLayout slot (transOffset(0), extOffset(0)).
-  /// `tensors` is a forward call (the same validation; dense or varlen); its initial_state and final_state are
-  /// ignored (the summary does not depend on a start state) and o is not written except rows past cu[N],
-  /// which are zeroed as in forward. The workspace (ForwardTensors::workspace, or the runtime's) must hold
-  /// forwardSummaryWorkspaceBytes. Throws RuntimeError{InvalidArgument} (nothing launched) when the package is
-  /// preconditioned (a piece's summaries would need the preconditioner state folded across pieces first, not done)
-  /// or has no launch.forward_segmented (several Householder steps per token),
-  /// `sequence` is outside [0, N), options.segment_chunks is set (the summary chooses L), or trans / ext is not
-  /// a contiguous f32 tensor of that shape on the tensors' device; otherwise as forward.
+  /// `tensors` is a forward call (the same validation; dense or varlen); its initial_state, final_state and
+  /// final_precond_state are ignored (the summary does not depend on a memory start state) and o is not written
+  /// except rows past cu[N], which are zeroed as in forward. For a preconditioned package the write keys depend on
+  /// the preconditioner state, so tensors.initial_precond_state [N, H, K] (zero when not given) is each sequence's
+  /// preconditioner start: the folded one of the preconditioner round for a continued fragment. The workspace
+  /// (ForwardTensors::workspace, or the runtime's) must hold forwardSummaryWorkspaceBytes. Throws
+  /// RuntimeError{InvalidArgument} (nothing launched) when contextParallelSupport refuses the package
+  /// (ContextParallelSupport.h: no segment kernels, a hypergrad_ogd preconditioner), `sequence` is outside
+  /// [0, N), options.segment_chunks is set (the summary chooses L), or trans / ext is not a contiguous f32 tensor
+  /// of that shape on the tensors' device; otherwise as forward.
   void forwardSummary(const Package& package, const ForwardTensors& tensors, std::int64_t sequence,
                       const TensorView& trans, const TensorView& ext, const LaunchOptions& options = {});
   /// Scratch bytes forwardSummary needs for `problem` and `config`.
   std::size_t forwardSummaryWorkspaceBytes(const Package& package, const ForwardProblem& problem,
                                            const TileConfig& config) const;
+
+  /// Context parallelism, the preconditioner round (docs/math.md §8.4): the affine summary of the ema_sq_squash
+  /// accumulator over sequence `sequence`, per key head h and channel i
+  ///   A_end[h, i] = Γ[h, i] · A_start[h, i] + Σ[h, i]      (docs/math.md §5.1)
+  ///   gamma  Γ [H, K] f32 device: the product of the accumulator gates over the sequence's chunks, Π_c γ_c
+  ///          (exp of the sum of precond_g over its tokens; 1 without the gate), the same in every channel of a head
+  ///   sigma  Σ [H, K] f32 device: the sequence's end accumulator from A = 0
+  /// — the diagonal M and the E of the preconditioner's cp::SummaryLayout entry (FoldShape{N, H, K, 1, diagonal}).
+  /// Computed by the forward's own precond_summary (per chunk γ_c, σ_c) and two precond_scan passes over them: Σ
+  /// from a zero start, and Γ from a start of ones with the chunks' σ_c zeroed (A ← γ_c A), so Γ is the product
+  /// the scan itself applies, not a difference of two runs. Enqueued on options.stream; no host synchronisation.
+  /// `tensors` as for forwardSummary (its states are ignored; o is not written). The workspace must hold
+  /// forwardPrecondSummaryWorkspaceBytes. Throws RuntimeError{InvalidArgument} (nothing launched) when the package
+  /// has no ema_sq_squash preconditioner or contextParallelSupport refuses it, `sequence` is outside [0, N), or
+  /// gamma / sigma is not a contiguous f32 [H, K] tensor on the tensors' device; otherwise as forward.
+  void forwardPrecondSummary(const Package& package, const ForwardTensors& tensors, std::int64_t sequence,
+                             const TensorView& gamma, const TensorView& sigma, const LaunchOptions& options = {});
+  /// Scratch bytes forwardPrecondSummary needs for `problem` and `config`: the plain forward's workspace plus
+  /// three [N, H, K] f32 scan buffers.
+  std::size_t forwardPrecondSummaryWorkspaceBytes(const Package& package, const ForwardProblem& problem,
+                                                  const TileConfig& config) const;
 
   /// One decode step: reads and updates state (and precond_state) in place, writes o.
   void decode(const Package& package, const DecodeTensors& tensors, const LaunchOptions& options = {});
