@@ -265,16 +265,18 @@ def LowerDecodeToTile : Pass<"dgps-lower-decode-to-tile", "::mlir::ModuleOp"> {
   let summary = "Lower the decode role of each dgps.recurrence to a function over typed tiles";
   let description = [{
     Decode (one token per batch row, docs/math.md §1) has no chunk-IR body, so it is lowered from the
-    recurrence's attributes. For every dgps.recurrence whose kernels include decode, adds
-    `func.func @<name>_decode` (keeping the recurrence) with attributes `tile.role = "decode"`,
-    `tile.grid` ("value_tile": one CTA per (b, hv, value tile); "key_head" when a preconditioner
-    state must have a single writer: one CTA per (b, h) looping over its value tiles) and
-    `tile.value_tile` (BV = 32). The per-model variation is decided here and appears as different
-    tile ops: scalar decay is `tile.mul` of the state fragment by exp(g), diagonal decay a
-    `tile.row_scale` by a shared exp(g) vector, no decay nothing; the gain a `tile.mul`; the delta
-    rule a two-vector `tile.contract` (Sᵀk̂ and Sᵀq_r) and a `tile.sub`, the linear rule a one-vector
-    contract; ema_sq_squash and hypergrad_ogd preconditioner steps are elementwise/reduction tile
-    maths on the [K] state, multiplying the write key (key side) or the read query (query side).
+    recurrence's attributes. For every dgps.recurrence whose kernels include decode, adds `func.func
+    @<name>_decode` (keeping the recurrence) with attributes `tile.role = "decode"`, `tile.grid` ("value_tile":
+    one CTA per (b, hv, value tile); "key_head" when a preconditioner state must have a single writer: one CTA
+    per (b, h) looping over its value tiles) and `tile.value_tile` (BV = 32); a "key_head" CTA reads the next
+    value tile's state ahead, so it also gets its launch bound `tile.min_ctas_per_sm = array<i32: 4, 3, 2>`
+    (CTAs per SM for K = KP <= 128, a padded K, KP > 128; Tile.h), which the emitter prints as
+    `__launch_bounds__`. The per-model variation is decided here and appears as different tile ops: scalar decay
+    is `tile.mul` of the state fragment by exp(g), diagonal decay a `tile.row_scale` by a shared exp(g) vector,
+    no decay nothing; the gain a `tile.mul`; the delta rule a two-vector `tile.contract` (Sᵀk̂ and Sᵀq_r) and a
+    `tile.sub`, the linear rule a one-vector contract; ema_sq_squash and hypergrad_ogd preconditioner steps are
+    elementwise/reduction tile maths on the [K] state, multiplying the write key (key side) or the read query
+    (query side).
 
     Before:
     ```mlir
