@@ -1,8 +1,10 @@
 // Launch decisions the tile IR carries as attributes (Tile.h) and the emitters print: the decode's launch bound
-// (tile.min_ctas_per_sm), read from the IR rather than decided inside the emitter.
+// (tile.min_ctas_per_sm) and the launch features with the hypergradient clamp (tile.launch_features), read from
+// the IR rather than decided inside the emitters.
 #include "CompilerTestUtil.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
 #include "dgps/Emit/TileEmitter.h"
+#include "mlir/Parser/Parser.h"
 
 namespace dgps::test {
 namespace {
@@ -72,6 +74,56 @@ TEST(TileDecodeLaunchBound, AMalformedBoundIsRefused) {
   EXPECT_NE(pgdn->c.diagnostics.back().find("tile.min_ctas_per_sm must be array<i32: dense, padded, wide>"),
             std::string::npos)
       << pgdn->c.diagnostics.back();
+}
+
+/// A clamped OSDN precond_scan (one tile.hypergrad_token_scan, as --dgps-lower-precond-roles-to-tile writes it)
+/// with tile.launch_features `features`.
+std::string tokenScanModule(const std::string& features) {
+  return "func.func @clamped_precond_scan() attributes {tile.grid = \"sequence_key_head_warp\", "
+         "tile.launch_features = array<i32: " + features + ">, tile.role = \"precond_scan\"} {\n"
+         "  tile.hypergrad_token_scan key \"k\" gain \"beta\" start \"initial_precond_state\" into \"pst\", "
+         "\"pcoef\" final \"final_precond_state\" {absent = 1.0 : f32, clamp_max = 2.0 : f32, clamp_min = 0.5 : f32, "
+         "eta = 1.0 : f32, l2_eps = 1.0e-6 : f32}\n"
+         "  return\n}\n";
+}
+
+TEST(TileLaunchFeatures, TheTokenScanPrintsTheClampItsFeaturesCarry) {
+  Context c;
+  mlir::OwningOpRef<mlir::ModuleOp> m =
+      mlir::parseSourceString<mlir::ModuleOp>(tokenScanModule("0, 1, 1, 0, 1, 1, 1"), c.ctx.get());
+  ASSERT_TRUE(m) << (c.diagnostics.empty() ? "" : c.diagnostics.back());
+  auto fn = m->lookupSymbol<mlir::func::FuncOp>("clamped_precond_scan");
+  mlir::FailureOr<std::string> text = emitTilePrecondKernel(fn, "k");
+  ASSERT_TRUE(mlir::succeeded(text)) << (c.diagnostics.empty() ? "" : c.diagnostics.back());
+  EXPECT_NE(text->find("constexpr dgps::launch::FeatureSet F = {0, 1, 1, 0, 1, 1, 1};"), std::string::npos) << *text;
+}
+
+TEST(TileLaunchFeatures, ATokenScanWithUnclampedFeaturesIsRefused) {
+  // Unclamped features give the workspace the chunked d-scan's regions, which a token scan does not fill: the
+  // emitter refuses the disagreement instead of printing a layout the runtime does not allocate.
+  Context c;
+  mlir::OwningOpRef<mlir::ModuleOp> m =
+      mlir::parseSourceString<mlir::ModuleOp>(tokenScanModule("0, 1, 1, 0, 1, 1, 0"), c.ctx.get());
+  ASSERT_TRUE(m);
+  auto fn = m->lookupSymbol<mlir::func::FuncOp>("clamped_precond_scan");
+  EXPECT_TRUE(mlir::failed(emitTilePrecondKernel(fn, "k")));
+  ASSERT_FALSE(c.diagnostics.empty());
+  EXPECT_NE(c.diagnostics.back().find("has a tile.hypergrad_token_scan but tile.launch_features says the "
+                                      "hypergrad_ogd scan is unclamped"),
+            std::string::npos)
+      << c.diagnostics.back();
+}
+
+TEST(TileLaunchFeatures, TheVerifierRefusesSixEntries) {
+  Context c;
+  mlir::OwningOpRef<mlir::ModuleOp> m =
+      mlir::parseSourceString<mlir::ModuleOp>(tokenScanModule("0, 1, 1, 0, 1, 1"), c.ctx.get());
+  EXPECT_FALSE(m);
+  ASSERT_FALSE(c.diagnostics.empty());
+  EXPECT_NE(c.diagnostics.back().find("tile.launch_features must be array<i32: decay, gain, precond, side, source, "
+                                      "solve, clamp>"),
+            std::string::npos)
+      << c.diagnostics.back();
 }
 
 }  // namespace

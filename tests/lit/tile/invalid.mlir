@@ -189,3 +189,25 @@ func.func @not_an_array() attributes {tile.grid = "key_head", tile.min_ctas_per_
 func.func @not_decode() attributes {tile.grid = "chunk", tile.min_ctas_per_sm = array<i32: 4, 3, 2>, tile.role = "chunk_local"} {
   return
 }
+
+// -----
+
+// tile.launch_features: a launch_rules.h FeatureSet, 7 codes, the clamp only with hypergrad_ogd.
+// expected-error @+1 {{tile.launch_features must be array<i32: decay, gain, precond, side, source, solve, clamp> (launch_rules.h FeatureSet), got array<i32: 1, 1, 0, 0, 0, 1>}}
+func.func @six_features() attributes {tile.grid = "chunk", tile.launch_features = array<i32: 1, 1, 0, 0, 0, 1>, tile.role = "chunk_local"} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{tile.launch_features: decay is 3; expected 0 to 2 (launch_rules.h FeatureSet)}}
+func.func @bad_decay() attributes {tile.grid = "chunk", tile.launch_features = array<i32: 3, 1, 0, 0, 0, 1, 0>, tile.role = "chunk_local"} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{tile.launch_features: clamp is 1 without a hypergrad_ogd preconditioner (precond 1, source 1)}}
+func.func @clamp_without_hypergrad() attributes {tile.grid = "chunk", tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1, 1>, tile.role = "chunk_local"} {
+  return
+}

@@ -350,7 +350,7 @@ def LowerChunkLocalToTile : Pass<"dgps-lower-chunk-local-to-tile", "::mlir::Modu
     ```
     After (appended to the module):
     ```mlir
-    func.func @gdn_chunk_local() attributes {tile.grid = "chunk", tile.launch_features = array<i32: 1, 1, 0, 0, 0, 1>,
+    func.func @gdn_chunk_local() attributes {tile.grid = "chunk", tile.launch_features = array<i32: 1, 1, 0, 0, 0, 1, 0>,
                                              tile.role = "chunk_local"} {
       %q = tile.chunk_rows "q" at key_head : !bf16_ck_smem_row
       %k = tile.chunk_rows "k" at key_head : !bf16_ck_smem_row
@@ -417,7 +417,7 @@ def LowerStateOutputToTile : Pass<"dgps-lower-state-output-to-tile", "::mlir::Mo
     ```
     After (appended to the module):
     ```mlir
-    func.func @gdn_state_output() attributes {tile.grid = "value_tile", tile.launch_features = array<i32: 1, 1, 0, 0, 0, 1>,
+    func.func @gdn_state_output() attributes {tile.grid = "value_tile", tile.launch_features = array<i32: 1, 1, 0, 0, 0, 1, 0>,
                                               tile.role = "state_output"} {
       tile.state_walk start argument query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb"
         readout "aqk" value_form residual_lower carry uniform {write_final, write_output}
@@ -524,7 +524,7 @@ def LowerPrecondRolesToTile : Pass<"dgps-lower-precond-roles-to-tile", "::mlir::
     ```
     After (appended to the module):
     ```mlir
-    func.func @pgdn_precond_summary() attributes {tile.grid = "chunk_key_head", tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1>, tile.role = "precond_summary"} {
+    func.func @pgdn_precond_summary() attributes {tile.grid = "chunk_key_head", tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1, 0>, tile.role = "precond_summary"} {
       %0 = tile.chunk_rows "k" at key_head : !tile.tile<[C, K], bf16, smem, row>
       %1 = tile.chunk_rows "precond_g" at key_head : !tile.tile<[C], f32, smem, row>
       %2 = tile.row_exp %1 {pad = 1.0 : f32} : !tile.tile<[C], f32, smem, row> -> !tile.tile<[C], f32, smem, row>

@@ -1,6 +1,8 @@
-// The tile dialect: registration and the !tile.tile type (parser, printer, verifier, short aliases).
+// The tile dialect: registration, the !tile.tile type (parser, printer, verifier, short aliases) and the verifier
+// of the tile.* function attributes that carry launch decisions.
 #include "dgps/Dialect/Tile/IR/Tile.h"
 
+#include "dgps/Dialect/Tile/IR/LaunchFeatures.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
@@ -67,6 +69,7 @@ LogicalResult verifyMinCtasPerSm(Operation* op, Attribute value) {
 
 LogicalResult TileDialect::verifyOperationAttribute(Operation* op, NamedAttribute attr) {
   if (attr.getName() == kMinCtasPerSmAttr) return verifyMinCtasPerSm(op, attr.getValue());
+  if (attr.getName() == kLaunchFeaturesAttr) return verifyLaunchFeatures(op, attr.getValue());
   return success();
 }
 

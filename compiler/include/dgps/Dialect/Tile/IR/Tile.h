@@ -28,8 +28,8 @@ inline constexpr const char* kRoleAttr = "tile.role";
 /// Function attribute: the CTA grid (a Grid keyword: "value_tile" or "key_head").
 inline constexpr const char* kGridAttr = "tile.grid";
 /// Function attribute of a chunk role: the launch contract shared with the device library's other roles,
-/// array<i32: decay, gain, precond, side, source, solve> (launch_rules.h FeatureSet). It fixes the
-/// workspace and shared-memory layout only; the maths is in the body.
+/// array<i32: decay, gain, precond, side, source, solve, clamp> (launch_rules.h FeatureSet; read, written and
+/// printed by LaunchFeatures.h). It fixes the workspace and shared-memory layout only; the maths is in the body.
 inline constexpr const char* kLaunchFeaturesAttr = "tile.launch_features";
 /// Function attribute: the value-tile width BV the function is written for.
 inline constexpr const char* kValueTileAttr = "tile.value_tile";
