@@ -8,10 +8,10 @@
 // Operands: raw q/k tiles when the per-token factors cq/ck/w (tok workspace) carry the gating and l2norm;
 // otherwise the tiles chunk_local prepared (opq/opk/opw: per-channel decay). A diagonal preconditioner's
 // multiplier is rebuilt here from the chunk-start state pst and the raw key (tile/channel_scan.cuh, its
-// parameters from the Traits by precond_rebuild.cuh), so P⊙k (ATK write key) and P⊙q (ATQ read query) never go through device memory: a
-// producer warpgroup rebuilds chunk c+1's operand while the consumer warps run chunk c (tile/warp_split.cuh), so
-// the rebuild stays off the sequential path. The kernel printed from tile IR (TileStateEmitter.cpp) calls the same
-// headers in the same order.
+// parameters from the Traits by precond_rebuild.cuh), so P⊙k (ATK write key) and P⊙q (ATQ read query) never go
+// through device memory: a producer warpgroup rebuilds chunk c+1's operand while the consumer warps run chunk c
+// (tile/warp_split.cuh), so the rebuild stays off the sequential path. The kernel printed from tile IR
+// (TileStateEmitter.cpp) calls the same headers in the same order.
 // The state enters tensor-core products as bf16 also for fp16 inputs (|S| may exceed 65504, docs/math.md §7.5).
 // Partial last chunks: zero pad rows are exact no-ops; the final decay is the last real token's (docs/math.md §4.2).
 #pragma once
