@@ -388,10 +388,11 @@ FailureOr<std::string> emitTilePrecondKernel(func::FuncOp fn, const std::string&
   if (failed(feat)) return failure();
   // The workspace layout has the chunked d-scan's regions exactly when the features say it is unclamped
   // (launch_rules.h hypergradChunked), so the scan's form and the clamp must agree.
-  if (feat->source == 1 && (feat->clamp == 1) != !tokenScans.empty())
+  if (feat->source == 1 && (feat->clamp == 1) != !tokenScans.empty()) {
+    const char* form = feat->clamp == 1 ? "clamped (a token scan, no chunk summaries)" : "unclamped (chunked)";
     return fn.emitOpError() << "has " << (tokenScans.empty() ? "no" : "a") << " tile.hypergrad_token_scan but "
-                            << kLaunchFeaturesAttr << " says the hypergrad_ogd scan is "
-                            << (feat->clamp == 1 ? "clamped (a token scan, no chunk summaries)" : "unclamped (chunked)");
+                            << kLaunchFeaturesAttr << " says the hypergrad_ogd scan is " << form;
+  }
   if (!tokenScans.empty()) {
     for (Operation& op : fn.getBody().front())
       if (!isa<HypergradTokenScanOp, func::ReturnOp>(op)) return op.emitOpError("has no precond_scan tile emitter");
