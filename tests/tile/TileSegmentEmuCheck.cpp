@@ -40,6 +40,7 @@
 
 #include "dgps/device/abi.h"
 #include "dgps/device/launch_rules.h"
+#include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/SpecParser.h"
@@ -79,17 +80,6 @@ int fail(const std::string& msg) {
 
 void* build(const std::string& pkg, const std::string& so, const Config& c) {
   return dgps_emu::loadForEmu(pkg + "/kernels.cu", so, {c.K, c.K, false, c.chunk, c.block_v, c.warps, c.stages});
-}
-
-dgps::launch::FeatureSet featuresOf(const dgps::Spec& spec) {
-  dgps::launch::FeatureSet f;
-  f.decay = spec.decay.kind == dgps::DecayKind::None ? 0 : spec.decay.kind == dgps::DecayKind::Scalar ? 1 : 2;
-  f.gain = spec.gain.kind == dgps::GainKind::Scalar ? 1 : 0;
-  f.precond = spec.precond.kind == dgps::PrecondKind::Diagonal ? 1 : 0;
-  f.side = spec.precond.side == dgps::PrecondSide::Query ? 1 : 0;
-  f.source = spec.precond.source == dgps::PrecondSource::HypergradOgd ? 1 : 0;
-  f.solve = spec.solve.kind == dgps::SolveKind::Delta ? 1 : 0;
-  return f;
 }
 
 bool launch(void* module, const std::string& sym, const dgps::launch::Geometry& geo, dgps::ForwardArgs& a) {
@@ -138,7 +128,7 @@ bool checkOnce(const dgps::Spec& spec, void* module, const Config& cfg, const Pr
   std::vector<float> sPlain(nS, NAN), sSeg(nS, NAN);
   auto ptr = [](std::vector<float>& v) -> const float* { return v.empty() ? nullptr : v.data(); };
 
-  const dgps::launch::FeatureSet f = featuresOf(spec);
+  const dgps::launch::FeatureSet f = dgps::deviceFeatures(spec);
   dgps::launch::ProblemShape ls;
   ls.B = p.B;
   ls.T = p.T;

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "dgps/Dialect/Tile/IR/LaunchFeatures.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
 #include "dgps/Emit/Package.h"
 #include "dgps/Emit/TileEmitter.h"
@@ -51,8 +52,8 @@ bool is16(Type t) { return !cast<TileType>(t).getElementType().isF32(); }
 class ChunkEmitter {
  public:
   /// `features`: the function's tile.launch_features, which decide which slots chunkLocalSmem has.
-  ChunkEmitter(std::ostringstream& os, ArrayRef<int32_t> features)
-      : os_(os), diagonalGate_(features[0] == 2), precond_(features[2] == 1), keySide_(features[3] == 0) {}
+  ChunkEmitter(std::ostringstream& os, const launch::FeatureSet& features)
+      : os_(os), diagonalGate_(features.decay == 2), precond_(features.precond == 1), keySide_(features.side == 0) {}
 
   LogicalResult block(Block& body) {
     for (Operation& op : body)
@@ -456,12 +457,11 @@ class ChunkEmitter {
 FailureOr<std::string> emitTileChunkKernel(func::FuncOp fn, const std::string& symbol) {
   auto role = fn->getAttrOfType<StringAttr>(kRoleAttr);
   auto grid = fn->getAttrOfType<StringAttr>(kGridAttr);
-  auto feat = fn->getAttrOfType<DenseI32ArrayAttr>(kLaunchFeaturesAttr);
-  if (!role || role.getValue() != "chunk_local" || !grid || grid.getValue() != stringifyGrid(Grid::chunk) || !feat ||
-      feat.size() != 6)
+  if (!role || role.getValue() != "chunk_local" || !grid || grid.getValue() != stringifyGrid(Grid::chunk))
     return fn.emitOpError() << "is not a chunk_local tile function (needs " << kRoleAttr << " = \"chunk_local\", "
-                            << kGridAttr << " = \"chunk\" and " << kLaunchFeaturesAttr << " with 6 entries)";
-  ArrayRef<int32_t> f = feat.asArrayRef();
+                            << kGridAttr << " = \"chunk\" and " << kLaunchFeaturesAttr << ")";
+  FailureOr<launch::FeatureSet> f = launchFeaturesOf(fn);
+  if (failed(f)) return failure();
   std::ostringstream os;
   os << "extern \"C\" __global__ void " << symbol << "(dgps::ForwardArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str() << ", grid chunk: one CTA per chunk slot and value head).\n";
@@ -471,8 +471,7 @@ FailureOr<std::string> emitTileChunkKernel(func::FuncOp fn, const std::string& s
   os << "  constexpr int PQ = dgps::launch::bf16Pitch(KP), PA = dgps::launch::f32Pitch(C), PG = KP;\n";
   os << "  (void)PA;\n  (void)PG;\n  (void)NW;\n";
   os << "  // The launch contract shared with the other roles: workspace and shared-memory layout only.\n";
-  os << "  constexpr dgps::launch::FeatureSet F = {" << f[0] << ", " << f[1] << ", " << f[2] << ", " << f[3] << ", "
-     << f[4] << ", " << f[5] << "};\n";
+  os << "  constexpr dgps::launch::FeatureSet F = " << featureSetInitializer(*f) << ";\n";
   os << "  constexpr dgps::launch::ChunkLocalSmem L = dgps::launch::chunkLocalSmem(F, K, C);\n";
   os << "  const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), dev::tile_of());\n";
   os << "  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;\n";
@@ -487,7 +486,7 @@ FailureOr<std::string> emitTileChunkKernel(func::FuncOp fn, const std::string& s
   os << "  float* const sVec = dev::smem_at<float>(sm, L.tok);\n";
   os << "  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);\n";
   os << "  const int64_t sh = slot * HV + hv;\n";
-  ChunkEmitter e(os, f);
+  ChunkEmitter e(os, *f);
   if (failed(e.block(fn.getBody().front()))) return failure();
   os << "}\n";
   return os.str();

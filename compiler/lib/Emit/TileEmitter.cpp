@@ -342,6 +342,18 @@ class Emitter {
   bool readAhead_ = false;              ///< printing a read-ahead block (views print there)
 };
 
+/// `__launch_bounds__(128, n) ` for the function's tile.min_ctas_per_sm (Tile.h; 128 threads: launch_rules.h
+/// decodeGeometry's block), n picked by the key width at JIT time; empty without the attribute.
+FailureOr<std::string> launchBounds(func::FuncOp fn) {
+  if (!fn->hasAttr(kMinCtasPerSmAttr)) return std::string();
+  auto counts = fn->getAttrOfType<DenseI32ArrayAttr>(kMinCtasPerSmAttr);
+  if (!counts || counts.size() != 3)  // the dialect verifies it; this guards an emitter run on unverified IR
+    return fn.emitOpError() << kMinCtasPerSmAttr << " must be array<i32: dense, padded, wide>";
+  auto n = [&](KeyWidth w) { return std::to_string(counts[static_cast<int>(w)]); };
+  return "__launch_bounds__(128, dgps::cfg::KP > 128 ? " + n(KeyWidth::wide) + " : dgps::cfg::K < dgps::cfg::KP ? " +
+         n(KeyWidth::padded) + " : " + n(KeyWidth::dense) + ") ";
+}
+
 }  // namespace
 
 FailureOr<std::string> emitTileKernel(func::FuncOp fn, const std::string& symbol) {
@@ -354,17 +366,10 @@ FailureOr<std::string> emitTileKernel(func::FuncOp fn, const std::string& symbol
   if (bv.getInt() != 32)
     return fn.emitOpError() << kValueTileAttr << " must be 32, the decode launch geometry's value tile";
   const bool keyHead = *symbolizeGrid(grid.getValue()) == Grid::key_head;
+  FailureOr<std::string> bounds = launchBounds(fn);
+  if (failed(bounds)) return failure();
   std::ostringstream os;
-  // Decode is bound by the state's bytes: it needs warps resident to keep loads in flight. A key-head CTA walks
-  // several value tiles and reads the next one's state ahead, which doubles the state fragment's registers; left
-  // alone ptxas gave such a decode 159 registers at K = 128 (3 CTAs of 128 threads per SM; 5-6% slower than the
-  // device library's 128 registers, 4 CTAs). So it asks for 4 CTAs per SM up to K = 128 (no spills there), 3 for
-  // a padded K (K < KP: the pad masks cost registers, and 4 CTAs spilled PKDA's decode at K = 120) and 2 beyond
-  // K = 128, where the state fragment alone needs more than 128 registers. A value-tile CTA (72-80 registers) is
-  // left alone: the bound would only make ptxas spend more. 128 threads: launch_rules.h decodeGeometry's block.
-  const char* bounds =
-      keyHead ? "__launch_bounds__(128, dgps::cfg::KP > 128 ? 2 : dgps::cfg::K < dgps::cfg::KP ? 3 : 4) " : "";
-  os << "extern \"C\" __global__ void " << bounds << symbol << "(dgps::DecodeArgs a) {\n";
+  os << "extern \"C\" __global__ void " << *bounds << symbol << "(dgps::DecodeArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str() << ", grid " << grid.getValue().str() << ").\n";
   os << "  namespace t = dgps::tile;\n";
   os << "  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;\n";

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "dgps/Dialect/Tile/IR/LaunchFeatures.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
 #include "dgps/Emit/Package.h"
 #include "dgps/Emit/TileEmitter.h"
@@ -209,23 +210,22 @@ class SummaryEmitter {
   bool rowsUsed_ = false, pendingLoads_ = false;
 };
 
-/// `clamp`: the hypergrad_ogd scan is clamped (FeatureSet::clamp, which the 6 launch features leave 0); its
-/// workspace has no chunk summaries.
+/// `f`: the function's tile.launch_features, which fix the workspace layout (a clamped hypergrad_ogd scan's has
+/// no chunk summaries).
 void prologue(std::ostringstream& os, func::FuncOp fn, const std::string& symbol, StringRef what,
-              ArrayRef<int32_t> f, bool clamp = false) {
+              const launch::FeatureSet& f) {
   os << "extern \"C\" __global__ void " << symbol << "(dgps::ForwardArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str() << ", " << what.str() << ").\n";
   os << "  namespace t = dgps::tile;\n  namespace dev = dgps::dev;\n";
   os << "  constexpr int C = dgps::cfg::C, K = dgps::cfg::K;\n";
   os << "  // The launch contract shared with the other roles: the workspace layout only.\n";
-  os << "  constexpr dgps::launch::FeatureSet F = {" << f[0] << ", " << f[1] << ", " << f[2] << ", " << f[3] << ", "
-     << f[4] << ", " << f[5] << (clamp ? ", 1" : "") << "};\n";
+  os << "  constexpr dgps::launch::FeatureSet F = " << featureSetInitializer(f) << ";\n";
   os << "  const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), dev::tile_of());\n";
   os << "  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);\n";
   os << "  const int64_t H = a.heads_qk;\n";
 }
 
-FailureOr<std::string> emitSummary(func::FuncOp fn, const std::string& symbol, ArrayRef<int32_t> f) {
+FailureOr<std::string> emitSummary(func::FuncOp fn, const std::string& symbol, const launch::FeatureSet& f) {
   std::ostringstream os;
   prologue(os, fn, symbol, "grid chunk_key_head: one CTA per chunk slot and key head", f);
   os << "  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;\n";
@@ -248,7 +248,7 @@ FailureOr<std::string> emitSummary(func::FuncOp fn, const std::string& symbol, A
 /// OSDN's pass: one tile::hypergrad_chunk_pass per (sequence, key head), its operands at the sequence's first
 /// chunk slot.
 FailureOr<std::string> emitHypergradScan(func::FuncOp fn, HypergradChunkPassOp p, const std::string& symbol,
-                                         ArrayRef<int32_t> f) {
+                                         const launch::FeatureSet& f) {
   std::ostringstream os;
   prologue(os, fn, symbol, "grid sequence_key_head: one CTA per sequence and key head", f);
   os << "  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;\n";
@@ -280,10 +280,9 @@ FailureOr<std::string> emitHypergradScan(func::FuncOp fn, HypergradChunkPassOp p
 /// OSDN's clamped d-scan: one tile::hypergrad_token_scan per warp, four (sequence, key head) pairs per CTA (the
 /// device library's clamped precond_scan geometry), each warp on its own 32 shared key rows.
 FailureOr<std::string> emitTokenScan(func::FuncOp fn, HypergradTokenScanOp o, const std::string& symbol,
-                                     ArrayRef<int32_t> f) {
+                                     const launch::FeatureSet& f) {
   std::ostringstream os;
-  prologue(os, fn, symbol, "grid sequence_key_head_warp: one warp per sequence and key head, 4 per CTA", f,
-           /*clamp=*/true);
+  prologue(os, fn, symbol, "grid sequence_key_head_warp: one warp per sequence and key head, 4 per CTA", f);
   os << "  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;\n";
   os << "  constexpr int KP = dgps::cfg::KP, PQ = dgps::launch::bf16Pitch(KP);\n";
   os << "  const int64_t pair = dev::block_x() * 4 + dev::warp();\n";
@@ -325,7 +324,7 @@ FailureOr<std::string> emitTokenScan(func::FuncOp fn, HypergradTokenScanOp o, co
   return os.str();
 }
 
-FailureOr<std::string> emitScan(func::FuncOp fn, const std::string& symbol, ArrayRef<int32_t> f) {
+FailureOr<std::string> emitScan(func::FuncOp fn, const std::string& symbol, const launch::FeatureSet& f) {
   SmallVector<HypergradChunkPassOp> passes;
   SmallVector<ChunkAffineScanOp> scans;
   for (Operation& op : fn.getBody().front()) {
@@ -372,7 +371,6 @@ FailureOr<std::string> emitScan(func::FuncOp fn, const std::string& symbol, Arra
 FailureOr<std::string> emitTilePrecondKernel(func::FuncOp fn, const std::string& symbol) {
   auto role = fn->getAttrOfType<StringAttr>(kRoleAttr);
   auto grid = fn->getAttrOfType<StringAttr>(kGridAttr);
-  auto feat = fn->getAttrOfType<DenseI32ArrayAttr>(kLaunchFeaturesAttr);
   const bool summary = role && role.getValue() == "precond_summary";
   const bool scan = role && role.getValue() == "precond_scan";
   // the clamped d-scan (one tile.hypergrad_token_scan) runs a warp per (sequence, key head)
@@ -381,19 +379,28 @@ FailureOr<std::string> emitTilePrecondKernel(func::FuncOp fn, const std::string&
   const Grid want = summary ? Grid::chunk_key_head
                     : tokenScans.empty() ? Grid::sequence_key_head
                                          : Grid::sequence_key_head_warp;
-  if ((!summary && !scan) || !grid || grid.getValue() != stringifyGrid(want) || !feat || feat.size() != 6)
+  if ((!summary && !scan) || !grid || grid.getValue() != stringifyGrid(want))
     return fn.emitOpError() << "is not a precond_summary / precond_scan tile function (needs " << kRoleAttr
                             << " = \"precond_summary\" with " << kGridAttr << " = \"chunk_key_head\", or "
                             << "\"precond_scan\" with \"sequence_key_head\" (\"sequence_key_head_warp\" for a "
-                            << "tile.hypergrad_token_scan), and " << kLaunchFeaturesAttr << " with 6 entries)";
+                            << "tile.hypergrad_token_scan), and " << kLaunchFeaturesAttr << ")";
+  FailureOr<launch::FeatureSet> feat = launchFeaturesOf(fn);
+  if (failed(feat)) return failure();
+  // The workspace layout has the chunked d-scan's regions exactly when the features say it is unclamped
+  // (launch_rules.h hypergradChunked), so the scan's form and the clamp must agree.
+  if (feat->source == 1 && (feat->clamp == 1) != !tokenScans.empty()) {
+    const char* form = feat->clamp == 1 ? "clamped (a token scan, no chunk summaries)" : "unclamped (chunked)";
+    return fn.emitOpError() << "has " << (tokenScans.empty() ? "no" : "a") << " tile.hypergrad_token_scan but "
+                            << kLaunchFeaturesAttr << " says the hypergrad_ogd scan is " << form;
+  }
   if (!tokenScans.empty()) {
     for (Operation& op : fn.getBody().front())
       if (!isa<HypergradTokenScanOp, func::ReturnOp>(op)) return op.emitOpError("has no precond_scan tile emitter");
     if (tokenScans.size() != 1)
       return fn.emitOpError("a token-scan precond_scan holds exactly one tile.hypergrad_token_scan");
-    return emitTokenScan(fn, tokenScans.front(), symbol, feat.asArrayRef());
+    return emitTokenScan(fn, tokenScans.front(), symbol, *feat);
   }
-  return summary ? emitSummary(fn, symbol, feat.asArrayRef()) : emitScan(fn, symbol, feat.asArrayRef());
+  return summary ? emitSummary(fn, symbol, *feat) : emitScan(fn, symbol, *feat);
 }
 
 }  // namespace dgps

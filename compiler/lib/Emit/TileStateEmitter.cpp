@@ -10,6 +10,7 @@
 // (the transition product M); the fold calls tile/state_fold.cuh.
 #include <sstream>
 
+#include "dgps/Dialect/Tile/IR/LaunchFeatures.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
 #include "dgps/Emit/Package.h"
 #include "dgps/Emit/TileEmitter.h"
@@ -265,28 +266,18 @@ void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end) {
 
 namespace {
 
-/// The function's tile.launch_features as a FeatureSet and as the CUDA initializer printed for it; fails unless
-/// the function has role `role`, grid `grid` and 6 features.
+/// The function's tile.launch_features as a FeatureSet and as the CUDA expression printed for it; fails unless
+/// the function has role `role`, grid `grid` and valid features (LaunchFeatures.h).
 FailureOr<std::pair<launch::FeatureSet, std::string>> featuresOf(func::FuncOp fn, StringRef role, Grid grid) {
   auto r = fn->getAttrOfType<StringAttr>(kRoleAttr);
   auto g = fn->getAttrOfType<StringAttr>(kGridAttr);
-  auto feat = fn->getAttrOfType<DenseI32ArrayAttr>(kLaunchFeaturesAttr);
-  if (!r || r.getValue() != role || !g || g.getValue() != stringifyGrid(grid) || !feat || feat.size() != 6)
+  if (!r || r.getValue() != role || !g || g.getValue() != stringifyGrid(grid))
     return fn.emitOpError() << "is not a " << role << " tile function (needs " << kRoleAttr << " = \"" << role
                             << "\", " << kGridAttr << " = \"" << stringifyGrid(grid) << "\" and "
-                            << kLaunchFeaturesAttr << " with 6 entries)";
-  ArrayRef<int32_t> f = feat.asArrayRef();
-  launch::FeatureSet F;
-  F.decay = f[0];
-  F.gain = f[1];
-  F.precond = f[2];
-  F.side = f[3];
-  F.source = f[4];
-  F.solve = f[5];
-  std::ostringstream fs;
-  fs << "dgps::launch::FeatureSet{" << f[0] << ", " << f[1] << ", " << f[2] << ", " << f[3] << ", " << f[4] << ", "
-     << f[5] << "}";
-  return std::make_pair(F, fs.str());
+                            << kLaunchFeaturesAttr << ")";
+  FailureOr<launch::FeatureSet> F = launchFeaturesOf(fn);
+  if (failed(F)) return failure();
+  return std::make_pair(*F, "dgps::launch::FeatureSet" + featureSetInitializer(*F));
 }
 
 /// The function's tile.state_walk ops, in order (at least one, at most `most`; nothing else but the return).

@@ -12,7 +12,9 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
+#include "dgps/Dialect/Tile/IR/LaunchFeatures.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
+#include "dgps/Transforms/PlanCost.h"
 #include "dgps/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -329,24 +331,6 @@ struct LowerChunkLocalToTilePass : public dgps::impl::LowerChunkLocalToTileBase<
     });
     for (ch::KernelOp kernel : kernels) {
       auto parent = kernel->getParentOfType<func::FuncOp>();
-      // The launch contract shared with the other roles (launch_rules.h FeatureSet): it fixes the
-      // workspace and shared-memory layout the emitted kernel must reproduce.
-      bool gain = false, delta = false, querySide = false, hypergrad = false, precond = false;
-      int decay = 0;
-      parent.walk([&](Operation* op) {
-        if (auto l = dyn_cast<ch::LoadOp>(op)) {
-          gain |= l.getName() == "beta";
-          if (l.getName() == "g") decay = cast<ch::ChunkTensorType>(l.getType()).hasDim(ch::Dim::K) ? 2 : 1;
-        }
-        if (op->getParentOfType<ch::KernelOp>() != kernel) return;
-        delta |= isa<ch::KKTOp>(op);
-        if (isa<ch::AccumApplyOp, ch::HypergradApplyOp>(op)) {
-          precond = true;
-          hypergrad = isa<ch::HypergradApplyOp>(op);
-          for (Operation* user : op->getResult(0).getUsers())
-            if (auto q = dyn_cast<ch::QKAttnOp>(user)) querySide |= q.getQuery() == op->getResult(0);
-        }
-      });
       StringRef base = parent.getSymName();
       base.consume_back("_forward");
       OpBuilder b(module.getContext());
@@ -354,10 +338,13 @@ struct LowerChunkLocalToTilePass : public dgps::impl::LowerChunkLocalToTileBase<
       auto fn = b.create<func::FuncOp>(kernel.getLoc(), (base + "_chunk_local").str(), b.getFunctionType({}, {}));
       fn->setAttr(kRoleAttr, b.getStringAttr("chunk_local"));
       fn->setAttr(kGridAttr, b.getStringAttr(stringifyGrid(Grid::chunk)));
-      fn->setAttr(kLaunchFeaturesAttr, b.getDenseI32ArrayAttr({decay, gain ? 1 : 0, precond ? 1 : 0, querySide ? 1 : 0, hypergrad ? 1 : 0, delta ? 1 : 0}));
+      // The launch contract shared with the other roles (launch_rules.h FeatureSet, read over the whole forward):
+      // it fixes the workspace and shared-memory layout the emitted kernel must reproduce.
+      const dgps::launch::FeatureSet features = dgps::featuresOf(parent);
+      fn->setAttr(kLaunchFeaturesAttr, launchFeaturesAttr(b, features));
       OpBuilder body(fn.getContext());
       body.setInsertionPointToStart(fn.addEntryBlock());
-      if (failed(ChunkLocalBuilder(body, kernel.getLoc()).build(kernel, gain))) {
+      if (failed(ChunkLocalBuilder(body, kernel.getLoc()).build(kernel, features.gain == 1))) {
         fn.erase();
         return signalPassFailure();
       }

@@ -265,19 +265,13 @@ struct LowerPrecondRolesToTilePass : public dgps::impl::LowerPrecondRolesToTileB
     if (!pass) return scan.emitOpError("precond_scan without a precond_summary kernel or a chunk.hypergrad_pass");
     OpBuilder body(module.getContext());
     func::FuncOp fn = createRoleFunction(module, fwd, scan.getLoc(), "precond_scan", "precond_scan",
-                                         Grid::sequence_key_head_warp, forwardFeaturesOf(fwd), hasKKT(fwd), body);
+                                         Grid::sequence_key_head_warp, body);
     if (failed(buildTokenScan(pass, writesFinal, body))) {
       fn.erase();
       return failure();
     }
     body.create<func::ReturnOp>(scan.getLoc());
     return success();
-  }
-
-  static bool hasKKT(func::FuncOp fwd) {
-    bool delta = false;
-    fwd.walk([&](ch::KKTOp) { delta = true; });
-    return delta;
   }
 
   LogicalResult lower(ModuleOp module, func::FuncOp fwd) {
@@ -289,19 +283,16 @@ struct LowerPrecondRolesToTilePass : public dgps::impl::LowerPrecondRolesToTileB
     if (!summary && !scan) return success();  // no preconditioner state: nothing to lower
     if (!summary) return lowerTokenScan(module, fwd, scan);
     if (!scan) return summary.emitOpError("precond_summary without a precond_scan kernel");
-    const ForwardFeatures f = forwardFeaturesOf(fwd);
-    bool delta = false;
-    fwd.walk([&](ch::KKTOp) { delta = true; });
     OpBuilder body(module.getContext());
     func::FuncOp sumFn = createRoleFunction(module, fwd, summary.getLoc(), "precond_summary", "precond_summary",
-                                            Grid::chunk_key_head, f, delta, body);
+                                            Grid::chunk_key_head, body);
     if (failed(buildSummary(summary, body))) {
       sumFn.erase();
       return failure();
     }
     body.create<func::ReturnOp>(summary.getLoc());
     func::FuncOp scanFn = createRoleFunction(module, fwd, scan.getLoc(), "precond_scan", "precond_scan",
-                                             Grid::sequence_key_head, f, delta, body);
+                                             Grid::sequence_key_head, body);
     if (failed(buildScan(scan, summary, body))) {
       sumFn.erase();
       scanFn.erase();

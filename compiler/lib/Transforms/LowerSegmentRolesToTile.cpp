@@ -14,6 +14,7 @@
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
 #include "dgps/Transforms/Passes.h"
+#include "dgps/Transforms/PlanCost.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
@@ -145,8 +146,7 @@ struct LowerSegmentRolesToTilePass : public dgps::impl::LowerSegmentRolesToTileB
     if (failed(inspectSummary(s.summaryKernel, s)) || failed(inspectFold(s.foldKernel, s)) ||
         failed(inspectOutput(s.outputKernel, s)))
       return failure();
-    const ForwardFeatures f = forwardFeaturesOf(fwd);
-    const bool delta = static_cast<bool>(s.summary.getW());
+    const dgps::launch::FeatureSet f = dgps::featuresOf(fwd);
     SmallVector<func::FuncOp> made;
     auto fail = [&] {
       for (func::FuncOp fn : made) fn.erase();
@@ -156,7 +156,7 @@ struct LowerSegmentRolesToTilePass : public dgps::impl::LowerSegmentRolesToTileB
     // segment_summary: E (value tiles) then M (tiles of M's columns) in one grid
     OpBuilder body(module.getContext());
     made.push_back(createRoleFunction(module, fwd, s.summaryKernel.getLoc(), "segment_summary", "segment_summary",
-                                      Grid::segment, f, delta, body));
+                                      Grid::segment, body));
     WalkEnds ext;
     ext.start = StateStart::zero;
     ext.endRegion = "seg_ext";
@@ -176,14 +176,14 @@ struct LowerSegmentRolesToTilePass : public dgps::impl::LowerSegmentRolesToTileB
 
     // segment_fold
     made.push_back(createRoleFunction(module, fwd, s.foldKernel.getLoc(), "segment_fold", "segment_fold",
-                                      Grid::value_tile, f, delta, body));
+                                      Grid::value_tile, body));
     body.create<StateFoldOp>(s.fold.getLoc(), body.getStringAttr("seg_trans"), body.getStringAttr("seg_ext"),
                              body.getStringAttr("seg_start"), s.writesFinal);
     body.create<func::ReturnOp>(s.foldKernel.getLoc());
 
     // the corrected walk
     made.push_back(createRoleFunction(module, fwd, s.outputKernel.getLoc(), "segment_state_output",
-                                      "segment_state_output", Grid::segment, f, delta, body));
+                                      "segment_state_output", Grid::segment, body));
     WalkEnds rerun;
     rerun.start = StateStart::region;
     rerun.startRegion = "seg_start";

@@ -11,6 +11,7 @@
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
 #include "dgps/Transforms/Passes.h"
+#include "dgps/Transforms/PlanCost.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
@@ -122,10 +123,10 @@ struct LowerStateOutputToTilePass : public dgps::impl::LowerStateOutputToTileBas
       if (failed(inspect(kernel, p))) return signalPassFailure();
       // The launch contract shared with the other roles (launch_rules.h FeatureSet), read over the whole
       // forward as chunk_local's lowering does: it fixes the workspace and shared-memory layout.
-      const ForwardFeatures f = forwardFeaturesOf(parent);
+      const dgps::launch::FeatureSet f = dgps::featuresOf(parent);
       OpBuilder body(module.getContext());
-      func::FuncOp fn = createRoleFunction(module, parent, kernel.getLoc(), "state_output", "state_output",
-                                           Grid::value_tile, f, static_cast<bool>(p.pass.getW()), body);
+      func::FuncOp fn =
+          createRoleFunction(module, parent, kernel.getLoc(), "state_output", "state_output", Grid::value_tile, body);
       WalkEnds ends;
       ends.start = p.initial ? StateStart::argument : StateStart::zero;
       ends.writeOutput = p.writesO;

@@ -52,7 +52,7 @@ enum class Role {
 /// normalisation, gate cumsums, and applying the diagonal preconditioner from its chunk-start state): they are
 /// cloned into every kernel that uses them. The preconditioned write key P⊙k (ATK) or query P⊙q (ATQ) is
 /// therefore rebuilt in chunk_local and again in state_output and never becomes a device-memory buffer
-/// (device library: precond_rebuild.cuh; the state_output rebuild overlaps its warpgroup products).
+/// (runtime/device/dgps/tile/channel_scan.cuh; the state_output rebuild overlaps its warpgroup products).
 Role roleOf(Operation* op, bool segmented) {
   return llvm::TypeSwitch<Operation*, Role>(op)
       .Case<AccumSummaryOp, HypergradChunkSummaryOp>([](auto) { return Role::PrecondSummary; })

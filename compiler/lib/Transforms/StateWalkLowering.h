@@ -5,28 +5,20 @@
 #pragma once
 
 #include "dgps/Dialect/Tile/IR/Tile.h"
+#include "dgps/device/launch_rules.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Builders.h"
 
 namespace dgps::tile {
 
-/// The forward's launch features (launch_rules.h FeatureSet order: decay, gain, precond, side, source, solve).
-struct ForwardFeatures {
-  int decay = 0;  ///< 0 none, 1 scalar g, 2 per-channel g (the loaded "g")
-  bool gain = false, precond = false, querySide = false, hypergrad = false;
-};
-
-/// Reads the features over the whole forward function, as chunk_local's lowering does: they fix the
-/// workspace and shared-memory layout every role shares.
-ForwardFeatures forwardFeaturesOf(mlir::func::FuncOp forward);
-
 /// Appends `func.func @<base>_<suffix>` (base: the forward's name without "_forward") to `module` with the tile
-/// role, grid and tile.launch_features (solve = delta) attributes, and an entry block; the builder is left at
-/// its start.
+/// role and grid attributes and tile.launch_features = the forward's launch_rules.h FeatureSet (PlanCost.h
+/// featuresOf, read over the whole forward: it fixes the workspace and shared-memory layout every role shares),
+/// and an entry block; the builder is left at its start.
 mlir::func::FuncOp createRoleFunction(mlir::ModuleOp module, mlir::func::FuncOp forward, mlir::Location loc,
                                       llvm::StringRef suffix, llvm::StringRef role, Grid grid,
-                                      const ForwardFeatures& f, bool delta, mlir::OpBuilder& body);
+                                      mlir::OpBuilder& body);
 
 /// How one walk starts and what it writes (TileStateOps.td).
 struct WalkEnds {
@@ -37,9 +29,9 @@ struct WalkEnds {
 
 /// Creates the tile.state_walk of a state pass with delta-rule coefficient `w` (null: a linear rule) and gate
 /// `gate` (null, [C] or [C, K]): the operand sources and carry follow from them. Fails, with an error at
-/// `at`, when the gate's rank disagrees with the forward's loaded "g".
+/// `at`, when the gate's rank disagrees with the forward's decay `f.decay`.
 mlir::FailureOr<StateWalkOp> buildStateWalk(mlir::OpBuilder& b, mlir::Location loc, mlir::Operation* at,
-                                            const ForwardFeatures& f, mlir::Value w, mlir::Value gate,
+                                            const launch::FeatureSet& f, mlir::Value w, mlir::Value gate,
                                             const WalkEnds& ends);
 
 /// The preconditioner's in-chunk rebuild `apply` (chunk.accum_apply or chunk.hypergrad_apply) as the walk's

@@ -153,3 +153,61 @@ func.func @read_ahead_written_first(%x: !tile.tile<[K, BV], f32, reg, frag>) {
   }
   return
 }
+
+// -----
+
+// A decode's launch bound (tile.min_ctas_per_sm): one CTA count per key width, each in [1, 16].
+// expected-error @+1 {{tile.min_ctas_per_sm holds 0 CTAs per SM; expected 1 to 16 (CTAs of 128 threads that fit one SM)}}
+func.func @zero_ctas() attributes {tile.grid = "key_head", tile.min_ctas_per_sm = array<i32: 4, 0, 2>, tile.role = "decode", tile.value_tile = 32 : i64} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{tile.min_ctas_per_sm holds 17 CTAs per SM; expected 1 to 16}}
+func.func @too_many_ctas() attributes {tile.grid = "key_head", tile.min_ctas_per_sm = array<i32: 17, 3, 2>, tile.role = "decode", tile.value_tile = 32 : i64} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{tile.min_ctas_per_sm must be array<i32: dense, padded, wide> (CTAs per SM for K = KP <= 128, K < KP <= 128 and KP > 128), got array<i32: 4, 3>}}
+func.func @two_widths() attributes {tile.grid = "key_head", tile.min_ctas_per_sm = array<i32: 4, 3>, tile.role = "decode", tile.value_tile = 32 : i64} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{tile.min_ctas_per_sm must be array<i32: dense, padded, wide>}}
+func.func @not_an_array() attributes {tile.grid = "key_head", tile.min_ctas_per_sm = 4 : i32, tile.role = "decode", tile.value_tile = 32 : i64} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{tile.min_ctas_per_sm belongs on a decode tile function (tile.role = "decode")}}
+func.func @not_decode() attributes {tile.grid = "chunk", tile.min_ctas_per_sm = array<i32: 4, 3, 2>, tile.role = "chunk_local"} {
+  return
+}
+
+// -----
+
+// tile.launch_features: a launch_rules.h FeatureSet, 7 codes, the clamp only with hypergrad_ogd.
+// expected-error @+1 {{tile.launch_features must be array<i32: decay, gain, precond, side, source, solve, clamp> (launch_rules.h FeatureSet), got array<i32: 1, 1, 0, 0, 0, 1>}}
+func.func @six_features() attributes {tile.grid = "chunk", tile.launch_features = array<i32: 1, 1, 0, 0, 0, 1>, tile.role = "chunk_local"} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{tile.launch_features: decay is 3; expected 0 to 2 (launch_rules.h FeatureSet)}}
+func.func @bad_decay() attributes {tile.grid = "chunk", tile.launch_features = array<i32: 3, 1, 0, 0, 0, 1, 0>, tile.role = "chunk_local"} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{tile.launch_features: clamp is 1 without a hypergrad_ogd preconditioner (precond 1, source 1)}}
+func.func @clamp_without_hypergrad() attributes {tile.grid = "chunk", tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1, 1>, tile.role = "chunk_local"} {
+  return
+}

@@ -8,7 +8,7 @@
 // key into a new tile (the products' column operand). The scan's row decay is taken beside the loads (before
 // the first barrier); the record carries the scan's coefficients.
 // CHECK-LABEL: func.func @pgdn_chunk_local()
-// CHECK-SAME: tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1>
+// CHECK-SAME: tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1, 0>
 // CHECK: %[[Q:.*]] = tile.chunk_rows "q"
 // CHECK: %[[K:.*]] = tile.chunk_rows "k"
 // CHECK: %[[B:.*]] = tile.chunk_rows "beta"
@@ -107,7 +107,7 @@ module attributes {dgps.target = "sm_90a"} {
 
 // ATQ (ema_sq_squash, query side): the scan multiplies the read query in place; the write key stays k.
 // CHECK-LABEL: func.func @atq_chunk_local()
-// CHECK-SAME: tile.launch_features = array<i32: 1, 1, 1, 1, 0, 1>
+// CHECK-SAME: tile.launch_features = array<i32: 1, 1, 1, 1, 0, 1, 0>
 // CHECK: %[[Q:.*]] = tile.chunk_rows "q"
 // CHECK: %[[K:.*]] = tile.chunk_rows "k"
 // CHECK: %[[QP:.*]] = tile.channel_scan %[[K]], %{{.*}}, %{{.*}}, %{{.*}} apply %[[Q]] center %{{.*}} readout soft_power
@@ -194,7 +194,7 @@ module attributes {dgps.target = "sm_90a"} {
 // OSDN-APF (hypergrad_ogd with retention, pre timing): the scan steps by the workspace coefficients "pcoef"
 // (times rk²), decays by e^{precond_g} and reads out the state before each step.
 // CHECK-LABEL: func.func @osdn_apf_chunk_local()
-// CHECK-SAME: tile.launch_features = array<i32: 0, 1, 1, 0, 1, 1>
+// CHECK-SAME: tile.launch_features = array<i32: 0, 1, 1, 0, 1, 1, 0>
 // CHECK: %[[K:.*]] = tile.chunk_rows "k"
 // CHECK: %[[PG:.*]] = tile.chunk_rows "precond_g" at key_head
 // CHECK: %[[S0:.*]] = tile.workspace_rows "pst" : !f32_k_smem_row

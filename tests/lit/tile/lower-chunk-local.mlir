@@ -5,7 +5,7 @@
 // No decay: no gate anywhere; the l2norm factors scale the record and both products (KKT strict to shared
 // memory, Aqk inclusive to the workspace); 𝒯·diag(β) from the solve.
 // CHECK-LABEL: func.func @deltanet_chunk_local()
-// CHECK-SAME: tile.grid = "chunk", tile.launch_features = array<i32: 0, 1, 0, 0, 0, 1>, tile.role = "chunk_local"
+// CHECK-SAME: tile.grid = "chunk", tile.launch_features = array<i32: 0, 1, 0, 0, 0, 1, 0>, tile.role = "chunk_local"
 // CHECK: %[[Q:.*]] = tile.chunk_rows "q" at key_head : !bf16_ck_smem_row
 // CHECK: %[[K:.*]] = tile.chunk_rows "k" at key_head : !bf16_ck_smem_row
 // CHECK: %[[B:.*]] = tile.chunk_rows "beta" at value_head : !f32_c_smem_row
@@ -70,7 +70,7 @@ module attributes {dgps.target = "sm_90a"} {
 
 // Scalar decay: one [C] gate, cumsummed in log2 units; it enters the token record and the products' epilogue.
 // CHECK-LABEL: func.func @gdn_chunk_local()
-// CHECK-SAME: tile.launch_features = array<i32: 1, 1, 0, 0, 0, 1>
+// CHECK-SAME: tile.launch_features = array<i32: 1, 1, 0, 0, 0, 1, 0>
 // CHECK: %[[G:.*]] = tile.chunk_rows "g" at value_head : !f32_c_smem_row
 // CHECK: %[[GC:.*]] = tile.cumsum %[[G]] {scale = 1.44269502 : f32} : !f32_c_smem_row
 // CHECK: tile.store_token_record %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} gate %[[GC]] into "tok"
@@ -128,7 +128,7 @@ module attributes {dgps.target = "sm_90a"} {
 // Per-channel decay: a [C, K] gate, cumsummed per column; the record is ungated, the gated operands of
 // state_output (opq, opk, opw reversed, pdec) are written, and the gate enters the products inside the sum.
 // CHECK-LABEL: func.func @kda_chunk_local()
-// CHECK-SAME: tile.launch_features = array<i32: 2, 1, 0, 0, 0, 1>
+// CHECK-SAME: tile.launch_features = array<i32: 2, 1, 0, 0, 0, 1, 0>
 // CHECK: %[[Q:.*]] = tile.chunk_rows "q"
 // CHECK: %[[K:.*]] = tile.chunk_rows "k"
 // CHECK: %[[G:.*]] = tile.chunk_rows "g" at value_head : !f32_ck_smem_row
@@ -191,7 +191,7 @@ module attributes {dgps.target = "sm_90a"} {
 
 // Linear rule, no l2norm, no gain: one (Aqk) part, no solve; the row factors are 1 on real rows.
 // CHECK-LABEL: func.func @linear_attention_chunk_local()
-// CHECK-SAME: tile.launch_features = array<i32: 0, 0, 0, 0, 0, 0>
+// CHECK-SAME: tile.launch_features = array<i32: 0, 0, 0, 0, 0, 0, 0>
 // CHECK-NOT: tile.row_rsqrt_norm
 // CHECK: %[[BETA:.*]] = tile.chunk_fill 1.000000e+00 : !f32_c_smem_row
 // CHECK: tile.store_token_record %[[ONE:.*]], %[[ONE]], %[[BETA]], %{{.*}} into "tok"

@@ -3,6 +3,7 @@
 
 // GDN: scalar decay is a broadcast multiply of the state fragment; the delta rule contracts the decayed
 // state with k̂ and q_r in one pass; the gain scales the error; o = Sᵀq_r + (k̂·q_r) e.
+// A value-tile CTA gets no launch bound (no tile.min_ctas_per_sm between the grid and the role).
 // CHECK-LABEL: func.func @gdn_decode()
 // CHECK-SAME: tile.grid = "value_tile", tile.role = "decode", tile.value_tile = 32
 // CHECK: %[[SCALE:.*]] = tile.load_scalar "scale" at none : f32
@@ -79,8 +80,10 @@ module attributes {dgps.target = "sm_90a"} {
 
 // PGDN: one CTA per key head owns the squash accumulator A ← γA + b k̂² (stored before use); the
 // multiplier M = 2^(−log2(x)·r/(1+|r|)), r = ln(A + eps) − c, scales the write key only.
+// Its CTA walks the group's value tiles reading the next state fragment ahead, so the lowering decides a launch
+// bound per key width: 4 CTAs per SM for K = KP <= 128, 3 for a padded K, 2 for KP > 128.
 // CHECK-LABEL: func.func @pgdn_decode()
-// CHECK-SAME: tile.grid = "key_head"
+// CHECK-SAME: tile.grid = "key_head", tile.min_ctas_per_sm = array<i32: 4, 3, 2>, tile.role = "decode"
 // CHECK: %[[KH:.*]] = tile.mul %{{.*}}, %{{.*}} : !f32_k_reg_split, f32 -> !f32_k_reg_split
 // CHECK: %[[PV:.*]] = tile.view "precond_state" at bh : !f32_k_global_row
 // CHECK: %[[A0:.*]] = tile.load %[[PV]]
@@ -148,7 +151,7 @@ module attributes {dgps.target = "sm_90a"} {
 // OSDN (hypergrad_ogd, pre timing, no decay): the step coefficient is guarded by ‖u‖ > 0, the gain is
 // the first value head's, and the write key uses the pre-update d; no state decay op at all.
 // CHECK-LABEL: func.func @osdn_decode()
-// CHECK-SAME: tile.grid = "key_head"
+// CHECK-SAME: tile.grid = "key_head", tile.min_ctas_per_sm = array<i32: 4, 3, 2>
 // CHECK: %[[PV:.*]] = tile.view "precond_state" at bh
 // CHECK: %[[D:.*]] = tile.load %[[PV]]
 // CHECK: %[[U:.*]] = tile.mul %[[KH:.*]], %[[KH]]

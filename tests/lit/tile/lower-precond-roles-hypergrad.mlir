@@ -20,6 +20,7 @@
 // CHECK-NEXT: return
 // CHECK-LABEL: func.func @osdn_precond_scan()
 // CHECK-SAME: tile.grid = "sequence_key_head"
+// CHECK-SAME: tile.launch_features = array<i32: 0, 1, 1, 0, 1, 1, 0>
 // CHECK-SAME: tile.role = "precond_scan"
 // CHECK-NEXT: tile.hypergrad_chunk_pass key "k" start "initial_precond_state" summary "hgtri", "hgvec" into "pst", "pcoef" final "final_precond_state" {absent = 1.000000e+00 : f32}
 // CHECK-NEXT: return
@@ -175,6 +176,8 @@ module attributes {dgps.target = "sm_90a"} {
 // CHECK-NOT: func.func @clamped_precond_summary
 // CHECK-LABEL: func.func @clamped_precond_scan()
 // CHECK-SAME: tile.grid = "sequence_key_head_warp"
+// The launch features carry the clamp (last entry): the workspace has no chunked d-scan regions.
+// CHECK-SAME: tile.launch_features = array<i32: 0, 1, 1, 0, 1, 1, 1>
 // CHECK-SAME: tile.role = "precond_scan"
 // CHECK-NEXT: tile.hypergrad_token_scan key "k" gain "beta" start "initial_precond_state" into "pst", "pcoef" final "final_precond_state" {absent = 1.000000e+00 : f32, clamp_max = 2.000000e+00 : f32, clamp_min = 5.000000e-01 : f32, eta = 1.000000e+00 : f32, l2_eps = 9.99999997E-7 : f32}
 // CHECK-NEXT: return

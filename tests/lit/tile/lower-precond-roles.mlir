@@ -11,7 +11,7 @@
 // state.
 // CHECK-LABEL: func.func @pgdn_precond_summary()
 // CHECK-SAME: tile.grid = "chunk_key_head"
-// CHECK-SAME: tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1>
+// CHECK-SAME: tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1, 0>
 // CHECK-SAME: tile.role = "precond_summary"
 // CHECK-NEXT: %[[K:.*]] = tile.chunk_rows "k" at key_head : !bf16_ck_smem_row
 // CHECK-NEXT: %[[G:.*]] = tile.chunk_rows "precond_g" at key_head : !f32_c_smem_row

@@ -4,7 +4,7 @@
 
 // No decay, delta rule: the residual through the solve block, no carry, raw q/k operands.
 // CHECK-LABEL: func.func @deltanet_state_output()
-// CHECK-SAME: tile.grid = "value_tile", tile.launch_features = array<i32: 0, 1, 0, 0, 0, 1>, tile.role = "state_output"
+// CHECK-SAME: tile.grid = "value_tile", tile.launch_features = array<i32: 0, 1, 0, 0, 0, 1, 0>, tile.role = "state_output"
 // CHECK-NEXT: tile.state_walk start argument query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry none {write_final, write_output}
 // CHECK-NEXT: return
 !bf16_bthk = !chunk.tensor<[B, T, H, K], bf16>
@@ -53,7 +53,7 @@ module attributes {dgps.target = "sm_90a"} {
 
 // Scalar decay: the record's uniform carry.
 // CHECK-LABEL: func.func @gdn_state_output()
-// CHECK-SAME: tile.launch_features = array<i32: 1, 1, 0, 0, 0, 1>, tile.role = "state_output"
+// CHECK-SAME: tile.launch_features = array<i32: 1, 1, 0, 0, 0, 1, 0>, tile.role = "state_output"
 // CHECK-NEXT: tile.state_walk start argument query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform {write_final, write_output}
 !bf16_bthk = !chunk.tensor<[B, T, H, K], bf16>
 !bf16_bthvc = !chunk.tensor<[B, T, HV, C], bf16>
@@ -105,7 +105,7 @@ module attributes {dgps.target = "sm_90a"} {
 
 // Per-channel decay: the gated operands chunk_local wrote and the per-chunk carry vector.
 // CHECK-LABEL: func.func @kda_state_output()
-// CHECK-SAME: tile.launch_features = array<i32: 2, 1, 0, 0, 0, 1>, tile.role = "state_output"
+// CHECK-SAME: tile.launch_features = array<i32: 2, 1, 0, 0, 0, 1, 0>, tile.role = "state_output"
 // CHECK-NEXT: tile.state_walk start argument query "opq" write_key "opw" read_key "opk" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry columns columns "pdec" {write_final, write_output}
 !bf16_bthk = !chunk.tensor<[B, T, H, K], bf16>
 !bf16_bthvc = !chunk.tensor<[B, T, HV, C], bf16>
@@ -158,7 +158,7 @@ module attributes {dgps.target = "sm_90a"} {
 
 // Linear rule without decay: scaled values, no read key, no solve block.
 // CHECK-LABEL: func.func @linear_attention_state_output()
-// CHECK-SAME: tile.launch_features = array<i32: 0, 0, 0, 0, 0, 0>, tile.role = "state_output"
+// CHECK-SAME: tile.launch_features = array<i32: 0, 0, 0, 0, 0, 0, 0>, tile.role = "state_output"
 // CHECK-NEXT: tile.state_walk start argument query "q" write_key "k" values "v" record "tok" readout "aqk" value_form scaled carry none {write_final, write_output}
 !bf16_bthk = !chunk.tensor<[B, T, H, K], bf16>
 !bf16_bthvc = !chunk.tensor<[B, T, HV, C], bf16>
@@ -193,7 +193,7 @@ module attributes {dgps.target = "sm_90a"} {
 
 // Linear rule with a gain (gain_scale) and a scalar decay.
 // CHECK-LABEL: func.func @mamba2_state_output()
-// CHECK-SAME: tile.launch_features = array<i32: 1, 1, 0, 0, 0, 0>, tile.role = "state_output"
+// CHECK-SAME: tile.launch_features = array<i32: 1, 1, 0, 0, 0, 0, 0>, tile.role = "state_output"
 // CHECK-NEXT: tile.state_walk start argument query "q" write_key "k" values "v" record "tok" readout "aqk" value_form scaled carry uniform {write_final, write_output}
 !bf16_bthk = !chunk.tensor<[B, T, H, K], bf16>
 !bf16_bthvc = !chunk.tensor<[B, T, HV, C], bf16>

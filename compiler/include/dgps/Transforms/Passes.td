@@ -265,16 +265,18 @@ def LowerDecodeToTile : Pass<"dgps-lower-decode-to-tile", "::mlir::ModuleOp"> {
   let summary = "Lower the decode role of each dgps.recurrence to a function over typed tiles";
   let description = [{
     Decode (one token per batch row, docs/math.md §1) has no chunk-IR body, so it is lowered from the
-    recurrence's attributes. For every dgps.recurrence whose kernels include decode, adds
-    `func.func @<name>_decode` (keeping the recurrence) with attributes `tile.role = "decode"`,
-    `tile.grid` ("value_tile": one CTA per (b, hv, value tile); "key_head" when a preconditioner
-    state must have a single writer: one CTA per (b, h) looping over its value tiles) and
-    `tile.value_tile` (BV = 32). The per-model variation is decided here and appears as different
-    tile ops: scalar decay is `tile.mul` of the state fragment by exp(g), diagonal decay a
-    `tile.row_scale` by a shared exp(g) vector, no decay nothing; the gain a `tile.mul`; the delta
-    rule a two-vector `tile.contract` (Sᵀk̂ and Sᵀq_r) and a `tile.sub`, the linear rule a one-vector
-    contract; ema_sq_squash and hypergrad_ogd preconditioner steps are elementwise/reduction tile
-    maths on the [K] state, multiplying the write key (key side) or the read query (query side).
+    recurrence's attributes. For every dgps.recurrence whose kernels include decode, adds `func.func
+    @<name>_decode` (keeping the recurrence) with attributes `tile.role = "decode"`, `tile.grid` ("value_tile":
+    one CTA per (b, hv, value tile); "key_head" when a preconditioner state must have a single writer: one CTA
+    per (b, h) looping over its value tiles) and `tile.value_tile` (BV = 32); a "key_head" CTA reads the next
+    value tile's state ahead, so it also gets its launch bound `tile.min_ctas_per_sm = array<i32: 4, 3, 2>`
+    (CTAs per SM for K = KP <= 128, a padded K, KP > 128; Tile.h), which the emitter prints as
+    `__launch_bounds__`. The per-model variation is decided here and appears as different tile ops: scalar decay
+    is `tile.mul` of the state fragment by exp(g), diagonal decay a `tile.row_scale` by a shared exp(g) vector,
+    no decay nothing; the gain a `tile.mul`; the delta rule a two-vector `tile.contract` (Sᵀk̂ and Sᵀq_r) and a
+    `tile.sub`, the linear rule a one-vector contract; ema_sq_squash and hypergrad_ogd preconditioner steps are
+    elementwise/reduction tile maths on the [K] state, multiplying the write key (key side) or the read query
+    (query side).
 
     Before:
     ```mlir
@@ -348,7 +350,7 @@ def LowerChunkLocalToTile : Pass<"dgps-lower-chunk-local-to-tile", "::mlir::Modu
     ```
     After (appended to the module):
     ```mlir
-    func.func @gdn_chunk_local() attributes {tile.grid = "chunk", tile.launch_features = array<i32: 1, 1, 0, 0, 0, 1>,
+    func.func @gdn_chunk_local() attributes {tile.grid = "chunk", tile.launch_features = array<i32: 1, 1, 0, 0, 0, 1, 0>,
                                              tile.role = "chunk_local"} {
       %q = tile.chunk_rows "q" at key_head : !bf16_ck_smem_row
       %k = tile.chunk_rows "k" at key_head : !bf16_ck_smem_row
@@ -415,7 +417,7 @@ def LowerStateOutputToTile : Pass<"dgps-lower-state-output-to-tile", "::mlir::Mo
     ```
     After (appended to the module):
     ```mlir
-    func.func @gdn_state_output() attributes {tile.grid = "value_tile", tile.launch_features = array<i32: 1, 1, 0, 0, 0, 1>,
+    func.func @gdn_state_output() attributes {tile.grid = "value_tile", tile.launch_features = array<i32: 1, 1, 0, 0, 0, 1, 0>,
                                               tile.role = "state_output"} {
       tile.state_walk start argument query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb"
         readout "aqk" value_form residual_lower carry uniform {write_final, write_output}
@@ -522,7 +524,7 @@ def LowerPrecondRolesToTile : Pass<"dgps-lower-precond-roles-to-tile", "::mlir::
     ```
     After (appended to the module):
     ```mlir
-    func.func @pgdn_precond_summary() attributes {tile.grid = "chunk_key_head", tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1>, tile.role = "precond_summary"} {
+    func.func @pgdn_precond_summary() attributes {tile.grid = "chunk_key_head", tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1, 0>, tile.role = "precond_summary"} {
       %0 = tile.chunk_rows "k" at key_head : !tile.tile<[C, K], bf16, smem, row>
       %1 = tile.chunk_rows "precond_g" at key_head : !tile.tile<[C], f32, smem, row>
       %2 = tile.row_exp %1 {pad = 1.0 : f32} : !tile.tile<[C], f32, smem, row> -> !tile.tile<[C], f32, smem, row>

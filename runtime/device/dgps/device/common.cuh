@@ -215,12 +215,25 @@ DGPS_DEV void f16_to_bf16_lin(uint16_t* s, int n, int t = tid(), int nt = nthrea
 }
 
 // ---- preconditioner formulas -------------------------------------------------------------------------------
-/// ema_sq_squash read-out (docs/math.md §3.3): M = exp(−ln(x)·s), s = r/(1+|r|), r = ln(A + eps) − c.
+// One definition each: the device library's decode reads out through them, and so does the in-chunk scan
+// (tile/channel_scan.cuh, tile/hypergrad_token_scan.cuh) that every forward kernel runs.
+/// The soft-power read-out of an accumulator A: base^(−s), s = r/(1+|r|), r = ln(A + eps) − center, with
+/// neg_log2_base = −log2(base) (ema_sq_squash, docs/math.md §3.3).
+DGPS_DEV float soft_power(float A, float eps, float center, float neg_log2_base) {
+  const float r = log_(A + eps) - center;
+  const float s = r * rcp(1.f + fabs_(r));
+  return ex2(neg_log2_base * s);
+}
+/// x limited to [lo, hi], each bound optional (hypergrad_ogd's projection after each update, docs/math.md §5.2).
+DGPS_DEV float clamp_bounds(float x, bool has_lo, float lo, bool has_hi, float hi) {
+  if (has_lo) x = fmax_(x, lo);
+  if (has_hi) x = fmin_(x, hi);
+  return x;
+}
+/// ema_sq_squash read-out with the spec's eps (docs/math.md §3.3): M = x^(−s), s = r/(1+|r|), r = ln(A + eps) − c.
 template <class Tr>
 DGPS_DEV float squash_m(float A, float center, float neg_log2x) {
-  const float r = log_(A + Tr::kSquashEps) - center;
-  const float s = r * rcp(1.f + fabs_(r));
-  return ex2(neg_log2x * s);
+  return soft_power(A, Tr::kSquashEps, center, neg_log2x);
 }
 template <class Tr>
 DGPS_DEV float squash_neg_log2x() {
@@ -229,9 +242,7 @@ DGPS_DEV float squash_neg_log2x() {
 /// hypergrad_ogd projection after each update (spec clamp_min / clamp_max).
 template <class Tr>
 DGPS_DEV float osdn_clamp(float d) {
-  if (Tr::kClampMin) d = fmax_(d, Tr::kClampMinV);
-  if (Tr::kClampMax) d = fmin_(d, Tr::kClampMaxV);
-  return d;
+  return clamp_bounds(d, Tr::kClampMin, Tr::kClampMinV, Tr::kClampMax, Tr::kClampMaxV);
 }
 
 // ---- tensor-core fragments (mma.m16n8k16, bf16) ------------------------------------------------------------

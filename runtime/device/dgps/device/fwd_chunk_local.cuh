@@ -7,7 +7,7 @@
 //                    w = rk·2^{G2_C − G2_i} (scalar decay; without decay the 2^ factors are 1; with diagonal
 //                    decay they are applied per channel by state_output), rq/rk the l2norm factors, G2 the
 //                    chunk-local inclusive cumsum of g in log2 units; row C = {2^{G2_C}}. pa, pb: the
-//                    preconditioner's per-token coefficients (precond_rebuild.cuh), else rq, rk.
+//                    preconditioner's per-token coefficients (the a_i, b_i of tile/channel_scan.cuh), else rq, rk.
 //   opq/opk/opw    = diagonal decay only: q⊙2^{G_i}, k⊙2^{G_i}, k⊙2^{G_C − G_i} per channel (never P: the
 //                    preconditioned operand is rebuilt by state_output), plus pdec = 2^{G_C}.
 //   aqk[s][hv]     = tril_0(scale · Q̂ K_wᵀ ⊙ Γ)   (Q̂ = P⊙q̂ for ATQ), bf16, lower 16x16 tiles
@@ -142,8 +142,8 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   // gated-operand loop above read through other threads
   if (kPre || (kDiag && cfg::kInputF16)) sync_threads();
 
-  // ---- 4. preconditioner multiplier P (precond_rebuild.cuh, tile/channel_scan.cuh): write key P⊙k (ATK) or
-  // read query P⊙q (ATQ), kept in shared memory only ----
+  // ---- 4. preconditioner multiplier P (tile/channel_scan.cuh, read-out from the Traits by precond_rebuild.cuh):
+  // write key P⊙k (ATK) or read query P⊙q (ATQ), kept in shared memory only ----
   if (kPre) {
     tile::channel_scan<C, K, KP, precond_readout<Tr>(), Act_t>(
         sPst, tile::RowVec{sPin, 4}, tile::RowVec{sPin + 1, 4}, sK, PQ, Lr, precond_scan_params<Tr>(a, h),

@@ -7,11 +7,11 @@
 //   Sᵀ  ← Sᵀ·D_C + (Nᵀ diag(w)) K_w                         (D_C = 2^{G2_C}, or per channel)
 // Operands: raw q/k tiles when the per-token factors cq/ck/w (tok workspace) carry the gating and l2norm;
 // otherwise the tiles chunk_local prepared (opq/opk/opw: per-channel decay). A diagonal preconditioner's
-// multiplier is rebuilt here from the chunk-start state pst and the raw key (precond_rebuild.cuh,
-// tile/channel_scan.cuh), so P⊙k (ATK write key) and P⊙q (ATQ read query) never go through device memory: a
-// producer warpgroup rebuilds chunk c+1's operand while the consumer warps run chunk c (tile/warp_split.cuh), so
-// the rebuild stays off the sequential path. The kernel printed from tile IR (TileStateEmitter.cpp) calls the same
-// headers in the same order.
+// multiplier is rebuilt here from the chunk-start state pst and the raw key (tile/channel_scan.cuh, its
+// parameters from the Traits by precond_rebuild.cuh), so P⊙k (ATK write key) and P⊙q (ATQ read query) never go
+// through device memory: a producer warpgroup rebuilds chunk c+1's operand while the consumer warps run chunk c
+// (tile/warp_split.cuh), so the rebuild stays off the sequential path. The kernel printed from tile IR
+// (TileStateEmitter.cpp) calls the same headers in the same order.
 // The state enters tensor-core products as bf16 also for fp16 inputs (|S| may exceed 65504, docs/math.md §7.5).
 // Partial last chunks: zero pad rows are exact no-ops; the final decay is the last real token's (docs/math.md §4.2).
 #pragma once
@@ -133,7 +133,7 @@ DGPS_DEV void fwd_state_output(const ForwardArgs& a) {
 
   if (NWP > 0 && producer) {
     // ---- producer warpgroup: chunk c+1's P⊙k into the write-key tile (over opw with per-channel decay) or
-    // P⊙q over the query tile, from the raw input key bits (precond_rebuild.cuh) ----
+    // P⊙q over the query tile, from the raw input key bits (tile/channel_scan.cuh channel_scan_rescale) ----
     Split::producer_registers();
     const int pt = Split::producer_thread();
     const tile::ScanParams sp = precond_scan_params<Tr>(a, h);

@@ -1,18 +1,7 @@
-// The diagonal preconditioner's multiplier P inside one chunk, rebuilt from the state at the chunk start.
-// Both chunk_local (for the KKT and Aqk) and state_output (for the state update or the read query) run this
-// same scan, so the preconditioned key P⊙k never goes through device memory (issue 3; docs/math.md §5.1 option (b)
-// with the chunk-start state from the tiny precond_scan pre-pass).
-//
-// Per channel d, sequentially over the chunk's tokens i (fp32, one thread per channel):
-//   ema_sq_squash (docs/math.md §3.3): A_i = pa_i·A_{i-1} + pb_i·k_{i,d}²,  P = x^{−s(ln(A_i + eps) − c_h)}
-//   hypergrad_ogd (docs/math.md §5.2): d_{i+1} = clamp(pa_i·d_i + pb_i·k_{i,d}²), P = d_i (pre) or d_{i+1} (post)
-// with k the raw input key (bf16/fp16 bits) and the per-token coefficients written by chunk_local:
-//   pa_i = e^{precond_g_i} (accumulator gate or retention, 1 without it),
-//   pb_i = β^a_i·rk_i² (ema_sq_squash) or κ_i ε_i·rk_i² (hypergrad_ogd), rk the key's l2norm factor,
-// so k̂² = rk²·k² never needs the normalised key. Pad rows (i ≥ Lr) and pad channels (d ≥ K) get P = 1.
-//
-// The scan itself is tile/channel_scan.cuh (one implementation for the device library's kernels and the ones
-// printed from tile IR); this header only turns the spec's Traits into its read-out and parameters.
+// The device library's view of the preconditioner's in-chunk rebuild: the spec's Traits turned into the read-out
+// and parameters of tile/channel_scan.cuh, which defines the scan itself (its maths, pad rows and channels) once
+// for the device library's chunk_local and state_output and for the kernels printed from tile IR. The scan's
+// per-token coefficients pa, pb are chunk_local's token record (launch_rules.h WorkspaceLayout, tok).
 #pragma once
 
 #include "dgps/device/common.cuh"

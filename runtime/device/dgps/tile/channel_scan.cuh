@@ -54,9 +54,7 @@ DGPS_DEV void channel_scan_in(const float* s0, RowVec a, RowVec b, const uint16_
           st = ok ? pre : st;
           val[u] = ok ? st : -1.f;  // -1: no read-out (pad row / channel)
         } else {
-          float dn = pre;
-          if (p.has_min) dn = dev::fmax_(dn, p.min);
-          if (p.has_max) dn = dev::fmin_(dn, p.max);
+          const float dn = dev::clamp_bounds(pre, p.has_min, p.min, p.has_max, p.max);
           val[u] = ok ? (R == Readout::clamped_pre ? st : dn) : 1.f;
           st = ok ? dn : st;
         }
@@ -65,10 +63,7 @@ DGPS_DEV void channel_scan_in(const float* s0, RowVec a, RowVec b, const uint16_
       for (int u = 0; u < B; ++u) {
         float P = val[u];
         if (R == Readout::soft_power) {
-          const float A = dev::fmax_(P, 0.f);
-          const float r = dev::log_(A + p.eps) - p.center;
-          const float s = r * dev::rcp(1.f + dev::fabs_(r));
-          const float m = dev::ex2(nl2x * s);
+          const float m = dev::soft_power(dev::fmax_(P, 0.f), p.eps, p.center, nl2x);
           P = P >= 0.f ? m : 1.f;
         }
         apply(i0 + u, d, P, kv[u]);

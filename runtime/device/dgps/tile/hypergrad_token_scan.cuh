@@ -23,11 +23,7 @@ struct HypergradStep {
   float eps = 0.f;
   bool has_min = false, has_max = false;
   float lo = 0.f, hi = 0.f;
-  DGPS_DEV float clamp(float d) const {
-    if (has_min) d = dev::fmax_(d, lo);
-    if (has_max) d = dev::fmin_(d, hi);
-    return d;
-  }
+  DGPS_DEV float clamp(float d) const { return dev::clamp_bounds(d, has_min, lo, has_max, hi); }
 };
 
 /// Where the scan reads and writes, at the sequence's first token / first chunk slot and the warp's key head:

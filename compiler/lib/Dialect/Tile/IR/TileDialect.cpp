@@ -1,6 +1,8 @@
-// The tile dialect: registration and the !tile.tile type (parser, printer, verifier, short aliases).
+// The tile dialect: registration, the !tile.tile type (parser, printer, verifier, short aliases) and the verifier
+// of the tile.* function attributes that carry launch decisions.
 #include "dgps/Dialect/Tile/IR/Tile.h"
 
+#include "dgps/Dialect/Tile/IR/LaunchFeatures.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
@@ -42,6 +44,33 @@ void TileDialect::initialize() {
 #include "dgps/Dialect/Tile/IR/TileOps.cpp.inc"
       >();
   addInterfaces<TileAsmInterface>();
+}
+
+namespace {
+
+/// tile.min_ctas_per_sm (Tile.h): on a decode function, one count per KeyWidth, each in [1, kMaxCtasPerSm].
+LogicalResult verifyMinCtasPerSm(Operation* op, Attribute value) {
+  auto role = op->getAttrOfType<StringAttr>(kRoleAttr);
+  if (!role || role.getValue() != "decode")
+    return op->emitOpError() << kMinCtasPerSmAttr << " belongs on a decode tile function (" << kRoleAttr
+                             << " = \"decode\"), the one role whose launch bound the tile IR decides";
+  auto counts = dyn_cast<DenseI32ArrayAttr>(value);
+  if (!counts || counts.size() != 3)
+    return op->emitOpError() << kMinCtasPerSmAttr << " must be array<i32: dense, padded, wide> (CTAs per SM for "
+                             << "K = KP <= 128, K < KP <= 128 and KP > 128), got " << value;
+  for (int32_t n : counts.asArrayRef())
+    if (n < 1 || n > kMaxCtasPerSm)
+      return op->emitOpError() << kMinCtasPerSmAttr << " holds " << n << " CTAs per SM; expected 1 to "
+                               << kMaxCtasPerSm << " (CTAs of 128 threads that fit one SM)";
+  return success();
+}
+
+}  // namespace
+
+LogicalResult TileDialect::verifyOperationAttribute(Operation* op, NamedAttribute attr) {
+  if (attr.getName() == kMinCtasPerSmAttr) return verifyMinCtasPerSm(op, attr.getValue());
+  if (attr.getName() == kLaunchFeaturesAttr) return verifyLaunchFeatures(op, attr.getValue());
+  return success();
 }
 
 TileType TileType::with(Space space, Layout layout) const {

@@ -27,6 +27,8 @@ def Tile_Dialect : Dialect {
   }];
   let useDefaultTypePrinterParser = 1;
   let hasCanonicalizer = 0;
+  // checks the `tile.*` function attributes that carry launch decisions (Tile.h)
+  let hasOperationAttrVerify = 1;
 }
 
 // Symbolic tile extents.
