@@ -21,12 +21,6 @@
 namespace dgps {
 namespace tile {
 
-/// Eight consecutive floats from shared memory (16-byte aligned), with two 16-byte loads.
-DGPS_DEV void load_f8(float (&x)[8], const float* p) {
-  const dev::F4 lo = reinterpret_cast<const dev::F4*>(p)[0], hi = reinterpret_cast<const dev::F4*>(p)[1];
-  x[0] = lo.x, x[1] = lo.y, x[2] = lo.z, x[3] = lo.w, x[4] = hi.x, x[5] = hi.y, x[6] = hi.z, x[7] = hi.w;
-}
-
 /// Eight bf16 values (one 16-byte word) times eight f32 factors, rounded once to bf16.
 DGPS_DEV dev::U4 scale_bf16x8(dev::U4 x, const float (&f)[8]) {
   const uint32_t xs[4] = {x.x, x.y, x.z, x.w};
