@@ -173,7 +173,8 @@ long long checkAqk(const dgps::ReferenceInputs& in, const dgps::Spec& spec, cons
     for (std::int64_t hv = 0; hv < HV; ++hv)
       for (std::int64_t c = 0; c < nt; ++c) {
         const std::int64_t h = hv / (HV / H), t0 = c * kChunk, Lr = std::min<std::int64_t>(kChunk, T - t0);
-        const std::uint16_t* A = reinterpret_cast<const std::uint16_t*>(ws + aqkOff) + ((b * nt + c) * HV + hv) * kChunk * kChunk;
+        const std::uint16_t* A =
+            reinterpret_cast<const std::uint16_t*>(ws + aqkOff) + ((b * nt + c) * HV + hv) * kChunk * kChunk;
         for (std::int64_t i = 0; i < Lr; ++i) {
           const std::vector<double> qi = unit(q, b, t0 + i, h, scale);
           std::vector<double> gsum(K, 0.0);  // G_i − G_j, built as j walks down from i

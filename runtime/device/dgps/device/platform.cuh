@@ -169,7 +169,9 @@ DGPS_DEV float bf16_hi(uint32_t p) { return bf16_to_f32((uint16_t)(p >> 16)); }
 /// Lane-wise product of two packed bf16x2, rounded once to bf16 (nearest even). The product of two bf16 values
 /// is exact in f32, so the emulator's f32 product rounded by pack_bf16 is the same value.
 #if defined(DGPS_EMU)
-DGPS_DEV uint32_t mul_bf16x2(uint32_t x, uint32_t y) { return pack_bf16(bf16_lo(x) * bf16_lo(y), bf16_hi(x) * bf16_hi(y)); }
+DGPS_DEV uint32_t mul_bf16x2(uint32_t x, uint32_t y) {
+  return pack_bf16(bf16_lo(x) * bf16_lo(y), bf16_hi(x) * bf16_hi(y));
+}
 #else
 DGPS_DEV uint32_t mul_bf16x2(uint32_t x, uint32_t y) {
   uint32_t d;
