@@ -32,14 +32,16 @@ const char* const kLets[][2] = {
 };
 
 // launch_rules.h chunkLocalSmem: q, k (and the asymmetric write key) tiles with a 16-byte pad per row;
-// with per-channel decay the gated rows, columns, per-channel cumsum and a separate KKT block, else the KKT
-// block aliases the operand tiles; then per-token scalars and the preconditioner state.
+// with per-channel decay the per-block-pair channel multipliers, the gated column copy (when the key is also a
+// row operand), the per-channel cumsum and a separate KKT block, else the KKT block aliases the operand tiles;
+// then per-token scalars and the preconditioner state.
 std::string chunkLocalSmem(const FeatureSet& f) {
   const bool asym = f.precond == 1 && f.side == 0;
   const std::string tiles = std::string(asym ? "3" : "2") + " * chunk * (KP + 8) * 2";
   const std::string kkt = "chunk * (chunk + 4) * 4";
   const std::string operands =
-      f.decay == 2 ? sum({tiles, "32 * (KP + 8) * 2", "chunk * (KP + 8) * 2", "chunk * KP * 4", kkt})
+      f.decay == 2 ? sum({tiles, "chunk / 16 * (chunk / 16 + 1) / 2 * KP * 2",
+                          when(!asym && f.solve == 1, "chunk * (KP + 8) * 2"), "chunk * KP * 4", kkt})
                    : "max(" + tiles + ", " + kkt + ")";
   return sum({operands, "chunk * 48 + 64", when(f.precond == 1, "KP * 4")});
 }

@@ -304,7 +304,10 @@ class ChunkEmitter {
       for (Value v : values) s += (s.empty() ? "" : ", ") + fn(v);
       return s;
     };
-    os_ << "  {\n    const uint16_t* const rows" << id << "[" << np << "] = {"
+    Value g = op.getGate();
+    const bool channelGate = g && !isVec(g.getType());
+    // a per-channel gate scales the row tiles in place (the verifier checks they are dead afterwards)
+    os_ << "  {\n    " << (channelGate ? "" : "const ") << "uint16_t* const rows" << id << "[" << np << "] = {"
         << list(op.getRows(), [&](Value v) { return name(v); }) << "};\n";
     os_ << "    const t::RowFactor fa" << id << "[" << np << "] = {" << list(op.getRowA(), [&](Value v) {
       return v.getType().isF32() ? "t::RowFactor{nullptr, 0, " + name(v) + "}"
@@ -313,13 +316,19 @@ class ChunkEmitter {
     os_ << "    const t::RowVec fb" << id << "[" << np << "] = {" << list(op.getRowB(), [&](Value v) { return name(v); })
         << "};\n";
     const std::string out = op.getNumResults() ? name(op.getResult(0)) : "nullptr";
-    Value g = op.getGate();
     const std::string common = "rows" + id + ", fa" + id + ", fb" + id + ", " + name(op.getCols()) + ", " +
                                name(op.getCol()) + ", ";
-    if (g && !isVec(g.getType())) {
-      os_ << "    t::lower_products_channel_gated<C, K, KP, PQ, NW, " << np << ">(" << common << name(g)
-          << ", PG, dev::smem_at<uint16_t>(sm, L.rows), dev::smem_at<uint16_t>(sm, L.kcol), sVec + C * 12, " << out
-          << ", PA, " << region(op.getInto()) << ");\n";
+    if (channelGate) {
+      // Columns that are also a row operand (the key of a delta rule without a write key) are gated into the
+      // layout's column copy, else in place; the layout reserves the copy from the same features.
+      const bool colsAreRows = llvm::is_contained(op.getRows(), op.getCols());
+      if (colsAreRows)
+        os_ << "    static_assert(L.kcol >= 0, \"chunkLocalSmem has no gated column copy for a key that is also a "
+               "row operand\");\n";
+      os_ << "    t::lower_products_channel_gated<C, K, KP, PQ, NW, " << np << ">(" << common << name(g) << ", PG, "
+          << (colsAreRows ? "dev::smem_at<uint16_t>(sm, L.kcol)" : "nullptr")
+          << ", dev::smem_at<uint16_t>(sm, L.mul), sVec + C * 12, " << out << ", PA, " << region(op.getInto())
+          << ");\n";
     } else {
       os_ << "    t::lower_products<C, KP, PQ, NW, " << np << ", " << (g ? "true" : "false") << ">(" << common
           << (g ? name(g) : "t::RowVec{nullptr, 0}") << ", " << out << ", PA, " << region(op.getInto()) << ");\n";

@@ -110,6 +110,20 @@ func.func @bad_products() {
 
 // -----
 
+// A [C, K] gate scales the operands in place: a later reader of one is an error.
+func.func @products_operand_used_after_channel_gate() {
+  %q = tile.chunk_rows "q" at key_head : !tile.tile<[C, K], bf16, smem, row>
+  %k = tile.chunk_rows "k" at key_head : !tile.tile<[C, K], bf16, smem, row>
+  %G = tile.chunk_rows "g" at value_head : !tile.tile<[C, K], f32, smem, row>
+  %r = tile.chunk_fill 1.0 : !tile.tile<[C], f32, smem, row>
+  // expected-error @+1 {{overwrites its column operand (a [C, K] gate scales it in place): it must not be used after this op}}
+  tile.lower_products rows(%q) cols %k row_factors(%r) (%r) col_factor %r gate %G into "aqk" : (!tile.tile<[C, K], bf16, smem, row>, !tile.tile<[C, K], bf16, smem, row>, !tile.tile<[C], f32, smem, row>, !tile.tile<[C], f32, smem, row>, !tile.tile<[C], f32, smem, row>, !tile.tile<[C, K], f32, smem, row>) -> ()
+  tile.store_gated_rows %k, %G into "opw" : !tile.tile<[C, K], bf16, smem, row>, !tile.tile<[C, K], f32, smem, row>
+  return
+}
+
+// -----
+
 func.func @bad_scan() {
   %k = tile.chunk_rows "k" at key_head : !tile.tile<[C, K], bf16, smem, row>
   %s0 = tile.workspace_rows "pst" : !tile.tile<[K], f32, smem, row>

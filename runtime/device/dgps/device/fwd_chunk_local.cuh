@@ -169,29 +169,30 @@ DGPS_DEV void fwd_chunk_local(const ForwardArgs& a) {
   uint16_t* aqk = reinterpret_cast<uint16_t*>(ws + W.aqk) + sh * C * C;
 
   // ---- 5. tensor-core products [K̂ ; Q̂] · K_wᵀ over the lower 16x16 blocks (tile/lower_product.cuh), with
-  // scalar decay 2^{G2_i − G2_j} in the epilogue; per-channel decay inside the operands, by block row
-  // (tile/lower_product_gated.cuh, docs/math.md §4.3) ----
+  // scalar decay 2^{G2_i − G2_j} in the epilogue; per-channel decay inside the operands and a per-block-pair
+  // channel multiplier (tile/lower_product_gated.cuh, docs/math.md §4.3) ----
   {
     constexpr int NP = kDelta ? 2 : 1;
-    auto products = [&](const uint16_t* const (&rows)[NP], const tile::RowFactor (&fa)[NP],
-                        const tile::RowVec (&fb)[NP]) {
+    // per-channel decay gates the operands in place (the tiles are dead afterwards); the key, a row and the
+    // column operand at once without a write key, gets its gated column copy in L.kcol
+    auto products = [&](uint16_t* const (&rows)[NP], const tile::RowFactor (&fa)[NP], const tile::RowVec (&fb)[NP]) {
       if constexpr (!kDiag) {
         tile::lower_products<C, KP, PQ, NW, NP, Tr::kDecay == 1>(rows, fa, fb, sKw, rk, G2, sA, PA, aqk);
       } else {
-        tile::lower_products_channel_gated<C, K, KP, PQ, NW, NP>(rows, fa, fb, sKw, rk, sG, PG,
-                                                                smem_at<uint16_t>(sm, L.rows),
-                                                                smem_at<uint16_t>(sm, L.kcol), sTok + C * 12, sA,
-                                                                PA, aqk);
+        static_assert((L.kcol >= 0) == (kDelta && !kATK), "chunkLocalSmem: a gated column copy iff k is a row");
+        tile::lower_products_channel_gated<C, K, KP, PQ, NW, NP>(
+            rows, fa, fb, sKw, rk, sG, PG, L.kcol >= 0 ? smem_at<uint16_t>(sm, L.kcol) : nullptr,
+            smem_at<uint16_t>(sm, L.mul), sTok + C * 12, sA, PA, aqk);
       }
     };
     const tile::RowFactor scale{nullptr, 0, a.scale};
     if constexpr (kDelta) {  // the KKT's rows (part 0), then the queries'
-      const uint16_t* const rows[NP] = {sK, sQ};
+      uint16_t* const rows[NP] = {sK, sQ};
       const tile::RowFactor fa[NP] = {tile::RowFactor{beta.p, 8, 0.f}, scale};
       const tile::RowVec fb[NP] = {rk, rq};
       products(rows, fa, fb);
     } else {
-      const uint16_t* const rows[NP] = {sQ};
+      uint16_t* const rows[NP] = {sQ};
       const tile::RowFactor fa[NP] = {scale};
       const tile::RowVec fb[NP] = {rq};
       products(rows, fa, fb);

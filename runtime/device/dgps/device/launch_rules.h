@@ -251,8 +251,11 @@ DGPS_HD constexpr int f32Pitch(int cols) { return cols + 4; }
 
 struct ChunkLocalSmem {
   int q = 0, k = 0, kw = 0;   ///< bf16 [C][KP+8]: query (or P⊙q), key, write-key operand (P⊙k)
-  int rows = 0, kcol = 0;     ///< diagonal decay: bf16 [32][KP+8] gated key+query rows of one block row,
-                              ///< bf16 [C][KP+8] gated write columns
+  int mul = 0;                ///< diagonal decay: bf16 [NB(NB+1)/2][KP] per-block-pair channel multipliers
+                              ///< (NB = C/16; tile/lower_product_gated.cuh)
+  int kcol = -1;              ///< diagonal decay with the key both a row and the column operand (delta rule,
+                              ///< no write key): bf16 [C][KP+8] gated column copy; -1 when absent (the
+                              ///< columns are then gated in place)
   int G = 0;                  ///< f32 [C][KP]: diagonal decay: per-channel log2 cumsum
   int A = 0;                  ///< f32 [C][C+4]: KKT block, inverted in place into T
   int tok = 0;                ///< f32 [C][8] per-token scalars; [C][4] preconditioner inputs; 16 spare floats
@@ -273,13 +276,15 @@ DGPS_HD constexpr ChunkLocalSmem chunkLocalSmem(const FeatureSet& f, int K, int 
   m.kw = asym ? off : m.k;
   off += asym ? tile : 0;
   if (f.decay == 2) {
-    m.rows = off;
-    off += 32 * bf16Pitch(KP) * 2;
-    m.kcol = off;
-    off += tile;
+    const int nb = C / 16;
+    m.mul = off;
+    off += nb * (nb + 1) / 2 * KP * 2;
+    const bool copy = !asym && f.solve == 1;  // the KKT's rows are the key itself
+    m.kcol = copy ? off : -1;
+    off += copy ? tile : 0;
     m.G = off;
     off += C * KP * 4;
-    m.A = off;  // separate: the operands are still read while earlier block rows are finished
+    m.A = off;  // separate: each warp stores its blocks while others still read the operands
     off += C * f32Pitch(C) * 4;
   } else {
     m.A = 0;  // aliases q/k: written only after every warp finished its tensor-core products

@@ -166,6 +166,20 @@ DGPS_DEV uint32_t pack_bf16(float lo, float hi) {
 }
 DGPS_DEV float bf16_lo(uint32_t p) { return bf16_to_f32((uint16_t)(p & 0xffffu)); }
 DGPS_DEV float bf16_hi(uint32_t p) { return bf16_to_f32((uint16_t)(p >> 16)); }
+/// Lane-wise product of two packed bf16x2, rounded once to bf16 (nearest even). The product of two bf16 values
+/// is exact in f32, so the emulator's f32 product rounded by pack_bf16 is the same value.
+#if defined(DGPS_EMU)
+DGPS_DEV uint32_t mul_bf16x2(uint32_t x, uint32_t y) {
+  return pack_bf16(bf16_lo(x) * bf16_lo(y), bf16_hi(x) * bf16_hi(y));
+}
+#else
+DGPS_DEV uint32_t mul_bf16x2(uint32_t x, uint32_t y) {
+  uint32_t d;
+  // x·y + (−0): fma.bf16x2 exists from sm_80 (mul.bf16x2 only from sm_90); −0 keeps the sign of a zero product
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(x), "r"(y), "r"(0x80008000u));
+  return d;
+}
+#endif
 
 /// The activation dtype (q, k, v, o) chosen by DGPS_INPUT_F16 / DGPS_INPUT_BF16.
 template <bool F16>

@@ -10,7 +10,8 @@ namespace dgps {
 namespace tile {
 
 /// Every output y_n (global, row pitch K) from x_n (shared, pitch xp) and G (shared, pitch gp) in one pass,
-/// 8 channels per step: G is read once, each power of two is taken once per element and direction and shared
+/// 8 channels per step with 16-byte shared loads (G, G_last and each x; xp, gp multiples of 8 and the tiles
+/// 16-byte aligned): G is read once, each power of two is taken once per element and direction and shared
 /// by the outputs that use it, and an x that several outputs share is loaded once (the same pointer).
 /// kReverse: one flag per output.
 template <int C, int K, class Codec, bool... kReverse>
@@ -21,26 +22,25 @@ DGPS_DEV void store_gated_rows(uint16_t* const (&y)[sizeof...(kReverse)],
   constexpr bool anyFwd = (!kReverse || ...), anyRev = (kReverse || ...);
   for (int e = dev::tid(); e < C * CH; e += dev::nthreads()) {
     const int i = e / CH, d0 = (e - i * CH) * 8;
-    const float* Gi = G + i * gp + d0;
-    const float* GL = G + (C - 1) * gp + d0;
-    uint32_t p[N][4];
+    float gi[8], gl[8] = {}, fwd[8], bwd[8];
+    load_f8(gi, G + i * gp + d0);
+    if (anyRev) load_f8(gl, G + (C - 1) * gp + d0);
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      float v[N][2];
-#pragma unroll
-      for (int w = 0; w < 2; ++w) {
-        const int d = d0 + 2 * u + w;
-        const float fwd = anyFwd ? dev::ex2(Gi[2 * u + w]) : 0.f;
-        const float bwd = anyRev ? dev::ex2(GL[2 * u + w] - Gi[2 * u + w]) : 0.f;
-#pragma unroll
-        for (int n = 0; n < N; ++n) v[n][w] = Codec::load(x[n][i * xp + d]) * (rev[n] ? bwd : fwd);
-      }
-#pragma unroll
-      for (int n = 0; n < N; ++n) p[n][u] = dev::pack_bf16(v[n][0], v[n][1]);
+    for (int u = 0; u < 8; ++u) {
+      fwd[u] = anyFwd ? dev::ex2(gi[u]) : 0.f;
+      bwd[u] = anyRev ? dev::ex2(gl[u] - gi[u]) : 0.f;
     }
 #pragma unroll
-    for (int n = 0; n < N; ++n)
-      *reinterpret_cast<dev::U4*>(y[n] + i * K + d0) = dev::U4{p[n][0], p[n][1], p[n][2], p[n][3]};
+    for (int n = 0; n < N; ++n) {
+      float xv[8];
+      load_x8<Codec>(xv, x[n] + i * xp + d0);
+      uint32_t p[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        p[u] = rev[n] ? dev::pack_bf16(xv[2 * u] * bwd[2 * u], xv[2 * u + 1] * bwd[2 * u + 1])
+                      : dev::pack_bf16(xv[2 * u] * fwd[2 * u], xv[2 * u + 1] * fwd[2 * u + 1]);
+      *reinterpret_cast<dev::U4*>(y[n] + i * K + d0) = dev::U4{p[0], p[1], p[2], p[3]};
+    }
   }
 }
 

@@ -115,9 +115,10 @@ DGPS_DEV void lower_block_of(int tt, int& part, int& I, int& J) {
 }
 
 /// Every part's blocks spread over the NW warps, accumulated in registers; then a CTA barrier (out_s may alias
-/// the operands) and the epilogues. G may be {nullptr, 0} when kGate is false.
-template <int C, int KP, int PITCH, int NW, int NP, bool kGate>
-DGPS_DEV void lower_products(const uint16_t* const (&rows)[NP], const RowFactor (&a)[NP], const RowVec (&b)[NP],
+/// the operands) and the epilogues. G may be {nullptr, 0} when kGate is false. Row: uint16_t* or
+/// const uint16_t* (the rows are only read).
+template <int C, int KP, int PITCH, int NW, int NP, bool kGate, class Row>
+DGPS_DEV void lower_products(Row const (&rows)[NP], const RowFactor (&a)[NP], const RowVec (&b)[NP],
                              const uint16_t* cols, RowVec c, RowVec G, float* out_s, int lda, uint16_t* out_g) {
   constexpr int NB = C / 16, NTILE = NP * NB * (NB + 1) / 2, PER = (NTILE + NW - 1) / NW;
   float acc[PER][2][4];

@@ -1,23 +1,58 @@
 // The lower products of lower_product.cuh with per-channel log2 gates G [C, KP] inside the sum
-// (docs/math.md §4.3):
+// (docs/math.md §4.3 "Factorisation on the tensor cores"):
 //   P_p[i, j] = (a_p,i·b_p,i)·c_j·Σ_d R_p[i, d] Kc[j, d]·2^{G_id − G_jd}
-// Block row I uses reference row r = 16I: its rows carry 2^{G_i − G_r} <= 1, the columns 2^{G_r − G_j} (<= 1
-// for j < r). The diagonal block's columns carry factors >= 1, safe while the block's gate span
-// max_d (G_rd − G_{r+15,d}) is <= 100; otherwise that block is evaluated directly, exponents <= 0 only.
-// Scratch: sRows bf16 [16·NP][PITCH], sKc bf16 [C][PITCH], span NB floats (all shared).
+// For i in block row I (reference row r = 16I) and j in block column J <= I (reference e = 16J + 15):
+//   2^{G_i − G_j} = 2^{G_i − G_r} · 2^{G_r − G_e} · 2^{G_e − G_j}
+// The first factor scales the rows ONCE, in place; the last the columns ONCE (in place, or into the copy kc
+// when the columns are also a row operand); the middle one is a per-(I, J) channel multiplier, a bf16 table
+// [NB(NB+1)/2][KP] applied to the column fragments in registers. Every factor is <= 1 except the diagonal
+// block's multiplier, <= 2^{span} with span = max_d (G_rd − G_{r+15,d}); a diagonal block with span > 100 is
+// evaluated directly (exponents <= 0 only) BEFORE the operands are scaled. Then all NP · NB(NB+1)/2 blocks
+// run in one phase spread over the NW warps.
+//
+// In place: rows[p] and (when kc is null) cols are overwritten with their scaled values; kc must be non-null
+// when cols is also one of the rows (the two scalings differ). out_s must not alias any operand or scratch.
+// Scratch (shared): kc bf16 [C][PITCH] or null, mul bf16 [NB(NB+1)/2][KP], span NB floats; all 16-byte
+// aligned, like rows, cols and G (PITCH, gp multiples of 8).
 #pragma once
 
-#include "dgps/tile/exp2_scale.cuh"
 #include "dgps/tile/lower_product.cuh"
 
 namespace dgps {
 namespace tile {
 
-template <int C, int K, int KP, int PITCH, int NW, int NP>
-DGPS_DEV void lower_products_channel_gated(const uint16_t* const (&rows)[NP], const RowFactor (&a)[NP],
-                                           const RowVec (&b)[NP], const uint16_t* cols, RowVec c, const float* G,
-                                           int gp, uint16_t* sRows, uint16_t* sKc, float* span, float* out_s,
-                                           int lda, uint16_t* out_g) {
+/// Eight bf16 values (one 16-byte word) times eight f32 factors, rounded once to bf16.
+DGPS_DEV dev::U4 scale_bf16x8(dev::U4 x, const float (&f)[8]) {
+  const uint32_t xs[4] = {x.x, x.y, x.z, x.w};
+  uint32_t y[4];
+#pragma unroll
+  for (int u = 0; u < 4; ++u) y[u] = dev::pack_bf16(dev::bf16_lo(xs[u]) * f[2 * u], dev::bf16_hi(xs[u]) * f[2 * u + 1]);
+  return dev::U4{y[0], y[1], y[2], y[3]};
+}
+
+/// One 16x16 block acc += R[r0..r0+16) · (Kc[c0..c0+16) ⊙ m)ᵀ: the column fragments are multiplied by the
+/// channel multiplier m [KP] (bf16) in registers. In the B fragment (lds_b_nk) lane l holds channels
+/// 16ks + 2(l%4) + {0, 1} in b[0], b[2] and those + 8 in b[1], b[3].
+template <int KP, int PITCH>
+DGPS_DEV void mma_block_channel_scaled(float acc[2][4], const uint16_t* rows, int r0, const uint16_t* cols, int c0,
+                                       const uint16_t* m) {
+  const int t2 = 2 * (dev::lane() & 3);
+#pragma unroll
+  for (int ks = 0; ks < KP / 16; ++ks) {
+    uint32_t A[4], B[4];
+    dev::lds_a(A, rows, PITCH, r0, 16 * ks);
+    dev::lds_b_nk(B, cols, PITCH, c0, 16 * ks);
+    const uint32_t m0 = *reinterpret_cast<const uint32_t*>(m + 16 * ks + t2);
+    const uint32_t m1 = *reinterpret_cast<const uint32_t*>(m + 16 * ks + 8 + t2);
+    dev::mma_bf16(acc[0], A, dev::mul_bf16x2(B[0], m0), dev::mul_bf16x2(B[1], m1));
+    dev::mma_bf16(acc[1], A, dev::mul_bf16x2(B[2], m0), dev::mul_bf16x2(B[3], m1));
+  }
+}
+
+/// span[I] = max_d (G_{16I,d} − G_{16I+15,d}) by warp 0; then a CTA barrier. Returns the blocks whose span
+/// exceeds `limit` as a bit mask (the same in every thread).
+template <int C, int KP>
+DGPS_DEV unsigned unsafe_diagonal_blocks(const float* G, int gp, float* span, float limit) {
   constexpr int NB = C / 16;
   if (dev::tid() < 32) {
     for (int I = 0; I < NB; ++I) {
@@ -29,54 +64,108 @@ DGPS_DEV void lower_products_channel_gated(const uint16_t* const (&rows)[NP], co
   }
   dev::sync_threads();
   unsigned unsafe = 0;
-  for (int I = 0; I < NB; ++I) unsafe |= (span[I] <= 100.f ? 0u : 1u) << I;
-  for (int I = 0; I < NB; ++I) {
-    const int r = 16 * I;
-    // 8 channels (16 bytes) per thread step; pad channels are built too (their rows and gates are zero)
-    constexpr int CK = KP / 8;
-    for (int e = dev::tid(); e < 16 * NP * CK; e += dev::nthreads()) {
-      const int rr = e / CK, d0 = 8 * (e - rr * CK);
-      const int i = r + (rr & 15);
-      exp2_scale_row8(sRows + rr * PITCH + d0, part_of(rows, rr >> 4) + i * PITCH + d0, G + i * gp + d0,
-                      G + r * gp + d0, 1e30f);
+  for (int I = 0; I < NB; ++I) unsafe |= (span[I] <= limit ? 0u : 1u) << I;
+  return unsafe;
+}
+
+/// Diagonal block I of every part by direct per-element evaluation (exponents G_i − G_j <= 0 only), from the
+/// unscaled operands.
+template <int C, int K, int PITCH, int NP>
+DGPS_DEV void diagonal_block_direct(int I, uint16_t* const (&rows)[NP], const RowFactor (&a)[NP],
+                                    const RowVec (&b)[NP], const uint16_t* cols, RowVec c, const float* G, int gp,
+                                    float* out_s, int lda, uint16_t* out_g) {
+  for (int e = dev::tid(); e < NP * 256; e += dev::nthreads()) {
+    const int p = e >> 8, i = 16 * I + ((e >> 4) & 15), j = 16 * I + (e & 15);
+    const bool strict = p < NP - 1;
+    float s = 0.f;
+    if (j <= i) {
+      const uint16_t* ri = part_of(rows, p) + i * PITCH;
+      for (int d = 0; d < K; ++d)
+        s += dev::bf16_to_f32(ri[d]) * dev::bf16_to_f32(cols[j * PITCH + d]) * dev::ex2(G[i * gp + d] - G[j * gp + d]);
     }
-    for (int e = dev::tid(); e < (r + 16) * CK; e += dev::nthreads()) {
-      const int j = e / CK, d0 = 8 * (e - j * CK);
-      exp2_scale_row8(sKc + j * PITCH + d0, cols + j * PITCH + d0, G + r * gp + d0, G + j * gp + d0, 100.f);
-    }
-    dev::sync_threads();
-    const int ntile = NP * (I + 1);
-    for (int tt = dev::warp(); tt < ntile; tt += NW) {
-      // NP <= 2 (part_of): a compare, not a division by the runtime I + 1
-      const int p = tt > I ? 1 : 0, J = tt - p * (I + 1);
-      float acc[2][4];
-#pragma unroll
-      for (int x = 0; x < 2; ++x)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[x][e] = 0.f;
-      mma_block<KP, PITCH>(acc, sRows, 16 * p, sKc, 16 * J);
-      if (!(J == I && ((unsafe >> I) & 1u)))
-        store_block<C, NP, false>(p, I, J, acc, a, b, c, RowVec{nullptr, 0}, out_s, lda, out_g);
-    }
-    dev::sync_threads();
+    if (strict)
+      out_s[i * lda + j] = i > j ? s * part_factor(a, b, p, i) * c[j] : 0.f;
+    else
+      out_g[i * C + j] = dev::f32_to_bf16(i >= j ? s * part_factor(a, b, p, i) * c[j] : 0.f);
   }
-  // unsafe diagonal blocks: direct per-element evaluation, exponents G_i − G_j <= 0 only
-  for (int I = 0; I < NB; ++I) {
-    if (!((unsafe >> I) & 1u)) continue;
-    for (int e = dev::tid(); e < NP * 256; e += dev::nthreads()) {
-      const int p = e >> 8, i = 16 * I + ((e >> 4) & 15), j = 16 * I + (e & 15);
-      const bool strict = p < NP - 1;
-      float s = 0.f;
-      if (j <= i) {
-        const uint16_t* ri = part_of(rows, p) + i * PITCH;
-        for (int d = 0; d < K; ++d)
-          s += dev::bf16_to_f32(ri[d]) * dev::bf16_to_f32(cols[j * PITCH + d]) * dev::ex2(G[i * gp + d] - G[j * gp + d]);
-      }
-      if (strict)
-        out_s[i * lda + j] = i > j ? s * part_factor(a, b, p, i) * c[j] : 0.f;
-      else
-        out_g[i * C + j] = dev::f32_to_bf16(i >= j ? s * part_factor(a, b, p, i) * c[j] : 0.f);
+}
+
+/// mul[pair(I, J)][d] = bf16(2^{G_{16I,d} − G_{16J+15,d}}) for the NB(NB+1)/2 lower pairs (lower_block_of's
+/// order). The exponent is capped at 100: only an unsafe diagonal block (evaluated directly) can exceed it.
+template <int C, int KP>
+DGPS_DEV void channel_multipliers(uint16_t* mul, const float* G, int gp) {
+  constexpr int NB = C / 16, NPAIR = NB * (NB + 1) / 2, CK = KP / 8;
+  for (int e = dev::tid(); e < NPAIR * CK; e += dev::nthreads()) {
+    const int pair = e / CK, d0 = 8 * (e - pair * CK);
+    int p, I, J;
+    lower_block_of<NB>(pair, p, I, J);
+    float gr[8], ge[8], f[8];
+    load_f8(gr, G + (16 * I) * gp + d0);
+    load_f8(ge, G + (16 * J + 15) * gp + d0);
+#pragma unroll
+    for (int u = 0; u < 8; ++u) f[u] = dev::ex2(dev::fmin_(gr[u] - ge[u], 100.f));
+    const dev::U4 one{0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u};  // bf16 1.0 x 8
+    *reinterpret_cast<dev::U4*>(mul + pair * KP + d0) = scale_bf16x8(one, f);
+  }
+}
+
+/// One pass over the chunk's rows j, 8 channels per step: rows[p][j] *= 2^{G_j − G_r} (r = 16⌊j/16⌋) in
+/// place, and the columns 2^{G_e − G_j}·cols[j] (e = r + 15) into kc, or in place when kc is null. A step
+/// reads all its operand words before it writes any, so cols may alias a row operand when kc is not null.
+/// Pad channels are scaled too (their operands and gates are zero).
+template <int C, int KP, int PITCH, int NP>
+DGPS_DEV void scale_operands(uint16_t* const (&rows)[NP], uint16_t* cols, uint16_t* kc, const float* G, int gp) {
+  constexpr int CK = KP / 8;
+  uint16_t* const kdst = kc ? kc : cols;
+  for (int e = dev::tid(); e < C * CK; e += dev::nthreads()) {
+    const int j = e / CK, d0 = 8 * (e - j * CK), r = j & ~15;
+    dev::U4 x[NP];
+#pragma unroll
+    for (int p = 0; p < NP; ++p) x[p] = *reinterpret_cast<const dev::U4*>(rows[p] + j * PITCH + d0);
+    const dev::U4 xc = *reinterpret_cast<const dev::U4*>(cols + j * PITCH + d0);
+    float gj[8], gr[8], ge[8], fr[8], fc[8];
+    load_f8(gj, G + j * gp + d0);
+    load_f8(gr, G + r * gp + d0);
+    load_f8(ge, G + (r + 15) * gp + d0);
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      fr[u] = dev::ex2(gj[u] - gr[u]);
+      fc[u] = dev::ex2(ge[u] - gj[u]);
     }
+#pragma unroll
+    for (int p = 0; p < NP; ++p) *reinterpret_cast<dev::U4*>(rows[p] + j * PITCH + d0) = scale_bf16x8(x[p], fr);
+    *reinterpret_cast<dev::U4*>(kdst + j * PITCH + d0) = scale_bf16x8(xc, fc);
+  }
+}
+
+template <int C, int K, int KP, int PITCH, int NW, int NP>
+DGPS_DEV void lower_products_channel_gated(uint16_t* const (&rows)[NP], const RowFactor (&a)[NP],
+                                           const RowVec (&b)[NP], uint16_t* cols, RowVec c, const float* G,
+                                           int gp, uint16_t* kc, uint16_t* mul, float* span, float* out_s,
+                                           int lda, uint16_t* out_g) {
+  constexpr int NB = C / 16, NTILE = NP * NB * (NB + 1) / 2;
+  const unsigned unsafe = unsafe_diagonal_blocks<C, KP>(G, gp, span, 100.f);
+  if (unsafe) {
+    for (int I = 0; I < NB; ++I)
+      if ((unsafe >> I) & 1u) diagonal_block_direct<C, K, PITCH, NP>(I, rows, a, b, cols, c, G, gp, out_s, lda, out_g);
+    dev::sync_threads();  // the direct blocks read the operands unscaled
+  }
+  channel_multipliers<C, KP>(mul, G, gp);
+  scale_operands<C, KP, PITCH, NP>(rows, cols, kc, G, gp);
+  dev::sync_threads();
+  const uint16_t* const kcol = kc ? kc : cols;
+  for (int tt = dev::warp(); tt < NTILE; tt += NW) {
+    int p, I, J;
+    lower_block_of<NB>(tt, p, I, J);
+    if (I == J && ((unsafe >> I) & 1u)) continue;
+    float acc[2][4];
+#pragma unroll
+    for (int x = 0; x < 2; ++x)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[x][e] = 0.f;
+    const int pair = tt - p * (NTILE / NP);
+    mma_block_channel_scaled<KP, PITCH>(acc, part_of(rows, p), 16 * I, kcol, 16 * J, mul + pair * KP);
+    store_block<C, NP, false>(p, I, J, acc, a, b, c, RowVec{nullptr, 0}, out_s, lda, out_g);
   }
 }
 

@@ -7,7 +7,6 @@
 #include "dgps/tile/reduce.cuh"
 #include "dgps/tile/split_vec.cuh"
 #include "dgps/tile/update.cuh"
-#include "dgps/tile/exp2_scale.cuh"
 // chunk roles (tiles over the rows of one chunk)
 #include "dgps/tile/channel_scan.cuh"
 #include "dgps/tile/chunk_rows.cuh"

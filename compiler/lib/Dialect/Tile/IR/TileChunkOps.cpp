@@ -57,6 +57,15 @@ LogicalResult expectInPlace(Operation* op, Value operand) {
   return success();
 }
 
+/// An op that overwrites `operand` without a result for it: nothing reads the operand after the op.
+LogicalResult expectConsumed(Operation* op, Value operand, const char* what) {
+  for (Operation* user : operand.getUsers())
+    if (user != op && (user->getBlock() != op->getBlock() || op->isBeforeInBlock(user)))
+      return op->emitOpError() << "overwrites its " << what << " (a [C, K] gate scales it in place): it must not "
+                               << "be used after this op";
+  return success();
+}
+
 }  // namespace
 
 LogicalResult ChunkRowsOp::verify() {
@@ -174,6 +183,11 @@ LogicalResult LowerProductsOp::verify() {
         !(llvm::equal(t.getDims(), std::initializer_list<Extent>{Extent::C}) ||
           llvm::equal(t.getDims(), std::initializer_list<Extent>{Extent::C, Extent::K})))
       return emitOpError() << "gate must be a [C] or [C, K] f32 shared tile, got " << str(g.getType());
+    if (t.getRank() == 2) {
+      for (Value v : getRows())
+        if (failed(expectConsumed(*this, v, "row operand"))) return failure();
+      if (failed(expectConsumed(*this, getCols(), "column operand"))) return failure();
+    }
   }
   for (Value r : getResults())
     if (failed(expectShared(*this, r, {Extent::C, Extent::C}, "result"))) return failure();
