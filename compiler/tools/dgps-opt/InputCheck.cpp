@@ -3,6 +3,9 @@
 
 #include <sys/stat.h>
 
+#include <set>
+#include <vector>
+
 namespace dgps::opt {
 namespace {
 
@@ -112,10 +115,118 @@ bool checkTokens(const std::string& text, std::string& error) {
   return true;
 }
 
+
+bool isSuffixIdChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' ||
+         c == '.' || c == '-';
+}
+
+/// MLIR 19's parser keeps a use of a value not yet defined as a placeholder that an enclosing scope may
+/// resolve later; when a later region then fails to parse, destroying it leaves the placeholder's use list
+/// pointing at freed operands (a use after free while the failed parse is torn down: a mutated name in one
+/// chunk.kernel, a type error in the next). DGPS IR is written in definition order, so a value used before its
+/// name is defined anywhere earlier in the text is refused before MLIR sees it. Definitions: a name followed by
+/// '=' (results, also in a list "%a, %b:2 = ..."), and a name followed by ':' inside the argument list that
+/// follows a symbol or block label (function and block arguments). Names are not scoped per function, so the
+/// check can only miss a forward use, never refuse IR in definition order.
+bool checkDefinitionOrder(const std::string& text, std::string& error) {
+  std::string ignored;
+  std::set<std::string> defined;
+  std::size_t line = 1;
+  int parenDepth = 0;
+  std::vector<int> argOpen;  // parenDepth at which an argument list opened
+  for (std::size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (c == '"') {
+      const std::size_t end = readStringLiteral(text, i, ignored);
+      if (end == std::string::npos) return true;  // the parser reports the unterminated string
+      for (std::size_t j = i; j < end; ++j) line += text[j] == '\n';
+      i = end;
+      continue;
+    }
+    if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      while (i < text.size() && text[i] != '\n') ++i;
+      continue;
+    }
+    if ((c == '@' || c == '^') && i + 1 < text.size()) {
+      std::size_t j = i + 1;
+      while (j < text.size() && isSuffixIdChar(text[j])) ++j;
+      if (j < text.size() && text[j] == '(' && j > i + 1) {
+        ++parenDepth;
+        argOpen.push_back(parenDepth);
+        i = j + 1;
+        continue;
+      }
+      i = j;
+      continue;
+    }
+    if (c == '(') ++parenDepth;
+    if (c == ')') {
+      if (!argOpen.empty() && argOpen.back() == parenDepth) argOpen.pop_back();
+      if (parenDepth > 0) --parenDepth;
+    }
+    if (c != '%') {
+      ++i;
+      continue;
+    }
+    std::size_t j = i + 1;
+    while (j < text.size() && isSuffixIdChar(text[j])) ++j;
+    const std::string name = text.substr(i + 1, j - i - 1);
+    if (name.empty()) {
+      i = j + (j == i + 1);
+      continue;
+    }
+    // what follows the name: an optional result count ":N", then ',' (a result list goes on) or '='
+    std::size_t k = j;
+    auto skipSpace = [&] {
+      while (k < text.size() && (text[k] == ' ' || text[k] == '\t')) ++k;
+    };
+    skipSpace();
+    bool definition = false;
+    if (!argOpen.empty() && k < text.size() && text[k] == ':') {
+      definition = true;  // a function or block argument
+    } else {
+      // a result list: %a, %b:2, %c = ...
+      std::size_t m = k;
+      for (;;) {
+        if (m < text.size() && text[m] == ':') {
+          ++m;
+          while (m < text.size() && text[m] >= '0' && text[m] <= '9') ++m;
+          while (m < text.size() && (text[m] == ' ' || text[m] == '\t')) ++m;
+        }
+        if (m < text.size() && text[m] == '=' && (m + 1 >= text.size() || text[m + 1] != '=')) {
+          definition = true;
+          break;
+        }
+        if (m >= text.size() || text[m] != ',') break;
+        ++m;
+        while (m < text.size() && (text[m] == ' ' || text[m] == '\t')) ++m;
+        if (m >= text.size() || text[m] != '%') break;
+        ++m;
+        while (m < text.size() && isSuffixIdChar(text[m])) ++m;
+        while (m < text.size() && (text[m] == ' ' || text[m] == '\t')) ++m;
+      }
+    }
+    // "%0#1" uses result 1 of %0
+    if (definition) {
+      defined.insert(name);
+    } else if (!defined.count(name)) {
+      error = "line " + std::to_string(line) + ": %" + name +
+              " is used before it is defined; expected IR in definition order (every value defined above its "
+              "first use)";
+      return false;
+    }
+    i = j;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool checkMlirInput(const std::string& text, const std::string& bufferName, std::uint64_t maxBytes, std::string& error) {
-  return checkTokens(text, error) && checkLocationFiles(text, bufferName, maxBytes, error);
+  return checkTokens(text, error) && checkLocationFiles(text, bufferName, maxBytes, error) &&
+         checkDefinitionOrder(text, error);
 }
 
 }  // namespace dgps::opt

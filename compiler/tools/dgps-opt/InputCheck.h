@@ -6,7 +6,10 @@
 //   * integer literals: parsed in time quadratic in their length; more than kMaxDigitRun digits in a row
 //     (outside strings and comments) are refused;
 //   * nesting: attributes and types are parsed by recursion; brackets ([ { ( <) nested more than
-//     kMaxNesting deep are refused.
+//     kMaxNesting deep are refused;
+//   * definition order: a value used before any definition of its name above it is refused (MLIR 19 keeps
+//     such a use as a placeholder, and tearing down a later failed region leaves it pointing at freed
+//     operands; DGPS IR never needs a forward use).
 #pragma once
 
 #include <cstddef>
