@@ -147,6 +147,7 @@ INSTANTIATE_TEST_SUITE_P(Specs, PrecondRound, ::testing::ValuesIn(squashSpecs())
 /// in float64 from the per-token step of docs/math.md §5.2 (independent of the reference's scan and of the chunked
 /// form): d ← (r_t I − c_t u_t u_tᵀ) d + κ_t u_t with u = k̂ ⊙ k̂, c = η β²/‖u‖₁, κ = η β/‖u‖₁, r = e^{precond_g}
 /// (1 without retention). M = Π_t (r_t I − c_t u_t u_tᵀ), later tokens on the left; e the composition from d = 0.
+/// (u is `sq` below.)
 std::vector<float> hypergradSlot(const Spec& spec, const ReferenceInputs& full, const cp::SummaryLayout& layout,
                                  const segment::Segment& f, std::int64_t H, std::int64_t K) {
   std::vector<float> slot(layout.slotElements(), kNaN);
@@ -155,7 +156,7 @@ std::vector<float> hypergradSlot(const Spec& spec, const ReferenceInputs& full, 
   const std::vector<double> g = retention ? full.at("precond_g").toDoubles() : std::vector<double>();
   const double eta = spec.precond.hypergrad.eta;
   for (std::int64_t h = 0; h < H; ++h) {
-    std::vector<double> M(std::size_t(K * K), 0.0), e(std::size_t(K), 0.0), u(std::size_t(K));
+    std::vector<double> M(std::size_t(K * K), 0.0), e(std::size_t(K), 0.0), sq(static_cast<std::size_t>(K));
     for (std::int64_t i = 0; i < K; ++i) M[std::size_t(i * K + i)] = 1.0;
     for (std::int64_t t = f.begin; t < f.end; ++t) {
       double ss = 0.0;
@@ -164,7 +165,7 @@ std::vector<float> hypergradSlot(const Spec& spec, const ReferenceInputs& full, 
       double uu = 0.0;
       for (std::int64_t i = 0; i < K; ++i) {
         const double kh = k[std::size_t((t * H + h) * K + i)] * rk;
-        u[std::size_t(i)] = kh * kh;
+        sq[std::size_t(i)] = kh * kh;
         uu += kh * kh;
       }
       const double b = beta[std::size_t(t * H + h)];  // gva_ratio 1: value head h carries key head h's gain
@@ -174,10 +175,10 @@ std::vector<float> hypergradSlot(const Spec& spec, const ReferenceInputs& full, 
       for (std::int64_t j = 0; j <= K; ++j) {
         auto at = [&](std::int64_t i) -> double& { return j < K ? M[std::size_t(i * K + j)] : e[std::size_t(i)]; };
         double ux = 0.0;
-        for (std::int64_t i = 0; i < K; ++i) ux += u[std::size_t(i)] * at(i);
-        for (std::int64_t i = 0; i < K; ++i) at(i) = r * at(i) - c * u[std::size_t(i)] * ux;
+        for (std::int64_t i = 0; i < K; ++i) ux += sq[std::size_t(i)] * at(i);
+        for (std::int64_t i = 0; i < K; ++i) at(i) = r * at(i) - c * sq[std::size_t(i)] * ux;
       }
-      for (std::int64_t i = 0; i < K; ++i) e[std::size_t(i)] += kappa * u[std::size_t(i)];
+      for (std::int64_t i = 0; i < K; ++i) e[std::size_t(i)] += kappa * sq[std::size_t(i)];
     }
     for (std::int64_t x = 0; x < K * K; ++x) slot[layout.transOffset(0) + std::size_t(h * K * K + x)] = float(M[std::size_t(x)]);
     for (std::int64_t x = 0; x < K; ++x) slot[layout.extOffset(0) + std::size_t(h * K + x)] = float(e[std::size_t(x)]);

@@ -94,7 +94,7 @@ int checkHypergrad(const dgps::Spec& spec, const dgps::ReferenceInputs& in, cons
       double* R = refM.data() + (n * H + h) * K * K;
       for (std::int64_t x = 0; x < K * K; ++x) R[x] = x % (K + 1) == 0 ? 1.0 : 0.0;
       for (std::int64_t t = s.cu_seqlens[(size_t)n]; t < s.cu_seqlens[(size_t)n + 1]; ++t) {
-        std::vector<double> u((size_t)K);
+        std::vector<double> u(static_cast<size_t>(K));
         double ss = 0.0, uu = 0.0;
         for (std::int64_t x = 0; x < K; ++x) ss += std::pow(in.at("k").get((t * H + h) * K + x), 2);
         const double rk = spec.qk_l2norm ? 1.0 / std::sqrt(ss + spec.l2norm_eps) : 1.0;
