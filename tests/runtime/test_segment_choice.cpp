@@ -166,11 +166,11 @@ ForwardTensors placeholderCall(const Package& pkg, const ReferenceProblem& s) {
 }
 
 // Runtime::forwardSummary refuses, with one message naming the problem and before any launch: a package
-// contextParallelSupport refuses (a hypergrad_ogd preconditioner: no affine piece summary is built), a sequence
+// contextParallelSupport refuses (no segment kernels: several Householder steps per token), a sequence
 // outside [0, N), summary tensors of the wrong shape or dtype, and a forced segment length (the summary chooses it).
 TEST(SegmentChoice, ForwardSummaryRefusesBadRequestsBeforeLaunching) {
   const Package gdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gdn");
-  const Package osdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/osdn");
+  const Package dp = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gated_deltaproduct");
   Runtime rt(cacheIn("forward_summary_errors"));
   ReferenceProblem s;
   s.batch = 1;
@@ -194,7 +194,7 @@ TEST(SegmentChoice, ForwardSummaryRefusesBadRequestsBeforeLaunching) {
       EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
     }
   };
-  expectError(osdn, 0, trans, ext, {}, "forwardSummary: package osdn has a hypergrad_ogd preconditioner");
+  expectError(dp, 0, trans, ext, {}, "forwardSummary: package gated_deltaproduct has no segment kernels");
   expectError(gdn, 2, trans, ext, {}, "sequence 2 is outside [0, N = 2)");
   expectError(gdn, -1, trans, ext, {}, "sequence -1 is outside");
   expectError(gdn, 1, TensorView(fake, ScalarType::F32, {HV + 1, K, K}), ext, {}, "tensor 'trans' has shape");
