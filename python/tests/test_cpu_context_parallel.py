@@ -143,10 +143,10 @@ def test_binding_names_bad_buffers_and_pieces():
         rt.cp_publish(op.package, plan, 0, vs1, view(torch.empty(S)), 0)
     with pytest.raises(dgps.InvalidArgument, match=r"\(rank 5\): rank outside \[0, G = 2\)"):
         rt.cp_publish(op.package, plan, 5, vs, view(torch.empty(S)), 0)
-    # a hypergrad_ogd package runs the preconditioner round: phase 1 without its folded d is refused (the one rule)
+    # a hypergrad_ogd package runs the preconditioner round (the one rule): its phase 1 needs the folded d's scratch
     osdn = dgps.load("osdn")
-    with pytest.raises(dgps.InvalidArgument, match=r"publishPieceSummary \(rank 0\): package osdn has a preconditioner "
-                                                   "state"):
+    with pytest.raises(dgps.InvalidArgument, match=r"publishPieceSummary \(rank 0\): PiecePrecond 'local_initial' "
+                                                   "is not given"):
         rt.cp_publish(osdn.package, plan, 0, vs, view(torch.empty(S)), 0)
     # phase 0 is for a package with the preconditioner round only; that round's phase 1 needs its accumulators
     P = native.cp_precond_slot_elements(2, 64, False)
