@@ -175,8 +175,8 @@ void publish(PyRuntime& py_runtime, const Package& package, const cp::Plan& plan
       slotView(call, rank, "send", send, {std::int64_t(layout.slotElements())}, t.v.device);
   const LaunchOptions lo = PyRuntime::launchOptions(package, stream, config);
   if (precondRound(package)) {
-    const PiecePrecond p = precondStates(call, rank, package, plan, t, precond_gathered, precond_doc_initial, py::none(),
-                                         precond_local_initial, py::none());
+    const PiecePrecond p = precondStates(call, rank, package, plan, t, precond_gathered, precond_doc_initial,
+                                         py::none(), precond_local_initial, py::none());
     py::gil_scoped_release unlocked;  // the launch may JIT-compile for seconds on first use
     publishPieceSummary(py_runtime.runtime(), package, plan, rank, t, p, slot.data, lo);
     return;

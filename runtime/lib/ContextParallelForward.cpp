@@ -47,8 +47,8 @@ PieceDims checkPiece(const char* call, const Package& package, const cp::Plan& p
   const ContextParallelSupport support = contextParallelSupport(package.manifest());
   if (!support.supported) invalid(call, rank, "package " + package.name() + " " + support.reason);
   if (support.precond_round && round == Round::Memory)
-    invalid(call, rank, "package " + package.name() + " has a preconditioner state: its memory summaries "
-            "need the preconditioner state folded across the ranks first (publishPiecePrecondSummary, its gather, then the "
+    invalid(call, rank, "package " + package.name() + " has a preconditioner state: its memory summaries need "
+            "the preconditioner state folded across the ranks first (publishPiecePrecondSummary, its gather, then the "
             "overloads taking a PiecePrecond; ContextParallelForward.h)");
   if (!support.precond_round && round == Round::WithPrecond)
     invalid(call, rank, "package " + package.name() + " has no preconditioner state: no phase 0, and the "

@@ -160,11 +160,12 @@ std::vector<float> hypergradSlot(const Spec& spec, const ReferenceInputs& full, 
     for (std::int64_t i = 0; i < K; ++i) M[std::size_t(i * K + i)] = 1.0;
     for (std::int64_t t = f.begin; t < f.end; ++t) {
       double ss = 0.0;
-      for (std::int64_t i = 0; i < K; ++i) ss += k[std::size_t((t * H + h) * K + i)] * k[std::size_t((t * H + h) * K + i)];
+      const double* kt = k.data() + (t * H + h) * K;
+      for (std::int64_t i = 0; i < K; ++i) ss += kt[i] * kt[i];
       const double rk = spec.qk_l2norm ? 1.0 / std::sqrt(ss + spec.l2norm_eps) : 1.0;
       double uu = 0.0;
       for (std::int64_t i = 0; i < K; ++i) {
-        const double kh = k[std::size_t((t * H + h) * K + i)] * rk;
+        const double kh = kt[i] * rk;
         sq[std::size_t(i)] = kh * kh;
         uu += kh * kh;
       }
@@ -180,8 +181,10 @@ std::vector<float> hypergradSlot(const Spec& spec, const ReferenceInputs& full, 
       }
       for (std::int64_t i = 0; i < K; ++i) e[std::size_t(i)] += kappa * sq[std::size_t(i)];
     }
-    for (std::int64_t x = 0; x < K * K; ++x) slot[layout.transOffset(0) + std::size_t(h * K * K + x)] = float(M[std::size_t(x)]);
-    for (std::int64_t x = 0; x < K; ++x) slot[layout.extOffset(0) + std::size_t(h * K + x)] = float(e[std::size_t(x)]);
+    float* mOut = slot.data() + layout.transOffset(0) + h * K * K;
+    float* eOut = slot.data() + layout.extOffset(0) + h * K;
+    for (std::int64_t x = 0; x < K * K; ++x) mOut[x] = float(M[std::size_t(x)]);
+    for (std::int64_t x = 0; x < K; ++x) eOut[x] = float(e[std::size_t(x)]);
   }
   return slot;
 }
@@ -258,8 +261,8 @@ INSTANTIATE_TEST_SUITE_P(Specs, HypergradRound, ::testing::ValuesIn(hypergradSpe
 TEST(ContextParallelSupport, ClampedHypergradIsRefused) {
   Manifest m = Package::open(std::string(DGPS_GENERATED_DIR) + "/osdn").manifest();
   auto dropSummary = [](std::vector<KernelLaunchRule>& ks) {
-    ks.erase(std::remove_if(ks.begin(), ks.end(), [](const KernelLaunchRule& k) { return k.role == "precond_summary"; }),
-             ks.end());
+    auto isSummary = [](const KernelLaunchRule& k) { return k.role == "precond_summary"; };
+    ks.erase(std::remove_if(ks.begin(), ks.end(), isSummary), ks.end());
   };
   dropSummary(m.launch.forward);  // what dgpsc emits for a clamp: the per-token scan alone
   const ContextParallelSupport s = contextParallelSupport(m);

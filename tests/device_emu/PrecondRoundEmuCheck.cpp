@@ -112,8 +112,9 @@ int checkHypergrad(const dgps::Spec& spec, const dgps::ReferenceInputs& in, cons
         }
       }
       for (std::int64_t x = 0; x < K; ++x) {
-        double acc = e[(size_t)((n * H + h) * K + x)];
-        for (std::int64_t y = 0; y < K; ++y) acc += (double)M[(size_t)(((n * H + h) * K + x) * K + y)] * d0[(size_t)((n * H + h) * K + y)];
+        const size_t row = (size_t)((n * H + h) * K);
+        double acc = e[row + (size_t)x];
+        for (std::int64_t y = 0; y < K; ++y) acc += (double)M[(row + (size_t)x) * (size_t)K + (size_t)y] * d0[row + (size_t)y];
         affine[(size_t)((n * H + h) * K + x)] = acc;
       }
     }

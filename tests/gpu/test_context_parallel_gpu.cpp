@@ -393,7 +393,8 @@ TEST_F(ContextParallelGpuTest, ForwardPrecondSummaryIsTheAccumulatorsAffineMap) 
   t.cu_seqlens = d.at("cu_seqlens").view();
   DeviceTensor o(in.at("q").dtype(), {1, T, s.heads_v, s.value_dim}, dev);  // validated, not written
   t.o = o.view();
-  const std::vector<std::int64_t> mapShape = full ? std::vector<std::int64_t>{H, K, K} : std::vector<std::int64_t>{H, K};
+  const std::vector<std::int64_t> mapShape =
+      full ? std::vector<std::int64_t>{H, K, K} : std::vector<std::int64_t>{H, K};
   DeviceTensor gamma(ScalarType::F32, mapShape, dev), sigma(ScalarType::F32, {H, K}, dev);
   gamma.poison();
   sigma.poison();

@@ -13,8 +13,8 @@
 //   runPieceForward(rt, pkg, plan, r, piece, recv, states, opts);            // phase 2: o, final states
 //
 // With a preconditioner state (ema_sq_squash: pgdn, pkda, pdn, atq; unclamped hypergrad_ogd: osdn, osdn_apf)
-// the memory summaries depend on the preconditioner state at the fragment's start (the write keys P ⊙ k̂, docs/math.md §8.3), so a preconditioner
-// round comes first (contextParallelSupport(...).precond_round):
+// the memory summaries depend on the preconditioner state at the fragment's start (the write keys P ⊙ k̂,
+// docs/math.md §8.3), so a preconditioner round comes first (contextParallelSupport(...).precond_round):
 //
 //   publishPiecePrecondSummary(rt, pkg, plan, r, piece, sendP, opts);        // phase 0: (Γ, Σ) or (M, e)
 //   gatherSummaries(coll, plan, layoutP, 4, sendP, recvP, recvPBytes, stream);   // layoutP = precondSummaryLayout
@@ -32,8 +32,8 @@
 // preconditioner is refused by every phase with one error naming why.
 //
 // Cost: phase 0 is precond_summary and two precond_scan passes over the piece (K values per chunk step and key
-// head; small next to a walk) and a gather of 2·H·K floats per rank — for hypergrad_ogd K + 1 precond_scan
-// passes (e from d = 0, then one per column of M) and a gather of H·K·(K + 1) floats; phase 1 is the preconditioner scan,
+// head; small next to a walk) and a gather of 2·H·K floats per rank — for hypergrad_ogd K + 1
+// precond_scan passes (e from d = 0, then one per column of M) and a gather of H·K·(K + 1) floats; phase 1 is the preconditioner scan,
 // chunk_local and one segment_summary walk over the piece (its E and its K×K M), about the piece's plain forward
 // plus the M walk, and a gather of HV·K·(K + V) floats per rank; phase 2 is the piece's plain forward. The folds
 // of the continued document run on the host in fp32 (segment::foldSegments, cp::rankStartStates): a phase that
