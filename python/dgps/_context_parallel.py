@@ -6,8 +6,9 @@ rank planned the same split.
 
     header all-gather                     every rank's plan (or refusal), checked on every rank
     phase 0 (Runtime.cp_publish_precond)  only with a preconditioner state (info["context_parallel_precond"]):
-                                          this rank's last fragment's accumulator summary (Γ, Σ) into its slot
-    all-gather                            one fixed-size slot per rank (2·H·K floats)
+                                          this rank's last fragment's preconditioner summary, (Γ, Σ) or for
+                                          hypergrad_ogd (M, e), into its slot
+    all-gather                            one fixed-size slot per rank (2·H·K floats, or H·K·(K + 1))
     phase 1 (Runtime.cp_publish)          this rank's last fragment summarised as (M, E) into its slot, when the
                                           document continues on a later rank (from the folded accumulator start)
     all-gather                            one fixed-size slot per rank over the group
