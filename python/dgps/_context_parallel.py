@@ -5,9 +5,10 @@ this module makes the plan, runs the all-gathers between the phases on the group
 rank planned the same split.
 
     header all-gather                     every rank's plan (or refusal), checked on every rank
-    phase 0 (Runtime.cp_publish_precond)  only with an ema_sq_squash preconditioner (info["context_parallel_precond"]):
-                                          this rank's last fragment's accumulator summary (Γ, Σ) into its slot
-    all-gather                            one fixed-size slot per rank (2·H·K floats)
+    phase 0 (Runtime.cp_publish_precond)  only with a preconditioner state (info["context_parallel_precond"]):
+                                          this rank's last fragment's preconditioner summary, (Γ, Σ) or for
+                                          hypergrad_ogd (M, e), into its slot
+    all-gather                            one fixed-size slot per rank (2·H·K floats, or H·K·(K + 1))
     phase 1 (Runtime.cp_publish)          this rank's last fragment summarised as (M, E) into its slot, when the
                                           document continues on a later rank (from the folded accumulator start)
     all-gather                            one fixed-size slot per rank over the group
@@ -282,7 +283,7 @@ def forward(op, prepare, cu_seqlens, group, cp_bounds, want_final):
     H, HV, K, V = call.dims
     precond = {}
     if call.precond:
-        S0 = native.cp_precond_slot_elements(H, K)
+        S0 = native.cp_precond_slot_elements(H, K, bool(op.info["context_parallel_precond_full_map"]))
         pgathered = _exchange_slots(
             lambda slot: op.runtime.cp_publish_precond(op.package, plan, rank, call.views, view(slot), stream,
                                                        op.config), S0, dev, G, group, rank, "phase 0")

@@ -121,13 +121,16 @@ class Op:
           group=cp_group)`` (a sum) gives every row on every rank, exactly.
         - tensors on the rank's device (torch.cuda.current_device()); a gloo group gathers through host
           copies (several ranks may then share one GPU), any other backend (NCCL) on the device.
-        - with an ema_sq_squash preconditioner (pgdn, pkda, pdn, atq; info["context_parallel_precond"]) the
-          accumulator is folded across the ranks first (one more all-gather): ``initial_precond_state``
+        - with a preconditioner state (ema_sq_squash: pgdn, pkda, pdn, atq; unclamped hypergrad_ogd: osdn,
+          osdn_apf; info["context_parallel_precond"]) that state (the accumulator A, or d) is folded across the
+          ranks first (one more all-gather: per channel, or K×K per key head for hypergrad_ogd,
+          info["context_parallel_precond_full_map"]): ``initial_precond_state``
           [N, H, K] f32 is global (one row per document), and final_precond_state [N, H, K] comes back like
           final_state (this rank's documents' rows, zeros elsewhere).
-        - packages info["context_parallel"] accepts (segment kernels, and no preconditioner or an ema_sq_squash
-          one: gdn, gdn_gva, deltanet, kda, mamba2, linear_attention, pgdn, pkda, pdn, atq; not osdn, osdn_apf,
-          gated_deltaproduct: info["context_parallel_reason"] says why); eager only (the exchange reads the
+        - packages info["context_parallel"] accepts (segment kernels, and no preconditioner, an ema_sq_squash
+          one or an unclamped hypergrad_ogd one: gdn, gdn_gva, deltanet, kda, mamba2, linear_attention, pgdn,
+          pkda, pdn, atq, osdn, osdn_apf; not gated_deltaproduct or a clamped hypergrad_ogd spec:
+          info["context_parallel_reason"] says why); eager only (the exchange reads the
           group's headers on the host), not under
           torch.compile or CUDA graph capture. Each rank checks its arguments and all ranks exchange what
           they planned before any launch: a rank that refuses its arguments, or planned another split,

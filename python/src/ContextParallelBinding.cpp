@@ -76,11 +76,12 @@ cp::SummaryLayout pieceLayout(const cp::Plan& plan, const ForwardTensors& t) {
   return memorySummaryLayout(plan.numDocs, HV, K, V);
 }
 
-/// The preconditioner round's slot layout for the piece: Γ [H, K] then Σ [H, K], from k [1, T, H, K].
-cp::SummaryLayout piecePrecondLayout(const cp::Plan& plan, const ForwardTensors& t) {
+/// The preconditioner round's slot layout for the piece: Γ [H, K] then Σ [H, K] (ema_sq_squash), or M [H, K, K]
+/// then e [H, K] (hypergrad_ogd), from k [1, T, H, K].
+cp::SummaryLayout piecePrecondLayout(const Package& package, const cp::Plan& plan, const ForwardTensors& t) {
   const std::int64_t H = t.k.shape.size() == 4 ? t.k.shape[2] : 0;
   const std::int64_t K = t.k.shape.size() == 4 ? t.k.shape[3] : 0;
-  return precondSummaryLayout(plan.numDocs, H, K);
+  return precondSummaryLayout(plan.numDocs, H, K, contextParallelSupport(package.manifest()).precond_full_map);
 }
 
 bool precondRound(const Package& package) { return contextParallelSupport(package.manifest()).precond_round; }
@@ -133,12 +134,13 @@ std::size_t workspaceBytes(PyRuntime& py_runtime, const Package& package, const 
 }
 
 /// The PiecePrecond of phases 1 and 2 from the caller's tensors (None: not given).
-PiecePrecond precondStates(const char* call, int rank, const cp::Plan& plan, const ForwardTensors& t,
+PiecePrecond precondStates(const char* call, int rank, const Package& package, const cp::Plan& plan,
+                           const ForwardTensors& t,
                            const py::handle& gathered, const py::handle& doc_initial, const py::handle& doc_final,
                            const py::handle& local_initial, const py::handle& local_final) {
   PiecePrecond p;
   if (!gathered.is_none()) {
-    const cp::SummaryLayout layout = piecePrecondLayout(plan, t);
+    const cp::SummaryLayout layout = piecePrecondLayout(package, plan, t);
     p.gathered = slotView(call, rank, "precond_gathered", gathered,
                           {plan.ranks, std::int64_t(layout.slotElements())}, t.v.device)
                      .data;
@@ -155,7 +157,7 @@ void publishPrecond(PyRuntime& py_runtime, const Package& package, const cp::Pla
                     const std::optional<std::string>& config) {
   const char* call = "cp_publish_precond";
   const ForwardTensors t = summaryTensors(toForwardTensors(views));
-  const cp::SummaryLayout layout = piecePrecondLayout(plan, t);
+  const cp::SummaryLayout layout = piecePrecondLayout(package, plan, t);
   const TensorView slot = slotView(call, rank, "send", send, {std::int64_t(layout.slotElements())}, t.v.device);
   const LaunchOptions lo = PyRuntime::launchOptions(package, stream, config);
   py::gil_scoped_release unlocked;  // the launch may JIT-compile for seconds on first use
@@ -173,8 +175,8 @@ void publish(PyRuntime& py_runtime, const Package& package, const cp::Plan& plan
       slotView(call, rank, "send", send, {std::int64_t(layout.slotElements())}, t.v.device);
   const LaunchOptions lo = PyRuntime::launchOptions(package, stream, config);
   if (precondRound(package)) {
-    const PiecePrecond p = precondStates(call, rank, plan, t, precond_gathered, precond_doc_initial, py::none(),
-                                         precond_local_initial, py::none());
+    const PiecePrecond p = precondStates(call, rank, package, plan, t, precond_gathered, precond_doc_initial,
+                                         py::none(), precond_local_initial, py::none());
     py::gil_scoped_release unlocked;  // the launch may JIT-compile for seconds on first use
     publishPieceSummary(py_runtime.runtime(), package, plan, rank, t, p, slot.data, lo);
     return;
@@ -203,7 +205,7 @@ void run(PyRuntime& py_runtime, const Package& package, const cp::Plan& plan, in
   states.local_final = toView(local_final, call, "local_final");
   const LaunchOptions lo = PyRuntime::launchOptions(package, stream, config);
   if (precondRound(package)) {
-    const PiecePrecond p = precondStates(call, rank, plan, t, precond_gathered, precond_doc_initial,
+    const PiecePrecond p = precondStates(call, rank, package, plan, t, precond_gathered, precond_doc_initial,
                                          precond_doc_final, precond_local_initial, precond_local_final);
     py::gil_scoped_release unlocked;
     runPieceForward(py_runtime.runtime(), package, plan, rank, t, slots, states, p, lo);
@@ -227,9 +229,12 @@ void registerContextParallel(py::module_& m) {
       "f32 elements of one rank's all-gather slot: M [HV,K,K] then E [HV,K,V]");
   m.def(
       "cp_precond_slot_elements",
-      [](std::int64_t headsQK, std::int64_t keyDim) { return precondSummaryLayout(1, headsQK, keyDim).slotElements(); },
-      py::arg("heads_qk"), py::arg("key_dim"),
-      "f32 elements of one rank's preconditioner-round slot: Γ [H,K] then Σ [H,K]");
+      [](std::int64_t headsQK, std::int64_t keyDim, bool fullMap) {
+        return precondSummaryLayout(1, headsQK, keyDim, fullMap).slotElements();
+      },
+      py::arg("heads_qk"), py::arg("key_dim"), py::arg("full_map"),
+      "f32 elements of one rank's preconditioner-round slot: Γ [H,K] then Σ [H,K] (ema_sq_squash), or with "
+      "full_map (hypergrad_ogd, info['context_parallel_precond_full_map']) M [H,K,K] then e [H,K]");
   py::class_<cp::Plan>(m, "CpPlan")
       .def(py::init(&makePlan), py::arg("cu_seqlens"), py::arg("bounds"))
       .def_readonly("ranks", &cp::Plan::ranks)

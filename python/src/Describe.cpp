@@ -55,6 +55,8 @@ py::dict describePackage(const Package& package) {
   d["context_parallel"] = cp.supported;
   d["context_parallel_reason"] = cp.reason;
   d["context_parallel_precond"] = cp.precond_round;
+  // the round's map: K×K per key head (hypergrad_ogd) or per channel (ema_sq_squash); sizes phase 0's slot
+  d["context_parallel_precond_full_map"] = cp.precond_full_map;
   d["default_config"] = toString(m.default_config);
   return d;
 }

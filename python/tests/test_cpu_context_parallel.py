@@ -143,13 +143,15 @@ def test_binding_names_bad_buffers_and_pieces():
         rt.cp_publish(op.package, plan, 0, vs1, view(torch.empty(S)), 0)
     with pytest.raises(dgps.InvalidArgument, match=r"\(rank 5\): rank outside \[0, G = 2\)"):
         rt.cp_publish(op.package, plan, 5, vs, view(torch.empty(S)), 0)
-    # a hypergrad_ogd package is refused by the runtime too, not only by the op (the one rule)
+    # a hypergrad_ogd package runs the preconditioner round (the one rule): its phase 1 needs the folded d's scratch
     osdn = dgps.load("osdn")
-    with pytest.raises(dgps.InvalidArgument, match=r"publishPieceSummary \(rank 0\): package osdn has a hypergrad_ogd"):
+    with pytest.raises(dgps.InvalidArgument, match=r"publishPieceSummary \(rank 0\): PiecePrecond 'local_initial' "
+                                                   "is not given"):
         rt.cp_publish(osdn.package, plan, 0, vs, view(torch.empty(S)), 0)
     # phase 0 is for a package with the preconditioner round only; that round's phase 1 needs its accumulators
-    P = native.cp_precond_slot_elements(2, 64)
+    P = native.cp_precond_slot_elements(2, 64, False)
     assert P == 2 * 2 * 64  # Γ then Σ, [H, K] each
+    assert native.cp_precond_slot_elements(2, 64, True) == 2 * 64 * (64 + 1)  # M [H, K, K] then e [H, K]
     with pytest.raises(dgps.InvalidArgument, match=r"publishPiecePrecondSummary \(rank 0\): package gdn has no "
                                                    "preconditioner state"):
         rt.cp_publish_precond(op.package, plan, 0, vs, view(torch.empty(P)), 0)
@@ -192,10 +194,6 @@ def test_op_refuses_what_it_cannot_split():
         op(q, k, v, cp_group=object(), **x)
     with pytest.raises(dgps.InvalidArgument, match="cp_bounds is given without cp_group"):
         op(q, k, v, cp_bounds=[0, 6, 12], **x)
-    osdn, y = small_inputs("osdn")
-    with pytest.raises(dgps.InvalidArgument,
-                       match="package 'osdn' cannot run context-parallel: it has a hypergrad_ogd preconditioner"):
-        osdn(y.pop("q"), y.pop("k"), y.pop("v"), cp_group=object(), **y)
     dp, y = small_inputs("gated_deltaproduct")
     with pytest.raises(dgps.InvalidArgument,
                        match="package 'gated_deltaproduct' cannot run context-parallel: it has no segment kernels"):
@@ -206,16 +204,18 @@ def test_op_refuses_what_it_cannot_split():
 
 def test_shipped_segment_packages():
     """The runtime's one rule (contextParallelSupport) as info["context_parallel"]: segment kernels, and no
-    preconditioner or an ema_sq_squash one (folded in the preconditioner round first)."""
+    preconditioner, an ema_sq_squash one or an unclamped hypergrad_ogd one (folded in the preconditioner round
+    first: per channel, or K×K per key head)."""
     info = {n: dgps.load(n).info for n in dgps.shipped_names()}
     have = {n for n, i in info.items() if i["context_parallel"]}
-    assert {"gdn", "deltanet", "kda", "mamba2", "linear_attention", "pgdn", "pkda", "pdn", "atq"} <= have
-    assert not have & {"osdn", "osdn_apf", "gated_deltaproduct"}
-    assert {n for n in have if info[n]["context_parallel_precond"]} == {"pgdn", "pkda", "pdn", "atq"}
+    assert {"gdn", "deltanet", "kda", "mamba2", "linear_attention", "pgdn", "pkda", "pdn", "atq", "osdn",
+            "osdn_apf"} <= have
+    assert "gated_deltaproduct" not in have
+    precond = {"pgdn", "pkda", "pdn", "atq", "osdn", "osdn_apf"}
+    assert {n for n in have if info[n]["context_parallel_precond"]} == precond
+    # the unclamped hypergrad_ogd packages carry d by its K×K map, the ema_sq_squash ones per channel
+    assert {n for n in have if info[n]["context_parallel_precond_full_map"]} == {"osdn", "osdn_apf"}
     assert all(info[n]["context_parallel_reason"] == "" for n in have)
-    # the hypergrad_ogd packages have segment kernels (the one-GPU segmented pass) but no context parallelism
-    for n in ("osdn", "osdn_apf"):
-        assert info[n]["segment_kernels"] and "hypergrad_ogd" in info[n]["context_parallel_reason"]
     # Gated DeltaProduct has no segment kernels at all
     assert not info["gated_deltaproduct"]["segment_kernels"]
     assert "no segment kernels" in info["gated_deltaproduct"]["context_parallel_reason"]
@@ -301,7 +301,7 @@ def test_precond_round_over_gloo(tmp_path):
     G = 2
     mp.spawn(cp_workers.cpu_precond_worker, args=(G, str(tmp_path / "store"), str(tmp_path)), nprocs=G)
     res = [torch.load(os.path.join(tmp_path, f"precond_rank{r}.pt")) for r in range(G)]
-    P = native.cp_precond_slot_elements(2, 64)
+    P = native.cp_precond_slot_elements(2, 64, False)
     plan = native.CpPlan([0, 5, 17, 20], [0, 12, 24])
     for r in range(G):
         assert "crash" not in res[r], res[r].get("crash")

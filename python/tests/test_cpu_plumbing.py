@@ -128,7 +128,7 @@ def test_backward_names_the_spec(recording):
 
 
 def test_context_parallel_refusals_launch_nothing(recording):
-    """A context-parallel call the op refuses (not a process group; a hypergrad_ogd package)
+    """A context-parallel call the op refuses (not a process group; a package without segment kernels)
     launches nothing, and the single-device path is unchanged (tests/test_cpu_context_parallel.py covers
     the context-parallel plumbing)."""
     op = load("gdn", recording)
@@ -136,11 +136,10 @@ def test_context_parallel_refusals_launch_nothing(recording):
     q, k, v = x.pop("q"), x.pop("k"), x.pop("v")
     with pytest.raises(TypeError, match="cp_group must be a torch.distributed ProcessGroup"):
         op(q, k, v, cp_group=object(), **x)
-    osdn = load("osdn", recording)
-    y = generate_inputs(osdn, 1, 9, 2, 64, 64, seed=3)
-    with pytest.raises(dgps.InvalidArgument,
-                       match="cannot run context-parallel: it has a hypergrad_ogd preconditioner"):
-        osdn(y.pop("q"), y.pop("k"), y.pop("v"), cp_group=object(), **y)
+    dp = load("gated_deltaproduct", recording)
+    y = generate_inputs(dp, 1, 9, 2, 64, 64, seed=3)
+    with pytest.raises(dgps.InvalidArgument, match="cannot run context-parallel: it has no segment kernels"):
+        dp(y.pop("q"), y.pop("k"), y.pop("v"), cp_group=object(), **y)
     assert recording.launches == []
     op(q, k, v, cp_group=None, **x)
     assert len(recording.launches) == 1

@@ -1,11 +1,11 @@
 """Context parallelism on one GPU (docs/context_parallel.md): G in {2, 4} processes spawned with
 torch.multiprocessing, each a rank of one gloo group on cuda:0 holding its contiguous piece of the tokens
 (cp_workers.gpu_worker), run every package info["context_parallel"] accepts through op(..., cp_group=...)
-(the ema_sq_squash ones, pgdn, pkda, pdn and atq, through the preconditioner round, with drawn initial
-accumulators). Their pieces of o, put together, and their final states (and final accumulators), summed over
-the ranks, must equal the single-call forward of the whole batch on the same GPU and the float64 reference: a
-packed batch (documents crossing piece boundaries, an empty document, padding rows), one sequence crossing
-every boundary, and an uneven split (an empty rank and a one-token rank), all from drawn initial states. Each
+(the ema_sq_squash ones, pgdn, pkda, pdn and atq, and the hypergrad_ogd ones, osdn and osdn_apf, through the
+preconditioner round, with drawn initial accumulators or d). Their pieces of o, put together, and their final
+states (and final preconditioner states), summed over the ranks, must equal the single-call forward of the
+whole batch on the same GPU and the float64 reference: a packed batch (documents crossing piece boundaries, an
+empty document, padding rows), one sequence crossing every boundary, and an uneven split (an empty rank and a one-token rank), all from drawn initial states. Each
 rank's outputs start poisoned (NaN); rows of final_state a rank does not own must be exactly zero. With two
 GPUs or more, the same with an NCCL group, one rank per GPU (skipped, saying so, on one GPU). Also the layers
 GatedDeltaNet, KDA and PreconditionedGatedDeltaNet (short convolutions on) on the ranks' pieces of one packed
@@ -47,7 +47,8 @@ def run_ranks(tmp_path, G, backend):
     import cp_workers
     cases = cp_workers.gpu_cases(G)
     assert cases, "no shipped package has segment kernels"
-    assert {"pgdn", "pkda"} <= {c[0] for c in cases}, "the preconditioned packages run context-parallel too"
+    assert {"pgdn", "pkda", "osdn", "osdn_apf"} <= {c[0] for c in cases}, \
+        "the preconditioned packages (ema_sq_squash and hypergrad_ogd) run context-parallel too"
     # the parent compiles each package's variant first (the ranks pin the same configuration and load it
     # from the disk cache instead of compiling it G times at once)
     singles = []

@@ -30,6 +30,7 @@ std::string dims(const std::vector<std::int64_t>& d) {
 /// The piece's (HV, K, V) from its tensors: v [B, T, HV, V], k [B, T, H, K].
 struct PieceDims {
   std::int64_t H = 0, HV = 0, K = 0, V = 0, T = 0;
+  bool precondFullMap = false;  ///< the preconditioner round's map is K×K (ContextParallelSupport::precond_full_map)
   std::size_t stateBytes() const { return std::size_t(HV * K * V) * 4; }
   std::size_t precondBytes() const { return std::size_t(H * K) * 4; }
 };
@@ -46,8 +47,8 @@ PieceDims checkPiece(const char* call, const Package& package, const cp::Plan& p
   const ContextParallelSupport support = contextParallelSupport(package.manifest());
   if (!support.supported) invalid(call, rank, "package " + package.name() + " " + support.reason);
   if (support.precond_round && round == Round::Memory)
-    invalid(call, rank, "package " + package.name() + " has an ema_sq_squash preconditioner: its memory summaries "
-            "need the accumulator folded across the ranks first (publishPiecePrecondSummary, its gather, then the "
+    invalid(call, rank, "package " + package.name() + " has a preconditioner state: its memory summaries need "
+            "the preconditioner state folded across the ranks first (publishPiecePrecondSummary, its gather, then the "
             "overloads taking a PiecePrecond; ContextParallelForward.h)");
   if (!support.precond_round && round == Round::WithPrecond)
     invalid(call, rank, "package " + package.name() + " has no preconditioner state: no phase 0, and the "
@@ -62,6 +63,7 @@ PieceDims checkPiece(const char* call, const Package& package, const cp::Plan& p
   d.V = piece.v.shape[3];
   d.K = piece.k.shape[3];
   d.H = piece.k.shape[2];
+  d.precondFullMap = support.precond_full_map;
   const std::int64_t T = rp.end - rp.begin;
   if (piece.v.shape[0] != 1 || d.T != T)
     invalid(call, rank, "piece 'v' has shape " + dims(piece.v.shape) + ", expected B = 1 and T = " +
@@ -188,25 +190,26 @@ std::vector<PieceFinal> pieceFinalWrites(const cp::Plan& plan, int rank) {
   return out;
 }
 
-cp::SummaryLayout precondSummaryLayout(std::int64_t numDocs, std::int64_t headsQK, std::int64_t keyDim) {
+cp::SummaryLayout precondSummaryLayout(std::int64_t numDocs, std::int64_t headsQK, std::int64_t keyDim,
+                                       bool fullMap) {
   cp::SummaryLayout layout;
   segment::FoldShape s;
   s.numSeqs = numDocs;
   s.heads = headsQK;
   s.K = keyDim;
   s.width = 1;
-  s.diagonal = true;
+  s.diagonal = !fullMap;
   layout.states.push_back(s);
   return layout;
 }
 
 std::vector<float> foldPrecondStart(const cp::Plan& plan, int rank, std::int64_t headsQK, std::int64_t keyDim,
-                                    const float* gathered, const float* docInitRow) {
+                                    bool fullMap, const float* gathered, const float* docInitRow) {
   if (rank < 0 || rank >= plan.ranks || !plan.rank[std::size_t(rank)].continuesIn)
     throw std::invalid_argument("foldPrecondStart: rank " + std::to_string(rank) +
                                 " does not continue a document from an earlier rank");
   const cp::RankPlan& rp = plan.rank[std::size_t(rank)];
-  const cp::SummaryLayout layout = precondSummaryLayout(1, headsQK, keyDim);
+  const cp::SummaryLayout layout = precondSummaryLayout(1, headsQK, keyDim, fullMap);
   const std::size_t X = layout.stateElements(0), slot = layout.slotElements();
   std::vector<segment::Segment> earlier;
   std::vector<float> trans, ext;
@@ -267,7 +270,7 @@ void fillPrecondStarts(const cp::Plan& plan, int rank, const PieceDims& d, const
     if (starts[i].source == PieceStart::Source::DocInitial)
       copyRow(docInit, starts[i].doc, p.local_initial.data, std::int64_t(i), d.precondBytes(), stream);
   if (!rp.continuesIn) return;
-  const cp::SummaryLayout layout = precondSummaryLayout(plan.numDocs, d.H, d.K);
+  const cp::SummaryLayout layout = precondSummaryLayout(plan.numDocs, d.H, d.K, d.precondFullMap);
   const std::size_t slot = layout.slotElements(), X = layout.stateElements(0);
   std::vector<float> gathered(std::size_t(plan.ranks) * slot, 0.0f), init(X, 0.0f);
   checkCuda(drv.cuStreamSynchronize(stream), "cuStreamSynchronize (context-parallel fold: gathered accumulators)");
@@ -278,7 +281,7 @@ void fillPrecondStarts(const cp::Plan& plan, int rank, const PieceDims& d, const
   if (docInit)
     checkCuda(drv.cuMemcpyDtoH(init.data(), devptr(docInit) + std::size_t(rp.fragments[0].seq) * X * 4, X * 4),
               "cuMemcpyDtoH (context-parallel fold: initial accumulator)");
-  const std::vector<float> out = foldPrecondStart(plan, rank, d.H, d.K, gathered.data(), init.data());
+  const std::vector<float> out = foldPrecondStart(plan, rank, d.H, d.K, d.precondFullMap, gathered.data(), init.data());
   // on the stream, then wait: `out` dies here, and a pageable synchronous copy may return before its DMA ends
   checkCuda(drv.cuMemcpyHtoDAsync(devptr(p.local_initial.data), out.data(), X * 4, stream),
             "cuMemcpyHtoDAsync (context-parallel fold: accumulator)");
@@ -368,9 +371,12 @@ void publishPiecePrecondSummary(Runtime& runtime, const Package& package, const 
   const cp::RankPlan& rp = plan.rank[std::size_t(rank)];
   if (!rp.continuesOut) return;
   if (!send) invalid(call, rank, "'send' is null; expected this rank's slot of device memory");
-  const cp::SummaryLayout layout = precondSummaryLayout(plan.numDocs, d.H, d.K);
+  const cp::SummaryLayout layout = precondSummaryLayout(plan.numDocs, d.H, d.K, d.precondFullMap);
   char* slot = static_cast<char*>(send);
-  const TensorView gamma(slot + layout.transOffset(0) * 4, ScalarType::F32, {d.H, d.K}, piece.v.device);
+  // the map's matrix part: Γ [H, K] (per channel) or M [H, K, K]; then its affine part Σ or e [H, K]
+  const std::vector<std::int64_t> transShape =
+      d.precondFullMap ? std::vector<std::int64_t>{d.H, d.K, d.K} : std::vector<std::int64_t>{d.H, d.K};
+  const TensorView gamma(slot + layout.transOffset(0) * 4, ScalarType::F32, transShape, piece.v.device);
   const TensorView sigma(slot + layout.extOffset(0) * 4, ScalarType::F32, {d.H, d.K}, piece.v.device);
   ForwardTensors t = piece;
   t.initial_state = TensorView();

@@ -31,14 +31,10 @@ ContextParallelSupport contextParallelSupport(const Manifest& m) {
     s.supported = true;
     return s;
   }
-  if (m.features.precond_source == PrecondSource::HypergradOgd) {
-    // the clamped d-scan is token by token (no precond_summary role); the unclamped one is chunked and affine
-    s.reason = hasRole(m.launch.forward, "precond_summary")
-                   ? "has a hypergrad_ogd preconditioner: its piece summary d_end = M d_start + e (M K×K, docs/math.md "
-                     "§8.3) is not built for context parallelism; only ema_sq_squash preconditioners (pgdn, pkda, pdn, "
-                     "atq) are folded across ranks"
-                   : "has a clamped hypergrad_ogd preconditioner: the clamp is a projection, so the d-scan over a "
-                     "piece has no affine summary to fold across ranks (docs/math.md §8.3)";
+  // the clamped d-scan is token by token (no precond_summary role); the unclamped one is chunked and affine
+  if (m.features.precond_source == PrecondSource::HypergradOgd && !hasRole(m.launch.forward, "precond_summary")) {
+    s.reason = "has a clamped hypergrad_ogd preconditioner: the clamp is a projection, so the d-scan over a "
+               "piece has no affine summary to fold across ranks (docs/math.md §8.3)";
     return s;
   }
   if (!m.io.initial_precond_state) {
@@ -52,6 +48,7 @@ ContextParallelSupport contextParallelSupport(const Manifest& m) {
   }
   s.supported = true;
   s.precond_round = true;
+  s.precond_full_map = m.features.precond_source == PrecondSource::HypergradOgd;
   return s;
 }
 

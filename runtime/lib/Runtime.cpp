@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -554,10 +555,72 @@ std::size_t precondScratchOffset(const Package& package, std::size_t workspaceBy
 
 }  // namespace
 
+namespace {
+
+/// forwardPrecondSummary's device scratch for hypergrad_ogd (precondScratchBytes each): the scan's start, its
+/// end, and the end of one column pass; and the summary's hgvec buffer.
+struct HypergradScratch {
+  CUdeviceptr ones = 0, ends = 0, cols = 0, hgvec = 0;
+  std::size_t hgvecBytes = 0;
+};
+
+/// cuMemsetD2D32Async: `rows` rows of `width` 32-bit words `value`, `pitch` bytes apart, from `dst`.
+void memset2D(CUdeviceptr dst, std::size_t pitch, unsigned value, std::size_t width, std::size_t rows,
+              CUstream stream, const char* what) {
+  checkCuda(cudaDriver().cuMemsetD2D32Async(dst, pitch, value, width, rows, stream), what);
+}
+
+/// The unclamped hypergrad_ogd map of sequence `sequence`, d_end = M d_start + e per key head (docs/math.md §8.4),
+/// after precond_summary has filled hgtri and hgvec; `scan` launches precond_scan with `a`'s current
+/// initial/final_precond_state. e: the scan from d = 0 (an explicit zero start: a null one means the spec's
+/// d_init). M: with the chunks' affine parts a_j zeroed in hgvec (each (slot, head) row holds a [C], y [C], L_n
+/// and padding: launch_rules.h hypergradVecFloats), the scan from the unit vector e_i in every sequence and head
+/// ends at column i of M — the product of the chunks' linear maps in the scan's own order, not a difference of two
+/// runs. K + 1 scans of the piece in all (one per start vector: the scan's grid is N × H, one start each), each a
+/// short pass (about 4CK flops per chunk and key head); column i goes into the row-major M [H, K, K] by a pitched
+/// copy. Enqueued on `stream`.
+void hypergradPrecondSummary(const ForwardProblem& p, const TileConfig& config, std::int64_t sequence, void* mapOut,
+                             void* affineOut, const HypergradScratch& w, ForwardArgs& a, CUstream stream,
+                             const std::function<void()>& scan) {
+  const CudaDriver& d = cudaDriver();
+  const std::size_t K = std::size_t(p.key_dim), H = std::size_t(p.heads_qk), rows = std::size_t(p.num_seqs) * H;
+  const std::size_t states = rows * K, rowBytes = H * K * 4, row = std::size_t(sequence) * rowBytes;
+  checkCuda(d.cuMemsetD32Async(w.ones, 0, states, stream), "cuMemsetD32Async (forwardPrecondSummary: zero start)");
+  a.initial_precond_state = reinterpret_cast<const float*>(static_cast<std::uintptr_t>(w.ones));
+  a.final_precond_state = reinterpret_cast<float*>(static_cast<std::uintptr_t>(w.ends));
+  scan();
+  checkCuda(d.cuMemcpyDtoDAsync(devptr(affineOut), w.ends + row, rowBytes, stream),
+            "cuMemcpyDtoDAsync (forwardPrecondSummary: e)");
+  const std::size_t vecBytes = std::size_t(launch::hypergradVecFloats(int(config.chunk))) * 4;
+  memset2D(w.hgvec, vecBytes, 0u, std::size_t(config.chunk), w.hgvecBytes / vecBytes, stream,
+           "cuMemsetD2D32Async (forwardPrecondSummary: the chunks' affine parts a)");
+  a.final_precond_state = reinterpret_cast<float*>(static_cast<std::uintptr_t>(w.cols));
+  for (std::size_t i = 0; i < K; ++i) {
+    memset2D(w.ones + i * 4, K * 4, 0x3f800000u, 1, rows, stream, "cuMemsetD2D32Async (forwardPrecondSummary: e_i)");
+    scan();
+    memset2D(w.ones + i * 4, K * 4, 0u, 1, rows, stream, "cuMemsetD2D32Async (forwardPrecondSummary: e_i reset)");
+    // column i of M [h]: M[h][r][i] = cols[sequence][h][r], rows h·K + r of the row-major M, K floats apart
+    CUDA_MEMCPY2D c;
+    std::memset(&c, 0, sizeof(c));
+    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = w.cols + row;
+    c.srcPitch = 4;
+    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.dstDevice = devptr(mapOut) + i * 4;
+    c.dstPitch = K * 4;
+    c.WidthInBytes = 4;
+    c.Height = H * K;
+    checkCuda(d.cuMemcpy2DAsync(&c, stream), "cuMemcpy2DAsync (forwardPrecondSummary: column of M)");
+  }
+}
+
+}  // namespace
+
 /// What forwardSummary asks of launchForward: where sequence `sequence`'s M and E go.
 struct Runtime::SummaryTarget {
   /// Memory: M, E of the memory state (forwardSummary). Precond: Γ, Σ of the accumulator (forwardPrecondSummary).
   enum class Kind { Memory, Precond } kind = Kind::Memory;
+  bool fullMap = false;  ///< Precond: hypergrad_ogd, trans is M [H, K, K] (ContextParallelSupport::precond_full_map)
   std::int64_t sequence = 0;
   TensorView trans, ext;
 };
@@ -616,16 +679,18 @@ void Runtime::forwardPrecondSummary(const Package& package, const ForwardTensors
                        "forwardPrecondSummary: package " + package.name() + " " + support.reason);
   if (!support.precond_round)
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,
-                       "forwardPrecondSummary: package " + package.name() + " has no ema_sq_squash preconditioner "
-                       "(no preconditioner state to summarise)");
+                       "forwardPrecondSummary: package " + package.name() + " has no preconditioner state "
+                       "(no ema_sq_squash accumulator or unclamped hypergrad_ogd d to summarise)");
   if (man.forward_roles.size() < 2 || man.forward_roles[0] != "precond_summary" ||
       man.forward_roles[1] != "precond_scan")
     throw RuntimeError(RuntimeErrorCode::Package,
                        "forwardPrecondSummary: package " + package.name() +
                            ": launch.forward does not begin with precond_summary, precond_scan");
-  if (workspaceBufferIndex(man.launch, "psum") < 0)
+  // the buffer whose affine part the matrix passes zero: σ_c (ema_sq_squash) or the chunks' a (hypergrad_ogd)
+  const char* affine = support.precond_full_map ? "hgvec" : "psum";
+  if (workspaceBufferIndex(man.launch, affine) < 0)
     throw RuntimeError(RuntimeErrorCode::Package,
-                       "forwardPrecondSummary: package " + package.name() + ": launch.workspace lacks psum");
+                       "forwardPrecondSummary: package " + package.name() + ": launch.workspace lacks " + affine);
   if (options.segment_chunks)
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,
                        "forwardPrecondSummary: LaunchOptions::segment_chunks is set; the preconditioner summary runs "
@@ -635,10 +700,14 @@ void Runtime::forwardPrecondSummary(const Package& package, const ForwardTensors
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,
                        "forwardPrecondSummary: sequence " + std::to_string(sequence) + " is outside [0, N = " +
                            std::to_string(p.num_seqs) + ")");
-  requireSummaryTensor("forwardPrecondSummary", "gamma", gamma, {p.heads_qk, p.key_dim}, p.device);
+  const std::vector<std::int64_t> mapShape = support.precond_full_map
+                                                 ? std::vector<std::int64_t>{p.heads_qk, p.key_dim, p.key_dim}
+                                                 : std::vector<std::int64_t>{p.heads_qk, p.key_dim};
+  requireSummaryTensor("forwardPrecondSummary", "gamma", gamma, mapShape, p.device);
   requireSummaryTensor("forwardPrecondSummary", "sigma", sigma, {p.heads_qk, p.key_dim}, p.device);
   SummaryTarget target;
   target.kind = SummaryTarget::Kind::Precond;
+  target.fullMap = support.precond_full_map;
   target.sequence = sequence;
   target.trans = gamma;
   target.ext = sigma;
@@ -789,6 +858,21 @@ void Runtime::launchForward(const Package& package, const ForwardTensors& t, con
   a.scale = p.scale;
   a.segment_chunks = segment;
   const Manifest& man = package.manifest();
+  if (precondSummary && summary->fullMap) {
+    impl_->launch(*module, 0, man.forward_roles[0], man.forward_symbols[0], plan.kernels[0], stream, &a, p.device);
+    const std::size_t hgvec = std::size_t(workspaceBufferIndex(man.launch, "hgvec"));
+    HypergradScratch w;
+    w.ones = devptr(a.workspace) + scratchOffset;
+    w.ends = w.ones + scratchBytes;
+    w.cols = w.ends + scratchBytes;
+    w.hgvec = devptr(a.workspace) + plan.buffer_offsets[hgvec];
+    w.hgvecBytes = (hgvec + 1 < std::size_t(plan.buffers) ? plan.buffer_offsets[hgvec + 1] : plan.workspace_bytes) -
+                   plan.buffer_offsets[hgvec];
+    hypergradPrecondSummary(p, config, summary->sequence, summary->trans.data, summary->ext.data, w, a, stream, [&] {
+      impl_->launch(*module, 1, man.forward_roles[1], man.forward_symbols[1], plan.kernels[1], stream, &a, p.device);
+    });
+    return;
+  }
   if (precondSummary) {
     // Σ: precond_summary (per chunk γ_c into pgam, σ_c into psum), then the scan A <- γ_c A + σ_c from A = 0.
     // Γ: the same scan over the same γ_c with every σ_c zeroed, from A = 1: A <- γ_c A, the product Π γ_c.

@@ -8,6 +8,11 @@
 //   Σ          = the end accumulator from A = 0,
 //   Γ ⊙ A0 + Σ = the end accumulator from the drawn A0 (the affine map the fold applies),
 //   Γ          = exp(Σ_t precond_g_t) over the sequence (1 without the gate), the same in every channel.
+// For an unclamped hypergrad_ogd package (generated/osdn, osdn_apf) the K×K map d_end = M d_start + e:
+//   precond_summary;  precond_scan from d = 0 into e;  every chunk's a (hgvec) zeroed;  precond_scan from each unit
+//   vector e_i (K scans) into column i of M.
+// Then against float64: e = the reference's end d from d = 0; M d0 + e = its end d from the drawn d0; M = the
+// product of the tokens' maps r_t I − c_t u_t u_tᵀ (docs/math.md §5.2), composed here from the inputs.
 // Fresh seeded inputs; NaN-poisoned workspace and outputs.
 //
 //   dgps-precond-round-emu-check PACKAGE_DIR WORK_DIR        (DGPS_SEED=N fixes the seed)
@@ -54,13 +59,85 @@ double maxRel(const std::vector<double>& got, const std::vector<double>& ref) {
   return num / den;
 }
 
+/// The hypergrad_ogd half of run(): forwardPrecondSummary's K + 1 scans after precond_summary, checked.
+template <class Launch>
+int checkHypergrad(const dgps::Spec& spec, const dgps::ReferenceInputs& in, const dgps::ReferenceOutputs& fromD0,
+                   const dgps::ReferenceOutputs& fromZero, const dgps::ReferenceProblem& s,
+                   const dgps::launch::WorkspaceLayout& W, std::vector<unsigned char>& ws, dgps::ForwardArgs& a,
+                   const Launch& launch) {
+  const std::int64_t H = s.heads_qk, N = s.numSeqs(), K = kK;
+  const size_t states = (size_t)(N * H * K);
+  std::vector<float> start(states, 0.0f), e(states, NAN), col(states, NAN), M((size_t)(N * H * K * K), NAN);
+  a.initial_precond_state = start.data();  // an explicit zero: a null start would be the spec's init
+  a.final_precond_state = e.data();
+  if (!launch(dgps::launch::kPrecondScan)) return fail("precond_scan (e) failed");
+  const int VF = dgps::launch::hypergradVecFloats(kChunk);
+  float* vec = reinterpret_cast<float*>(ws.data() + W.hgvec);
+  for (long long r = 0; r < W.slots * H; ++r) std::fill(vec + r * VF, vec + r * VF + kChunk, 0.0f);  // a = 0
+  a.final_precond_state = col.data();
+  for (std::int64_t i = 0; i < K; ++i) {
+    for (std::int64_t r = 0; r < N * H; ++r) start[(size_t)(r * K + i)] = 1.0f;
+    std::fill(col.begin(), col.end(), NAN);
+    if (!launch(dgps::launch::kPrecondScan)) return fail("precond_scan (column " + std::to_string(i) + ") failed");
+    for (std::int64_t r = 0; r < N * H; ++r) start[(size_t)(r * K + i)] = 0.0f;
+    for (std::int64_t r = 0; r < N * H; ++r)
+      for (std::int64_t x = 0; x < K; ++x) M[(size_t)((r * K + x) * K + i)] = col[(size_t)(r * K + x)];
+  }
+  // float64: M composed token by token from the inputs, e and the affine map against the reference
+  const std::vector<double> d0 = in.at("initial_precond_state").toDoubles();
+  const std::vector<double> endZero = fromZero.final_precond_state.toDoubles();
+  const std::vector<double> endD0 = fromD0.final_precond_state.toDoubles();
+  const dgps::HypergradParams& hp = spec.precond.hypergrad;
+  std::vector<double> gotM(M.begin(), M.end()), refM(M.size()), affine(states);
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t h = 0; h < H; ++h) {
+      double* R = refM.data() + (n * H + h) * K * K;
+      for (std::int64_t x = 0; x < K * K; ++x) R[x] = x % (K + 1) == 0 ? 1.0 : 0.0;
+      for (std::int64_t t = s.cu_seqlens[(size_t)n]; t < s.cu_seqlens[(size_t)n + 1]; ++t) {
+        std::vector<double> u(static_cast<size_t>(K));
+        double ss = 0.0, uu = 0.0;
+        for (std::int64_t x = 0; x < K; ++x) ss += std::pow(in.at("k").get((t * H + h) * K + x), 2);
+        const double rk = spec.qk_l2norm ? 1.0 / std::sqrt(ss + spec.l2norm_eps) : 1.0;
+        for (std::int64_t x = 0; x < K; ++x) {
+          u[(size_t)x] = std::pow(in.at("k").get((t * H + h) * K + x) * rk, 2);
+          uu += u[(size_t)x];
+        }
+        const double b = spec.gain.kind == dgps::GainKind::Scalar ? in.at("beta").get(t * s.heads_v + h) : 1.0;
+        const double rt = hp.has_retention ? std::exp(in.at("precond_g").get(t * H + h)) : 1.0;
+        const double c = uu > 0.0 ? hp.eta * b * b / uu : 0.0;
+        for (std::int64_t j = 0; j < K; ++j) {  // R ← (r I − c u uᵀ) R, column by column
+          double ux = 0.0;
+          for (std::int64_t x = 0; x < K; ++x) ux += u[(size_t)x] * R[x * K + j];
+          for (std::int64_t x = 0; x < K; ++x) R[x * K + j] = rt * R[x * K + j] - c * u[(size_t)x] * ux;
+        }
+      }
+      for (std::int64_t x = 0; x < K; ++x) {
+        const size_t row = (size_t)((n * H + h) * K);
+        double acc = e[row + (size_t)x];
+        for (std::int64_t y = 0; y < K; ++y) acc += (double)M[(row + (size_t)x) * (size_t)K + (size_t)y] * d0[row + (size_t)y];
+        affine[(size_t)((n * H + h) * K + x)] = acc;
+      }
+    }
+  const double eE = maxRel(std::vector<double>(e.begin(), e.end()), endZero), eAffine = maxRel(affine, endD0),
+               eM = maxRel(gotM, refM);
+  const bool pass = eE <= kTol && eAffine <= kTol && eM <= kTol;
+  std::printf("  %s varlen N=%lld H=%lld K=%lld (K + 1 = %lld scans): e vs float64 from 0 %.2g, M d0 + e vs float64 "
+              "from d0 %.2g, M vs the tokens' composed maps %.2g  %s\n",
+              spec.name.c_str(), (long long)N, (long long)H, (long long)K, (long long)(K + 1), eE, eAffine, eM,
+              pass ? "ok" : "FAIL");
+  return pass ? 0 : 1;
+}
+
 int run(int argc, char** argv) {
   if (argc != 3) return fail("usage: dgps-precond-round-emu-check PACKAGE_DIR WORK_DIR");
   const std::string pkg = argv[1], work = argv[2];
   dgps::ParseResult parsed = dgps::parseSpecFile(pkg + "/spec.yaml");
   if (!parsed.ok()) return fail("cannot parse " + pkg + "/spec.yaml");
   const dgps::Spec& spec = *parsed.spec;
-  if (!dgps::usesSquash(spec)) return fail(spec.name + " is not an ema_sq_squash spec");
+  const bool hypergrad = spec.precond.source == dgps::PrecondSource::HypergradOgd;
+  if (!dgps::usesSquash(spec) && !hypergrad) return fail(spec.name + " has no ema_sq_squash or hypergrad_ogd state");
+  if (hypergrad && (spec.precond.hypergrad.clamp_min || spec.precond.hypergrad.clamp_max))
+    return fail(spec.name + " is clamped: its d-scan has no affine summary");
   std::uint64_t seed = (std::uint64_t)std::chrono::steady_clock::now().time_since_epoch().count() % 1000000007ull;
   if (const char* e = std::getenv("DGPS_SEED")) seed = std::strtoull(e, nullptr, 10);
   std::printf("%s: seed %llu (DGPS_SEED=%llu reproduces)\n", spec.name.c_str(), (unsigned long long)seed,
@@ -86,6 +163,11 @@ int run(int argc, char** argv) {
   const dgps::ReferenceInputs in = dgps::generateInputs(spec, s, seed, dgps::ScalarType::BF16, opts);
   dgps::ReferenceInputs inZero = in;
   inZero.erase("initial_precond_state");  // A = 0
+  if (hypergrad) {  // no initial d means the spec's init; the map's e is the scan from d = 0
+    const dgps::Tensor& d0 = in.at("initial_precond_state");
+    inZero["initial_precond_state"] =
+        dgps::Tensor::fromDoubles(d0.dtype(), d0.shape(), std::vector<double>((size_t)d0.numel(), 0.0));
+  }
   const dgps::ReferenceOutputs fromA0 = dgps::runReference(spec, in), fromZero = dgps::runReference(spec, inZero);
   const std::int64_t H = s.heads_qk, N = s.numSeqs(), K = kK;
 
@@ -143,6 +225,7 @@ int run(int argc, char** argv) {
   };
   // forwardPrecondSummary's sequence (runtime/lib/Runtime.cpp)
   if (!launch(dgps::launch::kPrecondSummary)) return fail("precond_summary failed");
+  if (hypergrad) return checkHypergrad(spec, in, fromA0, fromZero, s, W, ws, a, launch);
   a.initial_precond_state = nullptr;
   a.final_precond_state = sigma.data();
   if (!launch(dgps::launch::kPrecondScan)) return fail("precond_scan (Σ) failed");

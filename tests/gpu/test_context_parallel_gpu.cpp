@@ -7,12 +7,13 @@
 // pieces (one over several ranks, an empty document, a 1-token one, padding past cu[N]) over G in {2, 4, 8}
 // and an uneven split with an empty rank and a rank of padding only. Also Runtime::forwardSummary alone: E
 // against the float64 end state from zero, M·X0 + E against the float64 end state from X0. For the packages
-// with an ema_sq_squash preconditioner (pgdn, pkda, pdn, atq) the preconditioner round runs first (phase 0:
-// publishPiecePrecondSummary, its own gather, the accumulator folded before phase 1), the documents carry drawn
-// initial accumulators and the final accumulators are checked too; Runtime::forwardPrecondSummary alone: Σ
-// against the float64 end accumulator from zero, Γ ⊙ A0 + Σ against the one from A0. Fresh seeded inputs;
-// outputs, scratch and summary buffers NaN-poisoned. Packages contextParallelSupport refuses (no
-// launch.forward_segmented; a hypergrad_ogd preconditioner) are skipped with its reason. Skips without a GPU.
+// with a preconditioner state (ema_sq_squash: pgdn, pkda, pdn, atq; unclamped hypergrad_ogd: osdn, osdn_apf) the
+// preconditioner round runs first (phase 0: publishPiecePrecondSummary, its own gather, the state folded before
+// phase 1), the documents carry drawn initial preconditioner states and the final ones are checked too;
+// Runtime::forwardPrecondSummary alone: Σ (or e) against the float64 end state from zero, Γ ⊙ A0 + Σ (or
+// M d0 + e) against the one from A0 (d0). Fresh seeded inputs; outputs, scratch and summary buffers
+// NaN-poisoned. Packages contextParallelSupport refuses (no launch.forward_segmented; a clamped hypergrad_ogd
+// preconditioner) are skipped with its reason. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -86,7 +87,8 @@ CpOutputs runSimulatedRanks(Runtime& rt, const Package& pkg, const ReferenceInpu
   const std::int64_t T = q.dim(1), K = q.dim(3), HV = v.dim(2), V = v.dim(3), N = plan.numDocs;
 
   const std::int64_t H = q.dim(2);
-  const bool precond = contextParallelSupport(pkg.manifest()).precond_round;
+  const ContextParallelSupport support = contextParallelSupport(pkg.manifest());
+  const bool precond = support.precond_round;
   DeviceTensor docFinal(ScalarType::F32, {N, HV, K, V}, dev), docInitial;
   docFinal.poison();
   if (in.count("initial_state")) docInitial = DeviceTensor::upload(in.at("initial_state"), dev);
@@ -94,7 +96,7 @@ CpOutputs runSimulatedRanks(Runtime& rt, const Package& pkg, const ReferenceInpu
   const std::size_t slotBytes = layout.slotElements() * 4;
   // the preconditioner round's documents' accumulators, slot layout and the preconditioner's global input
   DeviceTensor pDocFinal, pDocInitial, center;
-  const cp::SummaryLayout pLayout = precondSummaryLayout(N, H, K);
+  const cp::SummaryLayout pLayout = precondSummaryLayout(N, H, K, support.precond_full_map);
   const std::size_t pSlotBytes = pLayout.slotElements() * 4;
   if (precond) {
     pDocFinal = DeviceTensor(ScalarType::F32, {N, H, K}, dev);
@@ -355,10 +357,12 @@ TEST_F(ContextParallelGpuTest, ForwardSummaryIsTheSequencesAffineMap) {
   EXPECT_TRUE(ea.finite && ea.rel <= kTolRef) << "M·X0 + E vs float64 from X0: " << ea.str();
 }
 
-// Runtime::forwardPrecondSummary alone (ema_sq_squash packages), on a packed batch whose second document is
-// summarised: Σ is the float64 end accumulator from zero, Γ ⊙ A0 + Σ the float64 end accumulator from A0.
+// Runtime::forwardPrecondSummary alone (packages with the preconditioner round), on a packed batch whose second
+// document is summarised: Σ (e) is the float64 end state from zero, Γ ⊙ A0 + Σ (M d0 + e, hypergrad_ogd's K×K map:
+// K + 1 scans) the float64 end state from A0 (d0).
 TEST_F(ContextParallelGpuTest, ForwardPrecondSummaryIsTheAccumulatorsAffineMap) {
-  if (!precond_) GTEST_SKIP() << pkg_->name() << " has no preconditioner round (no ema_sq_squash accumulator)";
+  if (!precond_) GTEST_SKIP() << pkg_->name() << " has no preconditioner round (no preconditioner state)";
+  const bool full = contextParallelSupport(pkg_->manifest()).precond_full_map;
   const std::int64_t T = 1600;
   const ReferenceProblem s = shape({0, 300, 1500}, T);  // document 1: 1200 tokens, then padding
   const ScalarType act = toScalarType(pkg_->spec().input_dtypes.front());
@@ -389,7 +393,9 @@ TEST_F(ContextParallelGpuTest, ForwardPrecondSummaryIsTheAccumulatorsAffineMap) 
   t.cu_seqlens = d.at("cu_seqlens").view();
   DeviceTensor o(in.at("q").dtype(), {1, T, s.heads_v, s.value_dim}, dev);  // validated, not written
   t.o = o.view();
-  DeviceTensor gamma(ScalarType::F32, {H, K}, dev), sigma(ScalarType::F32, {H, K}, dev);
+  const std::vector<std::int64_t> mapShape =
+      full ? std::vector<std::int64_t>{H, K, K} : std::vector<std::int64_t>{H, K};
+  DeviceTensor gamma(ScalarType::F32, mapShape, dev), sigma(ScalarType::F32, {H, K}, dev);
   gamma.poison();
   sigma.poison();
   rt_->forwardPrecondSummary(*pkg_, t, 1, gamma.view(), sigma.view());
@@ -404,12 +410,20 @@ TEST_F(ContextParallelGpuTest, ForwardPrecondSummaryIsTheAccumulatorsAffineMap) 
     fromZeroEnd.set(i, fromZero.final_precond_state.get(H * K + i));
     fromA0End.set(i, fromA0.final_precond_state.get(H * K + i));
     sigmaEnd.set(i, S.get(i));
-    affine.set(i, G.get(i) * A0.get(H * K + i) + S.get(i));
+    if (!full) {
+      affine.set(i, G.get(i) * A0.get(H * K + i) + S.get(i));
+      continue;
+    }
+    const std::int64_t h = i / K;  // d_end[h][x] = Σ_y M[h][x][y] d0[h][y] + e[h][x]
+    double acc = S.get(i);
+    for (std::int64_t y = 0; y < K; ++y) acc += G.get(i * K + y) * A0.get(H * K + h * K + y);
+    affine.set(i, acc);
   }
   const ErrorStats es = compare(sigmaEnd, fromZeroEnd);
-  EXPECT_TRUE(es.finite && es.rel <= 1e-4) << "Σ vs float64 from zero: " << es.str();
+  EXPECT_TRUE(es.finite && es.rel <= 1e-4) << "Σ (e) vs float64 from zero: " << es.str();
   const ErrorStats ea = compare(affine, fromA0End);
-  EXPECT_TRUE(ea.finite && ea.rel <= 1e-4) << "Γ ⊙ A0 + Σ vs float64 from A0: " << ea.str();
+  EXPECT_TRUE(ea.finite && ea.rel <= 1e-4) << "Γ ⊙ A0 + Σ (M d0 + e) vs float64 from A0: " << ea.str();
+  if (full) return;
   // Γ is one gate product per key head: the same in every channel
   for (std::int64_t h = 0; h < H; ++h)
     for (std::int64_t k = 1; k < K; ++k) EXPECT_EQ(G.get(h * K + k), G.get(h * K)) << "head " << h << " channel " << k;

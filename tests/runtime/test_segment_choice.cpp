@@ -166,11 +166,11 @@ ForwardTensors placeholderCall(const Package& pkg, const ReferenceProblem& s) {
 }
 
 // Runtime::forwardSummary refuses, with one message naming the problem and before any launch: a package
-// contextParallelSupport refuses (a hypergrad_ogd preconditioner: no affine piece summary is built), a sequence
+// contextParallelSupport refuses (no segment kernels: several Householder steps per token), a sequence
 // outside [0, N), summary tensors of the wrong shape or dtype, and a forced segment length (the summary chooses it).
 TEST(SegmentChoice, ForwardSummaryRefusesBadRequestsBeforeLaunching) {
   const Package gdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gdn");
-  const Package osdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/osdn");
+  const Package dp = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gated_deltaproduct");
   Runtime rt(cacheIn("forward_summary_errors"));
   ReferenceProblem s;
   s.batch = 1;
@@ -194,7 +194,7 @@ TEST(SegmentChoice, ForwardSummaryRefusesBadRequestsBeforeLaunching) {
       EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
     }
   };
-  expectError(osdn, 0, trans, ext, {}, "forwardSummary: package osdn has a hypergrad_ogd preconditioner");
+  expectError(dp, 0, trans, ext, {}, "forwardSummary: package gated_deltaproduct has no segment kernels");
   expectError(gdn, 2, trans, ext, {}, "sequence 2 is outside [0, N = 2)");
   expectError(gdn, -1, trans, ext, {}, "sequence -1 is outside");
   expectError(gdn, 1, TensorView(fake, ScalarType::F32, {HV + 1, K, K}), ext, {}, "tensor 'trans' has shape");
@@ -213,8 +213,9 @@ TEST(SegmentChoice, ForwardSummaryRefusesBadRequestsBeforeLaunching) {
   EXPECT_GT(rt.forwardSummaryWorkspaceBytes(gdn, p, c), rt.forwardWorkspaceBytes(gdn, p, c, plain));
 }
 
-// Runtime::forwardPrecondSummary refuses before any launch: a package without an ema_sq_squash accumulator (none,
-// or hypergrad_ogd), a sequence outside [0, N), Γ or Σ of the wrong shape or dtype, a forced segment length; its
+// Runtime::forwardPrecondSummary refuses before any launch: a package without a preconditioner state, a sequence
+// outside [0, N), Γ or Σ of the wrong shape or dtype (for hypergrad_ogd: M [H, K, K], not Γ's [H, K]), a forced
+// segment length; its
 // workspace holds the plain forward's and the scans' three [N, H, K] buffers.
 TEST(SegmentChoice, ForwardPrecondSummaryRefusesBadRequestsBeforeLaunching) {
   const Package pgdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/pgdn");
@@ -241,8 +242,10 @@ TEST(SegmentChoice, ForwardPrecondSummaryRefusesBadRequestsBeforeLaunching) {
       EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
     }
   };
-  expectError(gdn, 0, gamma, sigma, {}, "forwardPrecondSummary: package gdn has no ema_sq_squash preconditioner");
-  expectError(osdn, 0, gamma, sigma, {}, "forwardPrecondSummary: package osdn has a hypergrad_ogd preconditioner");
+  expectError(gdn, 0, gamma, sigma, {}, "forwardPrecondSummary: package gdn has no preconditioner state");
+  expectError(osdn, 0, gamma, sigma, {},
+              "forwardPrecondSummary: tensor 'gamma' has shape [2, " + std::to_string(K) + "], expected [2, " +
+                  std::to_string(K) + ", " + std::to_string(K) + "]");
   expectError(pgdn, 2, gamma, sigma, {}, "sequence 2 is outside [0, N = 2)");
   expectError(pgdn, 0, TensorView(fake, ScalarType::F32, {H, K, 1}), sigma, {},
               "forwardPrecondSummary: tensor 'gamma' has shape [2, " + std::to_string(K) + ", 1], expected [2, " +

@@ -12,11 +12,11 @@
 //   gatherSummaries(coll, plan, layout, 4, send, recv, recvBytes, stream);  // the exchange
 //   runPieceForward(rt, pkg, plan, r, piece, recv, states, opts);            // phase 2: o, final states
 //
-// With an ema_sq_squash preconditioner (pgdn, pkda, pdn, atq) the memory summaries depend on the
-// preconditioner state at the fragment's start (the write keys P ⊙ k̂, docs/math.md §8.3), so a preconditioner
-// round comes first (contextParallelSupport(...).precond_round):
+// With a preconditioner state (ema_sq_squash: pgdn, pkda, pdn, atq; unclamped hypergrad_ogd: osdn, osdn_apf)
+// the memory summaries depend on the preconditioner state at the fragment's start (the write keys P ⊙ k̂,
+// docs/math.md §8.3), so a preconditioner round comes first (contextParallelSupport(...).precond_round):
 //
-//   publishPiecePrecondSummary(rt, pkg, plan, r, piece, sendP, opts);        // phase 0: (Γ, Σ) of its last fragment
+//   publishPiecePrecondSummary(rt, pkg, plan, r, piece, sendP, opts);        // phase 0: (Γ, Σ) or (M, e)
 //   gatherSummaries(coll, plan, layoutP, 4, sendP, recvP, recvPBytes, stream);   // layoutP = precondSummaryLayout
 //   precond.gathered = recvP;                                                 // + PiecePrecond's states
 //   publishPieceSummary(rt, pkg, plan, r, piece, precond, send, opts);       // phase 1 from the folded A start
@@ -28,11 +28,12 @@
 // phase 0 and its gather for every rank, then phase 1 and its gather for every rank, then phase 2.
 //
 // Covered: the packages contextParallelSupport accepts (ContextParallelSupport.h): segment kernels and no
-// preconditioner or an ema_sq_squash one. A hypergrad_ogd preconditioner (osdn, osdn_apf) is refused by every
-// phase with one error naming why.
+// preconditioner, an ema_sq_squash one or an unclamped hypergrad_ogd one. A clamped hypergrad_ogd
+// preconditioner is refused by every phase with one error naming why.
 //
 // Cost: phase 0 is precond_summary and two precond_scan passes over the piece (K values per chunk step and key
-// head; small next to a walk) and a gather of 2·H·K floats per rank; phase 1 is the preconditioner scan,
+// head; small next to a walk) and a gather of 2·H·K floats per rank — for hypergrad_ogd K + 1
+// precond_scan passes (e from d = 0, then one per column of M) and a gather of H·K·(K + 1) floats; phase 1 is the preconditioner scan,
 // chunk_local and one segment_summary walk over the piece (its E and its K×K M), about the piece's plain forward
 // plus the M walk, and a gather of HV·K·(K + V) floats per rank; phase 2 is the piece's plain forward. The folds
 // of the continued document run on the host in fp32 (segment::foldSegments, cp::rankStartStates): a phase that
@@ -56,9 +57,12 @@ namespace dgps {
 cp::SummaryLayout memorySummaryLayout(std::int64_t numDocs, std::int64_t headsV, std::int64_t keyDim,
                                       std::int64_t valueDim);
 
-/// The all-gather slot of the ema_sq_squash preconditioner state: one carried state per key head, its diagonal
-/// M (Γ) [H, K] then its E (Σ) [H, K], fp32 (cp::SummaryLayout with FoldShape{numDocs, H, K, 1, diagonal}).
-cp::SummaryLayout precondSummaryLayout(std::int64_t numDocs, std::int64_t headsQK, std::int64_t keyDim);
+/// The all-gather slot of the preconditioner state: one carried state per key head (cp::SummaryLayout with
+/// FoldShape{numDocs, H, K, 1}), fp32. ema_sq_squash (fullMap false): its diagonal M (Γ) [H, K] then its E (Σ)
+/// [H, K]. Unclamped hypergrad_ogd (fullMap true, ContextParallelSupport::precond_full_map): M [H, K, K]
+/// (row-major, d_end[i] = Σ_j M[i][j] d_start[j] + e[i]) then e [H, K].
+cp::SummaryLayout precondSummaryLayout(std::int64_t numDocs, std::int64_t headsQK, std::int64_t keyDim,
+                                       bool fullMap);
 
 /// The preconditioner's documents' states and the rank's scratch for phases 1 and 2 (all fp32 device memory on
 /// the piece's device; [·, H, K]). Only for a package with the preconditioner round.
@@ -72,8 +76,9 @@ struct PiecePrecond {
 };
 
 /// Phase 0 for `rank` (packages with the preconditioner round only): when plan.rank[rank].continuesOut, the
-/// summary of its last fragment's accumulator, Γ then Σ (Runtime::forwardPrecondSummary), into `send`, this
-/// rank's slot (precondSummaryLayout of the piece's H, K; fp32 device memory, slotElements() floats), enqueued
+/// summary of its last fragment's preconditioner state, Γ then Σ (ema_sq_squash) or M then e (hypergrad_ogd;
+/// Runtime::forwardPrecondSummary), into `send`, this rank's slot (precondSummaryLayout of the piece's H, K and
+/// the package's map; fp32 device memory, slotElements() floats), enqueued
 /// on options.stream; otherwise nothing. `piece` as for publishPieceSummary; its states are ignored.
 /// Throws RuntimeError{InvalidArgument} as publishPieceSummary, and for a package without the preconditioner
 /// round; then as Runtime::forwardPrecondSummary.
@@ -133,13 +138,15 @@ void runPieceForward(Runtime& runtime, const Package& package, const cp::Plan& p
                      const ForwardTensors& piece, const void* gathered, const PieceStates& states,
                      const PiecePrecond& precond, const LaunchOptions& options = {});
 
-/// The host part of the preconditioner fold: the accumulator start [H, K] of `rank`'s continued fragments[0]
+/// The host part of the preconditioner fold: the preconditioner start [H, K] of `rank`'s continued fragments[0]
 /// (plan.rank[rank].continuesIn; throws std::invalid_argument otherwise),
-///   A = docInitRow (null = zero);  for j in foldFrom: A = Γ_j ⊙ A + Σ_j      (segment::foldSegments, diagonal M)
-/// over `gathered`, G slots of precondSummaryLayout in host fp32 (only the foldFrom slots are read). The same
-/// value as cp::rankStartStates' row 0 with that layout. Testable without a GPU.
+///   A = docInitRow (null = zero);  for j in foldFrom: A = Γ_j ⊙ A + Σ_j      (fullMap false: diagonal M)
+///   d = docInitRow (null = zero);  for j in foldFrom: d = M_j d + e_j        (fullMap true: M_j K×K per head)
+/// (segment::foldSegments) over `gathered`, G slots of precondSummaryLayout(·, headsQK, keyDim, fullMap) in host
+/// fp32 (only the foldFrom slots are read). The same value as cp::rankStartStates' row 0 with that layout.
+/// Testable without a GPU.
 std::vector<float> foldPrecondStart(const cp::Plan& plan, int rank, std::int64_t headsQK, std::int64_t keyDim,
-                                    const float* gathered, const float* docInitRow);
+                                    bool fullMap, const float* gathered, const float* docInitRow);
 
 /// Where one local start state of phase 2 comes from (host bookkeeping, testable without a GPU).
 struct PieceStart {

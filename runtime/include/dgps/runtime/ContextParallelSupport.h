@@ -12,9 +12,13 @@ namespace dgps {
 /// The decision for one manifest.
 struct ContextParallelSupport {
   bool supported = false;
-  /// The package carries a preconditioner state (ema_sq_squash accumulator A [N, H, K]), so the ranks run the
-  /// preconditioner round first: phase 0 (publishPiecePrecondSummary) and its gather (docs/math.md §8.4).
+  /// The package carries a preconditioner state (ema_sq_squash accumulator A or unclamped hypergrad_ogd d,
+  /// [N, H, K]), so the ranks run the preconditioner round first: phase 0 (publishPiecePrecondSummary) and its
+  /// gather (docs/math.md §8.4).
   bool precond_round = false;
+  /// The round's map is K×K per key head (hypergrad_ogd: d_end = M d_start + e) rather than per channel
+  /// (ema_sq_squash: A_end = Γ ⊙ A_start + Σ); it picks the slot layout (precondSummaryLayout).
+  bool precond_full_map = false;
   /// Empty when supported; otherwise why not, as a clause to follow "package <name> " (e.g. "has no segment
   /// kernels (...)").
   std::string reason;
@@ -22,11 +26,11 @@ struct ContextParallelSupport {
 
 /// Supported: a forward with the segmented state pass (launch.forward_segmented: chunk_local then
 /// segment_summary, preceded by precond_summary and precond_scan for a preconditioner) and either no
-/// preconditioner or an ema_sq_squash one (pgdn, pkda, pdn, atq: its piece summary is per channel
-/// A_end = Γ A_start + Σ). Refused: no segment kernels (several Householder steps per token); a hypergrad_ogd
-/// preconditioner — with a clamp its d-scan has no affine summary at all, without one its K×K summary is not
-/// built; no io.varlen or io.initial_state (or io.initial_precond_state with a preconditioner), which a rank's
-/// piece needs. Pure: reads the manifest only.
+/// preconditioner, an ema_sq_squash one (pgdn, pkda, pdn, atq: its piece summary is per channel
+/// A_end = Γ A_start + Σ) or an unclamped hypergrad_ogd one (osdn, osdn_apf: d_end = M d_start + e, M K×K).
+/// Refused: no segment kernels (several Householder steps per token); a clamped hypergrad_ogd preconditioner (the
+/// clamp is a projection: its d-scan has no affine summary); no io.varlen or io.initial_state (or
+/// io.initial_precond_state with a preconditioner), which a rank's piece needs. Pure: reads the manifest only.
 ContextParallelSupport contextParallelSupport(const Manifest& manifest);
 
 }  // namespace dgps

@@ -51,6 +51,8 @@ namespace dgps {
   X(cuMemsetD8)                       \
   X(cuMemsetD8Async)                  \
   X(cuMemsetD32Async)                 \
+  X(cuMemsetD2D32Async)               \
+  X(cuMemcpy2DAsync)                  \
   X(cuPointerGetAttribute)            \
   X(cuStreamCreate)                   \
   X(cuStreamDestroy)                  \

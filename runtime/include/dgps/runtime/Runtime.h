@@ -157,8 +157,8 @@ class Runtime {
   std::size_t forwardSummaryWorkspaceBytes(const Package& package, const ForwardProblem& problem,
                                            const TileConfig& config) const;
 
-  /// Context parallelism, the preconditioner round (docs/math.md §8.4): the affine summary of the ema_sq_squash
-  /// accumulator over sequence `sequence`, per key head h and channel i
+  /// Context parallelism, the preconditioner round (docs/math.md §8.4): the affine summary of the preconditioner
+  /// state over sequence `sequence`. The ema_sq_squash accumulator, per key head h and channel i
   ///   A_end[h, i] = Γ[h, i] · A_start[h, i] + Σ[h, i]      (docs/math.md §5.1)
   ///   gamma  Γ [H, K] f32 device: the product of the accumulator gates over the sequence's chunks, Π_c γ_c
   ///          (exp of the sum of precond_g over its tokens; 1 without the gate), the same in every channel of a head
@@ -166,11 +166,18 @@ class Runtime {
   /// — the diagonal M and the E of the preconditioner's cp::SummaryLayout entry (FoldShape{N, H, K, 1, diagonal}).
   /// Computed by the forward's own precond_summary (per chunk γ_c, σ_c) and two precond_scan passes over them: Σ
   /// from a zero start, and Γ from a start of ones with the chunks' σ_c zeroed (A ← γ_c A), so Γ is the product
-  /// the scan itself applies, not a difference of two runs. Enqueued on options.stream; no host synchronisation.
+  /// the scan itself applies, not a difference of two runs.
+  /// An unclamped hypergrad_ogd d (ContextParallelSupport::precond_full_map) has a K×K map per key head instead:
+  ///   d_end[h] = M[h] d_start[h] + e[h]                     (docs/math.md §5.2, §8.4)
+  ///   gamma  M [H, K, K] f32 device, row-major (d_end[i] = Σ_j M[i][j] d_start[j] + e[i])
+  ///   sigma  e [H, K] f32 device: the sequence's end d from d = 0 (not the spec's init)
+  /// computed by precond_summary, precond_scan from d = 0 (e), then with every chunk's affine part a zeroed in the
+  /// hgvec buffer K precond_scan passes from the unit vectors (column i of M from e_i): K + 1 scans.
+  /// Enqueued on options.stream; no host synchronisation.
   /// `tensors` as for forwardSummary (its states are ignored; o is not written). The workspace must hold
   /// forwardPrecondSummaryWorkspaceBytes. Throws RuntimeError{InvalidArgument} (nothing launched) when the package
-  /// has no ema_sq_squash preconditioner or contextParallelSupport refuses it, `sequence` is outside [0, N), or
-  /// gamma / sigma is not a contiguous f32 [H, K] tensor on the tensors' device; otherwise as forward.
+  /// has no preconditioner state or contextParallelSupport refuses it, `sequence` is outside [0, N), or gamma /
+  /// sigma is not a contiguous f32 tensor of those shapes on the tensors' device; otherwise as forward.
   void forwardPrecondSummary(const Package& package, const ForwardTensors& tensors, std::int64_t sequence,
                              const TensorView& gamma, const TensorView& sigma, const LaunchOptions& options = {});
   /// Scratch bytes forwardPrecondSummary needs for `problem` and `config`: the plain forward's workspace plus
