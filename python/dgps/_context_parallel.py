@@ -228,6 +228,13 @@ class _RankCall:
         self.precond_local_initial = self.precond_local_final = None
         if self.precond:
             pinit = t["initial_precond_state"]
+            if pinit is None and op.info["context_parallel_precond_full_map"]:
+                # hypergrad_ogd's d starts at the spec's init without an initial state, which the runtime's
+                # context-parallel phases cannot fill in (they refuse it too): the caller passes it
+                raise native.InvalidArgument(
+                    f"{_where(rank)}: initial_precond_state: required for {op.name} with cp_group (a "
+                    f"hypergrad_ogd preconditioner starts from the spec's init when none is given); pass the "
+                    f"documents' initial d, float32 [N, H, K] = {[N, H, K]}")
             if pinit is not None and (pinit.dtype != torch.float32 or tuple(pinit.shape) != (N, H, K)):
                 raise native.InvalidArgument(
                     f"{_where(rank)}: initial_precond_state: expected the documents' initial accumulators, float32 "

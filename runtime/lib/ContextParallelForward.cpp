@@ -253,6 +253,12 @@ void checkPrecond(const char* call, const cp::Plan& plan, int rank, const PieceD
   if (p.doc_initial.given()) requirePrecond(call, rank, "doc_initial", p.doc_initial, plan.numDocs, d, device);
   if (wantFinal && p.doc_final.given()) requirePrecond(call, rank, "doc_final", p.doc_final, plan.numDocs, d, device);
   if (n > 0) requirePrecond(call, rank, "local_initial", p.local_initial, n, d, device);
+  // A plain forward without initial_precond_state starts hypergrad_ogd's d at the spec's init (often 1), which
+  // the manifest does not carry; zero would silently differ from the single-GPU call.
+  if (d.precondFullMap && !p.doc_initial.given())
+    invalid(call, rank, "PiecePrecond 'doc_initial' is not given: a hypergrad_ogd preconditioner without an initial "
+            "state starts from the spec's init, which the context-parallel forward cannot fill in; pass the "
+            "documents' initial d [N, H, K] (e.g. filled with the spec's init)");
   if (wantFinal && n > 0 && p.doc_final.given())
     requirePrecond(call, rank, "local_final", p.local_final, n, d, device);
   if (rp.continuesIn && !p.gathered)

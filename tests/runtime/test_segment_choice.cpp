@@ -6,6 +6,8 @@
 #include <string>
 
 #include "dgps/dsl/Reference.h"
+#include "dgps/dsl/ContextParallelPlan.h"
+#include "dgps/runtime/ContextParallelForward.h"
 #include "dgps/runtime/CudaDriver.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Package.h"
@@ -263,6 +265,32 @@ TEST(SegmentChoice, ForwardPrecondSummaryRefusesBadRequestsBeforeLaunching) {
   plain.segment_chunks = 0;
   EXPECT_GE(rt.forwardPrecondSummaryWorkspaceBytes(pgdn, p, c),
             rt.forwardWorkspaceBytes(pgdn, p, c, plain) + 3 * std::size_t(2 * H * K) * 4);
+}
+
+// A hypergrad_ogd package's d starts at the spec's init when the caller gives no initial state (forward, the
+// reference); the manifest does not carry init, so the context-parallel phases refuse a missing doc_initial
+// instead of starting d at zero (which silently differed from the single-GPU call), before launching anything.
+TEST(SegmentChoice, HypergradContextParallelNeedsTheInitialD) {
+  const Package osdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/osdn");
+  Runtime rt(cacheIn("cp_hypergrad_initial_d"));
+  const std::int64_t H = 2, K = osdn.spec().key_dims.front();
+  ReferenceProblem s;
+  s.batch = 1;
+  s.seq_len = 150;
+  s.heads_qk = s.heads_v = H;
+  s.key_dim = s.value_dim = K;
+  const cp::Plan plan = cp::makePlan({0, 300}, {0, 150, 300});  // one document over two ranks
+  void* fake = reinterpret_cast<void*>(std::uintptr_t(1) << 24);
+  PiecePrecond precond;
+  precond.gathered = fake;
+  precond.local_initial = TensorView(fake, ScalarType::F32, {1, H, K});
+  try {
+    publishPieceSummary(rt, osdn, plan, 0, placeholderCall(osdn, s), precond, fake);
+    ADD_FAILURE() << "accepted a hypergrad_ogd piece without its initial d";
+  } catch (const RuntimeError& e) {
+    EXPECT_EQ(e.code(), RuntimeErrorCode::InvalidArgument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("PiecePrecond 'doc_initial' is not given"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

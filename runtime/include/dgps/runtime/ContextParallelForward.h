@@ -69,7 +69,8 @@ cp::SummaryLayout precondSummaryLayout(std::int64_t numDocs, std::int64_t headsQ
 struct PiecePrecond {
   /// G slots of precondSummaryLayout, device: phase 0's gather. Needed when the rank continues a document.
   const void* gathered = nullptr;
-  TensorView doc_initial;    ///< [N, H, K] the documents' initial accumulators; not given = zero
+  TensorView doc_initial;    ///< [N, H, K] the documents' initial states; not given = zero (ema_sq_squash only:
+                             ///< hypergrad_ogd requires it, since its default is the spec's init)
   TensorView doc_final;      ///< [N, H, K] out (phase 2), optional: the rows of the documents this rank finishes
   TensorView local_initial;  ///< [n, H, K] scratch (n = the rank's fragments): the fragments' folded starts
   TensorView local_final;    ///< [n, H, K] scratch, needed when doc_final is given and n > 0

@@ -144,11 +144,12 @@ class Runtime {
   /// `tensors` is a forward call (the same validation; dense or varlen); its initial_state, final_state and
   /// final_precond_state are ignored (the summary does not depend on a memory start state) and o is not written
   /// except rows past cu[N], which are zeroed as in forward. For a preconditioned package the write keys depend on
-  /// the preconditioner state, so tensors.initial_precond_state [N, H, K] (zero when not given) is each sequence's
+  /// the preconditioner state, so tensors.initial_precond_state [N, H, K] (when not given: zero for ema_sq_squash, the spec's init for
+  /// hypergrad_ogd, as in forward) is each sequence's
   /// preconditioner start: the folded one of the preconditioner round for a continued fragment. The workspace
   /// (ForwardTensors::workspace, or the runtime's) must hold forwardSummaryWorkspaceBytes. Throws
   /// RuntimeError{InvalidArgument} (nothing launched) when contextParallelSupport refuses the package
-  /// (ContextParallelSupport.h: no segment kernels, a hypergrad_ogd preconditioner), `sequence` is outside
+  /// (ContextParallelSupport.h: no segment kernels, a clamped hypergrad_ogd preconditioner), `sequence` is outside
   /// [0, N), options.segment_chunks is set (the summary chooses L), or trans / ext is not a contiguous f32 tensor
   /// of that shape on the tensors' device; otherwise as forward.
   void forwardSummary(const Package& package, const ForwardTensors& tensors, std::int64_t sequence,
