@@ -54,6 +54,18 @@ TEST(InputScreen, DefinitionsOfEveryFormAreAccepted) {
   EXPECT_TRUE(screen(text, error)) << error;
 }
 
+TEST(InputScreen, ABranchOperandIsAUse) {
+  const std::string text =
+      "func.func @h() {\n"
+      "  cf.br ^bb1(%later : i64)\n"
+      "^bb1(%later: i64):\n"
+      "  return\n"
+      "}\n";
+  std::string error;
+  EXPECT_FALSE(screen(text, error));
+  EXPECT_NE(error.find("line 2: %later is used before it is defined"), std::string::npos) << error;
+}
+
 TEST(InputScreen, EveryLitInputPasses) {
   int files = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(DGPS_SOURCE_DIR) + "/tests/lit")) {

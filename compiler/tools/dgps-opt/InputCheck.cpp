@@ -127,8 +127,8 @@ bool isSuffixIdChar(char c) {
 /// chunk.kernel, a type error in the next). DGPS IR is written in definition order, so a value used before its
 /// name is defined anywhere earlier in the text is refused before MLIR sees it. Definitions: a name followed by
 /// '=' (results, also in a list "%a, %b:2 = ..."), and a name followed by ':' inside the argument list that
-/// follows a symbol or block label (function and block arguments). Names are not scoped per function, so the
-/// check can only miss a forward use, never refuse IR in definition order.
+/// follows a symbol or a block label opening its line (function and block arguments). Names are not scoped per
+/// function, so the check can only miss a forward use, never refuse IR in definition order.
 bool checkDefinitionOrder(const std::string& text, std::string& error) {
   std::string ignored;
   std::set<std::string> defined;
@@ -149,7 +149,14 @@ bool checkDefinitionOrder(const std::string& text, std::string& error) {
       while (i < text.size() && text[i] != '\n') ++i;
       continue;
     }
-    if ((c == '@' || c == '^') && i + 1 < text.size()) {
+    // an argument list follows a symbol ("func.func @f(") or a block label that opens its line ("^bb1(");
+    // a branch's "^bb1(%x : t)" passes operands, which are uses
+    auto opensLine = [&] {
+      std::size_t b = i;
+      while (b > 0 && (text[b - 1] == ' ' || text[b - 1] == '\t')) --b;
+      return b == 0 || text[b - 1] == '\n';
+    };
+    if ((c == '@' || (c == '^' && opensLine())) && i + 1 < text.size()) {
       std::size_t j = i + 1;
       while (j < text.size() && isSuffixIdChar(text[j])) ++j;
       if (j < text.size() && text[j] == '(' && j > i + 1) {
