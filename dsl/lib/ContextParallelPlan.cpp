@@ -131,35 +131,45 @@ std::size_t SummaryLayout::extOffset(std::size_t s) const { return transOffset(s
 std::size_t SummaryLayout::slotElements() const { return transOffset(states.size()); }
 
 template <typename Real>
+void continuedStartState(const Plan& plan, int rank, const SummaryLayout& layout, std::size_t state,
+                         const Real* gathered, const Real* docInitRow, Real* out) {
+  checkRankAndState(plan, rank, layout, state);
+  const RankPlan& rp = plan.rank[rank];
+  if (!rp.continuesIn)
+    throw std::invalid_argument("continuedStartState: rank " + std::to_string(rank) +
+                                " does not continue a document from an earlier rank (its first fragment starts "
+                                "from the document's initial state)");
+  const std::size_t X = layout.stateElements(state), MT = layout.transElements(state);
+  // The earlier fragments of the document as one sequence (index 0) of consecutive segments, their
+  // summaries copied out of the gathered slots; foldSegments' final state is this fragment's start.
+  std::vector<segment::Segment> earlier;
+  std::vector<Real> trans, ext;
+  for (int j : rp.foldFrom) {
+    const segment::Segment& f = plan.rank[j].fragments.back();
+    earlier.push_back({0, 0, f.begin, f.end});
+    const Real* slot = gathered + static_cast<std::size_t>(j) * layout.slotElements();
+    trans.insert(trans.end(), slot + layout.transOffset(state), slot + layout.transOffset(state) + MT);
+    ext.insert(ext.end(), slot + layout.extOffset(state), slot + layout.extOffset(state) + X);
+  }
+  segment::FoldShape one = layout.states[state];
+  one.numSeqs = 1;
+  std::vector<Real> starts(earlier.size() * X);
+  segment::foldSegments<Real>(earlier, one, trans.data(), ext.data(), docInitRow, starts.data(), out);
+}
+
+template <typename Real>
 void rankStartStates(const Plan& plan, int rank, const SummaryLayout& layout, std::size_t state,
                      const Real* gathered, const Real* docInit, Real* out) {
   checkRankAndState(plan, rank, layout, state);
   const RankPlan& rp = plan.rank[rank];
-  const segment::FoldShape& shape = layout.states[state];
-  const std::size_t X = layout.stateElements(state), MT = layout.transElements(state);
+  const std::size_t X = layout.stateElements(state);
   for (std::size_t i = 0; i < rp.fragments.size(); ++i) {
     const std::int64_t n = rp.fragments[i].seq;
     Real* dst = out + i * X;
-    if (i > 0 || !rp.continuesIn) {
+    if (i == 0 && rp.continuesIn)
+      continuedStartState<Real>(plan, rank, layout, state, gathered, docInit ? docInit + n * X : nullptr, dst);
+    else
       for (std::size_t x = 0; x < X; ++x) dst[x] = docInit ? docInit[n * X + x] : Real(0);
-      continue;
-    }
-    // The earlier fragments of the document as one sequence (index 0) of consecutive segments, their
-    // summaries copied out of the gathered slots; foldSegments' final state is this fragment's start.
-    std::vector<segment::Segment> earlier;
-    std::vector<Real> trans, ext;
-    for (int j : rp.foldFrom) {
-      const segment::Segment& f = plan.rank[j].fragments.back();
-      earlier.push_back({0, 0, f.begin, f.end});
-      const Real* slot = gathered + static_cast<std::size_t>(j) * layout.slotElements();
-      trans.insert(trans.end(), slot + layout.transOffset(state), slot + layout.transOffset(state) + MT);
-      ext.insert(ext.end(), slot + layout.extOffset(state), slot + layout.extOffset(state) + X);
-    }
-    segment::FoldShape one = shape;
-    one.numSeqs = 1;
-    std::vector<Real> starts(earlier.size() * X);
-    segment::foldSegments<Real>(earlier, one, trans.data(), ext.data(), docInit ? docInit + n * X : nullptr,
-                                starts.data(), dst);
   }
 }
 
@@ -179,6 +189,10 @@ void scatterFinalStates(const Plan& plan, int rank, const segment::FoldShape& sh
       for (std::size_t x = 0; x < X; ++x) docFinal[n * X + x] = docInit ? docInit[n * X + x] : Real(0);
 }
 
+template void continuedStartState<float>(const Plan&, int, const SummaryLayout&, std::size_t, const float*,
+                                         const float*, float*);
+template void continuedStartState<double>(const Plan&, int, const SummaryLayout&, std::size_t, const double*,
+                                          const double*, double*);
 template void rankStartStates<float>(const Plan&, int, const SummaryLayout&, std::size_t, const float*,
                                      const float*, float*);
 template void rankStartStates<double>(const Plan&, int, const SummaryLayout&, std::size_t, const double*,

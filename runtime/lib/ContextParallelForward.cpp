@@ -1,8 +1,10 @@
 // One rank's context-parallel forward (ContextParallelForward.h): phase 0 (preconditioned packages) summarises
-// the rank's last fragment's accumulator, phase 1 its memory state with the segment kernels (from the folded
-// accumulator start), phase 2 folds the continued fragment's starts on the host and runs the piece from them.
+// the rank's last fragment's accumulator, phase 1 folds the fragments' accumulator starts and summarises its
+// memory state with the segment kernels from them, phase 2 folds the memory state's starts and runs the piece
+// from both. Every fold is cp::continuedStartState on the host (foldContinuedStart), each state folded once.
 #include "dgps/runtime/ContextParallelForward.h"
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -108,39 +110,48 @@ void copyRow(const void* src, std::int64_t from, void* dst, std::int64_t to, std
     checkCuda(d.cuMemsetD32Async(out, 0, bytes / 4, stream), "cuMemsetD32Async (context-parallel state row)");
 }
 
-/// X = init (or 0); for j in foldFrom: X = M_j X + E_j, in fp32 on the host (segment::foldSegments); the
-/// result goes to row 0 of local_initial. Synchronises `stream` to read the gathered slots.
-void foldContinuedStart(const cp::Plan& plan, int rank, const PieceDims& d, const void* gathered,
+/// Row 0 of `localInitial` for a continued fragments[0] (plan.rank[rank].continuesIn): cp::continuedStartState of
+/// `layout`'s state 0 over the foldFrom slots of `gathered` (G slots, device) and the document's row of
+/// `docInitial` ([N, ·] device, or null = zero), in fp32 on the host. One fold for the memory state and the
+/// preconditioner state alike. The host waits for `stream` twice: for the slots (the gather is on the stream),
+/// and for the result's copy to leave its host buffer (`out` dies here, and a pageable synchronous copy may
+/// return before its DMA ends).
+void foldContinuedStart(const cp::Plan& plan, int rank, const cp::SummaryLayout& layout, const void* gathered,
                         const void* docInitial, void* localInitial, CUstream stream) {
   const CudaDriver& drv = cudaDriver();
   const cp::RankPlan& rp = plan.rank[std::size_t(rank)];
-  const cp::SummaryLayout layout = memorySummaryLayout(plan.numDocs, d.HV, d.K, d.V);
-  const std::size_t MT = layout.transElements(0), X = layout.stateElements(0);
-  const std::int64_t doc = rp.fragments[0].seq;
-  std::vector<segment::Segment> earlier;
-  std::vector<float> trans(rp.foldFrom.size() * MT), ext(rp.foldFrom.size() * X), init(X, 0.0f), out(X);
-  checkCuda(drv.cuStreamSynchronize(stream), "cuStreamSynchronize (context-parallel fold: gathered summaries)");
-  for (std::size_t i = 0; i < rp.foldFrom.size(); ++i) {
-    const int j = rp.foldFrom[i];
-    const segment::Segment& f = plan.rank[std::size_t(j)].fragments.back();
-    earlier.push_back({0, 0, f.begin, f.end});
-    const CUdeviceptr slot = devptr(gathered) + std::size_t(j) * layout.slotElements() * 4;
-    checkCuda(drv.cuMemcpyDtoH(trans.data() + i * MT, slot + layout.transOffset(0) * 4, MT * 4),
-              "cuMemcpyDtoH (context-parallel fold: M)");
-    checkCuda(drv.cuMemcpyDtoH(ext.data() + i * X, slot + layout.extOffset(0) * 4, X * 4),
-              "cuMemcpyDtoH (context-parallel fold: E)");
-  }
+  const std::size_t slot = layout.slotElements(), X = layout.stateElements(0);
+  // the G slots' host image; only the foldFrom slots are copied (and read), the rest stays uninitialised
+  const std::unique_ptr<float[]> slots(new float[std::size_t(plan.ranks) * slot]);
+  std::vector<float> init(docInitial ? X : 0), out(X);
+  for (int j : rp.foldFrom)
+    checkCuda(drv.cuMemcpyDtoHAsync(slots.get() + std::size_t(j) * slot, devptr(gathered) + std::size_t(j) * slot * 4,
+                                    slot * 4, stream),
+              "cuMemcpyDtoHAsync (context-parallel fold: gathered slot)");
   if (docInitial)
-    checkCuda(drv.cuMemcpyDtoH(init.data(), devptr(docInitial) + std::size_t(doc) * X * 4, X * 4),
-              "cuMemcpyDtoH (context-parallel fold: initial state)");
-  segment::FoldShape one = layout.states[0];
-  one.numSeqs = 1;
-  std::vector<float> starts(earlier.size() * X);
-  segment::foldSegments<float>(earlier, one, trans.data(), ext.data(), init.data(), starts.data(), out.data());
-  // on the stream, then wait: `out` dies here, and a pageable synchronous copy may return before its DMA ends
+    checkCuda(drv.cuMemcpyDtoHAsync(init.data(), devptr(docInitial) + std::size_t(rp.fragments[0].seq) * X * 4, X * 4,
+                                    stream),
+              "cuMemcpyDtoHAsync (context-parallel fold: initial state)");
+  checkCuda(drv.cuStreamSynchronize(stream), "cuStreamSynchronize (context-parallel fold: gathered slots)");
+  cp::continuedStartState<float>(plan, rank, layout, 0, slots.get(), docInitial ? init.data() : nullptr, out.data());
   checkCuda(drv.cuMemcpyHtoDAsync(devptr(localInitial), out.data(), X * 4, stream),
             "cuMemcpyHtoDAsync (context-parallel fold)");
   checkCuda(drv.cuStreamSynchronize(stream), "cuStreamSynchronize (context-parallel fold)");
+}
+
+/// Fills `localInitial` [n, ·] (n = the rank's fragments) of the carried state `layout` describes: a fragment
+/// starting its document gets its `docInitial` row (or zero; enqueued on `stream`), a continued fragments[0]
+/// foldContinuedStart. The phases' one way of filling start states: the memory state's (phase 2) and the
+/// preconditioner state's (phase 1).
+void fillStartStates(const cp::Plan& plan, int rank, const cp::SummaryLayout& layout, const void* gathered,
+                     const void* docInitial, void* localInitial, CUstream stream) {
+  const std::size_t rowBytes = layout.stateElements(0) * 4;
+  const std::vector<PieceStart> starts = pieceStartSources(plan, rank);
+  for (std::size_t i = 0; i < starts.size(); ++i)
+    if (starts[i].source == PieceStart::Source::DocInitial)
+      copyRow(docInitial, starts[i].doc, localInitial, std::int64_t(i), rowBytes, stream);
+  if (plan.rank[std::size_t(rank)].continuesIn)
+    foldContinuedStart(plan, rank, layout, gathered, docInitial, localInitial, stream);
 }
 
 }  // namespace
@@ -208,21 +219,9 @@ std::vector<float> foldPrecondStart(const cp::Plan& plan, int rank, std::int64_t
   if (rank < 0 || rank >= plan.ranks || !plan.rank[std::size_t(rank)].continuesIn)
     throw std::invalid_argument("foldPrecondStart: rank " + std::to_string(rank) +
                                 " does not continue a document from an earlier rank");
-  const cp::RankPlan& rp = plan.rank[std::size_t(rank)];
-  const cp::SummaryLayout layout = precondSummaryLayout(1, headsQK, keyDim, fullMap);
-  const std::size_t X = layout.stateElements(0), slot = layout.slotElements();
-  std::vector<segment::Segment> earlier;
-  std::vector<float> trans, ext;
-  for (int j : rp.foldFrom) {
-    const segment::Segment& f = plan.rank[std::size_t(j)].fragments.back();
-    earlier.push_back({0, 0, f.begin, f.end});
-    const float* s = gathered + std::size_t(j) * slot;
-    trans.insert(trans.end(), s + layout.transOffset(0), s + layout.transOffset(0) + layout.transElements(0));
-    ext.insert(ext.end(), s + layout.extOffset(0), s + layout.extOffset(0) + X);
-  }
-  std::vector<float> starts(earlier.size() * X), out(X);
-  segment::foldSegments<float>(earlier, layout.states[0], trans.data(), ext.data(), docInitRow, starts.data(),
-                               out.data());
+  const cp::SummaryLayout layout = precondSummaryLayout(plan.numDocs, headsQK, keyDim, fullMap);
+  std::vector<float> out(layout.stateElements(0));
+  cp::continuedStartState<float>(plan, rank, layout, 0, gathered, docInitRow, out.data());
   return out;
 }
 
@@ -245,13 +244,14 @@ void requirePrecond(const char* call, int rank, const char* name, const TensorVi
   if (!why.empty()) invalid(call, rank, std::string("PiecePrecond '") + name + "' " + why);
 }
 
-/// The checks phases 1 and 2 share for a PiecePrecond: its tensors, and the gathered slots when needed.
+/// The checks phases 1 and 2 share for a PiecePrecond: its tensors; phase 1 (which folds) the gathered slots when
+/// the rank continues a document, phase 2 (which writes the final states) the final tensors.
 void checkPrecond(const char* call, const cp::Plan& plan, int rank, const PieceDims& d, const PiecePrecond& p,
-                  int device, bool wantFinal) {
+                  int device, bool phase2) {
   const cp::RankPlan& rp = plan.rank[std::size_t(rank)];
   const std::int64_t n = std::int64_t(rp.fragments.size());
   if (p.doc_initial.given()) requirePrecond(call, rank, "doc_initial", p.doc_initial, plan.numDocs, d, device);
-  if (wantFinal && p.doc_final.given()) requirePrecond(call, rank, "doc_final", p.doc_final, plan.numDocs, d, device);
+  if (phase2 && p.doc_final.given()) requirePrecond(call, rank, "doc_final", p.doc_final, plan.numDocs, d, device);
   if (n > 0) requirePrecond(call, rank, "local_initial", p.local_initial, n, d, device);
   // A plain forward without initial_precond_state starts hypergrad_ogd's d at the spec's init (often 1), which
   // the manifest does not carry; zero would silently differ from the single-GPU call.
@@ -259,39 +259,10 @@ void checkPrecond(const char* call, const cp::Plan& plan, int rank, const PieceD
     invalid(call, rank, "PiecePrecond 'doc_initial' is not given: a hypergrad_ogd preconditioner without an initial "
             "state starts from the spec's init, which the context-parallel forward cannot fill in; pass the "
             "documents' initial d [N, H, K] (e.g. filled with the spec's init)");
-  if (wantFinal && n > 0 && p.doc_final.given())
+  if (phase2 && n > 0 && p.doc_final.given())
     requirePrecond(call, rank, "local_final", p.local_final, n, d, device);
-  if (rp.continuesIn && !p.gathered)
+  if (!phase2 && rp.continuesIn && !p.gathered)
     invalid(call, rank, "PiecePrecond 'gathered' is null but the rank continues a document (phase 0's gather)");
-}
-
-/// Fills precond.local_initial: each fragment starting its document gets its doc_initial row (or zero), a
-/// continued fragments[0] the fold of the gathered accumulator slots (host, after synchronising `stream`).
-void fillPrecondStarts(const cp::Plan& plan, int rank, const PieceDims& d, const PiecePrecond& p, CUstream stream) {
-  const CudaDriver& drv = cudaDriver();
-  const cp::RankPlan& rp = plan.rank[std::size_t(rank)];
-  const void* docInit = p.doc_initial.given() ? p.doc_initial.data : nullptr;
-  const std::vector<PieceStart> starts = pieceStartSources(plan, rank);
-  for (std::size_t i = 0; i < starts.size(); ++i)
-    if (starts[i].source == PieceStart::Source::DocInitial)
-      copyRow(docInit, starts[i].doc, p.local_initial.data, std::int64_t(i), d.precondBytes(), stream);
-  if (!rp.continuesIn) return;
-  const cp::SummaryLayout layout = precondSummaryLayout(plan.numDocs, d.H, d.K, d.precondFullMap);
-  const std::size_t slot = layout.slotElements(), X = layout.stateElements(0);
-  std::vector<float> gathered(std::size_t(plan.ranks) * slot, 0.0f), init(X, 0.0f);
-  checkCuda(drv.cuStreamSynchronize(stream), "cuStreamSynchronize (context-parallel fold: gathered accumulators)");
-  for (int j : rp.foldFrom)
-    checkCuda(drv.cuMemcpyDtoH(gathered.data() + std::size_t(j) * slot, devptr(p.gathered) + std::size_t(j) * slot * 4,
-                               slot * 4),
-              "cuMemcpyDtoH (context-parallel fold: accumulator slot)");
-  if (docInit)
-    checkCuda(drv.cuMemcpyDtoH(init.data(), devptr(docInit) + std::size_t(rp.fragments[0].seq) * X * 4, X * 4),
-              "cuMemcpyDtoH (context-parallel fold: initial accumulator)");
-  const std::vector<float> out = foldPrecondStart(plan, rank, d.H, d.K, d.precondFullMap, gathered.data(), init.data());
-  // on the stream, then wait: `out` dies here, and a pageable synchronous copy may return before its DMA ends
-  checkCuda(drv.cuMemcpyHtoDAsync(devptr(p.local_initial.data), out.data(), X * 4, stream),
-            "cuMemcpyHtoDAsync (context-parallel fold: accumulator)");
-  checkCuda(drv.cuStreamSynchronize(stream), "cuStreamSynchronize (context-parallel fold: accumulator)");
 }
 
 /// Phase 1's summary launch, with the piece's accumulator starts when given.
@@ -332,13 +303,9 @@ void runPiece(const char* call, Runtime& runtime, const Package& package, const 
   const void* docInit = states.doc_initial.given() ? states.doc_initial.data : nullptr;
   const bool precondFinal = precond && precond->doc_final.given();
   if (n > 0) {
-    // start states: documents' initial rows first (stream order), then the folds' row 0 (host, synchronous)
-    const std::vector<PieceStart> starts = pieceStartSources(plan, rank);
-    for (std::size_t i = 0; i < starts.size(); ++i)
-      if (starts[i].source == PieceStart::Source::DocInitial)
-        copyRow(docInit, starts[i].doc, states.local_initial.data, std::int64_t(i), d.stateBytes(), stream);
-    if (rp.continuesIn) foldContinuedStart(plan, rank, d, gathered, docInit, states.local_initial.data, stream);
-    if (precond) fillPrecondStarts(plan, rank, d, *precond, stream);
+    // the memory state's starts; the preconditioner's are phase 1's (precond->local_initial, not folded again)
+    fillStartStates(plan, rank, memorySummaryLayout(plan.numDocs, d.HV, d.K, d.V), gathered, docInit,
+                    states.local_initial.data, stream);
     ForwardTensors t = piece;
     t.initial_state = states.local_initial;
     t.final_state = states.doc_final.given() ? states.local_final : TensorView();
@@ -408,12 +375,16 @@ void publishPieceSummary(Runtime& runtime, const Package& package, const cp::Pla
                          const LaunchOptions& options) {
   const char* call = "publishPieceSummary";
   const PieceDims d = checkPiece(call, package, plan, rank, piece, Round::WithPrecond);
-  if (!plan.rank[std::size_t(rank)].continuesOut) return;
-  if (!send) invalid(call, rank, "'send' is null; expected this rank's slot of device memory");
+  const cp::RankPlan& rp = plan.rank[std::size_t(rank)];
+  if (rp.continuesOut && !send) invalid(call, rank, "'send' is null; expected this rank's slot of device memory");
+  if (rp.fragments.empty()) return;
   checkPrecond(call, plan, rank, d, precond, piece.v.device, false);
   DeviceContextGuard guard(piece.v.device);
-  fillPrecondStarts(plan, rank, d, precond, static_cast<CUstream>(options.stream));
-  publishMemory(runtime, package, plan, rank, piece, d, precond.local_initial, send, options);
+  // every rank with fragments, also one that does not publish: phase 2 runs from these starts
+  fillStartStates(plan, rank, precondSummaryLayout(plan.numDocs, d.H, d.K, d.precondFullMap), precond.gathered,
+                  precond.doc_initial.given() ? precond.doc_initial.data : nullptr, precond.local_initial.data,
+                  static_cast<CUstream>(options.stream));
+  if (rp.continuesOut) publishMemory(runtime, package, plan, rank, piece, d, precond.local_initial, send, options);
 }
 
 void runPieceForward(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,

@@ -543,11 +543,12 @@ int workspaceBufferIndex(const LaunchRules& rules, const std::string& name) {
 
 std::size_t alignUp(std::size_t bytes, std::size_t align) { return (bytes + align - 1) / align * align; }
 
-/// forwardPrecondSummary's scratch after the plain forward's workspace: the scans' start of ones and their two
-/// final states, each [N, H, K] f32 (precondScratchBytes), aligned as the workspace's buffers.
+/// forwardPrecondSummary's scratch after the plain forward's workspace: the scans' start and their two final
+/// states, each [N, H, K] f32 and K floats more (hypergrad_ogd's start windows, hypergradPrecondSummary)
+/// (precondScratchBytes), aligned as the workspace's buffers.
 std::size_t precondScratchBytes(const Package& package, const ForwardProblem& p) {
   const std::size_t align = std::size_t(std::max<std::int64_t>(package.manifest().launch.workspace_align, 1));
-  return alignUp(std::size_t(p.num_seqs * p.heads_qk * p.key_dim) * 4, align);
+  return alignUp(std::size_t(p.num_seqs * p.heads_qk * p.key_dim + p.key_dim) * 4, align);
 }
 std::size_t precondScratchOffset(const Package& package, std::size_t workspaceBytes) {
   return alignUp(workspaceBytes, std::size_t(std::max<std::int64_t>(package.manifest().launch.workspace_align, 1)));
@@ -557,8 +558,9 @@ std::size_t precondScratchOffset(const Package& package, std::size_t workspaceBy
 
 namespace {
 
-/// forwardPrecondSummary's device scratch for hypergrad_ogd (precondScratchBytes each): the scan's start, its
-/// end, and the end of one column pass; and the summary's hgvec buffer.
+/// forwardPrecondSummary's device scratch for hypergrad_ogd (precondScratchBytes each): the scans' starts (the
+/// zero start, then the unit windows: N·H·K + K − 1 floats), the end of the scan from zero, and the end of one
+/// column pass; and the summary's hgvec buffer.
 struct HypergradScratch {
   CUdeviceptr ones = 0, ends = 0, cols = 0, hgvec = 0;
   std::size_t hgvecBytes = 0;
@@ -578,15 +580,22 @@ void memset2D(CUdeviceptr dst, std::size_t pitch, unsigned value, std::size_t wi
 /// ends at column i of M — the product of the chunks' linear maps in the scan's own order, not a difference of two
 /// runs. K + 1 scans of the piece in all (one per start vector: the scan's grid is N × H, one start each), each a
 /// short pass (about 4CK flops per chunk and key head); column i goes into the row-major M [H, K, K] by a pitched
-/// copy. Enqueued on `stream`.
+/// copy (a transpose, which one copy cannot do for all columns). The K unit starts are windows of one buffer, so
+/// they cost no driver call each: w.ones holds N·H·K + K − 1 floats, 1 at every K-th float from K − 1 and 0
+/// elsewhere, and the window of N·H·K floats from float K − 1 − i has its 1 at channel i of every (sequence, head)
+/// row (K − 1 − i + r·K + j = K − 1 + r'·K only for j = i, r' = r). In all 2K + 5 driver calls, enqueued on `stream`.
 void hypergradPrecondSummary(const ForwardProblem& p, const TileConfig& config, std::int64_t sequence, void* mapOut,
                              void* affineOut, const HypergradScratch& w, ForwardArgs& a, CUstream stream,
                              const std::function<void()>& scan) {
   const CudaDriver& d = cudaDriver();
   const std::size_t K = std::size_t(p.key_dim), H = std::size_t(p.heads_qk), rows = std::size_t(p.num_seqs) * H;
   const std::size_t states = rows * K, rowBytes = H * K * 4, row = std::size_t(sequence) * rowBytes;
-  checkCuda(d.cuMemsetD32Async(w.ones, 0, states, stream), "cuMemsetD32Async (forwardPrecondSummary: zero start)");
-  a.initial_precond_state = reinterpret_cast<const float*>(static_cast<std::uintptr_t>(w.ones));
+  auto floats = [](CUdeviceptr base, std::size_t offset) {
+    return reinterpret_cast<const float*>(static_cast<std::uintptr_t>(base + offset * 4));
+  };
+  checkCuda(d.cuMemsetD32Async(w.ones, 0, states + K - 1, stream),
+            "cuMemsetD32Async (forwardPrecondSummary: zero start)");
+  a.initial_precond_state = floats(w.ones, 0);
   a.final_precond_state = reinterpret_cast<float*>(static_cast<std::uintptr_t>(w.ends));
   scan();
   checkCuda(d.cuMemcpyDtoDAsync(devptr(affineOut), w.ends + row, rowBytes, stream),
@@ -594,11 +603,12 @@ void hypergradPrecondSummary(const ForwardProblem& p, const TileConfig& config, 
   const std::size_t vecBytes = std::size_t(launch::hypergradVecFloats(int(config.chunk))) * 4;
   memset2D(w.hgvec, vecBytes, 0u, std::size_t(config.chunk), w.hgvecBytes / vecBytes, stream,
            "cuMemsetD2D32Async (forwardPrecondSummary: the chunks' affine parts a)");
+  memset2D(w.ones + (K - 1) * 4, K * 4, 0x3f800000u, 1, rows, stream,
+           "cuMemsetD2D32Async (forwardPrecondSummary: the unit starts' ones)");
   a.final_precond_state = reinterpret_cast<float*>(static_cast<std::uintptr_t>(w.cols));
   for (std::size_t i = 0; i < K; ++i) {
-    memset2D(w.ones + i * 4, K * 4, 0x3f800000u, 1, rows, stream, "cuMemsetD2D32Async (forwardPrecondSummary: e_i)");
+    a.initial_precond_state = floats(w.ones, K - 1 - i);  // e_i in every (sequence, head) row
     scan();
-    memset2D(w.ones + i * 4, K * 4, 0u, 1, rows, stream, "cuMemsetD2D32Async (forwardPrecondSummary: e_i reset)");
     // column i of M [h]: M[h][r][i] = cols[sequence][h][r], rows h·K + r of the row-major M, K floats apart
     CUDA_MEMCPY2D c;
     std::memset(&c, 0, sizeof(c));

@@ -10,7 +10,8 @@
 //   Γ          = exp(Σ_t precond_g_t) over the sequence (1 without the gate), the same in every channel.
 // For an unclamped hypergrad_ogd package (generated/osdn, osdn_apf) the K×K map d_end = M d_start + e:
 //   precond_summary;  precond_scan from d = 0 into e;  every chunk's a (hgvec) zeroed;  precond_scan from each unit
-//   vector e_i (K scans) into column i of M.
+//   vector e_i (K scans) into column i of M; the same K scans from the runtime's windowed unit starts (one buffer,
+//   a window per column) must give the same M bit for bit.
 // Then against float64: e = the reference's end d from d = 0; M d0 + e = its end d from the drawn d0; M = the
 // product of the tokens' maps r_t I − c_t u_t u_tᵀ (docs/math.md §5.2), composed here from the inputs.
 // Fresh seeded inputs; NaN-poisoned workspace and outputs.
@@ -83,6 +84,20 @@ int checkHypergrad(const dgps::Spec& spec, const dgps::ReferenceInputs& in, cons
     for (std::int64_t r = 0; r < N * H; ++r)
       for (std::int64_t x = 0; x < K; ++x) M[(size_t)((r * K + x) * K + i)] = col[(size_t)(r * K + x)];
   }
+  // The runtime's unit starts are windows of one buffer (Runtime.cpp, hypergradPrecondSummary): N·H·K + K − 1
+  // floats, 1 at every K-th from K − 1; the window from float K − 1 − i is e_i in every row. The same scans from
+  // them must give M bit for bit.
+  std::vector<float> windows(states + (size_t)K - 1, 0.0f), windowM(M.size(), NAN);
+  for (std::int64_t r = 0; r < N * H; ++r) windows[(size_t)(K - 1 + r * K)] = 1.0f;
+  for (std::int64_t i = 0; i < K; ++i) {
+    a.initial_precond_state = windows.data() + (K - 1 - i);
+    std::fill(col.begin(), col.end(), NAN);
+    if (!launch(dgps::launch::kPrecondScan)) return fail("precond_scan (window " + std::to_string(i) + ") failed");
+    for (std::int64_t r = 0; r < N * H; ++r)
+      for (std::int64_t x = 0; x < K; ++x) windowM[(size_t)((r * K + x) * K + i)] = col[(size_t)(r * K + x)];
+  }
+  if (std::memcmp(windowM.data(), M.data(), M.size() * sizeof(float)) != 0)
+    return fail(spec.name + ": M from the windowed unit starts differs from M from the unit vectors");
   // float64: M composed token by token from the inputs, e and the affine map against the reference
   const std::vector<double> d0 = in.at("initial_precond_state").toDoubles();
   const std::vector<double> endZero = fromZero.final_precond_state.toDoubles();

@@ -84,12 +84,22 @@ struct SummaryLayout {
   std::size_t slotElements() const;                     ///< one rank's slot; the gather holds G of them
 };
 
+/// The start state of `rank`'s continued fragments[0] (plan.rank[rank].continuesIn) for carried state
+/// `state`: the fold
+///   X = docInitRow (zero when null);  for j in foldFrom: X = M_j X + E_j   (segment::foldSegments)
+/// of the gathered slots, gathered[j · slotElements() + ...] holding rank j's slot (only the foldFrom
+/// slots are read). docInitRow and out are one state of the document, [heads, K, width]. The one
+/// definition of the cross-rank fold: rankStartStates and the runtime's phases (memory state and
+/// preconditioner state alike, dgps/runtime/ContextParallelForward.h) all call it. Throws
+/// std::invalid_argument on a bad rank or state index, or a rank that does not continue a document.
+template <typename Real>
+void continuedStartState(const Plan& plan, int rank, const SummaryLayout& layout, std::size_t state,
+                         const Real* gathered, const Real* docInitRow, Real* out);
+
 /// The start states of `rank`'s fragments for carried state `state`: out[i] ([heads, K, width], i over
 /// the rank's fragments) is the document's initial state (docInit[n], or zero when docInit is null) for
-/// a fragment holding its document's first token, and for a continued fragments[0] the fold
-///   X = docInit[n];  for j in foldFrom: X = M_j X + E_j   (segment::foldSegments)
-/// of the gathered slots: gathered[j · slotElements() + ...] holds rank j's slot. Throws on a bad rank
-/// or state index.
+/// a fragment holding its document's first token, and for a continued fragments[0] continuedStartState
+/// over docInit[n]. Throws on a bad rank or state index.
 template <typename Real>
 void rankStartStates(const Plan& plan, int rank, const SummaryLayout& layout, std::size_t state,
                      const Real* gathered, const Real* docInit, Real* out);

@@ -36,10 +36,11 @@
 // precond_scan passes (e from d = 0, then one per column of M) and a gather of H·K·(K + 1) floats; phase 1 is the preconditioner scan,
 // chunk_local and one segment_summary walk over the piece (its E and its K×K M), about the piece's plain forward
 // plus the M walk, and a gather of HV·K·(K + V) floats per rank; phase 2 is the piece's plain forward. The folds
-// of the continued document run on the host in fp32 (segment::foldSegments, cp::rankStartStates): a phase that
-// folds synchronises the stream once to read the gathered slots it needs (phases 1 and 2 each fold the
-// preconditioner, phase 2 the memory state; a device fold is not written yet), so they cannot be captured in a
-// CUDA graph.
+// of the continued document run on the host in fp32 (cp::continuedStartState, the one definition of the fold):
+// each state is folded once, on a rank that continues a document — the preconditioner in phase 1, the memory
+// state in phase 2 — and each fold waits for the stream twice (to read the gathered slots, and for its result's
+// copy to the device to leave the host buffer). So phases 1 and 2 each synchronise twice on such a rank and not at
+// all on another, and cannot be captured in a CUDA graph (a device fold is not written yet).
 #pragma once
 
 #include <cstddef>
@@ -72,7 +73,8 @@ struct PiecePrecond {
   TensorView doc_initial;    ///< [N, H, K] the documents' initial states; not given = zero (ema_sq_squash only:
                              ///< hypergrad_ogd requires it, since its default is the spec's init)
   TensorView doc_final;      ///< [N, H, K] out (phase 2), optional: the rows of the documents this rank finishes
-  TensorView local_initial;  ///< [n, H, K] scratch (n = the rank's fragments): the fragments' folded starts
+  TensorView local_initial;  ///< [n, H, K] (n = the rank's fragments): the fragments' starts, filled by phase 1 and
+                             ///< read by phase 2 (the same tensor, unchanged between them)
   TensorView local_final;    ///< [n, H, K] scratch, needed when doc_final is given and n > 0
 };
 
@@ -100,13 +102,14 @@ void publishPiecePrecondSummary(Runtime& runtime, const Package& package, const 
 /// the preconditioner round (it needs the overload below); then as Runtime::forwardSummary.
 void publishPieceSummary(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,
                          const ForwardTensors& piece, void* send, const LaunchOptions& options = {});
-/// Phase 1 with the preconditioner round: first the fragments' accumulator starts into precond.local_initial
-/// (a fragment starting its document: its doc_initial row or zero; a continued fragments[0]: the fold of the
-/// foldFrom slots of precond.gathered over its doc_initial row, on the host after one stream synchronisation),
-/// then the memory summary as above with them as the piece's initial_precond_state. Only when continuesOut;
-/// otherwise nothing. A package without the preconditioner round takes the overload above. Throws as above, and
-/// for a PiecePrecond tensor of the wrong shape, dtype or device, or a null precond.gathered on a rank that
-/// continues a document.
+/// Phase 1 with the preconditioner round: on every rank with fragments (whether it publishes or not), the
+/// fragments' accumulator starts into precond.local_initial (a fragment starting its document: its doc_initial
+/// row or zero; a continued fragments[0]: cp::continuedStartState of the foldFrom slots of precond.gathered over
+/// its doc_initial row, on the host: the stream is synchronised twice); then, when continuesOut, the memory
+/// summary as above with them as the piece's initial_precond_state. Phase 2 runs from these starts, so call it
+/// with the same precond.local_initial. A package without the preconditioner round takes the overload above.
+/// Throws as above, and for a PiecePrecond tensor of the wrong shape, dtype or device, or a null
+/// precond.gathered on a rank that continues a document.
 void publishPieceSummary(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,
                          const ForwardTensors& piece, const PiecePrecond& precond, void* send,
                          const LaunchOptions& options = {});
@@ -121,20 +124,22 @@ struct PieceStates {
 
 /// Phase 2 for `rank`, after the gather: fills local_initial (each fragment starting a document gets its
 /// doc_initial row or zero; a continued fragments[0] gets X = doc_initial[n] (or 0); for j in foldFrom:
-/// X = M_j X + E_j, over the gathered slots in `gathered`, G slots of memorySummaryLayout, device), runs the
-/// piece's forward from it (piece.o receives the rank's rows of o; a rank whose range holds only padding
-/// gets its o rows zeroed), and writes doc_final's rows of the documents whose last token the rank holds,
-/// and of the empty documents the plan assigns it (plan.finalStateRank; their initial state). All on
-/// options.stream; the host waits for that stream once, before the fold, when fragments[0] continues a
-/// document. Throws RuntimeError{InvalidArgument} as publishPieceSummary, and for a PieceStates tensor of
-/// the wrong shape, dtype or device; then as Runtime::forward.
+/// X = M_j X + E_j, cp::continuedStartState over the gathered slots in `gathered`, G slots of
+/// memorySummaryLayout, device), runs the piece's forward from it (piece.o receives the rank's rows of o; a
+/// rank whose range holds only padding gets its o rows zeroed), and writes doc_final's rows of the documents
+/// whose last token the rank holds, and of the empty documents the plan assigns it (plan.finalStateRank;
+/// their initial state). All on options.stream; when fragments[0] continues a document the host waits for
+/// that stream twice (before the fold, to read the slots, and after it, for the start's copy to the device).
+/// Throws RuntimeError{InvalidArgument} as publishPieceSummary, and for a PieceStates tensor of the wrong
+/// shape, dtype or device; then as Runtime::forward.
 void runPieceForward(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,
                      const ForwardTensors& piece, const void* gathered, const PieceStates& states,
                      const LaunchOptions& options = {});
-/// Phase 2 with the preconditioner round: precond.local_initial is filled again as in phase 1 (every rank, not
-/// only those that published), the piece runs from both start states (memory and accumulator), precond.local_final
-/// receives the fragments' end accumulators and precond.doc_final the rows of the documents the rank finishes (the
-/// same rows as doc_final). Throws as above and as phase 1 with a PiecePrecond.
+/// Phase 2 with the preconditioner round: the piece runs from both start states, the memory state's folded here
+/// and the accumulator's that phase 1 left in precond.local_initial (not folded again: precond.gathered is not
+/// read); precond.local_final receives the fragments' end accumulators and precond.doc_final the rows of the
+/// documents the rank finishes (the same rows as doc_final). Throws as above and as phase 1 with a PiecePrecond
+/// (precond.gathered may be null).
 void runPieceForward(Runtime& runtime, const Package& package, const cp::Plan& plan, int rank,
                      const ForwardTensors& piece, const void* gathered, const PieceStates& states,
                      const PiecePrecond& precond, const LaunchOptions& options = {});
@@ -143,9 +148,8 @@ void runPieceForward(Runtime& runtime, const Package& package, const cp::Plan& p
 /// (plan.rank[rank].continuesIn; throws std::invalid_argument otherwise),
 ///   A = docInitRow (null = zero);  for j in foldFrom: A = Γ_j ⊙ A + Σ_j      (fullMap false: diagonal M)
 ///   d = docInitRow (null = zero);  for j in foldFrom: d = M_j d + e_j        (fullMap true: M_j K×K per head)
-/// (segment::foldSegments) over `gathered`, G slots of precondSummaryLayout(·, headsQK, keyDim, fullMap) in host
-/// fp32 (only the foldFrom slots are read). The same value as cp::rankStartStates' row 0 with that layout.
-/// Testable without a GPU.
+/// over `gathered`, G slots of precondSummaryLayout(·, headsQK, keyDim, fullMap) in host fp32 (only the foldFrom
+/// slots are read): cp::continuedStartState with that layout, the fold phase 1 runs. Testable without a GPU.
 std::vector<float> foldPrecondStart(const cp::Plan& plan, int rank, std::int64_t headsQK, std::int64_t keyDim,
                                     bool fullMap, const float* gathered, const float* docInitRow);
 

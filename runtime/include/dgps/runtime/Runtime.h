@@ -173,8 +173,8 @@ class Runtime {
   ///   gamma  M [H, K, K] f32 device, row-major (d_end[i] = Σ_j M[i][j] d_start[j] + e[i])
   ///   sigma  e [H, K] f32 device: the sequence's end d from d = 0 (not the spec's init)
   /// computed by precond_summary, precond_scan from d = 0 (e), then with every chunk's affine part a zeroed in the
-  /// hgvec buffer K precond_scan passes from the unit vectors (column i of M from e_i): K + 1 scans.
-  /// Enqueued on options.stream; no host synchronisation.
+  /// hgvec buffer K precond_scan passes from the unit vectors (column i of M from e_i): K + 1 scans, 2K + 5 driver
+  /// calls (docs/context_parallel.md says what bounds them). Enqueued on options.stream; no host synchronisation.
   /// `tensors` as for forwardSummary (its states are ignored; o is not written). The workspace must hold
   /// forwardPrecondSummaryWorkspaceBytes. Throws RuntimeError{InvalidArgument} (nothing launched) when the package
   /// has no preconditioner state or contextParallelSupport refuses it, `sequence` is outside [0, N), or gamma /
@@ -182,7 +182,7 @@ class Runtime {
   void forwardPrecondSummary(const Package& package, const ForwardTensors& tensors, std::int64_t sequence,
                              const TensorView& gamma, const TensorView& sigma, const LaunchOptions& options = {});
   /// Scratch bytes forwardPrecondSummary needs for `problem` and `config`: the plain forward's workspace plus
-  /// three [N, H, K] f32 scan buffers.
+  /// three f32 scan buffers of N·H·K + K floats each.
   std::size_t forwardPrecondSummaryWorkspaceBytes(const Package& package, const ForwardProblem& problem,
                                                   const TileConfig& config) const;
 
