@@ -39,8 +39,9 @@
 // of the continued document run on the host in fp32 (cp::continuedStartState, the one definition of the fold):
 // each state is folded once, on a rank that continues a document — the preconditioner in phase 1, the memory
 // state in phase 2 — and each fold waits for the stream twice (to read the gathered slots, and for its result's
-// copy to the device to leave the host buffer). So phases 1 and 2 each synchronise twice on such a rank and not at
-// all on another, and cannot be captured in a CUDA graph (a device fold is not written yet).
+// copy to the device to leave the host buffer). So such a rank synchronises twice in phase 2 and, with the
+// preconditioner round, twice in phase 1; another rank never. A phase that folds cannot be captured in a CUDA
+// graph (a device fold is not written yet).
 #pragma once
 
 #include <cstddef>
