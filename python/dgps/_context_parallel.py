@@ -9,11 +9,15 @@ rank planned the same split.
                                           this rank's last fragment's preconditioner summary, (Γ, Σ) or for
                                           hypergrad_ogd (M, e), into its slot
     all-gather                            one fixed-size slot per rank (2·H·K floats, or H·K·(K + 1))
-    phase 1 (Runtime.cp_publish)          this rank's last fragment summarised as (M, E) into its slot, when the
-                                          document continues on a later rank (from the folded accumulator start)
+    phase 1 (Runtime.cp_publish)          with a preconditioner state, first the fragments' accumulator starts
+                                          (folded from phase 0's slots, into precond_local_initial, on every
+                                          rank); this rank's last fragment summarised as (M, E) into its slot,
+                                          when the document continues on a later rank
     all-gather                            one fixed-size slot per rank over the group
-    phase 2 (Runtime.cp_run)              the continued document's starts folded from the earlier slots, the
-                                          piece run from its start states, the final states of the documents it ends
+    phase 2 (Runtime.cp_run)              the continued document's memory start folded from the earlier slots,
+                                          the piece run from its start states (the accumulator's from phase 1:
+                                          the same precond_local_initial), the final states of the documents it
+                                          ends
 
 Before the phases the ranks all-gather a fixed-size header: what each rank planned (group size, rank, token
 range, T, N, H, HV, K, V and a hash of cu_seqlens), or that it refused its arguments. Every rank compares all
