@@ -1,6 +1,7 @@
 // Column plan of the chunk_local token area (TileVectorColumns.h).
 #include "TileVectorColumns.h"
 
+#include <utility>
 #include <vector>
 
 #include "dgps/Dialect/Tile/IR/Tile.h"
@@ -26,31 +27,48 @@ Value storageOf(Value v) {
   return v;
 }
 
+/// A set of vectors read together at one row, and how hot the read is (a rough count of reads per row).
+struct ReadSet {
+  std::vector<Value> values;
+  int weight;
+};
+
 /// The sets of vectors read together at one row, hottest first (see planVectorColumns).
-std::vector<std::vector<Value>> setsReadTogether(Block& body) {
-  std::vector<std::vector<Value>> scan, columns, rows, records;
-  auto add = [](std::vector<std::vector<Value>>& to, std::initializer_list<Value> values) {
+std::vector<ReadSet> setsReadTogether(Block& body) {
+  std::vector<ReadSet> scan, columns, rows, records;
+  auto add = [](std::vector<ReadSet>& to, int weight, std::initializer_list<Value> values) {
     std::vector<Value> set;
     for (Value v : values)
       if (isRowVector(v) && !llvm::is_contained(set, storageOf(v))) set.push_back(storageOf(v));
-    if (set.size() >= 2) to.push_back(set);
+    if (set.size() >= 2) to.push_back({set, weight});
   };
   for (Operation& op : body) {
-    if (auto s = dyn_cast<ChannelScanOp>(op)) add(scan, {s.getA(), s.getB()});
+    // every channel's scan reads a_i, b_i of every row
+    if (auto s = dyn_cast<ChannelScanOp>(op)) add(scan, 100, {s.getA(), s.getB()});
     if (auto p = dyn_cast<LowerProductsOp>(op)) {
-      add(columns, {p.getCol(), p.getGate()});
+      // each 16x16 block reads the column factor and gate of 4 columns and the row factors of 2 rows per lane
+      add(columns, 20, {p.getCol(), p.getGate()});
       const size_t np = p.getRowA().size();
-      add(rows, {p.getRowA()[0], p.getRowB()[0], np > 1 ? p.getRowA()[1] : Value(), np > 1 ? p.getRowB()[1] : Value(),
-                 p.getGate()});
+      add(rows, 10, {p.getRowA()[0], p.getRowB()[0], np > 1 ? p.getRowA()[1] : Value(),
+                     np > 1 ? p.getRowB()[1] : Value(), p.getGate()});
     }
     if (auto r = dyn_cast<StoreTokenRecordOp>(op)) {
-      const bool fields = r.getFields().size() == 2;
-      add(records, {r.getA(), r.getB(), r.getC(), r.getGate(), fields ? r.getFields()[0] : Value(),
-                    fields ? r.getFields()[1] : Value()});
+      // once per row: its first two factors together, the step coefficients together, then the rest
+      add(records, 2, {r.getA(), r.getB()});
+      if (r.getFields().size() == 2) add(records, 2, {r.getFields()[0], r.getFields()[1]});
+      add(records, 1, {r.getA(), r.getB(), r.getC(), r.getGate()});
     }
   }
   for (auto* more : {&columns, &rows, &records}) scan.insert(scan.end(), more->begin(), more->end());
   return scan;
+}
+
+/// Shared loads that read the columns `mask` of one 16-byte group: one for columns within one 8-byte pair or a
+/// run from the group's first column (a 16-byte load), else one per 8-byte pair touched.
+int loadsInGroup(unsigned mask) {
+  if (mask == 0) return 0;
+  if ((mask & 0x3u) == mask || (mask & 0xcu) == mask || mask == 0x7u || mask == 0xfu) return 1;
+  return ((mask & 0x3u) ? 1 : 0) + ((mask & 0xcu) ? 1 : 0);
 }
 
 /// The token-area columns being handed out.
@@ -95,6 +113,23 @@ class ColumnPlan {
       }
   }
 
+  /// Swaps the contents of two columns (either may be free) while that lowers cost(); the greedy placement
+  /// can leave a colder set's pair unaligned inside a group that a hotter set filled in another order.
+  void improve(const std::vector<ReadSet>& sets) {
+    for (bool better = true; better;) {
+      better = false;
+      for (int x = 0; x < kTokenVectorColumns; ++x)
+        for (int y = x + 1; y < kTokenVectorColumns; ++y) {
+          const int before = cost(sets);
+          swapColumns(x, y);
+          if (cost(sets) < before)
+            better = true;
+          else
+            swapColumns(x, y);
+        }
+    }
+  }
+
   std::map<const void*, int> result() const { return column_; }
 
  private:
@@ -121,6 +156,27 @@ class ColumnPlan {
     return best;
   }
 
+  /// Weighted shared loads of all sets.
+  int cost(const std::vector<ReadSet>& sets) const {
+    int total = 0;
+    for (const ReadSet& set : sets) {
+      unsigned mask[kTokenVectorColumns / kGroup] = {};
+      for (Value v : set.values)
+        if (has(v)) mask[of(v) / kGroup] |= 1u << (of(v) % kGroup);
+      for (unsigned m : mask) total += set.weight * loadsInGroup(m);
+    }
+    return total;
+  }
+
+  void swapColumns(int x, int y) {
+    for (auto& [v, c] : column_)
+      if (c == x)
+        c = y;
+      else if (c == y)
+        c = x;
+    std::swap(used_[x], used_[y]);
+  }
+
   std::map<const void*, int> column_;
   bool used_[kTokenVectorColumns] = {};
 };
@@ -130,16 +186,16 @@ class ColumnPlan {
 std::map<const void*, int> planVectorColumns(Block& body) {
   static_assert(kTokenVectorColumns % kGroup == 0, "whole 16-byte groups");
   ColumnPlan plan;
-  for (const std::vector<Value>& set : setsReadTogether(body)) {
-    // a set whose members are all placed, or all but one with no room beside them, is done
-    while (llvm::any_of(set, [&](Value v) { return !plan.has(v); }))
-      if (!plan.placeSome(set)) break;
-  }
+  const std::vector<ReadSet> sets = setsReadTogether(body);
+  for (const ReadSet& set : sets)
+    while (llvm::any_of(set.values, [&](Value v) { return !plan.has(v); }))
+      if (!plan.placeSome(set.values)) break;  // every column taken
   // the other vectors, in order of definition
   for (Operation& op : body)
     if (!isa<CumsumOp>(op))
       for (Value r : op.getResults())
         if (isRowVector(r) && !plan.has(r)) plan.placeAnywhere(r);
+  plan.improve(sets);
   return plan.result();
 }
 

@@ -22,8 +22,10 @@ constexpr int kTokenVectorColumns = 12;
 /// tile.lower_products (read for every column of each 16x16 block), its per-row factors and gate, then the
 /// fields of tile.store_token_record (once per row). A set joins the group of its members already placed if it
 /// has room, else takes a group with room for all of it; within a group, free mates of placed members first,
-/// then whole free pairs. The other vectors fill the remaining columns in order of definition. Vectors beyond
-/// kTokenVectorColumns get no column (the emitter reports them).
+/// then whole free pairs. The other vectors fill the remaining columns in order of definition. Then columns are
+/// swapped while that lowers the weighted count of shared loads of all sets (a group's columns within one
+/// 8-byte pair or a run from its first column cost one load, else one per 8-byte pair touched). Vectors
+/// beyond kTokenVectorColumns get no column (the emitter reports them).
 std::map<const void*, int> planVectorColumns(mlir::Block& body);
 
 }  // namespace dgps
