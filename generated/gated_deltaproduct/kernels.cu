@@ -35,14 +35,14 @@ extern "C" __global__ void dgps_gated_deltaproduct_fwd_chunk_local(dgps::Forward
   t::load_rows16_mapped<C, KP>(t0, PQ, a.q, at, H, h, K, t::RowMap{2, 1});
   uint16_t* const t1 = dev::smem_at<uint16_t>(sm, L.k);
   t::load_rows16<C, KP>(t1, PQ, a.k, at, H, h, K);
-  const t::RowVec t2{sVec + 0, 8};
-  const t::RowVec t3{sVec + 1, 8};
+  const t::RowVec t2{sVec + 1, 8};
+  const t::RowVec t3{sVec + 2, 8};
   for (int i = dev::tid(); i < C; i += dev::nthreads()) {
     t::load_row_scalars_mapped(t2, a.g, at, HV, hv, t::RowMap{2, 0}, 0.f, i);
     t::load_row_scalars(t3, a.beta, at, HV, hv, i);
   }
   t::wait_rows();
-  const t::RowVec t4{sVec + 2, 8};
+  const t::RowVec t4{sVec + 0, 8};
   const t::RowVec t5{sVec + 3, 8};
   t::row_rsqrt_norm<C, KP, Codec>(t4, t1, t5, t0, PQ, 1e-06f, at.Lr);
   t::cumsum_rows<C>(t2, 1.442695f);
@@ -122,6 +122,7 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dg
   }
   for (int64_t c = 0; c < nch; ++c) {
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    const int64_t t0 = sq.bos + c * C;
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
     if (STAGES == 2) {
       if (c + 1 < nch) stage(c + 1);
@@ -151,7 +152,7 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dg
     t::state_times_rows<C, KP, kWG, true>(XQ, XR, S, sQ, sK);
     t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));
     t::lower_readout<C, PC, 8>(XQ, NA, N, sTok + 0, dev::smem_at<uint16_t>(st, L.aqk));
-    t::store_rows_mapped<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + hv * V, HV * V, sq.bos + c * C, t::RowMap{2, 1}, v0, V, Lr, ct, NT, [] { dev::sync_threads(); });
+    t::store_rows_mapped<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + hv * V, HV * V, t0, t::RowMap{2, 1}, v0, V, Lr, ct, NT, [] { dev::sync_threads(); });
     t::state_scale<KP>(S, sTok[C * 8 + 0]);
     t::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);
     dev::sync_threads();  // this stage may be overwritten from here on

@@ -299,6 +299,7 @@ static __device__ __forceinline__ void dgps_gdn_fwd_segment_state_output_walk0(c
   }
   for (int64_t c = c0; c < nch; ++c) {
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    const int64_t t0 = sq.bos + c * C;
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
     if (STAGES == 2) {
       if (c + 1 < nch) stage(c + 1);
@@ -328,7 +329,7 @@ static __device__ __forceinline__ void dgps_gdn_fwd_segment_state_output_walk0(c
     t::state_times_rows<C, KP, kWG, true>(XQ, XR, S, sQ, sK);
     t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));
     t::lower_readout<C, PC, 8>(XQ, NA, N, sTok + 0, dev::smem_at<uint16_t>(st, L.aqk));
-    t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + ((sq.bos + c * C) * HV + hv) * V, HV * V, v0, V, Lr, ct, NT, [] { dev::sync_threads(); });
+    t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + (t0 * HV + hv) * V, HV * V, v0, V, Lr, ct, NT, [] { dev::sync_threads(); });
     t::state_scale<KP>(S, sTok[C * 8 + 0]);
     t::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);
     dev::sync_threads();  // this stage may be overwritten from here on

@@ -1,7 +1,8 @@
 // The chunk-role tile emitter (TileEmitter.h emitTileChunkKernel): a chunk_local tile function -> CUDA calling
 // runtime/device/dgps/tile. Shared tiles are placed in the role's shared-memory layout (launch_rules.h
 // chunkLocalSmem): 16-bit [C, K] rows in the q, k slots in order of loading, the f32 [C, K] gate in G, [C, C]
-// blocks in A, [C] vectors in the columns of the [C][8] token area. In-place ops reuse their operand's name.
+// blocks in A, [C] vectors in the columns of the token area (TileVectorColumns.h: vectors read together at one
+// row share an 8-byte pair of columns). In-place ops reuse their operand's name.
 //
 // Two fusions, decided here so that the tile ops stay one idea each (docs/architecture.md, "Tile IR"):
 //  - Row-local ops (each writes row i of a [C] vector from row i of its operands: per-row scalar loads, fills,
@@ -25,16 +26,13 @@
 #include "dgps/Emit/Package.h"
 #include "dgps/Emit/TileEmitter.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "TileVectorColumns.h"
 
 using namespace mlir;
 using namespace dgps::tile;
 
 namespace dgps {
 namespace {
-
-/// [C] vectors live in the columns of the token area (launch_rules.h ChunkLocalSmem tok): 8 columns of its
-/// [C][8] part, then 4 of its [C][4] part (the span scratch of the gated products follows at C·12).
-constexpr int kVectorColumns = 12;
 
 /// A ForwardArgs tensor a chunk_local load may read: 16-bit input rows or f32.
 struct Field {
@@ -56,6 +54,7 @@ class ChunkEmitter {
       : os_(os), diagonalGate_(features.decay == 2), precond_(features.precond == 1), keySide_(features.side == 0) {}
 
   LogicalResult block(Block& body) {
+    columns_ = planVectorColumns(body);
     for (Operation& op : body)
       if (failed(emit(op))) return failure();
     flushEncodes();
@@ -79,8 +78,6 @@ class ChunkEmitter {
     auto t = cast<TileType>(v.getType());
     const std::string n = name(v);
     if (t.getRank() == 1) {
-      if (vecUsed_ == kVectorColumns)
-        return op->emitOpError() << "needs more than " << kVectorColumns << " [C] vectors (the token area's columns)";
       if (t.getDims()[0] == Extent::K) {
         if (!precond_) return op->emitOpError("needs a [K] vector, which the layout has only with a preconditioner");
         if (pstateUsed_) return op->emitOpError("needs a second [K] vector (the layout has one, pstate)");
@@ -88,7 +85,12 @@ class ChunkEmitter {
         os_ << "  float* const " << n << " = dev::smem_at<float>(sm, L.pstate);\n";
         return success();
       }
-      const int col = vecUsed_++;
+      // the span scratch of the gated products follows the columns at C·12
+      auto planned = columns_.find(v.getAsOpaquePointer());
+      if (planned == columns_.end())
+        return op->emitOpError() << "needs more than " << kTokenVectorColumns
+                                 << " [C] vectors (the token area's columns)";
+      const int col = planned->second;
       if (col < 8)
         os_ << "  const t::RowVec " << n << "{sVec + " << col << ", 8};\n";
       else
@@ -457,7 +459,8 @@ class ChunkEmitter {
   /// last barrier.
   std::vector<std::string> encodes_;
   bool otherThreadsReadRows_ = false;
-  int vecUsed_ = 0, rowsUsed_ = 0, products_ = 0;
+  std::map<const void*, int> columns_;  ///< the token-area column of each [C] vector (planVectorColumns)
+  int rowsUsed_ = 0, products_ = 0;
   bool blockUsed_ = false, gateUsed_ = false, pendingLoads_ = false, pstateUsed_ = false;
 };
 

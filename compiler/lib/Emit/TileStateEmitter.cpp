@@ -210,6 +210,10 @@ void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end) {
   const bool rawQ = w.getQuery() == "q" && !(split && *w.getRescale() == WalkOperand::query);
   const bool rawK = (w.getReadKey() && *w.getReadKey() == "k") || w.getWriteKey() == "k";
   os << "    unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;\n";
+  // the chunk's first token, taken at the top of the step as the device library's state_output does: summed at
+  // the store instead, it was the one place where kda's PTX differed from the library's (the SASS then differed
+  // in its uniform-datapath code)
+  if (out) os << "    const int64_t t0 = sq.bos + c * C;\n";
   os << "    const int Lr = (int)dev::lmin(C, sq.len - c * C);\n";
   os << "    if (STAGES == 2) {\n      if (c + 1 < " << end << ") stage(c + 1);\n      dev::cp_async_commit();\n"
         "      dev::cp_async_wait<1>();\n    } else {\n      dev::cp_async_wait<0>();\n    }\n";
@@ -243,10 +247,10 @@ void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end) {
     // rows of o that are not 32-byte aligned (V = 120) are stored whole by all threads after one barrier
     if (w.getRowSteps())  // o has one row per token: written from the step rows of the output's phase
       os << "    t::store_rows_mapped<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + hv * V, HV * V, "
-            "sq.bos + c * C, "
+            "t0, "
          << rowMapOf(w, false) << ", v0, V, Lr, ct, NT, [] { " << syncCons << "; });\n";
     else
-      os << "    t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + ((sq.bos + c * C) * HV + hv) * V, "
+      os << "    t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + (t0 * HV + hv) * V, "
           "HV * V, v0, V, Lr, ct, NT, [] { "
        << syncCons << "; });\n";
   }
