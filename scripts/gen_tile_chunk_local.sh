@@ -23,6 +23,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${2:-$root/build}"
 dgpsc="${DGPSC:-$build/compiler/tools/dgpsc/dgpsc}"
 codegen="${CODEGEN:-tile-chunk-local}"
+# the walks rebuild the preconditioned write key unless WRITE_KEY says otherwise (dgpsc --write-key): the
+# workspace is then the device library's, which tile.chunk_local_emu.* compares bit for bit
+writekey="${WRITE_KEY:-rebuilt}"
 if [[ ! -x "$dgpsc" ]]; then
   echo "gen_tile_chunk_local.sh: dgpsc not found at $dgpsc (build the compiler, or set DGPSC)" >&2
   exit 1
@@ -38,7 +41,7 @@ trap 'rm -rf "$logs"' EXIT
 one() {
   local spec="$1" name
   name="$(basename "$spec" .yaml)"
-  if "$dgpsc" compile "$spec" -o "$out/$name" --codegen="$codegen" 2>"$logs/$name.log"; then
+  if "$dgpsc" compile "$spec" -o "$out/$name" --codegen="$codegen" --write-key="$writekey" 2>"$logs/$name.log"; then
     echo ok >"$logs/$name.status"
   elif grep -q "has no tile lowering in chunk_local" "$logs/$name.log"; then
     rm -rf "${out:?}/$name"

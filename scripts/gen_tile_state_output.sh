@@ -22,6 +22,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${2:-$root/build}"
 dgpsc="${DGPSC:-$build/compiler/tools/dgpsc/dgpsc}"
 extra="${EXTRA_CODEGEN:+,$EXTRA_CODEGEN}"
+# the walks rebuild the preconditioned write key unless WRITE_KEY says otherwise (dgpsc --write-key): o and the
+# final state are then bit-identical to the device library's, which tile.state_output_emu.* checks
+writekey="${WRITE_KEY:-rebuilt}"
 if [[ ! -x "$dgpsc" ]]; then
   echo "gen_tile_state_output.sh: dgpsc not found at $dgpsc (build the compiler, or set DGPSC)" >&2
   exit 1
@@ -34,7 +37,7 @@ skipped=()
 unpackaged=()
 # compile SPEC CODEGEN: 0 on success, 3 when a role has no tile lowering (log kept in $log), else exits
 compile() {
-  if "$dgpsc" compile "$1" -o "$out/$name" --codegen="$2" 2>"$log"; then return 0; fi
+  if "$dgpsc" compile "$1" -o "$out/$name" --codegen="$2" --write-key="$writekey" 2>"$log"; then return 0; fi
   rm -rf "${out:?}/$name"
   if grep -q "has no tile lowering in \|has no state_output tile emitter\|does not print yet" "$log"; then return 3; fi
   cat "$log" >&2
