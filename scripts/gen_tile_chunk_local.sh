@@ -9,6 +9,8 @@
 #   scripts/gen_tile_chunk_local.sh OUTDIR [BUILD_DIR]   (dgpsc at BUILD_DIR/compiler/tools/dgpsc/dgpsc)
 #   DGPSC=/path/to/dgpsc scripts/gen_tile_chunk_local.sh OUTDIR
 #   CODEGEN=tile-decode,tile-chunk-local scripts/gen_tile_chunk_local.sh OUTDIR   (both tile kernels)
+#   WRITE_KEY=auto scripts/gen_tile_chunk_local.sh OUTDIR   (dgpsc --write-key; default rebuilt: the device library's
+#   workspace, which tile.chunk_local_emu.* compares bit for bit)
 #   CODEGEN=device-library scripts/gen_tile_chunk_local.sh OUTDIR   (the same specs through the device library:
 #     the reference packages of tile.chunk_local_emu.*, independent of dgpsc's --codegen default)
 #   JOBS=N: dgpsc runs in parallel (default: every core)

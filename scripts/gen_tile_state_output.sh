@@ -11,6 +11,9 @@
 #   scripts/gen_tile_state_output.sh OUTDIR [BUILD_DIR]   (dgpsc at BUILD_DIR/compiler/tools/dgpsc/dgpsc)
 #   DGPSC=/path/to/dgpsc scripts/gen_tile_state_output.sh OUTDIR
 #   EXTRA_CODEGEN=tile-decode scripts/gen_tile_state_output.sh OUTDIR   (also the decode kernel on tiles)
+#   WRITE_KEY=stored|segments|auto scripts/gen_tile_state_output.sh OUTDIR   (dgpsc --write-key; default rebuilt,
+#   the form tile.state_output_emu.* compares bit for bit with the device library; stored and segments only for
+#   the key-side preconditioned specs: PACKAGES of scripts/bench_tile_state_output.sh)
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
