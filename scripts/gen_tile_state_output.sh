@@ -39,6 +39,7 @@ localOnly=()
 skipped=()
 unpackaged=()
 rebuiltOnly=()
+storedOnly=()
 # compile SPEC CODEGEN: 0 on success, 3 when a role has no tile lowering (log kept in $log), else exits
 compile() {
   if "$dgpsc" compile "$1" -o "$out/$name" --codegen="$2" --write-key="$writekey" 2>"$log"; then return 0; fi
@@ -48,6 +49,12 @@ compile() {
   if grep -q "has no key-side preconditioner" "$log" &&
     "$dgpsc" compile "$1" -o "$out/$name" --codegen="$2" --write-key=rebuilt 2>"$log"; then
     rebuiltOnly+=("$name")
+    return 0
+  fi
+  # segments with a per-channel decay (the stored key is opw, which every walk reads): stored, listed
+  if grep -q "write-key segments: with a per-channel decay" "$log" &&
+    "$dgpsc" compile "$1" -o "$out/$name" --codegen="$2" --write-key=stored 2>"$log"; then
+    storedOnly+=("$name")
     return 0
   fi
   if grep -q "has no tile lowering in \|has no state_output tile emitter\|does not print yet" "$log"; then return 3; fi
@@ -74,4 +81,4 @@ for spec in "$root"/specs/*.yaml; do
 done
 echo "gen_tile_state_output.sh: in $out: both chunk roles on tiles: ${both[*]:-none}; chunk_local only (state_output" \
   "has no tile lowering): ${localOnly[*]:-none}; skipped: ${skipped[*]:-none}; not packaged (no generated/" \
-  "package): ${unpackaged[*]:-none}${rebuiltOnly[*]:+; write key rebuilt (no key-side preconditioner): ${rebuiltOnly[*]}}"
+  "package): ${unpackaged[*]:-none}${rebuiltOnly[*]:+; write key rebuilt (no key-side preconditioner): ${rebuiltOnly[*]}}${storedOnly[*]:+; write key stored for every walk (per-channel decay): ${storedOnly[*]}}"
