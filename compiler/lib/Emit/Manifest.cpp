@@ -74,6 +74,14 @@ FailureOr<int> writeKeyOf(const Spec& spec, ModuleOp tileModule) {
     return fn.emitOpError() << "takes write_key " << f->write_key << " where @" << chunkLocal.getSymName()
                             << " takes " << code << " (tile.launch_features): the roles of one package share it";
   }
+  // the device library's state_output rebuilds the key in place over what it reads (opw) or from the raw key, and
+  // its launch has the producer warpgroup; the manifest would size it for a walk that loads the stored key
+  if (code == launch::kWriteKeyStored && hasKernel(spec, KernelKind::ChunkForward) &&
+      !tileModule.lookupSymbol<func::FuncOp>(spec.name + "_state_output"))
+    return chunkLocal.emitOpError() << "takes write_key 1 (every walk loads the stored write key) but state_output "
+                                       "comes from the device library, which rebuilds it: print state_output from "
+                                       "the tile IR too (dgpsc --codegen=...,tile-state-output) or store it for the "
+                                       "segment walks only (write_key 2)";
   return code;
 }
 
