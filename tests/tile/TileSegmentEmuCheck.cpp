@@ -264,7 +264,8 @@ bool checkOnce(const dgps::Spec& spec, const Loaded& pkg, const Loaded* other, c
 }  // namespace
 
 int run(int argc, char** argv) {
-  if (argc != 3 && argc != 4) return fail("usage: dgps-tile-segment-emu-check PACKAGE_DIR WORK_DIR [REBUILT_PACKAGE_DIR]");
+  if (argc != 3 && argc != 4)
+    return fail("usage: dgps-tile-segment-emu-check PACKAGE_DIR WORK_DIR [REBUILT_PACKAGE_DIR]");
   const std::string pkg = argv[1], work = argv[2], rebuilt = argc == 4 ? argv[3] : "";
   std::ifstream cu(pkg + "/kernels.cu");
   if (!cu) {

@@ -135,7 +135,8 @@ def Tile_StateWalkOp : Tile_Op<"state_walk"> {
     ::mlir::LogicalResult verifyWriteKeyForm();
   }];
   let assemblyFormat = [{
-    `start` $start `query` $query `write_key` $write_key (`as` $write_key_form^)? (`read_key` $read_key^)? `values` $values
+    `start` $start `query` $query `write_key` $write_key (`as` $write_key_form^)?
+    (`read_key` $read_key^)? `values` $values
     `record` $record (`solve` $solve^)? `readout` $readout `value_form` $value_form `carry` $carry
     (`columns` $columns^)? (`start_region` $start_region^)? (`end_region` $end_region^)?
     (`rescale` $rescale^ `scan` $scan_rows `from` $scan_start `readout` $scan_readout)?
