@@ -9,6 +9,8 @@
 #   scripts/gen_tile_chunk_local.sh OUTDIR [BUILD_DIR]   (dgpsc at BUILD_DIR/compiler/tools/dgpsc/dgpsc)
 #   DGPSC=/path/to/dgpsc scripts/gen_tile_chunk_local.sh OUTDIR
 #   CODEGEN=tile-decode,tile-chunk-local scripts/gen_tile_chunk_local.sh OUTDIR   (both tile kernels)
+#   WRITE_KEY=auto scripts/gen_tile_chunk_local.sh OUTDIR   (dgpsc --write-key; default rebuilt: the device library's
+#   workspace, which tile.chunk_local_emu.* compares bit for bit)
 #   CODEGEN=device-library scripts/gen_tile_chunk_local.sh OUTDIR   (the same specs through the device library:
 #     the reference packages of tile.chunk_local_emu.*, independent of dgpsc's --codegen default)
 #   JOBS=N: dgpsc runs in parallel (default: every core)
@@ -23,6 +25,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${2:-$root/build}"
 dgpsc="${DGPSC:-$build/compiler/tools/dgpsc/dgpsc}"
 codegen="${CODEGEN:-tile-chunk-local}"
+# the walks rebuild the preconditioned write key unless WRITE_KEY says otherwise (dgpsc --write-key): the
+# workspace is then the device library's, which tile.chunk_local_emu.* compares bit for bit
+writekey="${WRITE_KEY:-rebuilt}"
 if [[ ! -x "$dgpsc" ]]; then
   echo "gen_tile_chunk_local.sh: dgpsc not found at $dgpsc (build the compiler, or set DGPSC)" >&2
   exit 1
@@ -38,7 +43,7 @@ trap 'rm -rf "$logs"' EXIT
 one() {
   local spec="$1" name
   name="$(basename "$spec" .yaml)"
-  if "$dgpsc" compile "$spec" -o "$out/$name" --codegen="$codegen" 2>"$logs/$name.log"; then
+  if "$dgpsc" compile "$spec" -o "$out/$name" --codegen="$codegen" --write-key="$writekey" 2>"$logs/$name.log"; then
     echo ok >"$logs/$name.status"
   elif grep -q "has no tile lowering in chunk_local" "$logs/$name.log"; then
     rm -rf "${out:?}/$name"

@@ -5,6 +5,8 @@
 # state pass"). A spec without that lowering (several Householder steps per token) is listed as skipped and gets
 # no directory.
 #   scripts/gen_tile_segment.sh OUTDIR [BUILD_DIR]      (DGPSC overrides the compiler's path)
+#   WRITE_KEY=stored|segments|rebuilt|auto (default auto): dgpsc --write-key, where a key-side preconditioner's
+#   walks take P⊙k from (docs/architecture.md "The write key: stored or rebuilt")
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
@@ -28,7 +30,7 @@ for spec in "$root"/specs/*.yaml; do
   grep -Eq '^kernels:.*\bchunk_forward\b' "$spec" || continue
   [[ -f "$root/generated/$name/manifest.yaml" ]] || continue  # the compiler refuses it (no package at all)
   log="$(mktemp)"
-  if "$dgpsc" compile "$spec" -o "$out/$name" --codegen=tile-chunk-local,tile-state-output,tile-segment 2>"$log"; then
+  if "$dgpsc" compile "$spec" -o "$out/$name" --codegen=tile-chunk-local,tile-state-output,tile-segment --write-key="${WRITE_KEY:-auto}" 2>"$log"; then
     made+=("$name")
   elif grep -q "has no tile lowering in \|does not print yet" "$log"; then
     rm -rf "${out:?}/$name"

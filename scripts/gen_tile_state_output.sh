@@ -11,6 +11,9 @@
 #   scripts/gen_tile_state_output.sh OUTDIR [BUILD_DIR]   (dgpsc at BUILD_DIR/compiler/tools/dgpsc/dgpsc)
 #   DGPSC=/path/to/dgpsc scripts/gen_tile_state_output.sh OUTDIR
 #   EXTRA_CODEGEN=tile-decode scripts/gen_tile_state_output.sh OUTDIR   (also the decode kernel on tiles)
+#   WRITE_KEY=stored|segments|auto scripts/gen_tile_state_output.sh OUTDIR   (dgpsc --write-key; default rebuilt,
+#   the form tile.state_output_emu.* compares bit for bit with the device library; stored and segments only for
+#   the key-side preconditioned specs: PACKAGES of scripts/bench_tile_state_output.sh)
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
@@ -22,6 +25,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${2:-$root/build}"
 dgpsc="${DGPSC:-$build/compiler/tools/dgpsc/dgpsc}"
 extra="${EXTRA_CODEGEN:+,$EXTRA_CODEGEN}"
+# the walks rebuild the preconditioned write key unless WRITE_KEY says otherwise (dgpsc --write-key): o and the
+# final state are then bit-identical to the device library's, which tile.state_output_emu.* checks
+writekey="${WRITE_KEY:-rebuilt}"
 if [[ ! -x "$dgpsc" ]]; then
   echo "gen_tile_state_output.sh: dgpsc not found at $dgpsc (build the compiler, or set DGPSC)" >&2
   exit 1
@@ -32,10 +38,25 @@ both=()
 localOnly=()
 skipped=()
 unpackaged=()
+rebuiltOnly=()
+storedOnly=()
 # compile SPEC CODEGEN: 0 on success, 3 when a role has no tile lowering (log kept in $log), else exits
 compile() {
-  if "$dgpsc" compile "$1" -o "$out/$name" --codegen="$2" 2>"$log"; then return 0; fi
+  if "$dgpsc" compile "$1" -o "$out/$name" --codegen="$2" --write-key="$writekey" 2>"$log"; then return 0; fi
   rm -rf "${out:?}/$name"
+  # WRITE_KEY=stored / segments names a form only a key-side preconditioner has: other specs take the rebuilt one
+  # (they rebuild nothing), and are listed
+  if grep -q "has no key-side preconditioner" "$log" &&
+    "$dgpsc" compile "$1" -o "$out/$name" --codegen="$2" --write-key=rebuilt 2>"$log"; then
+    rebuiltOnly+=("$name")
+    return 0
+  fi
+  # segments with a per-channel decay (the stored key is opw, which every walk reads): stored, listed
+  if grep -q "write-key segments: with a per-channel decay" "$log" &&
+    "$dgpsc" compile "$1" -o "$out/$name" --codegen="$2" --write-key=stored 2>"$log"; then
+    storedOnly+=("$name")
+    return 0
+  fi
   if grep -q "has no tile lowering in \|has no state_output tile emitter\|does not print yet" "$log"; then return 3; fi
   cat "$log" >&2
   echo "gen_tile_state_output.sh: dgpsc failed on $1" >&2
@@ -60,4 +81,4 @@ for spec in "$root"/specs/*.yaml; do
 done
 echo "gen_tile_state_output.sh: in $out: both chunk roles on tiles: ${both[*]:-none}; chunk_local only (state_output" \
   "has no tile lowering): ${localOnly[*]:-none}; skipped: ${skipped[*]:-none}; not packaged (no generated/" \
-  "package): ${unpackaged[*]:-none}"
+  "package): ${unpackaged[*]:-none}${rebuiltOnly[*]:+; write key rebuilt (no key-side preconditioner): ${rebuiltOnly[*]}}${storedOnly[*]:+; write key stored for every walk (per-channel decay): ${storedOnly[*]}}"

@@ -46,17 +46,24 @@ std::string chunkLocalSmem(const FeatureSet& f) {
   return sum({operands, "chunk * 48 + 64", when(f.precond == 1, "KP * 4")});
 }
 
-// launch_rules.h stateOutputSmem: one 128-aligned pipeline stage times `stages`.
-std::string stateOutputSmem(const FeatureSet& f) {
-  const bool opw = f.decay == 2, opk = f.solve == 1 && f.decay == 2;
-  const bool kw = opw || (f.precond == 1 && f.side == 0);
-  const bool kraw = f.precond == 1 && opk;
+// launch_rules.h stateOutputSmem: one 128-aligned pipeline stage times `stages`; `segment`: a segment walk's
+// (FeatureSet::write_key may give it the stored write key where state_output rebuilds it).
+std::string stateOutputSmem(const FeatureSet& f, bool segment = false) {
+  const bool opw = f.decay == 2;
+  const bool kw = opw || launch::rebuildsKw(f);
+  const bool kraw = launch::rawKOwnTile(f, segment);
   const int key_tiles = 2 + (kw ? 1 : 0) + (kraw ? 1 : 0);
   const std::string stage =
       sum({std::to_string(key_tiles) + " * chunk * KP * 2", "chunk * (BV + 8) * 2",
            std::string(f.solve == 1 ? "2" : "1") + " * chunk * (chunk + 8) * 2", "(chunk + 1) * 32",
-           when(f.precond == 1, "KP * 4"), when(f.decay == 2, "KP * 4")});
+           when(launch::walkRebuilds(f, segment), "KP * 4"), when(f.decay == 2, "KP * 4")});
   return "align_up(" + stage + ", 128) * stages";
+}
+
+// launch_rules.h stateOutputThreads: one consumer warp per 16 value columns, plus a producer warpgroup where the
+// walk rebuilds a preconditioned operand (walkRebuilds; `segment`: the corrected walk segment_state_output).
+std::string walkThreads(const FeatureSet& f, bool segment) {
+  return launch::walkRebuilds(f, segment) ? "(BV / 16 + 4) * 32" : "BV / 16 * 32";
 }
 
 // launch_rules.h hypergradSummarySmem: uT [KP][C+4] f32; the raw key tile aliased with 𝒢/𝒯 [C][C+4] f32;
@@ -84,8 +91,7 @@ bool forwardGeometry(const std::string& role, const FeatureSet& f, Geometry* g) 
   } else if (role == "chunk_local") {
     *g = {"slots * HV", "warps * 32", chunkLocalSmem(f)};
   } else if (role == "state_output") {
-    // One consumer warp per 16 value columns, plus a producer warpgroup that rebuilds the preconditioned key.
-    *g = {"N * HV * cdiv(V, BV)", f.precond == 1 ? "(BV / 16 + 4) * 32" : "BV / 16 * 32", stateOutputSmem(f)};
+    *g = {"N * HV * cdiv(V, BV)", walkThreads(f, false), stateOutputSmem(f)};
   } else {
     return false;
   }
@@ -109,6 +115,7 @@ std::vector<std::pair<std::string, std::string>> workspaceBuffers(const FeatureS
   if (diag) b.push_back({"pdec", "slots * HV * K * 4"});
   if (launch::hypergradChunked(f)) b.push_back({"hgtri", "slots * H * chunk * (chunk + 1) * 2"});
   if (launch::hypergradChunked(f)) b.push_back({"hgvec", "slots * H * (2 * chunk + 4) * 4"});
+  if (launch::needPwk(f)) b.push_back({"pwk", "slots * HV * chunk * K * 2"});
   return b;
 }
 
@@ -123,17 +130,18 @@ const char* const kSegmentSlots = "select(varlen, T / (chunk * L) + N, N * cdiv(
 bool segmentGeometry(const std::string& role, const FeatureSet& f, Geometry* g) {
   const std::string slots = std::string(kSegmentSlots) + " * HV";
   // one consumer warp per 16 value columns, plus state_output's producer warpgroup where the walk rebuilds an
-  // operand it reads: the write key in both kernels, the query only in the corrected walk (it alone writes o)
+  // operand it reads: the write key in both kernels (unless FeatureSet::write_key gives the segment walks the
+  // stored one), the query only in the corrected walk (it alone writes o)
   const std::string consumers = "BV / 16 * 32", withProducers = "(BV / 16 + 4) * 32";
   if (role == "segment_summary") {
-    *g = {slots + " * (cdiv(V, BV) + cdiv(K, BV))", launch::rebuildsKw(f) ? withProducers : consumers,
-          stateOutputSmem(f)};
+    *g = {slots + " * (cdiv(V, BV) + cdiv(K, BV))", launch::walkRebuildsKw(f, true) ? withProducers : consumers,
+          stateOutputSmem(f, true)};
   } else if (role == "segment_fold") {
     const std::string cols = std::to_string(launch::kSegmentFoldCols);
     *g = {"N * HV * cdiv(V, " + cols + ")", std::to_string(launch::kSegmentFoldThreads),
           "(2 * K * (K + 4) + 2 * K * " + cols + ") * 4"};
   } else if (role == "segment_state_output") {
-    *g = {slots + " * cdiv(V, BV)", f.precond == 1 ? withProducers : consumers, stateOutputSmem(f)};
+    *g = {slots + " * cdiv(V, BV)", walkThreads(f, true), stateOutputSmem(f, true)};
   } else {
     return false;
   }

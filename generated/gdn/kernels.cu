@@ -26,7 +26,7 @@ static __device__ __forceinline__ void dgps_gdn_fwd_segment_summary_walk0(const 
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
   // The launch contract shared with the other roles: workspace and shared-memory layout only.
   constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{1, 1, 0, 0, 0, 1};
-  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16);
+  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16, true);
   const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), dev::tile_of());
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of the V value columns
@@ -120,7 +120,7 @@ static __device__ __forceinline__ void dgps_gdn_fwd_segment_summary_walk1(const 
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
   // The launch contract shared with the other roles: workspace and shared-memory layout only.
   constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{1, 1, 0, 0, 0, 1};
-  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16);
+  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16, true);
   const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), dev::tile_of());
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of M's K columns (a K x K state)
@@ -251,7 +251,7 @@ static __device__ __forceinline__ void dgps_gdn_fwd_segment_state_output_walk0(c
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
   // The launch contract shared with the other roles: workspace and shared-memory layout only.
   constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{1, 1, 0, 0, 0, 1};
-  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16);
+  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16, true);
   const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), dev::tile_of());
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of the V value columns
@@ -339,7 +339,7 @@ static __device__ __forceinline__ void dgps_gdn_fwd_segment_state_output_walk0(c
     }
   }
 }
-extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dgps::launch::FeatureSet{1, 1, 0, 0, 0, 1}, dgps::cfg::BV), 1) dgps_gdn_fwd_segment_state_output(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dgps::launch::FeatureSet{1, 1, 0, 0, 0, 1}, dgps::cfg::BV, true), 1) dgps_gdn_fwd_segment_state_output(dgps::ForwardArgs a) {
   // Generated from tile IR (gdn_segment_state_output, grid segment: one CTA per segment slot, value head and tile; launch_rules.h segmentGeometry).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   int64_t bid = dgps::dev::block_x();

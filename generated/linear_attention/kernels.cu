@@ -26,7 +26,7 @@ static __device__ __forceinline__ void dgps_linear_attention_fwd_segment_summary
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
   // The launch contract shared with the other roles: workspace and shared-memory layout only.
   constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{0, 0, 0, 0, 0, 0};
-  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16);
+  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16, true);
   const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), dev::tile_of());
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of the V value columns
@@ -117,7 +117,7 @@ static __device__ __forceinline__ void dgps_linear_attention_fwd_segment_summary
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
   // The launch contract shared with the other roles: workspace and shared-memory layout only.
   constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{0, 0, 0, 0, 0, 0};
-  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16);
+  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16, true);
   const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), dev::tile_of());
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of M's K columns (a K x K state)
@@ -242,7 +242,7 @@ static __device__ __forceinline__ void dgps_linear_attention_fwd_segment_state_o
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
   // The launch contract shared with the other roles: workspace and shared-memory layout only.
   constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{0, 0, 0, 0, 0, 0};
-  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16);
+  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16, true);
   const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), dev::tile_of());
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of the V value columns
@@ -328,7 +328,7 @@ static __device__ __forceinline__ void dgps_linear_attention_fwd_segment_state_o
     }
   }
 }
-extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dgps::launch::FeatureSet{0, 0, 0, 0, 0, 0}, dgps::cfg::BV), 1) dgps_linear_attention_fwd_segment_state_output(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dgps::launch::FeatureSet{0, 0, 0, 0, 0, 0}, dgps::cfg::BV, true), 1) dgps_linear_attention_fwd_segment_state_output(dgps::ForwardArgs a) {
   // Generated from tile IR (linear_attention_segment_state_output, grid segment: one CTA per segment slot, value head and tile; launch_rules.h segmentGeometry).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   int64_t bid = dgps::dev::block_x();

@@ -28,11 +28,11 @@ static __device__ __forceinline__ void dgps_osdn_fwd_segment_summary_walk(const 
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
   // The launch contract shared with the other roles: workspace and shared-memory layout only.
   constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{0, 1, 1, 0, 1, 1};
-  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16);
+  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16, true);
   const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), dev::tile_of());
   // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the consumers run chunk c (tile/warp_split.cuh); registers per consumer / producer thread after the hand-over
   using Split = t::WarpSplit<NT / 32, 4, 224, 56>;
-  static_assert(Split::NT == dgps::launch::stateOutputThreads(F, BV), "the launch's threads");
+  static_assert(Split::NT == dgps::launch::stateOutputThreads(F, BV, true), "the launch's threads");
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of M's K columns (a K x K state) where trans, else of the V value columns
   const int64_t VT = trans ? (K + BV - 1) / BV : (V + BV - 1) / BV;
@@ -179,11 +179,11 @@ static __device__ __forceinline__ void dgps_osdn_fwd_segment_state_output_walk0(
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
   // The launch contract shared with the other roles: workspace and shared-memory layout only.
   constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{0, 1, 1, 0, 1, 1};
-  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16);
+  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16, true);
   const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), dev::tile_of());
   // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the consumers run chunk c (tile/warp_split.cuh); registers per consumer / producer thread after the hand-over
   using Split = t::WarpSplit<NT / 32, 4, 224, 56>;
-  static_assert(Split::NT == dgps::launch::stateOutputThreads(F, BV), "the launch's threads");
+  static_assert(Split::NT == dgps::launch::stateOutputThreads(F, BV, true), "the launch's threads");
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of the V value columns
   constexpr int64_t VT = (V + BV - 1) / BV;
@@ -288,7 +288,7 @@ static __device__ __forceinline__ void dgps_osdn_fwd_segment_state_output_walk0(
     }
   }
 }
-extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dgps::launch::FeatureSet{0, 1, 1, 0, 1, 1}, dgps::cfg::BV), 1) dgps_osdn_fwd_segment_state_output(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dgps::launch::FeatureSet{0, 1, 1, 0, 1, 1}, dgps::cfg::BV, true), 1) dgps_osdn_fwd_segment_state_output(dgps::ForwardArgs a) {
   // Generated from tile IR (osdn_segment_state_output, grid segment: one CTA per segment slot, value head and tile; launch_rules.h segmentGeometry).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   int64_t bid = dgps::dev::block_x();

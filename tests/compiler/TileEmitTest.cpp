@@ -121,7 +121,7 @@ TEST(TileLaunchFeatures, TheVerifierRefusesSixEntries) {
   EXPECT_FALSE(m);
   ASSERT_FALSE(c.diagnostics.empty());
   EXPECT_NE(c.diagnostics.back().find("tile.launch_features must be array<i32: decay, gain, precond, side, source, "
-                                      "solve, clamp>"),
+                                      "solve, clamp[, write_key]>"),
             std::string::npos)
       << c.diagnostics.back();
 }

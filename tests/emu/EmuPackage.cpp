@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -25,6 +26,25 @@ std::string emuCompileCommand(const std::string& source, const std::string& so, 
          (c.f16 ? " -DDGPS_INPUT_F16=1" : " -DDGPS_INPUT_BF16=1") + define("DGPS_K", c.K) + define("DGPS_V", c.V) +
          define("DGPS_CHUNK", c.chunk) + define("DGPS_BLOCK_V", c.block_v) + define("DGPS_WARPS", c.warps) +
          define("DGPS_STAGES", c.stages) + " -x c++ " + source + " -o " + so;
+}
+
+int packageWriteKey(const std::string& text) {
+  const std::string open = "dgps::launch::FeatureSet{";
+  int best = 0;
+  for (size_t at = text.find(open); at != std::string::npos; at = text.find(open, at + 1)) {
+    const size_t end = text.find('}', at);
+    if (end == std::string::npos) break;
+    std::string list = text.substr(at + open.size(), end - at - open.size());
+    int entries = 0, last = 0;
+    for (size_t p = 0; p <= list.size();) {
+      const size_t comma = std::min(list.find(',', p), list.size());
+      last = std::atoi(list.substr(p, comma - p).c_str());
+      ++entries;
+      p = comma + 1;
+    }
+    if (entries == 8) best = std::max(best, last);
+  }
+  return best;
 }
 
 bool compileForEmu(const std::string& source, const std::string& so, const KernelConfig& c) {

@@ -36,6 +36,12 @@ void* openEmuModule(const std::string& so);
 /// compileForEmu then openEmuModule: the loaded module, or null after printing why.
 void* loadForEmu(const std::string& source, const std::string& so, const KernelConfig& c);
 
+/// launch_rules.h FeatureSet::write_key of a package whose kernels.cu text is `kernelsCu`: the largest 8th entry of
+/// the FeatureSet initializers printed into its tile kernels (the chunk roles print it when nonzero; the device
+/// library's kernels and the preconditioner roles print none), 0 without one. The host then sizes the workspace
+/// and the walks' launch as the kernels lay them out.
+int packageWriteKey(const std::string& kernelsCu);
+
 /// Runs the module's entry point `sym` (a `void(dgps::ForwardArgs)`) on the emulator over `geo`'s grid, block and
 /// dynamic shared memory. False after printing why: no such symbol, or an error the emulator detected
 /// (deadlock, divergent collective).

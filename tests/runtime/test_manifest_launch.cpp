@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "LaunchPlan.h"
 #include "dgps/device/launch_rules.h"
 #include "dgps/dsl/DeviceFeatures.h"
+#include "dgps/dsl/LaunchManifest.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Package.h"
 
@@ -266,6 +269,100 @@ TEST(ManifestLaunch, SegmentedFormulasEqualTheLaunchRules) {
   // every package with a chunk forward but gated_deltaproduct (several steps per token)
   EXPECT_EQ(packages, 12) << "deltanet, gdn, gdn_gva, kda, linear_attention, mamba2 and the preconditioned atq, osdn, "
                              "osdn_apf, pdn, pgdn, pkda carry the segmented forward";
+}
+
+
+// A package's write key stored by chunk_local (launch_rules.h FeatureSet::write_key, set by the tile IR): the
+// manifest's formulas (dsl LaunchManifest.cpp, written with the package's write_key) against launch_rules.h for the
+// same FeatureSet, which the tile kernels read: the pwk region (only where needPwk), the walks' threads (no
+// producer warpgroup in a walk that loads the key) and shared memory, plain and segmented. The shipped packages
+// rebuild the key (write_key 0, the tests above); here each key-side preconditioned package's manifest is
+// rewritten with write_key 1 and, for a scalar decay, 2 (segment walks only).
+TEST(ManifestLaunch, WriteKeyFormulasEqualTheLaunchRules) {
+  int variants = 0;
+  for (const std::string& dir : packageDirs()) {
+    const Package shipped = Package::open(dir);
+    const launch::FeatureSet base = deviceFeatures(shipped.spec());
+    if (!launch::rebuildsKw(base) || shipped.manifest().features.steps != 1) continue;
+    for (int wk : {launch::kWriteKeyStored, launch::kWriteKeyStoredSegments}) {
+      if (wk == launch::kWriteKeyStoredSegments && launch::needOpW(base)) continue;
+      launch::FeatureSet f = base;
+      f.write_key = wk;
+      SCOPED_TRACE(shipped.name() + " write_key " + std::to_string(wk));
+      // the package with its launch section written for f
+      const fs::path tmp = fs::path(::testing::TempDir()) / ("write_key_" + shipped.name() + std::to_string(wk));
+      fs::remove_all(tmp);
+      fs::create_directories(tmp);
+      for (const char* file : {"kernels.cu", "spec.yaml"}) fs::copy_file(fs::path(dir) / file, tmp / file);
+      std::ifstream in(fs::path(dir) / "manifest.yaml");
+      std::stringstream text;
+      text << in.rdbuf();
+      const std::string manifest = text.str();
+      const size_t from = manifest.find("launch:\n"), to = manifest.find("tunables:");
+      ASSERT_TRUE(from != std::string::npos && to != std::string::npos && from < to);
+      LaunchSectionRequest r;
+      r.name = shipped.name();
+      r.features = f;
+      r.forward_roles = shipped.manifest().forward_roles;
+      r.decode = shipped.manifest().launch.has_decode;
+      r.segmented = true;
+      std::string launchYaml, error;
+      ASSERT_TRUE(launchSectionYaml(r, &launchYaml, &error)) << error;
+      std::ofstream(tmp / "manifest.yaml") << manifest.substr(0, from) << launchYaml << manifest.substr(to);
+      const Package pkg = Package::open(tmp.string());
+      const Manifest& m = pkg.manifest();
+      int plain[launch::kMaxRoles];
+      const int np = launch::forwardRoles(f, plain);
+      for (const TileConfig& t : configs(m))
+        for (int K : m.key_dims)
+          for (bool varlen : {false, true}) {
+            ForwardProblem p;
+            p.varlen = varlen;
+            p.num_seqs = varlen ? 3 : 2;
+            p.batch = varlen ? 1 : 2;
+            p.seq_len = varlen ? 3007 : 1000;
+            p.heads_qk = 2;
+            p.heads_v = 4;
+            p.key_dim = K;
+            p.value_dim = m.value_dims.back();
+            launch::ProblemShape s;
+            s.B = p.batch;
+            s.T = p.seq_len;
+            s.N = p.num_seqs;
+            s.H = p.heads_qk;
+            s.HV = p.heads_v;
+            s.K = K;
+            s.V = p.value_dim;
+            s.varlen = varlen;
+            const std::string what = toString(t) + " K=" + std::to_string(K) + (varlen ? " varlen" : "");
+            const detail::ForwardGeometry g = detail::forwardGeometry(pkg, p, t);
+            ASSERT_EQ(g.count, np);
+            for (int i = 0; i < np; ++i)
+              expectSame(g.kernels[std::size_t(i)], launch::forwardGeometry(plain[i], f, s, t),
+                         what + " " + launch::roleName(plain[i]));
+            const launch::WorkspaceLayout w = launch::workspaceLayout(f, s, t);
+            EXPECT_EQ(g.workspace_bytes, std::size_t(w.total)) << what << " workspace";
+            const bool pwk = !m.launch.workspace.empty() && m.launch.workspace.back().name == "pwk";
+            EXPECT_EQ(pwk, launch::needPwk(f)) << what << ": launch.workspace lists pwk (last) exactly when needPwk";
+            if (pwk) EXPECT_EQ(g.buffer_offsets[std::size_t(g.buffers - 1)], std::size_t(w.pwk)) << what << " pwk";
+            for (long long L : {1LL, 3LL}) {
+              const detail::ForwardGeometry gs = detail::forwardGeometrySegmented(pkg, p, t, L);
+              for (int r = 0; r < launch::kSegmentRoles; ++r)
+                expectSame(gs.kernels[std::size_t(np - 1 + r)], launch::segmentGeometry(r, f, s, t, L),
+                           what + " " + launch::segmentRoleName(r));
+              EXPECT_EQ(gs.workspace_bytes, std::size_t(launch::segmentLayout(f, s, t, L).total)) << what;
+            }
+          }
+      // the rule itself: a walk given the stored key runs its consumer warps only
+      const int BV = 64;
+      EXPECT_EQ(launch::stateOutputThreads(f, BV), wk == launch::kWriteKeyStored ? BV / 16 * 32 : (BV / 16 + 4) * 32);
+      EXPECT_EQ(launch::stateOutputThreads(f, BV, true), BV / 16 * 32);
+      EXPECT_EQ(launch::segmentSummaryThreads(f, BV), BV / 16 * 32);
+      ++variants;
+    }
+  }
+  // the key-side preconditioned packages: pdn, pgdn, osdn, osdn_apf (write_key 1 and 2), pkda (1)
+  EXPECT_EQ(variants, 9);
 }
 
 }  // namespace

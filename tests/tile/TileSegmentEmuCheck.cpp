@@ -26,7 +26,13 @@
 // segment's absolute chunks (docs/math.md §8.3): a rebuild from the wrong chunk's state, or none, shows in o and the
 // final state against both the ordinary walk and float64.
 //
-//   dgps-tile-segment-emu-check PACKAGE_DIR WORK_DIR
+// The package's write key (launch_rules.h FeatureSet::write_key: rebuilt by the walks or stored by chunk_local,
+// docs/architecture.md "The write key: stored or rebuilt") is read off its kernels (EmuPackage.h packageWriteKey).
+// With REBUILT_PACKAGE_DIR (the same spec compiled with --write-key=rebuilt; the package under test must store the
+// key) both packages run on the same inputs and their o (ordinary and segmented) and final states must agree to
+// kTolPlain: the forms differ only in bf16 rounding of P ⊙ k.
+//
+//   dgps-tile-segment-emu-check PACKAGE_DIR WORK_DIR [REBUILT_PACKAGE_DIR]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -94,9 +100,114 @@ struct Problem {
   int gva;  ///< value heads per key head
 };
 
-/// One problem: the ordinary and the segmented state pass on one workspace, then o and the final state.
-bool checkOnce(const dgps::Spec& spec, void* module, const Config& cfg, const Problem& p, std::int64_t L,
-               std::uint64_t seed) {
+/// A package on the emulator: its module and the FeatureSet its kernels were printed with (the spec's, with the
+/// write key the tile chunk roles took: EmuPackage.h packageWriteKey).
+struct Loaded {
+  void* module = nullptr;
+  int writeKey = 0;
+};
+
+/// What one package's forward wrote: the ordinary walk's and the segmented pass's o and final state, and the
+/// final preconditioner state.
+struct Outputs {
+  std::vector<std::uint16_t> oPlain, oSeg;
+  std::vector<float> sPlain, sSeg, pT;
+  long long segmentSlots = 0;
+};
+
+/// Runs the package's roles on `in`: precond_summary / precond_scan / chunk_local, the ordinary walk
+/// (state_output), then with ForwardArgs::segment_chunks = L the segmented pass, all on one NaN-poisoned
+/// workspace (its segment regions stay poisoned until the segment kernels write them) and poisoned outputs.
+bool runForward(const dgps::Spec& spec, const Loaded& pkg, const Config& cfg, const Problem& p, std::int64_t L,
+                const dgps::ReferenceInputs& in, const dgps::ReferenceOutputs& ref, Outputs& out) {
+  const std::int64_t HV = p.H * p.gva, K = cfg.K, V = K;
+  const std::int64_t N = p.cu.empty() ? p.B : (std::int64_t)p.cu.size() - 1;
+  auto floats = [&](const char* n) { return in.count(n) ? f32Of(in.at(n)) : std::vector<float>(); };
+  std::vector<float> g = floats("g"), beta = floats("beta"), s0 = floats("initial_state"), pg = floats("precond_g"),
+                     pb = floats("precond_beta"), pc = floats("precond_center"), p0 = floats("initial_precond_state");
+  out.pT.assign(ref.has_final_precond_state ? (size_t)ref.final_precond_state.numel() : 0, NAN);
+  std::vector<std::int64_t> cuv = p.cu;
+  const size_t nO = (size_t)(p.B * p.T * HV * V), nS = (size_t)(N * HV * K * V);
+  out.oPlain.assign(nO, 0x7fc1);  // poison: NaN
+  out.sPlain.assign(nS, NAN);
+  out.sSeg.assign(nS, NAN);
+  auto ptr = [](std::vector<float>& v) -> const float* { return v.empty() ? nullptr : v.data(); };
+
+  dgps::launch::FeatureSet f = dgps::deviceFeatures(spec);
+  f.write_key = pkg.writeKey;
+  dgps::launch::ProblemShape ls;
+  ls.B = p.B;
+  ls.T = p.T;
+  ls.N = N;
+  ls.H = p.H;
+  ls.HV = HV;
+  ls.K = K;
+  ls.V = V;
+  ls.varlen = p.cu.empty() ? 0 : 1;
+  dgps::launch::TileConfig tc;
+  tc.chunk = cfg.chunk;
+  tc.block_v = cfg.block_v;
+  tc.warps = cfg.warps;
+  tc.stages = cfg.stages;
+  const dgps::launch::SegmentLayout G = dgps::launch::segmentLayout(f, ls, tc, L);
+  out.segmentSlots = G.slots;
+  std::vector<unsigned char> ws((size_t)G.total + 256, 0xFF);  // NaN bytes in every f32 region
+
+  dgps::ForwardArgs a{};
+  a.q = in.at("q").data();
+  a.k = in.at("k").data();
+  a.v = in.at("v").data();
+  a.g = ptr(g);
+  a.beta = ptr(beta);
+  a.initial_state = ptr(s0);
+  a.precond_g = ptr(pg);
+  a.precond_beta = ptr(pb);
+  a.precond_center = ptr(pc);
+  a.initial_precond_state = ptr(p0);
+  a.final_precond_state = out.pT.empty() ? nullptr : out.pT.data();
+  a.cu_seqlens = cuv.empty() ? nullptr : cuv.data();
+  a.workspace = ws.data();
+  a.batch = p.B;
+  a.seq_len = p.T;
+  a.num_seqs = N;
+  a.heads_qk = p.H;
+  a.heads_v = HV;
+  a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)K));
+  a.o = out.oPlain.data();
+  a.final_state = ref.has_final_state ? out.sPlain.data() : nullptr;
+
+  const std::string prefix = "dgps_" + spec.name + "_fwd_";
+  using dgps::launch::forwardGeometry;
+  // the plain roles up to state_output (launch.forward_segmented starts with the same ones)
+  int roles[dgps::launch::kMaxRoles];
+  const int nr = dgps::launch::forwardRoles(f, roles);
+  bool ok = true;
+  for (int i = 0; i < nr && ok && roles[i] != dgps::launch::kStateOutput; ++i)
+    ok = launch(pkg.module, prefix + dgps::launch::roleName(roles[i]), forwardGeometry(roles[i], f, ls, tc), a);
+  out.oSeg = out.oPlain;  // what chunk_local wrote into o (it zeroes varlen rows past the last document) in both
+  ok = ok && launch(pkg.module, prefix + "state_output", forwardGeometry(dgps::launch::kStateOutput, f, ls, tc), a);
+  a.o = out.oSeg.data();
+  a.final_state = ref.has_final_state ? out.sSeg.data() : nullptr;
+  a.segment_chunks = L;
+  for (int r = 0; r < dgps::launch::kSegmentRoles && ok; ++r)
+    ok = launch(pkg.module, prefix + dgps::launch::segmentRoleName(r), dgps::launch::segmentGeometry(r, f, ls, tc, L),
+                a);
+  return ok;
+}
+
+std::vector<double> bf16s(const std::vector<std::uint16_t>& o) {
+  std::vector<double> d(o.size());
+  for (size_t i = 0; i < o.size(); ++i) d[i] = dgps::bf16BitsToDouble(o[i]);
+  return d;
+}
+
+std::vector<double> doubles(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
+
+/// One problem: the ordinary and the segmented state pass on one workspace, then o and the final state against
+/// each other and float64; with `other` (the same spec compiled with the write key rebuilt) also both of its
+/// passes on the same inputs against this package's.
+bool checkOnce(const dgps::Spec& spec, const Loaded& pkg, const Loaded* other, const Config& cfg, const Problem& p,
+               std::int64_t L, std::uint64_t seed) {
   dgps::ReferenceProblem s;
   s.batch = p.B;
   s.seq_len = p.T;
@@ -115,111 +226,47 @@ bool checkOnce(const dgps::Spec& spec, void* module, const Config& cfg, const Pr
     if (p.slowGates && in.count(gate))
       for (std::int64_t i = 0; i < in.at(gate).numel(); ++i) in.at(gate).set(i, kSlowGate * in.at(gate).get(i));
   const dgps::ReferenceOutputs ref = dgps::runReference(spec, in);
-  const std::int64_t HV = s.heads_v, K = cfg.K, V = K, N = s.numSeqs();
+  Outputs mine, theirs;
+  if (!runForward(spec, pkg, cfg, p, L, in, ref, mine)) return false;
+  if (other && !runForward(spec, *other, cfg, p, L, in, ref, theirs)) return false;
 
-  auto floats = [&](const char* n) { return in.count(n) ? f32Of(in.at(n)) : std::vector<float>(); };
-  std::vector<float> g = floats("g"), beta = floats("beta"), s0 = floats("initial_state"), pg = floats("precond_g"),
-                     pb = floats("precond_beta"), pc = floats("precond_center"), p0 = floats("initial_precond_state");
-  // the preconditioner's final state (precond_scan, before both state passes)
-  std::vector<float> pT(ref.has_final_precond_state ? (size_t)ref.final_precond_state.numel() : 0, NAN);
-  std::vector<std::int64_t> cuv = p.cu;
-  const size_t nO = (size_t)(p.B * p.T * HV * V), nS = (size_t)(N * HV * K * V);
-  std::vector<std::uint16_t> oPlain(nO, 0x7fc1), oSeg;  // poison: NaN
-  std::vector<float> sPlain(nS, NAN), sSeg(nS, NAN);
-  auto ptr = [](std::vector<float>& v) -> const float* { return v.empty() ? nullptr : v.data(); };
-
-  const dgps::launch::FeatureSet f = dgps::deviceFeatures(spec);
-  dgps::launch::ProblemShape ls;
-  ls.B = p.B;
-  ls.T = p.T;
-  ls.N = N;
-  ls.H = p.H;
-  ls.HV = HV;
-  ls.K = K;
-  ls.V = V;
-  ls.varlen = p.cu.empty() ? 0 : 1;
-  dgps::launch::TileConfig tc;
-  tc.chunk = cfg.chunk;
-  tc.block_v = cfg.block_v;
-  tc.warps = cfg.warps;
-  tc.stages = cfg.stages;
-  const dgps::launch::SegmentLayout G = dgps::launch::segmentLayout(f, ls, tc, L);
-  std::vector<unsigned char> ws((size_t)G.total + 256, 0xFF);  // NaN bytes in every f32 region
-
-  dgps::ForwardArgs a{};
-  a.q = in.at("q").data();
-  a.k = in.at("k").data();
-  a.v = in.at("v").data();
-  a.g = ptr(g);
-  a.beta = ptr(beta);
-  a.initial_state = ptr(s0);
-  a.precond_g = ptr(pg);
-  a.precond_beta = ptr(pb);
-  a.precond_center = ptr(pc);
-  a.initial_precond_state = ptr(p0);
-  a.final_precond_state = pT.empty() ? nullptr : pT.data();
-  a.cu_seqlens = cuv.empty() ? nullptr : cuv.data();
-  a.workspace = ws.data();
-  a.batch = p.B;
-  a.seq_len = p.T;
-  a.num_seqs = N;
-  a.heads_qk = p.H;
-  a.heads_v = HV;
-  a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)K));
-  a.o = oPlain.data();
-  a.final_state = ref.has_final_state ? sPlain.data() : nullptr;
-
-  const std::string prefix = "dgps_" + spec.name + "_fwd_";
-  using dgps::launch::forwardGeometry;
-  // the plain roles up to state_output (launch.forward_segmented starts with the same ones)
-  int roles[dgps::launch::kMaxRoles];
-  const int nr = dgps::launch::forwardRoles(f, roles);
-  bool ok = true;
-  for (int i = 0; i < nr && ok && roles[i] != dgps::launch::kStateOutput; ++i)
-    ok = launch(module, prefix + dgps::launch::roleName(roles[i]), forwardGeometry(roles[i], f, ls, tc), a);
-  oSeg = oPlain;  // what chunk_local wrote into o (it zeroes varlen rows past the last document) in both
-  ok = ok && launch(module, prefix + "state_output", forwardGeometry(dgps::launch::kStateOutput, f, ls, tc), a);
-  a.o = oSeg.data();
-  a.final_state = ref.has_final_state ? sSeg.data() : nullptr;
-  a.segment_chunks = L;
-  for (int r = 0; r < dgps::launch::kSegmentRoles && ok; ++r)
-    ok = launch(module, prefix + dgps::launch::segmentRoleName(r), dgps::launch::segmentGeometry(r, f, ls, tc, L), a);
-  if (!ok) return false;
-
-  auto bf16s = [](const std::vector<std::uint16_t>& o) {
-    std::vector<double> d(o.size());
-    for (size_t i = 0; i < o.size(); ++i) d[i] = dgps::bf16BitsToDouble(o[i]);
-    return d;
-  };
-  const std::vector<double> oP = bf16s(oPlain), oS = bf16s(oSeg), oR = ref.o.toDoubles();
+  const std::vector<double> oP = bf16s(mine.oPlain), oS = bf16s(mine.oSeg), oR = ref.o.toDoubles();
   const double eoPlain = relErr(oS, oP), eoRef = relErr(oS, oR), eoPlainRef = relErr(oP, oR);
   double esPlain = 0, esRef = 0;
   if (ref.has_final_state) {
-    const std::vector<double> fP(sPlain.begin(), sPlain.end()), fS(sSeg.begin(), sSeg.end());
-    esPlain = relErr(fS, fP);
-    esRef = relErr(fS, ref.final_state.toDoubles());
+    esPlain = relErr(doubles(mine.sSeg), doubles(mine.sPlain));
+    esRef = relErr(doubles(mine.sSeg), ref.final_state.toDoubles());
   }
   const double epRef =
-      ref.has_final_precond_state ? relErr(std::vector<double>(pT.begin(), pT.end()), ref.final_precond_state.toDoubles())
-                                  : 0.0;
-  const bool pass = eoPlain <= kTolPlain && esPlain <= kTolPlain && eoRef <= kTolRef && esRef <= kTolRef &&
-                    eoPlainRef <= kTolRef && epRef <= kTolRef;
+      ref.has_final_precond_state ? relErr(doubles(mine.pT), ref.final_precond_state.toDoubles()) : 0.0;
+  bool pass = eoPlain <= kTolPlain && esPlain <= kTolPlain && eoRef <= kTolRef && esRef <= kTolRef &&
+              eoPlainRef <= kTolRef && epRef <= kTolRef;
   char precondErr[64] = "";
   if (ref.has_final_precond_state) std::snprintf(precondErr, sizeof precondErr, ", final precond state %.3g", epRef);
+  // against the rebuilt write key: the two differ only in bf16 rounding of P ⊙ k (docs/math.md §4.2)
+  char otherErr[160] = "";
+  if (other) {
+    const double ePlain = relErr(oP, bf16s(theirs.oPlain)), eSeg = relErr(oS, bf16s(theirs.oSeg));
+    const double eState = ref.has_final_state ? relErr(doubles(mine.sSeg), doubles(theirs.sSeg)) : 0.0;
+    pass = pass && ePlain <= kTolPlain && eSeg <= kTolPlain && eState <= kTolPlain;
+    std::snprintf(otherErr, sizeof otherErr, "; vs rebuilt write key: o %.3g, segmented o %.3g, final state %.3g",
+                  ePlain, eSeg, eState);
+  }
   std::printf(
-      "  %s C=%d K=V=%d L=%lld %s (B=%lld T=%lld N=%lld H=%lld HV=%lld%s%s, %lld segment slots): segmented vs "
-      "ordinary o %.3g, final state %.3g; vs float64 o %.3g (ordinary %.3g), final state %.3g%s  %s\n",
-      spec.name.c_str(), cfg.chunk, cfg.K, (long long)L, p.what, (long long)p.B, (long long)p.T, (long long)N,
-      (long long)p.H, (long long)HV, s0.empty() ? "" : ", initial state", p.slowGates ? ", slow gates" : "",
-      (long long)G.slots, eoPlain, esPlain, eoRef, eoPlainRef, esRef, precondErr, pass ? "ok" : "FAIL");
+      "  %s write_key %d C=%d K=V=%d L=%lld %s (B=%lld T=%lld H=%lld HV=%lld%s%s, %lld segment slots): segmented vs "
+      "ordinary o %.3g, final state %.3g; vs float64 o %.3g (ordinary %.3g), final state %.3g%s%s  %s\n",
+      spec.name.c_str(), pkg.writeKey, cfg.chunk, cfg.K, (long long)L, p.what, (long long)p.B, (long long)p.T,
+      (long long)p.H, (long long)(p.H * p.gva), p.initial ? ", initial state" : "", p.slowGates ? ", slow gates" : "",
+      mine.segmentSlots, eoPlain, esPlain, eoRef, eoPlainRef, esRef, precondErr, otherErr, pass ? "ok" : "FAIL");
   return pass;
 }
 
 }  // namespace
 
 int run(int argc, char** argv) {
-  if (argc != 3) return fail("usage: dgps-tile-segment-emu-check PACKAGE_DIR WORK_DIR");
-  const std::string pkg = argv[1], work = argv[2];
+  if (argc != 3 && argc != 4)
+    return fail("usage: dgps-tile-segment-emu-check PACKAGE_DIR WORK_DIR [REBUILT_PACKAGE_DIR]");
+  const std::string pkg = argv[1], work = argv[2], rebuilt = argc == 4 ? argv[3] : "";
   std::ifstream cu(pkg + "/kernels.cu");
   if (!cu) {
     std::printf("SKIPPED: no package %s (scripts/gen_tile_segment.sh writes one only for a spec whose state pass has "
@@ -233,6 +280,20 @@ int run(int argc, char** argv) {
   dgps::Spec spec = *parsed.spec;
   if (text.str().find("dgps_" + spec.name + "_fwd_segment_summary(") == std::string::npos)
     return fail(pkg + "/kernels.cu has no segment kernels (compile it with --codegen=...,tile-segment)");
+  const int writeKey = dgps_emu::packageWriteKey(text.str());
+  int rebuiltKey = 0;
+  if (!rebuilt.empty()) {
+    // the comparison is the point: a package that rebuilds too would compare a form with itself
+    std::ifstream other(rebuilt + "/kernels.cu");
+    std::stringstream otherText;
+    otherText << other.rdbuf();
+    if (!other) return fail("cannot read " + rebuilt + "/kernels.cu");
+    rebuiltKey = dgps_emu::packageWriteKey(otherText.str());
+    if (writeKey == 0 || rebuiltKey != 0)
+      return fail("comparing write keys needs a package that stores it (" + pkg + ": write_key " +
+                  std::to_string(writeKey) + ") and one that rebuilds it (" + rebuilt + ": write_key " +
+                  std::to_string(rebuiltKey) + "); compile them with dgpsc --write-key=stored and --write-key=rebuilt");
+  }
   // The kernels take any K, V the launch rules allow; dims the spec does not list are added to a copy of the
   // spec for the reference and the input generator (the spec's dims limit its packages' tuning, not the maths).
   for (int d : {32, 64}) {
@@ -269,16 +330,23 @@ int run(int argc, char** argv) {
   bool ok = true;
   std::uint64_t seed = 9300;
   for (const Config& c : configs) {
-    const std::string so = work + "/" + spec.name + "_segment_k" + std::to_string(c.K) + ".so";
-    void* module = build(pkg, so, c);
-    if (!module) return fail("cannot build the emulated kernels of " + spec.name);
+    const std::string tag = "_k" + std::to_string(c.K) + "_w" + std::to_string(writeKey);
+    const Loaded mod{build(pkg, work + "/" + spec.name + "_segment" + tag + ".so", c), writeKey};
+    if (!mod.module) return fail("cannot build the emulated kernels of " + spec.name);
+    Loaded other{nullptr, rebuiltKey};
+    if (!rebuilt.empty()) {
+      other.module = build(rebuilt, work + "/" + spec.name + "_segment" + tag + "_rebuilt.so", c);
+      if (!other.module) return fail("cannot build the emulated kernels of " + rebuilt);
+    }
+    const Loaded* cmp = other.module ? &other : nullptr;
     for (const Problem& p : problems) {
       if (!p.cu.empty() && !spec.varlen) continue;
-      ok = checkOnce(spec, module, c, p, 2, ++seed) && ok;
+      ok = checkOnce(spec, mod, cmp, c, p, 2, ++seed) && ok;
     }
-    if (gvaOk) ok = checkOnce(gva, module, c, {"GVA", 1, 300, 1, {}, true, true, (int)gva.gva_ratio}, 2, ++seed) && ok;
+    if (gvaOk)
+      ok = checkOnce(gva, mod, cmp, c, {"GVA", 1, 300, 1, {}, true, true, (int)gva.gva_ratio}, 2, ++seed) && ok;
     // one segment per sequence (L past the sequence's chunks): the fold is one step from the initial state
-    ok = checkOnce(spec, module, c, problems[0], 64, ++seed) && ok;
+    ok = checkOnce(spec, mod, cmp, c, problems[0], 64, ++seed) && ok;
   }
   return ok ? 0 : 1;
 }

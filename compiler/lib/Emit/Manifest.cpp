@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
+#include "dgps/Dialect/Tile/IR/LaunchFeatures.h"
 #include "dgps/Emit/Package.h"
 #include "dgps/Emit/TileEmitter.h"
 #include "dgps/device/launch_rules.h"
@@ -47,6 +48,43 @@ std::vector<std::string> deviceRoles(const Spec& s) {
   return out;
 }
 
+/// The write-key code (launch_rules.h FeatureSet::write_key) the tile chunk roles of `tileModule` share. A stored
+/// key is written by the tile chunk_local, so a walk that loads one needs it in the same package (a device-library
+/// chunk_local stores none), and every role that reads the workspace layout must agree on it. Fails with an error
+/// at the disagreeing function.
+FailureOr<int> writeKeyOf(const Spec& spec, ModuleOp tileModule) {
+  if (!tileModule) return launch::kWriteKeyRebuilt;
+  func::FuncOp chunkLocal = tileModule.lookupSymbol<func::FuncOp>(spec.name + "_chunk_local");
+  int code = launch::kWriteKeyRebuilt;
+  if (chunkLocal) {
+    FailureOr<launch::FeatureSet> f = tile::launchFeaturesOf(chunkLocal);
+    if (failed(f)) return failure();
+    code = f->write_key;
+  }
+  for (const char* role : {"_state_output", "_segment_summary", "_segment_fold", "_segment_state_output"}) {
+    func::FuncOp fn = tileModule.lookupSymbol<func::FuncOp>(spec.name + role);
+    if (!fn) continue;
+    FailureOr<launch::FeatureSet> f = tile::launchFeaturesOf(fn);
+    if (failed(f)) return failure();
+    if (f->write_key == code) continue;
+    if (!chunkLocal)
+      return fn.emitOpError() << "takes write_key " << f->write_key << " (tile.launch_features) but the package has "
+                              << "no tile chunk_local to store the preconditioned write key (the device library's "
+                                 "stores none): compile with --codegen=...,tile-chunk-local or --write-key=rebuilt";
+    return fn.emitOpError() << "takes write_key " << f->write_key << " where @" << chunkLocal.getSymName()
+                            << " takes " << code << " (tile.launch_features): the roles of one package share it";
+  }
+  // the device library's state_output rebuilds the key in place over what it reads (opw) or from the raw key, and
+  // its launch has the producer warpgroup; the manifest would size it for a walk that loads the stored key
+  if (code == launch::kWriteKeyStored && hasKernel(spec, KernelKind::ChunkForward) &&
+      !tileModule.lookupSymbol<func::FuncOp>(spec.name + "_state_output"))
+    return chunkLocal.emitOpError() << "takes write_key 1 (every walk loads the stored write key) but state_output "
+                                       "comes from the device library, which rebuilds it: print state_output from "
+                                       "the tile IR too (dgpsc --codegen=...,tile-state-output) or store it for the "
+                                       "segment walks only (write_key 2)";
+  return code;
+}
+
 }  // namespace
 
 FailureOr<PlanSummary> summarizePlan(const Spec& spec, ModuleOp plan) {
@@ -86,6 +124,7 @@ FailureOr<std::string> emitManifest(const Spec& s, const PlanSummary& plan, std:
   LaunchSectionRequest launch;
   launch.name = s.name;
   launch.features = deviceFeatures(s);
+  launch.features.write_key = plan.write_key;
   if (hasKernel(s, KernelKind::ChunkForward)) launch.forward_roles = plan.roles;
   launch.decode = hasKernel(s, KernelKind::Decode);
   launch.segmented = plan.segmented && hasKernel(s, KernelKind::ChunkForward);
@@ -181,6 +220,9 @@ FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp ti
       if (failed(text)) return failure();
       tileRoles[role] = *text;
     }
+  FailureOr<int> writeKey = writeKeyOf(spec, tileModule);
+  if (failed(writeKey)) return failure();
+  summary->write_key = *writeKey;
   PackageFiles files;
   files.kernels_cu = emitKernelsCu(spec, *summary, tileDecode ? &*tileDecode : nullptr,
                                    tileChunkLocal ? &*tileChunkLocal : nullptr,

@@ -224,10 +224,15 @@ class ChunkEmitter {
     rowDefined_.clear();
   }
 
-  /// Adds one output to the open gated-rows pass (a new pass when the gate differs).
+  /// The codec of 16-bit rows `x`: bf16 once a channel scan wrote them (a new tile), else the input dtype's.
+  static const char* codecOf(Value x) { return x.getDefiningOp<ChannelScanOp>() ? "dev::Act<false>" : "Codec"; }
+
+  /// Adds one output to the open gated-rows pass (a new pass when the gate or the rows' codec differs: a stored
+  /// write key, bf16, beside the input-dtype q and k).
   void gatedRows(StoreGatedRowsOp op) {
-    if (!gated_.empty() && gatedGate_ != op.getGate()) flushGated();
+    if (!gated_.empty() && (gatedGate_ != op.getGate() || gatedCodec_ != codecOf(op.getX()))) flushGated();
     gatedGate_ = op.getGate();
+    gatedCodec_ = codecOf(op.getX());
     gated_.push_back({region(op.getInto()), name(op.getX()), op.getReverse()});
   }
 
@@ -242,7 +247,8 @@ class ChunkEmitter {
     }
     const std::string n = std::to_string(gated_.size());
     os_ << "  {\n    uint16_t* const gy[" << n << "] = {" << ys << "};\n    const uint16_t* const gx[" << n
-        << "] = {" << xs << "};\n    t::store_gated_rows<C, K, Codec" << flags << ">(gy, gx, PQ, " << name(gatedGate_)
+        << "] = {" << xs << "};\n    t::store_gated_rows<C, K, " << gatedCodec_ << flags << ">(gy, gx, PQ, "
+        << name(gatedGate_)
         << ", PG);\n  }\n";
     gated_.clear();
   }
@@ -418,6 +424,10 @@ class ChunkEmitter {
           gatedRows(o);
           return success();
         })
+        .Case<StoreRowsOp>([&](StoreRowsOp o) {
+          os_ << "  t::store_rows16<C, K>(" << region(o.getInto()) << ", " << name(o.getX()) << ", PQ);\n";
+          return success();
+        })
         .Case<StoreLastExp2Op>([&](StoreLastExp2Op o) {
           os_ << "  t::store_last_exp2<C, K>(" << region(o.getInto()) << ", " << name(o.getGate()) << ", PG);\n";
           return success();
@@ -455,6 +465,7 @@ class ChunkEmitter {
   };
   std::vector<GatedOut> gated_;
   Value gatedGate_;
+  const char* gatedCodec_ = "Codec";
   /// The open run of bf16 re-encodings (tile names), and whether a row tile was read across threads since the
   /// last barrier.
   std::vector<std::string> encodes_;

@@ -24,11 +24,11 @@ namespace {
 
 /// Checks that the walk's rescale (a producer warpgroup rebuilding the query or the write key) is the one the
 /// layout of `f` provides for: its stage tiles (pst, the raw key) and its threads (launch_rules.h
-/// stateOutputThreads).
-LogicalResult checkRescale(StateWalkOp w, const launch::FeatureSet& f) {
+/// stateOutputThreads). `segment`: a segment walk (FeatureSet::write_key may give it the stored write key).
+LogicalResult checkRescale(StateWalkOp w, const launch::FeatureSet& f, bool segment) {
   if (!w.getRescale()) {
     // every walk reads the write key; only a walk that writes o reads the query (a segment summary's do not)
-    if (launch::rebuildsKw(f) || (launch::rebuildsQ(f) && w.getWriteOutput()))
+    if (launch::walkRebuildsKw(f, segment) || (launch::rebuildsQ(f) && w.getWriteOutput()))
       return w.emitOpError("is in a preconditioned forward (tile.launch_features) but has no rescale: the layout "
                            "stages the preconditioner's operand rebuild (launch_rules.h stateOutputSmem)");
     return success();
@@ -36,19 +36,20 @@ LogicalResult checkRescale(StateWalkOp w, const launch::FeatureSet& f) {
   if (*w.getRescale() == WalkOperand::query && !w.getWriteOutput())
     return w.emitOpError("rescales the query but writes no o, which is the query's only reader");
   const bool query = *w.getRescale() == WalkOperand::query;
-  if (f.precond != 1 || (query ? !launch::rebuildsQ(f) : !launch::rebuildsKw(f)))
+  if (f.precond != 1 || (query ? !launch::rebuildsQ(f) : !launch::walkRebuildsKw(f, segment)))
     return w.emitOpError() << "rescales the " << (query ? "query" : "write key")
                            << ", which the launch layout of tile.launch_features does not rebuild (launch_rules.h "
-                              "rebuildsQ / rebuildsKw)";
-  if (*w.getProducerWarps() != launch::stateOutputProducerWarps(f))
+                              "rebuildsQ / walkRebuildsKw)";
+  if (*w.getProducerWarps() != launch::stateOutputProducerWarps(f, segment))
     return w.emitOpError() << "producer_warps " << *w.getProducerWarps() << " differs from the launch's "
-                           << launch::stateOutputProducerWarps(f) << " (launch_rules.h stateOutputProducerWarps)";
+                           << launch::stateOutputProducerWarps(f, segment)
+                           << " (launch_rules.h stateOutputProducerWarps)";
   return success();
 }
 
 /// Checks that the layout of `f` holds every tile the walk reads.
-LogicalResult checkLayout(StateWalkOp w, const launch::FeatureSet& f) {
-  if (failed(checkRescale(w, f))) return failure();
+LogicalResult checkLayout(StateWalkOp w, const launch::FeatureSet& f, bool segment) {
+  if (failed(checkRescale(w, f, segment))) return failure();
   auto need = [&](bool ok, const char* what) -> LogicalResult {
     if (ok) return success();
     return w.emitOpError() << "reads " << what << ", which the launch layout of tile.launch_features lacks "
@@ -59,6 +60,7 @@ LogicalResult checkLayout(StateWalkOp w, const launch::FeatureSet& f) {
       failed(need(!w.getReadKey() || *w.getReadKey() != "opk" || launch::needOpK(f), "the gated key \"opk\"")) ||
       failed(need(!w.getReadKey() || *w.getReadKey() != "k" || launch::rawKInKTile(f), "the raw key \"k\"")) ||
       failed(need(w.getWriteKey() != "opw" || launch::needOpW(f), "the gated write key \"opw\"")) ||
+      failed(need(w.getWriteKey() != "pwk" || launch::needPwk(f), "the stored write key \"pwk\"")) ||
       failed(need(w.getWriteKey() != "k" || (launch::rawKInKTile(f) && !launch::needOpW(f)),
                   "the raw write key \"k\" where the layout stages \"opw\"")) ||
       failed(need(w.getValueForm() != ValueForm::residual_lower || f.solve == 1, "the solve block \"tb\"")) ||
@@ -117,6 +119,11 @@ void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::Feature
     os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kraw), k0 + rows, H * K, Lr, K" << th;
   if (w.getWriteKey() == "opw" && mine(reW))
     os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * K) + chunk * C * K, K, "
+          "Lr, K"
+       << th;
+  // the write key chunk_local stored (P ⊙ k, bf16) into the write-key tile
+  if (w.getWriteKey() == "pwk" && mine(false))
+    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * K) + chunk * C * K, K, "
           "Lr, K"
        << th;
   if (re && side == Loader::producer)
@@ -320,7 +327,8 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
   os << "  // The launch contract shared with the other roles: workspace and shared-memory layout only.\n";
   os << "  constexpr dgps::launch::FeatureSet F = " << fs << ";\n";
   os << "  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, "
-        "dgps::cfg::kInputF16);\n";
+        "dgps::cfg::kInputF16"
+     << (segment ? ", true" : "") << ");\n";
   os << "  const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), "
         "dev::tile_of());\n";
   if (walk.getRescale()) {
@@ -329,7 +337,8 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
           "consumers run chunk c (tile/warp_split.cuh); registers per consumer / producer thread after the hand-over\n";
     os << "  using Split = t::WarpSplit<NT / 32, " << *walk.getProducerWarps() << ", " << regs[0] << ", " << regs[1]
        << ">;\n";
-    os << "  static_assert(Split::NT == dgps::launch::stateOutputThreads(F, BV), \"the launch's threads\");\n";
+    os << "  static_assert(Split::NT == dgps::launch::stateOutputThreads(F, BV" << (segment ? ", true" : "")
+       << "), \"the launch's threads\");\n";
   }
   os << "  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;\n";
   if (!segment) {
@@ -460,7 +469,7 @@ FailureOr<std::string> emitTileStateKernel(func::FuncOp fn, const std::string& s
   if (failed(walks)) return failure();
   StateWalkOp walk = walks->front();
   const std::string& fs = features->second;
-  if (failed(checkLayout(walk, features->first)) || failed(checkWalkKind(walk, false))) return failure();
+  if (failed(checkLayout(walk, features->first, false)) || failed(checkWalkKind(walk, false))) return failure();
   std::ostringstream os;
   // one CTA per SM at this thread count fixes ptxas's register budget, as the device library's wrapper does
   os << "extern \"C\" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(" << fs
@@ -482,20 +491,22 @@ FailureOr<std::string> emitTileSegmentKernel(func::FuncOp fn, const std::string&
   if (failed(walks)) return failure();
   const std::string& fs = features->second;
   for (StateWalkOp w : *walks)
-    if (failed(checkLayout(w, features->first)) || failed(checkWalkKind(w, true))) return failure();
+    if (failed(checkLayout(w, features->first, true)) || failed(checkWalkKind(w, true))) return failure();
   // the kernel's threads (launch_rules.h segmentGeometry): a walk with a rescale runs state_output's producer
   // warpgroup, so every walk of one kernel must agree on having one
   const bool producers = walks->front().getRescale().has_value();
   for (StateWalkOp w : *walks)
     if (w.getRescale().has_value() != producers)
       return w.emitOpError("differs from the kernel's other walk in having a rescale (one CTA shape per kernel)");
-  if (summary ? producers != launch::rebuildsKw(features->first) : producers != (features->first.precond == 1))
+  if (summary ? producers != launch::walkRebuildsKw(features->first, true)
+              : producers != launch::walkRebuilds(features->first, true))
     return walks->front().emitOpError() << "has " << (producers ? "a" : "no")
                                         << " rescale where the launch of tile.launch_features gives the kernel "
                                         << (producers ? "no" : "a") << " producer warpgroup (launch_rules.h "
                                         << (summary ? "segmentSummaryThreads)" : "stateOutputThreads)");
   const std::string threads = std::string(summary ? "dgps::launch::segmentSummaryThreads(" :
-                                                    "dgps::launch::stateOutputThreads(") + fs + ", dgps::cfg::BV)";
+                                                    "dgps::launch::stateOutputThreads(") + fs + ", dgps::cfg::BV" +
+                              (summary ? ")" : ", true)");
   std::ostringstream os;
   if (producers && walks->size() == 2) {
     // A producer warpgroup caps the kernel at 65536 / (NT + 128) registers per thread (168 at BV = 128), where

@@ -11,6 +11,7 @@
 
 #include "llvm/ADT/DenseSet.h"
 
+#include "StateWalkLowering.h"
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Dialect/Tile/IR/LaunchFeatures.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
@@ -39,7 +40,8 @@ struct Rows {
 /// Translates one chunk_local kernel body; one method per group of chunk ops.
 class ChunkLocalBuilder {
  public:
-  ChunkLocalBuilder(OpBuilder& b, Location loc) : b_(b), loc_(loc) {
+  /// `storeKey`: chunk_local stores the preconditioned write key for the walks (launch_rules.h storesKw).
+  ChunkLocalBuilder(OpBuilder& b, Location loc, bool storeKey) : b_(b), loc_(loc), storeKey_(storeKey) {
     MLIRContext* ctx = b.getContext();
     f32_ = b.getF32Type();
     rows16_ = TileType::get(ctx, {Extent::C, Extent::K}, b.getBF16Type(), Space::smem, Layout::row);
@@ -276,21 +278,31 @@ class ChunkLocalBuilder {
     // The per-token record: {scale·rq·2^G, rk·2^G, rk·2^(G_C − G), β, rq, rk, G, 0} (fields 4, 5 the scan's
     // coefficients with a preconditioner); per-channel gates stay out of it (they gate the operands below).
     b_.create<StoreTokenRecordOp>(loc_, rq, rk, beta, scale, perChannel ? Value() : gate, fields, "tok");
+    // A stored write key (launch_rules.h storesKw): P ⊙ k̂ is scanned before the gated stores, so that opw takes
+    // it (P and the gating are both elementwise); without a per-channel gate it is written to "pwk" below.
+    Value scanned;
+    if (storeKey_) {
+      if (!apply || apply->getResult(0) != qk.getWriteKey())
+        return qk.emitOpError("chunk_local stores the preconditioned write key (tile.launch_features write_key), "
+                              "but its write key is not a preconditioner's rebuild (chunk.accum_apply or "
+                              "chunk.hypergrad_apply of the key)");
+      if (failed(scanApply(apply, scanned))) return failure();
+      if (perChannel) b_.create<BarrierOp>(loc_);  // the gated pass reads rows other threads scanned
+    }
     if (perChannel) {
       b_.create<StoreGatedRowsOp>(loc_, q, gate, "opq", false);
       if (kkt) b_.create<StoreGatedRowsOp>(loc_, kw, gate, "opk", false);
-      b_.create<StoreGatedRowsOp>(loc_, kw, gate, "opw", true);
+      b_.create<StoreGatedRowsOp>(loc_, storeKey_ ? scanned : kw, gate, "opw", true);
       b_.create<StoreLastExp2Op>(loc_, gate, "pdec");
     }
-    if (apply) {
-      Value scanned;
-      if (failed(scanApply(apply, scanned))) return failure();
-    }
+    if (apply && !storeKey_ && failed(scanApply(apply, scanned))) return failure();
     // Tensor-core operands in bf16, then the products.
     Value qRows = operand(map_[qk.getQuery()].tile);
     Value cols = operand(map_[qk.getWriteKey()].tile);
     Value kRows = kkt ? operand(map_[kkt.getReadKey()].tile) : Value();
     b_.create<BarrierOp>(loc_);
+    // before the products: with a scalar gate the KKT block may alias the write-key tile once they are done
+    if (storeKey_ && !perChannel) b_.create<StoreRowsOp>(loc_, scanned, "pwk");
     SmallVector<Value> rows, ra, rb;
     if (kkt) {
       rows.push_back(kRows);
@@ -312,6 +324,7 @@ class ChunkLocalBuilder {
 
   OpBuilder& b_;
   Location loc_;
+  const bool storeKey_;
   Type f32_;
   TileType rows16_, rows32_, vec_, vecK_, block_;
   llvm::DenseMap<Value, Rows> map_;
@@ -323,6 +336,7 @@ class ChunkLocalBuilder {
 };
 
 struct LowerChunkLocalToTilePass : public dgps::impl::LowerChunkLocalToTileBase<LowerChunkLocalToTilePass> {
+  using LowerChunkLocalToTileBase::LowerChunkLocalToTileBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<ch::KernelOp> kernels;
@@ -340,11 +354,18 @@ struct LowerChunkLocalToTilePass : public dgps::impl::LowerChunkLocalToTileBase<
       fn->setAttr(kGridAttr, b.getStringAttr(stringifyGrid(Grid::chunk)));
       // The launch contract shared with the other roles (launch_rules.h FeatureSet, read over the whole forward):
       // it fixes the workspace and shared-memory layout the emitted kernel must reproduce.
-      const dgps::launch::FeatureSet features = dgps::featuresOf(parent);
+      dgps::launch::FeatureSet features = dgps::featuresOf(parent);
+      FailureOr<int> writeKey = resolveWriteKey(writeKey_, features, kernel);
+      if (failed(writeKey)) {
+        fn.erase();
+        return signalPassFailure();
+      }
+      features.write_key = *writeKey;
       fn->setAttr(kLaunchFeaturesAttr, launchFeaturesAttr(b, features));
       OpBuilder body(fn.getContext());
       body.setInsertionPointToStart(fn.addEntryBlock());
-      if (failed(ChunkLocalBuilder(body, kernel.getLoc()).build(kernel, features.gain == 1))) {
+      if (failed(ChunkLocalBuilder(body, kernel.getLoc(), dgps::launch::storesKw(features))
+                     .build(kernel, features.gain == 1))) {
         fn.erase();
         return signalPassFailure();
       }

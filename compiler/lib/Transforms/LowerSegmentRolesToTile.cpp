@@ -124,6 +124,7 @@ LogicalResult inspectOutput(ch::KernelOp k, SegmentKernels& s) {
 }
 
 struct LowerSegmentRolesToTilePass : public dgps::impl::LowerSegmentRolesToTileBase<LowerSegmentRolesToTilePass> {
+  using LowerSegmentRolesToTileBase::LowerSegmentRolesToTileBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> forwards;
@@ -146,7 +147,10 @@ struct LowerSegmentRolesToTilePass : public dgps::impl::LowerSegmentRolesToTileB
     if (failed(inspectSummary(s.summaryKernel, s)) || failed(inspectFold(s.foldKernel, s)) ||
         failed(inspectOutput(s.outputKernel, s)))
       return failure();
-    const dgps::launch::FeatureSet f = dgps::featuresOf(fwd);
+    dgps::launch::FeatureSet f = dgps::featuresOf(fwd);
+    FailureOr<int> writeKey = resolveWriteKey(writeKey_, f, s.summaryKernel);
+    if (failed(writeKey)) return failure();
+    f.write_key = *writeKey;
     SmallVector<func::FuncOp> made;
     auto fail = [&] {
       for (func::FuncOp fn : made) fn.erase();
@@ -156,7 +160,7 @@ struct LowerSegmentRolesToTilePass : public dgps::impl::LowerSegmentRolesToTileB
     // segment_summary: E (value tiles) then M (tiles of M's columns) in one grid
     OpBuilder body(module.getContext());
     made.push_back(createRoleFunction(module, fwd, s.summaryKernel.getLoc(), "segment_summary", "segment_summary",
-                                      Grid::segment, body));
+                                      Grid::segment, body, f.write_key));
     WalkEnds ext;
     ext.start = StateStart::zero;
     ext.endRegion = "seg_ext";
@@ -169,21 +173,21 @@ struct LowerSegmentRolesToTilePass : public dgps::impl::LowerSegmentRolesToTileB
       FailureOr<StateWalkOp> w =
           buildStateWalk(body, s.summary.getLoc(), s.summary, f, s.summary.getW(), s.summary.getGate(), ends);
       if (failed(w) ||
-          (s.summaryApply && failed(setRescale(*w, s.summaryApply, s.summary.getWriteKey(), Value()))))
+          (s.summaryApply && failed(setRescale(*w, s.summaryApply, s.summary.getWriteKey(), Value(), f, true))))
         return fail();
     }
     body.create<func::ReturnOp>(s.summaryKernel.getLoc());
 
     // segment_fold
     made.push_back(createRoleFunction(module, fwd, s.foldKernel.getLoc(), "segment_fold", "segment_fold",
-                                      Grid::value_tile, body));
+                                      Grid::value_tile, body, f.write_key));
     body.create<StateFoldOp>(s.fold.getLoc(), body.getStringAttr("seg_trans"), body.getStringAttr("seg_ext"),
                              body.getStringAttr("seg_start"), s.writesFinal);
     body.create<func::ReturnOp>(s.foldKernel.getLoc());
 
     // the corrected walk
     made.push_back(createRoleFunction(module, fwd, s.outputKernel.getLoc(), "segment_state_output",
-                                      "segment_state_output", Grid::segment, body));
+                                      "segment_state_output", Grid::segment, body, f.write_key));
     WalkEnds rerun;
     rerun.start = StateStart::region;
     rerun.startRegion = "seg_start";
@@ -191,7 +195,7 @@ struct LowerSegmentRolesToTilePass : public dgps::impl::LowerSegmentRolesToTileB
     FailureOr<StateWalkOp> walk =
         buildStateWalk(body, s.rerun.getLoc(), s.rerun, f, s.rerun.getW(), s.rerun.getGate(), rerun);
     if (failed(walk) || (s.outputApply && failed(setRescale(*walk, s.outputApply, s.rerun.getWriteKey(),
-                                                            s.output.getQuery()))))
+                                                            s.output.getQuery(), f, true))))
       return fail();
     body.create<func::ReturnOp>(s.outputKernel.getLoc());
 

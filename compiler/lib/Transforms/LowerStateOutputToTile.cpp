@@ -111,6 +111,7 @@ LogicalResult setRowMap(WalkPlan p, StateWalkOp walk) {  // by value: op getters
 }
 
 struct LowerStateOutputToTilePass : public dgps::impl::LowerStateOutputToTileBase<LowerStateOutputToTilePass> {
+  using LowerStateOutputToTileBase::LowerStateOutputToTileBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<ch::KernelOp> kernels;
@@ -123,10 +124,13 @@ struct LowerStateOutputToTilePass : public dgps::impl::LowerStateOutputToTileBas
       if (failed(inspect(kernel, p))) return signalPassFailure();
       // The launch contract shared with the other roles (launch_rules.h FeatureSet), read over the whole
       // forward as chunk_local's lowering does: it fixes the workspace and shared-memory layout.
-      const dgps::launch::FeatureSet f = dgps::featuresOf(parent);
+      dgps::launch::FeatureSet f = dgps::featuresOf(parent);
+      FailureOr<int> writeKey = resolveWriteKey(writeKey_, f, kernel);
+      if (failed(writeKey)) return signalPassFailure();
+      f.write_key = *writeKey;
       OpBuilder body(module.getContext());
-      func::FuncOp fn =
-          createRoleFunction(module, parent, kernel.getLoc(), "state_output", "state_output", Grid::value_tile, body);
+      func::FuncOp fn = createRoleFunction(module, parent, kernel.getLoc(), "state_output", "state_output",
+                                           Grid::value_tile, body, f.write_key);
       WalkEnds ends;
       ends.start = p.initial ? StateStart::argument : StateStart::zero;
       ends.writeOutput = p.writesO;
@@ -134,7 +138,7 @@ struct LowerStateOutputToTilePass : public dgps::impl::LowerStateOutputToTileBas
       FailureOr<StateWalkOp> walk =
           buildStateWalk(body, kernel.getLoc(), p.pass, f, p.pass.getW(), p.pass.getGate(), ends);
       const Value query = p.output ? p.output.getQuery() : Value();
-      if (failed(walk) || (p.apply && failed(setRescale(*walk, p.apply, p.pass.getWriteKey(), query))) ||
+      if (failed(walk) || (p.apply && failed(setRescale(*walk, p.apply, p.pass.getWriteKey(), query, f, false))) ||
           failed(setRowMap(p, *walk))) {
         fn.erase();
         return signalPassFailure();

@@ -3,6 +3,7 @@
 
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Dialect/Tile/IR/LaunchFeatures.h"
+#include "dgps/Transforms/Passes.h"
 #include "dgps/Transforms/PlanCost.h"
 
 using namespace mlir;
@@ -11,7 +12,7 @@ namespace ch = dgps::chunk;
 namespace dgps::tile {
 
 func::FuncOp createRoleFunction(ModuleOp module, func::FuncOp forward, Location loc, StringRef suffix, StringRef role,
-                                Grid grid, OpBuilder& body) {
+                                Grid grid, OpBuilder& body, int writeKey) {
   StringRef base = forward.getSymName();
   base.consume_back("_forward");
   OpBuilder b(module.getContext());
@@ -19,9 +20,18 @@ func::FuncOp createRoleFunction(ModuleOp module, func::FuncOp forward, Location 
   auto fn = b.create<func::FuncOp>(loc, (base + "_" + suffix).str(), b.getFunctionType({}, {}));
   fn->setAttr(kRoleAttr, b.getStringAttr(role));
   fn->setAttr(kGridAttr, b.getStringAttr(stringifyGrid(grid)));
-  fn->setAttr(kLaunchFeaturesAttr, launchFeaturesAttr(b, featuresOf(forward)));
+  launch::FeatureSet f = featuresOf(forward);
+  f.write_key = writeKey;
+  fn->setAttr(kLaunchFeaturesAttr, launchFeaturesAttr(b, f));
   body.setInsertionPointToStart(fn.addEntryBlock());
   return fn;
+}
+
+FailureOr<int> resolveWriteKey(StringRef requested, const launch::FeatureSet& f, Operation* at) {
+  int code = launch::kWriteKeyRebuilt;
+  std::string error;
+  if (!writeKeyCode(requested, f, &code, &error)) return at->emitError() << error;
+  return code;
 }
 
 FailureOr<StateWalkOp> buildStateWalk(OpBuilder& b, Location loc, Operation* at, const launch::FeatureSet& f, Value w,
@@ -42,7 +52,8 @@ FailureOr<StateWalkOp> buildStateWalk(OpBuilder& b, Location loc, Operation* at,
                                /*rescale (setRescale)*/ WalkOperandAttr(), StringAttr(), StringAttr(),
                                ScanReadoutAttr(), StringAttr(), FloatAttr(), FloatAttr(), FloatAttr(), FloatAttr(),
                                IntegerAttr(), DenseI32ArrayAttr(),
-                               /*row map: none*/ IntegerAttr(), IntegerAttr(), IntegerAttr());
+                               /*row map: none*/ IntegerAttr(), IntegerAttr(), IntegerAttr(),
+                               /*write_key_form (setRescale)*/ WriteKeyFormAttr());
 }
 
 namespace {
@@ -62,9 +73,18 @@ bool isPrecondScanResult(Value v) {
 
 }  // namespace
 
-LogicalResult setRescale(StateWalkOp walk, Operation* apply, Value writeKey, Value query) {
+LogicalResult setRescale(StateWalkOp walk, Operation* apply, Value writeKey, Value query, const launch::FeatureSet& f,
+                         bool segment) {
   Builder b(walk.getContext());
   Value result = apply->getResult(0), target, key, start;
+  if (writeKey && result == writeKey && !launch::walkRebuildsKw(f, segment)) {
+    // chunk_local stored P ⊙ k̂ from the same apply (tile.launch_features write_key): load it as it is
+    if (!result.hasOneUse() || apply->getOperand(0) != apply->getOperand(1))
+      return apply->emitOpError("must feed only the state pass's write key, scaling its own key (the stored form)");
+    walk.setWriteKeyAttr(b.getStringAttr(launch::needOpW(f) ? "opw" : "pwk"));
+    walk.setWriteKeyForm(WriteKeyForm::stored);
+    return success();
+  }
   if (auto a = dyn_cast<ch::AccumApplyOp>(apply)) {
     target = a.getTarget();
     key = a.getKey();
@@ -97,6 +117,7 @@ LogicalResult setRescale(StateWalkOp walk, Operation* apply, Value writeKey, Val
     return apply->emitOpError() << "scales " << (writeSide ? "a write key other than its own key" : "a query other "
                                                  "than the l2norm of the loaded \"q\"");
   walk.setRescale(writeSide ? WalkOperand::write_key : WalkOperand::query);
+  if (writeSide) walk.setWriteKeyForm(WriteKeyForm::rebuilt);
   walk.setScanRowsAttr(b.getStringAttr("k"));
   walk.setScanStartAttr(b.getStringAttr("pst"));
   // one warpgroup of producers; the budget moves registers to the consumers' state fragments: at BV = 128 the
@@ -107,3 +128,41 @@ LogicalResult setRescale(StateWalkOp walk, Operation* apply, Value writeKey, Val
 }
 
 }  // namespace dgps::tile
+
+namespace dgps {
+
+bool writeKeyCode(StringRef requested, const launch::FeatureSet& f, int* code, std::string* error) {
+  if (requested == "rebuilt") {
+    *code = launch::kWriteKeyRebuilt;
+    return true;
+  }
+  if (requested == "auto") {
+    const bool store = launch::rebuildsKw(f) && f.source == 0;
+    *code = !store ? launch::kWriteKeyRebuilt : launch::needOpW(f) ? launch::kWriteKeyStored : kAutoScalarWriteKey;
+    return true;
+  }
+  if (requested != "stored" && requested != "segments") {
+    *error = "write-key is \"" + requested.str() + "\"; expected rebuilt, stored, segments or auto";
+    return false;
+  }
+  if (!launch::rebuildsKw(f)) {
+    *error = "write-key " + requested.str() +
+             ": the forward has no key-side preconditioner, so no walk rebuilds a write key (use rebuilt or auto)";
+    return false;
+  }
+  if (requested == "segments" && launch::needOpW(f)) {
+    *error = "write-key segments: with a per-channel decay the stored key is the gated write key \"opw\", which "
+             "state_output reads as well (use stored, rebuilt or auto)";
+    return false;
+  }
+  *code = requested == "stored" ? launch::kWriteKeyStored : launch::kWriteKeyStoredSegments;
+  return true;
+}
+
+const char* writeKeyName(int code) {
+  return code == launch::kWriteKeyStored           ? "stored"
+         : code == launch::kWriteKeyStoredSegments ? "segments"
+                                                   : "rebuilt";
+}
+
+}  // namespace dgps

@@ -14,11 +14,15 @@ namespace dgps::tile {
 
 /// Appends `func.func @<base>_<suffix>` (base: the forward's name without "_forward") to `module` with the tile
 /// role and grid attributes and tile.launch_features = the forward's launch_rules.h FeatureSet (PlanCost.h
-/// featuresOf, read over the whole forward: it fixes the workspace and shared-memory layout every role shares),
-/// and an entry block; the builder is left at its start.
+/// featuresOf, read over the whole forward: it fixes the workspace and shared-memory layout every role shares)
+/// with FeatureSet::write_key = `writeKey` (resolveWriteKey), and an entry block; the builder is left at its start.
 mlir::func::FuncOp createRoleFunction(mlir::ModuleOp module, mlir::func::FuncOp forward, mlir::Location loc,
                                       llvm::StringRef suffix, llvm::StringRef role, Grid grid,
-                                      mlir::OpBuilder& body);
+                                      mlir::OpBuilder& body, int writeKey = launch::kWriteKeyRebuilt);
+
+/// The FeatureSet::write_key of a forward with features `f` for the lowerings' `write-key` option `requested`
+/// (Passes.h writeKeyCode); fails with an error at `at` naming the value and why.
+mlir::FailureOr<int> resolveWriteKey(llvm::StringRef requested, const launch::FeatureSet& f, mlir::Operation* at);
 
 /// How one walk starts and what it writes (TileStateOps.td).
 struct WalkEnds {
@@ -39,7 +43,11 @@ mlir::FailureOr<StateWalkOp> buildStateWalk(mlir::OpBuilder& b, mlir::Location l
 /// read-out's query `query`, its key the l2norm of the loaded "k" (the scan reads the raw key; chunk_local folds
 /// the l2norm factor into the record's field 5), its start the precond_scan role's chunk-start states ("pst").
 /// The rebuild runs in a producer warpgroup (launch_rules.h stateOutputProducerWarps) with the register budget
-/// measured on sm_90a. Fails with an error at `apply` naming what does not fit.
-mlir::LogicalResult setRescale(StateWalkOp walk, mlir::Operation* apply, mlir::Value writeKey, mlir::Value query);
+/// measured on sm_90a. A write-key rebuild sets write_key_form rebuilt, or, where `f` gives this walk the
+/// stored key (launch_rules.h walkRebuildsKw; `segment`: a segment walk), write_key_form stored with the key
+/// chunk_local stored ("pwk", or "opw" with per-channel decay) and no rescale. Fails with an error at `apply`
+/// naming what does not fit.
+mlir::LogicalResult setRescale(StateWalkOp walk, mlir::Operation* apply, mlir::Value writeKey, mlir::Value query,
+                               const launch::FeatureSet& f, bool segment);
 
 }  // namespace dgps::tile

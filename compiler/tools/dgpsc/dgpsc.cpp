@@ -16,6 +16,9 @@
 //       (--dgps-lower-precond-roles-to-tile; ema_sq_squash specs; an error for OSDN's hypergradient scan);
 //       a comma list selects several.
 //       The default calls the hand-written device library for every role.
+//       --write-key=auto|stored|segments|rebuilt: where the tile walks of a key-side preconditioner take the
+//       write key P⊙k̂ from (Passes.td write-key, docs/architecture.md "The write key: stored or rebuilt"); a
+//       stored key needs --codegen=...,tile-chunk-local.
 //   dgpsc check SPEC
 //       the spec checker of dsl (classification, hash, tensors, canonical form).
 //   dgpsc plan SPEC [--backward [--keep NAME,...]] [--segment-chunks L] [--token-precond-scan] [--print-ir]
@@ -47,6 +50,7 @@
 #include "dgps/Transforms/Passes.h"
 #include "dgps/Transforms/PlanCost.h"
 #include "dgps/dsl/CheckCommand.h"
+#include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/dsl/SpecParser.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -69,6 +73,7 @@ struct CompileOptions {
   std::string target = dgps::ir::kDefaultTarget;
   std::string printAfter;  // "", dgps, chunk, plan, tile, all
   std::string codegen = kDefaultCodegen;  // a comma list: device-library, tile-decode, tile-chunk-local
+  std::string writeKey = "auto";          // auto, stored, segments, rebuilt (Passes.td write-key)
 };
 
 /// One step of the pipeline: a pass and the stage it completes (if any).
@@ -137,7 +142,7 @@ mlir::LogicalResult lowerChunkRole(mlir::MLIRContext& ctx, const CompileOptions&
 /// (--chunk-segment-state-pass with the length chosen at launch), partitioned, and its segment roles lowered
 /// to tile functions (--dgps-lower-segment-roles-to-tile), added to `tileModule`.
 mlir::LogicalResult lowerSegmentRoles(mlir::MLIRContext& ctx, const CompileOptions& o, mlir::ModuleOp fused,
-                                      mlir::OwningOpRef<mlir::ModuleOp>& tileModule) {
+                                      const std::string& writeKey, mlir::OwningOpRef<mlir::ModuleOp>& tileModule) {
   mlir::OwningOpRef<mlir::ModuleOp> segmented = fused.clone();
   dgps::SegmentStatePassOptions so;
   so.segmentChunks = 0;  // the kernels read L from ForwardArgs::segment_chunks
@@ -153,7 +158,48 @@ mlir::LogicalResult lowerSegmentRoles(mlir::MLIRContext& ctx, const CompileOptio
     std::cerr << "dgpsc: error: " << o.spec << ": the segmented plan (--chunk-segment-state-pass) failed\n";
     return mlir::failure();
   }
-  return lowerChunkRole(ctx, o, *segmented, dgps::createLowerSegmentRolesToTile(), tileModule);
+  dgps::LowerSegmentRolesToTileOptions options;
+  options.writeKey_ = writeKey;
+  return lowerChunkRole(ctx, o, *segmented, dgps::createLowerSegmentRolesToTile(options), tileModule);
+}
+
+/// --write-key: the write-key option every tile lowering of this compile gets (Passes.td write-key), after what
+/// the compile prints from the tile IR allows. A stored key is written by the tile chunk_local and loaded by the
+/// tile walks; the device library's chunk_local stores none and its state_output always rebuilds. So without the
+/// tile chunk_local every walk rebuilds, and without the tile state_output only the segment walks may load it.
+/// auto falls back to what is allowed; an explicit stored / segments that is not allowed is an error.
+bool chooseWriteKey(const CompileOptions& o, const dgps::Spec& spec, bool tileChunkLocal, bool tileStateOutput,
+                    std::string& writeKey) {
+  int code = dgps::launch::kWriteKeyRebuilt;
+  std::string error;
+  if (!dgps::writeKeyCode(o.writeKey, dgps::deviceFeatures(spec), &code, &error)) {
+    std::cerr << "dgpsc: error: " << o.spec << ": --write-key: " << error << "\n";
+    return false;
+  }
+  const bool automatic = o.writeKey == "auto";
+  if (code != dgps::launch::kWriteKeyRebuilt && !tileChunkLocal) {
+    if (!automatic) {
+      std::cerr << "dgpsc: error: " << o.spec << ": --write-key=" << o.writeKey
+                << " needs the chunk_local kernel printed from the tile IR by this compile (--codegen=...,"
+                   "tile-chunk-local): the device library's chunk_local does not store the preconditioned write key\n";
+      return false;
+    }
+    code = dgps::launch::kWriteKeyRebuilt;
+  }
+  if (code == dgps::launch::kWriteKeyStored && !tileStateOutput) {
+    if (!automatic) {
+      std::cerr << "dgpsc: error: " << o.spec
+                << ": --write-key=stored needs the state_output kernel printed from the tile IR by this compile "
+                   "(--codegen=...,tile-state-output): the device library's state_output rebuilds the write key "
+                   "(--write-key=segments stores it for the segment walks only)\n";
+      return false;
+    }
+    // per-channel decay: the stored key is opw, which the library's state_output reads too
+    code = dgps::launch::needOpW(dgps::deviceFeatures(spec)) ? dgps::launch::kWriteKeyRebuilt
+                                                             : dgps::launch::kWriteKeyStoredSegments;
+  }
+  writeKey = dgps::writeKeyName(code);
+  return true;
 }
 
 /// Prints a remark or note as "file:line:col: remark: message" (no source line, no caret: it is not an
@@ -235,14 +281,22 @@ int compile(const CompileOptions& o) {
   // chunk_local and state_output always come from the tile IR (the step ops become row maps there), whatever
   // --codegen says; it has no sequence-parallel kernels (a row-mapped walk is a whole-sequence walk).
   const bool oneStep = dgps::householderSteps(canonical) == 1;
-  if ((codegenHas(o.codegen, "tile-chunk-local") || !oneStep) &&
-      mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerChunkLocalToTile(), tileModule)))
+  const bool tileChunkLocal = codegenHas(o.codegen, "tile-chunk-local") || !oneStep;
+  const bool tileStateOutput = codegenHas(o.codegen, "tile-state-output") || !oneStep;
+  std::string writeKey;
+  if (!chooseWriteKey(o, canonical, tileChunkLocal, tileStateOutput, writeKey)) return 1;
+  dgps::LowerChunkLocalToTileOptions chunkLocalOptions;
+  chunkLocalOptions.writeKey_ = writeKey;
+  dgps::LowerStateOutputToTileOptions stateOutputOptions;
+  stateOutputOptions.writeKey_ = writeKey;
+  if (tileChunkLocal &&
+      mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerChunkLocalToTile(chunkLocalOptions), tileModule)))
     return 1;
   if (codegenHas(o.codegen, "tile-precond") && oneStep &&
       mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerPrecondRolesToTile(), tileModule)))
     return 1;
-  if ((codegenHas(o.codegen, "tile-state-output") || !oneStep) &&
-      mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerStateOutputToTile(), tileModule)))
+  if (tileStateOutput &&
+      mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerStateOutputToTile(stateOutputOptions), tileModule)))
     return 1;
   if (!oneStep && codegenHas(o.codegen, "tile-segment")) {
     std::cerr << "dgpsc: error: " << o.spec << ": --codegen=tile-segment: solve.steps is "
@@ -257,7 +311,7 @@ int compile(const CompileOptions& o) {
   // too: its walks rebuild the preconditioned operand from precond_scan's chunk-start states).
   const bool segmentCovered = dgps::hasKernel(canonical, dgps::KernelKind::ChunkForward);
   if ((codegenHas(o.codegen, "tile-segment") || segmentCovered) && oneStep &&
-      mlir::failed(lowerSegmentRoles(ctx, o, *fused, tileModule)))
+      mlir::failed(lowerSegmentRoles(ctx, o, *fused, writeKey, tileModule)))
     return 1;
 
   // The package describes the canonicalised spec (identical to the input for every parsed spec
@@ -385,6 +439,16 @@ int run(int argc, char** argv) {
                    "comma list of the tile ones";
         return std::string();
       });
+
+  compileCmd
+      ->add_option("--write-key", co.writeKey,
+                   "a key-side preconditioner's write key P*k in the tile walks: stored (chunk_local stores it, every "
+                   "walk loads it), segments (stored; the segment walks load it, state_output rebuilds it; scalar "
+                   "decay only), rebuilt (every walk rebuilds it from pst in a producer warpgroup) or auto (stored "
+                   "with per-channel decay, segments with a scalar one, rebuilt for hypergrad_ogd and without a "
+                   "key-side preconditioner; Passes.h kAutoScalarWriteKey). A stored key needs the tile chunk_local "
+                   "(auto falls back to rebuilt); default auto")
+      ->check(CLI::IsMember({"auto", "stored", "segments", "rebuilt"}));
 
   std::string checkSpec;
   CLI::App* checkCmd = app.add_subcommand("check", "parse and validate SPEC, print its classification");

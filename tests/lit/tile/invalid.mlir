@@ -207,7 +207,7 @@ func.func @not_decode() attributes {tile.grid = "chunk", tile.min_ctas_per_sm = 
 // -----
 
 // tile.launch_features: a launch_rules.h FeatureSet, 7 codes, the clamp only with hypergrad_ogd.
-// expected-error @+1 {{tile.launch_features must be array<i32: decay, gain, precond, side, source, solve, clamp> (launch_rules.h FeatureSet), got array<i32: 1, 1, 0, 0, 0, 1>}}
+// expected-error @+1 {{tile.launch_features must be array<i32: decay, gain, precond, side, source, solve, clamp[, write_key]> (launch_rules.h FeatureSet), got array<i32: 1, 1, 0, 0, 0, 1>}}
 func.func @six_features() attributes {tile.grid = "chunk", tile.launch_features = array<i32: 1, 1, 0, 0, 0, 1>, tile.role = "chunk_local"} {
   return
 }

@@ -2,11 +2,21 @@
 // (chunk.accum_apply / chunk.hypergrad_apply) becomes one tile.channel_scan applied to the write key (key side)
 // or the read query (query side); the rest is as without a preconditioner (lower-chunk-local.mlir).
 // RUN: %dgps-opt %s -split-input-file --dgps-lower-chunk-local-to-tile | %FileCheck %s
+// write-key=auto: pgdn's walks take the write key chunk_local stores (segment walks only: write_key 2), so after
+// the pre-products barrier it writes the scanned tile to "pwk"; atq (query side) and osdn (hypergrad_ogd) keep
+// rebuilding, with nothing stored.
+// RUN: %dgps-opt %s -split-input-file --dgps-lower-chunk-local-to-tile=write-key=auto | %FileCheck %s --check-prefix=AUTO
 
 // PGDN (ema_sq_squash, key side): the in-chunk accumulator is a channel scan from the chunk-start state "pst",
 // decaying by e^{precond_g}, stepping by precond_beta·rk²·k², read out as a soft power; it multiplies the write
 // key into a new tile (the products' column operand). The scan's row decay is taken beside the loads (before
 // the first barrier); the record carries the scan's coefficients.
+// AUTO-LABEL: func.func @pgdn_chunk_local()
+// AUTO-SAME: tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1, 0, 2>
+// AUTO: %[[KW:.*]] = tile.channel_scan
+// AUTO: tile.barrier
+// AUTO-NEXT: tile.store_rows %[[KW]] into "pwk"
+// AUTO-NEXT: tile.lower_products rows({{.*}}) cols %[[KW]]
 // CHECK-LABEL: func.func @pgdn_chunk_local()
 // CHECK-SAME: tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1, 0>
 // CHECK: %[[Q:.*]] = tile.chunk_rows "q"
@@ -106,6 +116,9 @@ module attributes {dgps.target = "sm_90a"} {
 // -----
 
 // ATQ (ema_sq_squash, query side): the scan multiplies the read query in place; the write key stays k.
+// AUTO-LABEL: func.func @atq_chunk_local()
+// AUTO-SAME: tile.launch_features = array<i32: 1, 1, 1, 1, 0, 1, 0>
+// AUTO-NOT: tile.store_rows
 // CHECK-LABEL: func.func @atq_chunk_local()
 // CHECK-SAME: tile.launch_features = array<i32: 1, 1, 1, 1, 0, 1, 0>
 // CHECK: %[[Q:.*]] = tile.chunk_rows "q"
@@ -193,6 +206,9 @@ module attributes {dgps.target = "sm_90a"} {
 
 // OSDN-APF (hypergrad_ogd with retention, pre timing): the scan steps by the workspace coefficients "pcoef"
 // (times rk²), decays by e^{precond_g} and reads out the state before each step.
+// AUTO-LABEL: func.func @osdn_apf_chunk_local()
+// AUTO-SAME: tile.launch_features = array<i32: 0, 1, 1, 0, 1, 1, 0>
+// AUTO-NOT: tile.store_rows
 // CHECK-LABEL: func.func @osdn_apf_chunk_local()
 // CHECK-SAME: tile.launch_features = array<i32: 0, 1, 1, 0, 1, 1, 0>
 // CHECK: %[[K:.*]] = tile.chunk_rows "k"

@@ -5,10 +5,18 @@
 // preconditioner gets.
 // RUN: %dgps-opt %s -split-input-file --dgps-lower-state-output-to-tile | %FileCheck %s
 // RUN: %dgps-opt %s -split-input-file --dgps-lower-state-output-to-tile | %dgps-opt -split-input-file | %FileCheck %s
+// With the write key stored by chunk_local (write-key=stored: launch_features' write_key entry 1), the key-side
+// walks load it ("pwk", or "opw" with a per-channel gate) with no rescale and no producers.
+// (ATQ has no write key to store: an error naming the option.)
+// RUN: not %dgps-opt %s -split-input-file --dgps-lower-state-output-to-tile=write-key=stored 2>/dev/null | %FileCheck %s --check-prefix=STORED
+// RUN: not %dgps-opt %s -split-input-file --dgps-lower-state-output-to-tile=write-key=stored 2>&1 >/dev/null | %FileCheck %s --check-prefix=STORED-ERR
 // PGDN: scalar decay, the accumulator's soft power scales the write key (raw key rows into the write-key tile).
+// STORED-LABEL: func.func @pgdn_state_output()
+// STORED-SAME: tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1, 0, 1>, tile.role = "state_output"
+// STORED-NEXT: tile.state_walk start argument query "q" write_key "pwk" as stored read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform {write_final, write_output}
 // CHECK-LABEL: func.func @pgdn_state_output()
 // CHECK-SAME: tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1, 0>, tile.role = "state_output"
-// CHECK-NEXT: tile.state_walk start argument query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform rescale write_key scan "k" from "pst" readout soft_power center "precond_center" producer_warps 4 registers [224, 56] {scan_base = 1.500000e+00 : f32, scan_eps = 9.99999997E-7 : f32, write_final, write_output}
+// CHECK-NEXT: tile.state_walk start argument query "q" write_key "k" as rebuilt read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform rescale write_key scan "k" from "pst" readout soft_power center "precond_center" producer_warps 4 registers [224, 56] {scan_base = 1.500000e+00 : f32, scan_eps = 9.99999997E-7 : f32, write_final, write_output}
 // CHECK-NEXT: return
 !bf16_bthk = !chunk.tensor<[B, T, H, K], bf16>
 !bf16_bthvc = !chunk.tensor<[B, T, HV, C], bf16>
@@ -90,9 +98,12 @@ module attributes {dgps.target = "sm_90a"} {
 
 // PKDA: per-channel decay; the rescale rewrites the gated write key "opw" in place, the scan still reads the
 // raw key.
+// STORED-LABEL: func.func @pkda_state_output()
+// STORED-SAME: tile.launch_features = array<i32: 2, 1, 1, 0, 0, 1, 0, 1>, tile.role = "state_output"
+// STORED-NEXT: tile.state_walk start argument query "opq" write_key "opw" as stored read_key "opk" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry columns columns "pdec" {write_final, write_output}
 // CHECK-LABEL: func.func @pkda_state_output()
 // CHECK-SAME: tile.launch_features = array<i32: 2, 1, 1, 0, 0, 1, 0>, tile.role = "state_output"
-// CHECK-NEXT: tile.state_walk start argument query "opq" write_key "opw" read_key "opk" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry columns columns "pdec" rescale write_key scan "k" from "pst" readout soft_power center "precond_center" producer_warps 4 registers [224, 56] {scan_base = 1.500000e+00 : f32, scan_eps = 9.99999997E-7 : f32, write_final, write_output}
+// CHECK-NEXT: tile.state_walk start argument query "opq" write_key "opw" as rebuilt read_key "opk" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry columns columns "pdec" rescale write_key scan "k" from "pst" readout soft_power center "precond_center" producer_warps 4 registers [224, 56] {scan_base = 1.500000e+00 : f32, scan_eps = 9.99999997E-7 : f32, write_final, write_output}
 // CHECK-NEXT: return
 !bf16_bthk = !chunk.tensor<[B, T, H, K], bf16>
 !bf16_bthvc = !chunk.tensor<[B, T, HV, C], bf16>
@@ -174,9 +185,12 @@ module attributes {dgps.target = "sm_90a"} {
 // -----
 
 // OSDN: no decay; the hypergradient state before each token's step (write timing pre), no clamp, no centre.
+// STORED-LABEL: func.func @osdn_state_output()
+// STORED-SAME: tile.launch_features = array<i32: 0, 1, 1, 0, 1, 1, 0, 1>, tile.role = "state_output"
+// STORED-NEXT: tile.state_walk start argument query "q" write_key "pwk" as stored read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry none {write_final, write_output}
 // CHECK-LABEL: func.func @osdn_state_output()
 // CHECK-SAME: tile.launch_features = array<i32: 0, 1, 1, 0, 1, 1, 0>, tile.role = "state_output"
-// CHECK-NEXT: tile.state_walk start argument query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry none rescale write_key scan "k" from "pst" readout clamped_pre producer_warps 4 registers [224, 56] {write_final, write_output}
+// CHECK-NEXT: tile.state_walk start argument query "q" write_key "k" as rebuilt read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry none rescale write_key scan "k" from "pst" readout clamped_pre producer_warps 4 registers [224, 56] {write_final, write_output}
 // CHECK-NEXT: return
 !bf16_bthk = !chunk.tensor<[B, T, H, K], bf16>
 !bf16_bthvc = !chunk.tensor<[B, T, HV, C], bf16>
@@ -247,6 +261,7 @@ module attributes {dgps.target = "sm_90a"} {
 // -----
 
 // ATQ: the preconditioner scales the read query (in place), the write key stays the raw key.
+// STORED-ERR: error: write-key stored: the forward has no key-side preconditioner, so no walk rebuilds a write key
 // CHECK-LABEL: func.func @atq_state_output()
 // CHECK-SAME: tile.launch_features = array<i32: 1, 1, 1, 1, 0, 1, 0>, tile.role = "state_output"
 // CHECK-NEXT: tile.state_walk start argument query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform rescale query scan "k" from "pst" readout soft_power center "precond_center" producer_warps 4 registers [224, 56] {scan_base = 1.500000e+00 : f32, scan_eps = 9.99999997E-7 : f32, write_final, write_output}

@@ -38,6 +38,9 @@ struct PlanSummary {
   int64_t bytes_per_token_head = 0, flops_per_token_head = 0;
   /// The package also holds the segmented state pass's kernels (manifest launch.forward_segmented).
   bool segmented = false;
+  /// launch_rules.h FeatureSet::write_key of the tile chunk roles (0 without them): the workspace's pwk region
+  /// and the walks' threads and shared memory follow it.
+  int write_key = 0;
 };
 
 /// Reads the partitioned forward function of `plan`. Emits an error at the offending op and fails if

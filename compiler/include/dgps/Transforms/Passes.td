@@ -330,7 +330,10 @@ def LowerChunkLocalToTile : Pass<"dgps-lower-chunk-local-to-tile", "::mlir::Modu
     the gated operands opq/opk/opw and the last-row decays pdec that state_output reads are written
     from the same tiles. The preconditioner's `chunk.accum_apply` / `chunk.hypergrad_apply` becomes a
     `tile.channel_scan` from the chunk-start state (workspace "pst") that multiplies the write key (a
-    new tile) or the read query (in place). Fails, naming the op, on a chunk op it cannot lower.
+    new tile) or the read query (in place). With `write-key` giving a stored write key (tile.launch_features
+    write_key 1 or 2) the scanned P ⊙ k is written for the walks: `tile.store_rows` into "pwk", or, with a
+    [C, K] gate, as the operand of the opw store (scanned before the gated stores). Fails, naming the op, on
+    a chunk op it cannot lower.
 
     Before (GDN):
     ```mlir
@@ -374,6 +377,14 @@ def LowerChunkLocalToTile : Pass<"dgps-lower-chunk-local-to-tile", "::mlir::Modu
     }
     ```
   }];
+  let options = [
+    Option<"writeKey_", "write-key", "std::string", /*default=*/"\"rebuilt\"",
+           "A key-side preconditioner's write key P ⊙ k̂ in the state walks (launch_rules.h FeatureSet::write_key): "
+           "rebuilt (every walk rebuilds it from pst in a producer warpgroup), stored (chunk_local stores it, every "
+           "walk loads it), segments (stored; the segment walks load it, state_output rebuilds it; scalar decay "
+           "only) or auto (StateWalkLowering.h resolveWriteKey). The tile lowerings of one compile must get the "
+           "same value, and a stored key needs this compile's chunk_local from the tile IR (dgpsc --write-key).">
+  ];
   let dependentDialects = ["::dgps::tile::TileDialect", "::mlir::func::FuncDialect"];
 }
 
@@ -393,7 +404,9 @@ def LowerStateOutputToTile : Pass<"dgps-lower-state-output-to-tile", "::mlir::Mo
     gain_scale) are what chunk_local already folded into the workspace (token record, blocks, gated
     operands). A preconditioner's in-kernel rebuild (`chunk.accum_apply`, `chunk.hypergrad_apply`) of the
     state pass's write key or the read-out's query becomes the walk's `rescale` (the per-channel scan of the
-    raw key from "pst", its read-out, and the producer warpgroup that runs it with its register budget).
+    raw key from "pst", its read-out, and the producer warpgroup that runs it with its register budget) and
+    the walk's `write_key_form` rebuilt; where `write-key` gives state_output the stored write key the walk
+    instead reads "pwk" (or "opw" with a [C, K] gate) `as stored`, with no rescale and no producers.
     Fails, naming the op, on anything else.
 
     Before (GDN):
@@ -425,6 +438,14 @@ def LowerStateOutputToTile : Pass<"dgps-lower-state-output-to-tile", "::mlir::Mo
     }
     ```
   }];
+  let options = [
+    Option<"writeKey_", "write-key", "std::string", /*default=*/"\"rebuilt\"",
+           "A key-side preconditioner's write key P ⊙ k̂ in the state walks (launch_rules.h FeatureSet::write_key): "
+           "rebuilt (every walk rebuilds it from pst in a producer warpgroup), stored (chunk_local stores it, every "
+           "walk loads it), segments (stored; the segment walks load it, state_output rebuilds it; scalar decay "
+           "only) or auto (StateWalkLowering.h resolveWriteKey). The tile lowerings of one compile must get the "
+           "same value, and a stored key needs this compile's chunk_local from the tile IR (dgpsc --write-key).">
+  ];
   let dependentDialects = ["::dgps::tile::TileDialect", "::mlir::func::FuncDialect"];
 }
 
@@ -463,6 +484,14 @@ def LowerSegmentRolesToTile : Pass<"dgps-lower-segment-roles-to-tile", "::mlir::
     }
     ```
   }];
+  let options = [
+    Option<"writeKey_", "write-key", "std::string", /*default=*/"\"rebuilt\"",
+           "A key-side preconditioner's write key P ⊙ k̂ in the state walks (launch_rules.h FeatureSet::write_key): "
+           "rebuilt (every walk rebuilds it from pst in a producer warpgroup), stored (chunk_local stores it, every "
+           "walk loads it), segments (stored; the segment walks load it, state_output rebuilds it; scalar decay "
+           "only) or auto (StateWalkLowering.h resolveWriteKey). The tile lowerings of one compile must get the "
+           "same value, and a stored key needs this compile's chunk_local from the tile IR (dgpsc --write-key).">
+  ];
   let dependentDialects = ["::dgps::tile::TileDialect", "::mlir::func::FuncDialect"];
 }
 

@@ -32,7 +32,15 @@ struct FeatureSet {
   int source = 0;   ///< 0 ema_sq_squash, 1 hypergrad_ogd
   int solve = 1;    ///< 0 linear (Hebbian), 1 delta
   int clamp = 0;    ///< hypergrad_ogd: 1 when the d update is clamped (clamp_min or clamp_max set)
+  /// A key-side preconditioner's write key P⊙k̂ in the state walks (a tile-IR decision, docs/math.md §4.3; the
+  /// device library's roles always take 0): 0 every walk rebuilds it from pst (a producer warpgroup);
+  /// 1 chunk_local stores it (pwk, or inside opw with per-channel decay) and every walk loads it;
+  /// 2 chunk_local stores it, the segment walks load it and state_output rebuilds it (scalar decay only).
+  int write_key = 0;
 };
+
+/// The write-key codes of FeatureSet::write_key.
+constexpr int kWriteKeyRebuilt = 0, kWriteKeyStored = 1, kWriteKeyStoredSegments = 2;
 
 /// OSDN's d-scan runs in its chunked form (docs/math.md §5.2 "Chunked form"): a fully parallel per-chunk
 /// summary (role precond_summary) and a short pass over chunks (role precond_scan). A clamp is a projection,
@@ -166,10 +174,13 @@ DGPS_HD constexpr long long chunkSlots(const ProblemShape& s, int C) {
 ///                              w_m = Σ_x k_mx² d_x on the raw key
 ///   hgvec f32  [S][H][2C+4]    chunked hypergrad_ogd: {a [C], y [C] with y_j = Λ_nj rk_j², L_n, 0, 0, 0}:
 ///                              d_end = L_n d + Σ_j y_j c_j k_j² (docs/math.md §5.2; fwd_precond_hypergrad.cuh)
+///   pwk   bf16 [S][HV][C][K]   the stored preconditioned write key P⊙k (raw key rows, the l2norm factor stays
+///                              in the record), written by chunk_local when needPwk (FeatureSet::write_key)
 /// The per-channel gated operands are prepared once by the fully parallel chunk_local, so the sequential
 /// state_output does no per-channel gating (recomputing it there cost 3-6x their bytes on H200). The
-/// preconditioner multiplier P is never stored: state_output rebuilds P⊙k (ATK) or P⊙q (ATQ) from pst and
-/// the raw key (issue 3: no preconditioned key in device memory).
+/// preconditioner multiplier P is stored only as part of the write key (FeatureSet::write_key: in pwk, or in
+/// opw = P⊙k⊙2^{G_C − G_i} with per-channel decay); otherwise the walks rebuild P⊙k (ATK) or P⊙q (ATQ) from pst
+/// and the raw key.
 /// Floats per (chunk slot, key head) of the chunked hypergrad_ogd's hgvec: a [C], y [C], L_n and 3 pad floats
 /// (a 16-byte multiple, for cp.async).
 DGPS_HD constexpr int hypergradVecFloats(int C) { return 2 * C + 4; }
@@ -181,6 +192,7 @@ struct WorkspaceLayout {
   long long slots = 0;
   long long tb = 0, aqk = 0, tok = 0, pst = 0, psum = 0, pgam = 0, pcoef = 0, opq = 0, opk = 0, opw = 0, pdec = 0;
   long long hgtri = 0, hgvec = 0;
+  long long pwk = 0;
   long long total = 0;
 };
 
@@ -196,8 +208,24 @@ DGPS_HD constexpr bool rebuildsQ(const FeatureSet& f) { return f.precond == 1 &&
 DGPS_HD constexpr bool rawKInKTile(const FeatureSet& f) {
   return !needOpK(f) && (f.solve == 1 || !needOpW(f) || f.precond == 1);
 }
-/// With opk in the k tile, a preconditioner reads the raw key from a tile of its own.
-DGPS_HD constexpr bool rawKOwnTile(const FeatureSet& f) { return f.precond == 1 && needOpK(f); }
+/// chunk_local writes the preconditioned write key P⊙k̂ once (FeatureSet::write_key 1 or 2).
+DGPS_HD constexpr bool storesKw(const FeatureSet& f) { return rebuildsKw(f) && f.write_key != kWriteKeyRebuilt; }
+/// The stored P⊙k̂ has a region of its own, pwk (scalar or no decay); with per-channel decay it is opw.
+DGPS_HD constexpr bool needPwk(const FeatureSet& f) { return storesKw(f) && !needOpW(f); }
+/// A walk rebuilds the write key: a state_output walk (`segment` false) or a segment walk (segment_summary,
+/// segment_state_output) of a key-side preconditioner whose FeatureSet::write_key does not give it the stored one.
+DGPS_HD constexpr bool walkRebuildsKw(const FeatureSet& f, bool segment) {
+  return rebuildsKw(f) && !(f.write_key == kWriteKeyStored || (f.write_key == kWriteKeyStoredSegments && segment));
+}
+/// A walk runs the producer warpgroup: it rebuilds the write key, or the query (a query-side preconditioner; the
+/// segment summary reads no query and has its own rule, segmentSummaryThreads).
+DGPS_HD constexpr bool walkRebuilds(const FeatureSet& f, bool segment) {
+  return walkRebuildsKw(f, segment) || rebuildsQ(f);
+}
+/// With opk in the k tile, a walk's rebuild reads the raw key from a tile of its own.
+DGPS_HD constexpr bool rawKOwnTile(const FeatureSet& f, bool segment = false) {
+  return f.precond == 1 && needOpK(f) && walkRebuilds(f, segment);
+}
 
 DGPS_HD constexpr WorkspaceLayout workspaceLayout(const FeatureSet& f, const ProblemShape& s, const TileConfig& t) {
   WorkspaceLayout w;
@@ -235,6 +263,8 @@ DGPS_HD constexpr WorkspaceLayout workspaceLayout(const FeatureSet& f, const Pro
   off += hgc ? align_up(w.slots * s.H * hypergradTriFloats(t.chunk) * 4, 256) : 0;
   w.hgvec = off;
   off += hgc ? align_up(w.slots * s.H * hypergradVecFloats(t.chunk) * 4, 256) : 0;
+  w.pwk = off;  // the stored write key, last: the layout without it is unchanged
+  off += needPwk(f) ? op : 0;
   w.total = off;
   return w;
 }
@@ -308,11 +338,13 @@ struct StateOutputSmem {
 };
 
 /// state_output: per pipeline stage the q (or opq) and k (or opk) tiles in the core-matrix layout, the write-key
-/// tile (opw, or P⊙k rebuilt here), the raw key where opk takes the k slot and a preconditioner needs it, the
-/// value tile, 𝒯·diag(β), Aqk, per-token factors, the preconditioner state at the chunk start and, for
-/// diagonal decay, the per-channel chunk decay.
+/// tile (opw, the stored pwk, or P⊙k rebuilt here), the raw key where opk takes the k slot and the walk's rebuild
+/// needs it, the value tile, 𝒯·diag(β), Aqk, per-token factors, the preconditioner state at the chunk start
+/// (where the walk rebuilds an operand) and, for diagonal decay, the per-channel chunk decay. `segment`: the
+/// layout of a segment walk (segment_summary, segment_state_output), which differs only where
+/// FeatureSet::write_key gives the segment walks the stored write key and state_output not.
 DGPS_HD constexpr StateOutputSmem stateOutputSmem(const FeatureSet& f, int K, int V, int C, int BV, int stages,
-                                                  bool f16) {
+                                                  bool f16, bool segment = false) {
   StateOutputSmem m;
   (void)V;
   (void)f16;
@@ -326,8 +358,8 @@ DGPS_HD constexpr StateOutputSmem stateOutputSmem(const FeatureSet& f, int K, in
   const bool kw = needOpW(f) || rebuildsKw(f);
   m.kw = kw ? off : m.k;
   off += kw ? tile : 0;
-  m.kraw = rawKOwnTile(f) ? off : m.k;
-  off += rawKOwnTile(f) ? tile : 0;
+  m.kraw = rawKOwnTile(f, segment) ? off : m.k;
+  off += rawKOwnTile(f, segment) ? tile : 0;
   m.v = off;
   off += C * bf16Pitch(BV) * 2;
   m.tb = off;
@@ -337,7 +369,7 @@ DGPS_HD constexpr StateOutputSmem stateOutputSmem(const FeatureSet& f, int K, in
   m.tok = off;
   off += (C + 1) * 8 * 4;
   m.pst = off;
-  off += f.precond == 1 ? KP * 4 : 0;
+  off += walkRebuilds(f, segment) ? KP * 4 : 0;
   m.dec = off;
   off += f.decay == 2 ? KP * 4 : 0;
   off = (int)align_up(off, 128);
@@ -395,13 +427,16 @@ DGPS_HD constexpr HypergradPassSmem hypergradPassSmem(int K, int C) {
   return m;
 }
 
-/// state_output warps: one consumer warp per 16 value columns, plus, with a diagonal preconditioner, one
-/// producer warpgroup that loads the next chunk's key and rebuilds its preconditioned operand while the
-/// consumers run the current chunk (the rebuild then stays off the sequential critical path).
+/// state_output warps: one consumer warp per 16 value columns, plus, where the walk rebuilds a preconditioned
+/// operand (walkRebuilds), one producer warpgroup that loads the next chunk's key and rebuilds it while the
+/// consumers run the current chunk (the rebuild then stays off the sequential critical path). `segment`: the
+/// corrected walk of the segmented pass (segment_state_output), whose CTA is state_output's.
 DGPS_HD constexpr int stateOutputConsumerWarps(int BV) { return BV / 16; }
-DGPS_HD constexpr int stateOutputProducerWarps(const FeatureSet& f) { return f.precond == 1 ? 4 : 0; }
-DGPS_HD constexpr int stateOutputThreads(const FeatureSet& f, int BV) {
-  return (stateOutputConsumerWarps(BV) + stateOutputProducerWarps(f)) * 32;
+DGPS_HD constexpr int stateOutputProducerWarps(const FeatureSet& f, bool segment = false) {
+  return walkRebuilds(f, segment) ? 4 : 0;
+}
+DGPS_HD constexpr int stateOutputThreads(const FeatureSet& f, int BV, bool segment = false) {
+  return (stateOutputConsumerWarps(BV) + stateOutputProducerWarps(f, segment)) * 32;
 }
 
 /// Largest dynamic shared memory per CTA on sm_90 (H100/H200): 227 KiB. Candidates above the device's
@@ -517,7 +552,7 @@ DGPS_HD constexpr long long segmentFoldSmem(long long K) { return (2 * K * (K + 
 /// preconditioner's summary has nothing to rebuild and no producers (its shared-memory stage stays
 /// stateOutputSmem's).
 DGPS_HD constexpr int segmentSummaryThreads(const FeatureSet& f, int BV) {
-  return (stateOutputConsumerWarps(BV) + (rebuildsKw(f) ? stateOutputProducerWarps(f) : 0)) * 32;
+  return (stateOutputConsumerWarps(BV) + (walkRebuildsKw(f, true) ? stateOutputProducerWarps(f, true) : 0)) * 32;
 }
 
 /// Launch geometry of a segment kernel. The summary's grid is S·HV·⌈V/BV⌉ CTAs of E (value tiles) followed by
@@ -529,7 +564,7 @@ DGPS_HD inline Geometry segmentGeometry(int role, const FeatureSet& f, const Pro
   const long long slots = segmentSlots(s, t.chunk, L);
   const int BV = valueTile((int)s.V, t.block_v);
   const unsigned long long walkSmem =
-      (unsigned long long)stateOutputSmem(f, (int)s.K, (int)s.V, t.chunk, BV, t.stages, s.f16 != 0).total;
+      (unsigned long long)stateOutputSmem(f, (int)s.K, (int)s.V, t.chunk, BV, t.stages, s.f16 != 0, true).total;
   switch (role) {
     case kSegmentSummary:
       g.grid.x = (unsigned)(slots * s.HV * (cdiv(s.V, BV) + cdiv(s.K, BV)));
@@ -544,7 +579,7 @@ DGPS_HD inline Geometry segmentGeometry(int role, const FeatureSet& f, const Pro
     case kSegmentStateOutput:
     default:
       g.grid.x = (unsigned)(slots * s.HV * cdiv(s.V, BV));
-      g.block.x = (unsigned)stateOutputThreads(f, BV);
+      g.block.x = (unsigned)stateOutputThreads(f, BV, true);
       g.smem_bytes = walkSmem;
       break;
   }

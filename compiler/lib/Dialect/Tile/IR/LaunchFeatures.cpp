@@ -14,8 +14,8 @@ struct Entry {
   const char* name;
   int max;
 };
-constexpr Entry kEntries[kLaunchFeatureCount] = {{"decay", 2},  {"gain", 1},  {"precond", 1}, {"side", 1},
-                                                 {"source", 1}, {"solve", 1}, {"clamp", 1}};
+constexpr Entry kEntries[kLaunchFeatureCount + 1] = {{"decay", 2},  {"gain", 1},  {"precond", 1}, {"side", 1},
+                                                     {"source", 1}, {"solve", 1}, {"clamp", 1}, {"write_key", 2}};
 
 launch::FeatureSet fromArray(ArrayRef<int32_t> v) {
   launch::FeatureSet f;
@@ -26,21 +26,67 @@ launch::FeatureSet fromArray(ArrayRef<int32_t> v) {
   f.source = v[4];
   f.solve = v[5];
   f.clamp = v[6];
+  f.write_key = v.size() > kLaunchFeatureCount ? v[kLaunchFeatureCount] : launch::kWriteKeyRebuilt;
   return f;
+}
+
+/// The function's body agrees with write_key (launch_rules.h storesKw / needPwk / walkRebuildsKw): a chunk_local
+/// stores P ⊙ k̂ exactly when the features say so (tile.store_rows into "pwk", or the opw store of the scanned
+/// key), and each walk of a key-side preconditioner takes the form the features give its role.
+LogicalResult verifyWriteKeyRoles(Operation* op, const launch::FeatureSet& f) {
+  auto role = op->getAttrOfType<StringAttr>(kRoleAttr);
+  if (!role || op->getNumRegions() != 1 || op->getRegion(0).empty()) return success();
+  const bool stores = launch::storesKw(f);
+  if (role.getValue() == "chunk_local") {
+    bool pwk = false, scannedOpw = false;
+    op->walk([&](Operation* o) {
+      if (auto st = dyn_cast<StoreRowsOp>(o)) pwk |= st.getInto() == "pwk";
+      if (auto g = dyn_cast<StoreGatedRowsOp>(o))
+        scannedOpw |= g.getInto() == "opw" && g.getX().getDefiningOp<ChannelScanOp>();
+    });
+    const bool stored = launch::needOpW(f) ? scannedOpw : pwk;
+    if (stored == stores) return success();
+    const char* what = launch::needOpW(f) ? "tile.store_gated_rows into \"opw\" of the scanned key (P ⊙ k)"
+                                          : "tile.store_rows into \"pwk\"";
+    return op->emitOpError() << kLaunchFeaturesAttr << ": write_key is " << f.write_key << " ("
+                             << (stores ? "chunk_local stores" : "the walks rebuild")
+                             << " the preconditioned write key) but the function has " << (stores ? "no " : "a ")
+                             << what;
+  }
+  const bool segment = role.getValue() == "segment_summary" || role.getValue() == "segment_state_output";
+  if (!segment && role.getValue() != "state_output") return success();
+  const bool rebuild = launch::walkRebuildsKw(f, segment);
+  LogicalResult result = success();
+  op->walk([&](StateWalkOp w) {
+    const bool stored = w.getWriteKeyForm() && *w.getWriteKeyForm() == WriteKeyForm::stored;
+    const bool keySide = launch::rebuildsKw(f);
+    if (keySide ? stored != !rebuild : stored) {
+      result = w.emitOpError() << "takes the " << (stored ? "stored" : "rebuilt") << " write key where "
+                               << kLaunchFeaturesAttr << " (write_key " << f.write_key << ") gives a "
+                               << role.getValue() << " walk "
+                               << (keySide ? (rebuild ? "the rebuilt one" : "the stored one") : "no preconditioned one")
+                               << " (launch_rules.h walkRebuildsKw)";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return result;
 }
 
 }  // namespace
 
 DenseI32ArrayAttr launchFeaturesAttr(Builder& b, const launch::FeatureSet& f) {
+  if (f.write_key != launch::kWriteKeyRebuilt)
+    return b.getDenseI32ArrayAttr({f.decay, f.gain, f.precond, f.side, f.source, f.solve, f.clamp, f.write_key});
   return b.getDenseI32ArrayAttr({f.decay, f.gain, f.precond, f.side, f.source, f.solve, f.clamp});
 }
 
 LogicalResult verifyLaunchFeatures(Operation* op, Attribute value) {
   auto v = dyn_cast<DenseI32ArrayAttr>(value);
-  if (!v || v.size() != kLaunchFeatureCount)
+  if (!v || (v.size() != kLaunchFeatureCount && v.size() != kLaunchFeatureCount + 1))
     return op->emitOpError() << kLaunchFeaturesAttr << " must be array<i32: decay, gain, precond, side, source, "
-                             << "solve, clamp> (launch_rules.h FeatureSet), got " << value;
-  for (int i = 0; i < kLaunchFeatureCount; ++i)
+                             << "solve, clamp[, write_key]> (launch_rules.h FeatureSet), got " << value;
+  for (int i = 0; i < (int)v.size(); ++i)
     if (v[i] < 0 || v[i] > kEntries[i].max)
       return op->emitOpError() << kLaunchFeaturesAttr << ": " << kEntries[i].name << " is " << v[i]
                                << "; expected 0 to " << kEntries[i].max << " (launch_rules.h FeatureSet)";
@@ -49,7 +95,15 @@ LogicalResult verifyLaunchFeatures(Operation* op, Attribute value) {
     return op->emitOpError() << kLaunchFeaturesAttr
                              << ": clamp is 1 without a hypergrad_ogd preconditioner (precond 1, source 1); only "
                                 "its d-scan has a clamp";
-  return success();
+  if (f.write_key != launch::kWriteKeyRebuilt && !launch::rebuildsKw(f))
+    return op->emitOpError() << kLaunchFeaturesAttr << ": write_key is " << f.write_key
+                             << " without a key-side preconditioner (precond 1, side 0); only its walks rebuild a "
+                                "write key";
+  if (f.write_key == launch::kWriteKeyStoredSegments && launch::needOpW(f))
+    return op->emitOpError() << kLaunchFeaturesAttr
+                             << ": write_key 2 (stored for the segment walks only) with per-channel decay: the "
+                                "stored key lives in opw, which every walk reads, so state_output cannot rebuild it";
+  return verifyWriteKeyRoles(op, f);
 }
 
 FailureOr<launch::FeatureSet> launchFeaturesOf(Operation* fn) {
@@ -62,7 +116,9 @@ FailureOr<launch::FeatureSet> launchFeaturesOf(Operation* fn) {
 std::string featureSetInitializer(const launch::FeatureSet& f) {
   std::string s = "{" + std::to_string(f.decay) + ", " + std::to_string(f.gain) + ", " + std::to_string(f.precond) +
                   ", " + std::to_string(f.side) + ", " + std::to_string(f.source) + ", " + std::to_string(f.solve);
-  if (f.clamp != 0) s += ", " + std::to_string(f.clamp);
+  const bool writeKey = f.write_key != launch::kWriteKeyRebuilt;
+  if (f.clamp != 0 || writeKey) s += ", " + std::to_string(f.clamp);
+  if (writeKey) s += ", " + std::to_string(f.write_key);
   return s + "}";
 }
 

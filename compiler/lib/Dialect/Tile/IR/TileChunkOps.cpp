@@ -151,6 +151,11 @@ LogicalResult StoreGatedRowsOp::verify() {
   return expectRegion(*this, getInto(), {"opq", "opk", "opw"});
 }
 
+LogicalResult StoreRowsOp::verify() {
+  if (failed(expectRows16(*this, getX(), "operand"))) return failure();
+  return expectRegion(*this, getInto(), {"pwk"});
+}
+
 LogicalResult StoreLastExp2Op::verify() {
   if (failed(expectShared(*this, getGate(), {Extent::C, Extent::K}, "gate"))) return failure();
   return expectRegion(*this, getInto(), {"pdec"});

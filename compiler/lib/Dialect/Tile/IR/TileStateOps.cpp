@@ -41,7 +41,7 @@ LogicalResult verifyRowMap(StateWalkOp w) {
 LogicalResult StateWalkOp::verify() {
   Operation* op = getOperation();
   if (failed(expectSource(op, "query", getQuery(), {"q", "opq"})) ||
-      failed(expectSource(op, "write_key", getWriteKey(), {"k", "opw"})) ||
+      failed(expectSource(op, "write_key", getWriteKey(), {"k", "opw", "pwk"})) ||
       failed(expectSource(op, "values", getValues(), {"v"})) || failed(expectSource(op, "record", getRecord(), {"tok"})) ||
       failed(expectSource(op, "readout", getReadout(), {"aqk"})))
     return failure();
@@ -70,7 +70,31 @@ LogicalResult StateWalkOp::verify() {
   if (!getWriteOutput() && !getWriteFinal() && !getEndRegion())
     return emitOpError("writes nothing: set write_output, write_final or end_region");
   if (failed(verifyRowMap(*this))) return failure();
+  if (failed(verifyWriteKeyForm())) return failure();
   return verifyRescale();
+}
+
+LogicalResult StateWalkOp::verifyWriteKeyForm() {
+  const bool rescalesKey = getRescale() && *getRescale() == WalkOperand::write_key;
+  if (!getWriteKeyForm()) {
+    if (getWriteKey() == "pwk")
+      return emitOpError("reads the stored write key \"pwk\" without write_key_form stored");
+    return success();
+  }
+  if (*getWriteKeyForm() == WriteKeyForm::rebuilt) {
+    if (!rescalesKey)
+      return emitOpError("write_key_form rebuilt needs rescale write_key (the producer warps rebuild P ⊙ k)");
+    if (getWriteKey() == "pwk")
+      return emitOpError("write_key_form rebuilt reads the stored write key \"pwk\"; expected \"k\" or \"opw\"");
+    return success();
+  }
+  if (getRescale())
+    return emitOpError() << "write_key_form stored has rescale " << stringifyWalkOperand(*getRescale())
+                         << ": a stored write key is loaded as it is (nothing is rebuilt)";
+  if (getWriteKey() != "pwk" && getWriteKey() != "opw")
+    return emitOpError() << "write_key_form stored reads write key \"" << getWriteKey()
+                         << "\"; expected \"pwk\" or \"opw\" (what chunk_local stored)";
+  return success();
 }
 
 LogicalResult StateWalkOp::verifyRescale() {

@@ -141,6 +141,17 @@ def Tile_StoreGatedRowsOp : Tile_Op<"store_gated_rows"> {
   let assemblyFormat = "$x `,` $gate `into` $into attr-dict `:` type($x) `,` type($gate)";
 }
 
+def Tile_StoreRowsOp : Tile_Op<"store_rows"> {
+  let summary = "write a bf16 [C, K] row tile as it is into a workspace region (the stored write key \"pwk\")";
+  let description = [{
+    y_id = x_id for every row (pad rows included: they hold what the tile holds, zero for a scan of zero rows).
+    The region is per (chunk slot, value head), bf16 [C, K] (launch_rules.h WorkspaceLayout pwk). Every writer of
+    the tile must be past a `tile.barrier`.
+  }];
+  let arguments = (ins Tile_AnyTile:$x, StrAttr:$into);
+  let assemblyFormat = "$x `into` $into attr-dict `:` type($x)";
+}
+
 def Tile_StoreLastExp2Op : Tile_Op<"store_last_exp2"> {
   let summary = "write 2^{G_last,d} for every channel d of a [C, K] f32 tile (its last row)";
   let arguments = (ins Tile_AnyTile:$gate, StrAttr:$into);

@@ -55,6 +55,16 @@ def Tile_WalkOperand : I32EnumAttr<"WalkOperand", "operand of a state walk rebui
   let cppNamespace = "::dgps::tile";
 }
 
+// Where a key-side preconditioner's write key P⊙k̂ of a walk comes from (docs/math.md §8.3, launch_rules.h
+// FeatureSet::write_key; chosen by the tile lowerings' `write-key` option).
+def Tile_WriteKeyForm : I32EnumAttr<"WriteKeyForm", "source of a walk's preconditioned write key", [
+    // rebuilt per chunk by the walk's producer warpgroup from the raw key and pst (`rescale write_key`)
+    I32EnumAttrCase<"rebuilt", 0>,
+    // written once by chunk_local ("pwk", or inside "opw" with per-channel decay) and loaded like any staged tile
+    I32EnumAttrCase<"stored", 1>]> {
+  let cppNamespace = "::dgps::tile";
+}
+
 def Tile_StateWalkOp : Tile_Op<"state_walk"> {
   let summary = "walk the chunks of a sequence in order, carrying a register state: read-out and rank-C update";
   let description = [{
@@ -94,6 +104,11 @@ def Tile_StateWalkOp : Tile_Op<"state_walk"> {
     the per-thread register budget each side keeps when registers can be handed over (whole warpgroups, over
     256 threads); the launch's thread count and stage layout (launch_rules.h stateOutputThreads /
     stateOutputSmem) must provide for them.
+    `write_key_form` (printed after the write key: `as rebuilt` / `as stored`) is set on every walk of a
+    key-side preconditioner: `rebuilt` goes with `rescale write_key`; `stored` with no rescale and the write key
+    chunk_local stored, "pwk" (bf16 P ⊙ k, the raw key rows; the record's field 2 keeps the l2norm factor and
+    the gate) or, with per-channel decay, "opw" (P ⊙ k ⊙ 2^{G_C − G_i}). Which walks take which form is the
+    launch contract's (tile.launch_features write_key, launch_rules.h walkRebuildsKw), checked on the function.
     Row map (`row_steps` = n >= 2, `query_phase`, `output_phase` in [0, n)): the walk's rows are steps, n per
     token (docs/math.md §3.7), while the input query "q" and the output o have one row per token. Row r reads
     the query of token r / n when r mod n == query_phase (else a zero query row), and o's token row r / n is
@@ -112,13 +127,16 @@ def Tile_StateWalkOp : Tile_Op<"state_walk"> {
                        OptionalAttr<F32Attr>:$scan_max, OptionalAttr<I32Attr>:$producer_warps,
                        OptionalAttr<DenseI32ArrayAttr>:$registers,
                        OptionalAttr<I64Attr>:$row_steps, OptionalAttr<I64Attr>:$query_phase,
-                       OptionalAttr<I64Attr>:$output_phase);
+                       OptionalAttr<I64Attr>:$output_phase, OptionalAttr<Tile_WriteKeyForm>:$write_key_form);
   let extraClassDeclaration = [{
     /// The rebuild's attributes agree (rescale, scan_*, producer_warps, registers).
     ::mlir::LogicalResult verifyRescale();
+    /// write_key_form agrees with rescale and the write key's source.
+    ::mlir::LogicalResult verifyWriteKeyForm();
   }];
   let assemblyFormat = [{
-    `start` $start `query` $query `write_key` $write_key (`read_key` $read_key^)? `values` $values
+    `start` $start `query` $query `write_key` $write_key (`as` $write_key_form^)?
+    (`read_key` $read_key^)? `values` $values
     `record` $record (`solve` $solve^)? `readout` $readout `value_form` $value_form `carry` $carry
     (`columns` $columns^)? (`start_region` $start_region^)? (`end_region` $end_region^)?
     (`rescale` $rescale^ `scan` $scan_rows `from` $scan_start `readout` $scan_readout)?
