@@ -16,7 +16,10 @@ shape="decode:B=256,H=16,K=128,V=128"
 bench="$build/bench/dgps-bench"
 tests="$build/tests/gpu/dgps_gpu_tests"
 
+# The device library's decode is no longer dgpsc's default (generated/): write it here explicitly.
+rm -rf "$out/packages" "$out/library"
 DGPSC="$build/compiler/tools/dgpsc/dgpsc" "$root/scripts/gen_tile_decode.sh" "$out/packages"
+CODEGEN=device-library DGPSC="$build/compiler/tools/dgpsc/dgpsc" "$root/scripts/gen_tile_decode.sh" "$out/library"
 
 echo "=== GPU decode tests of the tile-decode packages ==="
 status=0
@@ -27,10 +30,10 @@ for dir in "$out"/packages/*/; do
 done
 
 echo "=== decode: device library (old) ==="
-"$bench" --dgps_generated_dir="$root/generated" --dgps_packages="$pk" --dgps_shapes="$shape" --dgps_table="$out/old.md"
+"$bench" --dgps_generated_dir="$out/library" --dgps_packages="$pk" --dgps_shapes="$shape" --dgps_table="$out/old.md"
 echo "=== decode: tile IR (new) ==="
 "$bench" --dgps_generated_dir="$out/packages" --dgps_packages="$pk" --dgps_shapes="$shape" --dgps_table="$out/new.md"
 echo "=== decode: device library again (old) ==="
-"$bench" --dgps_generated_dir="$root/generated" --dgps_packages="$pk" --dgps_shapes="$shape" --dgps_table="$out/old2.md"
+"$bench" --dgps_generated_dir="$out/library" --dgps_packages="$pk" --dgps_shapes="$shape" --dgps_table="$out/old2.md"
 echo "tables: $out/old.md $out/new.md $out/old2.md"
 exit "$status"

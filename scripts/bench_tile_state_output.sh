@@ -19,7 +19,10 @@ shapes="forward:B=8,T=4096,H=16,K=128,V=128;forward:B=1,T=32768,H=16,K=128,V=128
 bench="$build/bench/dgps-bench"
 tests="$build/tests/gpu/dgps_gpu_tests"
 
+# The device library's roles are no longer dgpsc's default (generated/): write them here explicitly.
+rm -rf "$out/packages" "$out/library"
 DGPSC="$build/compiler/tools/dgpsc/dgpsc" "$root/scripts/gen_tile_state_output.sh" "$out/packages"
+CODEGEN=device-library DGPSC="$build/compiler/tools/dgpsc/dgpsc" "$root/scripts/gen_tile_chunk_local.sh" "$out/library"
 
 echo "=== GPU forward tests of the packages with a tile state_output ==="
 status=0
@@ -31,10 +34,10 @@ for dir in "$out"/packages/*/; do
 done
 
 echo "=== forward: device library (old) ==="
-"$bench" --dgps_generated_dir="$root/generated" --dgps_packages="$pk" --dgps_shapes="$shapes" --dgps_table="$out/old.md"
+"$bench" --dgps_generated_dir="$out/library" --dgps_packages="$pk" --dgps_shapes="$shapes" --dgps_table="$out/old.md"
 echo "=== forward: tile IR chunk_local + state_output (new) ==="
 "$bench" --dgps_generated_dir="$out/packages" --dgps_packages="$pk" --dgps_shapes="$shapes" --dgps_table="$out/new.md"
 echo "=== forward: device library again (old) ==="
-"$bench" --dgps_generated_dir="$root/generated" --dgps_packages="$pk" --dgps_shapes="$shapes" --dgps_table="$out/old2.md"
+"$bench" --dgps_generated_dir="$out/library" --dgps_packages="$pk" --dgps_shapes="$shapes" --dgps_table="$out/old2.md"
 echo "tables: $out/old.md $out/new.md $out/old2.md"
 exit "$status"

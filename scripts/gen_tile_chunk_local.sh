@@ -3,8 +3,7 @@
 # kernel printed from tile IR against runtime/device/dgps/tile, every other kernel unchanged) of every
 # shipped spec with a chunk forward and a generated/ package into OUTDIR/<name>/. A spec whose chunk_local has
 # an op without a tile lowering is skipped and listed (dgpsc says which op); today every packaged spec is
-# covered. generated/ is not touched: the device-library chunk_local stays dgpsc's default until the tile path
-# is measured on the GPU (docs/architecture.md, "Tile IR").
+# covered. generated/ is not touched (it holds every role from tile IR, dgpsc's default).
 #
 #   scripts/gen_tile_chunk_local.sh OUTDIR [BUILD_DIR]   (dgpsc at BUILD_DIR/compiler/tools/dgpsc/dgpsc)
 #   DGPSC=/path/to/dgpsc scripts/gen_tile_chunk_local.sh OUTDIR

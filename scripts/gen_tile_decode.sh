@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Writes the tile-decode packages (dgpsc compile --codegen=tile-decode: the decode kernel printed from tile
-# IR against runtime/device/dgps/tile, every other kernel unchanged) of every shipped spec with a decode
-# kernel into OUTDIR/<name>/. generated/ is not touched: the device-library decode stays the default until
-# the tile path is shown at least as fast on the GPU (docs/architecture.md, "Tile IR").
+# IR against runtime/device/dgps/tile, every other kernel from the device library) of every shipped spec with a
+# decode kernel into OUTDIR/<name>/. generated/ is not touched.
 #
 #   scripts/gen_tile_decode.sh OUTDIR [BUILD_DIR]   (dgpsc at BUILD_DIR/compiler/tools/dgpsc/dgpsc; default build)
 #   DGPSC=/path/to/dgpsc scripts/gen_tile_decode.sh OUTDIR
+#   CODEGEN=device-library scripts/gen_tile_decode.sh OUTDIR   (the same specs through the device library: the
+#     reference packages of tile.decode_emu.*, independent of dgpsc's --codegen default)
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
@@ -16,6 +17,7 @@ out="$1"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${2:-$root/build}"
 dgpsc="${DGPSC:-$build/compiler/tools/dgpsc/dgpsc}"
+codegen="${CODEGEN:-tile-decode}"
 if [[ ! -x "$dgpsc" ]]; then
   echo "gen_tile_decode.sh: dgpsc not found at $dgpsc (build the compiler, or set DGPSC)" >&2
   exit 1
@@ -28,7 +30,7 @@ for spec in "$root"/specs/*.yaml; do
   # Only specs whose kernels list decode (the same rule as the manifest's decode entry).
   grep -Eq '^kernels:.*\bdecode\b' "$spec" || continue
   log="$(mktemp)"
-  if ! "$dgpsc" compile "$spec" -o "$out/$name" --codegen=tile-decode 2>"$log"; then
+  if ! "$dgpsc" compile "$spec" -o "$out/$name" --codegen="$codegen" 2>"$log"; then
     cat "$log" >&2
     rm -f "$log"
     echo "gen_tile_decode.sh: dgpsc failed on $spec" >&2
@@ -37,4 +39,4 @@ for spec in "$root"/specs/*.yaml; do
   rm -f "$log"
   n=$((n + 1))
 done
-echo "gen_tile_decode.sh: $n tile-decode package(s) in $out"
+echo "gen_tile_decode.sh: $n package(s) (--codegen=$codegen) in $out"

@@ -3,9 +3,8 @@
 # precond_summary and precond_scan printed from tile IR against runtime/device/dgps/tile, every other kernel
 # unchanged) of every shipped spec with those roles (a generated/ package whose manifest lists them) into
 # OUTDIR/<name>/. A spec whose preconditioner roles hold an op without a tile lowering (none of the shipped
-# specs today) is skipped and listed. generated/ is not touched: the
-# device library's roles stay dgpsc's default until the tile path is measured on the GPU (docs/architecture.md,
-# "Tile IR").
+# specs today) is skipped and listed. generated/ is not touched (it holds every role from tile IR, dgpsc's
+# default).
 #
 #   scripts/gen_tile_precond.sh OUTDIR [BUILD_DIR]   (dgpsc at BUILD_DIR/compiler/tools/dgpsc/dgpsc)
 #   DGPSC=/path/to/dgpsc scripts/gen_tile_precond.sh OUTDIR

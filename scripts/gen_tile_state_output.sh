@@ -4,9 +4,8 @@
 # every other kernel unchanged) of every shipped spec with a chunk forward into OUTDIR/<name>/, the
 # preconditioned ones included (their state_output's producer warpgroup rebuilds P⊙k or P⊙q). A spec whose
 # state_output has an op without a tile lowering gets its chunk_local on tiles only and is listed; one whose
-# chunk_local has none is skipped and listed. generated/ is
-# not touched: the device library's roles stay the default until the tile path is measured on the GPU
-# (docs/architecture.md, "Tile IR").
+# chunk_local has none is skipped and listed. generated/ is not touched (it holds every role from tile IR,
+# dgpsc's default).
 #
 #   scripts/gen_tile_state_output.sh OUTDIR [BUILD_DIR]   (dgpsc at BUILD_DIR/compiler/tools/dgpsc/dgpsc)
 #   DGPSC=/path/to/dgpsc scripts/gen_tile_state_output.sh OUTDIR

@@ -1,21 +1,19 @@
 // dgpsc: the DGPS compiler driver.
 //
 //   dgpsc compile SPEC -o DIR [--target sm_90a] [--print-after=dgps|chunk|plan|tile|all]
-//                  [--codegen=device-library|tile-decode|tile-chunk-local|tile-state-output|tile-segment|
-//                             tile-precond|<comma list of tile-*>]
+//                  [--codegen=<comma list of tile-*>|device-library]
 //       parse + validate the spec (dsl), import it as dgps IR, run the pipeline (Passes.td) and write
 //       the generated package DIR/{kernels.cu, spec.yaml, manifest.yaml}. --print-after prints the IR
 //       of a stage (or after every pass) to stdout; the plan's cost estimate goes to stderr as a remark.
-//       --codegen=tile-decode (experimental) also lowers the decode role to tile IR
-//       (--dgps-lower-decode-to-tile) and prints its kernel from that IR against runtime/device/dgps/tile;
-//       --codegen=tile-chunk-local (experimental) likewise prints the forward chunk_local kernel from tile IR
-//       (--dgps-lower-chunk-local-to-tile on the partitioned plan) and --codegen=tile-state-output the forward
-//       state_output kernel (--dgps-lower-state-output-to-tile); --codegen=tile-segment adds the kernels of the
-//       sequence-parallel state pass (--chunk-segment-state-pass, --dgps-lower-segment-roles-to-tile) as extra
-//       symbols; --codegen=tile-precond prints the preconditioner roles precond_summary and precond_scan
-//       (--dgps-lower-precond-roles-to-tile; ema_sq_squash specs; an error for OSDN's hypergradient scan);
-//       a comma list selects several.
-//       The default calls the hand-written device library for every role.
+//       --codegen names the kernel roles printed from tile IR against runtime/device/dgps/tile:
+//       tile-decode (--dgps-lower-decode-to-tile), tile-chunk-local (--dgps-lower-chunk-local-to-tile on the
+//       partitioned plan), tile-state-output (--dgps-lower-state-output-to-tile), tile-precond (the
+//       preconditioner roles precond_summary and precond_scan, --dgps-lower-precond-roles-to-tile) and
+//       tile-segment (the kernels of the sequence-parallel state pass, --chunk-segment-state-pass and
+//       --dgps-lower-segment-roles-to-tile, as extra symbols); a comma list selects several. The default
+//       (kDefaultCodegen) is all of them: every kernel of every package comes from tile IR.
+//       --codegen=device-library (kept for one more step) calls the hand-written device library for every
+//       role that has one; a role not named in a tile list does too.
 //   dgpsc check SPEC
 //       the spec checker of dsl (classification, hash, tensors, canonical form).
 //   dgpsc plan SPEC [--backward [--keep NAME,...]] [--segment-chunks L] [--token-precond-scan] [--print-ir]
@@ -58,17 +56,17 @@
 
 namespace {
 
-/// The --codegen default. Making it "tile-chunk-local" prints the forward chunk_local of every package from the
-/// tile IR (generated/ too, after scripts/regen_generated.sh): the switch to flip once the tile chunk_local is
-/// measured at least as fast as the device library's on the GPU (docs/architecture.md, "Tile IR").
-constexpr const char* kDefaultCodegen = "device-library";
+/// The --codegen default: every kernel role printed from tile IR. "device-library" still selects the
+/// hand-written templates of runtime/device/dgps/device for the roles that have them.
+constexpr const char* kDefaultCodegen = "tile-chunk-local,tile-state-output,tile-decode,tile-precond,tile-segment";
 
 struct CompileOptions {
   std::string spec;
   std::string out;
   std::string target = dgps::ir::kDefaultTarget;
   std::string printAfter;  // "", dgps, chunk, plan, tile, all
-  std::string codegen = kDefaultCodegen;  // a comma list: device-library, tile-decode, tile-chunk-local
+  std::string codegen = kDefaultCodegen;  // device-library, or a comma list of tile-* roles
+  bool codegenNamed = false;  // --codegen given: a role it names that the spec cannot have is an error
 };
 
 /// One step of the pipeline: a pass and the stage it completes (if any).
@@ -244,7 +242,8 @@ int compile(const CompileOptions& o) {
   if ((codegenHas(o.codegen, "tile-state-output") || !oneStep) &&
       mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerStateOutputToTile(), tileModule)))
     return 1;
-  if (!oneStep && codegenHas(o.codegen, "tile-segment")) {
+  // The default names tile-segment for every spec; only an explicit request for it is refused here.
+  if (!oneStep && o.codegenNamed && codegenHas(o.codegen, "tile-segment")) {
     std::cerr << "dgpsc: error: " << o.spec << ": --codegen=tile-segment: solve.steps is "
               << dgps::householderSteps(canonical)
               << ": the sequence-parallel state pass has no tile lowering in a forward with several Householder "
@@ -367,12 +366,11 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"dgps", "chunk", "plan", "tile", "all"}));
   compileCmd
       ->add_option("--codegen", co.codegen,
-                   std::string("device-library: every kernel calls runtime/device/dgps/device; tile-decode, "
-                               "tile-chunk-local, tile-state-output or a comma list of them: those kernels are "
-                               "printed from tile IR (experimental); tile-segment adds the sequence-parallel "
-                               "state pass's kernels (segment_summary, segment_fold, segment_state_output); "
-                               "tile-precond the preconditioner roles (precond_summary, precond_scan); "
-                               "default ") +
+                   std::string("a comma list of the roles printed from tile IR: tile-decode, tile-chunk-local, "
+                               "tile-state-output, tile-precond (precond_summary, precond_scan), tile-segment "
+                               "(the sequence-parallel state pass's segment_summary, segment_fold, "
+                               "segment_state_output); device-library: every role with a hand-written "
+                               "template calls runtime/device/dgps/device; default ") +
                        kDefaultCodegen)
       ->check([](const std::string& list) -> std::string {
         std::stringstream ss(list);
@@ -414,7 +412,10 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  if (*compileCmd) return compile(co);
+  if (*compileCmd) {
+    co.codegenNamed = compileCmd->count("--codegen") > 0;
+    return compile(co);
+  }
   if (*planCmd) return plan(po);
   if (*tuneCmd) {
     return dgps::dgpsc::runTune(tuneArgs, [](const std::string& spec, const std::string& out) {
