@@ -4,16 +4,15 @@
 # loads/stores, mma, ex2, shuffles, cp.async, global loads/stores and how many of them are 16-byte vector
 # accesses, all instructions) and the SASS counts that decide a memory-bound kernel (BAR.SYNC, LDG, LDG.E.128,
 # STG, STG.E.128, all instructions; needs cuobjdump, else those columns read "-"). Used to line a role printed
-# from tile IR (scripts/gen_tile_{decode,chunk_local,state_output,precond}.sh) up against the device
-# library's (packages written with dgpsc --codegen=device-library). Dynamic shared memory is the same for both (launch_rules.h fixes it per role).
-# Only the package's preamble (includes, Traits) and the role's kernel are compiled (the other roles are cut
+# by one compiler up against another's (e.g. generated/ against packages written by dgpsc before an emitter
+# change). Dynamic shared memory is the same for both (launch_rules.h fixes it per role).
+# Only the package's preamble (its includes) and the role's kernel are compiled (the other roles are cut
 # out), so a run over every package takes about a minute on two cores.
 #
 #   scripts/role_resources.sh ROLE TILE_DIR LIB_DIR [SPEC...]
 #     ROLE: decode (kernel dgps_<name>_decode) or a forward role: chunk_local, state_output, precond_summary,
 #           precond_scan, ... (kernel dgps_<name>_fwd_<ROLE>)
-#     TILE_DIR, LIB_DIR: package trees <dir>/<name>/kernels.cu (LIB_DIR e.g. from CODEGEN=device-library
-#           scripts/gen_tile_chunk_local.sh LIB_DIR; generated/ holds the tile kernels)
+#     TILE_DIR, LIB_DIR: the two package trees <dir>/<name>/kernels.cu (new, old)
 #     SPEC: package names (default: every package in TILE_DIR)
 #   Environment: NVCC (default nvcc), ARCH (default sm_90a; sm_90 for chunk_local), DK / DV (head dims,
 #   default 128), CHUNK / WARPS (forward roles; default: the package's default_config), JOBS (parallel
@@ -64,8 +63,8 @@ config_of() {
   sed -n 's/^default_config: {chunk: \([0-9]*\), block_v: [0-9]*, warps: \([0-9]*\).*/\1 \2/p' "$1/manifest.yaml"
 }
 
-# The package's preamble (everything before its first kernel: includes, Traits) and the role's kernel: either
-# the device library's one-line wrapper or the tile emitter's body, which ends at the first line "}".
+# The package's preamble (everything before its first kernel: its includes) and the role's kernel: a one-line
+# kernel or the tile emitter's body, which ends at the first line "}".
 cut_role() {
   awk -v suffix="$suffix" '
     !seen && /^extern "C"/ { seen = 1 }

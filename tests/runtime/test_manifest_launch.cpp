@@ -1,5 +1,5 @@
 // The runtime launches what the manifest's `launch` section says (LaunchPlan.cpp evaluates its formulas).
-// Those formulas must give exactly what the device library's launch_rules.h gives, because the kernels
+// Those formulas must give exactly what launch_rules.h gives, because the kernels
 // still carve their shared memory and workspace with launch_rules.h at compile time. The old host
 // derivation (launch::forwardGeometry / decodeGeometry / workspaceLayout over deviceFeatures(spec)) is kept
 // here, in the test only, as the independent side: for every shipped package and a grid of shapes (dense

@@ -37,7 +37,7 @@ std::string dtypeList(const std::vector<DType>& v) {
 
 const char* yamlBool(bool b) { return b ? "true" : "false"; }
 
-/// The device library's forward roles for this spec (launch_rules.h).
+/// The launch contract's forward roles for this spec (launch_rules.h forwardRoles).
 std::vector<std::string> deviceRoles(const Spec& s) {
   const launch::FeatureSet f = deviceFeatures(s);
   int roles[launch::kMaxRoles];
@@ -74,7 +74,7 @@ FailureOr<PlanSummary> summarizePlan(const Spec& spec, ModuleOp plan) {
   std::vector<std::string> expected = deviceRoles(spec);
   if (s.roles != expected) {
     fn.emitError() << "the plan's kernel roles " << flowList(s.roles)
-                   << " are not the device library's roles for this spec " << flowList(expected)
+                   << " are not the launch contract's roles for this spec " << flowList(expected)
                    << " (runtime/device/dgps/device/launch_rules.h forwardRoles)";
     return failure();
   }
@@ -120,75 +120,56 @@ FailureOr<std::string> emitManifest(const Spec& s, const PlanSummary& plan, std:
   return os.str();
 }
 
+namespace {
+
+/// The tile IR pass that writes the tile function of a kernel role (for the error of a missing one).
+const char* tilePassOf(const std::string& role) {
+  if (role == "chunk_local") return "--dgps-lower-chunk-local-to-tile";
+  if (role == "state_output") return "--dgps-lower-state-output-to-tile";
+  if (role == "decode") return "--dgps-lower-decode-to-tile";
+  if (role.rfind("segment_", 0) == 0) return "--dgps-lower-segment-roles-to-tile";
+  return "--dgps-lower-precond-roles-to-tile";
+}
+
+/// The kernel text of `role` printed from its tile function @<name>_<role>, or an error naming the function.
+FailureOr<std::string> printRole(const Spec& spec, ModuleOp plan, ModuleOp tileModule, const std::string& role) {
+  const std::string fnName = spec.name + "_" + role;
+  func::FuncOp fn = tileModule ? tileModule.lookupSymbol<func::FuncOp>(fnName) : nullptr;
+  if (!fn)
+    return plan.emitError() << "no tile function @" << fnName << " for the " << role << " kernel of spec '"
+                            << spec.name << "': every kernel is printed from the tile IR (run " << tilePassOf(role)
+                            << " first; dgpsc compile does)";
+  const std::string symbol = "dgps_" + spec.name + (role == "decode" ? "_decode" : "_fwd_" + role);
+  if (role == "decode") return emitTileKernel(fn, symbol);
+  if (role == "chunk_local") return emitTileChunkKernel(fn, symbol);
+  if (role == "state_output") return emitTileStateKernel(fn, symbol);
+  if (role.rfind("segment_", 0) == 0) return emitTileSegmentKernel(fn, symbol);
+  return emitTilePrecondKernel(fn, symbol);
+}
+
+}  // namespace
+
 FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp tileModule) {
-  // The device library's roles take one key, value and gain row per token; a multi-step recurrence (Gated
-  // DeltaProduct) runs its chunk roles from the tile IR, where q, g and o go through row maps.
-  if (householderSteps(spec) > 1)
-    for (const char* role : {"_chunk_local", "_state_output"})
-      if (!tileModule || !tileModule.lookupSymbol<func::FuncOp>(spec.name + role))
-        return plan.emitError() << "spec '" << spec.name << "' has solve.steps " << householderSteps(spec)
-                                << " (Householder steps per token): its kernels come from the tile IR, but there is "
-                                   "no tile function @"
-                                << spec.name << role << " (dgpsc compile lowers both chunk roles for it)";
   FailureOr<PlanSummary> summary = summarizePlan(spec, plan);
   if (failed(summary)) return failure();
-  std::optional<std::string> tileDecode, tileChunkLocal, tileStateOutput;
-  auto chunkLocal = tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_chunk_local") : nullptr;
-  auto stateOutput = tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_state_output") : nullptr;
-  auto segmentSummary =
-      tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_segment_summary") : nullptr;
-  // a clamped OSDN d-scan has a precond_scan without a precond_summary
-  auto precondScan = tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_precond_scan") : nullptr;
-  if (tileModule && hasKernel(spec, KernelKind::Decode) &&
-      ((!chunkLocal && !stateOutput && !segmentSummary && !precondScan) ||
-       tileModule.lookupSymbol(spec.name + "_decode"))) {
-    auto fn = tileModule.lookupSymbol<func::FuncOp>(spec.name + "_decode");
-    if (!fn) return tileModule.emitError() << "no tile function @" << spec.name << "_decode for the decode kernel";
-    FailureOr<std::string> text = emitTileKernel(fn, "dgps_" + spec.name + "_decode");
+  std::vector<std::string> roles;
+  if (hasKernel(spec, KernelKind::ChunkForward)) {
+    roles = summary->roles;
+    // the sequence-parallel state pass's kernels: extra symbols after the roles, which they leave unchanged
+    summary->segmented = tileModule && tileModule.lookupSymbol<func::FuncOp>(spec.name + "_segment_summary");
+    if (summary->segmented) roles.insert(roles.end(), {"segment_summary", "segment_fold", "segment_state_output"});
+  }
+  if (hasKernel(spec, KernelKind::Decode)) roles.push_back("decode");
+  std::vector<std::string> kernels;
+  for (const std::string& role : roles) {
+    FailureOr<std::string> text = printRole(spec, plan, tileModule, role);
     if (failed(text)) return failure();
-    tileDecode = *text;
+    kernels.push_back(*text);
   }
-  if (chunkLocal) {
-    FailureOr<std::string> text = emitTileChunkKernel(chunkLocal, "dgps_" + spec.name + "_fwd_chunk_local");
-    if (failed(text)) return failure();
-    tileChunkLocal = *text;
-  }
-  if (stateOutput) {
-    FailureOr<std::string> text = emitTileStateKernel(stateOutput, "dgps_" + spec.name + "_fwd_state_output");
-    if (failed(text)) return failure();
-    tileStateOutput = *text;
-  }
-  std::optional<std::string> tileSegment;
-  if (segmentSummary) {
-    tileSegment = std::string();
-    for (const char* role : {"segment_summary", "segment_fold", "segment_state_output"}) {
-      auto fn = tileModule.lookupSymbol<func::FuncOp>(spec.name + "_" + role);
-      if (!fn) return tileModule.emitError() << "no tile function @" << spec.name << "_" << role;
-      FailureOr<std::string> text = emitTileSegmentKernel(fn, "dgps_" + spec.name + "_fwd_" + role);
-      if (failed(text)) return failure();
-      *tileSegment += *text;
-    }
-  }
-  // the preconditioner roles (--dgps-lower-precond-roles-to-tile), by role name
-  std::map<std::string, std::string> tileRoles;
-  if (precondScan)
-    for (const char* role : {"precond_summary", "precond_scan"}) {
-      auto fn = tileModule.lookupSymbol<func::FuncOp>(spec.name + "_" + role);
-      const bool planned = std::find(summary->roles.begin(), summary->roles.end(), role) != summary->roles.end();
-      if (!fn && !planned) continue;
-      if (!fn) return tileModule.emitError() << "no tile function @" << spec.name << "_" << role;
-      FailureOr<std::string> text = emitTilePrecondKernel(fn, "dgps_" + spec.name + "_fwd_" + role);
-      if (failed(text)) return failure();
-      tileRoles[role] = *text;
-    }
   PackageFiles files;
-  files.kernels_cu = emitKernelsCu(spec, *summary, tileDecode ? &*tileDecode : nullptr,
-                                   tileChunkLocal ? &*tileChunkLocal : nullptr,
-                                   tileStateOutput ? &*tileStateOutput : nullptr, tileSegment ? &*tileSegment : nullptr,
-                                   &tileRoles);
+  files.kernels_cu = emitKernelsCu(spec, kernels);
   files.spec_yaml = canonicalYaml(spec);
   std::string error;
-  summary->segmented = tileSegment.has_value();
   FailureOr<std::string> manifest = emitManifest(spec, *summary, &error);
   if (failed(manifest)) return plan.emitError() << "cannot write the manifest's launch section: " << error;
   files.manifest_yaml = *manifest;

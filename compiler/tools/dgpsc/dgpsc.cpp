@@ -1,19 +1,14 @@
 // dgpsc: the DGPS compiler driver.
 //
 //   dgpsc compile SPEC -o DIR [--target sm_90a] [--print-after=dgps|chunk|plan|tile|all]
-//                  [--codegen=<comma list of tile-*>|device-library]
-//       parse + validate the spec (dsl), import it as dgps IR, run the pipeline (Passes.td) and write
-//       the generated package DIR/{kernels.cu, spec.yaml, manifest.yaml}. --print-after prints the IR
-//       of a stage (or after every pass) to stdout; the plan's cost estimate goes to stderr as a remark.
-//       --codegen names the kernel roles printed from tile IR against runtime/device/dgps/tile:
-//       tile-decode (--dgps-lower-decode-to-tile), tile-chunk-local (--dgps-lower-chunk-local-to-tile on the
-//       partitioned plan), tile-state-output (--dgps-lower-state-output-to-tile), tile-precond (the
-//       preconditioner roles precond_summary and precond_scan, --dgps-lower-precond-roles-to-tile) and
-//       tile-segment (the kernels of the sequence-parallel state pass, --chunk-segment-state-pass and
-//       --dgps-lower-segment-roles-to-tile, as extra symbols); a comma list selects several. The default
-//       (kDefaultCodegen) is all of them: every kernel of every package comes from tile IR.
-//       --codegen=device-library (kept for one more step) calls the hand-written device library for every
-//       role that has one; a role not named in a tile list does too.
+//       parse + validate the spec (dsl), import it as dgps IR, run the pipeline (Passes.td), lower every kernel
+//       role to tile IR and write the generated package DIR/{kernels.cu, spec.yaml, manifest.yaml}: decode
+//       (--dgps-lower-decode-to-tile, from the canonical dgps IR), chunk_local, state_output and the
+//       preconditioner roles (--dgps-lower-{chunk-local,state-output,precond-roles}-to-tile on the partitioned
+//       plan) and the sequence-parallel state pass's kernels (--chunk-segment-state-pass,
+//       --dgps-lower-segment-roles-to-tile), each printed against runtime/device/dgps/tile. --print-after prints
+//       the IR of a stage (or after every pass) to stdout; the plan's cost estimate goes to stderr as a remark.
+//       --codegen is gone (every kernel comes from the tile IR); naming it is an error that says so.
 //   dgpsc check SPEC
 //       the spec checker of dsl (classification, hash, tensors, canonical form).
 //   dgpsc plan SPEC [--backward [--keep NAME,...]] [--segment-chunks L] [--token-precond-scan] [--print-ir]
@@ -33,7 +28,6 @@
 // 2 bad command line. Nothing escapes main.
 #include <cmath>
 #include <iostream>
-#include <sstream>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -56,17 +50,11 @@
 
 namespace {
 
-/// The --codegen default: every kernel role printed from tile IR. "device-library" still selects the
-/// hand-written templates of runtime/device/dgps/device for the roles that have them.
-constexpr const char* kDefaultCodegen = "tile-chunk-local,tile-state-output,tile-decode,tile-precond,tile-segment";
-
 struct CompileOptions {
   std::string spec;
   std::string out;
   std::string target = dgps::ir::kDefaultTarget;
   std::string printAfter;  // "", dgps, chunk, plan, tile, all
-  std::string codegen = kDefaultCodegen;  // device-library, or a comma list of tile-* roles
-  bool codegenNamed = false;  // --codegen given: a role it names that the spec cannot have is an error
 };
 
 /// One step of the pipeline: a pass and the stage it completes (if any).
@@ -81,7 +69,7 @@ std::vector<Step> pipelineSteps() {
   steps.push_back({dgps::createLowerToChunk(), nullptr});
   steps.push_back({mlir::createCanonicalizerPass(), nullptr});
   steps.push_back({dgps::createFusePreconditioner(), "chunk"});
-  // An unclamped OSDN d-scan in its chunked form: the device library's roles for it (launch_rules.h
+  // An unclamped OSDN d-scan in its chunked form: the launch contract's roles for it (launch_rules.h
   // hypergradChunked) are the per-chunk summary and the pass over chunks.
   steps.push_back({dgps::createParallelPrecondScan(), nullptr});
   steps.push_back({dgps::createPartitionKernels(), "plan"});
@@ -98,16 +86,8 @@ mlir::LogicalResult runStep(mlir::MLIRContext& ctx, mlir::ModuleOp module, std::
   return pm.run(module);
 }
 
-/// Whether the --codegen list (comma-separated) names `what`.
-bool codegenHas(const std::string& list, const std::string& what) {
-  std::stringstream ss(list);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (item == what) return true;
-  return false;
-}
-
-/// --codegen=tile-chunk-local / tile-state-output: lowers one kernel role of the partitioned plan to tile IR
-/// with `pass` and adds its function to `tileModule` (created when absent).
+/// Lowers kernel roles of the partitioned plan to tile IR with `pass` and adds their functions to `tileModule`
+/// (created when absent).
 mlir::LogicalResult lowerChunkRole(mlir::MLIRContext& ctx, const CompileOptions& o, mlir::ModuleOp plan,
                                    std::unique_ptr<mlir::Pass> pass, mlir::OwningOpRef<mlir::ModuleOp>& tileModule) {
   mlir::OwningOpRef<mlir::ModuleOp> lowered = plan.clone();
@@ -131,7 +111,7 @@ mlir::LogicalResult lowerChunkRole(mlir::MLIRContext& ctx, const CompileOptions&
   return mlir::success();
 }
 
-/// --codegen=tile-segment: the fused forward `fused` (before partitioning) rewritten into its segmented form
+/// The sequence-parallel state pass: the fused forward `fused` (before partitioning) rewritten into its segmented form
 /// (--chunk-segment-state-pass with the length chosen at launch), partitioned, and its segment roles lowered
 /// to tile functions (--dgps-lower-segment-roles-to-tile), added to `tileModule`.
 mlir::LogicalResult lowerSegmentRoles(mlir::MLIRContext& ctx, const CompileOptions& o, mlir::ModuleOp fused,
@@ -205,7 +185,7 @@ int compile(const CompileOptions& o) {
     }
     if (step.stage && std::string(step.stage) == "dgps") {
       for (auto op : module->getOps<dgps::ir::RecurrenceOp>()) canonical = dgps::ir::exportSpec(op);
-      if (codegenHas(o.codegen, "tile-decode")) {
+      {
         // The decode role is lowered from the canonical dgps IR, beside the chunk pipeline.
         tileModule = module->clone();
         if (mlir::failed(runStep(ctx, *tileModule, dgps::createLowerDecodeToTile()))) {
@@ -229,34 +209,20 @@ int compile(const CompileOptions& o) {
     }
   }
 
-  // A spec with several Householder steps per token (solve.steps > 1) has no device-library kernels: its
-  // chunk_local and state_output always come from the tile IR (the step ops become row maps there), whatever
-  // --codegen says; it has no sequence-parallel kernels (a row-mapped walk is a whole-sequence walk).
+  // Every kernel role from the tile IR. A spec with several Householder steps per token (solve.steps > 1) runs
+  // the step ops as row maps in chunk_local and state_output; it has no preconditioner roles and no
+  // sequence-parallel kernels (a row-mapped walk is a whole-sequence walk).
   const bool oneStep = dgps::householderSteps(canonical) == 1;
-  if ((codegenHas(o.codegen, "tile-chunk-local") || !oneStep) &&
-      mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerChunkLocalToTile(), tileModule)))
+  if (mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerChunkLocalToTile(), tileModule)))
     return 1;
-  if (codegenHas(o.codegen, "tile-precond") && oneStep &&
-      mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerPrecondRolesToTile(), tileModule)))
+  if (oneStep && mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerPrecondRolesToTile(), tileModule)))
     return 1;
-  if ((codegenHas(o.codegen, "tile-state-output") || !oneStep) &&
-      mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerStateOutputToTile(), tileModule)))
+  if (mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerStateOutputToTile(), tileModule)))
     return 1;
-  // The default names tile-segment for every spec; only an explicit request for it is refused here.
-  if (!oneStep && o.codegenNamed && codegenHas(o.codegen, "tile-segment")) {
-    std::cerr << "dgpsc: error: " << o.spec << ": --codegen=tile-segment: solve.steps is "
-              << dgps::householderSteps(canonical)
-              << ": the sequence-parallel state pass has no tile lowering in a forward with several Householder "
-                 "steps per token\n";
-    return 1;
-  }
-
   // The sequence-parallel state pass's kernels are extra symbols beside the plain roles (which they leave
   // unchanged), so every package with a chunk forward of one step per token gets them (a preconditioned one
   // too: its walks rebuild the preconditioned operand from precond_scan's chunk-start states).
-  const bool segmentCovered = dgps::hasKernel(canonical, dgps::KernelKind::ChunkForward);
-  if ((codegenHas(o.codegen, "tile-segment") || segmentCovered) && oneStep &&
-      mlir::failed(lowerSegmentRoles(ctx, o, *fused, tileModule)))
+  if (oneStep && mlir::failed(lowerSegmentRoles(ctx, o, *fused, tileModule)))
     return 1;
 
   // The package describes the canonicalised spec (identical to the input for every parsed spec
@@ -364,24 +330,14 @@ int run(int argc, char** argv) {
   compileCmd->add_option("--target", co.target, "GPU target recorded as the module's dgps.target");
   compileCmd->add_option("--print-after", co.printAfter, "print the IR after a stage: dgps, chunk, plan, tile or all")
       ->check(CLI::IsMember({"dgps", "chunk", "plan", "tile", "all"}));
-  compileCmd
-      ->add_option("--codegen", co.codegen,
-                   std::string("a comma list of the roles printed from tile IR: tile-decode, tile-chunk-local, "
-                               "tile-state-output, tile-precond (precond_summary, precond_scan), tile-segment "
-                               "(the sequence-parallel state pass's segment_summary, segment_fold, "
-                               "segment_state_output); device-library: every role with a hand-written "
-                               "template calls runtime/device/dgps/device; default ") +
-                       kDefaultCodegen)
-      ->check([](const std::string& list) -> std::string {
-        std::stringstream ss(list);
-        for (std::string item; std::getline(ss, item, ',');)
-          if (item != "device-library" && item != "tile-decode" && item != "tile-chunk-local" &&
-              item != "tile-state-output" && item != "tile-segment" && item != "tile-precond")
-            return "unknown item '" + item +
-                   "'; expected device-library, tile-decode, tile-chunk-local, tile-state-output, tile-segment, "
-                   "tile-precond or a "
-                   "comma list of the tile ones";
-        return std::string();
+  // --codegen selected the hand-written device library or single roles from tile IR; both are gone (every kernel is
+  // printed from the tile IR), so naming it is one error that says so rather than an unknown-option message.
+  std::string removedCodegen;
+  compileCmd->add_option("--codegen", removedCodegen, "removed: every kernel is printed from the tile IR")
+      ->check([](const std::string& value) -> std::string {
+        return "'" + value +
+               "' was removed with the option itself: every kernel of a package is printed from the tile IR (the "
+               "device library's role templates and the per-role tile selectors are gone); drop --codegen";
       });
 
   std::string checkSpec;
@@ -412,10 +368,7 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  if (*compileCmd) {
-    co.codegenNamed = compileCmd->count("--codegen") > 0;
-    return compile(co);
-  }
+  if (*compileCmd) return compile(co);
   if (*planCmd) return plan(po);
   if (*tuneCmd) {
     return dgps::dgpsc::runTune(tuneArgs, [](const std::string& spec, const std::string& out) {
