@@ -4,23 +4,23 @@
 # loads/stores, mma, ex2, shuffles, cp.async, global loads/stores and how many of them are 16-byte vector
 # accesses, all instructions) and the SASS counts that decide a memory-bound kernel (BAR.SYNC, LDG, LDG.E.128,
 # STG, STG.E.128, all instructions; needs cuobjdump, else those columns read "-"). Used to line a role printed
-# from tile IR (scripts/gen_tile_{decode,chunk_local,state_output,precond}.sh) up against the device
-# library's (generated/). Dynamic shared memory is the same for both (launch_rules.h fixes it per role).
-# Only the package's preamble (includes, Traits) and the role's kernel are compiled (the other roles are cut
+# by one compiler up against another's (e.g. generated/ against packages written by dgpsc before an emitter
+# change). Dynamic shared memory is the same for both (launch_rules.h fixes it per role).
+# Only the package's preamble (its includes) and the role's kernel are compiled (the other roles are cut
 # out), so a run over every package takes about a minute on two cores.
 #
-#   scripts/role_resources.sh ROLE TILE_DIR [LIB_DIR] [SPEC...]
+#   scripts/role_resources.sh ROLE TILE_DIR LIB_DIR [SPEC...]
 #     ROLE: decode (kernel dgps_<name>_decode) or a forward role: chunk_local, state_output, precond_summary,
 #           precond_scan, ... (kernel dgps_<name>_fwd_<ROLE>)
-#     TILE_DIR, LIB_DIR: package trees <dir>/<name>/kernels.cu (LIB_DIR defaults to generated/)
+#     TILE_DIR, LIB_DIR: the two package trees <dir>/<name>/kernels.cu (new, old)
 #     SPEC: package names (default: every package in TILE_DIR)
 #   Environment: NVCC (default nvcc), ARCH (default sm_90a; sm_90 for chunk_local), DK / DV (head dims,
 #   default 128), CHUNK / WARPS (forward roles; default: the package's default_config), JOBS (parallel
 #   compiles, default 2), KEEP=DIR (keep the cut sources, PTX, SASS and ptxas logs there).
 set -euo pipefail
 
-usage="usage: role_resources.sh ROLE TILE_DIR [LIB_DIR] [SPEC...]   (ROLE: decode, chunk_local, state_output, ...)"
-if [[ $# -lt 2 ]]; then
+usage="usage: role_resources.sh ROLE TILE_DIR LIB_DIR [SPEC...]   (ROLE: decode, chunk_local, state_output, ...)"
+if [[ $# -lt 3 ]]; then
   echo "$usage" >&2
   exit 2
 fi
@@ -31,8 +31,8 @@ if [[ ! "$role" =~ ^[a-z][a-z0-9_]*$ ]]; then
 fi
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tile="$2"
-lib="${3:-$root/generated}"
-shift $(($# >= 3 ? 3 : 2))
+lib="$3"
+shift 3
 nvcc="${NVCC:-nvcc}"
 default_arch=sm_90a
 [[ "$role" == chunk_local ]] && default_arch=sm_90
@@ -63,8 +63,8 @@ config_of() {
   sed -n 's/^default_config: {chunk: \([0-9]*\), block_v: [0-9]*, warps: \([0-9]*\).*/\1 \2/p' "$1/manifest.yaml"
 }
 
-# The package's preamble (everything before its first kernel: includes, Traits) and the role's kernel: either
-# the device library's one-line wrapper or the tile emitter's body, which ends at the first line "}".
+# The package's preamble (everything before its first kernel: its includes) and the role's kernel: a one-line
+# kernel or the tile emitter's body, which ends at the first line "}".
 cut_role() {
   awk -v suffix="$suffix" '
     !seen && /^extern "C"/ { seen = 1 }

@@ -432,7 +432,7 @@ Manifest parseManifest(const std::string& text, const std::string& file) {
     m.spec = r.fileName(root["spec"], "spec");
 
     const YAML::Node f = root["features"];
-    r.checkKeys(f, "features", {"decay", "gain", "precond", "precond_side", "precond_source", "solve"}, {"steps"});
+    r.checkKeys(f, "features", {"decay", "gain", "precond", "precond_side", "precond_source", "solve"}, {"steps", "write_key"});
     m.features.decay = r.enumeration(f["decay"], "features.decay",
                                      enumValues({DecayKind::None, DecayKind::Scalar, DecayKind::Diagonal}));
     m.features.gain = r.enumeration(f["gain"], "features.gain", enumValues({GainKind::None, GainKind::Scalar}));
@@ -445,6 +445,10 @@ Manifest parseManifest(const std::string& text, const std::string& file) {
                       enumValues({PrecondSource::EmaSqSquash, PrecondSource::HypergradOgd}));
     m.features.solve = r.enumeration(f["solve"], "features.solve", enumValues({SolveKind::Linear, SolveKind::Delta}));
     if (f["steps"]) m.features.steps = int(r.integer(f["steps"], "features.steps", 1, 4));
+    if (f["write_key"])
+      m.features.write_key = r.enumeration(f["write_key"], "features.write_key",
+                                           std::vector<std::pair<std::string, int>>{{"rebuilt", 0}, {"stored", 1},
+                                                                                    {"segments", 2}});
 
     const YAML::Node d = root["dims"];
     r.checkKeys(d, "dims", {"key", "value"});

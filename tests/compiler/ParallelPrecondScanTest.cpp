@@ -316,23 +316,25 @@ TEST(ParallelPrecondScan, TheExecutorRefusesGroupedValueHeads) {
 }
 
 TEST(ParallelPrecondScan, TheEmitterWritesTheChunkedRoles) {
-  // The device library runs the chunked scan as precond_summary + precond_scan (launch_rules.h
-  // hypergradChunked): the package's entry points and manifest list both, in the plan's order.
+  // The launch contract runs the chunked scan as precond_summary + precond_scan (launch_rules.h
+  // hypergradChunked): the plan's roles and the manifest list both, in that order.
   Context c;
   const Spec spec = osdn("osdn");
   Forms f = lowerAll(c, spec);
-  mlir::FailureOr<PackageFiles> pkg = emitPackage(spec, *f.plan);
-  ASSERT_TRUE(mlir::succeeded(pkg)) << (c.diagnostics.empty() ? std::string() : c.diagnostics.back());
-  const std::string& cu = pkg->kernels_cu;
-  const size_t summary = cu.find("dgps_osdn_fwd_precond_summary"), scan = cu.find("dgps_osdn_fwd_precond_scan");
-  ASSERT_NE(summary, std::string::npos) << cu;
-  ASSERT_NE(scan, std::string::npos) << cu;
+  mlir::FailureOr<PlanSummary> s = summarizePlan(spec, *f.plan);
+  ASSERT_TRUE(mlir::succeeded(s)) << (c.diagnostics.empty() ? std::string() : c.diagnostics.back());
+  std::string error;
+  mlir::FailureOr<std::string> man = emitManifest(spec, *s, &error);
+  ASSERT_TRUE(mlir::succeeded(man)) << error;
+  const size_t summary = man->find("dgps_osdn_fwd_precond_summary"), scan = man->find("dgps_osdn_fwd_precond_scan");
+  ASSERT_NE(summary, std::string::npos) << *man;
+  ASSERT_NE(scan, std::string::npos) << *man;
   EXPECT_LT(summary, scan);
-  EXPECT_NE(pkg->manifest_yaml.find("{name: hgtri"), std::string::npos) << pkg->manifest_yaml;
+  EXPECT_NE(man->find("{name: hgtri"), std::string::npos) << *man;
 }
 
 TEST(ParallelPrecondScan, TheEmitterRefusesATokenScanPlanOfAnUnclampedSpec) {
-  // Without a clamp the device library has no token-scan role list for OSDN: a plan that kept the token scan
+  // Without a clamp the launch contract has no token-scan role list for OSDN: a plan that kept the token scan
   // (the pipeline without --chunk-parallel-precond-scan) must not become a package.
   Context c;
   const Spec spec = osdn("osdn");
@@ -353,11 +355,14 @@ TEST(ParallelPrecondScan, AClampedSpecKeepsTheTokenScanRole) {
   Spec spec = osdn("osdn");
   spec.precond.hypergrad.clamp_min = 0.25;
   Forms f = lowerAll(c, spec);
-  mlir::FailureOr<PackageFiles> pkg = emitPackage(spec, *f.plan);
-  ASSERT_TRUE(mlir::succeeded(pkg)) << (c.diagnostics.empty() ? std::string() : c.diagnostics.back());
-  EXPECT_EQ(pkg->kernels_cu.find("precond_summary"), std::string::npos) << pkg->kernels_cu;
-  EXPECT_NE(pkg->kernels_cu.find("dgps_osdn_fwd_precond_scan"), std::string::npos) << pkg->kernels_cu;
-  EXPECT_EQ(pkg->manifest_yaml.find("hgtri"), std::string::npos) << pkg->manifest_yaml;
+  mlir::FailureOr<PlanSummary> s = summarizePlan(spec, *f.plan);
+  ASSERT_TRUE(mlir::succeeded(s)) << (c.diagnostics.empty() ? std::string() : c.diagnostics.back());
+  std::string error;
+  mlir::FailureOr<std::string> man = emitManifest(spec, *s, &error);
+  ASSERT_TRUE(mlir::succeeded(man)) << error;
+  EXPECT_EQ(man->find("precond_summary"), std::string::npos) << *man;
+  EXPECT_NE(man->find("dgps_osdn_fwd_precond_scan"), std::string::npos) << *man;
+  EXPECT_EQ(man->find("hgtri"), std::string::npos) << *man;
 }
 
 }  // namespace

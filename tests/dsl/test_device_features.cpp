@@ -1,5 +1,5 @@
 // deviceFeatures (dgps/dsl/DeviceFeatures.h): the one Spec -> launch_rules.h FeatureSet mapping, checked against
-// the codes the device library documents (launch_rules.h FeatureSet, config.cuh Traits) for every axis value,
+// the codes the launch contract documents (launch_rules.h FeatureSet) for every axis value,
 // and on every shipped spec against the forward roles its committed manifest lists.
 #include <gtest/gtest.h>
 

@@ -1,6 +1,9 @@
 // Compiling, loading and launching a kernel package on the CPU emulator (see EmuPackage.h).
 #include "EmuPackage.h"
 
+#include <fstream>
+#include <sstream>
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -45,6 +48,13 @@ int packageWriteKey(const std::string& text) {
     if (entries == 8) best = std::max(best, last);
   }
   return best;
+}
+
+int packageWriteKeyOf(const std::string& dir) {
+  std::ifstream in(dir + "/kernels.cu");
+  std::stringstream text;
+  text << in.rdbuf();
+  return packageWriteKey(text.str());
 }
 
 bool compileForEmu(const std::string& source, const std::string& so, const KernelConfig& c) {

@@ -41,6 +41,9 @@ void* loadForEmu(const std::string& source, const std::string& so, const KernelC
 /// library's kernels and the preconditioner roles print none), 0 without one. The host then sizes the workspace
 /// and the walks' launch as the kernels lay them out.
 int packageWriteKey(const std::string& kernelsCu);
+/// packageWriteKey of the package folder `dir` (its kernels.cu; 0 when unreadable, which the caller's compile of
+/// the same file reports).
+int packageWriteKeyOf(const std::string& dir);
 
 /// Runs the module's entry point `sym` (a `void(dgps::ForwardArgs)`) on the emulator over `geo`'s grid, block and
 /// dynamic shared memory. False after printing why: no such symbol, or an error the emulator detected

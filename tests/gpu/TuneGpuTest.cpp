@@ -1,7 +1,7 @@
 // GPU tests of autotuning (issue 5), on generated/pgdn:
 //   * a deliberately wrong candidate is rejected (WrongResult) and a faulting one (illegal address) is
 //     survived (Fault): both are built from a test-only copy of the package whose kernels.cu gains a hook
-//     active for exactly those tile configurations (the shipped device library is untouched); the other
+//     active for exactly those tile configurations (the shipped package is untouched); the other
 //     candidates are still screened and timed in this process afterwards, the winner is one of them, and
 //     this process's CUDA context still computes correct results;
 //   * tune-then-reuse: a second tunePackage reuses the record without any trial; a resolver in
@@ -71,9 +71,8 @@ std::string hookedSource(const std::string& source, const TileConfig& wrong, con
       "#ifdef DGPS_TEST_FAULT\n  if (blockIdx.x == 0 && threadIdx.x == 0) *reinterpret_cast<volatile int*>(16) = 1;\n#endif\n"
       "}\n";
   // After the includes: the hook needs dgps::ForwardArgs.
-  // the library include, or the tile library's for a package emitted wholly from the tile IR
-  std::size_t inc = out.find("#include \"dgps/device/dgps.cuh\"");
-  if (inc == std::string::npos) inc = out.find("#include \"dgps/tile/tile.cuh\"");
+  // the tile library's include (every package is printed from the tile IR)
+  const std::size_t inc = out.find("#include \"dgps/tile/tile.cuh\"");
   const std::size_t eol = inc == std::string::npos ? std::string::npos : out.find('\n', inc);
   if (eol == std::string::npos) return "";
   return out.substr(0, eol + 1) + hook + out.substr(eol + 1);

@@ -42,7 +42,7 @@ TEST(Includes, TheShippedPackagesPass) {
 }
 
 TEST(Includes, EveryWayOfReachingTheFileSystemIsRefused) {
-  const std::string ok = "#include \"dgps/device/dgps.cuh\"\n";
+  const std::string ok = "#include \"dgps/tile/tile.cuh\"\n";
   struct Case {
     std::string src;
     int line;
@@ -69,7 +69,7 @@ TEST(Includes, EveryWayOfReachingTheFileSystemIsRefused) {
       {"\n\n\n#include\"/etc/passwd\"", 4},
   };
   for (const auto& c : cases) EXPECT_EQ(refusedLine(c.src), c.line) << c.src;
-  // Allowed: device-library headers, however spelled around them.
+  // Allowed: the embedded device headers, however spelled around them.
   EXPECT_EQ(refusedLine(ok + "# include <dgps/device/abi.h>  // comment\n#pragma once\n"), 0);
   // Not a directive: '#' not first on the line, include in a string.
   EXPECT_EQ(refusedLine(ok + "int x; // #include \"/etc/passwd\"\nconst char* s = \"#include <x>\";\n"), 0);

@@ -145,7 +145,7 @@ std::string tinyKernelsCu() {
 #error "the runtime must define DGPS_K, DGPS_V, DGPS_CHUNK, DGPS_BLOCK_V, DGPS_WARPS, DGPS_STAGES"
 #endif
 #if defined(DGPS_INPUT_BF16)
-typedef uint16_t in_t;  // bf16 bits (a package includes only the device library, not cuda_bf16.h)
+typedef uint16_t in_t;  // bf16 bits (a package includes only the embedded device headers, not cuda_bf16.h)
 __device__ inline float toF(in_t x) { return dgps::dev::bf16_to_f32(x); }
 __device__ inline in_t fromF(float x) { return dgps::dev::f32_to_bf16(x); }
 #elif defined(DGPS_INPUT_F16)

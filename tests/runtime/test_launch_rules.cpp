@@ -1,4 +1,4 @@
-// The device library's launch rules (runtime/device/dgps/device/launch_rules.h) for every committed package:
+// The launch rules (runtime/device/dgps/device/launch_rules.h) for every committed package:
 // the default configuration launches within the sm_90 limits, state_output carries its producer warpgroup
 // exactly when a preconditioner needs rebuilding, and no workspace buffer holds a preconditioned operand.
 #include <gtest/gtest.h>

@@ -297,7 +297,7 @@ TEST(TileConfigText, RoundTripsEveryConfiguration) {
   }
 }
 
-// One TileConfig: the runtime's, the tuner's and the device library's are the same type, and its defaults are
+// One TileConfig: the runtime's, the tuner's and the device headers' are the same type, and its defaults are
 // the kernels' own (config.cuh's DGPS_CHUNK, DGPS_BLOCK_V, DGPS_WARPS, DGPS_STAGES, read from the file).
 TEST(TileConfigText, OneTypeWhoseDefaultsAreConfigCuh) {
   static_assert(std::is_same_v<dgps::TileConfig, dgps::launch::TileConfig>);

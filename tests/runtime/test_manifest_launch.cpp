@@ -1,5 +1,5 @@
 // The runtime launches what the manifest's `launch` section says (LaunchPlan.cpp evaluates its formulas).
-// Those formulas must give exactly what the device library's launch_rules.h gives, because the kernels
+// Those formulas must give exactly what launch_rules.h gives, because the kernels
 // still carve their shared memory and workspace with launch_rules.h at compile time. The old host
 // derivation (launch::forwardGeometry / decodeGeometry / workspaceLayout over deviceFeatures(spec)) is kept
 // here, in the test only, as the independent side: for every shipped package and a grid of shapes (dense
@@ -55,7 +55,7 @@ std::vector<TileConfig> configs(const Manifest& m) {
 std::map<std::string, long long> oldOffsets(const launch::WorkspaceLayout& w) {
   return {{"tb", w.tb},     {"aqk", w.aqk},     {"tok", w.tok}, {"pst", w.pst}, {"psum", w.psum}, {"pgam", w.pgam},
           {"pcoef", w.pcoef}, {"opq", w.opq}, {"opk", w.opk}, {"opw", w.opw}, {"pdec", w.pdec},
-          {"hgtri", w.hgtri}, {"hgvec", w.hgvec}};
+          {"hgtri", w.hgtri}, {"hgvec", w.hgvec}, {"pwk", w.pwk}};
 }
 
 void expectSame(const detail::LaunchGeometry& got, const launch::Geometry& want, const std::string& what) {
@@ -76,7 +76,8 @@ TEST(ManifestLaunch, FormulasEqualTheLaunchRulesForEveryPackageShapeAndConfig) {
     const Package pkg = Package::open(dir);
     const Manifest& m = pkg.manifest();
     SCOPED_TRACE(m.name);
-    const launch::FeatureSet f = deviceFeatures(pkg.spec());
+    launch::FeatureSet f = deviceFeatures(pkg.spec());
+    f.write_key = m.features.write_key;  // not in the spec: the compile chose it (manifest features.write_key)
 
     if (m.has_forward) {
       int roles[launch::kMaxRoles];
@@ -202,7 +203,8 @@ TEST(ManifestLaunch, SegmentedFormulasEqualTheLaunchRules) {
     ASSERT_EQ(!m.launch.forward_segmented.empty(), covered) << "launch.forward_segmented presence";
     if (!covered) continue;
     ++packages;
-    const launch::FeatureSet f = deviceFeatures(pkg.spec());
+    launch::FeatureSet f = deviceFeatures(pkg.spec());
+    f.write_key = m.features.write_key;  // not in the spec: the compile chose it (manifest features.write_key)
     int plain[launch::kMaxRoles];
     const int np = launch::forwardRoles(f, plain);
     std::vector<int> before;  // the plain roles the segmented forward launches first
@@ -276,7 +278,8 @@ TEST(ManifestLaunch, SegmentedFormulasEqualTheLaunchRules) {
 // manifest's formulas (dsl LaunchManifest.cpp, written with the package's write_key) against launch_rules.h for the
 // same FeatureSet, which the tile kernels read: the pwk region (only where needPwk), the walks' threads (no
 // producer warpgroup in a walk that loads the key) and shared memory, plain and segmented. The shipped packages
-// rebuild the key (write_key 0, the tests above); here each key-side preconditioned package's manifest is
+// take the key in the form their manifest names (features.write_key, the tests above); here each key-side
+// preconditioned package's manifest is
 // rewritten with write_key 1 and, for a scalar decay, 2 (segment walks only).
 TEST(ManifestLaunch, WriteKeyFormulasEqualTheLaunchRules) {
   int variants = 0;

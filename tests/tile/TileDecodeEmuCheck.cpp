@@ -1,12 +1,12 @@
-// CPU check of a tile-decode package (dgpsc --codegen=tile-decode): the package's kernels.cu, i.e. the decode
-// kernel printed from tile IR plus the tile library, is compiled for the CPU emulator of tests/emu
+// CPU check of a package's decode: the package's kernels.cu, i.e. the decode kernel printed from tile IR plus the
+// tile library, is compiled for the CPU emulator of tests/emu
 // (the same source NVRTC compiles, with the platform primitives forwarded to the emulator), launched with the
 // runtime's decode geometry (launch_rules.h decodeGeometry) and compared with the float64 reference
 // (dgps::runReference, T = 1) on fresh seeded inputs. Outputs are poisoned, shared memory starts as NaN.
 //
-//   dgps-tile-decode-emu-check PACKAGE_DIR WORK_DIR [LIBRARY_PACKAGE_DIR]
-// With LIBRARY_PACKAGE_DIR (a package with the device library's decode of the same spec) both decodes run on
-// the same inputs and must also agree with each other to f32 rounding.
+//   dgps-tile-decode-emu-check PACKAGE_DIR WORK_DIR [OTHER_PACKAGE_DIR]
+// With OTHER_PACKAGE_DIR (another package of the same spec, e.g. written before an emitter change) both decodes
+// run on the same inputs and must also agree with each other to f32 rounding.
 // Exit 0 when o, the state and the preconditioner state match for a one-head, a multi-head and a GVA problem.
 #include <dlfcn.h>
 
@@ -67,10 +67,9 @@ double maxRelDiff(const float* a, const float* b, size_t n) {
   return d / (m > 0 ? m : 1e-30);
 }
 
-/// One decode step of `spec` at B, H on the emulator vs the reference; prints the errors. With `libFn` (the
-/// device library's decode of the same spec) the same step also runs through it on the same inputs, and the
-/// two must agree to f32 rounding: they share the tile library's steps (decode.cuh), so only the order of a
-/// few scalar operations, and for a preconditioner the multiplier's formula, may differ.
+/// One decode step of `spec` at B, H on the emulator vs the reference; prints the errors. With `libFn` (another
+/// package's decode of the same spec) the same step also runs through it on the same inputs, and the two must
+/// agree to f32 rounding (only the order of a few scalar operations may differ).
 bool checkOnce(const dgps::Spec& spec, void* fn, void* libFn, int K, std::int64_t B, std::int64_t H,
                std::uint64_t seed) {
   dgps::ReferenceProblem s;
@@ -128,7 +127,7 @@ bool checkOnce(const dgps::Spec& spec, void* fn, void* libFn, int K, std::int64_
   ls.K = K;
   ls.V = V;
   const dgps::launch::Geometry geo = dgps::launch::decodeGeometry(f, ls, dgps::launch::TileConfig{});
-  // The library's run works on copies of the in-place states and its own poisoned output.
+  // The other package's run works on copies of the in-place states and its own poisoned output.
   std::vector<float> libState = state, libPstate = pstate;
   std::vector<std::uint16_t> libO = o;
   auto kernel = reinterpret_cast<void (*)(dgps::DecodeArgs)>(fn);
@@ -145,7 +144,7 @@ bool checkOnce(const dgps::Spec& spec, void* fn, void* libFn, int K, std::int64_
     la.o = libO.data();
     auto lib = reinterpret_cast<void (*)(dgps::DecodeArgs)>(libFn);
     if (!dgps_emu::launch([&] { lib(la); }, geo.grid.x, geo.block.x, geo.smem_bytes, err, sizeof err)) {
-      std::fprintf(stderr, "emulator (library decode): %s\n", err);
+      std::fprintf(stderr, "emulator (other package's decode): %s\n", err);
       return false;
     }
     std::vector<float> of(o.size()), lof(o.size());
@@ -159,7 +158,7 @@ bool checkOnce(const dgps::Spec& spec, void* fn, void* libFn, int K, std::int64_
     const double dO = maxRelDiff(of.data(), lof.data(), of.size());
     // f32 state: a few ulps of reordering; bf16 o: one rounding step of 2^-8 relative to the largest output.
     libOk = dS <= 1e-5 && dP <= 1e-5 && dO <= 1.0 / 128;
-    std::printf("  vs the library decode: max rel diff state %.3g, precond_state %.3g, o %.3g  %s\n", dS, dP, dO,
+    std::printf("  vs the other package's decode: max rel diff state %.3g, precond_state %.3g, o %.3g  %s\n", dS, dP, dO,
                 libOk ? "ok" : "FAIL");
   }
 
@@ -199,7 +198,7 @@ void* emulatedDecode(const std::string& pkg, const std::string& work, const std:
 
 int main(int argc, char** argv) {
   if (argc != 3 && argc != 4)
-    return fail("usage: dgps-tile-decode-emu-check PACKAGE_DIR WORK_DIR [LIBRARY_PACKAGE_DIR]");
+    return fail("usage: dgps-tile-decode-emu-check PACKAGE_DIR WORK_DIR [OTHER_PACKAGE_DIR]");
   const std::string pkg = argv[1], work = argv[2];
   dgps::ParseResult parsed = dgps::parseSpecFile(pkg + "/spec.yaml");
   if (!parsed.ok()) return fail("cannot parse " + pkg + "/spec.yaml");
@@ -212,10 +211,10 @@ int main(int argc, char** argv) {
   if (K == 0) return fail(spec.name + " has no square key/value dim");
   void* fn = emulatedDecode(pkg, work, "decode", spec, K);
   if (!fn) return 1;
-  // The device library's decode of the same spec, run on the same inputs (both kernels are in one process:
+  // The other package's decode of the same spec, run on the same inputs (both kernels are in one process:
   // the .so files are loaded RTLD_LOCAL, so their equally named symbols do not collide).
   void* libFn = nullptr;
-  if (argc == 4 && !(libFn = emulatedDecode(argv[3], work, "library_decode", spec, K))) return 1;
+  if (argc == 4 && !(libFn = emulatedDecode(argv[3], work, "other_decode", spec, K))) return 1;
   // A plain problem and one with several batch rows and heads (GVA where the spec has it).
   bool ok = checkOnce(spec, fn, libFn, K, 1, 1, 4242);
   ok = checkOnce(spec, fn, libFn, K, 3, 2, 4243) && ok;

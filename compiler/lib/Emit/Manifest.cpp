@@ -8,6 +8,7 @@
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Dialect/Tile/IR/LaunchFeatures.h"
 #include "dgps/Emit/Package.h"
+#include "dgps/Transforms/Passes.h"
 #include "dgps/Emit/TileEmitter.h"
 #include "dgps/device/launch_rules.h"
 #include "dgps/dsl/Canonical.h"
@@ -38,7 +39,7 @@ std::string dtypeList(const std::vector<DType>& v) {
 
 const char* yamlBool(bool b) { return b ? "true" : "false"; }
 
-/// The device library's forward roles for this spec (launch_rules.h).
+/// The launch contract's forward roles for this spec (launch_rules.h forwardRoles).
 std::vector<std::string> deviceRoles(const Spec& s) {
   const launch::FeatureSet f = deviceFeatures(s);
   int roles[launch::kMaxRoles];
@@ -48,41 +49,25 @@ std::vector<std::string> deviceRoles(const Spec& s) {
   return out;
 }
 
-/// The write-key code (launch_rules.h FeatureSet::write_key) the tile chunk roles of `tileModule` share. A stored
-/// key is written by the tile chunk_local, so a walk that loads one needs it in the same package (a device-library
-/// chunk_local stores none), and every role that reads the workspace layout must agree on it. Fails with an error
-/// at the disagreeing function.
+/// The package's write-key form (launch_rules.h FeatureSet::write_key): what its chunk_local stores and every walk
+/// reads (tile.launch_features); all roles that read the workspace layout must agree. Fails with an error at the
+/// disagreeing function.
 FailureOr<int> writeKeyOf(const Spec& spec, ModuleOp tileModule) {
-  if (!tileModule) return launch::kWriteKeyRebuilt;
-  func::FuncOp chunkLocal = tileModule.lookupSymbol<func::FuncOp>(spec.name + "_chunk_local");
-  int code = launch::kWriteKeyRebuilt;
-  if (chunkLocal) {
-    FailureOr<launch::FeatureSet> f = tile::launchFeaturesOf(chunkLocal);
-    if (failed(f)) return failure();
-    code = f->write_key;
-  }
+  func::FuncOp chunkLocal = tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_chunk_local") : nullptr;
+  if (!chunkLocal) return launch::kWriteKeyRebuilt;
+  FailureOr<launch::FeatureSet> stored = tile::launchFeaturesOf(chunkLocal);
+  if (failed(stored)) return failure();
   for (const char* role : {"_state_output", "_segment_summary", "_segment_fold", "_segment_state_output"}) {
     func::FuncOp fn = tileModule.lookupSymbol<func::FuncOp>(spec.name + role);
     if (!fn) continue;
     FailureOr<launch::FeatureSet> f = tile::launchFeaturesOf(fn);
     if (failed(f)) return failure();
-    if (f->write_key == code) continue;
-    if (!chunkLocal)
-      return fn.emitOpError() << "takes write_key " << f->write_key << " (tile.launch_features) but the package has "
-                              << "no tile chunk_local to store the preconditioned write key (the device library's "
-                                 "stores none): compile with --codegen=...,tile-chunk-local or --write-key=rebuilt";
-    return fn.emitOpError() << "takes write_key " << f->write_key << " where @" << chunkLocal.getSymName()
-                            << " takes " << code << " (tile.launch_features): the roles of one package share it";
+    if (f->write_key != stored->write_key)
+      return fn.emitOpError() << "takes write_key " << f->write_key << " where @" << chunkLocal.getSymName()
+                              << " takes " << stored->write_key
+                              << " (tile.launch_features): the roles of one package share it";
   }
-  // the device library's state_output rebuilds the key in place over what it reads (opw) or from the raw key, and
-  // its launch has the producer warpgroup; the manifest would size it for a walk that loads the stored key
-  if (code == launch::kWriteKeyStored && hasKernel(spec, KernelKind::ChunkForward) &&
-      !tileModule.lookupSymbol<func::FuncOp>(spec.name + "_state_output"))
-    return chunkLocal.emitOpError() << "takes write_key 1 (every walk loads the stored write key) but state_output "
-                                       "comes from the device library, which rebuilds it: print state_output from "
-                                       "the tile IR too (dgpsc --codegen=...,tile-state-output) or store it for the "
-                                       "segment walks only (write_key 2)";
-  return code;
+  return stored->write_key;
 }
 
 }  // namespace
@@ -112,7 +97,7 @@ FailureOr<PlanSummary> summarizePlan(const Spec& spec, ModuleOp plan) {
   std::vector<std::string> expected = deviceRoles(spec);
   if (s.roles != expected) {
     fn.emitError() << "the plan's kernel roles " << flowList(s.roles)
-                   << " are not the device library's roles for this spec " << flowList(expected)
+                   << " are not the launch contract's roles for this spec " << flowList(expected)
                    << " (runtime/device/dgps/device/launch_rules.h forwardRoles)";
     return failure();
   }
@@ -142,6 +127,9 @@ FailureOr<std::string> emitManifest(const Spec& s, const PlanSummary& plan, std:
      << ", precond_source: " << toString(s.precond.source) << ", solve: " << toString(s.solve.kind);
   // Householder steps per token (docs/math.md §3.7): k, v, beta carry steps rows per token; absent = 1
   if (householderSteps(s) > 1) os << ", steps: " << householderSteps(s);
+  // where the walks take a key-side preconditioner's write key (launch_rules.h FeatureSet::write_key: the launch
+  // rules' threads, shared memory and workspace depend on it); absent = rebuilt
+  if (plan.write_key != launch::kWriteKeyRebuilt) os << ", write_key: " << writeKeyName(plan.write_key);
   os << "}\n";
   os << "dims: {key: " << flowList(s.key_dims) << ", value: " << flowList(s.value_dims) << "}\n";
   os << "dtypes: {inputs: " << dtypeList(s.input_dtypes) << ", state: " << toString(s.state_dtype) << "}\n";
@@ -159,78 +147,59 @@ FailureOr<std::string> emitManifest(const Spec& s, const PlanSummary& plan, std:
   return os.str();
 }
 
+namespace {
+
+/// The tile IR pass that writes the tile function of a kernel role (for the error of a missing one).
+const char* tilePassOf(const std::string& role) {
+  if (role == "chunk_local") return "--dgps-lower-chunk-local-to-tile";
+  if (role == "state_output") return "--dgps-lower-state-output-to-tile";
+  if (role == "decode") return "--dgps-lower-decode-to-tile";
+  if (role.rfind("segment_", 0) == 0) return "--dgps-lower-segment-roles-to-tile";
+  return "--dgps-lower-precond-roles-to-tile";
+}
+
+/// The kernel text of `role` printed from its tile function @<name>_<role>, or an error naming the function.
+FailureOr<std::string> printRole(const Spec& spec, ModuleOp plan, ModuleOp tileModule, const std::string& role) {
+  const std::string fnName = spec.name + "_" + role;
+  func::FuncOp fn = tileModule ? tileModule.lookupSymbol<func::FuncOp>(fnName) : nullptr;
+  if (!fn)
+    return plan.emitError() << "no tile function @" << fnName << " for the " << role << " kernel of spec '"
+                            << spec.name << "': every kernel is printed from the tile IR (run " << tilePassOf(role)
+                            << " first; dgpsc compile does)";
+  const std::string symbol = "dgps_" + spec.name + (role == "decode" ? "_decode" : "_fwd_" + role);
+  if (role == "decode") return emitTileKernel(fn, symbol);
+  if (role == "chunk_local") return emitTileChunkKernel(fn, symbol);
+  if (role == "state_output") return emitTileStateKernel(fn, symbol);
+  if (role.rfind("segment_", 0) == 0) return emitTileSegmentKernel(fn, symbol);
+  return emitTilePrecondKernel(fn, symbol);
+}
+
+}  // namespace
+
 FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp tileModule) {
-  // The device library's roles take one key, value and gain row per token; a multi-step recurrence (Gated
-  // DeltaProduct) runs its chunk roles from the tile IR, where q, g and o go through row maps.
-  if (householderSteps(spec) > 1)
-    for (const char* role : {"_chunk_local", "_state_output"})
-      if (!tileModule || !tileModule.lookupSymbol<func::FuncOp>(spec.name + role))
-        return plan.emitError() << "spec '" << spec.name << "' has solve.steps " << householderSteps(spec)
-                                << " (Householder steps per token): its kernels come from the tile IR, but there is "
-                                   "no tile function @"
-                                << spec.name << role << " (dgpsc compile lowers both chunk roles for it)";
   FailureOr<PlanSummary> summary = summarizePlan(spec, plan);
   if (failed(summary)) return failure();
-  std::optional<std::string> tileDecode, tileChunkLocal, tileStateOutput;
-  auto chunkLocal = tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_chunk_local") : nullptr;
-  auto stateOutput = tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_state_output") : nullptr;
-  auto segmentSummary =
-      tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_segment_summary") : nullptr;
-  // a clamped OSDN d-scan has a precond_scan without a precond_summary
-  auto precondScan = tileModule ? tileModule.lookupSymbol<func::FuncOp>(spec.name + "_precond_scan") : nullptr;
-  if (tileModule && hasKernel(spec, KernelKind::Decode) &&
-      ((!chunkLocal && !stateOutput && !segmentSummary && !precondScan) ||
-       tileModule.lookupSymbol(spec.name + "_decode"))) {
-    auto fn = tileModule.lookupSymbol<func::FuncOp>(spec.name + "_decode");
-    if (!fn) return tileModule.emitError() << "no tile function @" << spec.name << "_decode for the decode kernel";
-    FailureOr<std::string> text = emitTileKernel(fn, "dgps_" + spec.name + "_decode");
+  std::vector<std::string> roles;
+  if (hasKernel(spec, KernelKind::ChunkForward)) {
+    roles = summary->roles;
+    // the sequence-parallel state pass's kernels: extra symbols after the roles, which they leave unchanged
+    summary->segmented = tileModule && tileModule.lookupSymbol<func::FuncOp>(spec.name + "_segment_summary");
+    if (summary->segmented) roles.insert(roles.end(), {"segment_summary", "segment_fold", "segment_state_output"});
+  }
+  if (hasKernel(spec, KernelKind::Decode)) roles.push_back("decode");
+  std::vector<std::string> kernels;
+  for (const std::string& role : roles) {
+    FailureOr<std::string> text = printRole(spec, plan, tileModule, role);
     if (failed(text)) return failure();
-    tileDecode = *text;
+    kernels.push_back(*text);
   }
-  if (chunkLocal) {
-    FailureOr<std::string> text = emitTileChunkKernel(chunkLocal, "dgps_" + spec.name + "_fwd_chunk_local");
-    if (failed(text)) return failure();
-    tileChunkLocal = *text;
-  }
-  if (stateOutput) {
-    FailureOr<std::string> text = emitTileStateKernel(stateOutput, "dgps_" + spec.name + "_fwd_state_output");
-    if (failed(text)) return failure();
-    tileStateOutput = *text;
-  }
-  std::optional<std::string> tileSegment;
-  if (segmentSummary) {
-    tileSegment = std::string();
-    for (const char* role : {"segment_summary", "segment_fold", "segment_state_output"}) {
-      auto fn = tileModule.lookupSymbol<func::FuncOp>(spec.name + "_" + role);
-      if (!fn) return tileModule.emitError() << "no tile function @" << spec.name << "_" << role;
-      FailureOr<std::string> text = emitTileSegmentKernel(fn, "dgps_" + spec.name + "_fwd_" + role);
-      if (failed(text)) return failure();
-      *tileSegment += *text;
-    }
-  }
-  // the preconditioner roles (--dgps-lower-precond-roles-to-tile), by role name
-  std::map<std::string, std::string> tileRoles;
-  if (precondScan)
-    for (const char* role : {"precond_summary", "precond_scan"}) {
-      auto fn = tileModule.lookupSymbol<func::FuncOp>(spec.name + "_" + role);
-      const bool planned = std::find(summary->roles.begin(), summary->roles.end(), role) != summary->roles.end();
-      if (!fn && !planned) continue;
-      if (!fn) return tileModule.emitError() << "no tile function @" << spec.name << "_" << role;
-      FailureOr<std::string> text = emitTilePrecondKernel(fn, "dgps_" + spec.name + "_fwd_" + role);
-      if (failed(text)) return failure();
-      tileRoles[role] = *text;
-    }
   FailureOr<int> writeKey = writeKeyOf(spec, tileModule);
   if (failed(writeKey)) return failure();
   summary->write_key = *writeKey;
   PackageFiles files;
-  files.kernels_cu = emitKernelsCu(spec, *summary, tileDecode ? &*tileDecode : nullptr,
-                                   tileChunkLocal ? &*tileChunkLocal : nullptr,
-                                   tileStateOutput ? &*tileStateOutput : nullptr, tileSegment ? &*tileSegment : nullptr,
-                                   &tileRoles);
+  files.kernels_cu = emitKernelsCu(spec, kernels);
   files.spec_yaml = canonicalYaml(spec);
   std::string error;
-  summary->segmented = tileSegment.has_value();
   FailureOr<std::string> manifest = emitManifest(spec, *summary, &error);
   if (failed(manifest)) return plan.emitError() << "cannot write the manifest's launch section: " << error;
   files.manifest_yaml = *manifest;

@@ -1,5 +1,5 @@
 // Byte and FLOP estimate of a partitioned backward (PlanCost.h, estimateBackwardPlan). There is no
-// device library for the backward yet, so bytes come from the IR itself: every value a kernel reads from
+// GPU kernel for the backward yet, so bytes come from the IR itself: every value a kernel reads from
 // device memory (an input, a cotangent, a kept forward value, or another kernel's buffer) counts once
 // per kernel, every buffer it writes and every gradient it stores counts once; element sizes and the
 // per-token conventions are those of bytesPerTokenHead. FLOPs: flopsPerTokenHead of every op in every

@@ -1,4 +1,4 @@
-// Device-memory traffic of the shipped kernels, from the device library's own launch rules
+// Device-memory traffic of the shipped kernels, from the launch contract's rules
 // (runtime/device/dgps/device/launch_rules.h): the workspace buffers chunk_local and the preconditioner
 // kernels write for the kernels after them, plus the inputs each kernel loads and the outputs it stores.
 // See PlanCost.h for the conventions.

@@ -6,7 +6,7 @@
 // preconditioner's in-chunk rebuild (chunk.accum_apply / chunk.hypergrad_apply of the write key or the query)
 // becomes the walk's rescale, run by a producer warpgroup (StateWalkLowering.h setRescale); a query spread onto
 // several steps per token and an o gathered from them give the walk its row map. A chunk op this lowering does not
-// know is an error naming it; the kernel is then left to the device library.
+// know is an error naming it, and no package is written.
 #include "StateWalkLowering.h"
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"

@@ -26,7 +26,7 @@ using namespace dgps::chunk;
 
 namespace {
 
-// The roles of the device library in launch order (runtime/device/dgps/device/launch_rules.h).
+// The launch contract's roles in launch order (runtime/device/dgps/device/launch_rules.h).
 // segment_summary and segment_fold exist only in a plan rewritten by --chunk-segment-state-pass; an ordinary
 // plan has no ops for them and so no such kernels.
 enum class Role {

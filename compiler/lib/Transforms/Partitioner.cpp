@@ -27,7 +27,7 @@ bool hasPerChannelDecay(func::FuncOp fn) {
 }
 }  // namespace
 
-/// The default point of the tuning space: the configuration the device library measured fastest on the
+/// The default point of the tuning space: the configuration measured fastest on the
 /// H200 at B=8, T=4096 (BV = 128, two pipeline stages; 8 warps with per-channel decay, 4 otherwise:
 /// docs/performance.md, run 5), or the nearest allowed value below it.
 TileAttr defaultTile(func::FuncOp fn) {
@@ -41,7 +41,7 @@ TileAttr defaultTile(func::FuncOp fn) {
   int64_t chunk = 64;
   if (auto c = fn->getAttrOfType<IntegerAttr>(kChunkSizeAttr)) chunk = c.getInt();
   auto tuning = fn->getAttrOfType<dgps::ir::TuningAttr>(kTuningAttr);
-  // Without a tuning space: the device library's own defaults (launch_rules.h TileConfig, config.cuh).
+  // Without a tuning space: the launch contract's defaults (launch_rules.h TileConfig, config.cuh).
   const launch::TileConfig d;
   if (!tuning) return TileAttr::get(fn.getContext(), chunk, d.block_v, d.warps, d.stages);
   return TileAttr::get(fn.getContext(), chunk, pick(tuning.getBlockV().asArrayRef(), 128),

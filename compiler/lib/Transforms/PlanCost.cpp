@@ -136,7 +136,7 @@ CostPoint costPointOf(func::FuncOp fn) {
   return at;
 }
 
-/// Whether a global buffer of the plan is one of the device library's workspace buffers (DeviceTraffic
+/// Whether a global buffer of the plan is one of the launch contract's workspace buffers (DeviceTraffic
 /// counts those); any other (e.g. the unfused per-token accumulator) has no place in the library.
 static bool isLibraryBuffer(Value v) {
   if (auto k = v.getDefiningOp<KernelOp>())  // a buffer: look at the value its kernel yields

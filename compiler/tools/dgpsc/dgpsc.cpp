@@ -1,24 +1,16 @@
 // dgpsc: the DGPS compiler driver.
 //
 //   dgpsc compile SPEC -o DIR [--target sm_90a] [--print-after=dgps|chunk|plan|tile|all]
-//                  [--codegen=device-library|tile-decode|tile-chunk-local|tile-state-output|tile-segment|
-//                             tile-precond|<comma list of tile-*>]
-//       parse + validate the spec (dsl), import it as dgps IR, run the pipeline (Passes.td) and write
-//       the generated package DIR/{kernels.cu, spec.yaml, manifest.yaml}. --print-after prints the IR
-//       of a stage (or after every pass) to stdout; the plan's cost estimate goes to stderr as a remark.
-//       --codegen=tile-decode (experimental) also lowers the decode role to tile IR
-//       (--dgps-lower-decode-to-tile) and prints its kernel from that IR against runtime/device/dgps/tile;
-//       --codegen=tile-chunk-local (experimental) likewise prints the forward chunk_local kernel from tile IR
-//       (--dgps-lower-chunk-local-to-tile on the partitioned plan) and --codegen=tile-state-output the forward
-//       state_output kernel (--dgps-lower-state-output-to-tile); --codegen=tile-segment adds the kernels of the
-//       sequence-parallel state pass (--chunk-segment-state-pass, --dgps-lower-segment-roles-to-tile) as extra
-//       symbols; --codegen=tile-precond prints the preconditioner roles precond_summary and precond_scan
-//       (--dgps-lower-precond-roles-to-tile; ema_sq_squash specs; an error for OSDN's hypergradient scan);
-//       a comma list selects several.
-//       The default calls the hand-written device library for every role.
-//       --write-key=auto|stored|segments|rebuilt: where the tile walks of a key-side preconditioner take the
-//       write key P⊙k̂ from (Passes.td write-key, docs/architecture.md "The write key: stored or rebuilt"); a
-//       stored key needs --codegen=...,tile-chunk-local.
+//       parse + validate the spec (dsl), import it as dgps IR, run the pipeline (Passes.td), lower every kernel
+//       role to tile IR and write the generated package DIR/{kernels.cu, spec.yaml, manifest.yaml}: decode
+//       (--dgps-lower-decode-to-tile, from the canonical dgps IR), chunk_local, state_output and the
+//       preconditioner roles (--dgps-lower-{chunk-local,state-output,precond-roles}-to-tile on the partitioned
+//       plan) and the sequence-parallel state pass's kernels (--chunk-segment-state-pass,
+//       --dgps-lower-segment-roles-to-tile), each printed against runtime/device/dgps/tile. --print-after prints
+//       the IR of a stage (or after every pass) to stdout; the plan's cost estimate goes to stderr as a remark.
+//       --codegen is gone (every kernel comes from the tile IR); naming it is an error that says so.
+//       --write-key=auto|stored|segments|rebuilt: where the walks of a key-side preconditioner take the write key
+//       P⊙k̂ from (Passes.td write-key, docs/architecture.md "The write key: stored or rebuilt").
 //   dgpsc check SPEC
 //       the spec checker of dsl (classification, hash, tensors, canonical form).
 //   dgpsc plan SPEC [--backward [--keep NAME,...]] [--segment-chunks L] [--token-precond-scan] [--print-ir]
@@ -38,7 +30,6 @@
 // 2 bad command line. Nothing escapes main.
 #include <cmath>
 #include <iostream>
-#include <sstream>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -62,17 +53,11 @@
 
 namespace {
 
-/// The --codegen default. Making it "tile-chunk-local" prints the forward chunk_local of every package from the
-/// tile IR (generated/ too, after scripts/regen_generated.sh): the switch to flip once the tile chunk_local is
-/// measured at least as fast as the device library's on the GPU (docs/architecture.md, "Tile IR").
-constexpr const char* kDefaultCodegen = "device-library";
-
 struct CompileOptions {
   std::string spec;
   std::string out;
   std::string target = dgps::ir::kDefaultTarget;
   std::string printAfter;  // "", dgps, chunk, plan, tile, all
-  std::string codegen = kDefaultCodegen;  // a comma list: device-library, tile-decode, tile-chunk-local
   std::string writeKey = "auto";          // auto, stored, segments, rebuilt (Passes.td write-key)
 };
 
@@ -88,7 +73,7 @@ std::vector<Step> pipelineSteps() {
   steps.push_back({dgps::createLowerToChunk(), nullptr});
   steps.push_back({mlir::createCanonicalizerPass(), nullptr});
   steps.push_back({dgps::createFusePreconditioner(), "chunk"});
-  // An unclamped OSDN d-scan in its chunked form: the device library's roles for it (launch_rules.h
+  // An unclamped OSDN d-scan in its chunked form: the launch contract's roles for it (launch_rules.h
   // hypergradChunked) are the per-chunk summary and the pass over chunks.
   steps.push_back({dgps::createParallelPrecondScan(), nullptr});
   steps.push_back({dgps::createPartitionKernels(), "plan"});
@@ -105,16 +90,8 @@ mlir::LogicalResult runStep(mlir::MLIRContext& ctx, mlir::ModuleOp module, std::
   return pm.run(module);
 }
 
-/// Whether the --codegen list (comma-separated) names `what`.
-bool codegenHas(const std::string& list, const std::string& what) {
-  std::stringstream ss(list);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (item == what) return true;
-  return false;
-}
-
-/// --codegen=tile-chunk-local / tile-state-output: lowers one kernel role of the partitioned plan to tile IR
-/// with `pass` and adds its function to `tileModule` (created when absent).
+/// Lowers kernel roles of the partitioned plan to tile IR with `pass` and adds their functions to `tileModule`
+/// (created when absent).
 mlir::LogicalResult lowerChunkRole(mlir::MLIRContext& ctx, const CompileOptions& o, mlir::ModuleOp plan,
                                    std::unique_ptr<mlir::Pass> pass, mlir::OwningOpRef<mlir::ModuleOp>& tileModule) {
   mlir::OwningOpRef<mlir::ModuleOp> lowered = plan.clone();
@@ -138,7 +115,7 @@ mlir::LogicalResult lowerChunkRole(mlir::MLIRContext& ctx, const CompileOptions&
   return mlir::success();
 }
 
-/// --codegen=tile-segment: the fused forward `fused` (before partitioning) rewritten into its segmented form
+/// The sequence-parallel state pass: the fused forward `fused` (before partitioning) rewritten into its segmented form
 /// (--chunk-segment-state-pass with the length chosen at launch), partitioned, and its segment roles lowered
 /// to tile functions (--dgps-lower-segment-roles-to-tile), added to `tileModule`.
 mlir::LogicalResult lowerSegmentRoles(mlir::MLIRContext& ctx, const CompileOptions& o, mlir::ModuleOp fused,
@@ -163,40 +140,13 @@ mlir::LogicalResult lowerSegmentRoles(mlir::MLIRContext& ctx, const CompileOptio
   return lowerChunkRole(ctx, o, *segmented, dgps::createLowerSegmentRolesToTile(options), tileModule);
 }
 
-/// --write-key: the write-key option every tile lowering of this compile gets (Passes.td write-key), after what
-/// the compile prints from the tile IR allows. A stored key is written by the tile chunk_local and loaded by the
-/// tile walks; the device library's chunk_local stores none and its state_output always rebuilds. So without the
-/// tile chunk_local every walk rebuilds, and without the tile state_output only the segment walks may load it.
-/// auto falls back to what is allowed; an explicit stored / segments that is not allowed is an error.
-bool chooseWriteKey(const CompileOptions& o, const dgps::Spec& spec, bool tileChunkLocal, bool tileStateOutput,
-                    std::string& writeKey) {
+/// The write-key form (rebuilt, stored or segments) of `--write-key` for `spec`, or an error naming the value.
+bool chooseWriteKey(const CompileOptions& o, const dgps::Spec& spec, std::string& writeKey) {
   int code = dgps::launch::kWriteKeyRebuilt;
   std::string error;
   if (!dgps::writeKeyCode(o.writeKey, dgps::deviceFeatures(spec), &code, &error)) {
     std::cerr << "dgpsc: error: " << o.spec << ": --write-key: " << error << "\n";
     return false;
-  }
-  const bool automatic = o.writeKey == "auto";
-  if (code != dgps::launch::kWriteKeyRebuilt && !tileChunkLocal) {
-    if (!automatic) {
-      std::cerr << "dgpsc: error: " << o.spec << ": --write-key=" << o.writeKey
-                << " needs the chunk_local kernel printed from the tile IR by this compile (--codegen=...,"
-                   "tile-chunk-local): the device library's chunk_local does not store the preconditioned write key\n";
-      return false;
-    }
-    code = dgps::launch::kWriteKeyRebuilt;
-  }
-  if (code == dgps::launch::kWriteKeyStored && !tileStateOutput) {
-    if (!automatic) {
-      std::cerr << "dgpsc: error: " << o.spec
-                << ": --write-key=stored needs the state_output kernel printed from the tile IR by this compile "
-                   "(--codegen=...,tile-state-output): the device library's state_output rebuilds the write key "
-                   "(--write-key=segments stores it for the segment walks only)\n";
-      return false;
-    }
-    // per-channel decay: the stored key is opw, which the library's state_output reads too
-    code = dgps::launch::needOpW(dgps::deviceFeatures(spec)) ? dgps::launch::kWriteKeyRebuilt
-                                                             : dgps::launch::kWriteKeyStoredSegments;
   }
   writeKey = dgps::writeKeyName(code);
   return true;
@@ -253,7 +203,7 @@ int compile(const CompileOptions& o) {
     }
     if (step.stage && std::string(step.stage) == "dgps") {
       for (auto op : module->getOps<dgps::ir::RecurrenceOp>()) canonical = dgps::ir::exportSpec(op);
-      if (codegenHas(o.codegen, "tile-decode")) {
+      {
         // The decode role is lowered from the canonical dgps IR, beside the chunk pipeline.
         tileModule = module->clone();
         if (mlir::failed(runStep(ctx, *tileModule, dgps::createLowerDecodeToTile()))) {
@@ -277,41 +227,26 @@ int compile(const CompileOptions& o) {
     }
   }
 
-  // A spec with several Householder steps per token (solve.steps > 1) has no device-library kernels: its
-  // chunk_local and state_output always come from the tile IR (the step ops become row maps there), whatever
-  // --codegen says; it has no sequence-parallel kernels (a row-mapped walk is a whole-sequence walk).
+  // Every kernel role from the tile IR. A spec with several Householder steps per token (solve.steps > 1) runs
+  // the step ops as row maps in chunk_local and state_output; it has no preconditioner roles and no
+  // sequence-parallel kernels (a row-mapped walk is a whole-sequence walk).
   const bool oneStep = dgps::householderSteps(canonical) == 1;
-  const bool tileChunkLocal = codegenHas(o.codegen, "tile-chunk-local") || !oneStep;
-  const bool tileStateOutput = codegenHas(o.codegen, "tile-state-output") || !oneStep;
   std::string writeKey;
-  if (!chooseWriteKey(o, canonical, tileChunkLocal, tileStateOutput, writeKey)) return 1;
+  if (!chooseWriteKey(o, canonical, writeKey)) return 1;
   dgps::LowerChunkLocalToTileOptions chunkLocalOptions;
   chunkLocalOptions.writeKey_ = writeKey;
   dgps::LowerStateOutputToTileOptions stateOutputOptions;
   stateOutputOptions.writeKey_ = writeKey;
-  if (tileChunkLocal &&
-      mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerChunkLocalToTile(chunkLocalOptions), tileModule)))
+  if (mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerChunkLocalToTile(chunkLocalOptions), tileModule)))
     return 1;
-  if (codegenHas(o.codegen, "tile-precond") && oneStep &&
-      mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerPrecondRolesToTile(), tileModule)))
+  if (oneStep && mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerPrecondRolesToTile(), tileModule)))
     return 1;
-  if (tileStateOutput &&
-      mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerStateOutputToTile(stateOutputOptions), tileModule)))
+  if (mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerStateOutputToTile(stateOutputOptions), tileModule)))
     return 1;
-  if (!oneStep && codegenHas(o.codegen, "tile-segment")) {
-    std::cerr << "dgpsc: error: " << o.spec << ": --codegen=tile-segment: solve.steps is "
-              << dgps::householderSteps(canonical)
-              << ": the sequence-parallel state pass has no tile lowering in a forward with several Householder "
-                 "steps per token\n";
-    return 1;
-  }
-
   // The sequence-parallel state pass's kernels are extra symbols beside the plain roles (which they leave
   // unchanged), so every package with a chunk forward of one step per token gets them (a preconditioned one
-  // too: its walks rebuild the preconditioned operand from precond_scan's chunk-start states).
-  const bool segmentCovered = dgps::hasKernel(canonical, dgps::KernelKind::ChunkForward);
-  if ((codegenHas(o.codegen, "tile-segment") || segmentCovered) && oneStep &&
-      mlir::failed(lowerSegmentRoles(ctx, o, *fused, writeKey, tileModule)))
+  // too: its walks take the preconditioned write key in the form --write-key chose).
+  if (oneStep && mlir::failed(lowerSegmentRoles(ctx, o, *fused, writeKey, tileModule)))
     return 1;
 
   // The package describes the canonicalised spec (identical to the input for every parsed spec
@@ -419,25 +354,14 @@ int run(int argc, char** argv) {
   compileCmd->add_option("--target", co.target, "GPU target recorded as the module's dgps.target");
   compileCmd->add_option("--print-after", co.printAfter, "print the IR after a stage: dgps, chunk, plan, tile or all")
       ->check(CLI::IsMember({"dgps", "chunk", "plan", "tile", "all"}));
-  compileCmd
-      ->add_option("--codegen", co.codegen,
-                   std::string("device-library: every kernel calls runtime/device/dgps/device; tile-decode, "
-                               "tile-chunk-local, tile-state-output or a comma list of them: those kernels are "
-                               "printed from tile IR (experimental); tile-segment adds the sequence-parallel "
-                               "state pass's kernels (segment_summary, segment_fold, segment_state_output); "
-                               "tile-precond the preconditioner roles (precond_summary, precond_scan); "
-                               "default ") +
-                       kDefaultCodegen)
-      ->check([](const std::string& list) -> std::string {
-        std::stringstream ss(list);
-        for (std::string item; std::getline(ss, item, ',');)
-          if (item != "device-library" && item != "tile-decode" && item != "tile-chunk-local" &&
-              item != "tile-state-output" && item != "tile-segment" && item != "tile-precond")
-            return "unknown item '" + item +
-                   "'; expected device-library, tile-decode, tile-chunk-local, tile-state-output, tile-segment, "
-                   "tile-precond or a "
-                   "comma list of the tile ones";
-        return std::string();
+  // --codegen selected the hand-written device library or single roles from tile IR; both are gone (every kernel is
+  // printed from the tile IR), so naming it is one error that says so rather than an unknown-option message.
+  std::string removedCodegen;
+  compileCmd->add_option("--codegen", removedCodegen, "removed: every kernel is printed from the tile IR")
+      ->check([](const std::string& value) -> std::string {
+        return "'" + value +
+               "' was removed with the option itself: every kernel of a package is printed from the tile IR (the "
+               "device library's role templates and the per-role tile selectors are gone); drop --codegen";
       });
 
   compileCmd
@@ -445,9 +369,8 @@ int run(int argc, char** argv) {
                    "a key-side preconditioner's write key P*k in the tile walks: stored (chunk_local stores it, every "
                    "walk loads it), segments (stored; the segment walks load it, state_output rebuilds it; scalar "
                    "decay only), rebuilt (every walk rebuilds it from pst in a producer warpgroup) or auto (stored "
-                   "with per-channel decay, segments with a scalar one, rebuilt for hypergrad_ogd and without a "
-                   "key-side preconditioner; Passes.h kAutoScalarWriteKey). A stored key needs the tile chunk_local "
-                   "(auto falls back to rebuilt); default auto")
+                   "for a key-side ema_sq_squash preconditioner, rebuilt for hypergrad_ogd and without a key-side "
+                   "preconditioner; Passes.h kAutoScalarWriteKey); default auto")
       ->check(CLI::IsMember({"auto", "stored", "segments", "rebuilt"}));
 
   std::string checkSpec;

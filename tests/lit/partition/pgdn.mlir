@@ -1,4 +1,4 @@
-// --chunk-partition-kernels groups the fused PGDN IR into the device library's four kernels; only the
+// --chunk-partition-kernels groups the fused PGDN IR into the launch contract's four kernels; only the
 // chunk summaries, chunk-start states, 𝒯 and Aqk cross kernels. The preconditioned write key P⊙k is never a
 // device-memory buffer: chunk_local (KKT, Aqk) and state_output (state update) each apply the preconditioner
 // from the chunk-start accumulator state where the key is loaded. The remark reports the cost from

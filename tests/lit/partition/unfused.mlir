@@ -1,5 +1,5 @@
 // Without --chunk-fuse-preconditioner the per-token accumulator A [B, T, H, K] would be a device-memory
-// buffer outside the device library's workspace: the estimate adds it and names it (compare
+// buffer outside the launch contract's workspace: the estimate adds it and names it (compare
 // partition/pgdn.mlir).
 // RUN: %dgps-opt %S/../Inputs/pgdn.mlir --canonicalize --dgps-lower-to-chunk --canonicalize \
 // RUN:   --chunk-partition-kernels -mlir-print-op-on-diagnostic=false 2>&1 | %FileCheck %s

@@ -2,7 +2,7 @@
 // (chunk.accum_apply / chunk.hypergrad_apply) becomes one tile.channel_scan applied to the write key (key side)
 // or the read query (query side); the rest is as without a preconditioner (lower-chunk-local.mlir).
 // RUN: %dgps-opt %s -split-input-file --dgps-lower-chunk-local-to-tile | %FileCheck %s
-// write-key=auto: pgdn's walks take the write key chunk_local stores (segment walks only: write_key 2), so after
+// write-key=auto: pgdn's walks take the write key chunk_local stores (every walk: write_key 1), so after
 // the pre-products barrier it writes the scanned tile to "pwk"; atq (query side) and osdn (hypergrad_ogd) keep
 // rebuilding, with nothing stored.
 // RUN: %dgps-opt %s -split-input-file --dgps-lower-chunk-local-to-tile=write-key=auto | %FileCheck %s --check-prefix=AUTO
@@ -12,7 +12,7 @@
 // key into a new tile (the products' column operand). The scan's row decay is taken beside the loads (before
 // the first barrier); the record carries the scan's coefficients.
 // AUTO-LABEL: func.func @pgdn_chunk_local()
-// AUTO-SAME: tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1, 0, 2>
+// AUTO-SAME: tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1, 0, 1>
 // AUTO: %[[KW:.*]] = tile.channel_scan
 // AUTO: tile.barrier
 // AUTO-NEXT: tile.store_rows %[[KW]] into "pwk"

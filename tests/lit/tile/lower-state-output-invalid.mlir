@@ -1,6 +1,6 @@
 // --dgps-lower-state-output-to-tile fails with one error naming what it cannot lower: here a PGDN forward whose
 // preconditioner apply scans the query's rows instead of the raw key's (the walk's rescale scans the key rows
-// it stages), so the kernel stays in the device library.
+// it stages), so no package is written.
 // RUN: %dgps-opt %s --dgps-lower-state-output-to-tile -verify-diagnostics
 
 !bf16_bthk = !chunk.tensor<[B, T, H, K], bf16>

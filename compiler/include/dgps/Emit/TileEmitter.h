@@ -21,7 +21,7 @@ namespace dgps {
 mlir::FailureOr<std::string> emitTileKernel(mlir::func::FuncOp fn, const std::string& symbol);
 
 /// `extern "C" __global__ void <symbol>(dgps::ForwardArgs a) { ... }` for a chunk_local tile function
-/// (--dgps-lower-chunk-local-to-tile; TileChunkEmitter.cpp). It keeps the device library role's ABI and
+/// (--dgps-lower-chunk-local-to-tile; TileChunkEmitter.cpp). It keeps the launch contract role's ABI and
 /// launch geometry (launch_rules.h forwardGeometry: grid = chunk slots x HV, WARPS warps, shared memory
 /// chunkLocalSmem of the function's tile.launch_features) and writes the same workspace (WorkspaceLayout).
 /// Emits an error at the offending op and fails on an op it cannot print, a tensor ForwardArgs lacks,
@@ -30,7 +30,7 @@ mlir::FailureOr<std::string> emitTileChunkKernel(mlir::func::FuncOp fn, const st
 
 /// `extern "C" __global__ void <symbol>(dgps::ForwardArgs a) { ... }` for a state_output tile function
 /// (--dgps-lower-state-output-to-tile; TileStateEmitter.cpp): the function's tile.state_walk printed as the
-/// sequential chunk walk over runtime/device/dgps/tile. It keeps the device library role's ABI and launch
+/// sequential chunk walk over runtime/device/dgps/tile. It keeps the launch contract role's ABI and launch
 /// geometry (launch_rules.h forwardGeometry: one CTA per sequence, value head and value tile, BV/16 warps,
 /// shared memory stateOutputSmem of tile.launch_features) and reads the workspace chunk_local wrote. Emits an
 /// error at the walk and fails when it reads a tile that layout lacks, or for a preconditioned forward (its
@@ -53,7 +53,7 @@ mlir::FailureOr<std::string> emitTileFoldKernel(mlir::func::FuncOp fn, const std
 /// per chunk slot and key head, WARPS warps, shared memory C·bf16Pitch(KP)·2 + C·16) writes the workspace
 /// regions "psum" and "pgam"; precond_scan (grid sequence_key_head, one CTA per sequence and key head,
 /// max(32, align_up(KP, 32)) threads, no shared memory) writes "pst" and final_precond_state. Both keep the
-/// device library role's symbol, ForwardArgs and launch geometry (launch_rules.h forwardGeometry). Emits an
+/// launch contract role's symbol, ForwardArgs and launch geometry (launch_rules.h forwardGeometry). Emits an
 /// error at the offending op and fails on an op it cannot print or more shared tiles than that layout holds.
 mlir::FailureOr<std::string> emitTilePrecondKernel(mlir::func::FuncOp fn, const std::string& symbol);
 

@@ -38,10 +38,11 @@ void buildPipeline(mlir::OpPassManager& pm, Stage until = Stage::Plan);
 bool writeKeyCode(llvm::StringRef requested, const launch::FeatureSet& f, int* code, std::string* error);
 
 /// auto's choice for a scalar (or no) decay, where the stored key is a region of its own ("pwk": chunk_local
-/// writes it, the walks read it instead of rebuilding it): the segment walks (three rebuilds per chunk at B = 1)
-/// load it and state_output rebuilds it. The one line to change once the H200 times state_output both ways
-/// (launch::kWriteKeyStored: state_output loads it too).
-inline constexpr int kAutoScalarWriteKey = launch::kWriteKeyStoredSegments;
+/// writes it, every walk reads it instead of rebuilding it). Timed on the H200 (B = 8, T = 4096, H = 16,
+/// K = V = 128, all-tile pgdn; docs/performance.md run 11): stored 0.759 ms, segments 0.797, rebuilt 0.782; at
+/// B = 1, T = 32768: stored 1.749, segments 1.754, rebuilt 2.226. state_output loads the key too: the extra 16 KB
+/// written and read per chunk costs less than the producer warpgroup's rebuild on the walk's critical path.
+inline constexpr int kAutoScalarWriteKey = launch::kWriteKeyStored;
 
 /// The option value of a write-key code (rebuilt, stored, segments).
 const char* writeKeyName(int code);

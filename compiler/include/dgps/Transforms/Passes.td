@@ -11,7 +11,7 @@
 // and, for OSDN's d-scan in its chunked (parallel over time) form:
 //     ─chunk-fuse-preconditioner─▶ ─chunk-parallel-precond-scan─▶ ─chunk-partition-kernels─▶
 //
-// and, for the tile code path of the decode role (dgpsc compile --codegen=tile-decode):
+// and, for the decode role (dgpsc compile lowers every role to tile IR; the others from the plan):
 //   dgps IR ─dgps-lower-decode-to-tile─▶ tile IR (func @<name>_decode) ─emitTileKernel─▶ decode kernel
 //
 // `canonicalize` is MLIR's canonicalizer with the dialects' patterns: on dgps.recurrence it drops

@@ -1,6 +1,6 @@
 // Cost estimate of a kernel plan, per token and value head (docs/math.md §4.4 FLOP counting, §4.5 byte
 // counting). FLOPs: every op of the partitioned IR, including recomputation in several kernels.
-// Bytes: what the shipped device library moves (deviceTraffic): its workspace buffers sized by
+// Bytes: what the shipped kernels move (deviceTraffic): its workspace buffers sized by
 // launch_rules.h's workspaceLayout (tb, aqk, tok, pst, psum, pgam, pcoef, opq, opk, opw, pdec) at a
 // representative shape (representativeShape), each written once and read by its consumer kernel as
 // often as that kernel's grid loads it, plus the inputs each kernel loads and the outputs it stores.
@@ -40,7 +40,7 @@ struct KernelCost {
   double flops = 0;  ///< FLOPs per token-head
 };
 
-/// One workspace buffer of the device library (launch_rules.h WorkspaceLayout), per token-head.
+/// One workspace buffer of the launch contract (launch_rules.h WorkspaceLayout), per token-head.
 struct BufferTraffic {
   std::string name;    ///< the layout's field name: tb, aqk, tok, pst, ..., opw, pdec
   std::string writer;  ///< role that writes it
@@ -52,7 +52,7 @@ struct BufferTraffic {
 struct PlanCost {
   CostPoint at;
   std::vector<KernelCost> kernels;
-  std::vector<BufferTraffic> buffers;  ///< the device library's workspace buffers
+  std::vector<BufferTraffic> buffers;  ///< the launch contract's workspace buffers
   std::vector<std::string> extraBuffers;  ///< IR global buffers outside the library's workspace
   double bytes() const;
   double flops() const;

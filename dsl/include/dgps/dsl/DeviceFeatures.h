@@ -1,5 +1,5 @@
-// The spec's axes in the device library's encoding: the launch_rules.h FeatureSet that selects the forward
-// roles, their launch geometry and workspace, and the Traits constants of the generated kernels.cu. The one
+// The spec's axes in the launch contract's encoding: the launch_rules.h FeatureSet that selects the forward
+// roles, their launch geometry and workspace (the kernels printed from tile IR spell it in their prologue). The one
 // Spec -> FeatureSet mapping: the CUDA emitter, the manifest writer, the runtime's launch plan and the tests
 // all call deviceFeatures().
 #pragma once

@@ -1,6 +1,6 @@
-// Pieces shared by the forward roles and decode: the Traits -> FeatureSet mapping, sequence/chunk
-// addressing (varlen without host syncs), tile loaders, the preconditioner formulas (docs/math.md §3.3, §5.2)
-// and tensor-core fragment helpers.
+// Device primitives shared by the printed kernels and the tile library: sequence/chunk addressing (varlen
+// without host syncs), tile loaders, the preconditioner formulas (docs/math.md §3.3, §5.2) and tensor-core
+// fragment helpers. Nothing here is switched by a model kind: the tile IR passes the decisions as arguments.
 #pragma once
 
 #include "dgps/device/config.cuh"
@@ -9,38 +9,13 @@
 
 namespace dgps {
 
-template <class Tr>
-DGPS_HD constexpr launch::FeatureSet features() {
-  launch::FeatureSet f;
-  f.decay = Tr::kDecay;
-  f.gain = Tr::kGain ? 1 : 0;
-  f.precond = Tr::kPrecond;
-  f.side = Tr::kPrecondSide;
-  f.source = Tr::kPrecondSource;
-  f.solve = Tr::kSolve;
-  f.clamp = Tr::kPrecondSource == 1 && (Tr::kClampMin || Tr::kClampMax) ? 1 : 0;
-  return f;
-}
-
-/// Compile-time checks of a Traits struct written by the emitter.
-template <class Tr>
-struct TraitsCheck {
-  static_assert(Tr::kDecay >= 0 && Tr::kDecay <= 2, "Traits::kDecay must be 0 (none), 1 (scalar) or 2 (diagonal)");
-  static_assert(Tr::kPrecond == 0 || Tr::kPrecond == 1, "Traits::kPrecond must be 0 or 1");
-  static_assert(Tr::kPrecondSide == 0 || Tr::kPrecondSide == 1, "Traits::kPrecondSide must be 0 (key) or 1 (query)");
-  static_assert(Tr::kPrecondSource == 0 || Tr::kPrecondSource == 1,
-                "Traits::kPrecondSource must be 0 (ema_sq_squash) or 1 (hypergrad_ogd)");
-  static_assert(Tr::kSolve == 0 || Tr::kSolve == 1, "Traits::kSolve must be 0 (linear) or 1 (delta)");
-  static_assert(Tr::kTiming == 0 || Tr::kTiming == 1, "Traits::kTiming must be 0 (pre) or 1 (post)");
-  static constexpr bool ok = true;
-};
-
 namespace dev {
 
 using Act_t = Act<cfg::kInputF16>;
 
-/// The launch-rules view of a forward call (must match what the runtime passed on the host).
-template <class Tr>
+/// The launch-rules view of a forward call (must match what the runtime passed on the host). The template
+/// parameter is unused (the printed kernels spell it `shape_of<void>`).
+template <class Unused>
 DGPS_DEV launch::ProblemShape shape_of(const ForwardArgs& a) {
   launch::ProblemShape s;
   s.B = a.batch;
@@ -215,7 +190,7 @@ DGPS_DEV void f16_to_bf16_lin(uint16_t* s, int n, int t = tid(), int nt = nthrea
 }
 
 // ---- preconditioner formulas -------------------------------------------------------------------------------
-// One definition each: the device library's decode reads out through them, and so does the in-chunk scan
+// One definition each: the printed decode reads out through them, and so does the in-chunk scan
 // (tile/channel_scan.cuh, tile/hypergrad_token_scan.cuh) that every forward kernel runs.
 /// The soft-power read-out of an accumulator A: base^(−s), s = r/(1+|r|), r = ln(A + eps) − center, with
 /// neg_log2_base = −log2(base) (ema_sq_squash, docs/math.md §3.3).
@@ -229,20 +204,6 @@ DGPS_DEV float clamp_bounds(float x, bool has_lo, float lo, bool has_hi, float h
   if (has_lo) x = fmax_(x, lo);
   if (has_hi) x = fmin_(x, hi);
   return x;
-}
-/// ema_sq_squash read-out with the spec's eps (docs/math.md §3.3): M = x^(−s), s = r/(1+|r|), r = ln(A + eps) − c.
-template <class Tr>
-DGPS_DEV float squash_m(float A, float center, float neg_log2x) {
-  return soft_power(A, Tr::kSquashEps, center, neg_log2x);
-}
-template <class Tr>
-DGPS_DEV float squash_neg_log2x() {
-  return -lg2(Tr::kSquashX);
-}
-/// hypergrad_ogd projection after each update (spec clamp_min / clamp_max).
-template <class Tr>
-DGPS_DEV float osdn_clamp(float d) {
-  return clamp_bounds(d, Tr::kClampMin, Tr::kClampMinV, Tr::kClampMax, Tr::kClampMaxV);
 }
 
 // ---- tensor-core fragments (mma.m16n8k16, bf16) ------------------------------------------------------------

@@ -1,7 +1,7 @@
 // Compile-time configuration of one kernel variant: head dims, input dtype and tile parameters.
 //
 // The runtime passes these as -D macros at JIT time (every tuning candidate is the same generated source
-// compiled with other macros). Defaults make a lone `#include "dgps/device/dgps.cuh"` compile.
+// compiled with other macros). Defaults make a lone `#include "dgps/tile/tile.cuh"` compile.
 //   DGPS_K, DGPS_V         key / value head dims; multiples of 8 (16-byte rows), 8..256.
 //   DGPS_INPUT_BF16=1 | DGPS_INPUT_F16=1   dtype of q, k, v, o (default bf16).
 //   DGPS_CHUNK             chunk length C of the chunked forward: 16, 32 or 64.

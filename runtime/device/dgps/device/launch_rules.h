@@ -23,7 +23,7 @@ namespace dgps {
 namespace launch {
 
 // ---- inputs -----------------------------------------------------------------------------------------
-/// The spec's axes, as the Traits of the generated source spell them (dsl Spec.h enums in this order).
+/// The spec's axes as the launch contract codes them (dsl Spec.h enums in this order; dsl DeviceFeatures.h).
 struct FeatureSet {
   int decay = 0;    ///< 0 none, 1 scalar (g [B,T,HV]), 2 diagonal (g [B,T,HV,K])
   int gain = 0;     ///< 0 gain 1, 1 beta [B,T,HV]

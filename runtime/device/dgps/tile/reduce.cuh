@@ -1,7 +1,7 @@
 // CTA-wide reductions over register tiles. reduce_sum synchronises the CTA twice (before writing its shared
 // scratch, so back-to-back calls may share it, and before reading it); contract once (between writing and
 // reading its scratch): the caller keeps two contracts on one scratch apart by a barrier (the decode's value
-// tiles are), which saves the barrier per value tile that the device-library decode never had.
+// tiles are), which saves a barrier per value tile.
 #pragma once
 
 #include "dgps/device/platform.cuh"

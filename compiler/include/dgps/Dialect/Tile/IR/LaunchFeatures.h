@@ -1,5 +1,5 @@
 // The function attribute tile.launch_features (Tile.h kLaunchFeaturesAttr): the launch contract a tile role shares
-// with the device library's other roles, a launch_rules.h FeatureSet. It fixes the roles the forward runs, the
+// with the package's other roles, a launch_rules.h FeatureSet. It fixes the roles the forward runs, the
 // workspace and the shared-memory layouts; the maths is in the function's body. The one reader, writer and
 // printer of that attribute: the tile lowerings set it, the tile dialect verifies it, the emitters print it.
 #pragma once

@@ -27,7 +27,7 @@ namespace dgps::tile {
 inline constexpr const char* kRoleAttr = "tile.role";
 /// Function attribute: the CTA grid (a Grid keyword: "value_tile" or "key_head").
 inline constexpr const char* kGridAttr = "tile.grid";
-/// Function attribute of a chunk role: the launch contract shared with the device library's other roles,
+/// Function attribute of a chunk role: the launch contract shared with the package's other roles,
 /// array<i32: decay, gain, precond, side, source, solve, clamp> (launch_rules.h FeatureSet; read, written and
 /// printed by LaunchFeatures.h). It fixes the workspace and shared-memory layout only; the maths is in the body.
 inline constexpr const char* kLaunchFeaturesAttr = "tile.launch_features";
