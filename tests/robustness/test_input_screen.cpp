@@ -22,6 +22,28 @@ bool screen(const std::string& text, std::string& error) {
   return checkMlirInput(text, "input.mlir", 1 << 20, error);
 }
 
+// MLIR 19 makes a forward-referenced %v#N a placeholder with N + 1 results: a mutant's %2#2147483648 ran the
+// parser out of memory ("LLVM ERROR: out of memory"). Result numbers past kMaxResultNumber are refused with their
+// line; small ones, and '#' that follows no value name (an attribute alias), are not.
+TEST(InputScreen, AHugeResultNumberIsRefusedWithItsLine) {
+  const std::string text =
+      "func.func @f() {\n"
+      "  %2:3 = chunk.kernel \"chunk_local\" -> (!t, !t, !t) {\n"
+      "  }\n"
+      "  %w = chunk.wy_recompute %2#2147483648 : (!t) -> !t\n"
+      "  return\n"
+      "}\n";
+  std::string error;
+  EXPECT_FALSE(screen(text, error));
+  EXPECT_NE(error.find("line 4: a use of result #2147483648 of a value; expected a result number of at most 1024"),
+            std::string::npos)
+      << error;
+  std::string small = text;
+  small.replace(small.find("2147483648"), 10, "2");
+  EXPECT_TRUE(screen(small, error)) << error;
+  EXPECT_TRUE(screen("#map = affine_map<(d0) -> (d0)>\n#a#99999999 = 1\n", error)) << error;
+}
+
 TEST(InputScreen, AForwardUseAcrossKernelsIsRefusedWithItsLine) {
   const std::string text =
       "func.func @f() {\n"

@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -69,6 +70,16 @@ bool checkLocationFiles(const std::string& text, const std::string& inputName, s
   return true;
 }
 
+/// Whether the '#' at text[hash] follows a value name (%name#N: a use of result N), not e.g. an attribute alias.
+bool followsValueName(const std::string& text, std::size_t hash) {
+  std::size_t k = hash;
+  while (k > 0 && ((text[k - 1] >= 'a' && text[k - 1] <= 'z') || (text[k - 1] >= 'A' && text[k - 1] <= 'Z') ||
+                   (text[k - 1] >= '0' && text[k - 1] <= '9') || text[k - 1] == '_' || text[k - 1] == '$' ||
+                   text[k - 1] == '.' || text[k - 1] == '-'))
+    --k;
+  return k > 0 && k < hash && text[k - 1] == '%';
+}
+
 /// MLIR parses an integer literal into an APInt in time quadratic in its digits (20,000 digits take
 /// half a minute), and nested attributes and types by recursion (a few thousand '[' overflow the
 /// stack). No IR of the pipeline needs more than a few dozen digits or levels, so longer digit runs and
@@ -105,6 +116,12 @@ bool checkTokens(const std::string& text, std::string& error) {
       if (j - i > kMaxDigitRun) {
         error = "line " + std::to_string(line) + ": a number of " + std::to_string(j - i) + " digits; expected at most " +
                 std::to_string(kMaxDigitRun) + " digits in a row";
+        return false;
+      }
+      if (i > 0 && text[i - 1] == '#' && followsValueName(text, i - 1) &&
+          (j - i > 19 || std::stoull(text.substr(i, j - i)) > kMaxResultNumber)) {
+        error = "line " + std::to_string(line) + ": a use of result #" + text.substr(i, std::min<std::size_t>(j - i, 24)) +
+                " of a value; expected a result number of at most " + std::to_string(kMaxResultNumber);
         return false;
       }
       i = j;
