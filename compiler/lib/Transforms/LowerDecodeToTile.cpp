@@ -50,7 +50,6 @@ class DecodeBuilder {
     Value scale = b_.create<LoadScalarOp>(loc_, f32_, "scale", Index::none, FloatAttr());
     Value k = b_.create<LoadOp>(loc_, regK_, view("k", Index::bh, {Extent::K}, act_));
     Value q = b_.create<LoadOp>(loc_, regK_, view("q", Index::bh, {Extent::K}, act_));
-    if (s_.precond.kind != dgps::PrecondKind::Diagonal && s_.qk_l2norm) return plainNormalised(k, q, scale);
     auto [kh, qh] = normalised(k, q);
     Value qs = b_.create<MulOp>(loc_, regK_, qh, scale);
     Value kw = kh, qr = qs;
@@ -96,24 +95,6 @@ class DecodeBuilder {
     Value kk = b_.create<MulOp>(loc_, regK_, k, k);  // (created in order: a stable printed IR)
     auto [kss, qss] = sums(kk, b_.create<MulOp>(loc_, regK_, q, q));
     return {b_.create<MulOp>(loc_, regK_, k, invNorm(kss)), b_.create<MulOp>(loc_, regK_, q, invNorm(qss))};
-  }
-
-  /// The prologue of an l2-normalised decode without a preconditioner: k_w = k̂ and q_r = scale·q̂, so
-  /// k_w·q_r = scale·rk·rq·Σ k q and the three sums (Σk², Σq², Σkq) are one reduction; the shared vectors then
-  /// need a barrier of their own (one barrier instead of a second reduction's two).
-  void plainNormalised(Value k, Value q, Value scale) {
-    auto r = b_.create<ReduceSumOp>(loc_, TypeRange{f32_, f32_, f32_},
-                                    ValueRange{b_.create<MulOp>(loc_, regK_, k, k), b_.create<MulOp>(loc_, regK_, q, q),
-                                               b_.create<MulOp>(loc_, regK_, k, q)});
-    Value rk = invNorm(r.getResult(0)), rq = invNorm(r.getResult(1));
-    Value kh = b_.create<MulOp>(loc_, regK_, k, rk);
-    Value qr = b_.create<MulOp>(loc_, regK_, b_.create<MulOp>(loc_, regK_, q, rq), scale);
-    Value kqr = b_.create<MulOp>(loc_, f32_, r.getResult(2), rk);  // (operands in order: a printed IR that is stable)
-    Value kwq = b_.create<MulOp>(loc_, f32_, kqr, b_.create<MulOp>(loc_, f32_, rq, scale));
-    Value sKh = b_.create<CopyOp>(loc_, smemK_, kh);
-    Value sQr = b_.create<CopyOp>(loc_, smemK_, qr);
-    b_.create<BarrierOp>(loc_);
-    valueTiles(sKh, sKh, sQr, kwq);
   }
 
   /// ema_sq_squash (docs/math.md §3.3): A ← γ A + b k̂², stored; M = x^(−s), s = r/(1+|r|), r = ln(A+eps) − c.

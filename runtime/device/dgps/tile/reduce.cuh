@@ -1,4 +1,4 @@
-// CTA-wide reductions over register tiles. reduce_sum (of one, two or three vectors at once) synchronises the CTA
+// CTA-wide reductions over register tiles. reduce_sum (of one or two vectors at once) synchronises the CTA
 // twice (before writing its shared scratch, so back-to-back calls may share it, and before reading it); contract
 // once (between writing and reading its scratch): the caller keeps two contracts on one scratch apart by a
 // barrier (the decode's value tiles are), which saves a barrier per value tile.
@@ -66,17 +66,6 @@ DGPS_DEV void reduce_sum(const SplitVec<N, NT>& a, const SplitVec<N, NT>& b, flo
   detail::cta_sums<NT, 2>(part, scratch, out);
   ra = out[0];
   rb = out[1];
-}
-
-/// The same for three sums. scratch: 3·NT/32 floats of shared memory.
-template <int N, int NT>
-DGPS_DEV void reduce_sum(const SplitVec<N, NT>& a, const SplitVec<N, NT>& b, const SplitVec<N, NT>& c,
-                         float* scratch, float& ra, float& rb, float& rc) {
-  float part[3] = {detail::thread_sum(a), detail::thread_sum(b), detail::thread_sum(c)}, out[3];
-  detail::cta_sums<NT, 3>(part, scratch, out);
-  ra = out[0];
-  rb = out[1];
-  rc = out[2];
 }
 
 namespace detail {

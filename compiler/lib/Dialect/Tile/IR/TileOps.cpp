@@ -122,9 +122,8 @@ DGPS_TILE_ELEMENTWISE(RsqrtOp)
 LogicalResult SelectPositiveOp::verify() { return success(); }
 
 LogicalResult ReduceSumOp::verify() {
-  // tile/reduce.cuh reduces one to three vectors per exchange (its scratch: the decode's 32 scalars, NT/32 per sum)
-  if (getXs().empty() || getXs().size() > 3)
-    return emitOpError("takes one to three operands, not ") << getXs().size();
+  // tile/reduce.cuh reduces one or two vectors per exchange (its scratch: the decode's 32 scalars, NT/32 per sum)
+  if (getXs().empty() || getXs().size() > 2) return emitOpError("takes one or two operands, not ") << getXs().size();
   if (getSums().size() != getXs().size())
     return emitOpError() << "has " << getSums().size() << " results for " << getXs().size()
                          << " operands (one sum per operand)";

@@ -133,10 +133,10 @@ def Tile_SelectPositiveOp : Tile_Op<"select_positive", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def Tile_ReduceSumOp : Tile_Op<"reduce_sum", [Pure]> {
-  let summary = "Σ_d x_d over one to three [K] split tiles: uniform scalars (one CTA-wide reduction)";
+  let summary = "Σ_d x_d over one or two [K] split tiles: uniform scalars (one CTA-wide reduction)";
   let description = [{
-    Result i is the sum of operand i. Independent sums (k's and q's squared norms and k·q, OSDN's ‖u‖² and
-    ⟨d, u⟩) share one exchange through shared memory: the CTA synchronises twice for all of them, not twice each.
+    Result i is the sum of operand i. Two independent sums (k's and q's squared norms, OSDN's ‖u‖² and ⟨d, u⟩)
+    share one exchange through shared memory: the CTA synchronises twice for both, not twice each.
   }];
   let arguments = (ins Variadic<Tile_AnyTile>:$xs);
   let results = (outs Variadic<F32>:$sums);
