@@ -522,29 +522,30 @@ extern "C" __global__ void dgps_deltanet_decode(dgps::DecodeArgs a) {
     t1 = t::load_quad<BV, NT, Codec>(t4, V - col0);
     t2 = a.beta[(b * HV + hv)];
   }
+  // The prologue's reads, issued before its maths and reductions.
   const float t5 = a.scale;
   const uint16_t* const t6 = static_cast<const uint16_t*>(a.k) + (b * H + h) * K;
   const SplitK t7 = t::load_split<KP, NT, Codec>(t6, K);
-  const SplitK t8 = t::mul(t7, t7);
-  const float t9 = t::reduce_sum(t8, scalars);
-  const float t10 = 1e-06f;
-  const float t11 = t::add(t9, t10);
-  const float t12 = t::rsqrt(t11);
-  const SplitK t13 = t::mul(t7, t12);
-  const uint16_t* const t14 = static_cast<const uint16_t*>(a.q) + (b * H + h) * K;
-  const SplitK t15 = t::load_split<KP, NT, Codec>(t14, K);
-  const SplitK t16 = t::mul(t15, t15);
-  const float t17 = t::reduce_sum(t16, scalars);
+  const uint16_t* const t8 = static_cast<const uint16_t*>(a.q) + (b * H + h) * K;
+  const SplitK t9 = t::load_split<KP, NT, Codec>(t8, K);
+  const SplitK t10 = t::mul(t7, t7);
+  const SplitK t11 = t::mul(t9, t9);
+  float t12, t13;
+  t::reduce_sum(t10, t11, scalars, t12, t13);
+  const float t14 = 1e-06f;
+  const float t15 = t::add(t12, t14);
+  const float t16 = t::rsqrt(t15);
+  const SplitK t17 = t::mul(t7, t16);
   const float t18 = 1e-06f;
-  const float t19 = t::add(t17, t18);
+  const float t19 = t::add(t13, t18);
   const float t20 = t::rsqrt(t19);
-  const SplitK t21 = t::mul(t15, t20);
+  const SplitK t21 = t::mul(t9, t20);
   const SplitK t22 = t::mul(t21, t5);
   float* const t23 = smem + 0 * KP;
-  t::to_smem(t13, t23);
+  t::to_smem(t17, t23);
   float* const t24 = smem + 1 * KP;
   t::to_smem(t22, t24);
-  const SplitK t25 = t::mul(t13, t22);
+  const SplitK t25 = t::mul(t17, t22);
   const float t26 = t::reduce_sum(t25, scalars);
   for (int it = 0; it < ntile; ++it) {
     const int64_t hv = hv0 + it / VT;

@@ -531,29 +531,30 @@ extern "C" __global__ void dgps_gdn_decode(dgps::DecodeArgs a) {
     t2 = t::load_quad<BV, NT, Codec>(t5, V - col0);
     t3 = a.beta[(b * HV + hv)];
   }
+  // The prologue's reads, issued before its maths and reductions.
   const float t6 = a.scale;
   const uint16_t* const t7 = static_cast<const uint16_t*>(a.k) + (b * H + h) * K;
   const SplitK t8 = t::load_split<KP, NT, Codec>(t7, K);
-  const SplitK t9 = t::mul(t8, t8);
-  const float t10 = t::reduce_sum(t9, scalars);
-  const float t11 = 1e-06f;
-  const float t12 = t::add(t10, t11);
-  const float t13 = t::rsqrt(t12);
-  const SplitK t14 = t::mul(t8, t13);
-  const uint16_t* const t15 = static_cast<const uint16_t*>(a.q) + (b * H + h) * K;
-  const SplitK t16 = t::load_split<KP, NT, Codec>(t15, K);
-  const SplitK t17 = t::mul(t16, t16);
-  const float t18 = t::reduce_sum(t17, scalars);
+  const uint16_t* const t9 = static_cast<const uint16_t*>(a.q) + (b * H + h) * K;
+  const SplitK t10 = t::load_split<KP, NT, Codec>(t9, K);
+  const SplitK t11 = t::mul(t8, t8);
+  const SplitK t12 = t::mul(t10, t10);
+  float t13, t14;
+  t::reduce_sum(t11, t12, scalars, t13, t14);
+  const float t15 = 1e-06f;
+  const float t16 = t::add(t13, t15);
+  const float t17 = t::rsqrt(t16);
+  const SplitK t18 = t::mul(t8, t17);
   const float t19 = 1e-06f;
-  const float t20 = t::add(t18, t19);
+  const float t20 = t::add(t14, t19);
   const float t21 = t::rsqrt(t20);
-  const SplitK t22 = t::mul(t16, t21);
+  const SplitK t22 = t::mul(t10, t21);
   const SplitK t23 = t::mul(t22, t6);
   float* const t24 = smem + 0 * KP;
-  t::to_smem(t14, t24);
+  t::to_smem(t18, t24);
   float* const t25 = smem + 1 * KP;
   t::to_smem(t23, t25);
-  const SplitK t26 = t::mul(t14, t23);
+  const SplitK t26 = t::mul(t18, t23);
   const float t27 = t::reduce_sum(t26, scalars);
   for (int it = 0; it < ntile; ++it) {
     const int64_t hv = hv0 + it / VT;

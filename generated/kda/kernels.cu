@@ -542,29 +542,30 @@ extern "C" __global__ void dgps_kda_decode(dgps::DecodeArgs a) {
     t2 = t::load_quad<BV, NT, Codec>(t6, V - col0);
     t3 = a.beta[(b * HV + hv)];
   }
+  // The prologue's reads, issued before its maths and reductions.
   const float t7 = a.scale;
   const uint16_t* const t8 = static_cast<const uint16_t*>(a.k) + (b * H + h) * K;
   const SplitK t9 = t::load_split<KP, NT, Codec>(t8, K);
-  const SplitK t10 = t::mul(t9, t9);
-  const float t11 = t::reduce_sum(t10, scalars);
-  const float t12 = 1e-06f;
-  const float t13 = t::add(t11, t12);
-  const float t14 = t::rsqrt(t13);
-  const SplitK t15 = t::mul(t9, t14);
-  const uint16_t* const t16 = static_cast<const uint16_t*>(a.q) + (b * H + h) * K;
-  const SplitK t17 = t::load_split<KP, NT, Codec>(t16, K);
-  const SplitK t18 = t::mul(t17, t17);
-  const float t19 = t::reduce_sum(t18, scalars);
+  const uint16_t* const t10 = static_cast<const uint16_t*>(a.q) + (b * H + h) * K;
+  const SplitK t11 = t::load_split<KP, NT, Codec>(t10, K);
+  const SplitK t12 = t::mul(t9, t9);
+  const SplitK t13 = t::mul(t11, t11);
+  float t14, t15;
+  t::reduce_sum(t12, t13, scalars, t14, t15);
+  const float t16 = 1e-06f;
+  const float t17 = t::add(t14, t16);
+  const float t18 = t::rsqrt(t17);
+  const SplitK t19 = t::mul(t9, t18);
   const float t20 = 1e-06f;
-  const float t21 = t::add(t19, t20);
+  const float t21 = t::add(t15, t20);
   const float t22 = t::rsqrt(t21);
-  const SplitK t23 = t::mul(t17, t22);
+  const SplitK t23 = t::mul(t11, t22);
   const SplitK t24 = t::mul(t23, t7);
   float* const t25 = smem + 0 * KP;
-  t::to_smem(t15, t25);
+  t::to_smem(t19, t25);
   float* const t26 = smem + 1 * KP;
   t::to_smem(t24, t26);
-  const SplitK t27 = t::mul(t15, t24);
+  const SplitK t27 = t::mul(t19, t24);
   const float t28 = t::reduce_sum(t27, scalars);
   for (int it = 0; it < ntile; ++it) {
     const int64_t hv = hv0 + it / VT;

@@ -504,6 +504,7 @@ extern "C" __global__ void dgps_linear_attention_decode(dgps::DecodeArgs a) {
     const uint16_t* const t3 = static_cast<const uint16_t*>(a.v) + (b * HV + hv) * V + col0;
     t1 = t::load_quad<BV, NT, Codec>(t3, V - col0);
   }
+  // The prologue's reads, issued before its maths and reductions.
   const float t4 = a.scale;
   const uint16_t* const t5 = static_cast<const uint16_t*>(a.k) + (b * H + h) * K;
   const SplitK t6 = t::load_split<KP, NT, Codec>(t5, K);

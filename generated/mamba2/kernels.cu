@@ -517,6 +517,7 @@ extern "C" __global__ void dgps_mamba2_decode(dgps::DecodeArgs a) {
     t2 = t::load_quad<BV, NT, Codec>(t5, V - col0);
     t3 = a.beta[(b * HV + hv)];
   }
+  // The prologue's reads, issued before its maths and reductions.
   const float t6 = a.scale;
   const uint16_t* const t7 = static_cast<const uint16_t*>(a.k) + (b * H + h) * K;
   const SplitK t8 = t::load_split<KP, NT, Codec>(t7, K);

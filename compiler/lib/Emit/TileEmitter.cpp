@@ -7,6 +7,7 @@
 #include "dgps/Dialect/Tile/IR/Tile.h"
 #include "dgps/Emit/Package.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -84,6 +85,7 @@ class Emitter {
   }
 
   LogicalResult view(ViewOp op, int indent) {
+    if (printedViews_.count(op)) return success();  // printed ahead of its first read (readAhead())
     if (op->getParentOfType<ForValueTilesOp>() && !readAhead_ &&
         llvm::none_of(op->getUsers(), [](Operation* u) { return isa<StoreOp>(u); }))
       return success();  // only read: printed inside the read-ahead blocks (loop())
@@ -242,7 +244,7 @@ class Emitter {
 
  public:
   /// The first tile's reads of every tile.for_value_tiles in `body`, issued before anything else
-  /// (TileOps.td: the loop's reads go ahead; the verifier made that legal).
+  /// (TileOps.td: the loop's reads go ahead; the verifier made that legal), then the prologue's own reads.
   LogicalResult readAhead(Block& body, int indent) {
     for (auto loop : body.getOps<ForValueTilesOp>()) {
       SmallVector<Operation*> all = reads(loop, true);
@@ -252,6 +254,52 @@ class Emitter {
       declare(all, "", indent);
       if (failed(readBlock(all, "0", "", indent))) return failure();
       for (Operation* op : all) hoisted_.insert(op);
+    }
+    return prologueReads(body, indent);
+  }
+
+ private:
+  /// The tensor a prologue read reads (its view's or its scalar's name).
+  static StringRef tensorOf(Operation* op) {
+    if (auto l = dyn_cast<LoadOp>(op)) return l.getView().getDefiningOp<ViewOp>().getName();
+    return cast<LoadScalarOp>(op).getName();
+  }
+
+  /// The prologue's global reads (k, q, the preconditioner state and its gates, ...; tile.load of a view and
+  /// tile.load_scalar at the function's top level), issued together right after the first tile's: a decode
+  /// is bound by the latency of dependent round trips before the state stream starts, and printed where the
+  /// IR has them a read would wait for the reductions before it (q behind k's l2 norm, the preconditioner
+  /// state behind both). A read moves only ahead of maths and barriers, never ahead of a store to its tensor:
+  /// a read after such a store stays in place.
+  LogicalResult prologueReads(Block& body, int indent) {
+    llvm::StringSet<> stored;
+    SmallVector<Operation*> early;
+    for (Operation& op : body) {
+      if (auto st = dyn_cast<StoreOp>(op)) {
+        if (auto v = st.getView().getDefiningOp<ViewOp>()) stored.insert(v.getName());
+        continue;
+      }
+      const bool viewLoad = isa<LoadOp>(op) && op.getOperand(0).getDefiningOp<ViewOp>();
+      if ((viewLoad || isa<LoadScalarOp>(op)) && !stored.contains(tensorOf(&op))) early.push_back(&op);
+    }
+    if (early.empty()) return success();
+    os_ << pad(indent) << "// The prologue's reads, issued before its maths and reductions.\n";
+    for (Operation* op : early) {
+      if (auto l = dyn_cast<LoadOp>(op)) {
+        auto v = l.getView().getDefiningOp<ViewOp>();
+        if (!printedViews_.count(v)) {
+          if (failed(view(v, indent))) return failure();
+          printedViews_.insert(v);
+        }
+        FailureOr<std::string> e = loadExpr(l);
+        if (failed(e)) return failure();
+        os_ << pad(indent) << "const " << cppType(l.getType()) << " " << name(l) << " = " << *e << ";\n";
+      } else {
+        FailureOr<std::string> e = loadScalarExpr(cast<LoadScalarOp>(op));
+        if (failed(e)) return failure();
+        os_ << pad(indent) << "const float " << name(op->getResult(0)) << " = " << *e << ";\n";
+      }
+      hoisted_.insert(op);
     }
     return success();
   }
@@ -315,8 +363,15 @@ class Emitter {
         .Case<AbsOp>([&](auto o) { return call(op, "abs", indent); })
         .Case<RsqrtOp>([&](auto o) { return call(op, "rsqrt", indent); })
         .Case<SelectPositiveOp>([&](auto o) { return call(op, "select_positive", indent); })
-        .Case<ReduceSumOp>([&](auto o) {
-          os_ << pad(indent) << "const float " << name(o) << " = t::reduce_sum(" << name(o.getX()) << ", scalars);\n";
+        .Case<ReduceSumOp>([&](ReduceSumOp o) {
+          if (o.getXs().size() == 1) {
+            os_ << pad(indent) << "const float " << name(o.getSums()[0]) << " = t::reduce_sum(" << name(o.getXs()[0])
+                << ", scalars);\n";
+            return success();
+          }
+          // two sums, one exchange (tile/reduce.cuh)
+          os_ << pad(indent) << "float " << names(o.getSums()) << ";\n";
+          os_ << pad(indent) << "t::reduce_sum(" << names(o.getXs()) << ", scalars, " << names(o.getSums()) << ");\n";
           return success();
         })
         .Case<RowScaleOp>([&](auto o) { return call(op, "row_scale", indent); })
@@ -338,7 +393,8 @@ class Emitter {
   std::ostringstream& os_;
   std::map<const void*, std::string> names_;
   int smemUsed_ = 0;
-  llvm::DenseSet<Operation*> hoisted_;  ///< reads printed ahead of their loop (readAhead)
+  llvm::DenseSet<Operation*> hoisted_;  ///< reads printed ahead of their place (readAhead)
+  llvm::DenseSet<Operation*> printedViews_;  ///< prologue views printed ahead (prologueReads)
   bool readAhead_ = false;              ///< printing a read-ahead block (views print there)
 };
 

@@ -3,6 +3,7 @@
 // Every per-model choice is made here and shows up as different tile ops; the emitted CUDA has no branch
 // on decay, gain, preconditioner or solve kinds.
 #include <cmath>
+#include <utility>
 
 #include "dgps/Dialect/DGPS/IR/SpecConversion.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
@@ -47,8 +48,9 @@ class DecodeBuilder {
 
   void build() {
     Value scale = b_.create<LoadScalarOp>(loc_, f32_, "scale", Index::none, FloatAttr());
-    Value kh = normalised("k");
-    Value qh = normalised("q");
+    Value k = b_.create<LoadOp>(loc_, regK_, view("k", Index::bh, {Extent::K}, act_));
+    Value q = b_.create<LoadOp>(loc_, regK_, view("q", Index::bh, {Extent::K}, act_));
+    auto [kh, qh] = normalised(k, q);
     Value qs = b_.create<MulOp>(loc_, regK_, qh, scale);
     Value kw = kh, qr = qs;
     if (s_.precond.kind == dgps::PrecondKind::Diagonal) {
@@ -63,7 +65,7 @@ class DecodeBuilder {
     Value sQr = b_.create<CopyOp>(loc_, smemK_, qr);
     // o = (D S)ᵀ q_r + (k_w·q_r) e: the write's contribution to the read-out needs only this scalar. Its
     // CTA reduction also publishes the shared vectors above, so they need no barrier of their own.
-    Value kwq = b_.create<ReduceSumOp>(loc_, f32_, b_.create<MulOp>(loc_, regK_, kw, qr));
+    Value kwq = sum(b_.create<MulOp>(loc_, regK_, kw, qr));
     valueTiles(sKh, sKw, sQr, kwq);
   }
 
@@ -74,13 +76,25 @@ class DecodeBuilder {
     return b_.create<ViewOp>(loc_, TileType::get(b_.getContext(), dims, elem, Space::global, Layout::row), name, at);
   }
 
-  /// k or q of (b, h), l2-normalised when the spec asks: x · rsqrt(Σx² + eps).
-  Value normalised(const char* name) {
-    Value x = b_.create<LoadOp>(loc_, regK_, view(name, Index::bh, {Extent::K}, act_));
-    if (!s_.qk_l2norm) return x;
-    Value ss = b_.create<ReduceSumOp>(loc_, f32_, b_.create<MulOp>(loc_, regK_, x, x));
-    Value r = b_.create<RsqrtOp>(loc_, b_.create<AddOp>(loc_, f32_, ss, constant(s_.l2norm_eps)));
-    return b_.create<MulOp>(loc_, regK_, x, r);
+  /// Σ_d x_d (one CTA-wide reduction).
+  Value sum(Value x) { return b_.create<ReduceSumOp>(loc_, TypeRange{f32_}, ValueRange{x}).getResult(0); }
+  /// {Σ_d x_d, Σ_d y_d} in one reduction: two independent sums share the CTA's barriers.
+  std::pair<Value, Value> sums(Value x, Value y) {
+    auto r = b_.create<ReduceSumOp>(loc_, TypeRange{f32_, f32_}, ValueRange{x, y});
+    return {r.getResult(0), r.getResult(1)};
+  }
+
+  /// rsqrt(Σx² + eps), the l2 norm's factor.
+  Value invNorm(Value ss) {
+    return b_.create<RsqrtOp>(loc_, b_.create<AddOp>(loc_, f32_, ss, constant(s_.l2norm_eps)));
+  }
+
+  /// k and q of (b, h), l2-normalised when the spec asks: x · rsqrt(Σx² + eps), both norms in one reduction.
+  std::pair<Value, Value> normalised(Value k, Value q) {
+    if (!s_.qk_l2norm) return {k, q};
+    Value kk = b_.create<MulOp>(loc_, regK_, k, k);  // (created in order: a stable printed IR)
+    auto [kss, qss] = sums(kk, b_.create<MulOp>(loc_, regK_, q, q));
+    return {b_.create<MulOp>(loc_, regK_, k, invNorm(kss)), b_.create<MulOp>(loc_, regK_, q, invNorm(qss))};
   }
 
   /// ema_sq_squash (docs/math.md §3.3): A ← γ A + b k̂², stored; M = x^(−s), s = r/(1+|r|), r = ln(A+eps) − c.
@@ -107,8 +121,7 @@ class DecodeBuilder {
     Value pv = view("precond_state", Index::bh, {Extent::K}, f32_);
     Value d = b_.create<LoadOp>(loc_, regK_, pv);
     Value u = b_.create<MulOp>(loc_, regK_, kh, kh);
-    Value nk = b_.create<ReduceSumOp>(loc_, f32_, u);
-    Value du = b_.create<ReduceSumOp>(loc_, f32_, b_.create<MulOp>(loc_, regK_, d, u));
+    auto [nk, du] = sums(u, b_.create<MulOp>(loc_, regK_, d, u));
     Value step = constant(hg.eta), keep = constant(1.0);
     if (s_.gain.kind == dgps::GainKind::Scalar) {
       Value beta = scalar("beta", Index::bh_first);

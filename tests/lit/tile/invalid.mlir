@@ -225,3 +225,20 @@ func.func @bad_decay() attributes {tile.grid = "chunk", tile.launch_features = a
 func.func @clamp_without_hypergrad() attributes {tile.grid = "chunk", tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1, 1>, tile.role = "chunk_local"} {
   return
 }
+
+// -----
+
+// tile/reduce.cuh reduces one or two vectors per exchange.
+func.func @reduce_three(%a: !tile.tile<[K], f32, reg, split>) {
+  // expected-error @+1 {{takes one or two operands, not 3}}
+  %0:3 = tile.reduce_sum %a, %a, %a : !tile.tile<[K], f32, reg, split>, !tile.tile<[K], f32, reg, split>, !tile.tile<[K], f32, reg, split> -> f32, f32, f32
+  return
+}
+
+// -----
+
+func.func @reduce_result_count(%a: !tile.tile<[K], f32, reg, split>) {
+  // expected-error @+1 {{has 1 results for 2 operands (one sum per operand)}}
+  %0 = tile.reduce_sum %a, %a : !tile.tile<[K], f32, reg, split>, !tile.tile<[K], f32, reg, split> -> f32
+  return
+}

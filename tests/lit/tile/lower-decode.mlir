@@ -7,21 +7,29 @@
 // CHECK-LABEL: func.func @gdn_decode()
 // CHECK-SAME: tile.grid = "value_tile", tile.role = "decode", tile.value_tile = 32
 // CHECK: %[[SCALE:.*]] = tile.load_scalar "scale" at none : f32
+// k and q are read before either norm, and both squared norms are one reduction (one pair of barriers).
 // CHECK: %[[KV:.*]] = tile.view "k" at bh : !bf16_k_global_row
 // CHECK: %[[K:.*]] = tile.load %[[KV]] : !bf16_k_global_row -> !f32_k_reg_split
+// CHECK: %[[QV:.*]] = tile.view "q" at bh : !bf16_k_global_row
+// CHECK: %[[Q:.*]] = tile.load %[[QV]] : !bf16_k_global_row -> !f32_k_reg_split
 // CHECK: %[[KK:.*]] = tile.mul %[[K]], %[[K]]
-// CHECK: %[[KSS:.*]] = tile.reduce_sum %[[KK]]
+// CHECK: %[[QQ:.*]] = tile.mul %[[Q]], %[[Q]]
+// CHECK: %[[SS:.*]]:2 = tile.reduce_sum %[[KK]], %[[QQ]] : !f32_k_reg_split, !f32_k_reg_split -> f32, f32
 // CHECK: %[[EPS:.*]] = tile.constant 9.99999997E-7
-// CHECK: %[[R:.*]] = tile.rsqrt
-// CHECK: %[[KH:.*]] = tile.mul %[[K]], %[[R]] : !f32_k_reg_split, f32 -> !f32_k_reg_split
-// CHECK: %[[QR:.*]] = tile.mul %{{.*}}, %[[SCALE]]
+// CHECK: %[[KE:.*]] = tile.add %[[SS]]#0, %[[EPS]] : f32, f32 -> f32
+// CHECK: %[[RK:.*]] = tile.rsqrt %[[KE]]
+// CHECK: %[[KH:.*]] = tile.mul %[[K]], %[[RK]] : !f32_k_reg_split, f32 -> !f32_k_reg_split
+// CHECK: %[[QE:.*]] = tile.add %[[SS]]#1, %{{.*}} : f32, f32 -> f32
+// CHECK: %[[RQ:.*]] = tile.rsqrt %[[QE]]
+// CHECK: %[[QH:.*]] = tile.mul %[[Q]], %[[RQ]] : !f32_k_reg_split, f32 -> !f32_k_reg_split
+// CHECK: %[[QR:.*]] = tile.mul %[[QH]], %[[SCALE]]
 // The shared vectors are written before k̂·q_r's reduction, whose barrier publishes them (no tile.barrier).
 // CHECK: %[[SK:.*]] = tile.copy %[[KH]] : !f32_k_reg_split -> !f32_k_smem_row
 // CHECK: %[[SQ:.*]] = tile.copy %[[QR]]
 // CHECK-NOT: tile.copy
 // CHECK-NOT: tile.barrier
 // CHECK: %[[KQ:.*]] = tile.mul %[[KH]], %[[QR]]
-// CHECK: %[[KWQ:.*]] = tile.reduce_sum %[[KQ]]
+// CHECK: %[[KWQ:.*]] = tile.reduce_sum %[[KQ]] : !f32_k_reg_split -> f32
 // CHECK-NOT: tile.barrier
 // CHECK: tile.for_value_tiles {
 // CHECK: %[[SV:.*]] = tile.view "state" at bhv : !f32_kv_global_row
@@ -155,12 +163,13 @@ module attributes {dgps.target = "sm_90a"} {
 // CHECK: %[[PV:.*]] = tile.view "precond_state" at bh
 // CHECK: %[[D:.*]] = tile.load %[[PV]]
 // CHECK: %[[U:.*]] = tile.mul %[[KH:.*]], %[[KH]]
-// CHECK: %[[NK:.*]] = tile.reduce_sum %[[U]]
+// ‖u‖² and ⟨d, u⟩ are independent: one reduction.
 // CHECK: %[[DU0:.*]] = tile.mul %[[D]], %[[U]]
-// CHECK: %[[DU:.*]] = tile.reduce_sum %[[DU0]]
+// CHECK: %[[NK:.*]]:2 = tile.reduce_sum %[[U]], %[[DU0]] : !f32_k_reg_split, !f32_k_reg_split -> f32, f32
 // CHECK: %[[BETA:.*]] = tile.load_scalar "beta" at bh_first : f32
-// CHECK: %[[Q:.*]] = tile.div %{{.*}}, %[[NK]] : f32, f32 -> f32
-// CHECK: %[[CF:.*]] = tile.select_positive %[[NK]], %{{.*}}, %{{.*}}
+// CHECK: tile.mul %[[BETA]], %[[NK]]#1 : f32, f32 -> f32
+// CHECK: %[[Q:.*]] = tile.div %{{.*}}, %[[NK]]#0 : f32, f32 -> f32
+// CHECK: %[[CF:.*]] = tile.select_positive %[[NK]]#0, %{{.*}}, %{{.*}}
 // CHECK: %[[UC:.*]] = tile.mul %[[U]], %[[CF]]
 // CHECK: %[[DN:.*]] = tile.add %[[D]], %[[UC]]
 // CHECK: tile.store %[[DN]], %[[PV]]

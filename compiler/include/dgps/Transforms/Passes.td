@@ -290,8 +290,11 @@ def LowerDecodeToTile : Pass<"dgps-lower-decode-to-tile", "::mlir::ModuleOp"> {
       %scale = tile.load_scalar "scale" at none : f32
       %0 = tile.view "k" at bh : !bf16_k_global_row
       %k = tile.load %0 : !bf16_k_global_row -> !f32_k_reg_split
+      %1 = tile.view "q" at bh : !bf16_k_global_row
+      %q = tile.load %1 : !bf16_k_global_row -> !f32_k_reg_split
+      %ss:2 = tile.reduce_sum %kk, %qq : !f32_k_reg_split, !f32_k_reg_split -> f32, f32  // Σk², Σq² at once
       ... // k̂ = k · rsqrt(Σk² + eps), likewise q̂; q_r = scale · q̂
-      %kwq = tile.reduce_sum %kq : !f32_k_reg_split
+      %kwq = tile.reduce_sum %kq : !f32_k_reg_split -> f32
       %sk = tile.copy %kh : !f32_k_reg_split -> !f32_k_smem_row
       %sq = tile.copy %qr : !f32_k_reg_split -> !f32_k_smem_row
       tile.barrier

@@ -1,7 +1,7 @@
-// CTA-wide reductions over register tiles. reduce_sum synchronises the CTA twice (before writing its shared
-// scratch, so back-to-back calls may share it, and before reading it); contract once (between writing and
-// reading its scratch): the caller keeps two contracts on one scratch apart by a barrier (the decode's value
-// tiles are), which saves a barrier per value tile.
+// CTA-wide reductions over register tiles. reduce_sum (of one or two vectors at once) synchronises the CTA
+// twice (before writing its shared scratch, so back-to-back calls may share it, and before reading it); contract
+// once (between writing and reading its scratch): the caller keeps two contracts on one scratch apart by a
+// barrier (the decode's value tiles are), which saves a barrier per value tile.
 #pragma once
 
 #include "dgps/device/platform.cuh"
@@ -25,6 +25,47 @@ DGPS_DEV float reduce_sum(const SplitVec<N, NT>& v, float* scratch) {
 #pragma unroll
   for (int w = 0; w < NT / 32; ++w) t += scratch[w];
   return t;
+}
+
+namespace detail {
+/// out[i] = Σ over the CTA of part[i] (each thread's partial sum), M sums in one exchange: two barriers for all
+/// of them. scratch: M·NT/32 floats of shared memory.
+template <int NT, int M>
+DGPS_DEV void cta_sums(float (&part)[M], float* scratch, float (&out)[M]) {
+#pragma unroll
+  for (int i = 0; i < M; ++i) part[i] = dev::warp_sum(part[i]);
+  dev::sync_threads();
+  if (dev::lane() == 0)
+#pragma unroll
+    for (int i = 0; i < M; ++i) scratch[i * (NT / 32) + dev::warp()] = part[i];
+  dev::sync_threads();
+#pragma unroll
+  for (int i = 0; i < M; ++i) {
+    float t = 0.f;
+#pragma unroll
+    for (int w = 0; w < NT / 32; ++w) t += scratch[i * (NT / 32) + w];
+    out[i] = t;
+  }
+}
+
+/// The calling thread's part of Σ_d v_d.
+template <int N, int NT>
+DGPS_DEV float thread_sum(const SplitVec<N, NT>& v) {
+  float s = 0.f;
+#pragma unroll
+  for (int j = 0; j < SplitVec<N, NT>::kN; ++j) s += v.x[j];
+  return s;
+}
+}  // namespace detail
+
+/// ra = Σ_d a_d and rb = Σ_d b_d in one exchange (two barriers for both sums, not two each); every thread
+/// gets both. scratch: 2·NT/32 floats of shared memory.
+template <int N, int NT>
+DGPS_DEV void reduce_sum(const SplitVec<N, NT>& a, const SplitVec<N, NT>& b, float* scratch, float& ra, float& rb) {
+  float part[2] = {detail::thread_sum(a), detail::thread_sum(b)}, out[2];
+  detail::cta_sums<NT, 2>(part, scratch, out);
+  ra = out[0];
+  rb = out[1];
 }
 
 namespace detail {

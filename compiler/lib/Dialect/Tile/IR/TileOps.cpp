@@ -121,7 +121,16 @@ DGPS_TILE_ELEMENTWISE(RsqrtOp)
 
 LogicalResult SelectPositiveOp::verify() { return success(); }
 
-LogicalResult ReduceSumOp::verify() { return expectReg(*this, getX(), {Extent::K}, Layout::split, "operand"); }
+LogicalResult ReduceSumOp::verify() {
+  // tile/reduce.cuh reduces one or two vectors per exchange (its scratch: the decode's 32 scalars, NT/32 per sum)
+  if (getXs().empty() || getXs().size() > 2) return emitOpError("takes one or two operands, not ") << getXs().size();
+  if (getSums().size() != getXs().size())
+    return emitOpError() << "has " << getSums().size() << " results for " << getXs().size()
+                         << " operands (one sum per operand)";
+  for (Value x : getXs())
+    if (failed(expectReg(*this, x, {Extent::K}, Layout::split, "operand"))) return failure();
+  return success();
+}
 
 LogicalResult RowScaleOp::verify() {
   if (failed(expectReg(*this, getTile(), {Extent::K, Extent::BV}, Layout::frag, "tile"))) return failure();

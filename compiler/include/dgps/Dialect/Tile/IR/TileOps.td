@@ -133,10 +133,14 @@ def Tile_SelectPositiveOp : Tile_Op<"select_positive", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def Tile_ReduceSumOp : Tile_Op<"reduce_sum", [Pure]> {
-  let summary = "Σ_d x_d over a [K] split tile: a uniform scalar (CTA-wide reduction)";
-  let arguments = (ins Tile_AnyTile:$x);
-  let results = (outs F32:$result);
-  let assemblyFormat = "$x attr-dict `:` type($x)";
+  let summary = "Σ_d x_d over one or two [K] split tiles: uniform scalars (one CTA-wide reduction)";
+  let description = [{
+    Result i is the sum of operand i. Two independent sums (k's and q's squared norms, OSDN's ‖u‖² and ⟨d, u⟩)
+    share one exchange through shared memory: the CTA synchronises twice for both, not twice each.
+  }];
+  let arguments = (ins Variadic<Tile_AnyTile>:$xs);
+  let results = (outs Variadic<F32>:$sums);
+  let assemblyFormat = "$xs attr-dict `:` type($xs) `->` type($sums)";
 }
 
 def Tile_RowScaleOp : Tile_Op<"row_scale", [Pure, AllTypesMatch<["tile", "result"]>]> {
