@@ -126,6 +126,7 @@ extern "C" __global__ void dgps_atq_fwd_chunk_local(dgps::ForwardArgs a) {
   {
     // the scan's read-out (soft_power): P = base^(−u/(1+|u|)), u = ln(s_i + eps) − center: a soft power of the state after row i's step
     struct ScanReadout {
+      enum : bool { kDeferred = true };
       float neg_log2_base, eps, center;
       DGPS_DEV float step(float s) const { return s; }
       DGPS_DEV float operator()(float, float next) const { return dgps::dev::soft_power(dgps::dev::fmax_(next, 0.f), eps, center, neg_log2_base); }
@@ -198,6 +199,7 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dg
     const int pt = Split::producer_thread();
     // the scan's read-out (soft_power): P = base^(−u/(1+|u|)), u = ln(s_i + eps) − center: a soft power of the state after row i's step
     struct ScanReadout {
+      enum : bool { kDeferred = true };
       float neg_log2_base, eps, center;
       DGPS_DEV float step(float s) const { return s; }
       DGPS_DEV float operator()(float, float next) const { return dgps::dev::soft_power(dgps::dev::fmax_(next, 0.f), eps, center, neg_log2_base); }
@@ -550,6 +552,7 @@ static __device__ __forceinline__ void dgps_atq_fwd_segment_state_output_walk0(c
     const int pt = Split::producer_thread();
     // the scan's read-out (soft_power): P = base^(−u/(1+|u|)), u = ln(s_i + eps) − center: a soft power of the state after row i's step
     struct ScanReadout {
+      enum : bool { kDeferred = true };
       float neg_log2_base, eps, center;
       DGPS_DEV float step(float s) const { return s; }
       DGPS_DEV float operator()(float, float next) const { return dgps::dev::soft_power(dgps::dev::fmax_(next, 0.f), eps, center, neg_log2_base); }

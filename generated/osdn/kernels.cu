@@ -123,6 +123,7 @@ extern "C" __global__ void dgps_osdn_fwd_chunk_local(dgps::ForwardArgs a) {
   {
     // the scan's read-out (clamped_pre): P = the state before row i's step (no projection)
     struct ScanReadout {
+      enum : bool { kDeferred = false };
       DGPS_DEV float step(float s) const { return s; }
       DGPS_DEV float operator()(float prev, float) const { return prev; }
     };
@@ -196,6 +197,7 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dg
     const int pt = Split::producer_thread();
     // the scan's read-out (clamped_pre): P = the state before row i's step (no projection)
     struct ScanReadout {
+      enum : bool { kDeferred = false };
       DGPS_DEV float step(float s) const { return s; }
       DGPS_DEV float operator()(float prev, float) const { return prev; }
     };
@@ -320,6 +322,7 @@ static __device__ __forceinline__ void dgps_osdn_fwd_segment_summary_walk(const 
     const int pt = Split::producer_thread();
     // the scan's read-out (clamped_pre): P = the state before row i's step (no projection)
     struct ScanReadout {
+      enum : bool { kDeferred = false };
       DGPS_DEV float step(float s) const { return s; }
       DGPS_DEV float operator()(float prev, float) const { return prev; }
     };
@@ -478,6 +481,7 @@ static __device__ __forceinline__ void dgps_osdn_fwd_segment_state_output_walk0(
     const int pt = Split::producer_thread();
     // the scan's read-out (clamped_pre): P = the state before row i's step (no projection)
     struct ScanReadout {
+      enum : bool { kDeferred = false };
       DGPS_DEV float step(float s) const { return s; }
       DGPS_DEV float operator()(float prev, float) const { return prev; }
     };

@@ -125,6 +125,7 @@ extern "C" __global__ void dgps_osdn_apf_fwd_chunk_local(dgps::ForwardArgs a) {
   {
     // the scan's read-out (clamped_pre): P = the state before row i's step (no projection)
     struct ScanReadout {
+      enum : bool { kDeferred = false };
       DGPS_DEV float step(float s) const { return s; }
       DGPS_DEV float operator()(float prev, float) const { return prev; }
     };
@@ -198,6 +199,7 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dg
     const int pt = Split::producer_thread();
     // the scan's read-out (clamped_pre): P = the state before row i's step (no projection)
     struct ScanReadout {
+      enum : bool { kDeferred = false };
       DGPS_DEV float step(float s) const { return s; }
       DGPS_DEV float operator()(float prev, float) const { return prev; }
     };
@@ -322,6 +324,7 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_summary_walk(co
     const int pt = Split::producer_thread();
     // the scan's read-out (clamped_pre): P = the state before row i's step (no projection)
     struct ScanReadout {
+      enum : bool { kDeferred = false };
       DGPS_DEV float step(float s) const { return s; }
       DGPS_DEV float operator()(float prev, float) const { return prev; }
     };
@@ -480,6 +483,7 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_state_output_wa
     const int pt = Split::producer_thread();
     // the scan's read-out (clamped_pre): P = the state before row i's step (no projection)
     struct ScanReadout {
+      enum : bool { kDeferred = false };
       DGPS_DEV float step(float s) const { return s; }
       DGPS_DEV float operator()(float prev, float) const { return prev; }
     };

@@ -127,6 +127,7 @@ extern "C" __global__ void dgps_pgdn_fwd_chunk_local(dgps::ForwardArgs a) {
   {
     // the scan's read-out (soft_power): P = base^(−u/(1+|u|)), u = ln(s_i + eps) − center: a soft power of the state after row i's step
     struct ScanReadout {
+      enum : bool { kDeferred = true };
       float neg_log2_base, eps, center;
       DGPS_DEV float step(float s) const { return s; }
       DGPS_DEV float operator()(float, float next) const { return dgps::dev::soft_power(dgps::dev::fmax_(next, 0.f), eps, center, neg_log2_base); }

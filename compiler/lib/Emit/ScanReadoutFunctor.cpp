@@ -13,11 +13,13 @@ struct Member {
   std::string name, init;
 };
 
-/// The functor's three parts for one read-out: a comment line, its members, the bodies of step and operator().
+/// The functor's parts for one read-out: a comment line, its members, the bodies of step and operator(), and
+/// whether the scan defers the read-out past the batch's steps (channel_scan.cuh kDeferred).
 struct Parts {
   std::string comment;
   std::vector<Member> members;
   std::string step, read;
+  bool deferred = false;
 };
 
 Parts softPower(const ScanReadoutSpec& r) {
@@ -30,6 +32,8 @@ Parts softPower(const ScanReadoutSpec& r) {
   p.step = "return s;";
   // the state of a scan of squares is >= 0; the clamp at 0 keeps ln finite should a coefficient be negative
   p.read = "return dgps::dev::soft_power(dgps::dev::fmax_(next, 0.f), eps, center, neg_log2_base);";
+  // a log, a reciprocal and an exp2 per row: after the batch's steps, so the rows' read-outs overlap
+  p.deferred = true;
   return p;
 }
 
@@ -49,6 +53,8 @@ Parts clamped(const ScanReadoutSpec& r, bool post) {
   }
   p.step = "return " + s + ";";
   p.read = post ? "return next;" : "return prev;";
+  // a choice of state: read out in the step, so only the multiplier stays live (not both states)
+  p.deferred = false;
   return p;
 }
 
@@ -60,6 +66,7 @@ void printScanReadout(std::ostream& os, const std::string& indent, const ScanRea
   os << indent << "// the scan's read-out (" << tile::stringifyScanReadout(r.kind).str() << "): " << p.comment
      << "\n";
   os << indent << "struct ScanReadout {\n";
+  os << indent << "  enum : bool { kDeferred = " << (p.deferred ? "true" : "false") << " };\n";
   if (!p.members.empty()) {
     os << indent << "  float ";
     for (size_t i = 0; i < p.members.size(); ++i) os << (i ? ", " : "") << p.members[i].name;

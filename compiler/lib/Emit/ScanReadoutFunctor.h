@@ -24,6 +24,9 @@ struct ScanReadoutSpec {
 /// the members channel_scan.cuh's read-out contract asks for:
 ///   float step(float s) const               the state kept after a step (the projection onto [min, max], or s)
 ///   float operator()(float prev, float next) const   the row's multiplier P from the state before / after it
+///   enum : bool { kDeferred }   true for a costly read-out (the soft power), which the scan runs after a batch
+///                               of steps; false for a choice of state, read out in the step
+/// (A local class may not have static data members, hence the enum.)
 /// The parameters are the struct's members (initialised from literals and `center`), so the scan's loop reads
 /// registers, not a switch.
 void printScanReadout(std::ostream& os, const std::string& indent, const ScanReadoutSpec& r, const std::string& var);

@@ -5,9 +5,11 @@
 // The read-out `ro` is a functor the compiler prints into the package (compiler/lib/Emit/ScanReadoutFunctor.cpp):
 //   float step(float s) const                        the state kept after a step (a projection, or s itself)
 //   float operator()(float prev, float next) const   row i's multiplier from the state before and after its step
+//   enum : bool { kDeferred }                        whether to read out after the batch (below) or in the step
 // This header knows nothing else about it. Pad rows (i ≥ Lr) and channels (d ≥ K) keep the state and get P = 1.
-// apply(i, d, P, x_id) receives every row i < C and channel d < KP. Rows are read B ahead, and a batch's
-// read-outs run after its B sequential steps, so they overlap (a read-out may cost a log and an exp).
+// apply(i, d, P, x_id) receives every row i < C and channel d < KP. Rows are read B ahead. A deferred read-out
+// (a costly one, e.g. a log and an exp) runs after the batch's B sequential steps, so the B read-outs overlap;
+// an on-chain one (a choice of state) runs in the step, so only the multiplier stays live to the apply.
 // The rows may lie row-major with a pitch (chunk roles) or in the core-matrix layout of the state roles' operand
 // tiles (dev::core_off); the threads may be the whole CTA or one warpgroup of it (the state walk's producer).
 #pragma once
@@ -35,7 +37,9 @@ DGPS_DEV void channel_scan_in(const float* s0, RowVec a, RowVec b, const uint16_
   for (int d = t; d < KP; d += nt) {
     float st = d < K ? s0[d] : 0.f;
     for (int i0 = 0; i0 < C; i0 += B) {
-      float kv[B], prev[B], next[B];
+      // a deferred read-out keeps the states before and after each step (val, nxt) and reads out after the
+      // batch; an on-chain one reads out in the step and keeps only the multiplier (val)
+      float kv[B], val[B], nxt[B];
 #pragma unroll
       for (int u = 0; u < B; ++u) kv[u] = Codec::load(x[at(i0 + u, d)]);
 #pragma unroll
@@ -43,15 +47,24 @@ DGPS_DEV void channel_scan_in(const float* s0, RowVec a, RowVec b, const uint16_
         // selects, not branches, so the batch stays one straight-line block
         const int i = i0 + u;
         const bool ok = i < Lr && d < K;
-        prev[u] = st;
-        next[u] = ro.step(a[i] * st + b[i] * kv[u] * kv[u]);
-        st = ok ? next[u] : st;
+        const float next = ro.step(a[i] * st + b[i] * kv[u] * kv[u]);
+        if constexpr (Readout::kDeferred) {
+          val[u] = st;
+          nxt[u] = next;
+        } else {
+          val[u] = ok ? ro(st, next) : 1.f;
+        }
+        st = ok ? next : st;
       }
 #pragma unroll
       for (int u = 0; u < B; ++u) {
-        const bool ok = i0 + u < Lr && d < K;
-        const float P = ro(prev[u], next[u]);
-        apply(i0 + u, d, ok ? P : 1.f, kv[u]);
+        float P = val[u];
+        if constexpr (Readout::kDeferred) {
+          const bool ok = i0 + u < Lr && d < K;
+          const float r = ro(val[u], nxt[u]);  // for pad rows too: a select, not a branch around it
+          P = ok ? r : 1.f;
+        }
+        apply(i0 + u, d, P, kv[u]);
       }
     }
   }
