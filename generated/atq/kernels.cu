@@ -124,11 +124,15 @@ extern "C" __global__ void dgps_atq_fwd_chunk_local(dgps::ForwardArgs a) {
   t::store_token_record_last<C>(reinterpret_cast<float*>(ws + W.tok) + sh * (C + 1) * 8, &t2);
   dev::sync_threads();
   {
-    t::ScanParams sp;
-    sp.base = 1.5f;
-    sp.eps = 1e-06f;
-    sp.center = t6;
-    t::channel_scan_apply<C, K, KP, t::Readout::soft_power, Codec>(nullptr, t7, t8, t14, t1, t0, PQ, at.Lr, sp);
+    // the scan's read-out (soft_power): P = base^(−u/(1+|u|)), u = ln(s_i + eps) − center: a soft power of the state after row i's step
+    struct ScanReadout {
+      enum : bool { kDeferred = true };
+      float neg_log2_base, eps, center;
+      DGPS_DEV float step(float s) const { return s; }
+      DGPS_DEV float operator()(float, float next) const { return dgps::dev::soft_power(dgps::dev::fmax_(next, 0.f), eps, center, neg_log2_base); }
+    };
+    const ScanReadout ro{-dgps::dev::lg2(1.5f), 1e-06f, t6};
+    t::channel_scan_apply<C, K, KP, Codec>(nullptr, t7, t8, t14, t1, t0, PQ, at.Lr, ro);
   }
   if (dgps::cfg::kInputF16) {
     t::encode_bf16<C, KP, true>(t1, PQ);
@@ -193,10 +197,14 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dg
   if (Split::is_producer()) {
     Split::producer_registers();
     const int pt = Split::producer_thread();
-    t::ScanParams sp;
-    sp.base = 1.5f;
-    sp.eps = 1e-06f;
-    sp.center = a.precond_center != nullptr ? a.precond_center[h] : 0.f;
+    // the scan's read-out (soft_power): P = base^(−u/(1+|u|)), u = ln(s_i + eps) − center: a soft power of the state after row i's step
+    struct ScanReadout {
+      enum : bool { kDeferred = true };
+      float neg_log2_base, eps, center;
+      DGPS_DEV float step(float s) const { return s; }
+      DGPS_DEV float operator()(float, float next) const { return dgps::dev::soft_power(dgps::dev::fmax_(next, 0.f), eps, center, neg_log2_base); }
+    };
+    const ScanReadout ro{-dgps::dev::lg2(1.5f), 1e-06f, a.precond_center != nullptr ? a.precond_center[h] : 0.f};
     auto produce = [&](int64_t c) {
       unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
       const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
@@ -209,7 +217,7 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dg
       dev::cp_async_wait<0>();
       Split::sync_producer();
       float* const sTok = dev::smem_at<float>(st, L.tok);  // fields 4 and 5: the scan's a and b
-      t::channel_scan_rescale<C, K, KP, t::Readout::soft_power, Codec, Codec, false>(dev::smem_at<uint16_t>(st, L.q), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, dev::smem_at<uint16_t>(st, L.kraw), Lr, sp, pt, Split::NTP);
+      t::channel_scan_rescale<C, K, KP, Codec, Codec, false>(dev::smem_at<uint16_t>(st, L.q), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, dev::smem_at<uint16_t>(st, L.kraw), Lr, ro, pt, Split::NTP);
     };
     Split::producer_loop<STAGES>(0, nch, produce);
     return;
@@ -542,10 +550,14 @@ static __device__ __forceinline__ void dgps_atq_fwd_segment_state_output_walk0(c
   if (Split::is_producer()) {
     Split::producer_registers();
     const int pt = Split::producer_thread();
-    t::ScanParams sp;
-    sp.base = 1.5f;
-    sp.eps = 1e-06f;
-    sp.center = a.precond_center != nullptr ? a.precond_center[h] : 0.f;
+    // the scan's read-out (soft_power): P = base^(−u/(1+|u|)), u = ln(s_i + eps) − center: a soft power of the state after row i's step
+    struct ScanReadout {
+      enum : bool { kDeferred = true };
+      float neg_log2_base, eps, center;
+      DGPS_DEV float step(float s) const { return s; }
+      DGPS_DEV float operator()(float, float next) const { return dgps::dev::soft_power(dgps::dev::fmax_(next, 0.f), eps, center, neg_log2_base); }
+    };
+    const ScanReadout ro{-dgps::dev::lg2(1.5f), 1e-06f, a.precond_center != nullptr ? a.precond_center[h] : 0.f};
     auto produce = [&](int64_t c) {
       unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
       const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
@@ -558,7 +570,7 @@ static __device__ __forceinline__ void dgps_atq_fwd_segment_state_output_walk0(c
       dev::cp_async_wait<0>();
       Split::sync_producer();
       float* const sTok = dev::smem_at<float>(st, L.tok);  // fields 4 and 5: the scan's a and b
-      t::channel_scan_rescale<C, K, KP, t::Readout::soft_power, Codec, Codec, false>(dev::smem_at<uint16_t>(st, L.q), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, dev::smem_at<uint16_t>(st, L.kraw), Lr, sp, pt, Split::NTP);
+      t::channel_scan_rescale<C, K, KP, Codec, Codec, false>(dev::smem_at<uint16_t>(st, L.q), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, dev::smem_at<uint16_t>(st, L.kraw), Lr, ro, pt, Split::NTP);
     };
     Split::producer_loop<STAGES>(c0, nch, produce);
     return;

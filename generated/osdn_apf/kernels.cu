@@ -20,7 +20,7 @@ extern "C" __global__ void dgps_osdn_apf_fwd_precond_summary(dgps::ForwardArgs a
   at.t0 = sq.bos + c * C;
   at.Lr = (int)dev::lmin(C, sq.len - c * C);
   unsigned char* const sm = dev::dyn_smem();
-  const t::HypergradSummaryTiles<C, K> hs(sm);  // launch_rules.h hypergradSummarySmem
+  const t::FeedbackSummaryTiles<C, K> hs(sm);  // launch_rules.h hypergradSummarySmem
   uint16_t* const t0 = hs.key;
   t::load_rows16<C, KP>(t0, PQ, a.k, at, H, h, K);
   const t::RowVec t1 = hs.beta();
@@ -30,7 +30,7 @@ extern "C" __global__ void dgps_osdn_apf_fwd_precond_summary(dgps::ForwardArgs a
     t::load_row_scalars(t2, a.precond_g, at, H, h, i);
   }
   t::wait_rows();
-  t::hypergrad_chunk_summary<C, K, KP, Codec>(hs, reinterpret_cast<float*>(ws + W.hgtri) + (slot * H + h) * dgps::launch::hypergradTriFloats(C),
+  t::feedback_chunk_summary<C, K, KP, Codec>(hs, reinterpret_cast<float*>(ws + W.hgtri) + (slot * H + h) * dgps::launch::hypergradTriFloats(C),
       reinterpret_cast<float*>(ws + W.hgvec) + (slot * H + h) * dgps::launch::hypergradVecFloats(C), 1.0f, true, 1e-06f, at.Lr);
 }
 extern "C" __global__ void dgps_osdn_apf_fwd_precond_scan(dgps::ForwardArgs a) {
@@ -48,7 +48,7 @@ extern "C" __global__ void dgps_osdn_apf_fwd_precond_scan(dgps::ForwardArgs a) {
   const int64_t n = dev::block_x() / H, h = dev::block_x() - n * H;
   const dev::Seq sq = dev::seq_of(a, n);
   const int64_t s0 = dev::first_slot(a, n, sq.bos), ph = (n * H + h) * K;
-  t::HypergradPassIo io;
+  t::FeedbackPassIo io;
   io.key = static_cast<const uint16_t*>(a.k) + (sq.bos * H + h) * K;
   io.key_stride = H * K;
   io.tri = reinterpret_cast<const float*>(ws + W.hgtri) + (s0 * H + h) * dgps::launch::hypergradTriFloats(C);
@@ -56,7 +56,7 @@ extern "C" __global__ void dgps_osdn_apf_fwd_precond_scan(dgps::ForwardArgs a) {
   io.starts = reinterpret_cast<float*>(ws + W.pst) + (s0 * H + h) * K;
   io.coef = reinterpret_cast<float*>(ws + W.pcoef) + (s0 * H + h) * C;
   io.slot_stride = H;
-  t::hypergrad_chunk_pass<C, K, KP, Codec>(dev::dyn_smem(), io, sq.len,
+  t::feedback_chunk_pass<C, K, KP, Codec>(dev::dyn_smem(), io, sq.len,
       a.initial_precond_state != nullptr ? a.initial_precond_state + ph : nullptr, 1.0f,
       a.final_precond_state != nullptr ? a.final_precond_state + ph : nullptr);
 }
@@ -123,8 +123,14 @@ extern "C" __global__ void dgps_osdn_apf_fwd_chunk_local(dgps::ForwardArgs a) {
   dev::sync_threads();
   uint16_t* const t12 = dev::smem_at<uint16_t>(sm, L.kw);
   {
-    t::ScanParams sp;
-    t::channel_scan_apply<C, K, KP, t::Readout::clamped_pre, Codec>(t12, t4, t6, t11, t1, t1, PQ, at.Lr, sp);
+    // the scan's read-out (clamped_pre): P = the state before row i's step (no projection)
+    struct ScanReadout {
+      enum : bool { kDeferred = false };
+      DGPS_DEV float step(float s) const { return s; }
+      DGPS_DEV float operator()(float prev, float) const { return prev; }
+    };
+    const ScanReadout ro{};
+    t::channel_scan_apply<C, K, KP, Codec>(t12, t4, t6, t11, t1, t1, PQ, at.Lr, ro);
   }
   if (dgps::cfg::kInputF16) {
     t::encode_bf16<C, KP, true>(t0, PQ);
@@ -191,7 +197,13 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dg
   if (Split::is_producer()) {
     Split::producer_registers();
     const int pt = Split::producer_thread();
-    t::ScanParams sp;
+    // the scan's read-out (clamped_pre): P = the state before row i's step (no projection)
+    struct ScanReadout {
+      enum : bool { kDeferred = false };
+      DGPS_DEV float step(float s) const { return s; }
+      DGPS_DEV float operator()(float prev, float) const { return prev; }
+    };
+    const ScanReadout ro{};
     auto produce = [&](int64_t c) {
       unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
       const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
@@ -203,7 +215,7 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dg
       dev::cp_async_wait<0>();
       Split::sync_producer();
       float* const sTok = dev::smem_at<float>(st, L.tok);  // fields 4 and 5: the scan's a and b
-      t::channel_scan_rescale<C, K, KP, t::Readout::clamped_pre, Codec, dev::Act<false>, true>(dev::smem_at<uint16_t>(st, L.kw), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, dev::smem_at<uint16_t>(st, L.kraw), Lr, sp, pt, Split::NTP);
+      t::channel_scan_rescale<C, K, KP, Codec, dev::Act<false>, true>(dev::smem_at<uint16_t>(st, L.kw), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, dev::smem_at<uint16_t>(st, L.kraw), Lr, ro, pt, Split::NTP);
     };
     Split::producer_loop<STAGES>(0, nch, produce);
     return;
@@ -310,7 +322,13 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_summary_walk(co
   if (Split::is_producer()) {
     Split::producer_registers();
     const int pt = Split::producer_thread();
-    t::ScanParams sp;
+    // the scan's read-out (clamped_pre): P = the state before row i's step (no projection)
+    struct ScanReadout {
+      enum : bool { kDeferred = false };
+      DGPS_DEV float step(float s) const { return s; }
+      DGPS_DEV float operator()(float prev, float) const { return prev; }
+    };
+    const ScanReadout ro{};
     auto produce = [&](int64_t c) {
       unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
       const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
@@ -322,7 +340,7 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_summary_walk(co
       dev::cp_async_wait<0>();
       Split::sync_producer();
       float* const sTok = dev::smem_at<float>(st, L.tok);  // fields 4 and 5: the scan's a and b
-      t::channel_scan_rescale<C, K, KP, t::Readout::clamped_pre, Codec, dev::Act<false>, true>(dev::smem_at<uint16_t>(st, L.kw), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, dev::smem_at<uint16_t>(st, L.kraw), Lr, sp, pt, Split::NTP);
+      t::channel_scan_rescale<C, K, KP, Codec, dev::Act<false>, true>(dev::smem_at<uint16_t>(st, L.kw), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, dev::smem_at<uint16_t>(st, L.kraw), Lr, ro, pt, Split::NTP);
     };
     Split::producer_loop<STAGES>(c0, nch, produce);
     return;
@@ -463,7 +481,13 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_state_output_wa
   if (Split::is_producer()) {
     Split::producer_registers();
     const int pt = Split::producer_thread();
-    t::ScanParams sp;
+    // the scan's read-out (clamped_pre): P = the state before row i's step (no projection)
+    struct ScanReadout {
+      enum : bool { kDeferred = false };
+      DGPS_DEV float step(float s) const { return s; }
+      DGPS_DEV float operator()(float prev, float) const { return prev; }
+    };
+    const ScanReadout ro{};
     auto produce = [&](int64_t c) {
       unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
       const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
@@ -475,7 +499,7 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_state_output_wa
       dev::cp_async_wait<0>();
       Split::sync_producer();
       float* const sTok = dev::smem_at<float>(st, L.tok);  // fields 4 and 5: the scan's a and b
-      t::channel_scan_rescale<C, K, KP, t::Readout::clamped_pre, Codec, dev::Act<false>, true>(dev::smem_at<uint16_t>(st, L.kw), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, dev::smem_at<uint16_t>(st, L.kraw), Lr, sp, pt, Split::NTP);
+      t::channel_scan_rescale<C, K, KP, Codec, dev::Act<false>, true>(dev::smem_at<uint16_t>(st, L.kw), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, dev::smem_at<uint16_t>(st, L.kraw), Lr, ro, pt, Split::NTP);
     };
     Split::producer_loop<STAGES>(c0, nch, produce);
     return;

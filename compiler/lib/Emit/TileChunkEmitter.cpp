@@ -26,6 +26,7 @@
 #include "dgps/Emit/Package.h"
 #include "dgps/Emit/TileEmitter.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "ScanReadoutFunctor.h"
 #include "TileVectorColumns.h"
 
 using namespace mlir;
@@ -285,20 +286,18 @@ class ChunkEmitter {
       alias(op.getResult(), op.getTarget());
     else if (failed(place(op, op.getResult())))
       return failure();
-    const char* readout = op.getReadout() == ScanReadout::soft_power    ? "soft_power"
-                          : op.getReadout() == ScanReadout::clamped_pre ? "clamped_pre"
-                                                                         : "clamped_post";
-    os_ << "  {\n    t::ScanParams sp;\n";
-    if (op.getBase()) os_ << "    sp.base = " << cudaFloatLiteral(op.getBase()->convertToDouble()) << ";\n";
-    if (op.getEps()) os_ << "    sp.eps = " << cudaFloatLiteral(op.getEps()->convertToDouble()) << ";\n";
-    if (op.getCenter()) os_ << "    sp.center = " << name(op.getCenter()) << ";\n";
-    if (op.getMin())
-      os_ << "    sp.has_min = true;\n    sp.min = " << cudaFloatLiteral(op.getMin()->convertToDouble()) << ";\n";
-    if (op.getMax())
-      os_ << "    sp.has_max = true;\n    sp.max = " << cudaFloatLiteral(op.getMax()->convertToDouble()) << ";\n";
-    os_ << "    t::channel_scan_apply<C, K, KP, t::Readout::" << readout << ", Codec>("
-        << (inPlace ? "nullptr" : name(op.getResult())) << ", " << name(op.getStart()) << ", " << name(op.getA())
-        << ", " << name(op.getB()) << ", " << name(op.getX()) << ", " << name(op.getTarget()) << ", PQ, at.Lr, sp);\n";
+    ScanReadoutSpec r;
+    r.kind = op.getReadout();
+    if (op.getBase()) r.base = op.getBase()->convertToDouble();
+    if (op.getEps()) r.eps = op.getEps()->convertToDouble();
+    if (op.getCenter()) r.center = name(op.getCenter());
+    if (op.getMin()) r.min = op.getMin()->convertToDouble();
+    if (op.getMax()) r.max = op.getMax()->convertToDouble();
+    os_ << "  {\n";
+    printScanReadout(os_, "    ", r, "ro");
+    os_ << "    t::channel_scan_apply<C, K, KP, Codec>(" << (inPlace ? "nullptr" : name(op.getResult())) << ", "
+        << name(op.getStart()) << ", " << name(op.getA()) << ", " << name(op.getB()) << ", " << name(op.getX())
+        << ", " << name(op.getTarget()) << ", PQ, at.Lr, ro);\n";
     os_ << "  }\n";
     return success();
   }
@@ -347,7 +346,7 @@ class ChunkEmitter {
 
   /// Prints the open run of bf16 re-encodings (fp16 inputs only) behind one barrier, if any. encode_bf16 gives
   /// channel d to the thread that channel_scan gives it, so only other readers of the rows since the last
-  /// barrier (otherThreadsReadRows_) need the barrier, as in the hand-written kernel.
+  /// barrier (otherThreadsReadRows_) need the barrier.
   void flushEncodes() {
     if (encodes_.empty()) return;
     os_ << "  if (dgps::cfg::kInputF16) {\n";

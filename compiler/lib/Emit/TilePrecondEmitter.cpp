@@ -1,5 +1,5 @@
 // The emitter of the roles over chunk summaries (TileEmitter.h emitTilePrecondKernel): a precond_summary or
-// precond_scan tile function -> CUDA calling runtime/device/dgps/tile, with the device library role's symbol,
+// precond_scan tile function -> CUDA calling runtime/device/dgps/tile, with the launch contract's symbol,
 // ForwardArgs, launch geometry (launch_rules.h forwardGeometry) and workspace layout (WorkspaceLayout).
 //
 // precond_summary (grid chunk_key_head): the one 16-bit [C, K] row tile at shared offset 0 (pitch
@@ -9,9 +9,9 @@
 // first barrier after the cp.async row load also waits for it.
 // precond_scan (grid sequence_key_head): one tile.chunk_affine_scan per (sequence, key head), no shared memory.
 // OSDN's chunked hypergradient d-scan has its own layouts: its precond_summary places the key rows, β and the
-// retention where tile::HypergradSummaryTiles has them (launch_rules.h hypergradSummarySmem) and calls
-// tile::hypergrad_chunk_summary; its precond_scan is one tile::hypergrad_chunk_pass (hypergradPassSmem). A clamped
-// d-scan has only a precond_scan: one tile::hypergrad_token_scan per warp (grid sequence_key_head_warp).
+// retention where tile::FeedbackSummaryTiles has them (launch_rules.h hypergradSummarySmem) and calls
+// tile::feedback_chunk_summary; its precond_scan is one tile::feedback_chunk_pass (hypergradPassSmem). A clamped
+// d-scan has only a precond_scan: one tile::feedback_token_scan per warp (grid sequence_key_head_warp).
 #include <map>
 #include <sstream>
 #include <string>
@@ -46,7 +46,7 @@ class SummaryEmitter {
       fixed_[hg.getRetention().getAsOpaquePointer()] = "hs.logret()";
     }
     // The scan's three per-row coefficients take adjacent columns 0, 1, 2 of the record, so channel_scan_total
-    // reads them with one vector load per row (as the hand-written role did); other [C] vectors follow.
+    // reads them with one vector load per row (the hand-written role, deleted since, did the same); other [C] vectors follow.
     for (auto scan : body.getOps<ChannelScanTotalOp>())
       for (Value v : {scan.getA(), scan.getB(), scan.getR()})
         if (!column_.count(v.getAsOpaquePointer())) column_[v.getAsOpaquePointer()] = nextColumn_++;
@@ -182,7 +182,7 @@ class SummaryEmitter {
           if (!rowsUsed_ || o.getX() != rowsValue_)
             return o.emitOpError("reads the role's [C, K] key rows (a tile.chunk_rows of this function)");
           const std::optional<APFloat> eps = o.getL2Eps();
-          os_ << "  t::hypergrad_chunk_summary<C, K, KP, Codec>(hs, reinterpret_cast<float*>(ws + W."
+          os_ << "  t::feedback_chunk_summary<C, K, KP, Codec>(hs, reinterpret_cast<float*>(ws + W."
               << o.getTri().str() << ") + (slot * H + h) * dgps::launch::hypergradTriFloats(C),\n"
               << "      reinterpret_cast<float*>(ws + W." << o.getVec().str()
               << ") + (slot * H + h) * dgps::launch::hypergradVecFloats(C), "
@@ -238,14 +238,14 @@ FailureOr<std::string> emitSummary(func::FuncOp fn, const std::string& symbol, c
   if (fn.getBody().front().getOps<HypergradChunkSummaryOp>().empty())
     os << "  float* const sVec = dev::smem_at<float>(sm, C * PQ * 2);  // [C][4] per-row record\n";
   else
-    os << "  const t::HypergradSummaryTiles<C, K> hs(sm);  // launch_rules.h hypergradSummarySmem\n";
+    os << "  const t::FeedbackSummaryTiles<C, K> hs(sm);  // launch_rules.h hypergradSummarySmem\n";
   SummaryEmitter e(os);
   if (failed(e.block(fn.getBody().front()))) return failure();
   os << "}\n";
   return os.str();
 }
 
-/// OSDN's pass: one tile::hypergrad_chunk_pass per (sequence, key head), its operands at the sequence's first
+/// OSDN's pass: one tile::feedback_chunk_pass per (sequence, key head), its operands at the sequence's first
 /// chunk slot.
 FailureOr<std::string> emitHypergradScan(func::FuncOp fn, HypergradChunkPassOp p, const std::string& symbol,
                                          const launch::FeatureSet& f) {
@@ -256,7 +256,7 @@ FailureOr<std::string> emitHypergradScan(func::FuncOp fn, HypergradChunkPassOp p
   os << "  const int64_t n = dev::block_x() / H, h = dev::block_x() - n * H;\n";
   os << "  const dev::Seq sq = dev::seq_of(a, n);\n";
   os << "  const int64_t s0 = dev::first_slot(a, n, sq.bos), ph = (n * H + h) * K;\n";
-  os << "  t::HypergradPassIo io;\n";
+  os << "  t::FeedbackPassIo io;\n";
   os << "  io.key = static_cast<const uint16_t*>(a." << p.getKey().str() << ") + (sq.bos * H + h) * K;\n";
   os << "  io.key_stride = H * K;\n";
   os << "  io.tri = reinterpret_cast<const float*>(ws + W." << p.getTri().str()
@@ -266,7 +266,7 @@ FailureOr<std::string> emitHypergradScan(func::FuncOp fn, HypergradChunkPassOp p
   os << "  io.starts = reinterpret_cast<float*>(ws + W." << p.getStarts().str() << ") + (s0 * H + h) * K;\n";
   os << "  io.coef = reinterpret_cast<float*>(ws + W." << p.getCoef().str() << ") + (s0 * H + h) * C;\n";
   os << "  io.slot_stride = H;\n";
-  os << "  t::hypergrad_chunk_pass<C, K, KP, Codec>(dev::dyn_smem(), io, sq.len,\n";
+  os << "  t::feedback_chunk_pass<C, K, KP, Codec>(dev::dyn_smem(), io, sq.len,\n";
   os << "      a." << p.getStart().str() << " != nullptr ? a." << p.getStart().str() << " + ph : nullptr, "
      << cudaFloatLiteral(p.getAbsent().convertToDouble()) << ",\n";
   if (p.getFinal())
@@ -277,8 +277,8 @@ FailureOr<std::string> emitHypergradScan(func::FuncOp fn, HypergradChunkPassOp p
   return os.str();
 }
 
-/// OSDN's clamped d-scan: one tile::hypergrad_token_scan per warp, four (sequence, key head) pairs per CTA (the
-/// device library's clamped precond_scan geometry), each warp on its own 32 shared key rows.
+/// OSDN's clamped d-scan: one tile::feedback_token_scan per warp, four (sequence, key head) pairs per CTA (the
+/// launch contract's clamped precond_scan geometry, launch_rules.h forwardGeometry), each warp on its own 32 shared key rows.
 FailureOr<std::string> emitTokenScan(func::FuncOp fn, HypergradTokenScanOp o, const std::string& symbol,
                                      const launch::FeatureSet& f) {
   std::ostringstream os;
@@ -290,7 +290,7 @@ FailureOr<std::string> emitTokenScan(func::FuncOp fn, HypergradTokenScanOp o, co
   os << "  const int64_t n = pair / H, h = pair - n * H;\n";
   os << "  const dev::Seq sq = dev::seq_of(a, n);\n";
   os << "  const int64_t s0 = dev::first_slot(a, n, sq.bos), ph = (n * H + h) * K;\n";
-  os << "  t::HypergradTokenIo io;\n";
+  os << "  t::FeedbackTokenIo io;\n";
   os << "  io.key = static_cast<const uint16_t*>(a." << o.getKey().str() << ") + (sq.bos * H + h) * K;\n";
   os << "  io.key_stride = H * K;\n";
   if (o.getGain()) {  // β is a value-head tensor: the key head's first value head
@@ -304,7 +304,7 @@ FailureOr<std::string> emitTokenScan(func::FuncOp fn, HypergradTokenScanOp o, co
   os << "  io.starts = reinterpret_cast<float*>(ws + W." << o.getStarts().str() << ") + (s0 * H + h) * K;\n";
   os << "  io.coef = reinterpret_cast<float*>(ws + W." << o.getCoef().str() << ") + (s0 * H + h) * C;\n";
   os << "  io.slot_stride = H;\n";
-  os << "  t::HypergradStep st;\n";
+  os << "  t::FeedbackStep st;\n";
   os << "  st.eta = " << cudaFloatLiteral(o.getEta().convertToDouble()) << ";\n";
   if (o.getL2Eps())
     os << "  st.l2norm = true;\n  st.eps = " << cudaFloatLiteral(o.getL2Eps()->convertToDouble()) << ";\n";
@@ -312,7 +312,7 @@ FailureOr<std::string> emitTokenScan(func::FuncOp fn, HypergradTokenScanOp o, co
     os << "  st.has_min = true;\n  st.lo = " << cudaFloatLiteral(o.getClampMin()->convertToDouble()) << ";\n";
   if (o.getClampMax())
     os << "  st.has_max = true;\n  st.hi = " << cudaFloatLiteral(o.getClampMax()->convertToDouble()) << ";\n";
-  os << "  t::hypergrad_token_scan<C, K, KP, Codec>(dev::smem_at<uint16_t>(dev::dyn_smem(), (int64_t)dev::warp() * 32 "
+  os << "  t::feedback_token_scan<C, K, KP, Codec>(dev::smem_at<uint16_t>(dev::dyn_smem(), (int64_t)dev::warp() * 32 "
         "* PQ * 2),\n";
   os << "      io, st, sq.len, a." << o.getStart().str() << " != nullptr ? a." << o.getStart().str()
      << " + ph : nullptr, " << cudaFloatLiteral(o.getAbsent().convertToDouble()) << ",\n";

@@ -1,6 +1,6 @@
 // The state-role tile emitter (TileEmitter.h emitTileStateKernel): a state_output tile function (one
 // tile.state_walk) -> CUDA calling runtime/device/dgps/tile (state_frag, state_rows_product, value_residual,
-// lower_readout, state_rank_update). The kernel keeps the device library role's ABI, launch geometry and
+// lower_readout, state_rank_update). The kernel keeps the launch contract's ABI, launch geometry and
 // shared-memory layout (launch_rules.h stateOutputSmem of the function's tile.launch_features): each chunk's
 // operands are staged by cp.async into stage c % STAGES, loaded one chunk ahead with two stages, and the
 // walk's per-chunk steps are printed in the walk's order. The operand sources are checked against the
@@ -15,6 +15,7 @@
 #include "dgps/Emit/Package.h"
 #include "dgps/Emit/TileEmitter.h"
 #include "dgps/device/launch_rules.h"
+#include "ScanReadoutFunctor.h"
 
 using namespace mlir;
 using namespace dgps::tile;
@@ -83,7 +84,8 @@ std::string rowMapOf(StateWalkOp w, bool query) {
 /// what its rebuild reads or rewrites (and the record, which it reads first), the consumers the rest.
 enum class Loader { consumers, producer };
 
-/// The loads of chunk c's stage `st` by one side (threads `ti` of `nt`), in the device library's order.
+/// The loads of chunk c's stage `st` by one side (threads `ti` of `nt`), in the order the deleted hand-written
+/// state_output kept (its PTX was matched load for load).
 void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::FeatureSet& f, Loader side, const char* ti,
                     const char* nt, const char* transSel = nullptr) {
   const bool rawK = (w.getReadKey() && *w.getReadKey() == "k") || w.getWriteKey() == "k";
@@ -172,14 +174,14 @@ void emitProducer(std::ostringstream& os, StateWalkOp w, const launch::FeatureSe
   os << "  if (Split::is_producer()) {\n";
   os << "    Split::producer_registers();\n";
   os << "    const int pt = Split::producer_thread();\n";
-  os << "    t::ScanParams sp;\n";
-  if (w.getScanBase()) os << "    sp.base = " << cudaFloatLiteral(w.getScanBase()->convertToDouble()) << ";\n";
-  if (w.getScanEps()) os << "    sp.eps = " << cudaFloatLiteral(w.getScanEps()->convertToDouble()) << ";\n";
-  if (w.getScanCenter()) os << "    sp.center = a.precond_center != nullptr ? a.precond_center[h] : 0.f;\n";
-  if (w.getScanMin())
-    os << "    sp.has_min = true;\n    sp.min = " << cudaFloatLiteral(w.getScanMin()->convertToDouble()) << ";\n";
-  if (w.getScanMax())
-    os << "    sp.has_max = true;\n    sp.max = " << cudaFloatLiteral(w.getScanMax()->convertToDouble()) << ";\n";
+  ScanReadoutSpec ro;
+  ro.kind = r;
+  if (w.getScanBase()) ro.base = w.getScanBase()->convertToDouble();
+  if (w.getScanEps()) ro.eps = w.getScanEps()->convertToDouble();
+  if (w.getScanCenter()) ro.center = "a.precond_center != nullptr ? a.precond_center[h] : 0.f";
+  if (w.getScanMin()) ro.min = w.getScanMin()->convertToDouble();
+  if (w.getScanMax()) ro.max = w.getScanMax()->convertToDouble();
+  printScanReadout(os, "    ", ro, "ro");
   os << "    auto produce = [&](int64_t c) {\n";
   std::ostringstream loads;
   emitStageLoads(loads, w, f, Loader::producer, "pt", "Split::NTP");
@@ -196,10 +198,10 @@ void emitProducer(std::ostringstream& os, StateWalkOp w, const launch::FeatureSe
   // or the raw key's rows into the write-key tile
   const bool fromX = !query && w.getWriteKey() == "k";
   const char* tcodec = (query && w.getQuery() == "q") ? "Codec" : "dev::Act<false>";
-  os << "      t::channel_scan_rescale<C, K, KP, t::Readout::" << stringifyScanReadout(r).str() << ", Codec, " << tcodec
+  os << "      t::channel_scan_rescale<C, K, KP, Codec, " << tcodec
      << ", " << (fromX ? "true" : "false") << ">(dev::smem_at<uint16_t>(st, " << (query ? "L.q" : "L.kw")
      << "), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, "
-        "dev::smem_at<uint16_t>(st, L.kraw), Lr, sp, pt, Split::NTP);\n";
+        "dev::smem_at<uint16_t>(st, L.kraw), Lr, ro, pt, Split::NTP);\n";
   os << "    };\n";
   os << "    Split::producer_loop<STAGES>(" << first << ", nch, produce);\n";
   os << "    return;\n  }\n";
@@ -217,9 +219,9 @@ void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end) {
   const bool rawQ = w.getQuery() == "q" && !(split && *w.getRescale() == WalkOperand::query);
   const bool rawK = (w.getReadKey() && *w.getReadKey() == "k") || w.getWriteKey() == "k";
   os << "    unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;\n";
-  // the chunk's first token, taken at the top of the step as the device library's state_output does: summed at
-  // the store instead, it was the one place where kda's PTX differed from the library's (the SASS then differed
-  // in its uniform-datapath code)
+  // the chunk's first token, taken at the top of the step: summed at the store instead, it was the one place
+  // where kda's PTX differed from the deleted hand-written state_output's (the SASS then differed in its
+  // uniform-datapath code)
   if (out) os << "    const int64_t t0 = sq.bos + c * C;\n";
   os << "    const int Lr = (int)dev::lmin(C, sq.len - c * C);\n";
   os << "    if (STAGES == 2) {\n      if (c + 1 < " << end << ") stage(c + 1);\n      dev::cp_async_commit();\n"
@@ -471,7 +473,7 @@ FailureOr<std::string> emitTileStateKernel(func::FuncOp fn, const std::string& s
   const std::string& fs = features->second;
   if (failed(checkLayout(walk, features->first, false)) || failed(checkWalkKind(walk, false))) return failure();
   std::ostringstream os;
-  // one CTA per SM at this thread count fixes ptxas's register budget, as the device library's wrapper does
+  // one CTA per SM at this thread count fixes ptxas's register budget, as the launch contract assumes
   os << "extern \"C\" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(" << fs
      << ", dgps::cfg::BV), 1) " << symbol << "(dgps::ForwardArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str()

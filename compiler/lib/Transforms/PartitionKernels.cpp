@@ -107,7 +107,7 @@ struct PartitionKernelsPass : dgps::impl::PartitionKernelsBase<PartitionKernelsP
       remark << "; workspace written+read:";
       for (const dgps::BufferTraffic& b : cost.buffers)
         remark << " " << b.name << " " << formatBytes(b.written + b.read) << " B";
-      for (const std::string& e : cost.extraBuffers) remark << "; outside the library's workspace: " << e;
+      for (const std::string& e : cost.extraBuffers) remark << "; outside the launch contract's workspace: " << e;
       remark << ")";
     }
   }

@@ -76,7 +76,7 @@ double flopsPerTokenHead(Operation* op, const CostPoint& at) {
       .Case([&](HypergradScanOp) { return 7 * K * perKeyHead; })
       .Case([&](HypergradPassOp) { return 7 * K * perKeyHead; })
       .Case([&](HypergradApplyOp) { return 4 * K * perKeyHead; })
-      // Chunked d-scan (ChunkPrecondScanOps.td) as the device roles run it (fwd_precond_hypergrad.cuh): the
+      // Chunked d-scan (ChunkPrecondScanOps.td) as the device roles run it (tile/feedback_scan_{summary,pass}.cuh): the
       // lower half of the Gram matrix of u C²K and the blocked inverse about C³/3 per chunk, u, κ and the
       // triangular block; the pass 4K + 2C per token ((k²)·d, the triangular product, the update).
       .Case([&](HypergradChunkSummaryOp) { return (2 * C * K + C * C / 3 + 2 * C + 4 * K) * perKeyHead; })
@@ -137,13 +137,13 @@ CostPoint costPointOf(func::FuncOp fn) {
 }
 
 /// Whether a global buffer of the plan is one of the launch contract's workspace buffers (DeviceTraffic
-/// counts those); any other (e.g. the unfused per-token accumulator) has no place in the library.
+/// counts those); any other (e.g. the unfused per-token accumulator) has no place in it.
 static bool isLibraryBuffer(Value v) {
   if (auto k = v.getDefiningOp<KernelOp>())  // a buffer: look at the value its kernel yields
     v = cast<YieldOp>(k.getBody().front().getTerminator()).getValues()[cast<OpResult>(v).getResultNumber()];
   Operation* def = v.getDefiningOp();
   // hypergrad_chunk_pass writes what hypergrad_pass writes (pst, pcoef); the chunked summary's R, a, Y and
-  // log retention are held by the library as its per-chunk triangular block and vectors (hgtri, hgvec).
+  // log retention are held by the workspace as its per-chunk triangular block and vectors (hgtri, hgvec).
   return def && (isa<SolveTrilOp, QKAttnOp, AccumSummaryOp, AccumPassOp, HypergradPassOp, AccumSegmentPassOp,
                         HypergradSegmentPassOp, HypergradChunkSummaryOp, HypergradChunkPassOp>(def) ||
                  isPreconditionerApply(def));

@@ -2,7 +2,7 @@
 // --dgps-lower-decode-to-tile) as a CUDA __global__ kernel whose body calls the typed tile library
 // (runtime/device/dgps/tile/*.cuh). One C++ statement per tile op; SSA values become `const` locals.
 //
-// The kernel keeps the hand-written role's ABI: symbol, argument struct (runtime/device/dgps/device/abi.h)
+// The kernel keeps the role's ABI (the one the deleted hand-written roles had): symbol, argument struct (runtime/device/dgps/device/abi.h)
 // and launch geometry (launch_rules.h decodeGeometry: 128 threads, grid from tile.grid, shared memory
 // decodeSmemBytes(K) = four [KP] f32 vectors + (4 warps x 2 x 32) reduction floats + 32 scalars).
 #pragma once

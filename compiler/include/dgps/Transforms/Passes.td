@@ -87,7 +87,7 @@ def FusePreconditioner : Pass<"chunk-fuse-preconditioner", "::mlir::func::FuncOp
 def PartitionKernels : Pass<"chunk-partition-kernels", "::mlir::ModuleOp"> {
   let summary = "Group chunk ops into the kernels of the plan and estimate its cost";
   let description = [{
-    Assigns every stage to a kernel role of the device library (launch order):
+    Assigns every stage to a kernel role of the launch contract (launch_rules.h; launch order):
     precond_summary (ema_sq_squash chunk summaries), precond_scan (chunk-start preconditioner
     states), chunk_local (KKT, solve_tril, masked Q·K̃ᵀ; parallel over chunks) and state_output
     (W and U formed on the fly, the sequential state pass, the output). Cheap prologue ops (load,
@@ -168,9 +168,9 @@ def ParallelPrecondScan : Pass<"chunk-parallel-precond-scan", "::mlir::func::Fun
     (ChunkPrecondScanOps.td, docs/math.md §5.2). Both produce hypergrad_pass's results, so
     hypergrad_apply and everything after it are unchanged. A clamped step is not affine in d: the
     pass keeps hypergrad_pass and says so in a remark. --chunk-partition-kernels places the summary
-    in precond_summary and the pass in precond_scan, the device library's roles for an unclamped
-    hypergrad_ogd spec (launch_rules.h hypergradChunked; runtime/device/dgps/device/
-    fwd_precond_hypergrad.cuh). Part of the default pipeline (buildPipeline, dgpsc compile and plan).
+    in precond_summary and the pass in precond_scan, the launch contract's roles for an unclamped
+    hypergrad_ogd spec (launch_rules.h hypergradChunked; the kernels call the feedback scan's headers
+    runtime/device/dgps/tile/feedback_scan_{summary,pass}.cuh). Part of the default pipeline (buildPipeline, dgpsc compile and plan).
 
     Before:
     ```mlir
@@ -324,7 +324,7 @@ def LowerChunkLocalToTile : Pass<"dgps-lower-chunk-local-to-tile", "::mlir::Modu
     `chunk.kernel "chunk_local"` adds `func.func @<name>_chunk_local` (the forward function's name
     without `_forward`) with `tile.role = "chunk_local"`, `tile.grid = "chunk"` (one CTA per chunk slot
     and value head) and `tile.launch_features` (the launch_rules.h FeatureSet whose workspace and
-    shared-memory layout the kernel shares with the device library's other roles). Each chunk op
+    shared-memory layout the kernel shares with the package's other roles). Each chunk op
     becomes tile maths: loads are `tile.chunk_rows`, the l2norms one `tile.row_rsqrt_norm` (the rows
     stay unnormalised; the factors scale products and the token record), `chunk.gate_cumsum` a
     `tile.cumsum` in log2 units, `chunk.kkt` and `chunk.qk_attn` the parts of one

@@ -4,7 +4,7 @@
 // launch_rules.h's workspaceLayout (tb, aqk, tok, pst, psum, pgam, pcoef, opq, opk, opw, pdec) at a
 // representative shape (representativeShape), each written once and read by its consumer kernel as
 // often as that kernel's grid loads it, plus the inputs each kernel loads and the outputs it stores.
-// A global buffer of the IR that the library's workspace has no place for (e.g. the unfused per-token
+// A global buffer of the IR that the launch contract's workspace (launch_rules.h) has no place for (e.g. the unfused per-token
 // accumulator) is added from its IR type, written once and read once per reading kernel.
 //
 // Conventions: bf16/f16 = 2 bytes, f32 = 4; a [.., T, ..] tensor counts per token, a [.., NT, ..]
@@ -53,7 +53,7 @@ struct PlanCost {
   CostPoint at;
   std::vector<KernelCost> kernels;
   std::vector<BufferTraffic> buffers;  ///< the launch contract's workspace buffers
-  std::vector<std::string> extraBuffers;  ///< IR global buffers outside the library's workspace
+  std::vector<std::string> extraBuffers;  ///< IR global buffers outside the launch contract's workspace
   double bytes() const;
   double flops() const;
 };
@@ -102,7 +102,7 @@ CostPoint costPointOf(mlir::func::FuncOp fn);
 PlanCost estimatePlan(mlir::func::FuncOp fn, const CostPoint& at);
 
 /// The estimate of a partitioned backward (--chunk-partition-backward; BackwardCost.cpp). No device
-/// library exists for it yet, so bytes are counted from the IR: per kernel, each value read from device
+/// kernels exist for it yet, so bytes are counted from the IR: per kernel, each value read from device
 /// memory (input, cotangent, kept forward value, earlier kernel's buffer) once, each buffer written and
 /// each gradient stored once (no repeat reads per value tile). FLOPs as for the forward.
 struct BackwardCost {

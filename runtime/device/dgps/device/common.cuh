@@ -190,8 +190,8 @@ DGPS_DEV void f16_to_bf16_lin(uint16_t* s, int n, int t = tid(), int nt = nthrea
 }
 
 // ---- preconditioner formulas -------------------------------------------------------------------------------
-// One definition each: the printed decode reads out through them, and so does the in-chunk scan
-// (tile/channel_scan.cuh, tile/hypergrad_token_scan.cuh) that every forward kernel runs.
+// One definition each: the printed decode reads out through them, and so do the read-out functors the emitter
+// prints for the in-chunk channel scan (tile/channel_scan.cuh) that every forward kernel runs.
 /// The soft-power read-out of an accumulator A: base^(−s), s = r/(1+|r|), r = ln(A + eps) − center, with
 /// neg_log2_base = −log2(base) (ema_sq_squash, docs/math.md §3.3).
 DGPS_DEV float soft_power(float A, float eps, float center, float neg_log2_base) {

@@ -32,8 +32,8 @@ struct FeatureSet {
   int source = 0;   ///< 0 ema_sq_squash, 1 hypergrad_ogd
   int solve = 1;    ///< 0 linear (Hebbian), 1 delta
   int clamp = 0;    ///< hypergrad_ogd: 1 when the d update is clamped (clamp_min or clamp_max set)
-  /// A key-side preconditioner's write key P⊙k̂ in the state walks (a tile-IR decision, docs/math.md §4.3; the
-  /// device library's roles always take 0): 0 every walk rebuilds it from pst (a producer warpgroup);
+  /// A key-side preconditioner's write key P⊙k̂ in the state walks (a tile-IR decision, docs/math.md §4.3;
+  /// dgpsc's --write-key and the manifest's features.write_key name it): 0 every walk rebuilds it from pst (a producer warpgroup);
   /// 1 chunk_local stores it (pwk, or inside opw with per-channel decay) and every walk loads it;
   /// 2 chunk_local stores it, the segment walks load it and state_output rebuilds it (scalar decay only).
   int write_key = 0;
@@ -379,7 +379,7 @@ DGPS_HD constexpr StateOutputSmem stateOutputSmem(const FeatureSet& f, int K, in
   return m;
 }
 
-/// precond_summary of the chunked hypergrad_ogd scan (fwd_precond_hypergrad.cuh), f32 unless noted:
+/// precond_summary of the chunked hypergrad_ogd scan (tile/feedback_scan_summary.cuh), f32 unless noted:
 ///   uT   [KP][C+4]   u = k̂² transposed (the Gram matrix's 4x4 register tiles read float4 columns)
 ///   key  bf16 [C][KP+8]  the raw key tile (cp.async), aliased by gt: dead once uT is built
 ///   gt   [C][C+4]    𝒢 (strictly lower), inverted in place into 𝒯 = (I + 𝒢)^{-1} (tri_inverse.cuh)

@@ -1,10 +1,15 @@
 // A per-channel linear scan down the rows of one chunk, read out as a multiplier of a row tile (one thread
 // per channel, fp32, sequential over rows):
-//   s_i = a_i·s_{i−1} + b_i·x_id²,  from the start vector s0 [KP]
-//   soft_power:   P_id = base^(−r/(1+|r|)), r = ln(s_i + eps) − center   (s_i ≥ 0; the inclusive state)
-//   clamped_pre:  P_id = s_{i−1};  clamped_post: P_id = s_i;  s clamped to [min, max] after each step
-// Pad rows (i ≥ Lr) and channels (d ≥ K) keep the state and get P = 1. apply(i, d, P, x_id) receives every
-// row i < C and channel d < KP. Rows are read B ahead so the read-outs of a batch overlap.
+//   s_i = ro.step(a_i·s_{i−1} + b_i·x_id²),  from the start vector s0 [KP]
+//   P_id = ro(s_{i−1}, s_i)
+// The read-out `ro` is a functor the compiler prints into the package (compiler/lib/Emit/ScanReadoutFunctor.cpp):
+//   float step(float s) const                        the state kept after a step (a projection, or s itself)
+//   float operator()(float prev, float next) const   row i's multiplier from the state before and after its step
+//   enum : bool { kDeferred }                        whether to read out after the batch (below) or in the step
+// This header knows nothing else about it. Pad rows (i ≥ Lr) and channels (d ≥ K) keep the state and get P = 1.
+// apply(i, d, P, x_id) receives every row i < C and channel d < KP. Rows are read B ahead. A deferred read-out
+// (a costly one, e.g. a log and an exp) runs after the batch's B sequential steps, so the B read-outs overlap;
+// an on-chain one (a choice of state) runs in the step, so only the multiplier stays live to the apply.
 // The rows may lie row-major with a pitch (chunk roles) or in the core-matrix layout of the state roles' operand
 // tiles (dev::core_off); the threads may be the whole CTA or one warpgroup of it (the state walk's producer).
 #pragma once
@@ -13,8 +18,6 @@
 
 namespace dgps {
 namespace tile {
-
-enum class Readout { soft_power = 0, clamped_pre = 1, clamped_post = 2 };
 
 /// Row-major rows, `pitch` elements apart.
 struct PitchRows {
@@ -27,21 +30,16 @@ struct CoreRows {
   DGPS_DEV int operator()(int i, int d) const { return dev::core_off<R>(i, d); }
 };
 
-struct ScanParams {
-  float base = 0.f, eps = 0.f, center = 0.f;  ///< soft_power
-  bool has_min = false, has_max = false;      ///< clamped_*
-  float min = 0.f, max = 0.f;
-};
-
 /// The scan over rows x laid out by `at` (PitchRows or CoreRows), channels t, t + nt, ... of thread t of nt.
-template <int C, int K, int KP, Readout R, class Codec, int B = 8, class Layout, class Apply>
+template <int C, int K, int KP, class Codec, int B = 8, class Layout, class Readout, class Apply>
 DGPS_DEV void channel_scan_in(const float* s0, RowVec a, RowVec b, const uint16_t* x, Layout at, int Lr,
-                              const ScanParams& p, Apply apply, int t, int nt) {
-  const float nl2x = -dev::lg2(p.base);
+                              const Readout& ro, Apply apply, int t, int nt) {
   for (int d = t; d < KP; d += nt) {
     float st = d < K ? s0[d] : 0.f;
     for (int i0 = 0; i0 < C; i0 += B) {
-      float kv[B], val[B];
+      // a deferred read-out keeps the states before and after each step (val, nxt) and reads out after the
+      // batch; an on-chain one reads out in the step and keeps only the multiplier (val)
+      float kv[B], val[B], nxt[B];
 #pragma unroll
       for (int u = 0; u < B; ++u) kv[u] = Codec::load(x[at(i0 + u, d)]);
 #pragma unroll
@@ -49,22 +47,22 @@ DGPS_DEV void channel_scan_in(const float* s0, RowVec a, RowVec b, const uint16_
         // selects, not branches, so the batch stays one straight-line block
         const int i = i0 + u;
         const bool ok = i < Lr && d < K;
-        const float pre = a[i] * st + b[i] * kv[u] * kv[u];
-        if (R == Readout::soft_power) {
-          st = ok ? pre : st;
-          val[u] = ok ? st : -1.f;  // -1: no read-out (pad row / channel)
+        const float next = ro.step(a[i] * st + b[i] * kv[u] * kv[u]);
+        if constexpr (Readout::kDeferred) {
+          val[u] = st;
+          nxt[u] = next;
         } else {
-          const float dn = dev::clamp_bounds(pre, p.has_min, p.min, p.has_max, p.max);
-          val[u] = ok ? (R == Readout::clamped_pre ? st : dn) : 1.f;
-          st = ok ? dn : st;
+          val[u] = ok ? ro(st, next) : 1.f;
         }
+        st = ok ? next : st;
       }
 #pragma unroll
       for (int u = 0; u < B; ++u) {
         float P = val[u];
-        if (R == Readout::soft_power) {
-          const float m = dev::soft_power(dev::fmax_(P, 0.f), p.eps, p.center, nl2x);
-          P = P >= 0.f ? m : 1.f;
+        if constexpr (Readout::kDeferred) {
+          const bool ok = i0 + u < Lr && d < K;
+          const float r = ro(val[u], nxt[u]);  // for pad rows too: a select, not a branch around it
+          P = ok ? r : 1.f;
         }
         apply(i0 + u, d, P, kv[u]);
       }
@@ -73,17 +71,17 @@ DGPS_DEV void channel_scan_in(const float* s0, RowVec a, RowVec b, const uint16_
 }
 
 /// The scan over row-major rows (pitch `pitch`) by every thread of the CTA.
-template <int C, int K, int KP, Readout R, class Codec, int B = 8, class Apply>
+template <int C, int K, int KP, class Codec, int B = 8, class Readout, class Apply>
 DGPS_DEV void channel_scan(const float* s0, RowVec a, RowVec b, const uint16_t* x, int pitch, int Lr,
-                           const ScanParams& p, Apply apply) {
-  channel_scan_in<C, K, KP, R, Codec, B>(s0, a, b, x, PitchRows{pitch}, Lr, p, apply, dev::tid(), dev::nthreads());
+                           const Readout& ro, Apply apply) {
+  channel_scan_in<C, K, KP, Codec, B>(s0, a, b, x, PitchRows{pitch}, Lr, ro, apply, dev::tid(), dev::nthreads());
 }
 
 /// y = bf16(P ⊙ target) through channel_scan: target is x itself (y another tile) or a tile rewritten in place.
-template <int C, int K, int KP, Readout R, class Codec>
+template <int C, int K, int KP, class Codec, class Readout>
 DGPS_DEV void channel_scan_apply(uint16_t* y, const float* s0, RowVec a, RowVec b, const uint16_t* x,
-                                 uint16_t* target, int pitch, int Lr, const ScanParams& p) {
-  channel_scan<C, K, KP, R, Codec>(s0, a, b, x, pitch, Lr, p, [&](int i, int d, float P, float xv) {
+                                 uint16_t* target, int pitch, int Lr, const Readout& ro) {
+  channel_scan<C, K, KP, Codec>(s0, a, b, x, pitch, Lr, ro, [&](int i, int d, float P, float xv) {
     if (target == x)
       y[i * pitch + d] = dev::f32_to_bf16(P * xv);
     else
@@ -94,11 +92,11 @@ DGPS_DEV void channel_scan_apply(uint16_t* y, const float* s0, RowVec a, RowVec 
 /// The state roles' rebuild of one core-layout operand tile by threads t of nt: target = bf16(P ⊙ T), with T the
 /// rows x themselves (kFromX: target is another tile) or the target's own values read through TCodec (in place).
 /// x is read through XCodec (the raw input rows).
-template <int C, int K, int KP, Readout R, class XCodec, class TCodec, bool kFromX>
+template <int C, int K, int KP, class XCodec, class TCodec, bool kFromX, class Readout>
 DGPS_DEV void channel_scan_rescale(uint16_t* target, const float* s0, RowVec a, RowVec b, const uint16_t* x, int Lr,
-                                   const ScanParams& p, int t, int nt) {
-  channel_scan_in<C, K, KP, R, XCodec, 8>(
-      s0, a, b, x, CoreRows<C>{}, Lr, p,
+                                   const Readout& ro, int t, int nt) {
+  channel_scan_in<C, K, KP, XCodec, 8>(
+      s0, a, b, x, CoreRows<C>{}, Lr, ro,
       [&](int i, int d, float P, float xv) {
         const int o = dev::core_off<C>(i, d);
         target[o] = dev::f32_to_bf16(P * (kFromX ? xv : TCodec::load(target[o])));

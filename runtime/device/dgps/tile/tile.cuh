@@ -21,10 +21,11 @@
 // chunk summaries of a per-channel scan and the scan over chunks (precond roles)
 #include "dgps/tile/channel_scan_total.cuh"
 #include "dgps/tile/chunk_affine_scan.cuh"
-// OSDN's hypergradient d-scan: chunked (a chunk's summary, the pass over chunks) or token by token (precond roles)
-#include "dgps/tile/hypergrad_pass.cuh"
-#include "dgps/tile/hypergrad_summary.cuh"
-#include "dgps/tile/hypergrad_token_scan.cuh"
+// the feedback scan (a diagonal recurrence whose step coefficient reads the state): chunked (a chunk's summary,
+// the pass over chunks) or token by token
+#include "dgps/tile/feedback_scan_pass.cuh"
+#include "dgps/tile/feedback_scan_summary.cuh"
+#include "dgps/tile/feedback_token_scan.cuh"
 // state roles (a register state walked over the chunks)
 #include "dgps/tile/lower_readout.cuh"
 #include "dgps/tile/state_frag.cuh"

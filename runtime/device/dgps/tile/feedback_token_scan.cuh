@@ -1,13 +1,15 @@
-// OSDN's hypergradient d-scan token by token (docs/math.md §5.2), the form a clamped scan needs (a clamp is a
-// projection, not affine in d, so it has no chunk summary). One warp per (sequence, key head), sequential over
-// the sequence's tokens t, lane l holding channels l + 32 j of d:
-//   u = (rk_t x_t)²,  κ = η β_t / ‖k̂_t‖² (0 for a zero key),  coef_t = κ (1 − β_t ⟨d, u⟩)
-//   d ← clamp(ρ_t d + coef_t u, [lo, hi])       ρ_t = e^{retention_t} (1 without), rk_t = (Σ x² + eps)^{-1/2}
+// A feedback scan token by token: the diagonal recurrence whose step coefficient reads the state through one
+// inner product, optionally projected onto bounds after each step. One warp per (sequence, head), sequential
+// over the sequence's tokens t, lane l holding channels l + 32 j of the [K] state d:
+//   u = (rk_t x_t)²,  κ = η β_t / ‖rk_t x_t‖² (0 for a zero row),  coef_t = κ (1 − β_t ⟨d, u⟩)
+//   d ← proj(ρ_t d + coef_t u, [lo, hi])       ρ_t = e^{logret_t} (1 without), rk_t = (Σ x_t² + eps)^{-1/2}
 // writing d at every chunk start into starts[c] and coef_t into coef[c][i] (0 on the last chunk's pad rows), so
-// chunk_local and state_output rebuild d inside a chunk elementwise. d starts from s0 (`absent` in every
-// channel when s0 is null); fin receives d after the last token.
+// the kernels after it rebuild d inside a chunk elementwise (d_{t+1} = ρ_t d_t + coef_t u_t). d starts from s0
+// (`absent` in every channel when s0 is null); fin receives d after the last token. This is the form a
+// projection needs: a projection is not affine in d, so the chunked form (feedback_scan_summary.cuh,
+// feedback_scan_pass.cuh) does not apply. docs/math.md §5.2 has the maths.
 //
-// Tokens go in blocks of 32: the block's raw key rows to the warp's [32][bf16Pitch(KP)] shared rows (coalesced
+// Tokens go in blocks of 32: the block's raw rows to the warp's [32][bf16Pitch(KP)] shared rows (coalesced
 // 16-byte loads), then lane u computes token u's norm, β, ρ and κ off the sequential chain.
 #pragma once
 
@@ -17,7 +19,7 @@ namespace dgps {
 namespace tile {
 
 /// The scan's per-spec constants: η, the key's l2 norm, the clamp bounds (each optional).
-struct HypergradStep {
+struct FeedbackStep {
   float eta = 1.f;
   bool l2norm = false;
   float eps = 0.f;
@@ -29,7 +31,7 @@ struct HypergradStep {
 /// Where the scan reads and writes, at the sequence's first token / first chunk slot and the warp's key head:
 /// key rows (row stride key_stride elements), β and the retention log-gate (null when absent; strides per
 /// token), the chunk-start states starts[c][K] and the coefficients coef[c][C] (slot_stride entries per chunk).
-struct HypergradTokenIo {
+struct FeedbackTokenIo {
   const uint16_t* key = nullptr;
   int64_t key_stride = 0;
   const float* beta = nullptr;
@@ -44,7 +46,7 @@ struct HypergradTokenIo {
 /// The scan of one (sequence, key head) by the calling warp over its `len` tokens; sKb is the warp's 32 shared
 /// key rows. Uses no CTA barrier (warps of one CTA scan different pairs).
 template <int C, int K, int KP, class Codec>
-DGPS_DEV void hypergrad_token_scan(uint16_t* sKb, const HypergradTokenIo& io, const HypergradStep& st, int64_t len,
+DGPS_DEV void feedback_token_scan(uint16_t* sKb, const FeedbackTokenIo& io, const FeedbackStep& st, int64_t len,
                                    const float* s0, float absent, float* fin) {
   constexpr int PQ = launch::bf16Pitch(KP);
   constexpr int J = (K + 31) / 32;  // channels per lane: d = lane + 32 j

@@ -1,13 +1,15 @@
-// The pass over chunks of OSDN's chunked hypergradient d-scan (docs/math.md §5.2 "Chunked form"): for one
-// sequence and key head, sequential over its chunks (the critical path), from the chunk summaries that
-// hypergrad_summary.cuh wrote (tri, vec) and the raw key x:
+// The pass over chunks of a chunked feedback scan (the recurrence d ← ρ_t d + c_t u_t with the step coefficient
+// c_t = κ_t (1 − β_t ⟨d, u_t⟩) reading the state; feedback_scan_summary.cuh, docs/math.md §5.2 "Chunked form"):
+// for one sequence and head, sequential over its chunks (the critical path), from the chunk summaries that
+// feedback_scan_summary.cuh wrote (tri, vec) and the raw rows x:
 //   starts[c] = d;   w_m = Σ_x x_mx² d_x;   coef_j = a_j − Σ_{m<=j} tri_jm w_m (0 on pad rows);
 //   d ← L_C d + Σ_j y_j coef_j x_j²
 // from d = s0 (the value `absent` in every channel when s0 is null); fin receives d after the last chunk.
-// coef is the token scan's step coefficient κ_t (1 − β_t ⟨d_t, u_t⟩), so the chunk roles after it are unchanged.
+// coef is the token-by-token scan's step coefficient c_t (feedback_token_scan.cuh), so the kernels that rebuild
+// d inside a chunk from (starts, coef) do not depend on which form ran.
 //
 // Launch: kHypergradPassThreads threads (other block sizes return at once), shared memory launch_rules.h
-// hypergradPassSmem(K, C) at `sm`: two cp.async stages of {key [C][bf16Pitch(KP)], tri, vec}, so the next
+// hypergradPassSmem(K, C) at `sm`: two cp.async stages of {rows [C][bf16Pitch(KP)], tri, vec}, so the next
 // chunk's operands (which do not depend on d) load under the current chunk's products.
 #pragma once
 
@@ -19,7 +21,7 @@ namespace tile {
 /// Where the pass reads and writes, each at the sequence's first chunk and the CTA's key head: the key rows
 /// (row stride `key_stride` elements), the summaries (`slot_stride` (chunk slot, key head) entries per chunk),
 /// the chunk-start states starts[c][K] and the coefficients coef[c][C] (same chunk stride).
-struct HypergradPassIo {
+struct FeedbackPassIo {
   const uint16_t* key = nullptr;
   int64_t key_stride = 0;
   const float* tri = nullptr;
@@ -31,8 +33,8 @@ struct HypergradPassIo {
 
 /// Starts the cp.async loads of chunk ci's key rows (Lr of them), tri and vec into `stage`.
 template <int C, int KP>
-DGPS_DEV void hypergrad_pass_issue(unsigned char* stage, const launch::HypergradPassSmem& SM,
-                                   const HypergradPassIo& io, int64_t ci, int Lr, int K) {
+DGPS_DEV void feedback_pass_issue(unsigned char* stage, const launch::HypergradPassSmem& SM,
+                                   const FeedbackPassIo& io, int64_t ci, int Lr, int K) {
   constexpr int PQ = launch::bf16Pitch(KP), VF = launch::hypergradVecFloats(C), TF = launch::hypergradTriFloats(C);
   dev::load_tile16<C, KP>(dev::smem_at<uint16_t>(stage, SM.key), PQ, io.key + ci * C * io.key_stride,
                           io.key_stride, Lr, K);
@@ -43,7 +45,7 @@ DGPS_DEV void hypergrad_pass_issue(unsigned char* stage, const launch::Hypergrad
 
 /// The pass over the `len` tokens of one sequence (file comment).
 template <int C, int K, int KP, class Codec>
-DGPS_DEV void hypergrad_chunk_pass(unsigned char* sm, const HypergradPassIo& io, int64_t len, const float* s0,
+DGPS_DEV void feedback_chunk_pass(unsigned char* sm, const FeedbackPassIo& io, int64_t len, const float* s0,
                                    float absent, float* fin) {
   constexpr int PQ = launch::bf16Pitch(KP);
   constexpr launch::HypergradPassSmem SM = launch::hypergradPassSmem(K, C);
@@ -62,10 +64,10 @@ DGPS_DEV void hypergrad_chunk_pass(unsigned char* sm, const HypergradPassIo& io,
   auto rows = [&](int64_t ci) { return (int)dev::lmin(C, len - ci * C); };
 
   for (int x = t; x < K; x += nt) d[x] = s0 != nullptr ? s0[x] : absent;
-  if (nch > 0) hypergrad_pass_issue<C, KP>(sm, SM, io, 0, rows(0), K);
+  if (nch > 0) feedback_pass_issue<C, KP>(sm, SM, io, 0, rows(0), K);
   for (int64_t ci = 0; ci < nch; ++ci) {
     if (ci + 1 < nch) {  // the next chunk's operands do not depend on d: load them under this chunk's work
-      hypergrad_pass_issue<C, KP>(sm + ((ci + 1) & 1) * SM.stage_bytes, SM, io, ci + 1, rows(ci + 1), K);
+      feedback_pass_issue<C, KP>(sm + ((ci + 1) & 1) * SM.stage_bytes, SM, io, ci + 1, rows(ci + 1), K);
       dev::cp_async_wait<1>();
     } else {
       dev::cp_async_wait<0>();

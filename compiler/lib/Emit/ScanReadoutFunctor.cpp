@@ -1,0 +1,86 @@
+// The channel scan's read-out functor (ScanReadoutFunctor.h).
+#include "ScanReadoutFunctor.h"
+
+#include <vector>
+
+#include "dgps/Emit/Package.h"
+
+namespace dgps {
+namespace {
+
+/// One member of the functor: its name and the CUDA expression it is initialised from.
+struct Member {
+  std::string name, init;
+};
+
+/// The functor's parts for one read-out: a comment line, its members, the bodies of step and operator(), and
+/// whether the scan defers the read-out past the batch's steps (channel_scan.cuh kDeferred).
+struct Parts {
+  std::string comment;
+  std::vector<Member> members;
+  std::string step, read;
+  bool deferred = false;
+};
+
+Parts softPower(const ScanReadoutSpec& r) {
+  Parts p;
+  p.comment = "P = base^(−u/(1+|u|)), u = ln(s_i + eps) − center: a soft power of the state after row i's step";
+  // −log2(base) once, as the scan did before the read-out became a functor (ex2 of a product per row)
+  p.members = {{"neg_log2_base", "-dgps::dev::lg2(" + cudaFloatLiteral(r.base.value_or(0.0)) + ")"},
+               {"eps", cudaFloatLiteral(r.eps.value_or(0.0))},
+               {"center", r.center.empty() ? "0.f" : r.center}};
+  p.step = "return s;";
+  // the state of a scan of squares is >= 0; the clamp at 0 keeps ln finite should a coefficient be negative
+  p.read = "return dgps::dev::soft_power(dgps::dev::fmax_(next, 0.f), eps, center, neg_log2_base);";
+  // a log, a reciprocal and an exp2 per row: after the batch's steps, so the rows' read-outs overlap
+  p.deferred = true;
+  return p;
+}
+
+Parts clamped(const ScanReadoutSpec& r, bool post) {
+  Parts p;
+  std::string bounds = r.min && r.max ? "[min, max]" : r.min ? "[min, ∞)" : r.max ? "(−∞, max]" : "";
+  p.comment = std::string("P = the state ") + (post ? "after" : "before") + " row i's step" +
+              (bounds.empty() ? " (no projection)" : "; the state is projected onto " + bounds + " after each step");
+  std::string s = "s";
+  if (r.min) {
+    p.members.push_back({"min", cudaFloatLiteral(*r.min)});
+    s = "dgps::dev::fmax_(" + s + ", min)";
+  }
+  if (r.max) {
+    p.members.push_back({"max", cudaFloatLiteral(*r.max)});
+    s = "dgps::dev::fmin_(" + s + ", max)";
+  }
+  p.step = "return " + s + ";";
+  p.read = post ? "return next;" : "return prev;";
+  // a choice of state: read out in the step, so only the multiplier stays live (not both states)
+  p.deferred = false;
+  return p;
+}
+
+}  // namespace
+
+void printScanReadout(std::ostream& os, const std::string& indent, const ScanReadoutSpec& r, const std::string& var) {
+  const Parts p = r.kind == tile::ScanReadout::soft_power ? softPower(r)
+                                                           : clamped(r, r.kind == tile::ScanReadout::clamped_post);
+  os << indent << "// the scan's read-out (" << tile::stringifyScanReadout(r.kind).str() << "): " << p.comment
+     << "\n";
+  os << indent << "struct ScanReadout {\n";
+  os << indent << "  enum : bool { kDeferred = " << (p.deferred ? "true" : "false") << " };\n";
+  if (!p.members.empty()) {
+    os << indent << "  float ";
+    for (size_t i = 0; i < p.members.size(); ++i) os << (i ? ", " : "") << p.members[i].name;
+    os << ";\n";
+  }
+  os << indent << "  DGPS_DEV float step(float s) const { " << p.step << " }\n";
+  // the argument the read-out does not use stays unnamed (no unused-parameter warning in either compiler)
+  const bool usesPrev = p.read.find("prev") != std::string::npos;
+  os << indent << "  DGPS_DEV float operator()(float" << (usesPrev ? " prev" : "") << ", float"
+     << (usesPrev ? "" : " next") << ") const { " << p.read << " }\n";
+  os << indent << "};\n";
+  os << indent << "const ScanReadout " << var << "{";
+  for (size_t i = 0; i < p.members.size(); ++i) os << (i ? ", " : "") << p.members[i].init;
+  os << "};\n";
+}
+
+}  // namespace dgps
