@@ -109,13 +109,15 @@ std::vector<std::pair<std::string, std::string>> workspaceBuffers(const FeatureS
   if (pre && f.source == 0) b.push_back({"psum", "slots * H * K * 4"});
   if (pre && f.source == 0) b.push_back({"pgam", "slots * H * 4"});
   if (pre && f.source == 1) b.push_back({"pcoef", "slots * H * chunk * 4"});
-  if (diag) b.push_back({"opq", "slots * HV * chunk * K * 2"});
-  if (diag && f.solve == 1) b.push_back({"opk", "slots * HV * chunk * K * 2"});
-  if (diag) b.push_back({"opw", "slots * HV * chunk * K * 2"});
+  // the bf16 operand rows at pitch KP (launch_rules.h workspaceRowPitch)
+  if (diag) b.push_back({"opq", "slots * HV * chunk * KP * 2"});
+  if (diag && f.solve == 1) b.push_back({"opk", "slots * HV * chunk * KP * 2"});
+  if (diag) b.push_back({"opw", "slots * HV * chunk * KP * 2"});
   if (diag) b.push_back({"pdec", "slots * HV * K * 4"});
   if (launch::hypergradChunked(f)) b.push_back({"hgtri", "slots * H * chunk * (chunk + 1) * 2"});
   if (launch::hypergradChunked(f)) b.push_back({"hgvec", "slots * H * (2 * chunk + 4) * 4"});
-  if (launch::needPwk(f)) b.push_back({"pwk", "slots * HV * chunk * K * 2"});
+  if (launch::needPwk(f)) b.push_back({"pwk", "slots * HV * chunk * KP * 2"});
+  if (launch::needPwq(f)) b.push_back({"pwq", "slots * HV * chunk * KP * 2"});
   return b;
 }
 

@@ -264,7 +264,7 @@ module attributes {dgps.target = "sm_90a"} {
 // STORED-ERR: error: write-key stored: the forward has no key-side preconditioner, so no walk rebuilds a write key
 // CHECK-LABEL: func.func @atq_state_output()
 // CHECK-SAME: tile.launch_features = array<i32: 1, 1, 1, 1, 0, 1, 0>, tile.role = "state_output"
-// CHECK-NEXT: tile.state_walk start argument query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform rescale query scan "k" from "pst" readout soft_power center "precond_center" producer_warps 4 registers [224, 56] {scan_base = 1.500000e+00 : f32, scan_eps = 9.99999997E-7 : f32, write_final, write_output}
+// CHECK-NEXT: tile.state_walk start argument query "q" as rebuilt write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform rescale query scan "k" from "pst" readout soft_power center "precond_center" producer_warps 4 registers [224, 56] {scan_base = 1.500000e+00 : f32, scan_eps = 9.99999997E-7 : f32, write_final, write_output}
 // CHECK-NEXT: return
 !bf16_bthk = !chunk.tensor<[B, T, H, K], bf16>
 !bf16_bthvc = !chunk.tensor<[B, T, HV, C], bf16>
