@@ -55,7 +55,7 @@ std::vector<TileConfig> configs(const Manifest& m) {
 std::map<std::string, long long> oldOffsets(const launch::WorkspaceLayout& w) {
   return {{"tb", w.tb},     {"aqk", w.aqk},     {"tok", w.tok}, {"pst", w.pst}, {"psum", w.psum}, {"pgam", w.pgam},
           {"pcoef", w.pcoef}, {"opq", w.opq}, {"opk", w.opk}, {"opw", w.opw}, {"pdec", w.pdec},
-          {"hgtri", w.hgtri}, {"hgvec", w.hgvec}, {"pwk", w.pwk}};
+          {"hgtri", w.hgtri}, {"hgvec", w.hgvec}, {"pwk", w.pwk}, {"pwq", w.pwq}};
 }
 
 void expectSame(const detail::LaunchGeometry& got, const launch::Geometry& want, const std::string& what) {
