@@ -133,7 +133,8 @@ bool segmentGeometry(const std::string& role, const FeatureSet& f, Geometry* g) 
   const std::string slots = std::string(kSegmentSlots) + " * HV";
   // one consumer warp per 16 value columns, plus state_output's producer warpgroup where the walk rebuilds an
   // operand it reads: the write key in both kernels (unless FeatureSet::write_key gives the segment walks the
-  // stored one), the query only in the corrected walk (it alone writes o)
+  // stored one), the query only in the corrected walk (it alone writes o; unless write_key 1 gives it the
+  // stored query pwq)
   const std::string consumers = "BV / 16 * 32", withProducers = "(BV / 16 + 4) * 32";
   if (role == "segment_summary") {
     *g = {slots + " * (cdiv(V, BV) + cdiv(K, BV))", launch::walkRebuildsKw(f, true) ? withProducers : consumers,

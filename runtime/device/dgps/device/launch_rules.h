@@ -209,7 +209,8 @@ struct WorkspaceLayout {
 DGPS_HD constexpr bool needOpQ(const FeatureSet& f) { return f.decay == 2; }
 DGPS_HD constexpr bool needOpK(const FeatureSet& f) { return f.solve == 1 && f.decay == 2; }
 DGPS_HD constexpr bool needOpW(const FeatureSet& f) { return f.decay == 2; }
-/// state_output rebuilds the preconditioned write key (ATK) or read query (ATQ) in shared memory.
+/// The preconditioner's side: the walks need the preconditioned write key (ATK) or read query (ATQ), rebuilt
+/// in shared memory or stored by chunk_local (FeatureSet::write_key; walkRebuildsKw, walkRebuildsQ).
 DGPS_HD constexpr bool rebuildsKw(const FeatureSet& f) { return f.precond == 1 && f.side == 0; }
 DGPS_HD constexpr bool rebuildsQ(const FeatureSet& f) { return f.precond == 1 && f.side == 1; }
 /// state_output's k tile holds the raw key when no opk takes its place and something reads it: the delta
