@@ -109,13 +109,15 @@ std::vector<std::pair<std::string, std::string>> workspaceBuffers(const FeatureS
   if (pre && f.source == 0) b.push_back({"psum", "slots * H * K * 4"});
   if (pre && f.source == 0) b.push_back({"pgam", "slots * H * 4"});
   if (pre && f.source == 1) b.push_back({"pcoef", "slots * H * chunk * 4"});
-  if (diag) b.push_back({"opq", "slots * HV * chunk * K * 2"});
-  if (diag && f.solve == 1) b.push_back({"opk", "slots * HV * chunk * K * 2"});
-  if (diag) b.push_back({"opw", "slots * HV * chunk * K * 2"});
+  // the bf16 operand rows at pitch KP (launch_rules.h workspaceRowPitch)
+  if (diag) b.push_back({"opq", "slots * HV * chunk * KP * 2"});
+  if (diag && f.solve == 1) b.push_back({"opk", "slots * HV * chunk * KP * 2"});
+  if (diag) b.push_back({"opw", "slots * HV * chunk * KP * 2"});
   if (diag) b.push_back({"pdec", "slots * HV * K * 4"});
   if (launch::hypergradChunked(f)) b.push_back({"hgtri", "slots * H * chunk * (chunk + 1) * 2"});
   if (launch::hypergradChunked(f)) b.push_back({"hgvec", "slots * H * (2 * chunk + 4) * 4"});
-  if (launch::needPwk(f)) b.push_back({"pwk", "slots * HV * chunk * K * 2"});
+  if (launch::needPwk(f)) b.push_back({"pwk", "slots * HV * chunk * KP * 2"});
+  if (launch::needPwq(f)) b.push_back({"pwq", "slots * HV * chunk * KP * 2"});
   return b;
 }
 
@@ -131,7 +133,8 @@ bool segmentGeometry(const std::string& role, const FeatureSet& f, Geometry* g) 
   const std::string slots = std::string(kSegmentSlots) + " * HV";
   // one consumer warp per 16 value columns, plus state_output's producer warpgroup where the walk rebuilds an
   // operand it reads: the write key in both kernels (unless FeatureSet::write_key gives the segment walks the
-  // stored one), the query only in the corrected walk (it alone writes o)
+  // stored one), the query only in the corrected walk (it alone writes o; unless write_key 1 gives it the
+  // stored query pwq)
   const std::string consumers = "BV / 16 * 32", withProducers = "(BV / 16 + 4) * 32";
   if (role == "segment_summary") {
     *g = {slots + " * (cdiv(V, BV) + cdiv(K, BV))", launch::walkRebuildsKw(f, true) ? withProducers : consumers,

@@ -52,7 +52,7 @@ extern "C" __global__ void dgps_kda_fwd_chunk_local(dgps::ForwardArgs a) {
   }
   t::store_token_record_last<C>(reinterpret_cast<float*>(ws + W.tok) + sh * (C + 1) * 8, nullptr);
   {
-    uint16_t* const gy[3] = {reinterpret_cast<uint16_t*>(ws + W.opq) + sh * C * K, reinterpret_cast<uint16_t*>(ws + W.opk) + sh * C * K, reinterpret_cast<uint16_t*>(ws + W.opw) + sh * C * K};
+    uint16_t* const gy[3] = {reinterpret_cast<uint16_t*>(ws + W.opq) + sh * C * KP, reinterpret_cast<uint16_t*>(ws + W.opk) + sh * C * KP, reinterpret_cast<uint16_t*>(ws + W.opw) + sh * C * KP};
     const uint16_t* const gx[3] = {t0, t1, t1};
     t::store_gated_rows<C, K, Codec, false, false, true>(gy, gx, PQ, t2, PG);
   }
@@ -113,9 +113,9 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dg
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * K) + chunk * C * K, K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * K) + chunk * C * K, K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * K) + chunk * C * K, K, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);
@@ -213,8 +213,8 @@ static __device__ __forceinline__ void dgps_kda_fwd_segment_summary_walk0(const 
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * K) + chunk * C * K, K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * K) + chunk * C * K, K, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);
@@ -309,8 +309,8 @@ static __device__ __forceinline__ void dgps_kda_fwd_segment_summary_walk1(const 
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * K) + chunk * C * K, K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * K) + chunk * C * K, K, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);
     dev::load_tile32<1, KP>(dev::smem_at<float>(st, L.dec), KP, reinterpret_cast<const float*>(ws16(W.pdec, K * 2)) + chunk * K, K, 1, K, ct, NT);
@@ -440,9 +440,9 @@ static __device__ __forceinline__ void dgps_kda_fwd_segment_state_output_walk0(c
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * K) + chunk * C * K, K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * K) + chunk * C * K, K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * K) + chunk * C * K, K, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);

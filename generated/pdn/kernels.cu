@@ -137,7 +137,7 @@ extern "C" __global__ void dgps_pdn_fwd_chunk_local(dgps::ForwardArgs a) {
     t::encode_bf16<C, KP, true>(t1, PQ);
   }
   dev::sync_threads();
-  t::store_rows16<C, K>(reinterpret_cast<uint16_t*>(ws + W.pwk) + sh * C * K, t13, PQ);
+  t::store_rows16<C, K>(reinterpret_cast<uint16_t*>(ws + W.pwk) + sh * C * KP, t13, PQ);
   float* const t16 = dev::smem_at<float>(sm, L.A);
   {
     const uint16_t* const rows0[2] = {t1, t0};
@@ -189,7 +189,7 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dg
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
     dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);
     dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * K) + chunk * C * K, K, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);
@@ -288,7 +288,7 @@ static __device__ __forceinline__ void dgps_pdn_fwd_segment_summary_walk0(const 
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
     dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * K) + chunk * C * K, K, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);
@@ -383,7 +383,7 @@ static __device__ __forceinline__ void dgps_pdn_fwd_segment_summary_walk1(const 
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
     dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * K) + chunk * C * K, K, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);
   };
@@ -514,7 +514,7 @@ static __device__ __forceinline__ void dgps_pdn_fwd_segment_state_output_walk0(c
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
     dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);
     dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * K) + chunk * C * K, K, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);

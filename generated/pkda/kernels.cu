@@ -137,12 +137,12 @@ extern "C" __global__ void dgps_pkda_fwd_chunk_local(dgps::ForwardArgs a) {
   }
   dev::sync_threads();
   {
-    uint16_t* const gy[2] = {reinterpret_cast<uint16_t*>(ws + W.opq) + sh * C * K, reinterpret_cast<uint16_t*>(ws + W.opk) + sh * C * K};
+    uint16_t* const gy[2] = {reinterpret_cast<uint16_t*>(ws + W.opq) + sh * C * KP, reinterpret_cast<uint16_t*>(ws + W.opk) + sh * C * KP};
     const uint16_t* const gx[2] = {t0, t1};
     t::store_gated_rows<C, K, Codec, false, false>(gy, gx, PQ, t2, PG);
   }
   {
-    uint16_t* const gy[1] = {reinterpret_cast<uint16_t*>(ws + W.opw) + sh * C * K};
+    uint16_t* const gy[1] = {reinterpret_cast<uint16_t*>(ws + W.opw) + sh * C * KP};
     const uint16_t* const gx[1] = {t15};
     t::store_gated_rows<C, K, dev::Act<false>, true>(gy, gx, PQ, t2, PG);
   }
@@ -202,9 +202,9 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dg
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * K) + chunk * C * K, K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * K) + chunk * C * K, K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * K) + chunk * C * K, K, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);
@@ -302,8 +302,8 @@ static __device__ __forceinline__ void dgps_pkda_fwd_segment_summary_walk0(const
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * K) + chunk * C * K, K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * K) + chunk * C * K, K, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);
@@ -398,8 +398,8 @@ static __device__ __forceinline__ void dgps_pkda_fwd_segment_summary_walk1(const
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * K) + chunk * C * K, K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * K) + chunk * C * K, K, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);
     dev::load_tile32<1, KP>(dev::smem_at<float>(st, L.dec), KP, reinterpret_cast<const float*>(ws16(W.pdec, K * 2)) + chunk * K, K, 1, K, ct, NT);
@@ -529,9 +529,9 @@ static __device__ __forceinline__ void dgps_pkda_fwd_segment_state_output_walk0(
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * K) + chunk * C * K, K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * K) + chunk * C * K, K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * K) + chunk * C * K, K, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);

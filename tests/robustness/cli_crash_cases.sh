@@ -45,6 +45,11 @@ expect_error reference-inputs-fifo "FIFO" "$spec_tool" reference "$src/specs/gdn
 if [[ -n $dgpsc && -n $opt ]]; then
   expect_error dgpsc-check-long-name "at most 64 characters" "$dgpsc" check "$work/long_name.yaml"
   expect_error dgpsc-compile-fifo "FIFO" "$dgpsc" compile "$work/fifo" -o "$work/pkg"
+  # the write-key forms a spec cannot take: one error naming the option, the value and why
+  expect_error dgpsc-write-key-segments-query-side "write-key segments: the forward has a query-side preconditioner" \
+    "$dgpsc" compile "$src/specs/atq.yaml" -o "$work/pkg_atq" --write-key=segments
+  expect_error dgpsc-write-key-stored-no-precond "write-key stored: the forward has no preconditioner" \
+    "$dgpsc" compile "$src/specs/gdn.yaml" -o "$work/pkg_gdn" --write-key=stored
   sed "s/@gdn/@$name/" "$src/tests/lit/Inputs/gdn.mlir" >"$work/long_symbol.mlir"
   expect_error opt-long-symbol "at most 64 characters" "$opt" "$work/long_symbol.mlir"
   expect_error opt-dev-zero "character device" "$opt" /dev/zero

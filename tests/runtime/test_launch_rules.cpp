@@ -122,6 +122,54 @@ TEST(LaunchRules, NoWorkspaceBufferHoldsAPreconditionedOperand) {
   }
 }
 
+// The bf16 operand rows chunk_local writes for the walks (opq, opk, opw, the stored pwk and pwq) have pitch
+// KP = pad16(K), not K: at K = 120 a row is 256 bytes, so every row of a region (each 256-aligned) starts on a
+// 128-byte boundary, as at K = 128; the stored query pwq exists exactly for a query-side preconditioner with
+// write_key 1 and is the last region, so the layout before it is the rebuilt form's.
+TEST(LaunchRules, OperandRowsHavePitchKPAndTheStoredQueryComesLast) {
+  for (int K : {64, 120, 128}) {
+    EXPECT_EQ(workspaceRowPitch(K), (K + 15) / 16 * 16);
+    EXPECT_EQ(workspaceRowPitch(K) * 2 % 128, 0) << "K=" << K << ": rows of 128-byte multiples";
+  }
+  ProblemShape s;
+  s.B = s.N = 2;
+  s.T = 300;
+  s.H = 2;
+  s.HV = 4;
+  s.K = 120;
+  s.V = 120;
+  const launch::TileConfig t{64, 64, 4, 2};
+  const long long rowBytes = workspaceLayout(FeatureSet{}, s, t).slots * s.HV * t.chunk * 128 * 2;
+  FeatureSet pkda;
+  pkda.decay = 2, pkda.gain = 1, pkda.precond = 1, pkda.side = 0, pkda.solve = 1, pkda.write_key = kWriteKeyStored;
+  const WorkspaceLayout wk = workspaceLayout(pkda, s, t);
+  EXPECT_EQ(wk.opk - wk.opq, align_up(rowBytes, 256));
+  EXPECT_EQ(wk.opw - wk.opk, align_up(rowBytes, 256));
+  EXPECT_EQ(wk.pdec - wk.opw, align_up(rowBytes, 256));
+  FeatureSet atq;
+  atq.decay = 1, atq.gain = 1, atq.precond = 1, atq.side = 1, atq.solve = 1;
+  const WorkspaceLayout rebuilt = workspaceLayout(atq, s, t);
+  EXPECT_FALSE(needPwq(atq));
+  EXPECT_TRUE(walkRebuildsQ(atq));
+  EXPECT_EQ(rebuilt.total, rebuilt.pwq);
+  atq.write_key = kWriteKeyStored;
+  const WorkspaceLayout stored = workspaceLayout(atq, s, t);
+  EXPECT_TRUE(needPwq(atq));
+  EXPECT_FALSE(walkRebuildsQ(atq));
+  EXPECT_FALSE(walkRebuilds(atq, false));
+  EXPECT_FALSE(walkRebuilds(atq, true));
+  EXPECT_EQ(stored.pwq, rebuilt.total) << "pwq is last: the regions before it do not move";
+  EXPECT_EQ(stored.total - stored.pwq, align_up(rowBytes, 256));
+  EXPECT_EQ(stored.pwk, stored.pwq) << "no stored write key beside a stored query";
+  // no stored query for a key-side preconditioner or per-channel decay
+  FeatureSet pgdn = atq;
+  pgdn.side = 0;
+  EXPECT_FALSE(needPwq(pgdn));
+  FeatureSet diagQuery = atq;
+  diagQuery.decay = 2;
+  EXPECT_FALSE(needPwq(diagQuery));
+}
+
 // OSDN's d-scan: without a clamp the chunked roles (a per-chunk summary, then the pass over chunks) and their
 // two buffers, placed after every buffer chunk_local and state_output read, so those do not move; with a clamp
 // the per-token warp scan alone and no extra buffer.

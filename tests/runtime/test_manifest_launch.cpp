@@ -55,7 +55,7 @@ std::vector<TileConfig> configs(const Manifest& m) {
 std::map<std::string, long long> oldOffsets(const launch::WorkspaceLayout& w) {
   return {{"tb", w.tb},     {"aqk", w.aqk},     {"tok", w.tok}, {"pst", w.pst}, {"psum", w.psum}, {"pgam", w.pgam},
           {"pcoef", w.pcoef}, {"opq", w.opq}, {"opk", w.opk}, {"opw", w.opw}, {"pdec", w.pdec},
-          {"hgtri", w.hgtri}, {"hgvec", w.hgvec}, {"pwk", w.pwk}};
+          {"hgtri", w.hgtri}, {"hgvec", w.hgvec}, {"pwk", w.pwk}, {"pwq", w.pwq}};
 }
 
 void expectSame(const detail::LaunchGeometry& got, const launch::Geometry& want, const std::string& what) {
@@ -280,15 +280,18 @@ TEST(ManifestLaunch, SegmentedFormulasEqualTheLaunchRules) {
 // producer warpgroup in a walk that loads the key) and shared memory, plain and segmented. The shipped packages
 // take the key in the form their manifest names (features.write_key, the tests above); here each key-side
 // preconditioned package's manifest is
-// rewritten with write_key 1 and, for a scalar decay, 2 (segment walks only).
+// rewritten with write_key 1 and, for a scalar decay, 2 (segment walks only), and the query-side atq's with 0 and
+// 1 (the stored query: the pwq region, no producer warpgroup in the walks that write o).
 TEST(ManifestLaunch, WriteKeyFormulasEqualTheLaunchRules) {
   int variants = 0;
   for (const std::string& dir : packageDirs()) {
     const Package shipped = Package::open(dir);
     const launch::FeatureSet base = deviceFeatures(shipped.spec());
-    if (!launch::rebuildsKw(base) || shipped.manifest().features.steps != 1) continue;
-    for (int wk : {launch::kWriteKeyStored, launch::kWriteKeyStoredSegments}) {
-      if (wk == launch::kWriteKeyStoredSegments && launch::needOpW(base)) continue;
+    const bool querySide = launch::rebuildsQ(base);
+    if (!(launch::rebuildsKw(base) || querySide) || shipped.manifest().features.steps != 1) continue;
+    for (int wk : {launch::kWriteKeyRebuilt, launch::kWriteKeyStored, launch::kWriteKeyStoredSegments}) {
+      if (wk == launch::kWriteKeyStoredSegments && (launch::needOpW(base) || querySide)) continue;
+      if (wk == launch::kWriteKeyRebuilt && !querySide) continue;
       launch::FeatureSet f = base;
       f.write_key = wk;
       SCOPED_TRACE(shipped.name() + " write_key " + std::to_string(wk));
@@ -345,9 +348,11 @@ TEST(ManifestLaunch, WriteKeyFormulasEqualTheLaunchRules) {
                          what + " " + launch::roleName(plain[i]));
             const launch::WorkspaceLayout w = launch::workspaceLayout(f, s, t);
             EXPECT_EQ(g.workspace_bytes, std::size_t(w.total)) << what << " workspace";
-            const bool pwk = !m.launch.workspace.empty() && m.launch.workspace.back().name == "pwk";
-            EXPECT_EQ(pwk, launch::needPwk(f)) << what << ": launch.workspace lists pwk (last) exactly when needPwk";
-            if (pwk) EXPECT_EQ(g.buffer_offsets[std::size_t(g.buffers - 1)], std::size_t(w.pwk)) << what << " pwk";
+            const std::string last = m.launch.workspace.empty() ? "" : m.launch.workspace.back().name;
+            EXPECT_EQ(last == "pwk", launch::needPwk(f)) << what << ": launch.workspace lists pwk (last) exactly when needPwk";
+            EXPECT_EQ(last == "pwq", launch::needPwq(f)) << what << ": launch.workspace lists pwq (last) exactly when needPwq";
+            if (last == "pwk") EXPECT_EQ(g.buffer_offsets[std::size_t(g.buffers - 1)], std::size_t(w.pwk)) << what << " pwk";
+            if (last == "pwq") EXPECT_EQ(g.buffer_offsets[std::size_t(g.buffers - 1)], std::size_t(w.pwq)) << what << " pwq";
             for (long long L : {1LL, 3LL}) {
               const detail::ForwardGeometry gs = detail::forwardGeometrySegmented(pkg, p, t, L);
               for (int r = 0; r < launch::kSegmentRoles; ++r)
@@ -356,16 +361,19 @@ TEST(ManifestLaunch, WriteKeyFormulasEqualTheLaunchRules) {
               EXPECT_EQ(gs.workspace_bytes, std::size_t(launch::segmentLayout(f, s, t, L).total)) << what;
             }
           }
-      // the rule itself: a walk given the stored key runs its consumer warps only
+      // the rule itself: a walk given the stored key (or query) runs its consumer warps only; a query-side
+      // preconditioner's summary walks read no query and never have producers
       const int BV = 64;
-      EXPECT_EQ(launch::stateOutputThreads(f, BV), wk == launch::kWriteKeyStored ? BV / 16 * 32 : (BV / 16 + 4) * 32);
-      EXPECT_EQ(launch::stateOutputThreads(f, BV, true), BV / 16 * 32);
-      EXPECT_EQ(launch::segmentSummaryThreads(f, BV), BV / 16 * 32);
+      const int consumers = BV / 16 * 32, withProducers = (BV / 16 + 4) * 32;
+      EXPECT_EQ(launch::stateOutputThreads(f, BV), wk == launch::kWriteKeyStored ? consumers : withProducers);
+      EXPECT_EQ(launch::stateOutputThreads(f, BV, true),
+                querySide && wk == launch::kWriteKeyRebuilt ? withProducers : consumers);
+      EXPECT_EQ(launch::segmentSummaryThreads(f, BV), consumers);
       ++variants;
     }
   }
-  // the key-side preconditioned packages: pdn, pgdn, osdn, osdn_apf (write_key 1 and 2), pkda (1)
-  EXPECT_EQ(variants, 9);
+  // the key-side preconditioned packages: pdn, pgdn, osdn, osdn_apf (write_key 1 and 2), pkda (1); atq (0 and 1)
+  EXPECT_EQ(variants, 11);
 }
 
 }  // namespace

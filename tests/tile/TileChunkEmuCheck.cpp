@@ -5,7 +5,8 @@
 // per-channel gates chunk_local's Aqk is checked against float64 (checkAqk), and o, the final state and the
 // final preconditioner state are compared with the float64 reference (dgps::runReference).
 // Problems: K = V = each square head dim <= 64 the spec allows (else its smallest) and the smallest square dim
-// that is not a multiple of 16, C = 64; T = 100 (a partial chunk) with B = 2, and varlen cu = {0, 37, 100} when
+// that is not a multiple of 16 (120 where the spec lists none and its walks read operand rows chunk_local wrote:
+// pitch KP != K), C = 64; T = 100 (a partial chunk) with B = 2, and varlen cu = {0, 37, 100} when
 // the spec allows it; once (first dim, dense) with log-decays g 24 times steeper, where a per-channel gate must
 // reach the gated products' direct path (checked); with per-channel gates once more with gates designed around
 // the factorisation's limits and Aqk checked against float64 (designGates, checkAqk); H = 2 unless the spec fixes
@@ -320,7 +321,7 @@ int run(int argc, char** argv) {
   const std::string tilePkg = argv[1], work = argv[2];
   dgps::ParseResult parsed = dgps::parseSpecFile(tilePkg + "/spec.yaml");
   if (!parsed.ok()) return fail("cannot parse " + tilePkg + "/spec.yaml");
-  const dgps::Spec& spec = *parsed.spec;
+  dgps::Spec spec = *parsed.spec;
   // Head dims the spec allows with K = V: those <= 64 (the emulator's cost grows with K), else the smallest.
   std::vector<int> dims;
   for (std::int64_t k : spec.key_dims)
@@ -338,6 +339,16 @@ int run(int argc, char** argv) {
     if (k % 16 != 0 && std::find(spec.value_dims.begin(), spec.value_dims.end(), k) != spec.value_dims.end() &&
         (odd == 0 || k < odd))
       odd = (int)k;
+  // A forward whose walks read bf16 operand rows that chunk_local wrote (per-channel decay: opq/opk/opw; a
+  // preconditioner: the stored pwk/pwq) runs K = V = 120 even where the spec does not list it: those rows have
+  // pitch KP = 128 there (launch_rules.h workspaceRowPitch), not K, so a writer or reader at pitch K shows in o.
+  // The kernels take any K; the dim is added to this copy of the spec for the reference and the input generator.
+  const dgps::launch::FeatureSet features = dgps::deviceFeatures(spec);
+  if (odd == 0 && (features.decay == 2 || features.precond == 1)) {
+    odd = 120;
+    spec.key_dims.push_back(odd);
+    spec.value_dims.push_back(odd);
+  }
   if (odd != 0 && std::find(dims.begin(), dims.end(), odd) == dims.end()) dims.push_back(odd);
   bool ok = true;
   for (int K : dims) {

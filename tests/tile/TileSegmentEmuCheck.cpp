@@ -30,7 +30,8 @@
 // docs/architecture.md "The write key: stored or rebuilt") is read off its kernels (EmuPackage.h packageWriteKey).
 // With REBUILT_PACKAGE_DIR (the same spec compiled with --write-key=rebuilt; the package under test must store the
 // key) both packages run on the same inputs and their o (ordinary and segmented) and final states must agree to
-// kTolPlain: the forms differ only in bf16 rounding of P ⊙ k.
+// kTolPlain: the forms differ only in bf16 rounding of P ⊙ k. The same holds for a query-side preconditioner's
+// stored query (atq: write_key 1 stores P ⊙ q in pwq for the walks that write o).
 //
 //   dgps-tile-segment-emu-check PACKAGE_DIR WORK_DIR [REBUILT_PACKAGE_DIR]
 #include <algorithm>

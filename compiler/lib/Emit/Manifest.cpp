@@ -127,7 +127,7 @@ FailureOr<std::string> emitManifest(const Spec& s, const PlanSummary& plan, std:
      << ", precond_source: " << toString(s.precond.source) << ", solve: " << toString(s.solve.kind);
   // Householder steps per token (docs/math.md §3.7): k, v, beta carry steps rows per token; absent = 1
   if (householderSteps(s) > 1) os << ", steps: " << householderSteps(s);
-  // where the walks take a key-side preconditioner's write key (launch_rules.h FeatureSet::write_key: the launch
+  // where the walks take a preconditioner's write key or query (launch_rules.h FeatureSet::write_key: the launch
   // rules' threads, shared memory and workspace depend on it); absent = rebuilt
   if (plan.write_key != launch::kWriteKeyRebuilt) os << ", write_key: " << writeKeyName(plan.write_key);
   os << "}\n";

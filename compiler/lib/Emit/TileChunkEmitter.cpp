@@ -124,7 +124,8 @@ class ChunkEmitter {
   static std::string region(StringRef r) {
     if (r == "tok") return "reinterpret_cast<float*>(ws + W.tok) + sh * (C + 1) * 8";
     if (r == "pdec") return "reinterpret_cast<float*>(ws + W.pdec) + sh * K";
-    const std::string per = (r == "aqk" || r == "tb") ? "C * C" : "C * K";
+    // the bf16 operand rows (opq, opk, opw, pwk, pwq) at pitch KP (launch_rules.h workspaceRowPitch)
+    const std::string per = (r == "aqk" || r == "tb") ? "C * C" : "C * KP";
     return "reinterpret_cast<uint16_t*>(ws + W." + r.str() + ") + sh * " + per;
   }
 

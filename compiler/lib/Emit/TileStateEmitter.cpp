@@ -29,7 +29,7 @@ namespace {
 LogicalResult checkRescale(StateWalkOp w, const launch::FeatureSet& f, bool segment) {
   if (!w.getRescale()) {
     // every walk reads the write key; only a walk that writes o reads the query (a segment summary's do not)
-    if (launch::walkRebuildsKw(f, segment) || (launch::rebuildsQ(f) && w.getWriteOutput()))
+    if (launch::walkRebuildsKw(f, segment) || (launch::walkRebuildsQ(f) && w.getWriteOutput()))
       return w.emitOpError("is in a preconditioned forward (tile.launch_features) but has no rescale: the layout "
                            "stages the preconditioner's operand rebuild (launch_rules.h stateOutputSmem)");
     return success();
@@ -37,10 +37,10 @@ LogicalResult checkRescale(StateWalkOp w, const launch::FeatureSet& f, bool segm
   if (*w.getRescale() == WalkOperand::query && !w.getWriteOutput())
     return w.emitOpError("rescales the query but writes no o, which is the query's only reader");
   const bool query = *w.getRescale() == WalkOperand::query;
-  if (f.precond != 1 || (query ? !launch::rebuildsQ(f) : !launch::walkRebuildsKw(f, segment)))
+  if (f.precond != 1 || (query ? !launch::walkRebuildsQ(f) : !launch::walkRebuildsKw(f, segment)))
     return w.emitOpError() << "rescales the " << (query ? "query" : "write key")
                            << ", which the launch layout of tile.launch_features does not rebuild (launch_rules.h "
-                              "rebuildsQ / walkRebuildsKw)";
+                              "walkRebuildsQ / walkRebuildsKw)";
   if (*w.getProducerWarps() != launch::stateOutputProducerWarps(f, segment))
     return w.emitOpError() << "producer_warps " << *w.getProducerWarps() << " differs from the launch's "
                            << launch::stateOutputProducerWarps(f, segment)
@@ -62,6 +62,7 @@ LogicalResult checkLayout(StateWalkOp w, const launch::FeatureSet& f, bool segme
       failed(need(!w.getReadKey() || *w.getReadKey() != "k" || launch::rawKInKTile(f), "the raw key \"k\"")) ||
       failed(need(w.getWriteKey() != "opw" || launch::needOpW(f), "the gated write key \"opw\"")) ||
       failed(need(w.getWriteKey() != "pwk" || launch::needPwk(f), "the stored write key \"pwk\"")) ||
+      failed(need(w.getQuery() != "pwq" || launch::needPwq(f), "the stored query \"pwq\"")) ||
       failed(need(w.getWriteKey() != "k" || (launch::rawKInKTile(f) && !launch::needOpW(f)),
                   "the raw write key \"k\" where the layout stages \"opw\"")) ||
       failed(need(w.getValueForm() != ValueForm::residual_lower || f.solve == 1, "the solve block \"tb\"")) ||
@@ -99,8 +100,12 @@ void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::Feature
   // the query and the read-out block only serve o (a segment summary's walks read neither)
   const bool out = w.getWriteOutput();
   if (out && mine(reQ) && w.getQuery() == "opq")
-    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * K) + chunk * C * K, K, Lr, "
+    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * KP) + chunk * C * KP, KP, Lr, "
           "K"
+       << th;
+  else if (out && mine(false) && w.getQuery() == "pwq")  // the query chunk_local stored (P ⊙ q, bf16)
+    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.pwq, C * KP) + chunk * C * KP, KP, "
+          "Lr, K"
        << th;
   else if (out && mine(reQ) && w.getRowSteps())  // q has one row per token: the step rows of the query's phase
     os << "    t::load_rows16_mapped<C, KP, true>(dev::smem_at<uint16_t>(st, L.q), 0, "
@@ -111,7 +116,7 @@ void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::Feature
   // the raw key in the k tile is the scan's input too: the producer loads it (launch_rules.h rawKInKTile)
   if (w.getReadKey() && *w.getReadKey() == "opk") {
     if (mine(false))
-      os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * K) + chunk * C * K, K, "
+      os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, "
             "Lr, K"
          << th;
   } else if ((rawK || (re && launch::rawKInKTile(f))) && mine(true)) {
@@ -120,12 +125,12 @@ void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::Feature
   if (re && launch::rawKOwnTile(f) && side == Loader::producer)
     os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kraw), k0 + rows, H * K, Lr, K" << th;
   if (w.getWriteKey() == "opw" && mine(reW))
-    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * K) + chunk * C * K, K, "
+    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, "
           "Lr, K"
        << th;
   // the write key chunk_local stored (P ⊙ k, bf16) into the write-key tile
   if (w.getWriteKey() == "pwk" && mine(false))
-    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * K) + chunk * C * K, K, "
+    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * KP) + chunk * C * KP, KP, "
           "Lr, K"
        << th;
   if (re && side == Loader::producer)

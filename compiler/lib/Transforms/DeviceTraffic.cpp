@@ -106,7 +106,7 @@ DeviceTraffic deviceTraffic(const launch::FeatureSet& f, const PrecondInputs& in
       {"opw", w.opw, w.pdec, kChunkLocal, kStateOutput, valueTiles},
       {"pdec", w.pdec, w.hgtri, kChunkLocal, kStateOutput, valueTiles},
       {"hgtri", w.hgtri, w.hgvec, kPrecondSummary, kPrecondScan, 1.0},
-      {"hgvec", w.hgvec, w.total, kPrecondSummary, kPrecondScan, 1.0},
+      {"hgvec", w.hgvec, w.pwk, kPrecondSummary, kPrecondScan, 1.0},  // the stored pwk / pwq follow it
   };
   for (const Buf& b : bufs) {
     const double size = double(b.end - b.begin);

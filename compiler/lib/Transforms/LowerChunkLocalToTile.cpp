@@ -40,8 +40,10 @@ struct Rows {
 /// Translates one chunk_local kernel body; one method per group of chunk ops.
 class ChunkLocalBuilder {
  public:
-  /// `storeKey`: chunk_local stores the preconditioned write key for the walks (launch_rules.h storesKw).
-  ChunkLocalBuilder(OpBuilder& b, Location loc, bool storeKey) : b_(b), loc_(loc), storeKey_(storeKey) {
+  /// `storeKey`: chunk_local stores the preconditioned write key for the walks (launch_rules.h storesKw);
+  /// `storeQuery`: the preconditioned query (launch_rules.h needPwq).
+  ChunkLocalBuilder(OpBuilder& b, Location loc, bool storeKey, bool storeQuery)
+      : b_(b), loc_(loc), storeKey_(storeKey), storeQuery_(storeQuery) {
     MLIRContext* ctx = b.getContext();
     f32_ = b.getF32Type();
     rows16_ = TileType::get(ctx, {Extent::C, Extent::K}, b.getBF16Type(), Space::smem, Layout::row);
@@ -303,6 +305,14 @@ class ChunkLocalBuilder {
     b_.create<BarrierOp>(loc_);
     // before the products: with a scalar gate the KKT block may alias the write-key tile once they are done
     if (storeKey_ && !perChannel) b_.create<StoreRowsOp>(loc_, scanned, "pwk");
+    // a stored query (launch_rules.h needPwq): the scanned P ⊙ q (in place in the query tile), before the
+    // products for the same reason
+    if (storeQuery_) {
+      if (!apply || apply->getResult(0) != qk.getQuery())
+        return qk.emitOpError("chunk_local stores the preconditioned query (tile.launch_features write_key), but "
+                              "its query is not a preconditioner's rebuild (chunk.accum_apply of the query)");
+      b_.create<StoreRowsOp>(loc_, scanned, "pwq");
+    }
     SmallVector<Value> rows, ra, rb;
     if (kkt) {
       rows.push_back(kRows);
@@ -324,7 +334,7 @@ class ChunkLocalBuilder {
 
   OpBuilder& b_;
   Location loc_;
-  const bool storeKey_;
+  const bool storeKey_, storeQuery_;
   Type f32_;
   TileType rows16_, rows32_, vec_, vecK_, block_;
   llvm::DenseMap<Value, Rows> map_;
@@ -364,7 +374,8 @@ struct LowerChunkLocalToTilePass : public dgps::impl::LowerChunkLocalToTileBase<
       fn->setAttr(kLaunchFeaturesAttr, launchFeaturesAttr(b, features));
       OpBuilder body(fn.getContext());
       body.setInsertionPointToStart(fn.addEntryBlock());
-      if (failed(ChunkLocalBuilder(body, kernel.getLoc(), dgps::launch::storesKw(features))
+      if (failed(ChunkLocalBuilder(body, kernel.getLoc(), dgps::launch::storesKw(features),
+                                   dgps::launch::needPwq(features))
                      .build(kernel, features.gain == 1))) {
         fn.erase();
         return signalPassFailure();

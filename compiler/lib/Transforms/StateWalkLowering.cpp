@@ -53,7 +53,7 @@ FailureOr<StateWalkOp> buildStateWalk(OpBuilder& b, Location loc, Operation* at,
                                ScanReadoutAttr(), StringAttr(), FloatAttr(), FloatAttr(), FloatAttr(), FloatAttr(),
                                IntegerAttr(), DenseI32ArrayAttr(),
                                /*row map: none*/ IntegerAttr(), IntegerAttr(), IntegerAttr(),
-                               /*write_key_form (setRescale)*/ WriteKeyFormAttr());
+                               /*write_key_form, query_form (setRescale)*/ WriteKeyFormAttr(), WriteKeyFormAttr());
 }
 
 namespace {
@@ -83,6 +83,15 @@ LogicalResult setRescale(StateWalkOp walk, Operation* apply, Value writeKey, Val
       return apply->emitOpError("must feed only the state pass's write key, scaling its own key (the stored form)");
     walk.setWriteKeyAttr(b.getStringAttr(launch::needOpW(f) ? "opw" : "pwk"));
     walk.setWriteKeyForm(WriteKeyForm::stored);
+    return success();
+  }
+  if (query && result == query && launch::needPwq(f)) {
+    // chunk_local stored P ⊙ q̂ from the same apply (tile.launch_features write_key): load it as it is
+    if (!result.hasOneUse() || !isNormalizedLoad(apply->getOperand(0), "q"))
+      return apply->emitOpError("must feed only the read-out's query, scaling the l2norm of the loaded \"q\" (the "
+                                "stored form)");
+    walk.setQueryAttr(b.getStringAttr("pwq"));
+    walk.setQueryForm(WriteKeyForm::stored);
     return success();
   }
   if (auto a = dyn_cast<ch::AccumApplyOp>(apply)) {
@@ -118,6 +127,7 @@ LogicalResult setRescale(StateWalkOp walk, Operation* apply, Value writeKey, Val
                                                  "than the l2norm of the loaded \"q\"");
   walk.setRescale(writeSide ? WalkOperand::write_key : WalkOperand::query);
   if (writeSide) walk.setWriteKeyForm(WriteKeyForm::rebuilt);
+  if (querySide) walk.setQueryForm(WriteKeyForm::rebuilt);
   walk.setScanRowsAttr(b.getStringAttr("k"));
   walk.setScanStartAttr(b.getStringAttr("pst"));
   // one warpgroup of producers; the budget moves registers to the consumers' state fragments: at BV = 128 the
@@ -137,6 +147,12 @@ bool writeKeyCode(StringRef requested, const launch::FeatureSet& f, int* code, s
     return true;
   }
   if (requested == "auto") {
+    // a query-side ema_sq_squash preconditioner with scalar or no decay (atq): its chunk_local forms P ⊙ q̂ for
+    // Aqk anyway, and state_output then runs without a producer warpgroup
+    if (launch::rebuildsQ(f)) {
+      *code = f.source == 0 && !launch::needOpQ(f) ? launch::kWriteKeyStored : launch::kWriteKeyRebuilt;
+      return true;
+    }
     const bool store = launch::rebuildsKw(f) && f.source == 0;
     *code = !store ? launch::kWriteKeyRebuilt : launch::needOpW(f) ? launch::kWriteKeyStored : kAutoScalarWriteKey;
     return true;
@@ -145,9 +161,24 @@ bool writeKeyCode(StringRef requested, const launch::FeatureSet& f, int* code, s
     *error = "write-key is \"" + requested.str() + "\"; expected rebuilt, stored, segments or auto";
     return false;
   }
+  if (launch::rebuildsQ(f)) {
+    // the option governs the walks' preconditioned operand, here the query (launch_rules.h needPwq)
+    if (requested == "segments") {
+      *error = "write-key segments: the forward has a query-side preconditioner, whose query only the walks that "
+               "write o read (state_output and segment_state_output alike); use stored, rebuilt or auto";
+      return false;
+    }
+    if (launch::needOpQ(f)) {
+      *error = "write-key stored: a query-side preconditioner with per-channel decay has no stored query (pwq is "
+               "for scalar or no decay); use rebuilt or auto";
+      return false;
+    }
+    *code = launch::kWriteKeyStored;
+    return true;
+  }
   if (!launch::rebuildsKw(f)) {
     *error = "write-key " + requested.str() +
-             ": the forward has no key-side preconditioner, so no walk rebuilds a write key (use rebuilt or auto)";
+             ": the forward has no preconditioner, so no walk rebuilds a write key or query (use rebuilt or auto)";
     return false;
   }
   if (requested == "segments" && launch::needOpW(f)) {

@@ -9,8 +9,9 @@
 //       --dgps-lower-segment-roles-to-tile), each printed against runtime/device/dgps/tile. --print-after prints
 //       the IR of a stage (or after every pass) to stdout; the plan's cost estimate goes to stderr as a remark.
 //       --codegen is gone (every kernel comes from the tile IR); naming it is an error that says so.
-//       --write-key=auto|stored|segments|rebuilt: where the walks of a key-side preconditioner take the write key
-//       P⊙k̂ from (Passes.td write-key, docs/architecture.md "The write key: stored or rebuilt").
+//       --write-key=auto|stored|segments|rebuilt: where the walks of a preconditioner take the write key P⊙k̂
+//       (key side) or the query P⊙q̂ (query side) from (Passes.td write-key, docs/architecture.md "The write key:
+//       stored or rebuilt").
 //   dgpsc check SPEC
 //       the spec checker of dsl (classification, hash, tensors, canonical form).
 //   dgpsc plan SPEC [--backward [--keep NAME,...]] [--segment-chunks L] [--token-precond-scan] [--print-ir]
@@ -366,10 +367,11 @@ int run(int argc, char** argv) {
 
   compileCmd
       ->add_option("--write-key", co.writeKey,
-                   "a key-side preconditioner's write key P*k in the tile walks: stored (chunk_local stores it, every "
-                   "walk loads it), segments (stored; the segment walks load it, state_output rebuilds it; scalar "
-                   "decay only), rebuilt (every walk rebuilds it from pst in a producer warpgroup) or auto (stored "
-                   "for a key-side ema_sq_squash preconditioner, rebuilt for hypergrad_ogd and without a key-side "
+                   "the tile walks' preconditioned operand, a key-side preconditioner's write key P*k or a query-side "
+                   "one's query P*q: stored (chunk_local stores it, every walk loads it), segments (write key only: "
+                   "stored; the segment walks load it, state_output rebuilds it; scalar decay only), rebuilt (every "
+                   "walk that reads it rebuilds it from pst in a producer warpgroup) or auto (stored for an "
+                   "ema_sq_squash preconditioner, key or query side, rebuilt for hypergrad_ogd and without a "
                    "preconditioner; Passes.h kAutoScalarWriteKey); default auto")
       ->check(CLI::IsMember({"auto", "stored", "segments", "rebuilt"}));
 

@@ -3,8 +3,8 @@
 // or the read query (query side); the rest is as without a preconditioner (lower-chunk-local.mlir).
 // RUN: %dgps-opt %s -split-input-file --dgps-lower-chunk-local-to-tile | %FileCheck %s
 // write-key=auto: pgdn's walks take the write key chunk_local stores (every walk: write_key 1), so after
-// the pre-products barrier it writes the scanned tile to "pwk"; atq (query side) and osdn (hypergrad_ogd) keep
-// rebuilding, with nothing stored.
+// the pre-products barrier it writes the scanned tile to "pwk"; atq (query side) stores its scanned query
+// (write_key 1) to "pwq" at the same point; osdn (hypergrad_ogd) keeps rebuilding, with nothing stored.
 // RUN: %dgps-opt %s -split-input-file --dgps-lower-chunk-local-to-tile=write-key=auto | %FileCheck %s --check-prefix=AUTO
 
 // PGDN (ema_sq_squash, key side): the in-chunk accumulator is a channel scan from the chunk-start state "pst",
@@ -117,8 +117,11 @@ module attributes {dgps.target = "sm_90a"} {
 
 // ATQ (ema_sq_squash, query side): the scan multiplies the read query in place; the write key stays k.
 // AUTO-LABEL: func.func @atq_chunk_local()
-// AUTO-SAME: tile.launch_features = array<i32: 1, 1, 1, 1, 0, 1, 0>
-// AUTO-NOT: tile.store_rows
+// AUTO-SAME: tile.launch_features = array<i32: 1, 1, 1, 1, 0, 1, 0, 1>
+// AUTO: %[[QP:.*]] = tile.channel_scan
+// AUTO: tile.barrier
+// AUTO-NEXT: tile.store_rows %[[QP]] into "pwq"
+// AUTO-NEXT: tile.lower_products rows(%{{.*}}, %[[QP]])
 // CHECK-LABEL: func.func @atq_chunk_local()
 // CHECK-SAME: tile.launch_features = array<i32: 1, 1, 1, 1, 0, 1, 0>
 // CHECK: %[[Q:.*]] = tile.chunk_rows "q"
@@ -126,6 +129,7 @@ module attributes {dgps.target = "sm_90a"} {
 // CHECK: %[[QP:.*]] = tile.channel_scan %[[K]], %{{.*}}, %{{.*}}, %{{.*}} apply %[[Q]] center %{{.*}} readout soft_power
 // CHECK-NOT: tile.encode_bf16 %[[Q]]
 // CHECK: %[[KB:.*]] = tile.encode_bf16 %[[K]]
+// CHECK-NOT: tile.store_rows
 // CHECK: tile.lower_products rows(%[[KB]], %[[QP]]) cols %[[KB]]
 !bf16_bthk = !chunk.tensor<[B, T, H, K], bf16>
 !bf16_bthvc = !chunk.tensor<[B, T, HV, C], bf16>

@@ -6,10 +6,11 @@
 // RUN: %dgps-opt %s -split-input-file --dgps-lower-state-output-to-tile | %FileCheck %s
 // RUN: %dgps-opt %s -split-input-file --dgps-lower-state-output-to-tile | %dgps-opt -split-input-file | %FileCheck %s
 // With the write key stored by chunk_local (write-key=stored: launch_features' write_key entry 1), the key-side
-// walks load it ("pwk", or "opw" with a per-channel gate) with no rescale and no producers.
-// (ATQ has no write key to store: an error naming the option.)
-// RUN: not %dgps-opt %s -split-input-file --dgps-lower-state-output-to-tile=write-key=stored 2>/dev/null | %FileCheck %s --check-prefix=STORED
-// RUN: not %dgps-opt %s -split-input-file --dgps-lower-state-output-to-tile=write-key=stored 2>&1 >/dev/null | %FileCheck %s --check-prefix=STORED-ERR
+// walks load it ("pwk", or "opw" with a per-channel gate) with no rescale and no producers; ATQ's walk loads the
+// query chunk_local stored ("pwq"), likewise. (write-key=segments is the write key's only: for ATQ an error naming
+// the option.)
+// RUN: %dgps-opt %s -split-input-file --dgps-lower-state-output-to-tile=write-key=stored | %FileCheck %s --check-prefix=STORED
+// RUN: not %dgps-opt %s -split-input-file --dgps-lower-state-output-to-tile=write-key=segments 2>&1 >/dev/null | %FileCheck %s --check-prefix=SEGMENTS-ERR
 // PGDN: scalar decay, the accumulator's soft power scales the write key (raw key rows into the write-key tile).
 // STORED-LABEL: func.func @pgdn_state_output()
 // STORED-SAME: tile.launch_features = array<i32: 1, 1, 1, 0, 0, 1, 0, 1>, tile.role = "state_output"
@@ -261,10 +262,14 @@ module attributes {dgps.target = "sm_90a"} {
 // -----
 
 // ATQ: the preconditioner scales the read query (in place), the write key stays the raw key.
-// STORED-ERR: error: write-key stored: the forward has no key-side preconditioner, so no walk rebuilds a write key
+// SEGMENTS-ERR: error: write-key segments: the forward has a query-side preconditioner
+// STORED-LABEL: func.func @atq_state_output()
+// STORED-SAME: tile.launch_features = array<i32: 1, 1, 1, 1, 0, 1, 0, 1>, tile.role = "state_output"
+// STORED-NEXT: tile.state_walk start argument query "pwq" as stored write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform {write_final, write_output}
+// STORED-NEXT: return
 // CHECK-LABEL: func.func @atq_state_output()
 // CHECK-SAME: tile.launch_features = array<i32: 1, 1, 1, 1, 0, 1, 0>, tile.role = "state_output"
-// CHECK-NEXT: tile.state_walk start argument query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform rescale query scan "k" from "pst" readout soft_power center "precond_center" producer_warps 4 registers [224, 56] {scan_base = 1.500000e+00 : f32, scan_eps = 9.99999997E-7 : f32, write_final, write_output}
+// CHECK-NEXT: tile.state_walk start argument query "q" as rebuilt write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform rescale query scan "k" from "pst" readout soft_power center "precond_center" producer_warps 4 registers [224, 56] {scan_base = 1.500000e+00 : f32, scan_eps = 9.99999997E-7 : f32, write_final, write_output}
 // CHECK-NEXT: return
 !bf16_bthk = !chunk.tensor<[B, T, H, K], bf16>
 !bf16_bthvc = !chunk.tensor<[B, T, HV, C], bf16>

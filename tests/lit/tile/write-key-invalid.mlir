@@ -57,8 +57,8 @@ func.func @pkda_state_output() attributes {tile.grid = "value_tile", tile.launch
 
 // -----
 
-// No key-side preconditioner, no write key to store.
-// expected-error @+1 {{write_key is 1 without a key-side preconditioner}}
+// No preconditioner, no write key or query to store.
+// expected-error @+1 {{write_key is 1 without a preconditioner (precond 1)}}
 func.func @gdn_state_output() attributes {tile.grid = "value_tile", tile.launch_features = array<i32: 1, 1, 0, 0, 0, 1, 0, 1>, tile.role = "state_output"} {
   return
 }
@@ -99,7 +99,7 @@ func.func @rebuilt_without_rescale() {
 
 func.func @store_rows_elsewhere() {
   %k = tile.chunk_rows "k" at key_head : !tile.tile<[C, K], bf16, smem, row>
-  // expected-error @+1 {{writes workspace region "opw"; expected one of "pwk"}}
+  // expected-error @+1 {{writes workspace region "opw"; expected one of "pwk", "pwq"}}
   tile.store_rows %k into "opw" : !tile.tile<[C, K], bf16, smem, row>
   return
 }

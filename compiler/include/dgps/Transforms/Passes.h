@@ -30,11 +30,14 @@ enum class Stage {
 void buildPipeline(mlir::OpPassManager& pm, Stage until = Stage::Plan);
 
 /// The launch_rules.h FeatureSet::write_key code of a forward with features `f` for the tile lowerings' `write-key`
-/// option `requested` (Passes.td): rebuilt -> 0; stored -> 1; segments -> 2 (stored, loaded by the segment
-/// walks only; not with per-channel decay, whose stored key is opw, which state_output reads too); auto -> 0
-/// without a key-side preconditioner or for hypergrad_ogd (unmeasured), 1 with per-channel decay (the stored key
-/// replaces opw: no extra traffic), kAutoScalarWriteKey otherwise. stored and segments need a key-side
-/// preconditioner. Returns false and sets *error (naming the value and why) otherwise.
+/// option `requested` (Passes.td). The option governs the walks' preconditioned operand: the write key P ⊙ k̂ of
+/// a key-side preconditioner or the query P ⊙ q̂ of a query-side one. rebuilt -> 0; stored -> 1; segments -> 2
+/// (key side only: stored, loaded by the segment walks only; not with per-channel decay, whose stored key is opw,
+/// which state_output reads too); auto -> 0 without a preconditioner or for hypergrad_ogd (unmeasured), 1 with
+/// per-channel decay (the stored key replaces opw: no extra traffic), 1 for a query-side ema_sq_squash
+/// preconditioner with scalar or no decay (atq: the stored query "pwq"), kAutoScalarWriteKey otherwise. stored
+/// needs a preconditioner (on the query side, scalar or no decay). Returns false and sets *error (naming the
+/// value and why) otherwise.
 bool writeKeyCode(llvm::StringRef requested, const launch::FeatureSet& f, int* code, std::string* error);
 
 /// auto's choice for a scalar (or no) decay, where the stored key is a region of its own ("pwk": chunk_local

@@ -335,8 +335,9 @@ def LowerChunkLocalToTile : Pass<"dgps-lower-chunk-local-to-tile", "::mlir::Modu
     `tile.channel_scan` from the chunk-start state (workspace "pst") that multiplies the write key (a
     new tile) or the read query (in place). With `write-key` giving a stored write key (tile.launch_features
     write_key 1 or 2) the scanned P ⊙ k is written for the walks: `tile.store_rows` into "pwk", or, with a
-    [C, K] gate, as the operand of the opw store (scanned before the gated stores). Fails, naming the op, on
-    a chunk op it cannot lower.
+    [C, K] gate, as the operand of the opw store (scanned before the gated stores); for a query-side
+    preconditioner (write_key 1) the scanned P ⊙ q is written with `tile.store_rows` into "pwq". Fails, naming
+    the op, on a chunk op it cannot lower.
 
     Before (GDN):
     ```mlir
@@ -382,11 +383,12 @@ def LowerChunkLocalToTile : Pass<"dgps-lower-chunk-local-to-tile", "::mlir::Modu
   }];
   let options = [
     Option<"writeKey_", "write-key", "std::string", /*default=*/"\"rebuilt\"",
-           "A key-side preconditioner's write key P ⊙ k̂ in the state walks (launch_rules.h FeatureSet::write_key): "
-           "rebuilt (every walk rebuilds it from pst in a producer warpgroup), stored (chunk_local stores it, every "
-           "walk loads it), segments (stored; the segment walks load it, state_output rebuilds it; scalar decay "
-           "only) or auto (StateWalkLowering.h resolveWriteKey). The tile lowerings of one compile must get the "
-           "same value, and a stored key needs this compile's chunk_local from the tile IR (dgpsc --write-key).">
+           "The walks' preconditioned operand, a key-side preconditioner's write key P ⊙ k̂ or a query-side one's "
+           "query P ⊙ q̂ (launch_rules.h FeatureSet::write_key): rebuilt (every walk that reads it rebuilds it from "
+           "pst in a producer warpgroup), stored (chunk_local stores it, every walk loads it), segments (write key "
+           "only: stored; the segment walks load it, state_output rebuilds it; scalar decay only) or auto "
+           "(StateWalkLowering.h resolveWriteKey). The tile lowerings of one compile must get the same value, and a "
+           "stored operand needs this compile's chunk_local from the tile IR (dgpsc --write-key).">
   ];
   let dependentDialects = ["::dgps::tile::TileDialect", "::mlir::func::FuncDialect"];
 }
@@ -409,7 +411,9 @@ def LowerStateOutputToTile : Pass<"dgps-lower-state-output-to-tile", "::mlir::Mo
     state pass's write key or the read-out's query becomes the walk's `rescale` (the per-channel scan of the
     raw key from "pst", its read-out, and the producer warpgroup that runs it with its register budget) and
     the walk's `write_key_form` rebuilt; where `write-key` gives state_output the stored write key the walk
-    instead reads "pwk" (or "opw" with a [C, K] gate) `as stored`, with no rescale and no producers.
+    instead reads "pwk" (or "opw" with a [C, K] gate) `as stored`, with no rescale and no producers. A query
+    rebuild sets `query_form` rebuilt; where `write-key` gives a query-side preconditioner the stored query the
+    walk reads `query "pwq" as stored` instead, with no rescale and no producers.
     Fails, naming the op, on anything else.
 
     Before (GDN):
@@ -443,11 +447,12 @@ def LowerStateOutputToTile : Pass<"dgps-lower-state-output-to-tile", "::mlir::Mo
   }];
   let options = [
     Option<"writeKey_", "write-key", "std::string", /*default=*/"\"rebuilt\"",
-           "A key-side preconditioner's write key P ⊙ k̂ in the state walks (launch_rules.h FeatureSet::write_key): "
-           "rebuilt (every walk rebuilds it from pst in a producer warpgroup), stored (chunk_local stores it, every "
-           "walk loads it), segments (stored; the segment walks load it, state_output rebuilds it; scalar decay "
-           "only) or auto (StateWalkLowering.h resolveWriteKey). The tile lowerings of one compile must get the "
-           "same value, and a stored key needs this compile's chunk_local from the tile IR (dgpsc --write-key).">
+           "The walks' preconditioned operand, a key-side preconditioner's write key P ⊙ k̂ or a query-side one's "
+           "query P ⊙ q̂ (launch_rules.h FeatureSet::write_key): rebuilt (every walk that reads it rebuilds it from "
+           "pst in a producer warpgroup), stored (chunk_local stores it, every walk loads it), segments (write key "
+           "only: stored; the segment walks load it, state_output rebuilds it; scalar decay only) or auto "
+           "(StateWalkLowering.h resolveWriteKey). The tile lowerings of one compile must get the same value, and a "
+           "stored operand needs this compile's chunk_local from the tile IR (dgpsc --write-key).">
   ];
   let dependentDialects = ["::dgps::tile::TileDialect", "::mlir::func::FuncDialect"];
 }
@@ -489,11 +494,12 @@ def LowerSegmentRolesToTile : Pass<"dgps-lower-segment-roles-to-tile", "::mlir::
   }];
   let options = [
     Option<"writeKey_", "write-key", "std::string", /*default=*/"\"rebuilt\"",
-           "A key-side preconditioner's write key P ⊙ k̂ in the state walks (launch_rules.h FeatureSet::write_key): "
-           "rebuilt (every walk rebuilds it from pst in a producer warpgroup), stored (chunk_local stores it, every "
-           "walk loads it), segments (stored; the segment walks load it, state_output rebuilds it; scalar decay "
-           "only) or auto (StateWalkLowering.h resolveWriteKey). The tile lowerings of one compile must get the "
-           "same value, and a stored key needs this compile's chunk_local from the tile IR (dgpsc --write-key).">
+           "The walks' preconditioned operand, a key-side preconditioner's write key P ⊙ k̂ or a query-side one's "
+           "query P ⊙ q̂ (launch_rules.h FeatureSet::write_key): rebuilt (every walk that reads it rebuilds it from "
+           "pst in a producer warpgroup), stored (chunk_local stores it, every walk loads it), segments (write key "
+           "only: stored; the segment walks load it, state_output rebuilds it; scalar decay only) or auto "
+           "(StateWalkLowering.h resolveWriteKey). The tile lowerings of one compile must get the same value, and a "
+           "stored operand needs this compile's chunk_local from the tile IR (dgpsc --write-key).">
   ];
   let dependentDialects = ["::dgps::tile::TileDialect", "::mlir::func::FuncDialect"];
 }

@@ -32,10 +32,11 @@ struct FeatureSet {
   int source = 0;   ///< 0 ema_sq_squash, 1 hypergrad_ogd
   int solve = 1;    ///< 0 linear (Hebbian), 1 delta
   int clamp = 0;    ///< hypergrad_ogd: 1 when the d update is clamped (clamp_min or clamp_max set)
-  /// A key-side preconditioner's write key P⊙k̂ in the state walks (a tile-IR decision, docs/math.md §4.3;
-  /// dgpsc's --write-key and the manifest's features.write_key name it): 0 every walk rebuilds it from pst (a producer warpgroup);
-  /// 1 chunk_local stores it (pwk, or inside opw with per-channel decay) and every walk loads it;
-  /// 2 chunk_local stores it, the segment walks load it and state_output rebuilds it (scalar decay only).
+  /// The walks' preconditioned operand, a tile-IR decision (docs/math.md §4.3): a key-side preconditioner's
+  /// write key P⊙k̂ or a query-side one's read query P⊙q̂. 0 every walk that reads it rebuilds it from pst (a
+  /// producer warpgroup); 1 chunk_local stores it (pwk, or inside opw with per-channel decay; the query in pwq)
+  /// and every walk loads it; 2 (write key only, scalar decay) chunk_local stores it, the segment walks load it
+  /// and state_output rebuilds it.
   int write_key = 0;
 };
 
@@ -164,9 +165,9 @@ DGPS_HD constexpr long long chunkSlots(const ProblemShape& s, int C) {
 ///   psum  f32  [S][H][K]       ema_sq_squash: chunk summary a_c (scan from 0 over the chunk)
 ///   pgam  f32  [S][H]          ema_sq_squash: exp(Σ precond_g) over the chunk
 ///   pcoef f32  [S][H][C]       hypergrad_ogd: per-token step coefficient κ_t ε_t
-///   opq   bf16 [S][HV][C][K]   diagonal decay: read query operand q⊙2^{G_i} per channel
-///   opk   bf16 [S][HV][C][K]   diagonal decay, delta solve: read key operand k⊙2^{G_i}
-///   opw   bf16 [S][HV][C][K]   diagonal decay: write key operand k⊙2^{G_C − G_i}
+///   opq   bf16 [S][HV][C][KP]  diagonal decay: read query operand q⊙2^{G_i} per channel
+///   opk   bf16 [S][HV][C][KP]  diagonal decay, delta solve: read key operand k⊙2^{G_i}
+///   opw   bf16 [S][HV][C][KP]  diagonal decay: write key operand k⊙2^{G_C − G_i}
 ///   pdec  f32  [S][HV][K]      diagonal decay: 2^{G_C} per channel (the chunk's state decay)
 ///   hgtri f32  [S][H][C(C+1)/2] chunked hypergrad_ogd (hypergradChunked): the chunk's lower-triangular block
 ///                              M = Diag(κ) 𝒯 Diag(β ⊙ L ⊙ rk²), packed by rows (row j at j(j+1)/2), so that
@@ -174,16 +175,24 @@ DGPS_HD constexpr long long chunkSlots(const ProblemShape& s, int C) {
 ///                              w_m = Σ_x k_mx² d_x on the raw key
 ///   hgvec f32  [S][H][2C+4]    chunked hypergrad_ogd: {a [C], y [C] with y_j = Λ_nj rk_j², L_n, 0, 0, 0}:
 ///                              d_end = L_n d + Σ_j y_j c_j k_j² (docs/math.md §5.2; fwd_precond_hypergrad.cuh)
-///   pwk   bf16 [S][HV][C][K]   the stored preconditioned write key P⊙k (raw key rows, the l2norm factor stays
+///   pwk   bf16 [S][HV][C][KP]  the stored preconditioned write key P⊙k (raw key rows, the l2norm factor stays
 ///                              in the record), written by chunk_local when needPwk (FeatureSet::write_key)
+///   pwq   bf16 [S][HV][C][KP]  the stored preconditioned query P⊙q (raw query rows, the l2norm factor and the
+///                              scale stay in the record), written by chunk_local when needPwq
+/// The bf16 [C][KP] operand rows (opq, opk, opw, pwk, pwq) are written and read only by our own kernels, so
+/// their row pitch is KP = pad16(K) elements (workspaceRowPitch), not K: at K = 120 every row starts 256 bytes
+/// after the last (not 240), so the walks' 16-byte cp.async pieces of a row are aligned as at K = 128; columns
+/// K..KP−1 are never written (the walks' tile loads zero-fill them).
 /// The per-channel gated operands are prepared once by the fully parallel chunk_local, so the sequential
 /// state_output does no per-channel gating (recomputing it there cost 3-6x their bytes on H200). The
-/// preconditioner multiplier P is stored only as part of the write key (FeatureSet::write_key: in pwk, or in
-/// opw = P⊙k⊙2^{G_C − G_i} with per-channel decay); otherwise the walks rebuild P⊙k (ATK) or P⊙q (ATQ) from pst
-/// and the raw key.
+/// preconditioner multiplier P is stored only as part of the walks' operand (FeatureSet::write_key: in pwk, in
+/// opw = P⊙k⊙2^{G_C − G_i} with per-channel decay, or in pwq); otherwise the walks rebuild P⊙k (ATK) or P⊙q
+/// (ATQ) from pst and the raw key.
 /// Floats per (chunk slot, key head) of the chunked hypergrad_ogd's hgvec: a [C], y [C], L_n and 3 pad floats
 /// (a 16-byte multiple, for cp.async).
 DGPS_HD constexpr int hypergradVecFloats(int C) { return 2 * C + 4; }
+/// Row pitch (elements) of the bf16 [C][KP] operand regions opq, opk, opw, pwk and pwq: KP = pad16(K).
+DGPS_HD constexpr int workspaceRowPitch(int K) { return pad16(K); }
 /// Floats per (chunk slot, key head) of hgtri: the lower triangle of a C x C block, row j at j(j+1)/2 (a
 /// 16-byte multiple for C a multiple of 16).
 DGPS_HD constexpr int hypergradTriFloats(int C) { return C * (C + 1) / 2; }
@@ -192,7 +201,7 @@ struct WorkspaceLayout {
   long long slots = 0;
   long long tb = 0, aqk = 0, tok = 0, pst = 0, psum = 0, pgam = 0, pcoef = 0, opq = 0, opk = 0, opw = 0, pdec = 0;
   long long hgtri = 0, hgvec = 0;
-  long long pwk = 0;
+  long long pwk = 0, pwq = 0;
   long long total = 0;
 };
 
@@ -200,7 +209,8 @@ struct WorkspaceLayout {
 DGPS_HD constexpr bool needOpQ(const FeatureSet& f) { return f.decay == 2; }
 DGPS_HD constexpr bool needOpK(const FeatureSet& f) { return f.solve == 1 && f.decay == 2; }
 DGPS_HD constexpr bool needOpW(const FeatureSet& f) { return f.decay == 2; }
-/// state_output rebuilds the preconditioned write key (ATK) or read query (ATQ) in shared memory.
+/// The preconditioner's side: the walks need the preconditioned write key (ATK) or read query (ATQ), rebuilt
+/// in shared memory or stored by chunk_local (FeatureSet::write_key; walkRebuildsKw, walkRebuildsQ).
 DGPS_HD constexpr bool rebuildsKw(const FeatureSet& f) { return f.precond == 1 && f.side == 0; }
 DGPS_HD constexpr bool rebuildsQ(const FeatureSet& f) { return f.precond == 1 && f.side == 1; }
 /// state_output's k tile holds the raw key when no opk takes its place and something reads it: the delta
@@ -217,10 +227,17 @@ DGPS_HD constexpr bool needPwk(const FeatureSet& f) { return storesKw(f) && !nee
 DGPS_HD constexpr bool walkRebuildsKw(const FeatureSet& f, bool segment) {
   return rebuildsKw(f) && !(f.write_key == kWriteKeyStored || (f.write_key == kWriteKeyStoredSegments && segment));
 }
+/// chunk_local writes the preconditioned query P⊙q̂ once into pwq (FeatureSet::write_key 1, a query-side
+/// preconditioner with scalar or no decay) and the walks that write o (state_output, segment_state_output) load it.
+DGPS_HD constexpr bool needPwq(const FeatureSet& f) {
+  return rebuildsQ(f) && !needOpQ(f) && f.write_key == kWriteKeyStored;
+}
+/// A walk that reads the query (one that writes o) rebuilds P⊙q̂ (a query-side preconditioner without pwq).
+DGPS_HD constexpr bool walkRebuildsQ(const FeatureSet& f) { return rebuildsQ(f) && !needPwq(f); }
 /// A walk runs the producer warpgroup: it rebuilds the write key, or the query (a query-side preconditioner; the
 /// segment summary reads no query and has its own rule, segmentSummaryThreads).
 DGPS_HD constexpr bool walkRebuilds(const FeatureSet& f, bool segment) {
-  return walkRebuildsKw(f, segment) || rebuildsQ(f);
+  return walkRebuildsKw(f, segment) || walkRebuildsQ(f);
 }
 /// With opk in the k tile, a walk's rebuild reads the raw key from a tile of its own.
 DGPS_HD constexpr bool rawKOwnTile(const FeatureSet& f, bool segment = false) {
@@ -248,7 +265,7 @@ DGPS_HD constexpr WorkspaceLayout workspaceLayout(const FeatureSet& f, const Pro
   off += (pre && f.source == 0) ? align_up(w.slots * s.H * 4, 256) : 0;
   w.pcoef = off;
   off += (pre && f.source == 1) ? align_up(w.slots * s.H * C * 4, 256) : 0;
-  const long long op = align_up(w.slots * s.HV * C * s.K * 2, 256);
+  const long long op = align_up(w.slots * s.HV * C * workspaceRowPitch((int)s.K) * 2, 256);
   w.opq = off;
   off += needOpQ(f) ? op : 0;
   w.opk = off;
@@ -265,6 +282,8 @@ DGPS_HD constexpr WorkspaceLayout workspaceLayout(const FeatureSet& f, const Pro
   off += hgc ? align_up(w.slots * s.H * hypergradVecFloats(t.chunk) * 4, 256) : 0;
   w.pwk = off;  // the stored write key, last: the layout without it is unchanged
   off += needPwk(f) ? op : 0;
+  w.pwq = off;  // the stored query, last for the same reason
+  off += needPwq(f) ? op : 0;
   w.total = off;
   return w;
 }

@@ -1,16 +1,17 @@
-// Rows of one chunk gated per channel, written to device memory as bf16 [C, K] (launch_rules.h
-// WorkspaceLayout opq/opk/opw): with log2 gates G [C, KP] (G_last = row C − 1), for each output n
+// Rows of one chunk gated per channel, written to device memory as bf16 [C, K] rows at pitch KP = pad16(K)
+// (launch_rules.h WorkspaceLayout opq/opk/opw, workspaceRowPitch): with log2 gates G [C, KP] (G_last = row C − 1), for each output n
 //   forward: y_n,id = x_n,id·2^{G_id}          reverse: y_n,id = x_n,id·2^{G_last,d − G_id}
 // x_n are 16-bit tiles of the input dtype (decoded by Codec). Also the last row's factors 2^{G_last,d}, and the
 // ungated store of a bf16 row tile (store_rows16).
 #pragma once
 
+#include "dgps/device/launch_rules.h"
 #include "dgps/tile/chunk_rows.cuh"
 
 namespace dgps {
 namespace tile {
 
-/// Every output y_n (global, row pitch K) from x_n (shared, pitch xp) and G (shared, pitch gp) in one pass,
+/// Every output y_n (global, row pitch workspaceRowPitch(K); columns K..pitch−1 are not written) from x_n (shared, pitch xp) and G (shared, pitch gp) in one pass,
 /// 8 channels per step with 16-byte shared loads (G, G_last and each x; xp, gp multiples of 8 and the tiles
 /// 16-byte aligned): G is read once, each power of two is taken once per element and direction and shared
 /// by the outputs that use it, and an x that several outputs share is loaded once (the same pointer).
@@ -18,7 +19,7 @@ namespace tile {
 template <int C, int K, class Codec, bool... kReverse>
 DGPS_DEV void store_gated_rows(uint16_t* const (&y)[sizeof...(kReverse)],
                                const uint16_t* const (&x)[sizeof...(kReverse)], int xp, const float* G, int gp) {
-  constexpr int N = sizeof...(kReverse), CH = K / 8;
+  constexpr int N = sizeof...(kReverse), CH = K / 8, YP = launch::workspaceRowPitch(K);
   constexpr bool rev[N] = {kReverse...};
   constexpr bool anyFwd = (!kReverse || ...), anyRev = (kReverse || ...);
   for (int e = dev::tid(); e < C * CH; e += dev::nthreads()) {
@@ -40,20 +41,20 @@ DGPS_DEV void store_gated_rows(uint16_t* const (&y)[sizeof...(kReverse)],
       for (int u = 0; u < 4; ++u)
         p[u] = rev[n] ? dev::pack_bf16(xv[2 * u] * bwd[2 * u], xv[2 * u + 1] * bwd[2 * u + 1])
                       : dev::pack_bf16(xv[2 * u] * fwd[2 * u], xv[2 * u + 1] * fwd[2 * u + 1]);
-      *reinterpret_cast<dev::U4*>(y[n] + i * K + d0) = dev::U4{p[0], p[1], p[2], p[3]};
+      *reinterpret_cast<dev::U4*>(y[n] + i * YP + d0) = dev::U4{p[0], p[1], p[2], p[3]};
     }
   }
 }
 
 /// y_id = x_id: a bf16 row tile (shared, pitch xp, a multiple of 8, 16-byte aligned) written as it is to bf16
-/// [C, K] rows (global, pitch K), 8 channels per 16-byte store; the ungated form of the stores above (the
-/// stored write key pwk, launch_rules.h WorkspaceLayout).
+/// [C, K] rows (global, pitch workspaceRowPitch(K)), 8 channels per 16-byte store; the ungated form of the stores
+/// above (the stored write key pwk and query pwq, launch_rules.h WorkspaceLayout).
 template <int C, int K>
 DGPS_DEV void store_rows16(uint16_t* y, const uint16_t* x, int xp) {
-  constexpr int CH = K / 8;
+  constexpr int CH = K / 8, YP = launch::workspaceRowPitch(K);
   for (int e = dev::tid(); e < C * CH; e += dev::nthreads()) {
     const int i = e / CH, d0 = (e - i * CH) * 8;
-    *reinterpret_cast<dev::U4*>(y + i * K + d0) = *reinterpret_cast<const dev::U4*>(x + i * xp + d0);
+    *reinterpret_cast<dev::U4*>(y + i * YP + d0) = *reinterpret_cast<const dev::U4*>(x + i * xp + d0);
   }
 }
 

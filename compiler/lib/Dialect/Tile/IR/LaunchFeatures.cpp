@@ -73,6 +73,39 @@ LogicalResult verifyWriteKeyRoles(Operation* op, const launch::FeatureSet& f) {
   return result;
 }
 
+/// The function's body agrees with write_key for a query-side preconditioner (launch_rules.h needPwq /
+/// walkRebuildsQ): a chunk_local stores P ⊙ q̂ (tile.store_rows into "pwq") exactly when the features say so, and
+/// each walk that writes o (the query's only reader) takes the stored query "pwq" exactly then.
+LogicalResult verifyQueryRoles(Operation* op, const launch::FeatureSet& f) {
+  auto role = op->getAttrOfType<StringAttr>(kRoleAttr);
+  if (!role || op->getNumRegions() != 1 || op->getRegion(0).empty()) return success();
+  const bool stores = launch::needPwq(f);
+  if (role.getValue() == "chunk_local") {
+    bool pwq = false;
+    op->walk([&](StoreRowsOp st) { pwq |= st.getInto() == "pwq"; });
+    if (pwq == stores) return success();
+    return op->emitOpError() << kLaunchFeaturesAttr << ": write_key is " << f.write_key << " ("
+                             << (stores ? "chunk_local stores" : "the walks rebuild")
+                             << " the preconditioned query) but the function has " << (stores ? "no " : "a ")
+                             << "tile.store_rows into \"pwq\"";
+  }
+  const bool segment = role.getValue() == "segment_summary" || role.getValue() == "segment_state_output";
+  if (!segment && role.getValue() != "state_output") return success();
+  LogicalResult result = success();
+  op->walk([&](StateWalkOp w) {
+    const bool stored = w.getQueryForm() && *w.getQueryForm() == WriteKeyForm::stored;
+    if (stored != (stores && w.getWriteOutput())) {
+      result = w.emitOpError() << "takes the " << (stored ? "stored" : "rebuilt") << " query where "
+                               << kLaunchFeaturesAttr << " (write_key " << f.write_key << ") gives this "
+                               << role.getValue() << " walk " << (stored ? "the rebuilt one" : "the stored one")
+                               << " (launch_rules.h needPwq)";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return result;
+}
+
 }  // namespace
 
 DenseI32ArrayAttr launchFeaturesAttr(Builder& b, const launch::FeatureSet& f) {
@@ -95,15 +128,24 @@ LogicalResult verifyLaunchFeatures(Operation* op, Attribute value) {
     return op->emitOpError() << kLaunchFeaturesAttr
                              << ": clamp is 1 without a hypergrad_ogd preconditioner (precond 1, source 1); only "
                                 "its d-scan has a clamp";
-  if (f.write_key != launch::kWriteKeyRebuilt && !launch::rebuildsKw(f))
+  if (f.write_key != launch::kWriteKeyRebuilt && f.precond != 1)
     return op->emitOpError() << kLaunchFeaturesAttr << ": write_key is " << f.write_key
-                             << " without a key-side preconditioner (precond 1, side 0); only its walks rebuild a "
-                                "write key";
+                             << " without a preconditioner (precond 1); only its walks rebuild an operand (the "
+                                "write key or the query)";
+  if (f.write_key == launch::kWriteKeyStoredSegments && launch::rebuildsQ(f))
+    return op->emitOpError() << kLaunchFeaturesAttr
+                             << ": write_key 2 (stored for the segment walks only) with a query-side preconditioner: "
+                                "the segment summaries read no query; expected 0 or 1";
+  if (f.write_key != launch::kWriteKeyRebuilt && launch::rebuildsQ(f) && launch::needOpQ(f))
+    return op->emitOpError() << kLaunchFeaturesAttr << ": write_key is " << f.write_key
+                             << " with a query-side preconditioner and per-channel decay: the stored query (pwq) "
+                                "exists for scalar or no decay only; expected 0";
   if (f.write_key == launch::kWriteKeyStoredSegments && launch::needOpW(f))
     return op->emitOpError() << kLaunchFeaturesAttr
                              << ": write_key 2 (stored for the segment walks only) with per-channel decay: the "
                                 "stored key lives in opw, which every walk reads, so state_output cannot rebuild it";
-  return verifyWriteKeyRoles(op, f);
+  if (failed(verifyWriteKeyRoles(op, f))) return failure();
+  return launch::rebuildsQ(f) ? verifyQueryRoles(op, f) : success();
 }
 
 FailureOr<launch::FeatureSet> launchFeaturesOf(Operation* fn) {

@@ -153,7 +153,7 @@ LogicalResult StoreGatedRowsOp::verify() {
 
 LogicalResult StoreRowsOp::verify() {
   if (failed(expectRows16(*this, getX(), "operand"))) return failure();
-  return expectRegion(*this, getInto(), {"pwk"});
+  return expectRegion(*this, getInto(), {"pwk", "pwq"});
 }
 
 LogicalResult StoreLastExp2Op::verify() {

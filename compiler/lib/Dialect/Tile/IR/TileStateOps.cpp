@@ -40,7 +40,7 @@ LogicalResult verifyRowMap(StateWalkOp w) {
 
 LogicalResult StateWalkOp::verify() {
   Operation* op = getOperation();
-  if (failed(expectSource(op, "query", getQuery(), {"q", "opq"})) ||
+  if (failed(expectSource(op, "query", getQuery(), {"q", "opq", "pwq"})) ||
       failed(expectSource(op, "write_key", getWriteKey(), {"k", "opw", "pwk"})) ||
       failed(expectSource(op, "values", getValues(), {"v"})) || failed(expectSource(op, "record", getRecord(), {"tok"})) ||
       failed(expectSource(op, "readout", getReadout(), {"aqk"})))
@@ -70,8 +70,31 @@ LogicalResult StateWalkOp::verify() {
   if (!getWriteOutput() && !getWriteFinal() && !getEndRegion())
     return emitOpError("writes nothing: set write_output, write_final or end_region");
   if (failed(verifyRowMap(*this))) return failure();
-  if (failed(verifyWriteKeyForm())) return failure();
+  if (failed(verifyWriteKeyForm()) || failed(verifyQueryForm())) return failure();
   return verifyRescale();
+}
+
+LogicalResult StateWalkOp::verifyQueryForm() {
+  const bool rescalesQuery = getRescale() && *getRescale() == WalkOperand::query;
+  if (!getQueryForm()) {
+    if (getQuery() == "pwq") return emitOpError("reads the stored query \"pwq\" without query_form stored");
+    return success();
+  }
+  if (!getWriteOutput())
+    return emitOpError("has a query_form but writes no o, which is the query's only reader");
+  if (*getQueryForm() == WriteKeyForm::rebuilt) {
+    if (!rescalesQuery) return emitOpError("query_form rebuilt needs rescale query (the producer warps rebuild P ⊙ q)");
+    if (getQuery() == "pwq") return emitOpError("query_form rebuilt reads the stored query \"pwq\"; expected \"q\"");
+    return success();
+  }
+  if (getRescale())
+    return emitOpError() << "query_form stored has rescale " << stringifyWalkOperand(*getRescale())
+                         << ": a stored query is loaded as it is (nothing is rebuilt)";
+  if (getQuery() != "pwq")
+    return emitOpError() << "query_form stored reads query \"" << getQuery()
+                         << "\"; expected \"pwq\" (what chunk_local stored)";
+  if (getRowSteps()) return emitOpError("query_form stored with a row map: the stored query exists only for one step per token (the row map reads the input query \"q\")");
+  return success();
 }
 
 LogicalResult StateWalkOp::verifyWriteKeyForm() {

@@ -142,10 +142,12 @@ def Tile_StoreGatedRowsOp : Tile_Op<"store_gated_rows"> {
 }
 
 def Tile_StoreRowsOp : Tile_Op<"store_rows"> {
-  let summary = "write a bf16 [C, K] row tile as it is into a workspace region (the stored write key \"pwk\")";
+  let summary = "write a bf16 [C, K] row tile as it is into a workspace region (the stored write key \"pwk\" or "
+                "query \"pwq\")";
   let description = [{
     y_id = x_id for every row (pad rows included: they hold what the tile holds, zero for a scan of zero rows).
-    The region is per (chunk slot, value head), bf16 [C, K] (launch_rules.h WorkspaceLayout pwk). Every writer of
+    The region is per (chunk slot, value head), bf16 [C, K] rows at pitch KP (launch_rules.h WorkspaceLayout pwk,
+    pwq, workspaceRowPitch). Every writer of
     the tile must be past a `tile.barrier`.
   }];
   let arguments = (ins Tile_AnyTile:$x, StrAttr:$into);

@@ -55,12 +55,14 @@ def Tile_WalkOperand : I32EnumAttr<"WalkOperand", "operand of a state walk rebui
   let cppNamespace = "::dgps::tile";
 }
 
-// Where a key-side preconditioner's write key P⊙k̂ of a walk comes from (docs/math.md §8.3, launch_rules.h
-// FeatureSet::write_key; chosen by the tile lowerings' `write-key` option).
-def Tile_WriteKeyForm : I32EnumAttr<"WriteKeyForm", "source of a walk's preconditioned write key", [
-    // rebuilt per chunk by the walk's producer warpgroup from the raw key and pst (`rescale write_key`)
+// Where a walk's preconditioned operand comes from: a key-side preconditioner's write key P⊙k̂ or a query-side
+// one's query P⊙q̂ (docs/math.md §8.3, launch_rules.h FeatureSet::write_key; chosen by the tile lowerings'
+// `write-key` option).
+def Tile_WriteKeyForm : I32EnumAttr<"WriteKeyForm", "source of a walk's preconditioned write key or query", [
+    // rebuilt per chunk by the walk's producer warpgroup from the raw rows and pst (`rescale write_key` / `query`)
     I32EnumAttrCase<"rebuilt", 0>,
-    // written once by chunk_local ("pwk", or inside "opw" with per-channel decay) and loaded like any staged tile
+    // written once by chunk_local ("pwk", inside "opw" with per-channel decay, or "pwq" for the query) and
+    // loaded like any staged tile
     I32EnumAttrCase<"stored", 1>]> {
   let cppNamespace = "::dgps::tile";
 }
@@ -109,6 +111,11 @@ def Tile_StateWalkOp : Tile_Op<"state_walk"> {
     chunk_local stored, "pwk" (bf16 P ⊙ k, the raw key rows; the record's field 2 keeps the l2norm factor and
     the gate) or, with per-channel decay, "opw" (P ⊙ k ⊙ 2^{G_C − G_i}). Which walks take which form is the
     launch contract's (tile.launch_features write_key, launch_rules.h walkRebuildsKw), checked on the function.
+    `query_form` (printed after the query: `as rebuilt` / `as stored`) is the same for a query-side
+    preconditioner's query, set on every walk that writes o (the query's only reader): `rebuilt` goes with
+    `rescale query` and the raw query "q"; `stored` with no rescale and the query chunk_local stored, "pwq"
+    (bf16 P ⊙ q, the raw query rows; the record's field 0 keeps the scale, the l2norm factor and the gate)
+    (tile.launch_features write_key 1, launch_rules.h needPwq).
     Row map (`row_steps` = n >= 2, `query_phase`, `output_phase` in [0, n)): the walk's rows are steps, n per
     token (docs/math.md §3.7), while the input query "q" and the output o have one row per token. Row r reads
     the query of token r / n when r mod n == query_phase (else a zero query row), and o's token row r / n is
@@ -127,15 +134,18 @@ def Tile_StateWalkOp : Tile_Op<"state_walk"> {
                        OptionalAttr<F32Attr>:$scan_max, OptionalAttr<I32Attr>:$producer_warps,
                        OptionalAttr<DenseI32ArrayAttr>:$registers,
                        OptionalAttr<I64Attr>:$row_steps, OptionalAttr<I64Attr>:$query_phase,
-                       OptionalAttr<I64Attr>:$output_phase, OptionalAttr<Tile_WriteKeyForm>:$write_key_form);
+                       OptionalAttr<I64Attr>:$output_phase, OptionalAttr<Tile_WriteKeyForm>:$write_key_form,
+                       OptionalAttr<Tile_WriteKeyForm>:$query_form);
   let extraClassDeclaration = [{
     /// The rebuild's attributes agree (rescale, scan_*, producer_warps, registers).
     ::mlir::LogicalResult verifyRescale();
     /// write_key_form agrees with rescale and the write key's source.
     ::mlir::LogicalResult verifyWriteKeyForm();
+    /// query_form agrees with rescale and the query's source.
+    ::mlir::LogicalResult verifyQueryForm();
   }];
   let assemblyFormat = [{
-    `start` $start `query` $query `write_key` $write_key (`as` $write_key_form^)?
+    `start` $start `query` $query (`as` $query_form^)? `write_key` $write_key (`as` $write_key_form^)?
     (`read_key` $read_key^)? `values` $values
     `record` $record (`solve` $solve^)? `readout` $readout `value_form` $value_form `carry` $carry
     (`columns` $columns^)? (`start_region` $start_region^)? (`end_region` $end_region^)?
