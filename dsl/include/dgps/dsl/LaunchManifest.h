@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dgps/device/launch_rules.h"
@@ -27,6 +28,12 @@ struct LaunchSectionRequest {
   /// The package also holds the sequence-parallel state pass's kernels (dgps_<name>_fwd_segment_summary,
   /// _segment_fold, _segment_state_output): write `launch.forward_segmented` (Package.h).
   bool segmented = false;
+  /// launch.workspace.buffers: (name, size formula in bytes) per region in layout order. The compiler prints them
+  /// from the tile IR's workspace declaration (compiler Dialect/Tile/IR/Workspace.h), the one definition of the
+  /// layout the kernels index; this writer only copies them. Empty: an empty workspace.
+  std::vector<std::pair<std::string, std::string>> workspace;
+  /// launch.forward_segmented.buffers (with `segmented`): the segmented state pass's regions, after `workspace`.
+  std::vector<std::pair<std::string, std::string>> segment_workspace;
 };
 
 /// The device layout fingerprint: the first 16 hex digits of the SHA-256 of the device library's
