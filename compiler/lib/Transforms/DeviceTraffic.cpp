@@ -125,7 +125,6 @@ DeviceTraffic deviceTraffic(const launch::FeatureSet& f, const PrecondInputs& in
 
   // Inputs and outputs (bf16/f16 activations, f32 gates; per-sequence states amortised to 0), as the
   // kernels in runtime/device/dgps/device/fwd_*.cuh load them.
-  const bool pre = f.precond == 1;
   if (pre && f.source == 0)  // precond_summary: k, precond_g, precond_beta per key head
     add(kPrecondSummary, BT * H * (K * 2 + (in.gate ? 4 : 0) + (in.gain ? 4 : 0)));
   if (hypergradChunked(f)) {  // chunked: the summary loads k, beta, retention gate; the pass loads k again
