@@ -199,7 +199,7 @@ static __device__ __forceinline__ void dgps_linear_attention_fwd_segment_summary
   const dev::Seq sq = dev::seq_of(a, n);
   // the segment's chunks [c0, nch) of the sequence
   const int64_t s0 = dev::first_slot(a, n, sq.bos), c0 = seg * Ls, nch = dev::lmin((sq.len + C - 1) / C, c0 + Ls);
-  (void)G;
+  (void)W;
   const int w = dev::warp(), ct = dev::tid(), v0 = (int)vt * BV, vw = v0 + 16 * w;
   unsigned char* const sm = dev::dyn_smem();
   unsigned char* const ws = static_cast<unsigned char*>(a.workspace);
@@ -289,7 +289,7 @@ static __device__ __forceinline__ void dgps_linear_attention_fwd_segment_summary
   const dev::Seq sq = dev::seq_of(a, n);
   // the segment's chunks [c0, nch) of the sequence
   const int64_t s0 = dev::first_slot(a, n, sq.bos), c0 = seg * Ls, nch = dev::lmin((sq.len + C - 1) / C, c0 + Ls);
-  (void)G;
+  (void)W;
   const int w = dev::warp(), ct = dev::tid(), v0 = (int)vt * BV, vw = v0 + 16 * w;
   unsigned char* const sm = dev::dyn_smem();
   unsigned char* const ws = static_cast<unsigned char*>(a.workspace);
@@ -412,7 +412,7 @@ static __device__ __forceinline__ void dgps_linear_attention_fwd_segment_state_o
   const dev::Seq sq = dev::seq_of(a, n);
   // the segment's chunks [c0, nch) of the sequence
   const int64_t s0 = dev::first_slot(a, n, sq.bos), c0 = seg * Ls, nch = dev::lmin((sq.len + C - 1) / C, c0 + Ls);
-  (void)G;
+  (void)W;
   const int w = dev::warp(), ct = dev::tid(), v0 = (int)vt * BV, vw = v0 + 16 * w;
   unsigned char* const sm = dev::dyn_smem();
   unsigned char* const ws = static_cast<unsigned char*>(a.workspace);

@@ -78,7 +78,8 @@ TEST_P(PlanOfSpec, BytesAreTheLaunchRulesLayoutsCount) {
   const std::vector<tile::WorkspaceRegion> declared = tile::workspaceOf(*tiles);
   ASSERT_FALSE(declared.empty()) << spec.name;
   double declaredBytes = 0;
-  for (const tile::WorkspaceRegion& r : declared) declaredBytes += double(launch::align_up(tile::regionBytes(r, shape, t), 256));
+  for (const tile::WorkspaceRegion& r : declared)
+    declaredBytes += double(launch::align_up(tile::regionBytes(r, shape, t), 256));
   EXPECT_NEAR(written * tokenHeads, declaredBytes, 1.0) << spec.name;
   EXPECT_EQ(d.buffers.size(), declared.size()) << spec.name;
 

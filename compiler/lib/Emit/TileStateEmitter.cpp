@@ -60,7 +60,8 @@ LogicalResult checkLayout(StateWalkOp w, const launch::FeatureSet& f, bool segme
       failed(need(!w.getReadKey() || *w.getReadKey() != "opk" || launch::needOpK(f), "the gated key \"opk\"")) ||
       failed(need(!w.getReadKey() || *w.getReadKey() != "k" || launch::rawKInKTile(f), "the raw key \"k\"")) ||
       failed(need(w.getWriteKey() != "opw" || launch::needOpW(f), "the gated write key \"opw\"")) ||
-      failed(need(w.getWriteKey() != "pwk" || (launch::storesKw(f) && !launch::needOpW(f)), "the stored write key \"pwk\"")) ||
+      failed(need(w.getWriteKey() != "pwk" || (launch::storesKw(f) && !launch::needOpW(f)),
+                  "the stored write key \"pwk\"")) ||
       failed(need(w.getWriteKey() != "k" || (launch::rawKInKTile(f) && !launch::needOpW(f)),
                   "the raw write key \"k\" where the layout stages \"opw\"")) ||
       failed(need(w.getValueForm() != ValueForm::residual_lower || f.solve == 1, "the solve block \"tb\"")) ||
@@ -368,7 +369,7 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
     os << "  // the segment's chunks [c0, nch) of the sequence\n";
     os << "  const int64_t s0 = dev::first_slot(a, n, sq.bos), c0 = seg * Ls, "
           "nch = dev::lmin((sq.len + C - 1) / C, c0 + Ls);\n";
-    os << "  (void)G;\n";
+    os << "  (void)W;\n";
   }
   os << "  const int w = dev::warp(), ct = dev::tid(), v0 = (int)vt * BV, vw = v0 + 16 * w;\n";
   os << "  unsigned char* const sm = dev::dyn_smem();\n";
@@ -423,7 +424,8 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
        << "K, K, K, vw);\n  else\n  ";
   if (auto end = walk.getEndRegion()) {
     const char* width = zero ? "K" : "V";
-    os << "  t::state_store<KP>(S, reinterpret_cast<float*>(ws + W." << (zero ? "seg_trans" : "seg_ext") << ") + " << segState
+    os << "  t::state_store<KP>(S, reinterpret_cast<float*>(ws + W." << (zero ? "seg_trans" : "seg_ext") << ") + "
+       << segState
        << width << ", K, " << width << ", vw);\n";
   }
 }
@@ -592,7 +594,8 @@ FailureOr<std::string> emitTileFoldKernel(func::FuncOp fn, const std::string& sy
   os << "  const int64_t vt = bid % VT, nh = bid / VT, hv = nh % HV, n = nh / HV;\n";
   os << "  const dev::Seq sq = dev::seq_of(a, n);\n";
   os << "  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);\n";
-  os << "  t::state_fold<K>(reinterpret_cast<float*>(dev::dyn_smem()), reinterpret_cast<const float*>(ws + W.seg_trans), "
+  os << "  t::state_fold<K>(reinterpret_cast<float*>(dev::dyn_smem()), "
+        "reinterpret_cast<const float*>(ws + W.seg_trans), "
         "reinterpret_cast<const float*>(ws + W.seg_ext), a.initial_state, reinterpret_cast<float*>(ws + W.seg_start), "
      << (fold.getWriteFinal() ? "a.final_state" : "nullptr")
      << ", n, t::first_segment_slot(a.cu_seqlens, n, a.seq_len, C, Ls), t::segment_count(sq.len, C, Ls), hv, HV, V, "

@@ -167,14 +167,16 @@ FailureOr<WorkspaceRegion> parseRegion(Operation* op, Attribute entry, size_t in
   if (!name || name.getValue().empty()) return fail("has no region name (a non-empty string)");
   if (!bytes) return fail("has no element size `bytes` (an integer)");
   const long long b = bytes.getInt();
-  if (b != 1 && b != 2 && b != 4 && b != 8) return fail("(\"" + name.getValue().str() + "\") has element bytes " + std::to_string(b));
-  if (!size || size.empty()) return fail("(\"" + name.getValue().str() + "\") has no size (a non-empty array of extents)");
+  const std::string quoted = "(\"" + name.getValue().str() + "\")";
+  if (b != 1 && b != 2 && b != 4 && b != 8) return fail(quoted + " has element bytes " + std::to_string(b));
+  if (!size || size.empty()) return fail(quoted + " has no size (a non-empty array of extents)");
   WorkspaceRegion r{name.getValue().str(), b, {}};
   for (Attribute e : size) {
     auto s = dyn_cast<StringAttr>(e);
     if (!s || (!extentNamed(s.getValue()) && !isInteger(s.getValue()))) {
       std::string known;
-      for (int i = 0; i < kWorkspaceExtentCount; ++i) known += std::string(i ? ", " : "") + "\"" + kWorkspaceExtents[i].name + "\"";
+      for (int i = 0; i < kWorkspaceExtentCount; ++i)
+        known += std::string(i ? ", " : "") + "\"" + kWorkspaceExtents[i].name + "\"";
       std::string got;
       llvm::raw_string_ostream gs(got);
       gs << e;
@@ -276,7 +278,8 @@ std::string workspaceLayoutCuda(const std::vector<WorkspaceRegion>& regions) {
   os << "namespace dgps_package {\nstruct Workspace {\n  long long";
   for (size_t i = 0; i < regions.size(); ++i) os << (i ? ", " : " ") << regions[i].name;
   os << (regions.empty() ? " " : ", ") << "total;\n};\n";
-  os << "DGPS_HD inline Workspace workspace_layout(const dgps::launch::ProblemShape& s, const dgps::launch::TileConfig& t,\n"
+  os << "DGPS_HD inline Workspace workspace_layout(const dgps::launch::ProblemShape& s, "
+        "const dgps::launch::TileConfig& t,\n"
         "                                         long long L) {\n";
   os << "  (void)L;  // only the segment regions read it\n";
   os << "  Workspace w{};\n  long long off = 0;\n";
