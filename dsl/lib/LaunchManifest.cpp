@@ -98,29 +98,6 @@ bool forwardGeometry(const std::string& role, const FeatureSet& f, Geometry* g) 
   return true;
 }
 
-// launch_rules.h workspaceLayout, buffers in layout order; only those the features use.
-std::vector<std::pair<std::string, std::string>> workspaceBuffers(const FeatureSet& f) {
-  std::vector<std::pair<std::string, std::string>> b;
-  const bool pre = f.precond == 1, diag = f.decay == 2;
-  if (f.solve == 1) b.push_back({"tb", "slots * HV * chunk * chunk * 2"});
-  b.push_back({"aqk", "slots * HV * chunk * chunk * 2"});
-  b.push_back({"tok", "slots * HV * (chunk + 1) * 32"});
-  if (pre) b.push_back({"pst", "slots * H * K * 4"});
-  if (pre && f.source == 0) b.push_back({"psum", "slots * H * K * 4"});
-  if (pre && f.source == 0) b.push_back({"pgam", "slots * H * 4"});
-  if (pre && f.source == 1) b.push_back({"pcoef", "slots * H * chunk * 4"});
-  // the bf16 operand rows at pitch KP (launch_rules.h workspaceRowPitch)
-  if (diag) b.push_back({"opq", "slots * HV * chunk * KP * 2"});
-  if (diag && f.solve == 1) b.push_back({"opk", "slots * HV * chunk * KP * 2"});
-  if (diag) b.push_back({"opw", "slots * HV * chunk * KP * 2"});
-  if (diag) b.push_back({"pdec", "slots * HV * K * 4"});
-  if (launch::hypergradChunked(f)) b.push_back({"hgtri", "slots * H * chunk * (chunk + 1) * 2"});
-  if (launch::hypergradChunked(f)) b.push_back({"hgvec", "slots * H * (2 * chunk + 4) * 4"});
-  if (launch::needPwk(f)) b.push_back({"pwk", "slots * HV * chunk * KP * 2"});
-  if (launch::needPwq(f)) b.push_back({"pwq", "slots * HV * chunk * KP * 2"});
-  return b;
-}
-
 // The segment slots of launch_rules.h segmentSlots, over the symbol L (chunks per segment, >= 1 on the
 // segmented path). Inline in each formula, not a let: lets are evaluated on the plain path too, where L = 0.
 const char* const kSegmentSlots = "select(varlen, T / (chunk * L) + N, N * cdiv(cdiv(T, chunk), L))";
@@ -149,12 +126,6 @@ bool segmentGeometry(const std::string& role, const FeatureSet& f, Geometry* g) 
     return false;
   }
   return true;
-}
-
-// launch_rules.h segmentLayout: after the chunk regions, E and the start states [S, HV, K, V] and M [S, HV, K, K].
-std::vector<std::pair<std::string, std::string>> segmentBuffers() {
-  const std::string s = std::string(kSegmentSlots) + " * HV * K";
-  return {{"seg_ext", s + " * V * 4"}, {"seg_trans", s + " * K * 4"}, {"seg_start", s + " * V * 4"}};
 }
 
 void writeKernel(std::ostringstream& os, const std::string& symbol, const Geometry& g) {
@@ -202,7 +173,7 @@ bool launchSectionYaml(const LaunchSectionRequest& r, std::string* yaml, std::st
       writeKernel(os, "dgps_" + r.name + "_fwd_" + role, g);
     }
     os << "  workspace:\n    align: 256\n    buffers:\n";
-    for (const auto& b : workspaceBuffers(f)) os << "      - {name: " << b.first << ", bytes: \"" << b.second << "\"}\n";
+    for (const auto& b : r.workspace) os << "      - {name: " << b.first << ", bytes: \"" << b.second << "\"}\n";
     if (r.segmented) {
       // the plain roles up to state_output, then the three kernels that replace it
       os << "  forward_segmented:\n    kernels:\n";
@@ -220,7 +191,7 @@ bool launchSectionYaml(const LaunchSectionRequest& r, std::string* yaml, std::st
         writeKernel(os, "dgps_" + r.name + "_fwd_" + role, g);
       }
       os << "    buffers:\n";
-      for (const auto& b : segmentBuffers()) os << "      - {name: " << b.first << ", bytes: \"" << b.second << "\"}\n";
+      for (const auto& b : r.segment_workspace) os << "      - {name: " << b.first << ", bytes: \"" << b.second << "\"}\n";
     }
   }
   if (r.decode) {

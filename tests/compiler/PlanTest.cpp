@@ -5,7 +5,9 @@
 
 #include "CompilerTestUtil.h"
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
+#include "dgps/Dialect/Tile/IR/Workspace.h"
 #include "dgps/Emit/Package.h"
+#include "dgps/Transforms/Passes.h"
 #include "dgps/Transforms/PlanCost.h"
 #include "dgps/dsl/Canonical.h"
 #include "dgps/dsl/DeviceFeatures.h"
@@ -59,11 +61,27 @@ TEST_P(PlanOfSpec, BytesAreTheLaunchRulesLayoutsCount) {
   launch::ProblemShape shape = representativeShape(at);
   DeviceTraffic d = deviceTraffic(f, in, shape, t);
   EXPECT_EQ(p.cost().getBytesPerTokenHead(), std::llround(d.bytes())) << spec.name;
-  // The workspace buffers written are exactly the layout's (its total, padding included).
+  // The workspace regions written are exactly those the tile roles declare (tile.workspace of this plan lowered to
+  // tile IR with the write key rebuilt, as the cost model counts it), each of its catalog size, padding included.
   const double tokenHeads = double(shape.B) * double(shape.T) * double(shape.HV);
   double written = 0;
   for (const BufferTraffic& b : d.buffers) written += b.written;
-  EXPECT_NEAR(written * tokenHeads, double(launch::workspaceBytes(f, shape, t)), 1.0) << spec.name;
+  mlir::OwningOpRef<mlir::ModuleOp> tiles = p.module().clone();
+  LowerChunkLocalToTileOptions local;
+  local.writeKey_ = "rebuilt";
+  LowerStateOutputToTileOptions walk;
+  walk.writeKey_ = "rebuilt";
+  ASSERT_TRUE(mlir::succeeded(runPass(*p.c.ctx, *tiles, createLowerChunkLocalToTile(local))));
+  ASSERT_TRUE(mlir::succeeded(runPass(*p.c.ctx, *tiles, createLowerPrecondRolesToTile())));
+  ASSERT_TRUE(mlir::succeeded(runPass(*p.c.ctx, *tiles, createLowerStateOutputToTile(walk))));
+  ASSERT_TRUE(mlir::succeeded(runPass(*p.c.ctx, *tiles, createDeclareTileWorkspace())));
+  const std::vector<tile::WorkspaceRegion> declared = tile::workspaceOf(*tiles);
+  ASSERT_FALSE(declared.empty()) << spec.name;
+  double declaredBytes = 0;
+  for (const tile::WorkspaceRegion& r : declared)
+    declaredBytes += double(launch::align_up(tile::regionBytes(r, shape, t), 256));
+  EXPECT_NEAR(written * tokenHeads, declaredBytes, 1.0) << spec.name;
+  EXPECT_EQ(d.buffers.size(), declared.size()) << spec.name;
 
   // The plan names each global buffer the kernels exchange. No preconditioned operand (P⊙k for ATK, P⊙q
   // for ATQ) is among them: every kernel that needs one applies the preconditioner from the chunk-start

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "EmuPackage.h"
+#include "ManifestWorkspace.h"
 #include "dgps/device/abi.h"
 #include "dgps/device/launch_rules.h"
 #include "dgps/dsl/DeviceFeatures.h"
@@ -64,7 +65,7 @@ double maxRel(const std::vector<double>& got, const std::vector<double>& ref) {
 template <class Launch>
 int checkHypergrad(const dgps::Spec& spec, const dgps::ReferenceInputs& in, const dgps::ReferenceOutputs& fromD0,
                    const dgps::ReferenceOutputs& fromZero, const dgps::ReferenceProblem& s,
-                   const dgps::launch::WorkspaceLayout& W, std::vector<unsigned char>& ws, dgps::ForwardArgs& a,
+                   const dgps_emu::ManifestWorkspace& W, long long slots, std::vector<unsigned char>& ws, dgps::ForwardArgs& a,
                    const Launch& launch) {
   const std::int64_t H = s.heads_qk, N = s.numSeqs(), K = kK;
   const size_t states = (size_t)(N * H * K);
@@ -73,8 +74,8 @@ int checkHypergrad(const dgps::Spec& spec, const dgps::ReferenceInputs& in, cons
   a.final_precond_state = e.data();
   if (!launch(dgps::launch::kPrecondScan)) return fail("precond_scan (e) failed");
   const int VF = dgps::launch::hypergradVecFloats(kChunk);
-  float* vec = reinterpret_cast<float*>(ws.data() + W.hgvec);
-  for (long long r = 0; r < W.slots * H; ++r) std::fill(vec + r * VF, vec + r * VF + kChunk, 0.0f);  // a = 0
+  float* vec = reinterpret_cast<float*>(ws.data() + W.at("hgvec"));
+  for (long long r = 0; r < slots * H; ++r) std::fill(vec + r * VF, vec + r * VF + kChunk, 0.0f);  // a = 0
   a.final_precond_state = col.data();
   for (std::int64_t i = 0; i < K; ++i) {
     for (std::int64_t r = 0; r < N * H; ++r) start[(size_t)(r * K + i)] = 1.0f;
@@ -209,8 +210,9 @@ int run(int argc, char** argv) {
   tc.block_v = 64;
   tc.warps = 4;
   tc.stages = 2;
-  const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(f, ls, tc);
-  std::vector<unsigned char> ws((size_t)W.total + 256, 0xFF);  // poison: NaN floats
+  const dgps_emu::ManifestWorkspace W = dgps_emu::manifestWorkspace(pkg, ls, tc);
+  const long long slots = dgps::launch::chunkSlots(ls, tc.chunk);
+  std::vector<unsigned char> ws(W.bytes + 256, 0xFF);  // poison: NaN floats
 
   dgps::ForwardArgs a{};
   a.q = in.at("q").data();
@@ -240,11 +242,11 @@ int run(int argc, char** argv) {
   };
   // forwardPrecondSummary's sequence (runtime/lib/Runtime.cpp)
   if (!launch(dgps::launch::kPrecondSummary)) return fail("precond_summary failed");
-  if (hypergrad) return checkHypergrad(spec, in, fromA0, fromZero, s, W, ws, a, launch);
+  if (hypergrad) return checkHypergrad(spec, in, fromA0, fromZero, s, W, slots, ws, a, launch);
   a.initial_precond_state = nullptr;
   a.final_precond_state = sigma.data();
   if (!launch(dgps::launch::kPrecondScan)) return fail("precond_scan (Σ) failed");
-  std::memset(ws.data() + W.psum, 0, (size_t)(W.slots * H * K) * sizeof(float));
+  std::memset(ws.data() + W.at("psum"), 0, (size_t)(slots * H * K) * sizeof(float));
   a.initial_precond_state = ones.data();
   a.final_precond_state = gamma.data();
   if (!launch(dgps::launch::kPrecondScan)) return fail("precond_scan (Γ) failed");

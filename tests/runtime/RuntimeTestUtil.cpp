@@ -125,6 +125,17 @@ std::string manifestFor(const Spec& s) {
   launch.features = deviceFeatures(s);
   if (hasKernel(s, KernelKind::ChunkForward)) launch.forward_roles = {"chunk_local", "state_output"};
   launch.decode = hasKernel(s, KernelKind::Decode);
+  // The workspace regions dgpsc declares for such a forward (compiler Dialect/Tile/IR/Workspace.h), as formulas.
+  const std::string cc = "slots * HV * chunk * chunk * 2", ck = "slots * HV * chunk * KP * 2";
+  if (s.solve.kind == SolveKind::Delta) launch.workspace.push_back({"tb", cc});
+  launch.workspace.push_back({"aqk", cc});
+  launch.workspace.push_back({"tok", "slots * HV * (chunk + 1) * 8 * 4"});
+  if (s.decay.kind == DecayKind::Diagonal) {
+    launch.workspace.push_back({"opq", ck});
+    if (s.solve.kind == SolveKind::Delta) launch.workspace.push_back({"opk", ck});
+    launch.workspace.push_back({"opw", ck});
+    launch.workspace.push_back({"pdec", "slots * HV * K * 4"});
+  }
   std::string launchYaml, error;
   if (!launchSectionYaml(launch, &launchYaml, &error)) throw std::runtime_error(error);
   m << layerSectionYaml(s) << launchYaml;

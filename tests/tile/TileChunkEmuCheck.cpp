@@ -30,6 +30,7 @@
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/SpecParser.h"
 #include "EmuPackage.h"
+#include "ManifestWorkspace.h"
 
 namespace {
 
@@ -73,6 +74,7 @@ void* compileForEmu(const std::string& pkg, const std::string& so, int K, bool f
 struct Modules {
   void* tile = nullptr;  ///< the package's kernels
   int writeKey = 0;      ///< the package's FeatureSet::write_key (the compile chose it; not in the spec)
+  std::string dir;       ///< the package directory (its manifest sizes the workspace)
 };
 
 dgps::launch::FeatureSet featuresOf(const dgps::Spec& spec, const Modules& m) {
@@ -237,7 +239,8 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, bool f16, std::i
   tc.block_v = kBlockV;
   tc.warps = kWarps;
   tc.stages = kStages;
-  const size_t wsBytes = (size_t)dgps::launch::workspaceBytes(f, ls, tc);
+  const dgps_emu::ManifestWorkspace W = dgps_emu::manifestWorkspace(m.dir, ls, tc);
+  const size_t wsBytes = W.bytes;
   std::vector<unsigned char> wsTile(wsBytes + 256, 0xFF);
 
   dgps::ForwardArgs a{};
@@ -279,11 +282,10 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, bool f16, std::i
     std::fprintf(stderr, "%s has no chunk_local role\n", spec.name.c_str());
     return false;
   }
-  const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(f, ls, tc);
   long long aqkBad = 0;
   double aqkWorst = 0;
   const bool aqkChecked = designed && f.precond == 0;
-  if (aqkChecked) aqkBad = checkAqk(in, spec, wsTile.data(), W.aqk, B, T, s.heads_qk, HV, K, a.scale, &aqkWorst);
+  if (aqkChecked) aqkBad = checkAqk(in, spec, wsTile.data(), (long long)W.at("aqk"), B, T, s.heads_qk, HV, K, a.scale, &aqkWorst);
   // 2. every other role after chunk_local, in launch_rules.h order
   for (int i = local + 1; i < nr && ok; ++i) {
     const std::string role = dgps::launch::roleName(roles[i]);
@@ -356,6 +358,7 @@ int run(int argc, char** argv) {
     Modules m;
     m.tile = compileForEmu(tilePkg, tag + "_tile_chunk_emu.so", K, false);
     m.writeKey = dgps_emu::packageWriteKeyOf(tilePkg);
+    m.dir = tilePkg;
     if (!m.tile) return fail("cannot build the emulated kernels of " + spec.name);
     ok = checkOnce(spec, m, K, false, 2, 100, {}, 5150 + K) && ok;
     if (spec.varlen) ok = checkOnce(spec, m, K, false, 1, 100, {0, 37, 100}, 5151 + K) && ok;
@@ -375,6 +378,7 @@ int run(int argc, char** argv) {
     Modules m;
     m.tile = compileForEmu(tilePkg, tag + "_tile_chunk_emu.so", K, true);
     m.writeKey = dgps_emu::packageWriteKeyOf(tilePkg);
+    m.dir = tilePkg;
     if (!m.tile) return fail("cannot build the fp16 emulated kernels of " + spec.name);
     ok = checkOnce(spec, m, K, true, 2, 100, {}, 5250 + K) && ok;
   }

@@ -31,6 +31,7 @@
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/SpecParser.h"
 #include "EmuPackage.h"
+#include "ManifestWorkspace.h"
 
 namespace {
 
@@ -69,6 +70,7 @@ void* compileForEmu(const std::string& pkg, const std::string& so, int K, bool f
 struct Modules {
   void* tile = nullptr;  ///< the package's kernels
   int writeKey = 0;      ///< the package's FeatureSet::write_key (the compile chose it; not in the spec)
+  std::string dir;       ///< the package directory (its manifest sizes the workspace)
 };
 
 
@@ -194,7 +196,7 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, bool f16, std::i
   tc.block_v = kBlockV;
   tc.warps = kWarps;
   tc.stages = kStages;
-  const size_t wsBytes = (size_t)dgps::launch::workspaceBytes(f, ls, tc);
+  const size_t wsBytes = dgps_emu::manifestWorkspace(m.dir, ls, tc).bytes;
   std::vector<unsigned char> wsTile(wsBytes + 256, 0xFF);
 
   dgps::ForwardArgs a{};
@@ -302,6 +304,7 @@ int run(int argc, char** argv) {
     Modules m;
     m.tile = compileForEmu(tilePkg, tag + "_tile_precond_emu.so", K, false);
     m.writeKey = dgps_emu::packageWriteKeyOf(tilePkg);
+    m.dir = tilePkg;
     if (!m.tile) return fail("cannot build the emulated kernels of " + spec.name);
     ok = checkOnce(spec, m, K, false, 2, 100, {}, 7150 + K, true) && ok;
     if (spec.varlen) ok = checkOnce(spec, m, K, false, 1, 100, {0, 37, 100}, 7151 + K, true) && ok;
@@ -316,6 +319,7 @@ int run(int argc, char** argv) {
     Modules m;
     m.tile = compileForEmu(tilePkg, tag + "_tile_precond_emu.so", K, true);
     m.writeKey = dgps_emu::packageWriteKeyOf(tilePkg);
+    m.dir = tilePkg;
     if (!m.tile) return fail("cannot build the fp16 emulated kernels of " + spec.name);
     ok = checkOnce(spec, m, K, true, 2, 100, {}, 7250 + K, true) && ok;
   }

@@ -52,6 +52,7 @@
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/SpecParser.h"
 #include "EmuPackage.h"
+#include "ManifestWorkspace.h"
 
 namespace {
 
@@ -106,6 +107,7 @@ struct Problem {
 struct Loaded {
   void* module = nullptr;
   int writeKey = 0;
+  std::string dir;  ///< the package directory (its manifest sizes the workspace)
 };
 
 /// What one package's forward wrote: the ordinary walk's and the segmented pass's o and final state, and the
@@ -150,9 +152,8 @@ bool runForward(const dgps::Spec& spec, const Loaded& pkg, const Config& cfg, co
   tc.block_v = cfg.block_v;
   tc.warps = cfg.warps;
   tc.stages = cfg.stages;
-  const dgps::launch::SegmentLayout G = dgps::launch::segmentLayout(f, ls, tc, L);
-  out.segmentSlots = G.slots;
-  std::vector<unsigned char> ws((size_t)G.total + 256, 0xFF);  // NaN bytes in every f32 region
+  out.segmentSlots = dgps::launch::segmentSlots(ls, tc.chunk, L);
+  std::vector<unsigned char> ws(dgps_emu::manifestWorkspace(pkg.dir, ls, tc, L).bytes + 256, 0xFF);  // NaN bytes in every f32 region
 
   dgps::ForwardArgs a{};
   a.q = in.at("q").data();
@@ -331,9 +332,9 @@ int run(int argc, char** argv) {
   std::uint64_t seed = 9300;
   for (const Config& c : configs) {
     const std::string tag = "_k" + std::to_string(c.K) + "_w" + std::to_string(writeKey);
-    const Loaded mod{build(pkg, work + "/" + spec.name + "_segment" + tag + ".so", c), writeKey};
+    const Loaded mod{build(pkg, work + "/" + spec.name + "_segment" + tag + ".so", c), writeKey, pkg};
     if (!mod.module) return fail("cannot build the emulated kernels of " + spec.name);
-    Loaded other{nullptr, rebuiltKey};
+    Loaded other{nullptr, rebuiltKey, rebuilt};
     if (!rebuilt.empty()) {
       other.module = build(rebuilt, work + "/" + spec.name + "_segment" + tag + "_rebuilt.so", c);
       if (!other.module) return fail("cannot build the emulated kernels of " + rebuilt);

@@ -35,6 +35,7 @@
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/SpecParser.h"
 #include "EmuPackage.h"
+#include "ManifestWorkspace.h"
 
 namespace {
 
@@ -71,6 +72,7 @@ int fail(const std::string& msg) {
 struct Modules {
   void* tile = nullptr;  ///< the package's kernels
   int writeKey = 0;      ///< the package's FeatureSet::write_key (the compile chose it; not in the spec)
+  std::string dir;       ///< the package directory (its manifest sizes the workspace)
 };
 
 /// The package compiled for one (K, configuration).
@@ -80,6 +82,7 @@ bool build(const std::string& tilePkg, const std::string& tag, int K, const Conf
   if (!dgps_emu::compileForEmu(tilePkg + "/kernels.cu", tileSo, kc)) return false;
   m.tile = dgps_emu::openEmuModule(tileSo);
   m.writeKey = dgps_emu::packageWriteKeyOf(tilePkg);
+  m.dir = tilePkg;
   return m.tile != nullptr;
 }
 
@@ -133,7 +136,7 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, const Config& cfg, int 
   tc.block_v = cfg.block_v;
   tc.warps = cfg.warps;
   tc.stages = cfg.stages;
-  std::vector<unsigned char> ws((size_t)dgps::launch::workspaceBytes(f, ls, tc) + 256, 0xFF);
+  std::vector<unsigned char> ws(dgps_emu::manifestWorkspace(m.dir, ls, tc).bytes + 256, 0xFF);
 
   dgps::ForwardArgs a{};
   a.q = in.at("q").data();

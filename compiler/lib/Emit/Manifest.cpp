@@ -7,6 +7,7 @@
 
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Dialect/Tile/IR/LaunchFeatures.h"
+#include "dgps/Dialect/Tile/IR/Workspace.h"
 #include "dgps/Emit/Package.h"
 #include "dgps/Transforms/Passes.h"
 #include "dgps/Emit/TileEmitter.h"
@@ -113,6 +114,10 @@ FailureOr<std::string> emitManifest(const Spec& s, const PlanSummary& plan, std:
   if (hasKernel(s, KernelKind::ChunkForward)) launch.forward_roles = plan.roles;
   launch.decode = hasKernel(s, KernelKind::Decode);
   launch.segmented = plan.segmented && hasKernel(s, KernelKind::ChunkForward);
+  for (const tile::WorkspaceRegion& r : plan.workspace) {
+    std::pair<std::string, std::string> buffer = tile::workspaceBufferFormulas({r}).front();
+    (tile::isSegmentRegion(r) ? launch.segment_workspace : launch.workspace).push_back(buffer);
+  }
   std::string launchYaml;
   if (!launchSectionYaml(launch, &launchYaml, error)) return failure();
   std::ostringstream os;
@@ -196,8 +201,18 @@ FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp ti
   FailureOr<int> writeKey = writeKeyOf(spec, tileModule);
   if (failed(writeKey)) return failure();
   summary->write_key = *writeKey;
+  // The workspace the roles pass data through: the tile module's declaration (verified with the module).
+  if (hasKernel(spec, KernelKind::ChunkForward)) {
+    summary->workspace = tile::workspaceOf(tileModule);
+    if (summary->workspace.empty())
+      return plan.emitError() << "the tile functions of spec '" << spec.name << "' declare no workspace ("
+                              << tile::kWorkspaceAttr << " on their module: run --dgps-declare-tile-workspace after "
+                              << "the role lowerings; dgpsc compile does)";
+  }
   PackageFiles files;
-  files.kernels_cu = emitKernelsCu(spec, kernels);
+  files.kernels_cu =
+      emitKernelsCu(spec, summary->workspace.empty() ? std::string() : tile::workspaceLayoutCuda(summary->workspace),
+                    kernels);
   files.spec_yaml = canonicalYaml(spec);
   std::string error;
   FailureOr<std::string> manifest = emitManifest(spec, *summary, &error);

@@ -120,7 +120,7 @@ class ChunkEmitter {
     return success();
   }
 
-  /// The CTA's slice of a workspace region (launch_rules.h WorkspaceLayout).
+  /// The CTA's slice of a workspace region (tile.workspace: W is the kernels.cu layout printed from it).
   static std::string region(StringRef r) {
     if (r == "tok") return "reinterpret_cast<float*>(ws + W.tok) + sh * (C + 1) * 8";
     if (r == "pdec") return "reinterpret_cast<float*>(ws + W.pdec) + sh * K";
@@ -496,7 +496,7 @@ FailureOr<std::string> emitTileChunkKernel(func::FuncOp fn, const std::string& s
   os << "  // The launch contract shared with the other roles: workspace and shared-memory layout only.\n";
   os << "  constexpr dgps::launch::FeatureSet F = " << featureSetInitializer(*f) << ";\n";
   os << "  constexpr dgps::launch::ChunkLocalSmem L = dgps::launch::chunkLocalSmem(F, K, C);\n";
-  os << "  const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), dev::tile_of());\n";
+  os << "  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);\n";
   os << "  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;\n";
   os << "  const int64_t slot = dev::block_x() / HV, hv = dev::block_x() - slot * HV, h = hv / ratio;\n";
   os << "  (void)h;\n";

@@ -1,6 +1,7 @@
 // The emitter of the roles over chunk summaries (TileEmitter.h emitTilePrecondKernel): a precond_summary or
 // precond_scan tile function -> CUDA calling runtime/device/dgps/tile, with the launch contract's symbol,
-// ForwardArgs, launch geometry (launch_rules.h forwardGeometry) and workspace layout (WorkspaceLayout).
+// ForwardArgs, launch geometry (launch_rules.h forwardGeometry) and workspace layout (the package's tile.workspace,
+// printed once in kernels.cu).
 //
 // precond_summary (grid chunk_key_head): the one 16-bit [C, K] row tile at shared offset 0 (pitch
 // bf16Pitch(KP)), up to four [C] vectors in the columns of the [C][4] f32 record after it (the role's
@@ -218,9 +219,8 @@ void prologue(std::ostringstream& os, func::FuncOp fn, const std::string& symbol
   os << "  // Generated from tile IR (" << fn.getSymName().str() << ", " << what.str() << ").\n";
   os << "  namespace t = dgps::tile;\n  namespace dev = dgps::dev;\n";
   os << "  constexpr int C = dgps::cfg::C, K = dgps::cfg::K;\n";
-  os << "  // The launch contract shared with the other roles: the workspace layout only.\n";
-  os << "  constexpr dgps::launch::FeatureSet F = " << featureSetInitializer(f) << ";\n";
-  os << "  const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), dev::tile_of());\n";
+  (void)f;  // the workspace layout is the package's (tile.workspace), printed once in kernels.cu
+  os << "  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);\n";
   os << "  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);\n";
   os << "  const int64_t H = a.heads_qk;\n";
 }

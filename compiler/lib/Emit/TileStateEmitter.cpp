@@ -54,14 +54,15 @@ LogicalResult checkLayout(StateWalkOp w, const launch::FeatureSet& f, bool segme
   auto need = [&](bool ok, const char* what) -> LogicalResult {
     if (ok) return success();
     return w.emitOpError() << "reads " << what << ", which the launch layout of tile.launch_features lacks "
-                           << "(launch_rules.h stateOutputSmem / WorkspaceLayout)";
+                           << "(launch_rules.h stateOutputSmem)";
   };
   if (failed(need(w.getQuery() != "opq" || launch::needOpQ(f), "the gated query \"opq\"")) ||
       failed(need(w.getQuery() != "q" || !launch::needOpQ(f), "the raw query \"q\" where the layout stages \"opq\"")) ||
       failed(need(!w.getReadKey() || *w.getReadKey() != "opk" || launch::needOpK(f), "the gated key \"opk\"")) ||
       failed(need(!w.getReadKey() || *w.getReadKey() != "k" || launch::rawKInKTile(f), "the raw key \"k\"")) ||
       failed(need(w.getWriteKey() != "opw" || launch::needOpW(f), "the gated write key \"opw\"")) ||
-      failed(need(w.getWriteKey() != "pwk" || launch::needPwk(f), "the stored write key \"pwk\"")) ||
+      failed(need(w.getWriteKey() != "pwk" || (launch::storesKw(f) && !launch::needOpW(f)),
+                  "the stored write key \"pwk\"")) ||
       failed(need(w.getQuery() != "pwq" || launch::needPwq(f), "the stored query \"pwq\"")) ||
       failed(need(w.getWriteKey() != "k" || (launch::rawKInKTile(f) && !launch::needOpW(f)),
                   "the raw write key \"k\" where the layout stages \"opw\"")) ||
@@ -336,8 +337,10 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
   os << "  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, "
         "dgps::cfg::kInputF16"
      << (segment ? ", true" : "") << ");\n";
-  os << "  const dgps::launch::WorkspaceLayout W = dgps::launch::workspaceLayout(F, dev::shape_of<void>(a), "
-        "dev::tile_of());\n";
+  // the segment walks' regions (seg_*) are sized by the segment length, read after `Ls` below
+  if (!segment)
+    os << "  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), "
+          "0);\n";
   if (walk.getRescale()) {
     ArrayRef<int32_t> regs = *walk.getRegisters();
     os << "  // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the "
@@ -363,8 +366,8 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
       os << "  constexpr int64_t VT = (" << (zero ? "K" : "V") << " + BV - 1) / BV;\n";
     }
     os << "  const int64_t Ls = a.segment_chunks;  // chunks per segment\n";
-    os << "  const dgps::launch::SegmentLayout G = dgps::launch::segmentLayout(F, dev::shape_of<void>(a), "
-          "dev::tile_of(), Ls);\n";
+    os << "  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), "
+          "Ls);\n";
     os << "  const int64_t vt = bid % VT, sh = bid / VT, hv = sh % HV, slot = sh / HV, h = hv / ratio;\n";
     os << "  int64_t n = 0, seg = 0;\n";
     os << "  if (!t::slot_to_segment(a.cu_seqlens, a.num_seqs, a.seq_len, C, Ls, slot, n, seg)) return;  // slack "
@@ -373,7 +376,7 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
     os << "  // the segment's chunks [c0, nch) of the sequence\n";
     os << "  const int64_t s0 = dev::first_slot(a, n, sq.bos), c0 = seg * Ls, "
           "nch = dev::lmin((sq.len + C - 1) / C, c0 + Ls);\n";
-    os << "  (void)G;\n";
+    os << "  (void)W;\n";
   }
   os << "  const int w = dev::warp(), ct = dev::tid(), v0 = (int)vt * BV, vw = v0 + 16 * w;\n";
   os << "  unsigned char* const sm = dev::dyn_smem();\n";
@@ -411,7 +414,7 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
       os << "  t::state_identity<KP>(S, K, " << (zero ? "K" : "V") << ", vw);\n";
       break;
     case StateStart::region:
-      os << "  t::state_start<KP>(S, reinterpret_cast<const float*>(ws + G.start) + " << segState
+      os << "  t::state_start<KP>(S, reinterpret_cast<const float*>(ws + W.seg_start) + " << segState
          << "V, K, V, vw);\n";
       break;
   }
@@ -424,11 +427,12 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
     os << "  if (a.final_state != nullptr) t::state_store<KP>(S, a.final_state + (n * HV + hv) * (int64_t)K * V, K, V, "
           "vw);\n";
   if (transSel)
-    os << "  if (" << sel << ") t::state_store<KP>(S, reinterpret_cast<float*>(ws + G.trans) + " << segState
+    os << "  if (" << sel << ") t::state_store<KP>(S, reinterpret_cast<float*>(ws + W.seg_trans) + " << segState
        << "K, K, K, vw);\n  else\n  ";
   if (auto end = walk.getEndRegion()) {
     const char* width = zero ? "K" : "V";
-    os << "  t::state_store<KP>(S, reinterpret_cast<float*>(ws + G." << (zero ? "trans" : "ext") << ") + " << segState
+    os << "  t::state_store<KP>(S, reinterpret_cast<float*>(ws + W." << (zero ? "seg_trans" : "seg_ext") << ") + "
+       << segState
        << width << ", K, " << width << ", vw);\n";
   }
 }
@@ -588,18 +592,18 @@ FailureOr<std::string> emitTileFoldKernel(func::FuncOp fn, const std::string& sy
   os << "  constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V;\n";
   os << "  constexpr int FC = dgps::launch::kSegmentFoldCols;\n";
   os << "  static_assert(FC == t::kFoldCols && dgps::launch::kSegmentFoldThreads == t::kFoldThreads, \"\");\n";
-  os << "  constexpr dgps::launch::FeatureSet F = " << features->second << ";\n";
   os << "  const int64_t Ls = a.segment_chunks;  // chunks per segment\n";
   os << "  if (Ls < 1) return;  // launched only with a segment length\n";
-  os << "  const dgps::launch::SegmentLayout G = dgps::launch::segmentLayout(F, dev::shape_of<void>(a), "
-        "dev::tile_of(), Ls);\n";
+  os << "  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), "
+        "Ls);\n";
   os << "  constexpr int64_t VT = (V + FC - 1) / FC;\n";
   os << "  const int64_t HV = a.heads_v, bid = dev::block_x();\n";
   os << "  const int64_t vt = bid % VT, nh = bid / VT, hv = nh % HV, n = nh / HV;\n";
   os << "  const dev::Seq sq = dev::seq_of(a, n);\n";
   os << "  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);\n";
-  os << "  t::state_fold<K>(reinterpret_cast<float*>(dev::dyn_smem()), reinterpret_cast<const float*>(ws + G.trans), "
-        "reinterpret_cast<const float*>(ws + G.ext), a.initial_state, reinterpret_cast<float*>(ws + G.start), "
+  os << "  t::state_fold<K>(reinterpret_cast<float*>(dev::dyn_smem()), "
+        "reinterpret_cast<const float*>(ws + W.seg_trans), "
+        "reinterpret_cast<const float*>(ws + W.seg_ext), a.initial_state, reinterpret_cast<float*>(ws + W.seg_start), "
      << (fold.getWriteFinal() ? "a.final_state" : "nullptr")
      << ", n, t::first_segment_slot(a.cu_seqlens, n, a.seq_len, C, Ls), t::segment_count(sq.len, C, Ls), hv, HV, V, "
         "(int)vt * FC, dev::tid());\n";

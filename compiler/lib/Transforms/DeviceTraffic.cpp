@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "dgps/Dialect/Tile/IR/Workspace.h"
 #include "dgps/Transforms/PlanCost.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -67,7 +68,6 @@ launch::ProblemShape representativeShape(const CostPoint& at) {
 DeviceTraffic deviceTraffic(const launch::FeatureSet& f, const PrecondInputs& in, const launch::ProblemShape& s,
                             const launch::TileConfig& t) {
   DeviceTraffic d;
-  const launch::WorkspaceLayout w = launch::workspaceLayout(f, s, t);
   const double tokenHeads = double(s.B) * double(s.T) * double(s.HV);
   const double BT = double(s.B) * double(s.T), H = double(s.H), HV = double(s.HV), K = double(s.K),
                V = double(s.V);
@@ -78,39 +78,42 @@ DeviceTraffic deviceTraffic(const launch::FeatureSet& f, const PrecondInputs& in
   double roleBytes[nroles] = {0, 0, 0, 0};
   auto add = [&](int role, double bytes) { roleBytes[role] += bytes / tokenHeads; };
 
-  // Workspace buffers: size from the layout (offset differences, 256-byte padding included). Each is
-  // written once by its producer. Reads: state_output runs one CTA per (sequence, value head, value tile)
-  // and every CTA loads the whole chunk tile, so its workspace reads count once per value tile (L2 may
-  // absorb the repeats; these are the loads issued); chunk_local runs one CTA per (slot, value head) and
-  // reads the key head's pst / pcoef, so those count once per value head (HV/H per key head). pst has a
-  // second reader: state_output rebuilds the preconditioned operand from it.
+  // Workspace buffers: each region's size is the workspace catalog's (Dialect/Tile/IR/Workspace.h, the regions the
+  // tile roles declare), 256-byte padding included; which regions a forward of `f` uses is estimated here from
+  // its features, before the roles are lowered to tile IR (the stored write key "pwk" is a tile-IR choice made
+  // later and is not counted). Each is written once by its producer. Reads: state_output runs one CTA per
+  // (sequence, value head, value tile) and every CTA loads the whole chunk tile, so its workspace reads count
+  // once per value tile (L2 may absorb the repeats; these are the loads issued); chunk_local runs one CTA per
+  // (slot, value head) and reads the key head's pst / pcoef, so those count once per value head (HV/H per key
+  // head). pst has a second reader: state_output rebuilds the preconditioned operand from it.
   struct Buf {
     const char* name;
-    long long begin, end;
+    bool used;
     int writer, reader;
     double reads;
     int reader2 = -1;
     double reads2 = 0;
   };
   using namespace launch;
+  const bool pre = f.precond == 1, squash = pre && f.source == 0, hypergrad = pre && f.source == 1;
   const Buf bufs[] = {
-      {"psum", w.psum, w.pgam, kPrecondSummary, kPrecondScan, 1.0},
-      {"pgam", w.pgam, w.pcoef, kPrecondSummary, kPrecondScan, 1.0},
-      {"pst", w.pst, w.psum, kPrecondScan, kChunkLocal, ratio, kStateOutput, ratio * valueTiles},
-      {"pcoef", w.pcoef, w.opq, kPrecondScan, kChunkLocal, ratio},
-      {"tb", w.tb, w.aqk, kChunkLocal, kStateOutput, valueTiles},
-      {"aqk", w.aqk, w.tok, kChunkLocal, kStateOutput, valueTiles},
-      {"tok", w.tok, w.pst, kChunkLocal, kStateOutput, valueTiles},
-      {"opq", w.opq, w.opk, kChunkLocal, kStateOutput, valueTiles},
-      {"opk", w.opk, w.opw, kChunkLocal, kStateOutput, valueTiles},
-      {"opw", w.opw, w.pdec, kChunkLocal, kStateOutput, valueTiles},
-      {"pdec", w.pdec, w.hgtri, kChunkLocal, kStateOutput, valueTiles},
-      {"hgtri", w.hgtri, w.hgvec, kPrecondSummary, kPrecondScan, 1.0},
-      {"hgvec", w.hgvec, w.pwk, kPrecondSummary, kPrecondScan, 1.0},  // the stored pwk / pwq follow it
+      {"psum", squash, kPrecondSummary, kPrecondScan, 1.0},
+      {"pgam", squash, kPrecondSummary, kPrecondScan, 1.0},
+      {"pst", pre, kPrecondScan, kChunkLocal, ratio, kStateOutput, ratio * valueTiles},
+      {"pcoef", hypergrad, kPrecondScan, kChunkLocal, ratio},
+      {"tb", f.solve == 1, kChunkLocal, kStateOutput, valueTiles},
+      {"aqk", true, kChunkLocal, kStateOutput, valueTiles},
+      {"tok", true, kChunkLocal, kStateOutput, valueTiles},
+      {"opq", needOpQ(f), kChunkLocal, kStateOutput, valueTiles},
+      {"opk", needOpK(f), kChunkLocal, kStateOutput, valueTiles},
+      {"opw", needOpW(f), kChunkLocal, kStateOutput, valueTiles},
+      {"pdec", f.decay == 2, kChunkLocal, kStateOutput, valueTiles},
+      {"hgtri", hypergradChunked(f), kPrecondSummary, kPrecondScan, 1.0},
+      {"hgvec", hypergradChunked(f), kPrecondSummary, kPrecondScan, 1.0},
   };
   for (const Buf& b : bufs) {
-    const double size = double(b.end - b.begin);
-    if (size <= 0) continue;
+    if (!b.used) continue;
+    const double size = double(align_up(tile::regionBytes(*tile::workspaceCatalogEntry(b.name), s, t), 256));
     const double reads = b.reads + (b.reader2 >= 0 ? b.reads2 : 0.0);
     std::string readers = roleName(b.reader);
     if (b.reader2 >= 0) readers += std::string(", ") + roleName(b.reader2);
@@ -122,7 +125,6 @@ DeviceTraffic deviceTraffic(const launch::FeatureSet& f, const PrecondInputs& in
 
   // Inputs and outputs (bf16/f16 activations, f32 gates; per-sequence states amortised to 0), as the
   // kernels in runtime/device/dgps/device/fwd_*.cuh load them.
-  const bool pre = f.precond == 1;
   if (pre && f.source == 0)  // precond_summary: k, precond_g, precond_beta per key head
     add(kPrecondSummary, BT * H * (K * 2 + (in.gate ? 4 : 0) + (in.gain ? 4 : 0)));
   if (hypergradChunked(f)) {  // chunked: the summary loads k, beta, retention gate; the pass loads k again

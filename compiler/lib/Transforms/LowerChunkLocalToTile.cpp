@@ -2,7 +2,7 @@
 // becomes `func.func @<name>_chunk_local` over tiles of one chunk (Passes.td has the before/after). The chunk
 // ops are translated one by one (loads, l2norm, gate_cumsum, kkt, qk_attn, solve_tril); the per-token record
 // and the per-channel gated operands that state_output reads from the workspace
-// (launch_rules.h WorkspaceLayout) are added from the same values; the preconditioner's in-chunk rebuild
+// (tile.workspace, Dialect/Tile/IR/Workspace.h) are added from the same values; the preconditioner's in-chunk rebuild
 // (accum_apply, hypergrad_apply) becomes a tile.channel_scan; a chunk.spread_steps (several steps per token)
 // becomes the row map of its load's tile.chunk_rows. A chunk op without a tile lowering is an error
 // naming it, and no package is written.

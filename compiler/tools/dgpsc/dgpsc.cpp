@@ -38,6 +38,7 @@
 #include "DgpscTune.h"
 #include "dgps/Dialect/DGPS/IR/SpecConversion.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
+#include "dgps/Dialect/Tile/IR/Workspace.h"
 #include "dgps/Emit/Package.h"
 #include "dgps/Transforms/Passes.h"
 #include "dgps/Transforms/PlanCost.h"
@@ -249,6 +250,21 @@ int compile(const CompileOptions& o) {
   // too: its walks take the preconditioned write key in the form --write-key chose).
   if (oneStep && mlir::failed(lowerSegmentRoles(ctx, o, *fused, writeKey, tileModule)))
     return 1;
+  // The workspace the roles pass data through, declared from what they read and write (tile.workspace): the
+  // emitter prints the kernels' offsets and the manifest's buffer sizes from it.
+  if (tileModule) {
+    if (mlir::failed(runStep(ctx, *tileModule, dgps::createDeclareTileWorkspace()))) {
+      std::cerr << "dgpsc: error: " << o.spec << ": pass --dgps-declare-tile-workspace failed\n";
+      return 1;
+    }
+    if ((o.printAfter == "tile" || o.printAfter == "all") && (*tileModule)->hasAttr(dgps::tile::kWorkspaceAttr)) {
+      llvm::outs() << "// -----// " << dgps::tile::kWorkspaceAttr << " after --dgps-declare-tile-workspace (" << o.spec
+                   << ") //----- //\n";
+      (*tileModule)->getAttr(dgps::tile::kWorkspaceAttr).print(llvm::outs());
+      llvm::outs() << "\n";
+      llvm::outs().flush();
+    }
+  }
 
   // The package describes the canonicalised spec (identical to the input for every parsed spec
   // whose preconditioner is not the identity), so kernels, spec.yaml and manifest always agree.

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "dgps/Dialect/Tile/IR/Workspace.h"
 #include "dgps/device/launch_rules.h"
 #include "dgps/dsl/Spec.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -41,6 +42,10 @@ struct PlanSummary {
   /// launch_rules.h FeatureSet::write_key of the tile chunk roles (0 without them): the workspace's pwk region
   /// and the walks' threads and shared memory follow it.
   int write_key = 0;
+  /// The workspace regions in layout order (the tile module's tile.workspace; empty without a chunk forward):
+  /// printed into kernels.cu as the kernels' offsets and into the manifest as launch.workspace.buffers (chunk
+  /// regions) and launch.forward_segmented.buffers (the segmented pass's).
+  std::vector<tile::WorkspaceRegion> workspace;
 };
 
 /// Reads the partitioned forward function of `plan`. Emits an error at the offending op and fails if
@@ -49,8 +54,10 @@ struct PlanSummary {
 mlir::FailureOr<PlanSummary> summarizePlan(const Spec& spec, mlir::ModuleOp plan);
 
 /// kernels.cu text (see the file comment of this header): the header line, DGPS_ROW_STEPS for a spec with several
-/// Householder steps per token, the tile library's include, then `kernels` (the printed kernels, in launch order).
-std::string emitKernelsCu(const Spec& spec, const std::vector<std::string>& kernels);
+/// Householder steps per token, the tile library's include, the package's workspace layout `workspace` (printed from
+/// tile.workspace, Dialect/Tile/IR/Workspace.h workspaceLayoutCuda; empty for a package without a chunk forward),
+/// then `kernels` (the printed kernels, in launch order).
+std::string emitKernelsCu(const Spec& spec, const std::string& workspace, const std::vector<std::string>& kernels);
 /// The shortest CUDA float literal that reads back to `x` rounded to float ("1.5f", "1e-06f").
 std::string cudaFloatLiteral(double x);
 /// manifest.yaml text (format: runtime/include/dgps/runtime/Package.h), its `launch` section written from

@@ -23,7 +23,7 @@ mlir::FailureOr<std::string> emitTileKernel(mlir::func::FuncOp fn, const std::st
 /// `extern "C" __global__ void <symbol>(dgps::ForwardArgs a) { ... }` for a chunk_local tile function
 /// (--dgps-lower-chunk-local-to-tile; TileChunkEmitter.cpp). It keeps the launch contract role's ABI and
 /// launch geometry (launch_rules.h forwardGeometry: grid = chunk slots x HV, WARPS warps, shared memory
-/// chunkLocalSmem of the function's tile.launch_features) and writes the same workspace (WorkspaceLayout).
+/// chunkLocalSmem of the function's tile.launch_features) and writes the same workspace (the module's tile.workspace).
 /// Emits an error at the offending op and fails on an op it cannot print, a tensor ForwardArgs lacks,
 /// or more shared tiles than that layout provides.
 mlir::FailureOr<std::string> emitTileChunkKernel(mlir::func::FuncOp fn, const std::string& symbol);
@@ -40,8 +40,8 @@ mlir::FailureOr<std::string> emitTileStateKernel(mlir::func::FuncOp fn, const st
 /// The kernels of the sequence-parallel state pass (--dgps-lower-segment-roles-to-tile; TileStateEmitter.cpp),
 /// launched with ForwardArgs::segment_chunks = L >= 1 and the geometry of launch_rules.h segmentGeometry:
 ///   segment_summary       (grid segment) each tile.state_walk as a device function over its own range of
-///                         CTAs, E into SegmentLayout::ext and M into SegmentLayout::trans;
-///   segment_state_output  (grid segment) the walk from SegmentLayout::start, writing o;
+///                         CTAs, E into seg_ext and M into seg_trans;
+///   segment_state_output  (grid segment) the walk from seg_start, writing o;
 ///   segment_fold          (emitTileFoldKernel) tile::state_fold per (sequence, value head, value tile).
 /// A slot that holds no segment returns at once. Emits an error at the op and fails as emitTileStateKernel does,
 /// and for a walk that reads initial_state or writes final_state in a segment grid.

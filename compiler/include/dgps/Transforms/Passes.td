@@ -583,4 +583,27 @@ def LowerPrecondRolesToTile : Pass<"dgps-lower-precond-roles-to-tile", "::mlir::
   let dependentDialects = ["::dgps::tile::TileDialect", "::mlir::func::FuncDialect"];
 }
 
+def DeclareTileWorkspace : Pass<"dgps-declare-tile-workspace", "::mlir::ModuleOp"> {
+  let summary = "Declare the package's workspace (tile.workspace) from the regions its tile roles read and write";
+  let description = [{
+    Run on the module that holds every tile function of one package (dgpsc assembles it from the role
+    lowerings). Collects the workspace regions the tile ops name (`tile.store_rows ... into "pwk"`, a state walk's
+    record/solve/readout/operands, the preconditioner roles' "pst", "psum", ..., the segment pass's "seg_*") and
+    sets the module attribute `tile.workspace` (Dialect/Tile/IR/Workspace.h) to the workspace catalog's entries
+    for them, in layout order: name, element bytes and size as extents over the problem shape and tile
+    configuration. The tile dialect then checks it: every region a role names is declared, every declared one is
+    written by some role and read by some role. The emitter prints it into kernels.cu (the offsets the kernels
+    index) and manifest.yaml (launch.workspace.buffers, which the runtime evaluates to size the buffer).
+    A region no catalog entry holds is an error at the op that names it.
+
+    After, for pgdn:
+    ```mlir
+    module attributes {tile.workspace = [{bytes = 2 : i64, name = "tb", size = ["slots", "HV", "chunk", "chunk"]},
+        {bytes = 2 : i64, name = "aqk", size = ["slots", "HV", "chunk", "chunk"]}, ...,
+        {bytes = 2 : i64, name = "pwk", size = ["slots", "HV", "chunk", "K"]}, ...]} { ... }
+    ```
+  }];
+  let dependentDialects = ["::dgps::tile::TileDialect"];
+}
+
 #endif

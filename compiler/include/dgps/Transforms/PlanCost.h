@@ -1,7 +1,7 @@
 // Cost estimate of a kernel plan, per token and value head (docs/math.md §4.4 FLOP counting, §4.5 byte
 // counting). FLOPs: every op of the partitioned IR, including recomputation in several kernels.
-// Bytes: what the shipped kernels move (deviceTraffic): its workspace buffers sized by
-// launch_rules.h's workspaceLayout (tb, aqk, tok, pst, psum, pgam, pcoef, opq, opk, opw, pdec) at a
+// Bytes: what the shipped kernels move (deviceTraffic): its workspace buffers sized by the tile IR's
+// workspace catalog (Dialect/Tile/IR/Workspace.h: tb, aqk, tok, pst, psum, pgam, pcoef, opq, opk, opw, pdec) at a
 // representative shape (representativeShape), each written once and read by its consumer kernel as
 // often as that kernel's grid loads it, plus the inputs each kernel loads and the outputs it stores.
 // A global buffer of the IR that the launch contract's workspace (launch_rules.h) has no place for (e.g. the unfused per-token
@@ -40,9 +40,9 @@ struct KernelCost {
   double flops = 0;  ///< FLOPs per token-head
 };
 
-/// One workspace buffer of the launch contract (launch_rules.h WorkspaceLayout), per token-head.
+/// One workspace region (Dialect/Tile/IR/Workspace.h), per token-head.
 struct BufferTraffic {
-  std::string name;    ///< the layout's field name: tb, aqk, tok, pst, ..., opw, pdec
+  std::string name;    ///< the region's name: tb, aqk, tok, pst, ..., opw, pdec
   std::string writer;  ///< role that writes it
   std::string reader;  ///< roles that read it (comma-separated)
   double written = 0;  ///< bytes written per token-head

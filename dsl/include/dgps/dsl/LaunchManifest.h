@@ -5,13 +5,15 @@
 // stages) in the language of runtime/include/dgps/runtime/LaunchFormula.h. The runtime evaluates them per
 // call and launches exactly that; it does not re-derive geometry.
 //
-// The formulas are the device library's layouts (runtime/device/dgps/device/launch_rules.h, which the
-// kernels still read at compile time) with the feature choices resolved here, once, at compile time.
+// The geometry formulas are the device library's layouts (runtime/device/dgps/device/launch_rules.h, which the
+// kernels still read at compile time) with the feature choices resolved here, once, at compile time; the
+// workspace buffers are the caller's (the compiler prints them from the tile IR's workspace declaration).
 // tests/runtime/test_manifest_launch.cpp checks them equal to launch_rules.h for every shipped package.
 // No MLIR: the compiler's manifest writer and the runtime tests' package fixtures both call it.
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dgps/device/launch_rules.h"
@@ -27,13 +29,20 @@ struct LaunchSectionRequest {
   /// The package also holds the sequence-parallel state pass's kernels (dgps_<name>_fwd_segment_summary,
   /// _segment_fold, _segment_state_output): write `launch.forward_segmented` (Package.h).
   bool segmented = false;
+  /// launch.workspace.buffers: (name, size formula in bytes) per region in layout order. The compiler prints them
+  /// from the tile IR's workspace declaration (compiler Dialect/Tile/IR/Workspace.h), the one definition of the
+  /// layout the kernels index; this writer only copies them. Empty: an empty workspace.
+  std::vector<std::pair<std::string, std::string>> workspace;
+  /// launch.forward_segmented.buffers (with `segmented`): the segmented state pass's regions, after `workspace`.
+  std::vector<std::pair<std::string, std::string>> segment_workspace;
 };
 
 /// The device layout fingerprint: the first 16 hex digits of the SHA-256 of the device library's
-/// launch_rules.h this build was configured with (every role's shared-memory carve-up and the workspace's
-/// buffer order, as the kernels compute them). `launch.device_layout` carries it; the runtime refuses a
-/// package whose fingerprint differs from its own, so the host's sizes (from the manifest's formulas) and the
-/// kernels' offsets (from the header the runtime compiles them with) cannot disagree.
+/// launch_rules.h this build was configured with (every role's shared-memory carve-up, as the kernels compute
+/// it; the workspace's layout travels in the package itself, kernels.cu and manifest printed from one
+/// declaration). `launch.device_layout` carries it; the runtime refuses a package whose fingerprint differs from
+/// its own, so the host's sizes (from the manifest's formulas) and the kernels' shared-memory offsets (from the
+/// header the runtime compiles them with) cannot disagree.
 const char* deviceLayoutHash();
 
 /// The YAML text of `launch:` (ends in a newline). Returns false and sets *error naming the role when the

@@ -47,7 +47,7 @@ struct ForwardArgs {
   int64_t heads_qk;          ///< H.
   int64_t heads_v;           ///< HV.
   float scale;               ///< query scale.
-  /// L, chunks per segment of the sequence-parallel state pass (launch_rules.h SegmentLayout); 0 = the
+  /// L, chunks per segment of the sequence-parallel state pass (launch_rules.h segmentSlots); 0 = the
   /// ordinary sequential state pass. Read only by the segment kernels (segment_summary, segment_fold,
   /// segment_state_output); the workspace then also holds the segment regions after the chunk regions.
   int64_t segment_chunks;

@@ -7,7 +7,8 @@
 //   int roles[kMaxRoles]; int n = forwardRoles(features, roles);
 //   for i < n: g = forwardGeometry(roles[i], features, shape, tile);
 //              launch dgps_<name>_fwd_<roleName(roles[i])> with g.grid, g.block, g.smem_bytes on one stream;
-//   workspace: one buffer of workspaceBytes(features, shape, tile) bytes (16-byte aligned; no zeroing needed).
+//   workspace: one buffer sized by the package manifest's launch.workspace (the compiler's tile.workspace; 256-byte
+//              aligned regions; no zeroing needed).
 //   decode:    g = decodeGeometry(features, shape, tile); launch dgps_<name>_decode.
 // Kernels with smem_bytes > 48 KiB need CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES raised first.
 // Grid counts are in grid.x only (2^31 - 1 limit); grid.y = grid.z = 1.
@@ -153,41 +154,16 @@ DGPS_HD constexpr long long chunkSlots(const ProblemShape& s, int C) {
 }
 
 // ---- workspace -------------------------------------------------------------------------------------------
-/// Byte offsets into the workspace (each 256-aligned); `total` is the size to allocate. Unused parts have
-/// size 0. Per chunk slot s and value head hv (or key head h for the preconditioner):
-///   tb    bf16 [S][HV][C][C]   T·diag(β), T = (I + 𝒜)^{-1} (delta solve only; lower 16x16 tiles written)
-///   aqk   bf16 [S][HV][C][C]   scale·tril(Q Kwᵀ ⊙ Γ) (lower 16x16 tiles written)
-///   tok   f32  [S][HV][C+1][8] per token {cq, ck, w, β, pa, pb, G2, 0}; row C = {2^G2_C, 0...}. pa, pb are
-///                              the preconditioner recurrence's coefficients (A_i = pa_i·A_{i-1} + pb_i·k_i²
-///                              on the raw key, see precond_rebuild.cuh); without a preconditioner they hold
-///                              the l2norm factors rq, rk (unused downstream)
-///   pst   f32  [S][H][K]       preconditioner state (A or d) at the chunk start
-///   psum  f32  [S][H][K]       ema_sq_squash: chunk summary a_c (scan from 0 over the chunk)
-///   pgam  f32  [S][H]          ema_sq_squash: exp(Σ precond_g) over the chunk
-///   pcoef f32  [S][H][C]       hypergrad_ogd: per-token step coefficient κ_t ε_t
-///   opq   bf16 [S][HV][C][KP]  diagonal decay: read query operand q⊙2^{G_i} per channel
-///   opk   bf16 [S][HV][C][KP]  diagonal decay, delta solve: read key operand k⊙2^{G_i}
-///   opw   bf16 [S][HV][C][KP]  diagonal decay: write key operand k⊙2^{G_C − G_i}
-///   pdec  f32  [S][HV][K]      diagonal decay: 2^{G_C} per channel (the chunk's state decay)
-///   hgtri f32  [S][H][C(C+1)/2] chunked hypergrad_ogd (hypergradChunked): the chunk's lower-triangular block
-///                              M = Diag(κ) 𝒯 Diag(β ⊙ L ⊙ rk²), packed by rows (row j at j(j+1)/2), so that
-///                              the step coefficients from the incoming d are c = a − M w with
-///                              w_m = Σ_x k_mx² d_x on the raw key
-///   hgvec f32  [S][H][2C+4]    chunked hypergrad_ogd: {a [C], y [C] with y_j = Λ_nj rk_j², L_n, 0, 0, 0}:
-///                              d_end = L_n d + Σ_j y_j c_j k_j² (docs/math.md §5.2; fwd_precond_hypergrad.cuh)
-///   pwk   bf16 [S][HV][C][KP]  the stored preconditioned write key P⊙k (raw key rows, the l2norm factor stays
-///                              in the record), written by chunk_local when needPwk (FeatureSet::write_key)
-///   pwq   bf16 [S][HV][C][KP]  the stored preconditioned query P⊙q (raw query rows, the l2norm factor and the
-///                              scale stay in the record), written by chunk_local when needPwq
+/// The workspace's layout is not here: the compiler declares it per package in the tile IR (the module attribute
+/// tile.workspace, compiler/include/dgps/Dialect/Tile/IR/Workspace.h) from the regions the roles read and
+/// write, and prints it into the package's kernels.cu (dgps_package::workspace_layout, the offsets the kernels
+/// index) and its manifest (launch.workspace.buffers, the sizes the runtime allocates). Regions are 256-byte
+/// aligned, per chunk slot (chunkSlots) and head; docs/architecture.md "The workspace" lists them.
 /// The bf16 [C][KP] operand rows (opq, opk, opw, pwk, pwq) are written and read only by our own kernels, so
 /// their row pitch is KP = pad16(K) elements (workspaceRowPitch), not K: at K = 120 every row starts 256 bytes
 /// after the last (not 240), so the walks' 16-byte cp.async pieces of a row are aligned as at K = 128; columns
 /// K..KP−1 are never written (the walks' tile loads zero-fill them).
-/// The per-channel gated operands are prepared once by the fully parallel chunk_local, so the sequential
-/// state_output does no per-channel gating (recomputing it there cost 3-6x their bytes on H200). The
-/// preconditioner multiplier P is stored only as part of the walks' operand (FeatureSet::write_key: in pwk, in
-/// opw = P⊙k⊙2^{G_C − G_i} with per-channel decay, or in pwq); otherwise the walks rebuild P⊙k (ATK) or P⊙q
-/// (ATQ) from pst and the raw key.
+/// The sizes of the chunked hypergrad_ogd scan's records, which the shared-memory layouts below use too:
 /// Floats per (chunk slot, key head) of the chunked hypergrad_ogd's hgvec: a [C], y [C], L_n and 3 pad floats
 /// (a 16-byte multiple, for cp.async).
 DGPS_HD constexpr int hypergradVecFloats(int C) { return 2 * C + 4; }
@@ -197,15 +173,8 @@ DGPS_HD constexpr int workspaceRowPitch(int K) { return pad16(K); }
 /// 16-byte multiple for C a multiple of 16).
 DGPS_HD constexpr int hypergradTriFloats(int C) { return C * (C + 1) / 2; }
 
-struct WorkspaceLayout {
-  long long slots = 0;
-  long long tb = 0, aqk = 0, tok = 0, pst = 0, psum = 0, pgam = 0, pcoef = 0, opq = 0, opk = 0, opw = 0, pdec = 0;
-  long long hgtri = 0, hgvec = 0;
-  long long pwk = 0, pwq = 0;
-  long long total = 0;
-};
-
-/// Which prepared operand tiles a spec needs (see WorkspaceLayout).
+/// Which prepared operand tiles a spec needs (the workspace regions opq, opk, opw that chunk_local writes and the
+/// walks stage in shared memory).
 DGPS_HD constexpr bool needOpQ(const FeatureSet& f) { return f.decay == 2; }
 DGPS_HD constexpr bool needOpK(const FeatureSet& f) { return f.solve == 1 && f.decay == 2; }
 DGPS_HD constexpr bool needOpW(const FeatureSet& f) { return f.decay == 2; }
@@ -220,8 +189,6 @@ DGPS_HD constexpr bool rawKInKTile(const FeatureSet& f) {
 }
 /// chunk_local writes the preconditioned write key P⊙k̂ once (FeatureSet::write_key 1 or 2).
 DGPS_HD constexpr bool storesKw(const FeatureSet& f) { return rebuildsKw(f) && f.write_key != kWriteKeyRebuilt; }
-/// The stored P⊙k̂ has a region of its own, pwk (scalar or no decay); with per-channel decay it is opw.
-DGPS_HD constexpr bool needPwk(const FeatureSet& f) { return storesKw(f) && !needOpW(f); }
 /// A walk rebuilds the write key: a state_output walk (`segment` false) or a segment walk (segment_summary,
 /// segment_state_output) of a key-side preconditioner whose FeatureSet::write_key does not give it the stored one.
 DGPS_HD constexpr bool walkRebuildsKw(const FeatureSet& f, bool segment) {
@@ -242,54 +209,6 @@ DGPS_HD constexpr bool walkRebuilds(const FeatureSet& f, bool segment) {
 /// With opk in the k tile, a walk's rebuild reads the raw key from a tile of its own.
 DGPS_HD constexpr bool rawKOwnTile(const FeatureSet& f, bool segment = false) {
   return f.precond == 1 && needOpK(f) && walkRebuilds(f, segment);
-}
-
-DGPS_HD constexpr WorkspaceLayout workspaceLayout(const FeatureSet& f, const ProblemShape& s, const TileConfig& t) {
-  WorkspaceLayout w;
-  const long long C = t.chunk;
-  w.slots = chunkSlots(s, t.chunk);
-  long long off = 0;
-  const long long cc = w.slots * s.HV * C * C * 2;
-  w.tb = off;
-  off += f.solve == 1 ? align_up(cc, 256) : 0;
-  w.aqk = off;
-  off += align_up(cc, 256);
-  w.tok = off;
-  off += align_up(w.slots * s.HV * (C + 1) * 8 * 4, 256);
-  const bool pre = f.precond == 1;
-  w.pst = off;
-  off += pre ? align_up(w.slots * s.H * s.K * 4, 256) : 0;
-  w.psum = off;
-  off += (pre && f.source == 0) ? align_up(w.slots * s.H * s.K * 4, 256) : 0;
-  w.pgam = off;
-  off += (pre && f.source == 0) ? align_up(w.slots * s.H * 4, 256) : 0;
-  w.pcoef = off;
-  off += (pre && f.source == 1) ? align_up(w.slots * s.H * C * 4, 256) : 0;
-  const long long op = align_up(w.slots * s.HV * C * workspaceRowPitch((int)s.K) * 2, 256);
-  w.opq = off;
-  off += needOpQ(f) ? op : 0;
-  w.opk = off;
-  off += needOpK(f) ? op : 0;
-  w.opw = off;
-  off += needOpW(f) ? op : 0;
-  w.pdec = off;
-  off += f.decay == 2 ? align_up(w.slots * s.HV * s.K * 4, 256) : 0;
-  // last, so that the regions chunk_local and state_output read do not move with the scan's form
-  const bool hgc = hypergradChunked(f);
-  w.hgtri = off;
-  off += hgc ? align_up(w.slots * s.H * hypergradTriFloats(t.chunk) * 4, 256) : 0;
-  w.hgvec = off;
-  off += hgc ? align_up(w.slots * s.H * hypergradVecFloats(t.chunk) * 4, 256) : 0;
-  w.pwk = off;  // the stored write key, last: the layout without it is unchanged
-  off += needPwk(f) ? op : 0;
-  w.pwq = off;  // the stored query, last for the same reason
-  off += needPwq(f) ? op : 0;
-  w.total = off;
-  return w;
-}
-
-DGPS_HD constexpr unsigned long long workspaceBytes(const FeatureSet& f, const ProblemShape& s, const TileConfig& t) {
-  return (unsigned long long)workspaceLayout(f, s, t).total;
 }
 
 // ---- shared-memory layouts (byte offsets; the kernels carve their dynamic smem with these) --------------
@@ -517,33 +436,6 @@ DGPS_HD inline Geometry forwardGeometry(int role, const FeatureSet& f, const Pro
 /// ⌊T/(C·L)⌋ + N. Sequence n's segment j is slot first_segment_slot(n) + j; the bound needs no host sync.
 DGPS_HD constexpr long long segmentSlots(const ProblemShape& s, int C, long long L) {
   return s.varlen ? s.T / (C * L) + s.N : s.N * cdiv(cdiv(s.T, C), L);
-}
-
-/// The segment regions, f32 row-major, after the chunk regions of workspaceLayout (each 256-aligned):
-///   ext   [S][HV][K][V]  E_s, the segment's end state from a zero start (segment_summary)
-///   trans [S][HV][K][K]  M_s, the segment's transition product (segment_summary)
-///   start [S][HV][K][V]  the folded state entering the segment (segment_fold)
-/// `total` is the whole workspace of a segmented forward (chunk regions included).
-struct SegmentLayout {
-  long long slots = 0;
-  long long ext = 0, trans = 0, start = 0;
-  long long total = 0;
-};
-
-DGPS_HD constexpr SegmentLayout segmentLayout(const FeatureSet& f, const ProblemShape& s, const TileConfig& t,
-                                              long long L) {
-  SegmentLayout g;
-  g.slots = segmentSlots(s, t.chunk, L);
-  const long long kv = align_up(g.slots * s.HV * s.K * s.V * 4, 256);
-  long long off = workspaceLayout(f, s, t).total;
-  g.ext = off;
-  off += kv;
-  g.trans = off;
-  off += align_up(g.slots * s.HV * s.K * s.K * 4, 256);
-  g.start = off;
-  off += kv;
-  g.total = off;
-  return g;
 }
 
 /// The kernels of the segmented state pass, in launch order after chunk_local (they replace state_output).

@@ -1,5 +1,6 @@
 // Rows of one chunk gated per channel, written to device memory as bf16 [C, K] rows at pitch KP = pad16(K)
-// (launch_rules.h WorkspaceLayout opq/opk/opw, workspaceRowPitch): with log2 gates G [C, KP] (G_last = row C − 1), for each output n
+// (the workspace regions opq/opk/opw of the compiler's tile.workspace; launch_rules.h workspaceRowPitch): with log2
+// gates G [C, KP] (G_last = row C − 1), for each output n
 //   forward: y_n,id = x_n,id·2^{G_id}          reverse: y_n,id = x_n,id·2^{G_last,d − G_id}
 // x_n are 16-bit tiles of the input dtype (decoded by Codec). Also the last row's factors 2^{G_last,d}, and the
 // ungated store of a bf16 row tile (store_rows16).
@@ -48,7 +49,7 @@ DGPS_DEV void store_gated_rows(uint16_t* const (&y)[sizeof...(kReverse)],
 
 /// y_id = x_id: a bf16 row tile (shared, pitch xp, a multiple of 8, 16-byte aligned) written as it is to bf16
 /// [C, K] rows (global, pitch workspaceRowPitch(K)), 8 channels per 16-byte store; the ungated form of the stores
-/// above (the stored write key pwk and query pwq, launch_rules.h WorkspaceLayout).
+/// above (the stored write key pwk and query pwq of the compiler's tile.workspace).
 template <int C, int K>
 DGPS_DEV void store_rows16(uint16_t* y, const uint16_t* x, int xp) {
   constexpr int CH = K / 8, YP = launch::workspaceRowPitch(K);

@@ -1,7 +1,7 @@
 // The slot layout of the sequence-parallel state pass's segments (docs/architecture.md, "Long sequences: the
 // segmented state pass"): every sequence is cut into segments of L chunks of C tokens from its start, and each
 // segment gets a slot s that indexes the per-segment workspace regions (E, M, start: launch_rules.h
-// SegmentLayout) without a host sync on cu_seqlens, as dev::first_slot does for chunks. Segment j of sequence n
+// the seg_* regions of the compiler's tile.workspace) without a host sync on cu_seqlens, as dev::first_slot does for chunks. Segment j of sequence n
 // is slot first_segment_slot(n) + j; slots below segment_slots() that hold no segment are slack (their CTAs
 // return at once, their regions are never written).
 #pragma once

@@ -1,5 +1,5 @@
 // The per-token record of one chunk in device memory: C + 1 rows of 8 floats (launch_rules.h
-// WorkspaceLayout tok). With per-row vectors a, b, c, log2 gates G (G_last = G_{C-1}) and a uniform s:
+// the workspace region tok of the compiler's tile.workspace). With per-row vectors a, b, c, log2 gates G (G_last = G_{C-1}) and a uniform s:
 //   row i < C: { s·a_i·2^{G_i}, b_i·2^{G_i}, b_i·2^{G_last − G_i}, c_i, e_i, f_i, G_i, 0 }
 //   row C:     { 2^{G_last}, 0, 0, 0, 0, 0, 0, 0 }
 // e, f default to a, b. Without G every power of 2 is 1 and field 6 is 0.

@@ -30,7 +30,7 @@ launch::FeatureSet fromArray(ArrayRef<int32_t> v) {
   return f;
 }
 
-/// The function's body agrees with write_key (launch_rules.h storesKw / needPwk / walkRebuildsKw): a chunk_local
+/// The function's body agrees with write_key (launch_rules.h storesKw / walkRebuildsKw): a chunk_local
 /// stores P ⊙ k̂ exactly when the features say so (tile.store_rows into "pwk", or the opw store of the scanned
 /// key), and each walk of a key-side preconditioner takes the form the features give its role.
 LogicalResult verifyWriteKeyRoles(Operation* op, const launch::FeatureSet& f) {

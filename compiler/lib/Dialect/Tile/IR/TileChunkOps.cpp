@@ -37,7 +37,7 @@ LogicalResult expectRows16(Operation* op, Value v, const char* what) {
   return success();
 }
 
-/// The workspace regions a chunk role may write (launch_rules.h WorkspaceLayout) and what each holds.
+/// The workspace regions a chunk role may write (tile.workspace, Workspace.h) and what each holds.
 LogicalResult expectRegion(Operation* op, StringRef into, std::initializer_list<const char*> allowed) {
   for (const char* a : allowed)
     if (into == a) return success();

@@ -3,6 +3,7 @@
 #include "dgps/Dialect/Tile/IR/Tile.h"
 
 #include "dgps/Dialect/Tile/IR/LaunchFeatures.h"
+#include "dgps/Dialect/Tile/IR/Workspace.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
@@ -70,6 +71,7 @@ LogicalResult verifyMinCtasPerSm(Operation* op, Attribute value) {
 LogicalResult TileDialect::verifyOperationAttribute(Operation* op, NamedAttribute attr) {
   if (attr.getName() == kMinCtasPerSmAttr) return verifyMinCtasPerSm(op, attr.getValue());
   if (attr.getName() == kLaunchFeaturesAttr) return verifyLaunchFeatures(op, attr.getValue());
+  if (attr.getName() == kWorkspaceAttr) return verifyWorkspace(op, attr.getValue());
   return success();
 }
 

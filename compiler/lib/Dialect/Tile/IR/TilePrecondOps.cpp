@@ -1,5 +1,5 @@
 // Verifiers of the ops over chunk summaries (TilePrecondOps.td): operand shapes, element types and memory
-// spaces, and the workspace regions each op may read or write (launch_rules.h WorkspaceLayout).
+// spaces, and the workspace regions each op may read or write (tile.workspace, Workspace.h).
 #include "dgps/Dialect/Tile/IR/Tile.h"
 
 using namespace mlir;

@@ -1,5 +1,5 @@
 // Verifiers of the state-walk tile ops (TileStateOps.td): the operand sources each slot of the walk may name
-// (input tensors, launch_rules.h WorkspaceLayout regions or the segment regions of SegmentLayout) and that the attributes agree with one another.
+// (input tensors or regions of tile.workspace, Workspace.h, the segment pass's seg_* included) and that the attributes agree with one another.
 #include "dgps/Dialect/Tile/IR/Tile.h"
 
 using namespace mlir;

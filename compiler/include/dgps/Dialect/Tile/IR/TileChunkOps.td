@@ -4,7 +4,7 @@
 // `tile.grid = "chunk"` runs one CTA per (chunk slot, value head); its tiles are shared-memory tiles over
 // the C rows of the CTA's chunk: [C, K] rows (the input dtype, written bf16 here, or f32), [C] per-row f32
 // vectors and [C, C] f32 blocks. Pad rows of a partial last chunk are zero after a load. Results that name
-// workspace regions (`into "tok"`) write the CTA's slice of that region of launch_rules.h WorkspaceLayout.
+// workspace regions (`into "tok"`) write the CTA's slice of that region of the module's tile.workspace (Workspace.h).
 // Ops whose result is "in place" reuse their operand's storage: the operand is dead afterwards.
 // Each op is generic maths; the lowering picks which ops and operands express a model.
 //
@@ -42,7 +42,7 @@ def Tile_WorkspaceRowsOp : Tile_Op<"workspace_rows"> {
   let description = [{
     `tile.workspace_rows "pcoef" : !tile.tile<[C], f32, smem, row>` reads one f32 per chunk row (0 on pad
     rows); `"pst" : !tile.tile<[K], f32, smem, row>` the chunk's [K] start vector (launch_rules.h
-    WorkspaceLayout; both indexed by chunk slot and key head). Visible after the next `tile.barrier`.
+    tile.workspace; both indexed by chunk slot and key head). Visible after the next `tile.barrier`.
   }];
   let arguments = (ins StrAttr:$region);
   let results = (outs Tile_AnyTile:$result);
@@ -146,8 +146,8 @@ def Tile_StoreRowsOp : Tile_Op<"store_rows"> {
                 "query \"pwq\")";
   let description = [{
     y_id = x_id for every row (pad rows included: they hold what the tile holds, zero for a scan of zero rows).
-    The region is per (chunk slot, value head), bf16 [C, K] rows at pitch KP (launch_rules.h WorkspaceLayout pwk,
-    pwq, workspaceRowPitch). Every writer of
+    The region is per (chunk slot, value head), bf16 [C, K] rows at pitch KP (tile.workspace pwk or pwq;
+    launch_rules.h workspaceRowPitch). Every writer of
     the tile must be past a `tile.barrier`.
   }];
   let arguments = (ins Tile_AnyTile:$x, StrAttr:$into);

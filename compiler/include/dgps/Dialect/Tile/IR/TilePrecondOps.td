@@ -4,8 +4,8 @@
 // precond_summary and precond_scan, --dgps-lower-precond-roles-to-tile). Generic maths: a summary of one
 // chunk's per-channel scan (grid "chunk_key_head": one CTA per chunk slot and key head, over the chunk-row
 // tiles of TileChunkOps.td) and the affine scan that combines the summaries over a sequence's chunks (grid
-// "sequence_key_head": one CTA per sequence and key head). Workspace regions are launch_rules.h
-// WorkspaceLayout's, indexed by chunk slot and key head.
+// "sequence_key_head": one CTA per sequence and key head). Workspace regions are those of the module's
+// tile.workspace, indexed by chunk slot and key head.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DGPS_DIALECT_TILE_IR_PRECOND_OPS_TD

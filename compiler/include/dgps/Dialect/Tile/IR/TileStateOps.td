@@ -5,7 +5,7 @@
 // tile of BV columns); its warps own 16 value columns each and keep the transposed state Sᵀ [BV, K] in f32
 // registers (runtime/device/dgps/tile/state_frag.cuh). The chunks of the sequence are walked in order; per
 // chunk the operands are staged in shared memory (launch_rules.h stateOutputSmem) from the chunk_local
-// workspace regions (launch_rules.h WorkspaceLayout) and the input tensors named by the op.
+// workspace regions (the module's tile.workspace, Workspace.h) and the input tensors named by the op.
 // Each op is generic maths; the lowering picks the operands and attributes that express a model.
 //
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,27 @@
+// The workspace a package's manifest sizes for one call, as the runtime evaluates it (launch.workspace, and
+// launch.forward_segmented's buffers with a segment length): the emulator checks allocate exactly that and find
+// a region's offset by name, while the kernels index the layout printed into kernels.cu from the same
+// declaration (the compiler's tile.workspace). A check thus runs the host and kernel sides as the runtime does.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+
+#include "dgps/device/launch_rules.h"
+
+namespace dgps_emu {
+
+struct ManifestWorkspace {
+  std::size_t bytes = 0;                        ///< the size to allocate
+  std::map<std::string, std::size_t> offsets;  ///< byte offset of each region, by name
+  /// The offset of region `name`; exits with a message naming the region when the manifest has none.
+  std::size_t at(const std::string& name) const;
+};
+
+/// The workspace of the package in `dir` for shape `s` (T: the kernels' row axis) and tile `t`; `L` >= 1: the
+/// segmented forward with L chunks per segment. Exits with the runtime's message when the manifest refuses.
+ManifestWorkspace manifestWorkspace(const std::string& dir, const dgps::launch::ProblemShape& s,
+                                    const dgps::launch::TileConfig& t, long long L = 0);
+
+}  // namespace dgps_emu
