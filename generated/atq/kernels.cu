@@ -5,7 +5,7 @@
 // (its regions are empty without one). The manifest's launch.workspace sizes are the same declaration's.
 namespace dgps_package {
 struct Workspace {
-  long long tb, aqk, tok, pst, psum, pgam, seg_ext, seg_trans, seg_start, total;
+  long long tb, aqk, tok, pst, psum, pgam, pwq, seg_ext, seg_trans, seg_start, total;
 };
 DGPS_HD inline Workspace workspace_layout(const dgps::launch::ProblemShape& s, const dgps::launch::TileConfig& t,
                                          long long L) {
@@ -24,6 +24,8 @@ DGPS_HD inline Workspace workspace_layout(const dgps::launch::ProblemShape& s, c
   off += dgps::launch::align_up(dgps::launch::chunkSlots(s, t.chunk) * s.H * s.K * 4LL, 256);
   w.pgam = off;
   off += dgps::launch::align_up(dgps::launch::chunkSlots(s, t.chunk) * s.H * 4LL, 256);
+  w.pwq = off;
+  off += dgps::launch::align_up(dgps::launch::chunkSlots(s, t.chunk) * s.HV * (long long)t.chunk * (long long)dgps::launch::pad16((int)s.K) * 2LL, 256);
   w.seg_ext = off;
   off += dgps::launch::align_up((L >= 1 ? dgps::launch::segmentSlots(s, t.chunk, L) : 0) * s.HV * s.K * s.V * 4LL, 256);
   w.seg_trans = off;
@@ -99,7 +101,7 @@ extern "C" __global__ void dgps_atq_fwd_chunk_local(dgps::ForwardArgs a) {
   (void)PG;
   (void)NW;
   // The launch contract shared with the other roles: workspace and shared-memory layout only.
-  constexpr dgps::launch::FeatureSet F = {1, 1, 1, 1, 0, 1};
+  constexpr dgps::launch::FeatureSet F = {1, 1, 1, 1, 0, 1, 0, 1};
   constexpr dgps::launch::ChunkLocalSmem L = dgps::launch::chunkLocalSmem(F, K, C);
   const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
@@ -154,16 +156,21 @@ extern "C" __global__ void dgps_atq_fwd_chunk_local(dgps::ForwardArgs a) {
   t::store_token_record_last<C>(reinterpret_cast<float*>(ws + W.tok) + sh * (C + 1) * 8, &t2);
   dev::sync_threads();
   {
-    t::ScanParams sp;
-    sp.base = 1.5f;
-    sp.eps = 1e-06f;
-    sp.center = t6;
-    t::channel_scan_apply<C, K, KP, t::Readout::soft_power, Codec>(nullptr, t7, t8, t14, t1, t0, PQ, at.Lr, sp);
+    // the scan's read-out (soft_power): P = base^(−u/(1+|u|)), u = ln(s_i + eps) − center: a soft power of the state after row i's step
+    struct ScanReadout {
+      enum : bool { kDeferred = true };
+      float neg_log2_base, eps, center;
+      DGPS_DEV float step(float s) const { return s; }
+      DGPS_DEV float operator()(float, float next) const { return dgps::dev::soft_power(dgps::dev::fmax_(next, 0.f), eps, center, neg_log2_base); }
+    };
+    const ScanReadout ro{-dgps::dev::lg2(1.5f), 1e-06f, t6};
+    t::channel_scan_apply<C, K, KP, Codec>(nullptr, t7, t8, t14, t1, t0, PQ, at.Lr, ro);
   }
   if (dgps::cfg::kInputF16) {
     t::encode_bf16<C, KP, true>(t1, PQ);
   }
   dev::sync_threads();
+  t::store_rows16<C, K>(reinterpret_cast<uint16_t*>(ws + W.pwq) + sh * C * KP, t0, PQ);
   float* const t17 = dev::smem_at<float>(sm, L.A);
   {
     const uint16_t* const rows0[2] = {t1, t0};
@@ -175,7 +182,7 @@ extern "C" __global__ void dgps_atq_fwd_chunk_local(dgps::ForwardArgs a) {
   t::tri_inverse<C>(t17, PA);
   t::store_lower_col_scaled<C>(reinterpret_cast<uint16_t*>(ws + W.tb) + sh * C * C, t17, PA, t3);
 }
-extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dgps::launch::FeatureSet{1, 1, 1, 1, 0, 1}, dgps::cfg::BV), 1) dgps_atq_fwd_state_output(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dgps::launch::FeatureSet{1, 1, 1, 1, 0, 1, 0, 1}, dgps::cfg::BV), 1) dgps_atq_fwd_state_output(dgps::ForwardArgs a) {
   // Generated from tile IR (atq_state_output, grid value_tile: one CTA per sequence, value head and value tile; one warp per 16 value columns).
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
@@ -186,12 +193,9 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dg
   // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
   // The launch contract shared with the other roles: workspace and shared-memory layout only.
-  constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{1, 1, 1, 1, 0, 1};
+  constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{1, 1, 1, 1, 0, 1, 0, 1};
   constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16);
   const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);
-  // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the consumers run chunk c (tile/warp_split.cuh); registers per consumer / producer thread after the hand-over
-  using Split = t::WarpSplit<NT / 32, 4, 224, 56>;
-  static_assert(Split::NT == dgps::launch::stateOutputThreads(F, BV), "the launch's threads");
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   constexpr int64_t VT = (V + BV - 1) / BV;
   const int64_t bid = dev::block_x();
@@ -216,35 +220,13 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dg
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.pwq, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
+    dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);
     dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.aqk), PC, ws16(W.aqk, C * C) + chunk * C * C, C, C, C, ct, NT);
   };
-  if (Split::is_producer()) {
-    Split::producer_registers();
-    const int pt = Split::producer_thread();
-    t::ScanParams sp;
-    sp.base = 1.5f;
-    sp.eps = 1e-06f;
-    sp.center = a.precond_center != nullptr ? a.precond_center[h] : 0.f;
-    auto produce = [&](int64_t c) {
-      unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
-      const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
-      const int Lr = (int)dev::lmin(C, sq.len - c * C);
-      dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, pt, Split::NTP);
-      dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, pt, Split::NTP);
-      dev::load_tile32<1, KP>(dev::smem_at<float>(st, L.pst), KP, reinterpret_cast<const float*>(ws + W.pst) + ((s0 + c) * H + h) * K, K, 1, K, pt, Split::NTP);
-      dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, pt, Split::NTP);
-      dev::cp_async_commit();
-      dev::cp_async_wait<0>();
-      Split::sync_producer();
-      float* const sTok = dev::smem_at<float>(st, L.tok);  // fields 4 and 5: the scan's a and b
-      t::channel_scan_rescale<C, K, KP, t::Readout::soft_power, Codec, Codec, false>(dev::smem_at<uint16_t>(st, L.q), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, dev::smem_at<uint16_t>(st, L.kraw), Lr, sp, pt, Split::NTP);
-    };
-    Split::producer_loop<STAGES>(0, nch, produce);
-    return;
-  }
-  Split::consumer_registers();
   // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
   float S[KP / 8][4];
   t::state_start<KP>(S, a.initial_state != nullptr ? a.initial_state + (n * HV + hv) * (int64_t)K * V : nullptr, K, V, vw);
@@ -263,7 +245,7 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dg
     } else {
       dev::cp_async_wait<0>();
     }
-    Split::sync_all();
+    dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
     const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged
@@ -274,7 +256,7 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dg
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
-      Split::sync_consumers();
+      dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
     uint32_t NA[C / 16][4];
@@ -283,10 +265,10 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dg
     t::state_times_rows<C, KP, kWG, true>(XQ, XR, S, sQ, sK);
     t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));
     t::lower_readout<C, PC, 8>(XQ, NA, N, sTok + 0, dev::smem_at<uint16_t>(st, L.aqk));
-    t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + (t0 * HV + hv) * V, HV * V, v0, V, Lr, ct, NT, [] { Split::sync_consumers(); });
+    t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + (t0 * HV + hv) * V, HV * V, v0, V, Lr, ct, NT, [] { dev::sync_threads(); });
     t::state_scale<KP>(S, sTok[C * 8 + 0]);
     t::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);
-    Split::sync_all();  // this stage may be overwritten from here on
+    dev::sync_threads();  // this stage may be overwritten from here on
     if (STAGES == 1 && c + 1 < nch) {
       stage(c + 1);
       dev::cp_async_commit();
@@ -304,7 +286,7 @@ static __device__ __forceinline__ void dgps_atq_fwd_segment_summary_walk0(const 
   // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
   // The launch contract shared with the other roles: workspace and shared-memory layout only.
-  constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{1, 1, 1, 1, 0, 1};
+  constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{1, 1, 1, 1, 0, 1, 0, 1};
   constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16, true);
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of the V value columns
@@ -397,7 +379,7 @@ static __device__ __forceinline__ void dgps_atq_fwd_segment_summary_walk1(const 
   // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
   // The launch contract shared with the other roles: workspace and shared-memory layout only.
-  constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{1, 1, 1, 1, 0, 1};
+  constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{1, 1, 1, 1, 0, 1, 0, 1};
   constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16, true);
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of M's K columns (a K x K state)
@@ -485,7 +467,7 @@ static __device__ __forceinline__ void dgps_atq_fwd_segment_summary_walk1(const 
   }
   t::state_store<KP>(S, reinterpret_cast<float*>(ws + W.seg_trans) + (slot * HV + hv) * (int64_t)K * K, K, K, vw);
 }
-extern "C" __global__ void __launch_bounds__(dgps::launch::segmentSummaryThreads(dgps::launch::FeatureSet{1, 1, 1, 1, 0, 1}, dgps::cfg::BV), 1) dgps_atq_fwd_segment_summary(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps::launch::segmentSummaryThreads(dgps::launch::FeatureSet{1, 1, 1, 1, 0, 1, 0, 1}, dgps::cfg::BV), 1) dgps_atq_fwd_segment_summary(dgps::ForwardArgs a) {
   // Generated from tile IR (atq_segment_summary, grid segment: one CTA per segment slot, value head and tile; launch_rules.h segmentGeometry).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   int64_t bid = dgps::dev::block_x();
@@ -526,11 +508,8 @@ static __device__ __forceinline__ void dgps_atq_fwd_segment_state_output_walk0(c
   // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
   // The launch contract shared with the other roles: workspace and shared-memory layout only.
-  constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{1, 1, 1, 1, 0, 1};
+  constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{1, 1, 1, 1, 0, 1, 0, 1};
   constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16, true);
-  // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the consumers run chunk c (tile/warp_split.cuh); registers per consumer / producer thread after the hand-over
-  using Split = t::WarpSplit<NT / 32, 4, 224, 56>;
-  static_assert(Split::NT == dgps::launch::stateOutputThreads(F, BV, true), "the launch's threads");
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of the V value columns
   constexpr int64_t VT = (V + BV - 1) / BV;
@@ -561,35 +540,13 @@ static __device__ __forceinline__ void dgps_atq_fwd_segment_state_output_walk0(c
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.pwq, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
+    dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);
     dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.aqk), PC, ws16(W.aqk, C * C) + chunk * C * C, C, C, C, ct, NT);
   };
-  if (Split::is_producer()) {
-    Split::producer_registers();
-    const int pt = Split::producer_thread();
-    t::ScanParams sp;
-    sp.base = 1.5f;
-    sp.eps = 1e-06f;
-    sp.center = a.precond_center != nullptr ? a.precond_center[h] : 0.f;
-    auto produce = [&](int64_t c) {
-      unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
-      const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
-      const int Lr = (int)dev::lmin(C, sq.len - c * C);
-      dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, pt, Split::NTP);
-      dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, pt, Split::NTP);
-      dev::load_tile32<1, KP>(dev::smem_at<float>(st, L.pst), KP, reinterpret_cast<const float*>(ws + W.pst) + ((s0 + c) * H + h) * K, K, 1, K, pt, Split::NTP);
-      dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, pt, Split::NTP);
-      dev::cp_async_commit();
-      dev::cp_async_wait<0>();
-      Split::sync_producer();
-      float* const sTok = dev::smem_at<float>(st, L.tok);  // fields 4 and 5: the scan's a and b
-      t::channel_scan_rescale<C, K, KP, t::Readout::soft_power, Codec, Codec, false>(dev::smem_at<uint16_t>(st, L.q), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, dev::smem_at<uint16_t>(st, L.kraw), Lr, sp, pt, Split::NTP);
-    };
-    Split::producer_loop<STAGES>(c0, nch, produce);
-    return;
-  }
-  Split::consumer_registers();
   // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
   float S[KP / 8][4];
   t::state_start<KP>(S, reinterpret_cast<const float*>(ws + W.seg_start) + (slot * HV + hv) * (int64_t)K * V, K, V, vw);
@@ -608,7 +565,7 @@ static __device__ __forceinline__ void dgps_atq_fwd_segment_state_output_walk0(c
     } else {
       dev::cp_async_wait<0>();
     }
-    Split::sync_all();
+    dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
     const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged
@@ -619,7 +576,7 @@ static __device__ __forceinline__ void dgps_atq_fwd_segment_state_output_walk0(c
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
-      Split::sync_consumers();
+      dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
     uint32_t NA[C / 16][4];
@@ -628,17 +585,17 @@ static __device__ __forceinline__ void dgps_atq_fwd_segment_state_output_walk0(c
     t::state_times_rows<C, KP, kWG, true>(XQ, XR, S, sQ, sK);
     t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));
     t::lower_readout<C, PC, 8>(XQ, NA, N, sTok + 0, dev::smem_at<uint16_t>(st, L.aqk));
-    t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + (t0 * HV + hv) * V, HV * V, v0, V, Lr, ct, NT, [] { Split::sync_consumers(); });
+    t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + (t0 * HV + hv) * V, HV * V, v0, V, Lr, ct, NT, [] { dev::sync_threads(); });
     t::state_scale<KP>(S, sTok[C * 8 + 0]);
     t::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);
-    Split::sync_all();  // this stage may be overwritten from here on
+    dev::sync_threads();  // this stage may be overwritten from here on
     if (STAGES == 1 && c + 1 < nch) {
       stage(c + 1);
       dev::cp_async_commit();
     }
   }
 }
-extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dgps::launch::FeatureSet{1, 1, 1, 1, 0, 1}, dgps::cfg::BV, true), 1) dgps_atq_fwd_segment_state_output(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dgps::launch::FeatureSet{1, 1, 1, 1, 0, 1, 0, 1}, dgps::cfg::BV, true), 1) dgps_atq_fwd_segment_state_output(dgps::ForwardArgs a) {
   // Generated from tile IR (atq_segment_state_output, grid segment: one CTA per segment slot, value head and tile; launch_rules.h segmentGeometry).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   int64_t bid = dgps::dev::block_x();
@@ -683,39 +640,40 @@ extern "C" __global__ void __launch_bounds__(128, dgps::cfg::KP > 128 ? 2 : dgps
     t2 = t::load_quad<BV, NT, Codec>(t5, V - col0);
     t3 = a.beta[(b * HV + hv)];
   }
+  // The prologue's reads, issued before its maths and reductions.
   const float t6 = a.scale;
   const uint16_t* const t7 = static_cast<const uint16_t*>(a.k) + (b * H + h) * K;
   const SplitK t8 = t::load_split<KP, NT, Codec>(t7, K);
-  const SplitK t9 = t::mul(t8, t8);
-  const float t10 = t::reduce_sum(t9, scalars);
-  const float t11 = 1e-06f;
-  const float t12 = t::add(t10, t11);
-  const float t13 = t::rsqrt(t12);
-  const SplitK t14 = t::mul(t8, t13);
-  const uint16_t* const t15 = static_cast<const uint16_t*>(a.q) + (b * H + h) * K;
-  const SplitK t16 = t::load_split<KP, NT, Codec>(t15, K);
-  const SplitK t17 = t::mul(t16, t16);
-  const float t18 = t::reduce_sum(t17, scalars);
-  const float t19 = 1e-06f;
-  const float t20 = t::add(t18, t19);
-  const float t21 = t::rsqrt(t20);
-  const SplitK t22 = t::mul(t16, t21);
-  const SplitK t23 = t::mul(t22, t6);
-  float* const t24 = a.precond_state + (b * H + h) * K;
-  const SplitK t25 = t::load_split<KP, NT, Codec>(t24, K);
-  const float t26 = a.precond_g[(b * H + h)];
-  const float t27 = t::exp(t26);
-  const SplitK t28 = t::mul(t25, t27);
-  const SplitK t29 = t::mul(t14, t14);
-  const float t30 = a.precond_beta[(b * H + h)];
-  const SplitK t31 = t::mul(t29, t30);
-  const SplitK t32 = t::add(t28, t31);
-  t::store_split(t32, t24, K);
-  const float t33 = (a.precond_center != nullptr ? a.precond_center[h] : 0.0f);
+  const uint16_t* const t9 = static_cast<const uint16_t*>(a.q) + (b * H + h) * K;
+  const SplitK t10 = t::load_split<KP, NT, Codec>(t9, K);
+  float* const t11 = a.precond_state + (b * H + h) * K;
+  const SplitK t12 = t::load_split<KP, NT, Codec>(t11, K);
+  const float t13 = a.precond_g[(b * H + h)];
+  const float t14 = a.precond_beta[(b * H + h)];
+  const float t15 = (a.precond_center != nullptr ? a.precond_center[h] : 0.0f);
+  const SplitK t16 = t::mul(t8, t8);
+  const SplitK t17 = t::mul(t10, t10);
+  float t18, t19;
+  t::reduce_sum(t16, t17, scalars, t18, t19);
+  const float t20 = 1e-06f;
+  const float t21 = t::add(t18, t20);
+  const float t22 = t::rsqrt(t21);
+  const SplitK t23 = t::mul(t8, t22);
+  const float t24 = 1e-06f;
+  const float t25 = t::add(t19, t24);
+  const float t26 = t::rsqrt(t25);
+  const SplitK t27 = t::mul(t10, t26);
+  const SplitK t28 = t::mul(t27, t6);
+  const float t29 = t::exp(t13);
+  const SplitK t30 = t::mul(t12, t29);
+  const SplitK t31 = t::mul(t23, t23);
+  const SplitK t32 = t::mul(t31, t14);
+  const SplitK t33 = t::add(t30, t32);
+  t::store_split(t33, t11, K);
   const float t34 = 1e-06f;
-  const SplitK t35 = t::add(t32, t34);
+  const SplitK t35 = t::add(t33, t34);
   const SplitK t36 = t::log(t35);
-  const SplitK t37 = t::sub(t36, t33);
+  const SplitK t37 = t::sub(t36, t15);
   const float t38 = 1.0f;
   const SplitK t39 = t::abs(t37);
   const SplitK t40 = t::add(t39, t38);
@@ -723,12 +681,12 @@ extern "C" __global__ void __launch_bounds__(128, dgps::cfg::KP > 128 ? 2 : dgps
   const float t42 = -0.5849625f;
   const SplitK t43 = t::mul(t41, t42);
   const SplitK t44 = t::exp2(t43);
-  const SplitK t45 = t::mul(t23, t44);
+  const SplitK t45 = t::mul(t28, t44);
   float* const t46 = smem + 0 * KP;
-  t::to_smem(t14, t46);
+  t::to_smem(t23, t46);
   float* const t47 = smem + 1 * KP;
   t::to_smem(t45, t47);
-  const SplitK t48 = t::mul(t14, t45);
+  const SplitK t48 = t::mul(t23, t45);
   const float t49 = t::reduce_sum(t48, scalars);
   for (int it = 0; it < ntile; ++it) {
     const int64_t hv = hv0 + it / VT;

@@ -19,11 +19,11 @@ DGPS_HD inline Workspace workspace_layout(const dgps::launch::ProblemShape& s, c
   w.tok = off;
   off += dgps::launch::align_up(dgps::launch::chunkSlots(s, t.chunk) * s.HV * ((long long)t.chunk + 1) * 8 * 4LL, 256);
   w.opq = off;
-  off += dgps::launch::align_up(dgps::launch::chunkSlots(s, t.chunk) * s.HV * (long long)t.chunk * s.K * 2LL, 256);
+  off += dgps::launch::align_up(dgps::launch::chunkSlots(s, t.chunk) * s.HV * (long long)t.chunk * (long long)dgps::launch::pad16((int)s.K) * 2LL, 256);
   w.opk = off;
-  off += dgps::launch::align_up(dgps::launch::chunkSlots(s, t.chunk) * s.HV * (long long)t.chunk * s.K * 2LL, 256);
+  off += dgps::launch::align_up(dgps::launch::chunkSlots(s, t.chunk) * s.HV * (long long)t.chunk * (long long)dgps::launch::pad16((int)s.K) * 2LL, 256);
   w.opw = off;
-  off += dgps::launch::align_up(dgps::launch::chunkSlots(s, t.chunk) * s.HV * (long long)t.chunk * s.K * 2LL, 256);
+  off += dgps::launch::align_up(dgps::launch::chunkSlots(s, t.chunk) * s.HV * (long long)t.chunk * (long long)dgps::launch::pad16((int)s.K) * 2LL, 256);
   w.pdec = off;
   off += dgps::launch::align_up(dgps::launch::chunkSlots(s, t.chunk) * s.HV * s.K * 4LL, 256);
   w.seg_ext = off;

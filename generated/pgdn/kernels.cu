@@ -25,7 +25,7 @@ DGPS_HD inline Workspace workspace_layout(const dgps::launch::ProblemShape& s, c
   w.pgam = off;
   off += dgps::launch::align_up(dgps::launch::chunkSlots(s, t.chunk) * s.H * 4LL, 256);
   w.pwk = off;
-  off += dgps::launch::align_up(dgps::launch::chunkSlots(s, t.chunk) * s.HV * (long long)t.chunk * s.K * 2LL, 256);
+  off += dgps::launch::align_up(dgps::launch::chunkSlots(s, t.chunk) * s.HV * (long long)t.chunk * (long long)dgps::launch::pad16((int)s.K) * 2LL, 256);
   w.seg_ext = off;
   off += dgps::launch::align_up((L >= 1 ? dgps::launch::segmentSlots(s, t.chunk, L) : 0) * s.HV * s.K * s.V * 4LL, 256);
   w.seg_trans = off;
