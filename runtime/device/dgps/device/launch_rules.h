@@ -162,7 +162,7 @@ DGPS_HD constexpr long long chunkSlots(const ProblemShape& s, int C) {
 /// The bf16 [C][KP] operand rows (opq, opk, opw, pwk, pwq) are written and read only by our own kernels, so
 /// their row pitch is KP = pad16(K) elements (workspaceRowPitch), not K: at K = 120 every row starts 256 bytes
 /// after the last (not 240), so the walks' 16-byte cp.async pieces of a row are aligned as at K = 128; columns
-/// K..KP−1 are never written (the walks' tile loads zero-fill them).
+/// K..KP−1 are written as zeros (a half-written 32-byte sector costs DRAM a read-modify-write: tile/gated_rows.cuh).
 /// The sizes of the chunked hypergrad_ogd scan's records, which the shared-memory layouts below use too:
 /// Floats per (chunk slot, key head) of the chunked hypergrad_ogd's hgvec: a [C], y [C], L_n and 3 pad floats
 /// (a 16-byte multiple, for cp.async).

@@ -1,4 +1,4 @@
-// Rows of one chunk gated per channel, written to device memory as bf16 [C, K] rows at pitch KP = pad16(K)
+// Rows of one chunk gated per channel, written to device memory as bf16 [C, K] rows at pitch KP = pad16(K), pad zero
 // (the workspace regions opq/opk/opw of the compiler's tile.workspace; launch_rules.h workspaceRowPitch): with log2
 // gates G [C, KP] (G_last = row C − 1), for each output n
 //   forward: y_n,id = x_n,id·2^{G_id}          reverse: y_n,id = x_n,id·2^{G_last,d − G_id}
@@ -12,19 +12,29 @@
 namespace dgps {
 namespace tile {
 
-/// Every output y_n (global, row pitch workspaceRowPitch(K); columns K..pitch−1 are not written) from x_n (shared, pitch xp) and G (shared, pitch gp) in one pass,
-/// 8 channels per step with 16-byte shared loads (G, G_last and each x; xp, gp multiples of 8 and the tiles
+/// Zeros into 8 pad channels (K..pitch−1) of a stored row. Rows at pitch KP leave a 16-byte hole per row at
+/// K = 120; a 32-byte sector that is only half written costs DRAM a read-modify-write (measured on H200: kda's
+/// K = 120 forward 4.7% slower with the hole than with the row written whole), so the pad is written too.
+DGPS_DEV void store_row_pad(uint16_t* y) { *reinterpret_cast<dev::U4*>(y) = dev::U4{0u, 0u, 0u, 0u}; }
+
+/// Every output y_n (global, row pitch workspaceRowPitch(K); columns K..pitch−1 written as zeros, see
+/// store_row_pad) from x_n (shared, pitch xp) and G (shared, pitch gp) in one pass, 8 channels per step with 16-byte shared loads (G, G_last and each x; xp, gp multiples of 8 and the tiles
 /// 16-byte aligned): G is read once, each power of two is taken once per element and direction and shared
 /// by the outputs that use it, and an x that several outputs share is loaded once (the same pointer).
 /// kReverse: one flag per output.
 template <int C, int K, class Codec, bool... kReverse>
 DGPS_DEV void store_gated_rows(uint16_t* const (&y)[sizeof...(kReverse)],
                                const uint16_t* const (&x)[sizeof...(kReverse)], int xp, const float* G, int gp) {
-  constexpr int N = sizeof...(kReverse), CH = K / 8, YP = launch::workspaceRowPitch(K);
+  constexpr int N = sizeof...(kReverse), YP = launch::workspaceRowPitch(K), CH = YP / 8;
   constexpr bool rev[N] = {kReverse...};
   constexpr bool anyFwd = (!kReverse || ...), anyRev = (kReverse || ...);
   for (int e = dev::tid(); e < C * CH; e += dev::nthreads()) {
     const int i = e / CH, d0 = (e - i * CH) * 8;
+    if (YP != K && d0 >= K) {
+#pragma unroll
+      for (int n = 0; n < N; ++n) store_row_pad(y[n] + i * YP + d0);
+      continue;
+    }
     float gi[8], gl[8] = {}, fwd[8], bwd[8];
     load_f8(gi, G + i * gp + d0);
     if (anyRev) load_f8(gl, G + (C - 1) * gp + d0);
@@ -52,10 +62,13 @@ DGPS_DEV void store_gated_rows(uint16_t* const (&y)[sizeof...(kReverse)],
 /// above (the stored write key pwk and query pwq of the compiler's tile.workspace).
 template <int C, int K>
 DGPS_DEV void store_rows16(uint16_t* y, const uint16_t* x, int xp) {
-  constexpr int CH = K / 8, YP = launch::workspaceRowPitch(K);
+  constexpr int YP = launch::workspaceRowPitch(K), CH = YP / 8;
   for (int e = dev::tid(); e < C * CH; e += dev::nthreads()) {
     const int i = e / CH, d0 = (e - i * CH) * 8;
-    *reinterpret_cast<dev::U4*>(y + i * YP + d0) = *reinterpret_cast<const dev::U4*>(x + i * xp + d0);
+    if (YP != K && d0 >= K)
+      store_row_pad(y + i * YP + d0);
+    else
+      *reinterpret_cast<dev::U4*>(y + i * YP + d0) = *reinterpret_cast<const dev::U4*>(x + i * xp + d0);
   }
 }
 
