@@ -330,7 +330,8 @@ TEST(ParallelPrecondScan, TheEmitterWritesTheChunkedRoles) {
   ASSERT_NE(summary, std::string::npos) << *man;
   ASSERT_NE(scan, std::string::npos) << *man;
   EXPECT_LT(summary, scan);
-  EXPECT_NE(man->find("{name: hgtri"), std::string::npos) << *man;
+  // (The chunked scan's workspace regions hgtri/hgvec are the tile IR's declaration, printed by emitPackage:
+  // tests/lit/dgpsc/workspace.test checks them in osdn's manifest and their absence in a clamped spec's.)
 }
 
 TEST(ParallelPrecondScan, TheEmitterRefusesATokenScanPlanOfAnUnclampedSpec) {

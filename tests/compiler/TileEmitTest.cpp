@@ -95,7 +95,11 @@ TEST(TileLaunchFeatures, TheTokenScanPrintsTheClampItsFeaturesCarry) {
   auto fn = m->lookupSymbol<mlir::func::FuncOp>("clamped_precond_scan");
   mlir::FailureOr<std::string> text = emitTilePrecondKernel(fn, "k");
   ASSERT_TRUE(mlir::succeeded(text)) << (c.diagnostics.empty() ? "" : c.diagnostics.back());
-  EXPECT_NE(text->find("constexpr dgps::launch::FeatureSet F = {0, 1, 1, 0, 1, 1, 1};"), std::string::npos) << *text;
+  // the clamp the features carry reaches the printed scan step (both bounds), and the scan writes the token
+  // scan's coefficients into pcoef of the package's printed workspace layout
+  for (const char* want : {"st.has_min = true;", "st.lo = 0.5f;", "st.has_max = true;", "st.hi = 2.0f;",
+                           "ws + W.pcoef", "t::feedback_token_scan<"})
+    EXPECT_NE(text->find(want), std::string::npos) << want << "\n" << *text;
 }
 
 TEST(TileLaunchFeatures, ATokenScanWithUnclampedFeaturesIsRefused) {
