@@ -1,6 +1,6 @@
-// Rows of one chunk gated per channel, written to device memory as bf16 [C, K] rows at pitch KP = pad16(K), pad zero
-// (the workspace regions opq/opk/opw of the compiler's tile.workspace; launch_rules.h workspaceRowPitch): with log2
-// gates G [C, KP] (G_last = row C − 1), for each output n
+// Rows of one chunk gated per channel, written to device memory as bf16 [C, K] rows at pitch KP = pad16(K), the
+// pad zero (the workspace regions opq/opk/opw of the compiler's tile.workspace; launch_rules.h workspaceRowPitch):
+// with log2 gates G [C, KP] (G_last = row C − 1), for each output n
 //   forward: y_n,id = x_n,id·2^{G_id}          reverse: y_n,id = x_n,id·2^{G_last,d − G_id}
 // x_n are 16-bit tiles of the input dtype (decoded by Codec). Also the last row's factors 2^{G_last,d}, and the
 // ungated store of a bf16 row tile (store_rows16).
@@ -18,8 +18,9 @@ namespace tile {
 DGPS_DEV void store_row_pad(uint16_t* y) { *reinterpret_cast<dev::U4*>(y) = dev::U4{0u, 0u, 0u, 0u}; }
 
 /// Every output y_n (global, row pitch workspaceRowPitch(K); columns K..pitch−1 written as zeros, see
-/// store_row_pad) from x_n (shared, pitch xp) and G (shared, pitch gp) in one pass, 8 channels per step with 16-byte shared loads (G, G_last and each x; xp, gp multiples of 8 and the tiles
-/// 16-byte aligned): G is read once, each power of two is taken once per element and direction and shared
+/// store_row_pad) from x_n (shared, pitch xp) and G (shared, pitch gp) in one pass, 8 channels per step with
+/// 16-byte shared loads (G, G_last and each x; xp, gp multiples of 8 and the tiles 16-byte aligned): G is read
+/// once, each power of two is taken once per element and direction and shared
 /// by the outputs that use it, and an x that several outputs share is loaded once (the same pointer).
 /// kReverse: one flag per output.
 template <int C, int K, class Codec, bool... kReverse>
