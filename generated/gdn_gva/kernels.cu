@@ -28,6 +28,110 @@ DGPS_HD inline Workspace workspace_layout(const dgps::launch::ProblemShape& s, c
   return w;
 }
 }  // namespace dgps_package
+// The launch contract (dsl/include/dgps/dsl/LaunchContract.h, printed by dgpsc): the shared-memory layout
+// (byte offsets) and threads of the roles below; the manifest's smem and block formulas are the same
+// expressions.
+namespace dgps_package {
+struct ChunkLocalSmem {
+  int q, k, kw, A, tok, pstate, total;
+};
+DGPS_HD constexpr ChunkLocalSmem chunk_local_smem() {
+  using namespace dgps::cfg;
+  ChunkLocalSmem m{};
+  int off = 0;
+  const int base0 = off;
+  int end0 = base0;
+  off = base0;
+  m.q = off;
+  off += (int)(C * (KP + 8) * 2);
+  m.k = off;
+  off += (int)(C * (KP + 8) * 2);
+  m.kw = m.k;
+  end0 = off > end0 ? off : end0;
+  off = base0;
+  m.A = off;
+  off += (int)(C * (C + 4) * 4);
+  end0 = off > end0 ? off : end0;
+  off = end0;
+  m.tok = off;
+  off += (int)(C * 48 + 64);
+  m.pstate = off;
+  m.total = off;
+  return m;
+}
+struct StateOutputSmem {
+  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, stage_bytes, stages, total;
+};
+DGPS_HD constexpr StateOutputSmem state_output_smem() {
+  using namespace dgps::cfg;
+  StateOutputSmem m{};
+  int off = 0;
+  int stage0 = 0;
+  m.q = stage0;
+  stage0 += (int)(C * KP * 2);
+  m.k = stage0;
+  stage0 += (int)(C * KP * 2);
+  m.kw = m.k;
+  m.kraw = m.k;
+  m.v = stage0;
+  stage0 += (int)(C * (BV + 8) * 2);
+  m.tb = stage0;
+  stage0 += (int)(C * (C + 8) * 2);
+  m.aqk = stage0;
+  stage0 += (int)(C * (C + 8) * 2);
+  m.tok = stage0;
+  stage0 += (int)((C + 1) * 32);
+  m.pst = stage0;
+  m.dec = stage0;
+  m.stage_bytes = (int)dgps::launch::align_up(stage0, 128);
+  m.stages = (int)(STAGES);
+  off += m.stage_bytes * m.stages;
+  m.total = off;
+  return m;
+}
+DGPS_HD constexpr int state_output_threads() {
+  using namespace dgps::cfg;
+  return (int)(BV / 16 * 32);
+}
+struct SegmentWalkSmem {
+  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, stage_bytes, stages, total;
+};
+DGPS_HD constexpr SegmentWalkSmem segment_walk_smem() {
+  using namespace dgps::cfg;
+  SegmentWalkSmem m{};
+  int off = 0;
+  int stage0 = 0;
+  m.q = stage0;
+  stage0 += (int)(C * KP * 2);
+  m.k = stage0;
+  stage0 += (int)(C * KP * 2);
+  m.kw = m.k;
+  m.kraw = m.k;
+  m.v = stage0;
+  stage0 += (int)(C * (BV + 8) * 2);
+  m.tb = stage0;
+  stage0 += (int)(C * (C + 8) * 2);
+  m.aqk = stage0;
+  stage0 += (int)(C * (C + 8) * 2);
+  m.tok = stage0;
+  stage0 += (int)((C + 1) * 32);
+  m.pst = stage0;
+  m.dec = stage0;
+  m.stage_bytes = (int)dgps::launch::align_up(stage0, 128);
+  m.stages = (int)(STAGES);
+  off += m.stage_bytes * m.stages;
+  m.total = off;
+  return m;
+}
+DGPS_HD constexpr int segment_summary_threads() {
+  using namespace dgps::cfg;
+  return (int)(BV / 16 * 32);
+}
+DGPS_HD constexpr int segment_state_output_threads() {
+  using namespace dgps::cfg;
+  return (int)(BV / 16 * 32);
+}
+}  // namespace dgps_package
 extern "C" __global__ void dgps_gdn_gva_fwd_chunk_local(dgps::ForwardArgs a) {
   // Generated from tile IR (gdn_gva_chunk_local, grid chunk: one CTA per chunk slot and value head).
   namespace t = dgps::tile;
@@ -38,9 +142,8 @@ extern "C" __global__ void dgps_gdn_gva_fwd_chunk_local(dgps::ForwardArgs a) {
   (void)PA;
   (void)PG;
   (void)NW;
-  // The launch contract shared with the other roles: workspace and shared-memory layout only.
-  constexpr dgps::launch::FeatureSet F = {1, 1, 0, 0, 0, 1};
-  constexpr dgps::launch::ChunkLocalSmem L = dgps::launch::chunkLocalSmem(F, K, C);
+  // The launch contract: the workspace and this role's shared-memory layout (printed above).
+  constexpr dgps_package::ChunkLocalSmem L = dgps_package::chunk_local_smem();
   const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   const int64_t slot = dev::block_x() / HV, hv = dev::block_x() - slot * HV, h = hv / ratio;
@@ -95,19 +198,18 @@ extern "C" __global__ void dgps_gdn_gva_fwd_chunk_local(dgps::ForwardArgs a) {
   t::tri_inverse<C>(t10, PA);
   t::store_lower_col_scaled<C>(reinterpret_cast<uint16_t*>(ws + W.tb) + sh * C * C, t10, PA, t3);
 }
-extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dgps::launch::FeatureSet{1, 1, 0, 0, 0, 1}, dgps::cfg::BV), 1) dgps_gdn_gva_fwd_state_output(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(), 1) dgps_gdn_gva_fwd_state_output(dgps::ForwardArgs a) {
   // Generated from tile IR (gdn_gva_state_output, grid value_tile: one CTA per sequence, value head and value tile; one warp per 16 value columns).
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
   using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;
   constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;
   constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), PC = dgps::launch::bf16Pitch(C);
-  constexpr int NT = dgps::launch::stateOutputConsumerWarps(BV) * 32;
+  constexpr int NT = BV / 16 * 32;  // consumer threads
   // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
-  // The launch contract shared with the other roles: workspace and shared-memory layout only.
-  constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{1, 1, 0, 0, 0, 1};
-  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16);
+  // The launch contract: the workspace and this walk's shared-memory layout (printed above).
+  constexpr dgps_package::StateOutputSmem L = dgps_package::state_output_smem();
   const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   constexpr int64_t VT = (V + BV - 1) / BV;
@@ -196,12 +298,11 @@ static __device__ __forceinline__ void dgps_gdn_gva_fwd_segment_summary_walk0(co
   using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;
   constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;
   constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), PC = dgps::launch::bf16Pitch(C);
-  constexpr int NT = dgps::launch::stateOutputConsumerWarps(BV) * 32;
+  constexpr int NT = BV / 16 * 32;  // consumer threads
   // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
-  // The launch contract shared with the other roles: workspace and shared-memory layout only.
-  constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{1, 1, 0, 0, 0, 1};
-  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16, true);
+  // The launch contract: the workspace and this walk's shared-memory layout (printed above).
+  constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of the V value columns
   constexpr int64_t VT = (V + BV - 1) / BV;
@@ -289,12 +390,11 @@ static __device__ __forceinline__ void dgps_gdn_gva_fwd_segment_summary_walk1(co
   using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;
   constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;
   constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), PC = dgps::launch::bf16Pitch(C);
-  constexpr int NT = dgps::launch::stateOutputConsumerWarps(BV) * 32;
+  constexpr int NT = BV / 16 * 32;  // consumer threads
   // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
-  // The launch contract shared with the other roles: workspace and shared-memory layout only.
-  constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{1, 1, 0, 0, 0, 1};
-  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16, true);
+  // The launch contract: the workspace and this walk's shared-memory layout (printed above).
+  constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of M's K columns (a K x K state)
   constexpr int64_t VT = (K + BV - 1) / BV;
@@ -381,8 +481,8 @@ static __device__ __forceinline__ void dgps_gdn_gva_fwd_segment_summary_walk1(co
   }
   t::state_store<KP>(S, reinterpret_cast<float*>(ws + W.seg_trans) + (slot * HV + hv) * (int64_t)K * K, K, K, vw);
 }
-extern "C" __global__ void __launch_bounds__(dgps::launch::segmentSummaryThreads(dgps::launch::FeatureSet{1, 1, 0, 0, 0, 1}, dgps::cfg::BV), 1) dgps_gdn_gva_fwd_segment_summary(dgps::ForwardArgs a) {
-  // Generated from tile IR (gdn_gva_segment_summary, grid segment: one CTA per segment slot, value head and tile; launch_rules.h segmentGeometry).
+extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threads(), 1) dgps_gdn_gva_fwd_segment_summary(dgps::ForwardArgs a) {
+  // Generated from tile IR (gdn_gva_segment_summary, grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   int64_t bid = dgps::dev::block_x();
   {
@@ -418,12 +518,11 @@ static __device__ __forceinline__ void dgps_gdn_gva_fwd_segment_state_output_wal
   using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;
   constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;
   constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), PC = dgps::launch::bf16Pitch(C);
-  constexpr int NT = dgps::launch::stateOutputConsumerWarps(BV) * 32;
+  constexpr int NT = BV / 16 * 32;  // consumer threads
   // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
   constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
-  // The launch contract shared with the other roles: workspace and shared-memory layout only.
-  constexpr dgps::launch::FeatureSet F = dgps::launch::FeatureSet{1, 1, 0, 0, 0, 1};
-  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, dgps::cfg::kInputF16, true);
+  // The launch contract: the workspace and this walk's shared-memory layout (printed above).
+  constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of the V value columns
   constexpr int64_t VT = (V + BV - 1) / BV;
@@ -510,8 +609,8 @@ static __device__ __forceinline__ void dgps_gdn_gva_fwd_segment_state_output_wal
     }
   }
 }
-extern "C" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(dgps::launch::FeatureSet{1, 1, 0, 0, 0, 1}, dgps::cfg::BV, true), 1) dgps_gdn_gva_fwd_segment_state_output(dgps::ForwardArgs a) {
-  // Generated from tile IR (gdn_gva_segment_state_output, grid segment: one CTA per segment slot, value head and tile; launch_rules.h segmentGeometry).
+extern "C" __global__ void __launch_bounds__(dgps_package::segment_state_output_threads(), 1) dgps_gdn_gva_fwd_segment_state_output(dgps::ForwardArgs a) {
+  // Generated from tile IR (gdn_gva_segment_state_output, grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   int64_t bid = dgps::dev::block_x();
   dgps_gdn_gva_fwd_segment_state_output_walk0(a, bid);
@@ -527,7 +626,7 @@ extern "C" __global__ void dgps_gdn_gva_decode(dgps::DecodeArgs a) {
   using Quad = t::Quad<BV, NT>;
   (void)sizeof(SplitK);
   (void)sizeof(Frag);
-  // Shared memory (launch_rules.h decodeSmemBytes): 4 [KP] vectors, [4][2][BV] scratch, 32 scalars.
+  // Shared memory (LaunchContract.h decodeLaunch): 4 [KP] vectors, [4][2][BV] scratch, 32 scalars.
   float* const smem = reinterpret_cast<float*>(dgps::dev::dyn_smem());
   float* const scratch = smem + 4 * KP;
   float* const scalars = scratch + 256;

@@ -21,6 +21,7 @@
 #include "dgps/runtime/ContextParallelSupport.h"
 #include "dgps/runtime/CudaDriver.h"
 #include "dgps/runtime/Error.h"
+#include "dgps/tile/feedback_scan_layout.h"
 
 namespace dgps {
 
@@ -576,7 +577,7 @@ void memset2D(CUdeviceptr dst, std::size_t pitch, unsigned value, std::size_t wi
 /// after precond_summary has filled hgtri and hgvec; `scan` launches precond_scan with `a`'s current
 /// initial/final_precond_state. e: the scan from d = 0 (an explicit zero start: a null one means the spec's
 /// d_init). M: with the chunks' affine parts a_j zeroed in hgvec (each (slot, head) row holds a [C], y [C], L_n
-/// and padding: launch_rules.h hypergradVecFloats), the scan from the unit vector e_i in every sequence and head
+/// and padding: tile/feedback_scan_layout.h feedbackVecFloats), the scan from the unit vector e_i in every sequence and head
 /// ends at column i of M — the product of the chunks' linear maps in the scan's own order, not a difference of two
 /// runs. K + 1 scans of the piece in all (one per start vector: the scan's grid is N × H, one start each), each a
 /// short pass (about 4CK flops per chunk and key head); column i goes into the row-major M [H, K, K] by a pitched
@@ -600,7 +601,7 @@ void hypergradPrecondSummary(const ForwardProblem& p, const TileConfig& config, 
   scan();
   checkCuda(d.cuMemcpyDtoDAsync(devptr(affineOut), w.ends + row, rowBytes, stream),
             "cuMemcpyDtoDAsync (forwardPrecondSummary: e)");
-  const std::size_t vecBytes = std::size_t(launch::hypergradVecFloats(int(config.chunk))) * 4;
+  const std::size_t vecBytes = std::size_t(tile::feedbackVecFloats(int(config.chunk))) * 4;
   memset2D(w.hgvec, vecBytes, 0u, std::size_t(config.chunk), w.hgvecBytes / vecBytes, stream,
            "cuMemsetD2D32Async (forwardPrecondSummary: the chunks' affine parts a)");
   memset2D(w.ones + (K - 1) * 4, K * 4, 0x3f800000u, 1, rows, stream,

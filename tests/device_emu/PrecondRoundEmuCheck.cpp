@@ -28,7 +28,8 @@
 #include "EmuPackage.h"
 #include "ManifestWorkspace.h"
 #include "dgps/device/abi.h"
-#include "dgps/device/launch_rules.h"
+#include "dgps/tile/feedback_scan_layout.h"
+#include "dgps/dsl/LaunchContract.h"
 #include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"
@@ -73,7 +74,7 @@ int checkHypergrad(const dgps::Spec& spec, const dgps::ReferenceInputs& in, cons
   a.initial_precond_state = start.data();  // an explicit zero: a null start would be the spec's init
   a.final_precond_state = e.data();
   if (!launch(dgps::launch::kPrecondScan)) return fail("precond_scan (e) failed");
-  const int VF = dgps::launch::hypergradVecFloats(kChunk);
+  const int VF = dgps::tile::feedbackVecFloats(kChunk);
   float* vec = reinterpret_cast<float*>(ws.data() + W.at("hgvec"));
   for (long long r = 0; r < slots * H; ++r) std::fill(vec + r * VF, vec + r * VF + kChunk, 0.0f);  // a = 0
   a.final_precond_state = col.data();

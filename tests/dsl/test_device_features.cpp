@@ -1,5 +1,5 @@
-// deviceFeatures (dgps/dsl/DeviceFeatures.h): the one Spec -> launch_rules.h FeatureSet mapping, checked against
-// the codes the launch contract documents (launch_rules.h FeatureSet) for every axis value,
+// deviceFeatures (dgps/dsl/DeviceFeatures.h): the one Spec -> DeviceFeatures.h FeatureSet mapping, checked against
+// the codes the launch contract documents (DeviceFeatures.h FeatureSet) for every axis value,
 // and on every shipped spec against the forward roles its committed manifest lists.
 #include <gtest/gtest.h>
 
@@ -9,6 +9,7 @@
 #include <string>
 
 #include "dgps/dsl/DeviceFeatures.h"
+#include "dgps/dsl/LaunchContract.h"
 #include "dgps/dsl/SpecParser.h"
 
 namespace dgps {

@@ -31,27 +31,22 @@ std::string emuCompileCommand(const std::string& source, const std::string& so, 
          define("DGPS_STAGES", c.stages) + " -x c++ " + source + " -o " + so;
 }
 
-int packageWriteKey(const std::string& text) {
-  const std::string open = "dgps::launch::FeatureSet{";
-  int best = 0;
-  for (size_t at = text.find(open); at != std::string::npos; at = text.find(open, at + 1)) {
-    const size_t end = text.find('}', at);
-    if (end == std::string::npos) break;
-    std::string list = text.substr(at + open.size(), end - at - open.size());
-    int entries = 0, last = 0;
-    for (size_t p = 0; p <= list.size();) {
-      const size_t comma = std::min(list.find(',', p), list.size());
-      last = std::atoi(list.substr(p, comma - p).c_str());
-      ++entries;
-      p = comma + 1;
-    }
-    if (entries == 8) best = std::max(best, last);
-  }
-  return best;
+int packageWriteKey(const std::string& manifest) {
+  // the features line: "features: {..., write_key: stored}" (absent: rebuilt)
+  const std::string key = "write_key: ";
+  const size_t features = manifest.find("\nfeatures: {");
+  if (features == std::string::npos) return 0;
+  const size_t end = manifest.find('}', features);
+  const size_t at = manifest.find(key, features);
+  if (at == std::string::npos || at > end) return 0;
+  const std::string name = manifest.substr(at + key.size(), manifest.find_first_of(",}", at) - at - key.size());
+  return name == "stored" ? dgps::launch::kWriteKeyStored
+         : name == "segments" ? dgps::launch::kWriteKeyStoredSegments
+                              : dgps::launch::kWriteKeyRebuilt;
 }
 
 int packageWriteKeyOf(const std::string& dir) {
-  std::ifstream in(dir + "/kernels.cu");
+  std::ifstream in(dir + "/manifest.yaml");
   std::stringstream text;
   text << in.rdbuf();
   return packageWriteKey(text.str());

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "dgps/device/abi.h"
-#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/LaunchContract.h"
 
 namespace dgps_emu {
 
@@ -36,13 +36,12 @@ void* openEmuModule(const std::string& so);
 /// compileForEmu then openEmuModule: the loaded module, or null after printing why.
 void* loadForEmu(const std::string& source, const std::string& so, const KernelConfig& c);
 
-/// launch_rules.h FeatureSet::write_key of a package whose kernels.cu text is `kernelsCu`: the largest 8th entry of
-/// the FeatureSet initializers printed into its tile kernels (the chunk roles print it when nonzero; the device
-/// library's kernels and the preconditioner roles print none), 0 without one. The host then sizes the workspace
-/// and the walks' launch as the kernels lay them out.
-int packageWriteKey(const std::string& kernelsCu);
-/// packageWriteKey of the package folder `dir` (its kernels.cu; 0 when unreadable, which the caller's compile of
-/// the same file reports).
+/// DeviceFeatures.h FeatureSet::write_key of a package whose manifest.yaml text is `manifest`: its features line's
+/// write_key (stored 1, segments 2; absent: rebuilt 0). The host then sizes the workspace and the walks' launch as
+/// the kernels lay them out.
+int packageWriteKey(const std::string& manifest);
+/// packageWriteKey of the package folder `dir` (its manifest.yaml; 0 when unreadable, which the caller's read of
+/// the same package reports).
 int packageWriteKeyOf(const std::string& dir);
 
 /// Runs the module's entry point `sym` (a `void(dgps::ForwardArgs)`) on the emulator over `geo`'s grid, block and

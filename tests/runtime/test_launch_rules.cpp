@@ -1,17 +1,19 @@
-// The launch rules (runtime/device/dgps/device/launch_rules.h) for every committed package:
+// The launch contract (dsl/include/dgps/dsl/LaunchContract.h) for every committed package:
 // the default configuration launches within the sm_90 limits, state_output carries its producer warpgroup
 // exactly when a preconditioner needs rebuilding, and no workspace buffer holds a preconditioned operand.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/LaunchContract.h"
 #include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/runtime/Package.h"
+#include "dgps/tile/feedback_scan_layout.h"
 
 namespace dgps {
 namespace {
@@ -74,14 +76,23 @@ TEST(LaunchRules, PerChannelChunkLocalFitsTwoCtasPerSm) {
           f.precond = precond;
           f.side = side;
           f.solve = solve;
-          const ChunkLocalSmem m = chunkLocalSmem(f, K, 64);
+          ProblemShape s;
+          s.K = K;
+          s.V = K;
+          TileConfig t;
+          t.chunk = 64;
+          std::map<std::string, long long> at;
+          for (const auto& e : smemOffsets(forwardRoleLaunch(kChunkLocal, f).smem, s, t)) at[e.first] = e.second;
+          struct {
+            long long q, k, kw, mul, kcol, G, A, tok, total;
+          } m{at["q"], at["k"], at["kw"], at["mul"], at["kcol"], at["G"], at["A"], at["tok"], at["total"]};
           SCOPED_TRACE("precond " + std::to_string(precond) + " side " + std::to_string(side) + " solve " +
                        std::to_string(solve) + " K " + std::to_string(K));
           const int KP = pad16(K), tile = 64 * bf16Pitch(KP) * 2, nb = 64 / 16;
           const bool asym = precond == 1 && side == 0;
           EXPECT_EQ(m.kcol >= 0, !asym && solve == 1);
           // [offset, end) of every buffer, in layout order
-          std::vector<std::pair<int, int>> bufs = {{m.q, m.q + tile}, {m.k, m.k + tile}};
+          std::vector<std::pair<long long, long long>> bufs = {{m.q, m.q + tile}, {m.k, m.k + tile}};
           if (asym) bufs.push_back({m.kw, m.kw + tile});
           bufs.push_back({m.mul, m.mul + nb * (nb + 1) / 2 * KP * 2});
           if (m.kcol >= 0) bufs.push_back({m.kcol, m.kcol + tile});
@@ -178,6 +189,46 @@ TEST(LaunchRules, AClampDecidesTheHypergradScanForm) {
   EXPECT_EQ(forwardGeometry(kPrecondSummary, f, s, t).grid.x, unsigned(chunkSlots(s, t.chunk) * s.H));
   EXPECT_LE(forwardGeometry(kPrecondSummary, f, s, t).smem_bytes, kSm90MaxDynamicSmem);
   EXPECT_LE(forwardGeometry(kPrecondScan, f, s, t).smem_bytes, kSm90MaxDynamicSmem);
+}
+
+// The chunked feedback scan carves its shared memory with the tile library's own layout
+// (tile/feedback_scan_layout.h); the launch contract declares the same layout for the manifest. Every offset the
+// tile headers use must match, at every key dim and chunk the kernels compile.
+TEST(LaunchRules, FeedbackScanLayoutsMatchTheTileLibrary) {
+  FeatureSet f;
+  f.precond = 1;
+  f.source = 1;
+  f.solve = 1;
+  ASSERT_TRUE(hypergradChunked(f));
+  for (int K = 8; K <= 256; K += 8)
+    for (int C : {16, 32, 64}) {
+      SCOPED_TRACE("K " + std::to_string(K) + " C " + std::to_string(C));
+      ProblemShape s;
+      s.K = K;
+      s.V = K;
+      TileConfig t;
+      t.chunk = C;
+      std::map<std::string, long long> sum, pass;
+      for (const auto& e : smemOffsets(forwardRoleLaunch(kPrecondSummary, f).smem, s, t)) sum[e.first] = e.second;
+      for (const auto& e : smemOffsets(forwardRoleLaunch(kPrecondScan, f).smem, s, t)) pass[e.first] = e.second;
+      const tile::FeedbackSummarySmem a = tile::feedbackSummarySmem(K, C);
+      EXPECT_EQ(sum["uT"], a.uT);
+      EXPECT_EQ(sum["key"], a.key);
+      EXPECT_EQ(sum["gt"], a.gt);
+      EXPECT_EQ(sum["tok"], a.tok);
+      EXPECT_EQ(sum["total"], a.total);
+      const tile::FeedbackPassSmem b = tile::feedbackPassSmem(K, C);
+      EXPECT_EQ(pass["stage_bytes"], b.stage_bytes);
+      EXPECT_EQ(pass["key"], b.key);
+      EXPECT_EQ(pass["tri"], b.tri);
+      EXPECT_EQ(pass["vec"], b.vec);
+      EXPECT_EQ(pass["d"], b.d);
+      EXPECT_EQ(pass["w"], b.w);
+      EXPECT_EQ(pass["c"], b.c);
+      EXPECT_EQ(pass["part"], b.part);
+      EXPECT_EQ(pass["total"], b.total);
+      EXPECT_EQ(forwardGeometry(kPrecondScan, f, s, t).block.x, (unsigned)tile::kFeedbackPassThreads);
+    }
 }
 
 }  // namespace

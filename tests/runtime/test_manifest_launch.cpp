@@ -1,8 +1,9 @@
 // The runtime launches what the manifest's `launch` section says (LaunchPlan.cpp evaluates its formulas).
-// Those formulas must give exactly what launch_rules.h gives, because the kernels still carve their shared
-// memory with launch_rules.h at compile time. The old host derivation (launch::forwardGeometry / decodeGeometry
-// over deviceFeatures(spec)) is kept here, in the test only, as the independent side, and so is the old
-// feature-switched workspace layout (expectedWorkspace below: the compiler now declares the regions in the tile
+// Those formulas are the launch contract's expression trees printed as text (dsl LaunchContract.h), and the kernels
+// carve their shared memory with the same trees printed as CUDA; so the runtime's evaluation of the printed text
+// must equal the trees' own host evaluation (launch::forwardGeometry / decodeGeometry over deviceFeatures(spec)),
+// which catches a formula printed with the wrong precedence, a let the runtime lacks, or a manifest writer that
+// drops a role. The old feature-switched workspace layout is kept here, in the test only, as an independent side (expectedWorkspace below: the compiler now declares the regions in the tile
 // IR and prints the kernels' offsets and these formulas from that one declaration): for every shipped package
 // and a grid of shapes (dense and varlen, GVA ratios, K and V including 120, odd T) and configurations (chunk
 // 32/64, every block_v that compiles, warps, stages) both must agree on every grid, block, shared-memory size,
@@ -18,7 +19,7 @@
 #include <vector>
 
 #include "LaunchPlan.h"
-#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/LaunchContract.h"
 #include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/dsl/LaunchManifest.h"
 #include "dgps/runtime/Error.h"
@@ -226,7 +227,7 @@ namespace dgps {
 namespace {
 
 // The segmented forward (launch.forward_segmented, written for every package with a chunk forward of one step per
-// token, preconditioned ones included) against launch_rules.h forwardGeometry / segmentGeometry and expectedWorkspace,
+// token, preconditioned ones included) against LaunchContract.h forwardGeometry / segmentGeometry and expectedWorkspace,
 // which the kernels read at compile time: kernels in the order of the plain roles before state_output
 // (precond_summary and precond_scan where there is a preconditioner, chunk_local), then segment_summary,
 // segment_fold, segment_state_output, and the segment regions after the chunk regions, for shapes with one
@@ -313,7 +314,7 @@ TEST(ManifestLaunch, SegmentedFormulasEqualTheLaunchRules) {
 }
 
 
-// A package's write key stored by chunk_local (launch_rules.h FeatureSet::write_key, set by the tile IR): the
+// A package's write key stored by chunk_local (DeviceFeatures.h FeatureSet::write_key, set by the tile IR): the
 // manifest's formulas (dsl LaunchManifest.cpp, written with the package's write_key) against launch_rules.h for the
 // same FeatureSet, which the tile kernels read: the walks' threads (no producer warpgroup in a walk that loads the
 // key) and shared memory, plain and segmented. (The workspace's pwk region per write key is the compiler's
@@ -399,12 +400,16 @@ TEST(ManifestLaunch, WriteKeyFormulasEqualTheLaunchRules) {
           }
       // the rule itself: a walk given the stored key (or query) runs its consumer warps only; a query-side
       // preconditioner's summary walks read no query and never have producers
-      const int BV = 64;
-      const int consumers = BV / 16 * 32, withProducers = (BV / 16 + 4) * 32;
-      EXPECT_EQ(launch::stateOutputThreads(f, BV), wk == launch::kWriteKeyStored ? consumers : withProducers);
-      EXPECT_EQ(launch::stateOutputThreads(f, BV, true),
+      launch::ProblemShape bvShape;
+      launch::TileConfig bvTile;
+      bvTile.block_v = 64;
+      const long long consumers = 64 / 16 * 32, withProducers = (64 / 16 + 4) * 32;
+      auto threads = [&](const launch::RoleLaunch& r) { return r.threads.eval(bvShape, bvTile); };
+      EXPECT_EQ(threads(launch::forwardRoleLaunch(launch::kStateOutput, f)),
+                wk == launch::kWriteKeyStored ? consumers : withProducers);
+      EXPECT_EQ(threads(launch::segmentRoleLaunch(launch::kSegmentStateOutput, f)),
                 querySide && wk == launch::kWriteKeyRebuilt ? withProducers : consumers);
-      EXPECT_EQ(launch::segmentSummaryThreads(f, BV), consumers);
+      EXPECT_EQ(threads(launch::segmentRoleLaunch(launch::kSegmentSummary, f)), consumers);
       ++variants;
     }
   }

@@ -1,6 +1,6 @@
 // CPU check of a package's forward chunk_local (printed from tile IR against runtime/device/dgps/tile, as every
 // kernel of a package is): the package's kernels.cu is compiled for the CPU emulator of tests/emu and launched
-// with the runtime's forward geometry (launch_rules.h forwardGeometry). Per problem, on fresh seeded inputs and a
+// with the runtime's forward geometry (LaunchContract.h forwardGeometry). Per problem, on fresh seeded inputs and a
 // 0xFF-poisoned workspace and NaN-poisoned outputs, every role runs in launch_rules.h order; with designed
 // per-channel gates chunk_local's Aqk is checked against float64 (checkAqk), and o, the final state and the
 // final preconditioner state are compared with the float64 reference (dgps::runReference).
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "dgps/device/abi.h"
-#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/LaunchContract.h"
 #include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"

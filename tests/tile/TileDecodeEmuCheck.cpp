@@ -1,7 +1,7 @@
 // CPU check of a package's decode: the package's kernels.cu, i.e. the decode kernel printed from tile IR plus the
 // tile library, is compiled for the CPU emulator of tests/emu
 // (the same source NVRTC compiles, with the platform primitives forwarded to the emulator), launched with the
-// runtime's decode geometry (launch_rules.h decodeGeometry) and compared with the float64 reference
+// runtime's decode geometry (LaunchContract.h decodeGeometry) and compared with the float64 reference
 // (dgps::runReference, T = 1) on fresh seeded inputs. Outputs are poisoned, shared memory starts as NaN.
 //
 //   dgps-tile-decode-emu-check PACKAGE_DIR WORK_DIR [OTHER_PACKAGE_DIR]
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "dgps/device/abi.h"
-#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/LaunchContract.h"
 #include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"

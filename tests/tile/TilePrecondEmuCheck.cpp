@@ -1,6 +1,6 @@
 // CPU check of a package's preconditioner roles (precond_summary and precond_scan printed from tile IR against
 // runtime/device/dgps/tile, as every kernel of a package is): the package's kernels.cu is compiled for the CPU
-// emulator of tests/emu and launched with the runtime's forward geometry (launch_rules.h forwardGeometry). Per
+// emulator of tests/emu and launched with the runtime's forward geometry (LaunchContract.h forwardGeometry). Per
 // problem, on fresh seeded inputs and NaN-poisoned (0xFF) workspace and outputs:
 //   1. the preconditioner roles (precond_summary, precond_scan) run first (both, or precond_scan alone for a
 //      clamped OSDN d-scan);
@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "dgps/device/abi.h"
-#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/LaunchContract.h"
 #include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"

@@ -1,6 +1,6 @@
 // CPU check of the sequence-parallel state pass printed from tile IR (every package with a chunk forward of one
 // step per token has it; docs/architecture.md "Long sequences: the segmented state pass"). The package's
-// kernels.cu is compiled for the CPU emulator of tests/emu and launched with launch_rules.h forwardGeometry /
+// kernels.cu is compiled for the CPU emulator of tests/emu and launched with LaunchContract.h forwardGeometry /
 // segmentGeometry. Per problem, on fresh seeded inputs and NaN-poisoned outputs and workspace:
 //   1. the forward's roles before state_output (precond_summary and precond_scan where the spec has a
 //      preconditioner, then chunk_local) write the workspace (its chunk regions; the segment regions after them
@@ -26,7 +26,7 @@
 // segment's absolute chunks (docs/math.md §8.3): a rebuild from the wrong chunk's state, or none, shows in o and the
 // final state against both the ordinary walk and float64.
 //
-// The package's write key (launch_rules.h FeatureSet::write_key: rebuilt by the walks or stored by chunk_local,
+// The package's write key (DeviceFeatures.h FeatureSet::write_key: rebuilt by the walks or stored by chunk_local,
 // docs/architecture.md "The write key: stored or rebuilt") is read off its kernels (EmuPackage.h packageWriteKey).
 // With REBUILT_PACKAGE_DIR (the same spec compiled with --write-key=rebuilt; the package under test must store the
 // key) both packages run on the same inputs and their o (ordinary and segmented) and final states must agree to
@@ -46,7 +46,7 @@
 #include <vector>
 
 #include "dgps/device/abi.h"
-#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/LaunchContract.h"
 #include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"
@@ -281,15 +281,12 @@ int run(int argc, char** argv) {
   dgps::Spec spec = *parsed.spec;
   if (text.str().find("dgps_" + spec.name + "_fwd_segment_summary(") == std::string::npos)
     return fail(pkg + "/kernels.cu has no segment kernels (a spec with several steps per token has none)");
-  const int writeKey = dgps_emu::packageWriteKey(text.str());
+  const int writeKey = dgps_emu::packageWriteKeyOf(pkg);
   int rebuiltKey = 0;
   if (!rebuilt.empty()) {
     // the comparison is the point: a package that rebuilds too would compare a form with itself
-    std::ifstream other(rebuilt + "/kernels.cu");
-    std::stringstream otherText;
-    otherText << other.rdbuf();
-    if (!other) return fail("cannot read " + rebuilt + "/kernels.cu");
-    rebuiltKey = dgps_emu::packageWriteKey(otherText.str());
+    if (!std::ifstream(rebuilt + "/manifest.yaml")) return fail("cannot read " + rebuilt + "/manifest.yaml");
+    rebuiltKey = dgps_emu::packageWriteKeyOf(rebuilt);
     if (writeKey == 0 || rebuiltKey != 0)
       return fail("comparing write keys needs a package that stores it (" + pkg + ": write_key " +
                   std::to_string(writeKey) + ") and one that rebuilds it (" + rebuilt + ": write_key " +

@@ -1,6 +1,6 @@
 // CPU check of a package's forward state_output (both chunk roles printed from tile IR against
 // runtime/device/dgps/tile, as every kernel of a package is). The package's kernels.cu is compiled for the CPU
-// emulator of tests/emu and launched with the runtime's forward geometry (launch_rules.h forwardGeometry). Per
+// emulator of tests/emu and launched with the runtime's forward geometry (LaunchContract.h forwardGeometry). Per
 // problem, on fresh seeded inputs and NaN-poisoned outputs and workspace:
 //   1. the roles before state_output run once (chunk_local writes the workspace; with a preconditioner
 //      precond_summary / precond_scan write the chunk-start states and the final preconditioner state, compared
@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "dgps/device/abi.h"
-#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/LaunchContract.h"
 #include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"

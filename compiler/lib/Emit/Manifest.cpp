@@ -11,9 +11,9 @@
 #include "dgps/Emit/Package.h"
 #include "dgps/Transforms/Passes.h"
 #include "dgps/Emit/TileEmitter.h"
-#include "dgps/device/launch_rules.h"
 #include "dgps/dsl/Canonical.h"
 #include "dgps/dsl/DeviceFeatures.h"
+#include "dgps/dsl/LaunchContract.h"
 #include "dgps/dsl/LaunchManifest.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -40,7 +40,7 @@ std::string dtypeList(const std::vector<DType>& v) {
 
 const char* yamlBool(bool b) { return b ? "true" : "false"; }
 
-/// The launch contract's forward roles for this spec (launch_rules.h forwardRoles).
+/// The launch contract's forward roles for this spec (LaunchContract.h forwardRoles).
 std::vector<std::string> deviceRoles(const Spec& s) {
   const launch::FeatureSet f = deviceFeatures(s);
   int roles[launch::kMaxRoles];
@@ -50,7 +50,7 @@ std::vector<std::string> deviceRoles(const Spec& s) {
   return out;
 }
 
-/// The package's write-key form (launch_rules.h FeatureSet::write_key): what its chunk_local stores and every walk
+/// The package's write-key form (DeviceFeatures.h FeatureSet::write_key): what its chunk_local stores and every walk
 /// reads (tile.launch_features); all roles that read the workspace layout must agree. Fails with an error at the
 /// disagreeing function.
 FailureOr<int> writeKeyOf(const Spec& spec, ModuleOp tileModule) {
@@ -99,7 +99,7 @@ FailureOr<PlanSummary> summarizePlan(const Spec& spec, ModuleOp plan) {
   if (s.roles != expected) {
     fn.emitError() << "the plan's kernel roles " << flowList(s.roles)
                    << " are not the launch contract's roles for this spec " << flowList(expected)
-                   << " (runtime/device/dgps/device/launch_rules.h forwardRoles)";
+                   << " (runtime/device/dgps/device/LaunchContract.h forwardRoles)";
     return failure();
   }
   return s;
@@ -132,7 +132,7 @@ FailureOr<std::string> emitManifest(const Spec& s, const PlanSummary& plan, std:
      << ", precond_source: " << toString(s.precond.source) << ", solve: " << toString(s.solve.kind);
   // Householder steps per token (docs/math.md §3.7): k, v, beta carry steps rows per token; absent = 1
   if (householderSteps(s) > 1) os << ", steps: " << householderSteps(s);
-  // where the walks take a preconditioner's write key or query (launch_rules.h FeatureSet::write_key: the launch
+  // where the walks take a preconditioner's write key or query (DeviceFeatures.h FeatureSet::write_key: the launch
   // rules' threads, shared memory and workspace depend on it); absent = rebuilt
   if (plan.write_key != launch::kWriteKeyRebuilt) os << ", write_key: " << writeKeyName(plan.write_key);
   os << "}\n";
@@ -179,6 +179,44 @@ FailureOr<std::string> printRole(const Spec& spec, ModuleOp plan, ModuleOp tileM
   return emitTilePrecondKernel(fn, symbol);
 }
 
+/// The launch contract of the roles whose kernels carve shared memory with a printed layout (chunk_local and the
+/// walks), for kernels.cu: each layout and thread count from the role's tile.launch_features (LaunchContract.h),
+/// the same expressions the manifest prints as formulas.
+FailureOr<std::string> printRoleLaunches(const Spec& spec, ModuleOp tileModule, const std::vector<std::string>& roles) {
+  auto has = [&](const char* role) { return std::find(roles.begin(), roles.end(), role) != roles.end(); };
+  auto featuresOf = [&](const char* role) -> FailureOr<launch::FeatureSet> {
+    return tile::launchFeaturesOf(tileModule.lookupSymbol<func::FuncOp>(spec.name + "_" + role));
+  };
+  std::ostringstream os;
+  if (has("chunk_local")) {
+    FailureOr<launch::FeatureSet> f = featuresOf("chunk_local");
+    if (failed(f)) return failure();
+    os << launch::smemLayoutCuda("ChunkLocalSmem", "chunk_local_smem",
+                                 launch::forwardRoleLaunch(launch::kChunkLocal, *f).smem);
+  }
+  if (has("state_output")) {
+    FailureOr<launch::FeatureSet> f = featuresOf("state_output");
+    if (failed(f)) return failure();
+    const launch::RoleLaunch r = launch::forwardRoleLaunch(launch::kStateOutput, *f);
+    os << launch::smemLayoutCuda("StateOutputSmem", "state_output_smem", r.smem);
+    os << launch::threadsCuda("state_output_threads", r.threads);
+  }
+  if (has("segment_state_output")) {
+    FailureOr<launch::FeatureSet> f = featuresOf("segment_state_output");
+    if (failed(f)) return failure();
+    const launch::RoleLaunch walk = launch::segmentRoleLaunch(launch::kSegmentStateOutput, *f);
+    os << launch::smemLayoutCuda("SegmentWalkSmem", "segment_walk_smem", walk.smem);
+    os << launch::threadsCuda("segment_summary_threads",
+                              launch::segmentRoleLaunch(launch::kSegmentSummary, *f).threads);
+    os << launch::threadsCuda("segment_state_output_threads", walk.threads);
+  }
+  if (os.str().empty()) return std::string();
+  return "// The launch contract (dsl/include/dgps/dsl/LaunchContract.h, printed by dgpsc): the shared-memory layout\n"
+         "// (byte offsets) and threads of the roles below; the manifest's smem and block formulas are the same\n"
+         "// expressions.\nnamespace dgps_package {\n" +
+         os.str() + "}  // namespace dgps_package\n";
+}
+
 }  // namespace
 
 FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp tileModule) {
@@ -209,10 +247,12 @@ FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp ti
                               << tile::kWorkspaceAttr << " on their module: run --dgps-declare-tile-workspace after "
                               << "the role lowerings; dgpsc compile does)";
   }
+  FailureOr<std::string> launches = printRoleLaunches(spec, tileModule, roles);
+  if (failed(launches)) return failure();
   PackageFiles files;
-  files.kernels_cu =
-      emitKernelsCu(spec, summary->workspace.empty() ? std::string() : tile::workspaceLayoutCuda(summary->workspace),
-                    kernels);
+  files.kernels_cu = emitKernelsCu(
+      spec, (summary->workspace.empty() ? std::string() : tile::workspaceLayoutCuda(summary->workspace)) + *launches,
+      kernels);
   files.spec_yaml = canonicalYaml(spec);
   std::string error;
   FailureOr<std::string> manifest = emitManifest(spec, *summary, &error);

@@ -493,9 +493,8 @@ FailureOr<std::string> emitTileChunkKernel(func::FuncOp fn, const std::string& s
   os << "  constexpr int C = dgps::cfg::C, K = dgps::cfg::K, KP = dgps::cfg::KP, NW = dgps::cfg::WARPS;\n";
   os << "  constexpr int PQ = dgps::launch::bf16Pitch(KP), PA = dgps::launch::f32Pitch(C), PG = KP;\n";
   os << "  (void)PA;\n  (void)PG;\n  (void)NW;\n";
-  os << "  // The launch contract shared with the other roles: workspace and shared-memory layout only.\n";
-  os << "  constexpr dgps::launch::FeatureSet F = " << featureSetInitializer(*f) << ";\n";
-  os << "  constexpr dgps::launch::ChunkLocalSmem L = dgps::launch::chunkLocalSmem(F, K, C);\n";
+  os << "  // The launch contract: the workspace and this role's shared-memory layout (printed above).\n";
+  os << "  constexpr dgps_package::ChunkLocalSmem L = dgps_package::chunk_local_smem();\n";
   os << "  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);\n";
   os << "  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;\n";
   os << "  const int64_t slot = dev::block_x() / HV, hv = dev::block_x() - slot * HV, h = hv / ratio;\n";

@@ -16,7 +16,7 @@ using namespace dgps::tile;
 namespace dgps {
 namespace {
 
-/// Shared [KP] vectors the decode launch provides (launch_rules.h decodeSmemBytes).
+/// Shared [KP] vectors the decode launch provides (LaunchContract.h decodeLaunch).
 constexpr int kSmemVectors = 4;
 
 /// A DecodeArgs field: whether it holds the 16-bit input dtype and whether the kernel may write it.
@@ -433,7 +433,7 @@ FailureOr<std::string> emitTileKernel(func::FuncOp fn, const std::string& symbol
   os << "  constexpr int VT = (V + BV - 1) / BV;\n";
   os << "  using SplitK = t::SplitVec<KP, NT>;\n  using Frag = t::RowFrag<KP, BV, NT>;\n  using Quad = t::Quad<BV, NT>;\n";
   os << "  (void)sizeof(SplitK);\n  (void)sizeof(Frag);\n";
-  os << "  // Shared memory (launch_rules.h decodeSmemBytes): 4 [KP] vectors, [4][2][BV] scratch, 32 scalars.\n";
+  os << "  // Shared memory (LaunchContract.h decodeLaunch): 4 [KP] vectors, [4][2][BV] scratch, 32 scalars.\n";
   os << "  float* const smem = reinterpret_cast<float*>(dgps::dev::dyn_smem());\n";
   os << "  float* const scratch = smem + 4 * KP;\n  float* const scalars = scratch + 256;\n";
   os << "  (void)scratch;\n  (void)scalars;\n";

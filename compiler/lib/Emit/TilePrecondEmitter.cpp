@@ -1,6 +1,6 @@
 // The emitter of the roles over chunk summaries (TileEmitter.h emitTilePrecondKernel): a precond_summary or
 // precond_scan tile function -> CUDA calling runtime/device/dgps/tile, with the launch contract's symbol,
-// ForwardArgs, launch geometry (launch_rules.h forwardGeometry) and workspace layout (the package's tile.workspace,
+// ForwardArgs, launch geometry (LaunchContract.h forwardGeometry) and workspace layout (the package's tile.workspace,
 // printed once in kernels.cu).
 //
 // precond_summary (grid chunk_key_head): the one 16-bit [C, K] row tile at shared offset 0 (pitch
@@ -10,8 +10,8 @@
 // first barrier after the cp.async row load also waits for it.
 // precond_scan (grid sequence_key_head): one tile.chunk_affine_scan per (sequence, key head), no shared memory.
 // OSDN's chunked hypergradient d-scan has its own layouts: its precond_summary places the key rows, β and the
-// retention where tile::FeedbackSummaryTiles has them (launch_rules.h hypergradSummarySmem) and calls
-// tile::feedback_chunk_summary; its precond_scan is one tile::feedback_chunk_pass (hypergradPassSmem). A clamped
+// retention where tile::FeedbackSummaryTiles has them (tile/feedback_scan_layout.h feedbackSummarySmem) and calls
+// tile::feedback_chunk_summary; its precond_scan is one tile::feedback_chunk_pass (feedbackPassSmem). A clamped
 // d-scan has only a precond_scan: one tile::feedback_token_scan per warp (grid sequence_key_head_warp).
 #include <map>
 #include <sstream>
@@ -184,9 +184,9 @@ class SummaryEmitter {
             return o.emitOpError("reads the role's [C, K] key rows (a tile.chunk_rows of this function)");
           const std::optional<APFloat> eps = o.getL2Eps();
           os_ << "  t::feedback_chunk_summary<C, K, KP, Codec>(hs, reinterpret_cast<float*>(ws + W."
-              << o.getTri().str() << ") + (slot * H + h) * dgps::launch::hypergradTriFloats(C),\n"
+              << o.getTri().str() << ") + (slot * H + h) * dgps::tile::feedbackTriFloats(C),\n"
               << "      reinterpret_cast<float*>(ws + W." << o.getVec().str()
-              << ") + (slot * H + h) * dgps::launch::hypergradVecFloats(C), "
+              << ") + (slot * H + h) * dgps::tile::feedbackVecFloats(C), "
               << cudaFloatLiteral(o.getEta().convertToDouble()) << ", " << (eps ? "true" : "false") << ", "
               << cudaFloatLiteral(eps ? eps->convertToDouble() : 0.0) << ", at.Lr);\n";
           return success();
@@ -238,7 +238,7 @@ FailureOr<std::string> emitSummary(func::FuncOp fn, const std::string& symbol, c
   if (fn.getBody().front().getOps<HypergradChunkSummaryOp>().empty())
     os << "  float* const sVec = dev::smem_at<float>(sm, C * PQ * 2);  // [C][4] per-row record\n";
   else
-    os << "  const t::FeedbackSummaryTiles<C, K> hs(sm);  // launch_rules.h hypergradSummarySmem\n";
+    os << "  const t::FeedbackSummaryTiles<C, K> hs(sm);  // tile/feedback_scan_layout.h feedbackSummarySmem\n";
   SummaryEmitter e(os);
   if (failed(e.block(fn.getBody().front()))) return failure();
   os << "}\n";
@@ -260,9 +260,9 @@ FailureOr<std::string> emitHypergradScan(func::FuncOp fn, HypergradChunkPassOp p
   os << "  io.key = static_cast<const uint16_t*>(a." << p.getKey().str() << ") + (sq.bos * H + h) * K;\n";
   os << "  io.key_stride = H * K;\n";
   os << "  io.tri = reinterpret_cast<const float*>(ws + W." << p.getTri().str()
-     << ") + (s0 * H + h) * dgps::launch::hypergradTriFloats(C);\n";
+     << ") + (s0 * H + h) * dgps::tile::feedbackTriFloats(C);\n";
   os << "  io.vec = reinterpret_cast<const float*>(ws + W." << p.getVec().str()
-     << ") + (s0 * H + h) * dgps::launch::hypergradVecFloats(C);\n";
+     << ") + (s0 * H + h) * dgps::tile::feedbackVecFloats(C);\n";
   os << "  io.starts = reinterpret_cast<float*>(ws + W." << p.getStarts().str() << ") + (s0 * H + h) * K;\n";
   os << "  io.coef = reinterpret_cast<float*>(ws + W." << p.getCoef().str() << ") + (s0 * H + h) * C;\n";
   os << "  io.slot_stride = H;\n";
@@ -278,7 +278,7 @@ FailureOr<std::string> emitHypergradScan(func::FuncOp fn, HypergradChunkPassOp p
 }
 
 /// OSDN's clamped d-scan: one tile::feedback_token_scan per warp, four (sequence, key head) pairs per CTA (the
-/// launch contract's clamped precond_scan geometry, launch_rules.h forwardGeometry), each warp on its own 32 shared key rows.
+/// launch contract's clamped precond_scan geometry, LaunchContract.h forwardGeometry), each warp on its own 32 shared key rows.
 FailureOr<std::string> emitTokenScan(func::FuncOp fn, HypergradTokenScanOp o, const std::string& symbol,
                                      const launch::FeatureSet& f) {
   std::ostringstream os;
@@ -387,7 +387,7 @@ FailureOr<std::string> emitTilePrecondKernel(func::FuncOp fn, const std::string&
   FailureOr<launch::FeatureSet> feat = launchFeaturesOf(fn);
   if (failed(feat)) return failure();
   // The workspace layout has the chunked d-scan's regions exactly when the features say it is unclamped
-  // (launch_rules.h hypergradChunked), so the scan's form and the clamp must agree.
+  // (DeviceFeatures.h hypergradChunked), so the scan's form and the clamp must agree.
   if (feat->source == 1 && (feat->clamp == 1) != !tokenScans.empty()) {
     const char* form = feat->clamp == 1 ? "clamped (a token scan, no chunk summaries)" : "unclamped (chunked)";
     return fn.emitOpError() << "has " << (tokenScans.empty() ? "no" : "a") << " tile.hypergrad_token_scan but "

@@ -1,7 +1,7 @@
 // The state-role tile emitter (TileEmitter.h emitTileStateKernel): a state_output tile function (one
 // tile.state_walk) -> CUDA calling runtime/device/dgps/tile (state_frag, state_rows_product, value_residual,
 // lower_readout, state_rank_update). The kernel keeps the launch contract's ABI, launch geometry and
-// shared-memory layout (launch_rules.h stateOutputSmem of the function's tile.launch_features): each chunk's
+// shared-memory layout (LaunchContract.h walkLayout of the function's tile.launch_features): each chunk's
 // operands are staged by cp.async into stage c % STAGES, loaded one chunk ahead with two stages, and the
 // walk's per-chunk steps are printed in the walk's order. The operand sources are checked against the
 // layout here, so a walk that names a region the layout lacks is an error at the op, not a bad kernel.
@@ -14,7 +14,7 @@
 #include "dgps/Dialect/Tile/IR/Tile.h"
 #include "dgps/Emit/Package.h"
 #include "dgps/Emit/TileEmitter.h"
-#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/LaunchContract.h"
 #include "ScanReadoutFunctor.h"
 
 using namespace mlir;
@@ -31,7 +31,7 @@ LogicalResult checkRescale(StateWalkOp w, const launch::FeatureSet& f, bool segm
     // every walk reads the write key; only a walk that writes o reads the query (a segment summary's do not)
     if (launch::walkRebuildsKw(f, segment) || (launch::walkRebuildsQ(f) && w.getWriteOutput()))
       return w.emitOpError("is in a preconditioned forward (tile.launch_features) but has no rescale: the layout "
-                           "stages the preconditioner's operand rebuild (launch_rules.h stateOutputSmem)");
+                           "stages the preconditioner's operand rebuild (LaunchContract.h walkLayout)");
     return success();
   }
   if (*w.getRescale() == WalkOperand::query && !w.getWriteOutput())
@@ -41,10 +41,10 @@ LogicalResult checkRescale(StateWalkOp w, const launch::FeatureSet& f, bool segm
     return w.emitOpError() << "rescales the " << (query ? "query" : "write key")
                            << ", which the launch layout of tile.launch_features does not rebuild (launch_rules.h "
                               "walkRebuildsQ / walkRebuildsKw)";
-  if (*w.getProducerWarps() != launch::stateOutputProducerWarps(f, segment))
+  if (*w.getProducerWarps() != launch::walkProducerWarps(f, segment))
     return w.emitOpError() << "producer_warps " << *w.getProducerWarps() << " differs from the launch's "
-                           << launch::stateOutputProducerWarps(f, segment)
-                           << " (launch_rules.h stateOutputProducerWarps)";
+                           << launch::walkProducerWarps(f, segment)
+                           << " (LaunchContract.h walkProducerWarps)";
   return success();
 }
 
@@ -54,7 +54,7 @@ LogicalResult checkLayout(StateWalkOp w, const launch::FeatureSet& f, bool segme
   auto need = [&](bool ok, const char* what) -> LogicalResult {
     if (ok) return success();
     return w.emitOpError() << "reads " << what << ", which the launch layout of tile.launch_features lacks "
-                           << "(launch_rules.h stateOutputSmem)";
+                           << "(LaunchContract.h walkLayout)";
   };
   if (failed(need(w.getQuery() != "opq" || launch::needOpQ(f), "the gated query \"opq\"")) ||
       failed(need(w.getQuery() != "q" || !launch::needOpQ(f), "the raw query \"q\" where the layout stages \"opq\"")) ||
@@ -114,7 +114,7 @@ void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::Feature
        << rowMapOf(w, true) << th;
   else if (out && mine(reQ))
     os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K" << th;
-  // the raw key in the k tile is the scan's input too: the producer loads it (launch_rules.h rawKInKTile)
+  // the raw key in the k tile is the scan's input too: the producer loads it (DeviceFeatures.h rawKInKTile)
   if (w.getReadKey() && *w.getReadKey() == "opk") {
     if (mine(false))
       os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, "
@@ -285,18 +285,16 @@ void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end) {
 
 namespace {
 
-/// The function's tile.launch_features as a FeatureSet and as the CUDA expression printed for it; fails unless
+/// The function's tile.launch_features as a FeatureSet; fails unless
 /// the function has role `role`, grid `grid` and valid features (LaunchFeatures.h).
-FailureOr<std::pair<launch::FeatureSet, std::string>> featuresOf(func::FuncOp fn, StringRef role, Grid grid) {
+FailureOr<launch::FeatureSet> featuresOf(func::FuncOp fn, StringRef role, Grid grid) {
   auto r = fn->getAttrOfType<StringAttr>(kRoleAttr);
   auto g = fn->getAttrOfType<StringAttr>(kGridAttr);
   if (!r || r.getValue() != role || !g || g.getValue() != stringifyGrid(grid))
     return fn.emitOpError() << "is not a " << role << " tile function (needs " << kRoleAttr << " = \"" << role
                             << "\", " << kGridAttr << " = \"" << stringifyGrid(grid) << "\" and "
                             << kLaunchFeaturesAttr << ")";
-  FailureOr<launch::FeatureSet> F = launchFeaturesOf(fn);
-  if (failed(F)) return failure();
-  return std::make_pair(*F, "dgps::launch::FeatureSet" + featureSetInitializer(*F));
+  return launchFeaturesOf(fn);
 }
 
 /// The function's tile.state_walk ops, in order (at least one, at most `most`; nothing else but the return).
@@ -320,8 +318,9 @@ FailureOr<SmallVector<StateWalkOp>> walksOf(func::FuncOp fn, size_t most) {
 /// chunks [c0, nch); otherwise one CTA per (sequence, value head, value tile) walks all of its chunks.
 /// `transSel` (a segment summary's merged walk, mergedSummaryWalk): `walk` is the E walk, and the body takes the M
 /// walk's start, value term, column count and end region where the bool variable `transSel` is true.
-void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::FeatureSet& F, const std::string& fs,
-                  bool segment, const char* transSel = nullptr) {
+void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::FeatureSet& F, bool segment,
+                  const char* transSel = nullptr) {
+  (void)F;
   const bool zero = walk.getZeroValues();
   const std::string sel = transSel ? transSel : "";
   os << "  namespace t = dgps::tile;\n  namespace dev = dgps::dev;\n";
@@ -329,14 +328,12 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
   os << "  constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;\n";
   os << "  constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), "
         "PC = dgps::launch::bf16Pitch(C);\n";
-  os << "  constexpr int NT = dgps::launch::stateOutputConsumerWarps(BV) * 32;\n";
+  os << "  constexpr int NT = " << launch::walkConsumerThreads().cuda() << ";  // consumer threads\n";
   os << "  // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)\n";
   os << "  constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;\n";
-  os << "  // The launch contract shared with the other roles: workspace and shared-memory layout only.\n";
-  os << "  constexpr dgps::launch::FeatureSet F = " << fs << ";\n";
-  os << "  constexpr dgps::launch::StateOutputSmem L = dgps::launch::stateOutputSmem(F, K, V, C, BV, STAGES, "
-        "dgps::cfg::kInputF16"
-     << (segment ? ", true" : "") << ");\n";
+  os << "  // The launch contract: the workspace and this walk's shared-memory layout (printed above).\n";
+  os << (segment ? "  constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();\n"
+                 : "  constexpr dgps_package::StateOutputSmem L = dgps_package::state_output_smem();\n");
   // the segment walks' regions (seg_*) are sized by the segment length, read after `Ls` below
   if (!segment)
     os << "  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), "
@@ -347,8 +344,8 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
           "consumers run chunk c (tile/warp_split.cuh); registers per consumer / producer thread after the hand-over\n";
     os << "  using Split = t::WarpSplit<NT / 32, " << *walk.getProducerWarps() << ", " << regs[0] << ", " << regs[1]
        << ">;\n";
-    os << "  static_assert(Split::NT == dgps::launch::stateOutputThreads(F, BV" << (segment ? ", true" : "")
-       << "), \"the launch's threads\");\n";
+    os << "  static_assert(Split::NT == dgps_package::" << (segment ? "segment_state_output" : "state_output")
+       << "_threads(), \"the launch's threads\");\n";
   }
   os << "  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;\n";
   if (!segment) {
@@ -479,15 +476,14 @@ FailureOr<std::string> emitTileStateKernel(func::FuncOp fn, const std::string& s
   auto walks = walksOf(fn, 1);
   if (failed(walks)) return failure();
   StateWalkOp walk = walks->front();
-  const std::string& fs = features->second;
-  if (failed(checkLayout(walk, features->first, false)) || failed(checkWalkKind(walk, false))) return failure();
+  if (failed(checkLayout(walk, *features, false)) || failed(checkWalkKind(walk, false))) return failure();
   std::ostringstream os;
   // one CTA per SM at this thread count fixes ptxas's register budget, as the launch contract assumes
-  os << "extern \"C\" __global__ void __launch_bounds__(dgps::launch::stateOutputThreads(" << fs
-     << ", dgps::cfg::BV), 1) " << symbol << "(dgps::ForwardArgs a) {\n";
+  os << "extern \"C\" __global__ void __launch_bounds__(dgps_package::state_output_threads(), 1) " << symbol
+     << "(dgps::ForwardArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str()
      << ", grid value_tile: one CTA per sequence, value head and value tile; one warp per 16 value columns).\n";
-  emitWalkBody(os, walk, features->first, fs, false);
+  emitWalkBody(os, walk, *features, false);
   os << "}\n";
   return os.str();
 }
@@ -500,24 +496,22 @@ FailureOr<std::string> emitTileSegmentKernel(func::FuncOp fn, const std::string&
   if (failed(features)) return failure();
   auto walks = walksOf(fn, 2);
   if (failed(walks)) return failure();
-  const std::string& fs = features->second;
   for (StateWalkOp w : *walks)
-    if (failed(checkLayout(w, features->first, true)) || failed(checkWalkKind(w, true))) return failure();
-  // the kernel's threads (launch_rules.h segmentGeometry): a walk with a rescale runs state_output's producer
+    if (failed(checkLayout(w, *features, true)) || failed(checkWalkKind(w, true))) return failure();
+  // the kernel's threads (the launch contract, LaunchContract.h segmentRoleLaunch): a walk with a rescale runs state_output's producer
   // warpgroup, so every walk of one kernel must agree on having one
   const bool producers = walks->front().getRescale().has_value();
   for (StateWalkOp w : *walks)
     if (w.getRescale().has_value() != producers)
       return w.emitOpError("differs from the kernel's other walk in having a rescale (one CTA shape per kernel)");
-  if (summary ? producers != launch::walkRebuildsKw(features->first, true)
-              : producers != launch::walkRebuilds(features->first, true))
+  if (summary ? producers != launch::walkRebuildsKw(*features, true)
+              : producers != launch::walkRebuilds(*features, true))
     return walks->front().emitOpError() << "has " << (producers ? "a" : "no")
                                         << " rescale where the launch of tile.launch_features gives the kernel "
-                                        << (producers ? "no" : "a") << " producer warpgroup (launch_rules.h "
-                                        << (summary ? "segmentSummaryThreads)" : "stateOutputThreads)");
-  const std::string threads = std::string(summary ? "dgps::launch::segmentSummaryThreads(" :
-                                                    "dgps::launch::stateOutputThreads(") + fs + ", dgps::cfg::BV" +
-                              (summary ? ")" : ", true)");
+                                        << (producers ? "no" : "a")
+                                        << " producer warpgroup (LaunchContract.h segmentRoleLaunch)";
+  const std::string threads =
+      std::string("dgps_package::") + (summary ? "segment_summary" : "segment_state_output") + "_threads()";
   std::ostringstream os;
   if (producers && walks->size() == 2) {
     // A producer warpgroup caps the kernel at 65536 / (NT + 128) registers per thread (168 at BV = 128), where
@@ -526,12 +520,12 @@ FailureOr<std::string> emitTileSegmentKernel(func::FuncOp fn, const std::string&
     if (failed(checkMergeable((*walks)[0], (*walks)[1]))) return failure();
     os << "static __device__ __forceinline__ void " << symbol
        << "_walk(const dgps::ForwardArgs& a, int64_t bid, bool trans) {\n";
-    emitWalkBody(os, (*walks)[0], features->first, fs, true, "trans");
+    emitWalkBody(os, (*walks)[0], *features, true, "trans");
     os << "}\n";
     os << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", 1) " << symbol
        << "(dgps::ForwardArgs a) {\n";
     os << "  // Generated from tile IR (" << fn.getSymName().str()
-       << ", grid segment: one CTA per segment slot, value head and tile; launch_rules.h segmentGeometry).\n";
+       << ", grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).\n";
     os << "  if (a.segment_chunks < 1) return;  // launched only with a segment length\n";
     os << "  const int64_t bid = dgps::dev::block_x();\n";
     os << "  // the E walk's CTAs (every segment slot x value head x value tile), then the M walk's\n";
@@ -546,13 +540,13 @@ FailureOr<std::string> emitTileSegmentKernel(func::FuncOp fn, const std::string&
   for (size_t i = 0; i < walks->size(); ++i) {
     os << "static __device__ __forceinline__ void " << symbol << "_walk" << i
        << "(const dgps::ForwardArgs& a, int64_t bid) {\n";
-    emitWalkBody(os, (*walks)[i], features->first, fs, true);
+    emitWalkBody(os, (*walks)[i], *features, true);
     os << "}\n";
   }
   os << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", 1) " << symbol
      << "(dgps::ForwardArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str()
-     << ", grid segment: one CTA per segment slot, value head and tile; launch_rules.h segmentGeometry).\n";
+     << ", grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).\n";
   os << "  if (a.segment_chunks < 1) return;  // launched only with a segment length\n";
   os << "  int64_t bid = dgps::dev::block_x();\n";
   for (size_t i = 0; i < walks->size(); ++i) {

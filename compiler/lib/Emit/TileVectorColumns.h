@@ -7,7 +7,7 @@
 
 namespace dgps {
 
-/// The token area (launch_rules.h ChunkLocalSmem tok) holds [C] f32 vectors as columns: 8 of its [C][8] part
+/// The token area (LaunchContract.h chunkLocalLayout tok) holds [C] f32 vectors as columns: 8 of its [C][8] part
 /// (column n at sVec + n, stride 8), then 4 of its [C][4] part (column 8 + n at sVec + C·8 + n, stride 4).
 constexpr int kTokenVectorColumns = 12;
 

@@ -40,8 +40,8 @@ struct Rows {
 /// Translates one chunk_local kernel body; one method per group of chunk ops.
 class ChunkLocalBuilder {
  public:
-  /// `storeKey`: chunk_local stores the preconditioned write key for the walks (launch_rules.h storesKw);
-  /// `storeQuery`: the preconditioned query (launch_rules.h needPwq).
+  /// `storeKey`: chunk_local stores the preconditioned write key for the walks (DeviceFeatures.h storesKw);
+  /// `storeQuery`: the preconditioned query (DeviceFeatures.h needPwq).
   ChunkLocalBuilder(OpBuilder& b, Location loc, bool storeKey, bool storeQuery)
       : b_(b), loc_(loc), storeKey_(storeKey), storeQuery_(storeQuery) {
     MLIRContext* ctx = b.getContext();
@@ -280,7 +280,7 @@ class ChunkLocalBuilder {
     // The per-token record: {scale·rq·2^G, rk·2^G, rk·2^(G_C − G), β, rq, rk, G, 0} (fields 4, 5 the scan's
     // coefficients with a preconditioner); per-channel gates stay out of it (they gate the operands below).
     b_.create<StoreTokenRecordOp>(loc_, rq, rk, beta, scale, perChannel ? Value() : gate, fields, "tok");
-    // A stored write key (launch_rules.h storesKw): P ⊙ k̂ is scanned before the gated stores, so that opw takes
+    // A stored write key (DeviceFeatures.h storesKw): P ⊙ k̂ is scanned before the gated stores, so that opw takes
     // it (P and the gating are both elementwise); without a per-channel gate it is written to "pwk" below.
     Value scanned;
     if (storeKey_) {
@@ -305,7 +305,7 @@ class ChunkLocalBuilder {
     b_.create<BarrierOp>(loc_);
     // before the products: with a scalar gate the KKT block may alias the write-key tile once they are done
     if (storeKey_ && !perChannel) b_.create<StoreRowsOp>(loc_, scanned, "pwk");
-    // a stored query (launch_rules.h needPwq): the scanned P ⊙ q (in place in the query tile), before the
+    // a stored query (DeviceFeatures.h needPwq): the scanned P ⊙ q (in place in the query tile), before the
     // products for the same reason
     if (storeQuery_) {
       if (!apply || apply->getResult(0) != qk.getQuery())
@@ -362,7 +362,7 @@ struct LowerChunkLocalToTilePass : public dgps::impl::LowerChunkLocalToTileBase<
       auto fn = b.create<func::FuncOp>(kernel.getLoc(), (base + "_chunk_local").str(), b.getFunctionType({}, {}));
       fn->setAttr(kRoleAttr, b.getStringAttr("chunk_local"));
       fn->setAttr(kGridAttr, b.getStringAttr(stringifyGrid(Grid::chunk)));
-      // The launch contract shared with the other roles (launch_rules.h FeatureSet, read over the whole forward):
+      // The launch contract shared with the other roles (DeviceFeatures.h FeatureSet, read over the whole forward):
       // it fixes the workspace and shared-memory layout the emitted kernel must reproduce.
       dgps::launch::FeatureSet features = dgps::featuresOf(parent);
       FailureOr<int> writeKey = resolveWriteKey(writeKey_, features, kernel);

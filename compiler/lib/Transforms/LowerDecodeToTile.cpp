@@ -20,7 +20,7 @@ using namespace dgps::tile;
 
 namespace {
 
-/// The value tile of the decode CTA (launch_rules.h decodeTile).
+/// The value tile of the decode CTA (LaunchContract.h decodeLaunch).
 constexpr int64_t kValueTile = 32;
 
 /// The launch bound of a key-head decode, CTAs per SM per KeyWidth (Tile.h kMinCtasPerSmAttr). Decode is bound

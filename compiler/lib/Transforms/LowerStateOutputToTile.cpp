@@ -122,7 +122,7 @@ struct LowerStateOutputToTilePass : public dgps::impl::LowerStateOutputToTileBas
       auto parent = kernel->getParentOfType<func::FuncOp>();
       WalkPlan p;
       if (failed(inspect(kernel, p))) return signalPassFailure();
-      // The launch contract shared with the other roles (launch_rules.h FeatureSet), read over the whole
+      // The launch contract shared with the other roles (DeviceFeatures.h FeatureSet), read over the whole
       // forward as chunk_local's lowering does: it fixes the workspace and shared-memory layout.
       dgps::launch::FeatureSet f = dgps::featuresOf(parent);
       FailureOr<int> writeKey = resolveWriteKey(writeKey_, f, kernel);

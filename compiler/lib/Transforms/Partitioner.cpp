@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "dgps/Dialect/DGPS/IR/DGPS.h"
-#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/LaunchContract.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"

@@ -39,7 +39,7 @@ FailureOr<StateWalkOp> buildStateWalk(OpBuilder& b, Location loc, Operation* at,
   const bool delta = static_cast<bool>(w);
   const bool perChannel = gate && cast<ch::ChunkTensorType>(gate.getType()).hasDim(ch::Dim::K);
   if (gate && f.decay != (perChannel ? 2 : 1))
-    return at->emitOpError("gate does not match the forward's decay (launch_rules.h FeatureSet)");
+    return at->emitOpError("gate does not match the forward's decay (DeviceFeatures.h FeatureSet)");
   auto str = [&](const char* s) { return b.getStringAttr(s); };
   auto opt = [&](StringRef s) { return s.empty() ? StringAttr() : b.getStringAttr(s); };
   const StateCarry carry = !gate ? StateCarry::none : perChannel ? StateCarry::columns : StateCarry::uniform;
@@ -162,7 +162,7 @@ bool writeKeyCode(StringRef requested, const launch::FeatureSet& f, int* code, s
     return false;
   }
   if (launch::rebuildsQ(f)) {
-    // the option governs the walks' preconditioned operand, here the query (launch_rules.h needPwq)
+    // the option governs the walks' preconditioned operand, here the query (DeviceFeatures.h needPwq)
     if (requested == "segments") {
       *error = "write-key segments: the forward has a query-side preconditioner, whose query only the walks that "
                "write o read (state_output and segment_state_output alike); use stored, rebuilt or auto";

@@ -1,11 +1,11 @@
 // What --dgps-lower-state-output-to-tile and --dgps-lower-segment-roles-to-tile share: the launch contract read
-// off a partitioned forward (tile.launch_features, launch_rules.h FeatureSet), the tile function of one role,
+// off a partitioned forward (tile.launch_features, DeviceFeatures.h FeatureSet), the tile function of one role,
 // the tile.state_walk that expresses a chunk state pass (its delta-rule coefficient w and its gate), and the
 // walk's rescale (a preconditioner's in-chunk rebuild of the write key or the query).
 #pragma once
 
 #include "dgps/Dialect/Tile/IR/Tile.h"
-#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/LaunchContract.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Builders.h"
@@ -13,7 +13,7 @@
 namespace dgps::tile {
 
 /// Appends `func.func @<base>_<suffix>` (base: the forward's name without "_forward") to `module` with the tile
-/// role and grid attributes and tile.launch_features = the forward's launch_rules.h FeatureSet (PlanCost.h
+/// role and grid attributes and tile.launch_features = the forward's DeviceFeatures.h FeatureSet (PlanCost.h
 /// featuresOf, read over the whole forward: it fixes the workspace and shared-memory layout every role shares)
 /// with FeatureSet::write_key = `writeKey` (resolveWriteKey), and an entry block; the builder is left at its start.
 mlir::func::FuncOp createRoleFunction(mlir::ModuleOp module, mlir::func::FuncOp forward, mlir::Location loc,
@@ -42,9 +42,9 @@ mlir::FailureOr<StateWalkOp> buildStateWalk(mlir::OpBuilder& b, mlir::Location l
 /// rescale attributes (TileStateOps.td): its result must be the state pass's write key `writeKey` or the
 /// read-out's query `query`, its key the l2norm of the loaded "k" (the scan reads the raw key; chunk_local folds
 /// the l2norm factor into the record's field 5), its start the precond_scan role's chunk-start states ("pst").
-/// The rebuild runs in a producer warpgroup (launch_rules.h stateOutputProducerWarps) with the register budget
+/// The rebuild runs in a producer warpgroup (LaunchContract.h walkProducerWarps) with the register budget
 /// measured on sm_90a. A write-key rebuild sets write_key_form rebuilt, or, where `f` gives this walk the
-/// stored key (launch_rules.h walkRebuildsKw; `segment`: a segment walk), write_key_form stored with the key
+/// stored key (DeviceFeatures.h walkRebuildsKw; `segment`: a segment walk), write_key_form stored with the key
 /// chunk_local stored ("pwk", or "opw" with per-channel decay) and no rescale. Fails with an error at `apply`
 /// naming what does not fit.
 mlir::LogicalResult setRescale(StateWalkOp walk, mlir::Operation* apply, mlir::Value writeKey, mlir::Value query,

@@ -206,15 +206,15 @@ func.func @not_decode() attributes {tile.grid = "chunk", tile.min_ctas_per_sm = 
 
 // -----
 
-// tile.launch_features: a launch_rules.h FeatureSet, 7 codes, the clamp only with hypergrad_ogd.
-// expected-error @+1 {{tile.launch_features must be array<i32: decay, gain, precond, side, source, solve, clamp[, write_key]> (launch_rules.h FeatureSet), got array<i32: 1, 1, 0, 0, 0, 1>}}
+// tile.launch_features: a DeviceFeatures.h FeatureSet, 7 codes, the clamp only with hypergrad_ogd.
+// expected-error @+1 {{tile.launch_features must be array<i32: decay, gain, precond, side, source, solve, clamp[, write_key]> (DeviceFeatures.h FeatureSet), got array<i32: 1, 1, 0, 0, 0, 1>}}
 func.func @six_features() attributes {tile.grid = "chunk", tile.launch_features = array<i32: 1, 1, 0, 0, 0, 1>, tile.role = "chunk_local"} {
   return
 }
 
 // -----
 
-// expected-error @+1 {{tile.launch_features: decay is 3; expected 0 to 2 (launch_rules.h FeatureSet)}}
+// expected-error @+1 {{tile.launch_features: decay is 3; expected 0 to 2 (DeviceFeatures.h FeatureSet)}}
 func.func @bad_decay() attributes {tile.grid = "chunk", tile.launch_features = array<i32: 3, 1, 0, 0, 0, 1, 0>, tile.role = "chunk_local"} {
   return
 }

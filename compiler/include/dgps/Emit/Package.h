@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "dgps/Dialect/Tile/IR/Workspace.h"
-#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/LaunchContract.h"
 #include "dgps/dsl/Spec.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
@@ -39,7 +39,7 @@ struct PlanSummary {
   int64_t bytes_per_token_head = 0, flops_per_token_head = 0;
   /// The package also holds the segmented state pass's kernels (manifest launch.forward_segmented).
   bool segmented = false;
-  /// launch_rules.h FeatureSet::write_key of the tile chunk roles (0 without them): the workspace's pwk region
+  /// DeviceFeatures.h FeatureSet::write_key of the tile chunk roles (0 without them): the workspace's pwk region
   /// and the walks' threads and shared memory follow it.
   int write_key = 0;
   /// The workspace regions in layout order (the tile module's tile.workspace; empty without a chunk forward):
@@ -50,14 +50,15 @@ struct PlanSummary {
 
 /// Reads the partitioned forward function of `plan`. Emits an error at the offending op and fails if
 /// the module is not a kernel plan, or if its roles are not the launch contract's roles for `spec`
-/// (launch_rules.h forwardRoles).
+/// (LaunchContract.h forwardRoles).
 mlir::FailureOr<PlanSummary> summarizePlan(const Spec& spec, mlir::ModuleOp plan);
 
 /// kernels.cu text (see the file comment of this header): the header line, DGPS_ROW_STEPS for a spec with several
-/// Householder steps per token, the tile library's include, the package's workspace layout `workspace` (printed from
-/// tile.workspace, Dialect/Tile/IR/Workspace.h workspaceLayoutCuda; empty for a package without a chunk forward),
-/// then `kernels` (the printed kernels, in launch order).
-std::string emitKernelsCu(const Spec& spec, const std::string& workspace, const std::vector<std::string>& kernels);
+/// Householder steps per token, the tile library's include, `layouts` (the package's workspace layout printed from
+/// tile.workspace, Dialect/Tile/IR/Workspace.h workspaceLayoutCuda, and the roles' shared-memory layouts and threads
+/// printed from the launch contract, dsl LaunchContract.h; empty for a package without a chunk forward), then
+/// `kernels` (the printed kernels, in launch order).
+std::string emitKernelsCu(const Spec& spec, const std::string& layouts, const std::vector<std::string>& kernels);
 /// The shortest CUDA float literal that reads back to `x` rounded to float ("1.5f", "1e-06f").
 std::string cudaFloatLiteral(double x);
 /// manifest.yaml text (format: runtime/include/dgps/runtime/Package.h), its `launch` section written from

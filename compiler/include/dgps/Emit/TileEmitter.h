@@ -3,7 +3,7 @@
 // (runtime/device/dgps/tile/*.cuh). One C++ statement per tile op; SSA values become `const` locals.
 //
 // The kernel keeps the role's ABI (the one the deleted hand-written roles had): symbol, argument struct (runtime/device/dgps/device/abi.h)
-// and launch geometry (launch_rules.h decodeGeometry: 128 threads, grid from tile.grid, shared memory
+// and launch geometry (LaunchContract.h decodeGeometry: 128 threads, grid from tile.grid, shared memory
 // decodeSmemBytes(K) = four [KP] f32 vectors + (4 warps x 2 x 32) reduction floats + 32 scalars).
 #pragma once
 
@@ -22,7 +22,7 @@ mlir::FailureOr<std::string> emitTileKernel(mlir::func::FuncOp fn, const std::st
 
 /// `extern "C" __global__ void <symbol>(dgps::ForwardArgs a) { ... }` for a chunk_local tile function
 /// (--dgps-lower-chunk-local-to-tile; TileChunkEmitter.cpp). It keeps the launch contract role's ABI and
-/// launch geometry (launch_rules.h forwardGeometry: grid = chunk slots x HV, WARPS warps, shared memory
+/// launch geometry (LaunchContract.h forwardGeometry: grid = chunk slots x HV, WARPS warps, shared memory
 /// chunkLocalSmem of the function's tile.launch_features) and writes the same workspace (the module's tile.workspace).
 /// Emits an error at the offending op and fails on an op it cannot print, a tensor ForwardArgs lacks,
 /// or more shared tiles than that layout provides.
@@ -31,14 +31,14 @@ mlir::FailureOr<std::string> emitTileChunkKernel(mlir::func::FuncOp fn, const st
 /// `extern "C" __global__ void <symbol>(dgps::ForwardArgs a) { ... }` for a state_output tile function
 /// (--dgps-lower-state-output-to-tile; TileStateEmitter.cpp): the function's tile.state_walk printed as the
 /// sequential chunk walk over runtime/device/dgps/tile. It keeps the launch contract role's ABI and launch
-/// geometry (launch_rules.h forwardGeometry: one CTA per sequence, value head and value tile, BV/16 warps,
+/// geometry (LaunchContract.h forwardGeometry: one CTA per sequence, value head and value tile, BV/16 warps,
 /// shared memory stateOutputSmem of tile.launch_features) and reads the workspace chunk_local wrote. Emits an
 /// error at the walk and fails when it reads a tile that layout lacks, or for a preconditioned forward (its
 /// producer warpgroup is not printed yet).
 mlir::FailureOr<std::string> emitTileStateKernel(mlir::func::FuncOp fn, const std::string& symbol);
 
 /// The kernels of the sequence-parallel state pass (--dgps-lower-segment-roles-to-tile; TileStateEmitter.cpp),
-/// launched with ForwardArgs::segment_chunks = L >= 1 and the geometry of launch_rules.h segmentGeometry:
+/// launched with ForwardArgs::segment_chunks = L >= 1 and the geometry of LaunchContract.h segmentGeometry:
 ///   segment_summary       (grid segment) each tile.state_walk as a device function over its own range of
 ///                         CTAs, E into seg_ext and M into seg_trans;
 ///   segment_state_output  (grid segment) the walk from seg_start, writing o;
@@ -53,7 +53,7 @@ mlir::FailureOr<std::string> emitTileFoldKernel(mlir::func::FuncOp fn, const std
 /// per chunk slot and key head, WARPS warps, shared memory C·bf16Pitch(KP)·2 + C·16) writes the workspace
 /// regions "psum" and "pgam"; precond_scan (grid sequence_key_head, one CTA per sequence and key head,
 /// max(32, align_up(KP, 32)) threads, no shared memory) writes "pst" and final_precond_state. Both keep the
-/// launch contract role's symbol, ForwardArgs and launch geometry (launch_rules.h forwardGeometry). Emits an
+/// launch contract role's symbol, ForwardArgs and launch geometry (LaunchContract.h forwardGeometry). Emits an
 /// error at the offending op and fails on an op it cannot print or more shared tiles than that layout holds.
 mlir::FailureOr<std::string> emitTilePrecondKernel(mlir::func::FuncOp fn, const std::string& symbol);
 

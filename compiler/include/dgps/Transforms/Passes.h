@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/LaunchContract.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
@@ -29,7 +29,7 @@ enum class Stage {
 /// Adds the passes that take a module of dgps IR to `until` (inclusive).
 void buildPipeline(mlir::OpPassManager& pm, Stage until = Stage::Plan);
 
-/// The launch_rules.h FeatureSet::write_key code of a forward with features `f` for the tile lowerings' `write-key`
+/// The DeviceFeatures.h FeatureSet::write_key code of a forward with features `f` for the tile lowerings' `write-key`
 /// option `requested` (Passes.td). The option governs the walks' preconditioned operand: the write key P ⊙ k̂ of
 /// a key-side preconditioner or the query P ⊙ q̂ of a query-side one. rebuilt -> 0; stored -> 1; segments -> 2
 /// (key side only: stored, loaded by the segment walks only; not with per-channel decay, whose stored key is opw,

@@ -169,7 +169,7 @@ def ParallelPrecondScan : Pass<"chunk-parallel-precond-scan", "::mlir::func::Fun
     hypergrad_apply and everything after it are unchanged. A clamped step is not affine in d: the
     pass keeps hypergrad_pass and says so in a remark. --chunk-partition-kernels places the summary
     in precond_summary and the pass in precond_scan, the launch contract's roles for an unclamped
-    hypergrad_ogd spec (launch_rules.h hypergradChunked; the kernels call the feedback scan's headers
+    hypergrad_ogd spec (DeviceFeatures.h hypergradChunked; the kernels call the feedback scan's headers
     runtime/device/dgps/tile/feedback_scan_{summary,pass}.cuh). Part of the default pipeline (buildPipeline, dgpsc compile and plan).
 
     Before:
@@ -323,7 +323,7 @@ def LowerChunkLocalToTile : Pass<"dgps-lower-chunk-local-to-tile", "::mlir::Modu
     Runs on the partitioned chunk IR (after --chunk-partition-kernels). For every
     `chunk.kernel "chunk_local"` adds `func.func @<name>_chunk_local` (the forward function's name
     without `_forward`) with `tile.role = "chunk_local"`, `tile.grid = "chunk"` (one CTA per chunk slot
-    and value head) and `tile.launch_features` (the launch_rules.h FeatureSet whose workspace and
+    and value head) and `tile.launch_features` (the DeviceFeatures.h FeatureSet whose workspace and
     shared-memory layout the kernel shares with the package's other roles). Each chunk op
     becomes tile maths: loads are `tile.chunk_rows`, the l2norms one `tile.row_rsqrt_norm` (the rows
     stay unnormalised; the factors scale products and the token record), `chunk.gate_cumsum` a
@@ -384,7 +384,7 @@ def LowerChunkLocalToTile : Pass<"dgps-lower-chunk-local-to-tile", "::mlir::Modu
   let options = [
     Option<"writeKey_", "write-key", "std::string", /*default=*/"\"rebuilt\"",
            "The walks' preconditioned operand, a key-side preconditioner's write key P ⊙ k̂ or a query-side one's "
-           "query P ⊙ q̂ (launch_rules.h FeatureSet::write_key): rebuilt (every walk that reads it rebuilds it from "
+           "query P ⊙ q̂ (DeviceFeatures.h FeatureSet::write_key): rebuilt (every walk that reads it rebuilds it from "
            "pst in a producer warpgroup), stored (chunk_local stores it, every walk loads it), segments (write key "
            "only: stored; the segment walks load it, state_output rebuilds it; scalar decay only) or auto "
            "(StateWalkLowering.h resolveWriteKey). The tile lowerings of one compile must get the same value, and a "
@@ -399,7 +399,7 @@ def LowerStateOutputToTile : Pass<"dgps-lower-state-output-to-tile", "::mlir::Mo
     Runs on the partitioned chunk IR (after --chunk-partition-kernels). For every
     `chunk.kernel "state_output"` adds `func.func @<name>_state_output` (the forward function's name without
     `_forward`) with `tile.role = "state_output"`, `tile.grid = "value_tile"` (one CTA per sequence, value
-    head and value tile of the configuration's BV columns) and `tile.launch_features` (the launch_rules.h FeatureSet whose
+    head and value tile of the configuration's BV columns) and `tile.launch_features` (the DeviceFeatures.h FeatureSet whose
     workspace and shared-memory layout the kernel shares with the other roles). The kernel's
     `chunk.state_pass` and `chunk.output` become one `tile.state_walk`: `w` present (a delta rule) gives
     value_form residual_lower reading the solve block "tb", otherwise scaled; a [C] gate gives carry uniform,
@@ -448,7 +448,7 @@ def LowerStateOutputToTile : Pass<"dgps-lower-state-output-to-tile", "::mlir::Mo
   let options = [
     Option<"writeKey_", "write-key", "std::string", /*default=*/"\"rebuilt\"",
            "The walks' preconditioned operand, a key-side preconditioner's write key P ⊙ k̂ or a query-side one's "
-           "query P ⊙ q̂ (launch_rules.h FeatureSet::write_key): rebuilt (every walk that reads it rebuilds it from "
+           "query P ⊙ q̂ (DeviceFeatures.h FeatureSet::write_key): rebuilt (every walk that reads it rebuilds it from "
            "pst in a producer warpgroup), stored (chunk_local stores it, every walk loads it), segments (write key "
            "only: stored; the segment walks load it, state_output rebuilds it; scalar decay only) or auto "
            "(StateWalkLowering.h resolveWriteKey). The tile lowerings of one compile must get the same value, and a "
@@ -495,7 +495,7 @@ def LowerSegmentRolesToTile : Pass<"dgps-lower-segment-roles-to-tile", "::mlir::
   let options = [
     Option<"writeKey_", "write-key", "std::string", /*default=*/"\"rebuilt\"",
            "The walks' preconditioned operand, a key-side preconditioner's write key P ⊙ k̂ or a query-side one's "
-           "query P ⊙ q̂ (launch_rules.h FeatureSet::write_key): rebuilt (every walk that reads it rebuilds it from "
+           "query P ⊙ q̂ (DeviceFeatures.h FeatureSet::write_key): rebuilt (every walk that reads it rebuilds it from "
            "pst in a producer warpgroup), stored (chunk_local stores it, every walk loads it), segments (write key "
            "only: stored; the segment walks load it, state_output rebuilds it; scalar decay only) or auto "
            "(StateWalkLowering.h resolveWriteKey). The tile lowerings of one compile must get the same value, and a "
@@ -510,7 +510,7 @@ def LowerPrecondRolesToTile : Pass<"dgps-lower-precond-roles-to-tile", "::mlir::
     Runs on the partitioned chunk IR (after --chunk-partition-kernels). For a forward whose preconditioner
     state is a scan (ema_sq_squash: `chunk.accum_summary` in precond_summary, `chunk.accum_pass` in
     precond_scan) it appends two tile functions (the forward's name without `_forward` as prefix), each with
-    `tile.role` and `tile.launch_features` (the launch_rules.h FeatureSet fixing the workspace layout):
+    `tile.role` and `tile.launch_features` (the DeviceFeatures.h FeatureSet fixing the workspace layout):
     `@<name>_precond_summary` (`tile.grid = "chunk_key_head"`): the key rows and per-row inputs of one chunk
     at one key head, the scan's row decay a = e^{gate} (1 without a gate), step weight b = the gain (1
     without), the key's l2norm factor r (1 without l2norm), then `tile.channel_scan_total` (the chunk's

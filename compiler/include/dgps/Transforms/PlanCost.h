@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
-#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/LaunchContract.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace dgps {

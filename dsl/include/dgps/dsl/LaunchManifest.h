@@ -5,10 +5,9 @@
 // stages) in the language of runtime/include/dgps/runtime/LaunchFormula.h. The runtime evaluates them per
 // call and launches exactly that; it does not re-derive geometry.
 //
-// The geometry formulas are the device library's layouts (runtime/device/dgps/device/launch_rules.h, which the
-// kernels still read at compile time) with the feature choices resolved here, once, at compile time; the
-// workspace buffers are the caller's (the compiler prints them from the tile IR's workspace declaration).
-// tests/runtime/test_manifest_launch.cpp checks them equal to launch_rules.h for every shipped package.
+// The geometry formulas are the launch contract's (LaunchContract.h), the same expressions the emitter prints into
+// the package's kernels.cu; the workspace buffers are the caller's (the compiler prints them from the tile IR's
+// workspace declaration). tests/runtime/test_manifest_launch.cpp checks them for every shipped package.
 // No MLIR: the compiler's manifest writer and the runtime tests' package fixtures both call it.
 #pragma once
 
@@ -16,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/dsl/Spec.h"
 
 namespace dgps {
@@ -38,11 +37,10 @@ struct LaunchSectionRequest {
 };
 
 /// The device layout fingerprint: the first 16 hex digits of the SHA-256 of the device library's
-/// launch_rules.h this build was configured with (every role's shared-memory carve-up, as the kernels compute
-/// it; the workspace's layout travels in the package itself, kernels.cu and manifest printed from one
-/// declaration). `launch.device_layout` carries it; the runtime refuses a package whose fingerprint differs from
-/// its own, so the host's sizes (from the manifest's formulas) and the kernels' shared-memory offsets (from the
-/// header the runtime compiles them with) cannot disagree.
+/// launch_rules.h this build was configured with (chunk and segment slots, value tiles and operand row pitches,
+/// which the host's formulas and the kernels both read; each role's shared-memory layout travels in the package
+/// itself, kernels.cu and manifest printed from one launch contract). `launch.device_layout` carries it; the
+/// runtime refuses a package whose fingerprint differs from its own.
 const char* deviceLayoutHash();
 
 /// The YAML text of `launch:` (ends in a newline). Returns false and sets *error naming the role when the

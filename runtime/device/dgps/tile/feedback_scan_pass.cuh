@@ -8,12 +8,13 @@
 // coef is the token-by-token scan's step coefficient c_t (feedback_token_scan.cuh), so the kernels that rebuild
 // d inside a chunk from (starts, coef) do not depend on which form ran.
 //
-// Launch: kHypergradPassThreads threads (other block sizes return at once), shared memory launch_rules.h
-// hypergradPassSmem(K, C) at `sm`: two cp.async stages of {rows [C][bf16Pitch(KP)], tri, vec}, so the next
+// Launch: kFeedbackPassThreads threads (other block sizes return at once), shared memory feedback_scan_layout.h
+// feedbackPassSmem(K, C) at `sm`: two cp.async stages of {rows [C][bf16Pitch(KP)], tri, vec}, so the next
 // chunk's operands (which do not depend on d) load under the current chunk's products.
 #pragma once
 
 #include "dgps/device/common.cuh"
+#include "dgps/tile/feedback_scan_layout.h"
 
 namespace dgps {
 namespace tile {
@@ -33,9 +34,9 @@ struct FeedbackPassIo {
 
 /// Starts the cp.async loads of chunk ci's key rows (Lr of them), tri and vec into `stage`.
 template <int C, int KP>
-DGPS_DEV void feedback_pass_issue(unsigned char* stage, const launch::HypergradPassSmem& SM,
+DGPS_DEV void feedback_pass_issue(unsigned char* stage, const FeedbackPassSmem& SM,
                                    const FeedbackPassIo& io, int64_t ci, int Lr, int K) {
-  constexpr int PQ = launch::bf16Pitch(KP), VF = launch::hypergradVecFloats(C), TF = launch::hypergradTriFloats(C);
+  constexpr int PQ = launch::bf16Pitch(KP), VF = tile::feedbackVecFloats(C), TF = tile::feedbackTriFloats(C);
   dev::load_tile16<C, KP>(dev::smem_at<uint16_t>(stage, SM.key), PQ, io.key + ci * C * io.key_stride,
                           io.key_stride, Lr, K);
   dev::load_tile32<1, TF>(dev::smem_at<float>(stage, SM.tri), TF, io.tri + ci * io.slot_stride * TF, TF, 1, TF);
@@ -48,10 +49,10 @@ template <int C, int K, int KP, class Codec>
 DGPS_DEV void feedback_chunk_pass(unsigned char* sm, const FeedbackPassIo& io, int64_t len, const float* s0,
                                    float absent, float* fin) {
   constexpr int PQ = launch::bf16Pitch(KP);
-  constexpr launch::HypergradPassSmem SM = launch::hypergradPassSmem(K, C);
+  constexpr FeedbackPassSmem SM = feedbackPassSmem(K, C);
   // P lanes per row of the two products (a power of two <= 32: a row's lanes are adjacent in one warp), Q
   // partial sums per channel of the update
-  constexpr int NT = launch::kHypergradPassThreads, P = NT / C, Q = NT / K > 0 ? NT / K : 1;
+  constexpr int NT = tile::kFeedbackPassThreads, P = NT / C, Q = NT / K > 0 ? NT / K : 1;
   static_assert(NT % C == 0 && P <= 32 && (P & (P - 1)) == 0, "the pass maps its threads onto the chunk's rows");
   static_assert(K <= NT, "the update needs a thread per key channel");
   const int t = dev::tid(), nt = dev::nthreads();

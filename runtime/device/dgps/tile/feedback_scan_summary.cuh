@@ -15,7 +15,7 @@
 //   vec = {a_j = κ_j Σ_m 𝒯_jm [C],  y_j = e^{cum_C − cum_{j+1}} rk_j² [C],  L_C,  0, 0, 0}
 // so that the pass computes c = a − tri·((x²) d) and d ← L_C d + Σ_j y_j c_j x_j² from the raw rows alone.
 //
-// Shared memory: launch_rules.h hypergradSummarySmem(K, C) at `sm` (FeedbackSummaryTiles names its parts). The
+// Shared memory: tile/feedback_scan_layout.h feedbackSummarySmem(K, C) at `sm` (FeedbackSummaryTiles names its parts). The
 // caller loads the raw rows into `key` (pitch bf16Pitch(KP)) and β, ln ρ into the [C] vectors `beta`, `logret`
 // (0 on pad rows), then synchronises; the row tile is dead after the u tile is built (𝒢 overwrites it).
 // About 2C²K (the Gram matrix) + C³/3 (the inverse) FLOPs; the CTA's threads share every step.
@@ -23,6 +23,7 @@
 
 #include "dgps/device/tri_inverse.cuh"
 #include "dgps/tile/chunk_rows.cuh"
+#include "dgps/tile/feedback_scan_layout.h"
 
 namespace dgps {
 namespace tile {
@@ -32,12 +33,12 @@ struct alignas(16) F4x {
   float v[4];
 };
 
-/// The parts of the summary's shared memory (launch_rules.h HypergradSummarySmem): the u tile transposed
+/// The parts of the summary's shared memory (feedback_scan_layout.h FeedbackSummarySmem): the u tile transposed
 /// [KP][C+4], the raw key [C][bf16Pitch(KP)] aliased by 𝒢/𝒯 [C][f32Pitch(C)], and eight [C] per-row vectors
 /// (rk, rk², κ, β, ρ then the column factor, cum [C+1]).
 template <int C, int K>
 struct FeedbackSummaryTiles {
-  static constexpr launch::HypergradSummarySmem SM = launch::hypergradSummarySmem(K, C);
+  static constexpr FeedbackSummarySmem SM = feedbackSummarySmem(K, C);
   static constexpr int UP = C + 4, GP = launch::f32Pitch(C);
   float* uT;
   uint16_t* key;

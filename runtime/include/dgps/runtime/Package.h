@@ -75,7 +75,7 @@ struct PackageFeatures {
   PrecondSource precond_source = PrecondSource::EmaSqSquash;
   SolveKind solve = SolveKind::Delta;
   int steps = 1;  ///< Householder steps per token (spec solve.steps): k, v and beta carry steps rows per token
-  /// Where the walks take a key-side preconditioner's write key: launch_rules.h FeatureSet::write_key (0 rebuilt,
+  /// Where the walks take a key-side preconditioner's write key: DeviceFeatures.h FeatureSet::write_key (0 rebuilt,
   /// the manifest's default; 1 "stored": chunk_local stores it, every walk loads it; 2 "segments": the segment
   /// walks load it). The manifest's launch formulas already include it; tools that evaluate launch_rules.h
   /// directly need it.

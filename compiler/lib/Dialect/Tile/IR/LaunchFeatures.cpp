@@ -9,7 +9,7 @@ namespace dgps::tile {
 
 namespace {
 
-/// One entry of the attribute: its name and its largest code (launch_rules.h FeatureSet).
+/// One entry of the attribute: its name and its largest code (DeviceFeatures.h FeatureSet).
 struct Entry {
   const char* name;
   int max;
@@ -30,7 +30,7 @@ launch::FeatureSet fromArray(ArrayRef<int32_t> v) {
   return f;
 }
 
-/// The function's body agrees with write_key (launch_rules.h storesKw / walkRebuildsKw): a chunk_local
+/// The function's body agrees with write_key (DeviceFeatures.h storesKw / walkRebuildsKw): a chunk_local
 /// stores P ⊙ k̂ exactly when the features say so (tile.store_rows into "pwk", or the opw store of the scanned
 /// key), and each walk of a key-side preconditioner takes the form the features give its role.
 LogicalResult verifyWriteKeyRoles(Operation* op, const launch::FeatureSet& f) {
@@ -65,7 +65,7 @@ LogicalResult verifyWriteKeyRoles(Operation* op, const launch::FeatureSet& f) {
                                << kLaunchFeaturesAttr << " (write_key " << f.write_key << ") gives a "
                                << role.getValue() << " walk "
                                << (keySide ? (rebuild ? "the rebuilt one" : "the stored one") : "no preconditioned one")
-                               << " (launch_rules.h walkRebuildsKw)";
+                               << " (DeviceFeatures.h walkRebuildsKw)";
       return WalkResult::interrupt();
     }
     return WalkResult::advance();
@@ -73,7 +73,7 @@ LogicalResult verifyWriteKeyRoles(Operation* op, const launch::FeatureSet& f) {
   return result;
 }
 
-/// The function's body agrees with write_key for a query-side preconditioner (launch_rules.h needPwq /
+/// The function's body agrees with write_key for a query-side preconditioner (DeviceFeatures.h needPwq /
 /// walkRebuildsQ): a chunk_local stores P ⊙ q̂ (tile.store_rows into "pwq") exactly when the features say so, and
 /// each walk that writes o (the query's only reader) takes the stored query "pwq" exactly then.
 LogicalResult verifyQueryRoles(Operation* op, const launch::FeatureSet& f) {
@@ -98,7 +98,7 @@ LogicalResult verifyQueryRoles(Operation* op, const launch::FeatureSet& f) {
       result = w.emitOpError() << "takes the " << (stored ? "stored" : "rebuilt") << " query where "
                                << kLaunchFeaturesAttr << " (write_key " << f.write_key << ") gives this "
                                << role.getValue() << " walk " << (stored ? "the rebuilt one" : "the stored one")
-                               << " (launch_rules.h needPwq)";
+                               << " (DeviceFeatures.h needPwq)";
       return WalkResult::interrupt();
     }
     return WalkResult::advance();
@@ -118,11 +118,11 @@ LogicalResult verifyLaunchFeatures(Operation* op, Attribute value) {
   auto v = dyn_cast<DenseI32ArrayAttr>(value);
   if (!v || (v.size() != kLaunchFeatureCount && v.size() != kLaunchFeatureCount + 1))
     return op->emitOpError() << kLaunchFeaturesAttr << " must be array<i32: decay, gain, precond, side, source, "
-                             << "solve, clamp[, write_key]> (launch_rules.h FeatureSet), got " << value;
+                             << "solve, clamp[, write_key]> (DeviceFeatures.h FeatureSet), got " << value;
   for (int i = 0; i < (int)v.size(); ++i)
     if (v[i] < 0 || v[i] > kEntries[i].max)
       return op->emitOpError() << kLaunchFeaturesAttr << ": " << kEntries[i].name << " is " << v[i]
-                               << "; expected 0 to " << kEntries[i].max << " (launch_rules.h FeatureSet)";
+                               << "; expected 0 to " << kEntries[i].max << " (DeviceFeatures.h FeatureSet)";
   const launch::FeatureSet f = fromArray(v.asArrayRef());
   if (f.clamp == 1 && (f.precond != 1 || f.source != 1))
     return op->emitOpError() << kLaunchFeaturesAttr
@@ -150,18 +150,9 @@ LogicalResult verifyLaunchFeatures(Operation* op, Attribute value) {
 
 FailureOr<launch::FeatureSet> launchFeaturesOf(Operation* fn) {
   Attribute value = fn->getAttr(kLaunchFeaturesAttr);
-  if (!value) return fn->emitOpError() << "has no " << kLaunchFeaturesAttr << " (launch_rules.h FeatureSet)";
+  if (!value) return fn->emitOpError() << "has no " << kLaunchFeaturesAttr << " (DeviceFeatures.h FeatureSet)";
   if (failed(verifyLaunchFeatures(fn, value))) return failure();
   return fromArray(cast<DenseI32ArrayAttr>(value).asArrayRef());
-}
-
-std::string featureSetInitializer(const launch::FeatureSet& f) {
-  std::string s = "{" + std::to_string(f.decay) + ", " + std::to_string(f.gain) + ", " + std::to_string(f.precond) +
-                  ", " + std::to_string(f.side) + ", " + std::to_string(f.source) + ", " + std::to_string(f.solve);
-  const bool writeKey = f.write_key != launch::kWriteKeyRebuilt;
-  if (f.clamp != 0 || writeKey) s += ", " + std::to_string(f.clamp);
-  if (writeKey) s += ", " + std::to_string(f.write_key);
-  return s + "}";
 }
 
 }  // namespace dgps::tile

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "dgps/Dialect/Tile/IR/Tile.h"
+#include "dgps/tile/feedback_scan_layout.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
@@ -34,11 +35,11 @@ const WorkspaceExtent kWorkspaceExtents[] = {
     {"chunk + 1", "((long long)t.chunk + 1)", "(chunk + 1)",
      [](const Shape&, const Tile& t, long long) { return (long long)t.chunk + 1; }},
     // the chunked hypergrad_ogd scan: the lower triangle of a C x C block (hgtri) and {a [C], y [C], L, 3 pad}
-    // (hgvec), launch_rules.h hypergradTriFloats / hypergradVecFloats
-    {"chunk * (chunk + 1) / 2", "((long long)dgps::launch::hypergradTriFloats(t.chunk))", "(chunk * (chunk + 1) / 2)",
-     [](const Shape&, const Tile& t, long long) { return (long long)launch::hypergradTriFloats(t.chunk); }},
-    {"2 * chunk + 4", "((long long)dgps::launch::hypergradVecFloats(t.chunk))", "(2 * chunk + 4)",
-     [](const Shape&, const Tile& t, long long) { return (long long)launch::hypergradVecFloats(t.chunk); }},
+    // (hgvec), tile/feedback_scan_layout.h feedbackTriFloats / feedbackVecFloats
+    {"chunk * (chunk + 1) / 2", "((long long)dgps::tile::feedbackTriFloats(t.chunk))", "(chunk * (chunk + 1) / 2)",
+     [](const Shape&, const Tile& t, long long) { return (long long)tile::feedbackTriFloats(t.chunk); }},
+    {"2 * chunk + 4", "((long long)dgps::tile::feedbackVecFloats(t.chunk))", "(2 * chunk + 4)",
+     [](const Shape&, const Tile& t, long long) { return (long long)tile::feedbackVecFloats(t.chunk); }},
 };
 const int kWorkspaceExtentCount = int(sizeof(kWorkspaceExtents) / sizeof(kWorkspaceExtents[0]));
 

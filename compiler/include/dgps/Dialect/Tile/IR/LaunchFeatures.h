@@ -1,19 +1,18 @@
 // The function attribute tile.launch_features (Tile.h kLaunchFeaturesAttr): the launch contract a tile role shares
-// with the package's other roles, a launch_rules.h FeatureSet. It fixes the roles the forward runs, the
+// with the package's other roles, a DeviceFeatures.h FeatureSet. It fixes the roles the forward runs, the
 // workspace and the shared-memory layouts; the maths is in the function's body. The one reader, writer and
-// printer of that attribute: the tile lowerings set it, the tile dialect verifies it, the emitters print it.
+// checker of that attribute: the tile lowerings set it, the tile dialect verifies it, the emitters read it (the
+// package prints the launch contract it selects, dsl LaunchContract.h, not the attribute).
 #pragma once
 
-#include <string>
-
-#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/DeviceFeatures.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Operation.h"
 
 namespace dgps::tile {
 
-/// Entries of tile.launch_features, in launch_rules.h FeatureSet order: decay (0 none, 1 scalar, 2 per channel),
+/// Entries of tile.launch_features, in DeviceFeatures.h FeatureSet order: decay (0 none, 1 scalar, 2 per channel),
 /// gain, precond, side (1 query), source (1 hypergrad_ogd), solve (1 delta), clamp (1: a clamped hypergrad_ogd
 /// d-scan, which stays per token).
 inline constexpr int kLaunchFeatureCount = 7;
@@ -28,8 +27,5 @@ mlir::LogicalResult verifyLaunchFeatures(mlir::Operation* op, mlir::Attribute va
 /// The FeatureSet of `fn`'s tile.launch_features; an error at `fn` when it is absent or malformed.
 mlir::FailureOr<launch::FeatureSet> launchFeaturesOf(mlir::Operation* fn);
 
-/// The CUDA brace initializer of `f`, "{decay, gain, precond, side, source, solve}", with ", 1" appended for a
-/// clamp: FeatureSet::clamp defaults to 0, so a clamp-free role prints as it did before the clamp was carried.
-std::string featureSetInitializer(const launch::FeatureSet& f);
 
 }  // namespace dgps::tile

@@ -28,13 +28,13 @@ inline constexpr const char* kRoleAttr = "tile.role";
 /// Function attribute: the CTA grid (a Grid keyword: "value_tile" or "key_head").
 inline constexpr const char* kGridAttr = "tile.grid";
 /// Function attribute of a chunk role: the launch contract shared with the package's other roles,
-/// array<i32: decay, gain, precond, side, source, solve, clamp> (launch_rules.h FeatureSet; read, written and
+/// array<i32: decay, gain, precond, side, source, solve, clamp> (DeviceFeatures.h FeatureSet; read, written and
 /// printed by LaunchFeatures.h). It fixes the workspace and shared-memory layout only; the maths is in the body.
 inline constexpr const char* kLaunchFeaturesAttr = "tile.launch_features";
 /// Function attribute: the value-tile width BV the function is written for.
 inline constexpr const char* kValueTileAttr = "tile.value_tile";
 /// Function attribute of a decode tile function: the resident CTAs per SM its launch bound asks of ptxas
-/// (__launch_bounds__'s second argument, for the decode's 128 threads: launch_rules.h decodeGeometry), which
+/// (__launch_bounds__'s second argument, for the decode's 128 threads: LaunchContract.h decodeGeometry), which
 /// caps its registers at 65536 / (128 · n) per thread. K is fixed only at JIT time, so it holds one count per
 /// key width: array<i32: dense, padded, wide> (KeyWidth; KP is K rounded up to 16, config.cuh). Each in
 /// [1, kMaxCtasPerSm] (the dialect verifies it). Absent: no bound, ptxas picks the registers.

@@ -183,7 +183,7 @@ def Tile_LowerProductsOp : Tile_Op<"lower_products", [AttrSizedOperandSegments]>
     inclusive (j <= i) and written as bf16 [C, C] to the workspace region `into`. The results may reuse the
     operands' storage: the operands are dead afterwards. With a [C, K] gate the row and column operands are
     gated in place (docs/math.md §4.3), so the verifier rejects any later use of them; a column operand that
-    is also a row operand is gated into the layout's column copy (launch_rules.h ChunkLocalSmem kcol).
+    is also a row operand is gated into the layout's column copy (LaunchContract.h chunkLocalLayout kcol).
   }];
   let arguments = (ins Variadic<Tile_AnyTile>:$rows, Tile_AnyTile:$cols, Variadic<Tile_TileOrScalar>:$row_a,
                        Variadic<Tile_AnyTile>:$row_b, Tile_AnyTile:$col, Optional<Tile_AnyTile>:$gate,

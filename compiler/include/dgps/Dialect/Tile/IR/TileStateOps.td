@@ -4,7 +4,7 @@
 // `tile.role = "state_output"` and `tile.grid = "value_tile"` runs one CTA per (sequence, value head, value
 // tile of BV columns); its warps own 16 value columns each and keep the transposed state Sᵀ [BV, K] in f32
 // registers (runtime/device/dgps/tile/state_frag.cuh). The chunks of the sequence are walked in order; per
-// chunk the operands are staged in shared memory (launch_rules.h stateOutputSmem) from the chunk_local
+// chunk the operands are staged in shared memory (LaunchContract.h walkLayout) from the chunk_local
 // workspace regions (the module's tile.workspace, Workspace.h) and the input tensors named by the op.
 // Each op is generic maths; the lowering picks the operands and attributes that express a model.
 //
@@ -56,7 +56,7 @@ def Tile_WalkOperand : I32EnumAttr<"WalkOperand", "operand of a state walk rebui
 }
 
 // Where a walk's preconditioned operand comes from: a key-side preconditioner's write key P⊙k̂ or a query-side
-// one's query P⊙q̂ (docs/math.md §8.3, launch_rules.h FeatureSet::write_key; chosen by the tile lowerings'
+// one's query P⊙q̂ (docs/math.md §8.3, DeviceFeatures.h FeatureSet::write_key; chosen by the tile lowerings'
 // `write-key` option).
 def Tile_WriteKeyForm : I32EnumAttr<"WriteKeyForm", "source of a walk's preconditioned write key or query", [
     // rebuilt per chunk by the walk's producer warpgroup from the raw rows and pst (`rescale write_key` / `query`)
@@ -104,18 +104,18 @@ def Tile_StateWalkOp : Tile_Op<"state_walk"> {
     The rebuild runs off the walk's sequential path: `producer_warps` warps after the consumer warps
     (warp_split.cuh) rebuild chunk c+1 while the consumers run chunk c; `registers` = [consumer, producer] is
     the per-thread register budget each side keeps when registers can be handed over (whole warpgroups, over
-    256 threads); the launch's thread count and stage layout (launch_rules.h stateOutputThreads /
+    256 threads); the launch's thread count and stage layout (LaunchContract.h walkThreads /
     stateOutputSmem) must provide for them.
     `write_key_form` (printed after the write key: `as rebuilt` / `as stored`) is set on every walk of a
     key-side preconditioner: `rebuilt` goes with `rescale write_key`; `stored` with no rescale and the write key
     chunk_local stored, "pwk" (bf16 P ⊙ k, the raw key rows; the record's field 2 keeps the l2norm factor and
     the gate) or, with per-channel decay, "opw" (P ⊙ k ⊙ 2^{G_C − G_i}). Which walks take which form is the
-    launch contract's (tile.launch_features write_key, launch_rules.h walkRebuildsKw), checked on the function.
+    launch contract's (tile.launch_features write_key, DeviceFeatures.h walkRebuildsKw), checked on the function.
     `query_form` (printed after the query: `as rebuilt` / `as stored`) is the same for a query-side
     preconditioner's query, set on every walk that writes o (the query's only reader): `rebuilt` goes with
     `rescale query` and the raw query "q"; `stored` with no rescale and the query chunk_local stored, "pwq"
     (bf16 P ⊙ q, the raw query rows; the record's field 0 keeps the scale, the l2norm factor and the gate)
-    (tile.launch_features write_key 1, launch_rules.h needPwq).
+    (tile.launch_features write_key 1, DeviceFeatures.h needPwq).
     Row map (`row_steps` = n >= 2, `query_phase`, `output_phase` in [0, n)): the walk's rows are steps, n per
     token (docs/math.md §3.7), while the input query "q" and the output o have one row per token. Row r reads
     the query of token r / n when r mod n == query_phase (else a zero query row), and o's token row r / n is
