@@ -64,7 +64,7 @@ TEST(RegexFree, LongManifestEntriesAreOneBoundedError) {
       {"source: kernels.cu", "source: " + huge, "source"},
       {"spec_hash: \"", "spec_hash: \"" + huge, "spec_hash"},
       {"symbol: dgps_gdn_fwd_chunk_local", "symbol: " + huge + "dgps_gdn_fwd", "launch.forward[0].symbol"},
-      {"smem: \"(4 * KP", "smem: \"" + huge + "(4 * KP", "launch.decode.smem"},
+      {"smem: \"KP * 16", "smem: \"" + huge + "KP * 16", "launch.decode.smem"},
       {"chunk: [", "chunk: [" + std::string(5000, '9') + ", ", "tunables.chunk[0]"},
   };
   for (const auto& c : cases) {
