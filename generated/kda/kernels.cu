@@ -210,7 +210,7 @@ extern "C" __global__ void dgps_kda_fwd_chunk_local(dgps::ForwardArgs a) {
     uint16_t* const rows0[2] = {t1, t0};
     const t::RowFactor fa0[2] = {t::RowFactor{t3.p, t3.stride, 0.f}, t::RowFactor{nullptr, 0, t7}};
     const t::RowVec fb0[2] = {t4, t5};
-    static_assert(L.kcol >= 0, "chunkLocalSmem has no gated column copy for a key that is also a row operand");
+    static_assert(L.kcol >= 0, "the chunk_local layout has no gated column copy for a key that is also a row operand");
     t::lower_products_channel_gated<C, K, KP, PQ, NW, 2>(rows0, fa0, fb0, t1, t4, t2, PG, dev::smem_at<uint16_t>(sm, L.kcol), dev::smem_at<uint16_t>(sm, L.mul), sVec + C * 12, t10, PA, reinterpret_cast<uint16_t*>(ws + W.aqk) + sh * C * C);
   }
   dev::sync_threads();

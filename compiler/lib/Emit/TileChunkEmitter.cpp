@@ -1,6 +1,6 @@
 // The chunk-role tile emitter (TileEmitter.h emitTileChunkKernel): a chunk_local tile function -> CUDA calling
-// runtime/device/dgps/tile. Shared tiles are placed in the role's shared-memory layout (launch_rules.h
-// chunkLocalSmem): 16-bit [C, K] rows in the q, k slots in order of loading, the f32 [C, K] gate in G, [C, C]
+// runtime/device/dgps/tile. Shared tiles are placed in the role's shared-memory layout (LaunchContract.h
+// chunkLocalLayout, printed as dgps_package::chunk_local_smem()): 16-bit [C, K] rows in the q, k slots in order of loading, the f32 [C, K] gate in G, [C, C]
 // blocks in A, [C] vectors in the columns of the token area (TileVectorColumns.h: vectors read together at one
 // row share an 8-byte pair of columns). In-place ops reuse their operand's name.
 //
@@ -50,7 +50,7 @@ bool is16(Type t) { return !cast<TileType>(t).getElementType().isF32(); }
 
 class ChunkEmitter {
  public:
-  /// `features`: the function's tile.launch_features, which decide which slots chunkLocalSmem has.
+  /// `features`: the function's tile.launch_features, which decide which slots the layout (LaunchContract.h chunkLocalLayout) has.
   ChunkEmitter(std::ostringstream& os, const launch::FeatureSet& features)
       : os_(os), diagonalGate_(features.decay == 2), precond_(features.precond == 1), keySide_(features.side == 0) {}
 
@@ -331,7 +331,7 @@ class ChunkEmitter {
       // layout's column copy, else in place; the layout reserves the copy from the same features.
       const bool colsAreRows = llvm::is_contained(op.getRows(), op.getCols());
       if (colsAreRows)
-        os_ << "    static_assert(L.kcol >= 0, \"chunkLocalSmem has no gated column copy for a key that is also a "
+        os_ << "    static_assert(L.kcol >= 0, \"the chunk_local layout has no gated column copy for a key that is also a "
                "row operand\");\n";
       os_ << "    t::lower_products_channel_gated<C, K, KP, PQ, NW, " << np << ">(" << common << name(g) << ", PG, "
           << (colsAreRows ? "dev::smem_at<uint16_t>(sm, L.kcol)" : "nullptr")

@@ -24,8 +24,8 @@ namespace dgps {
 namespace {
 
 /// Checks that the walk's rescale (a producer warpgroup rebuilding the query or the write key) is the one the
-/// layout of `f` provides for: its stage tiles (pst, the raw key) and its threads (launch_rules.h
-/// stateOutputThreads). `segment`: a segment walk (FeatureSet::write_key may give it the stored write key).
+/// layout of `f` provides for: its stage tiles (pst, the raw key) and its threads (LaunchContract.h
+/// walkThreads). `segment`: a segment walk (FeatureSet::write_key may give it the stored write key).
 LogicalResult checkRescale(StateWalkOp w, const launch::FeatureSet& f, bool segment) {
   if (!w.getRescale()) {
     // every walk reads the write key; only a walk that writes o reads the query (a segment summary's do not)

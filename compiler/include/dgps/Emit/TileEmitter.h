@@ -23,7 +23,7 @@ mlir::FailureOr<std::string> emitTileKernel(mlir::func::FuncOp fn, const std::st
 /// `extern "C" __global__ void <symbol>(dgps::ForwardArgs a) { ... }` for a chunk_local tile function
 /// (--dgps-lower-chunk-local-to-tile; TileChunkEmitter.cpp). It keeps the launch contract role's ABI and
 /// launch geometry (LaunchContract.h forwardGeometry: grid = chunk slots x HV, WARPS warps, shared memory
-/// chunkLocalSmem of the function's tile.launch_features) and writes the same workspace (the module's tile.workspace).
+/// LaunchContract.h chunkLocalLayout of the function's tile.launch_features) and writes the same workspace (the module's tile.workspace).
 /// Emits an error at the offending op and fails on an op it cannot print, a tensor ForwardArgs lacks,
 /// or more shared tiles than that layout provides.
 mlir::FailureOr<std::string> emitTileChunkKernel(mlir::func::FuncOp fn, const std::string& symbol);
@@ -32,7 +32,7 @@ mlir::FailureOr<std::string> emitTileChunkKernel(mlir::func::FuncOp fn, const st
 /// (--dgps-lower-state-output-to-tile; TileStateEmitter.cpp): the function's tile.state_walk printed as the
 /// sequential chunk walk over runtime/device/dgps/tile. It keeps the launch contract role's ABI and launch
 /// geometry (LaunchContract.h forwardGeometry: one CTA per sequence, value head and value tile, BV/16 warps,
-/// shared memory stateOutputSmem of tile.launch_features) and reads the workspace chunk_local wrote. Emits an
+/// shared memory LaunchContract.h walkLayout of tile.launch_features) and reads the workspace chunk_local wrote. Emits an
 /// error at the walk and fails when it reads a tile that layout lacks, or for a preconditioned forward (its
 /// producer warpgroup is not printed yet).
 mlir::FailureOr<std::string> emitTileStateKernel(mlir::func::FuncOp fn, const std::string& symbol);

@@ -65,7 +65,7 @@ constexpr bool needPwq(const FeatureSet& f) {
 /// A walk that reads the query (one that writes o) rebuilds P⊙q̂ (a query-side preconditioner without pwq).
 constexpr bool walkRebuildsQ(const FeatureSet& f) { return rebuildsQ(f) && !needPwq(f); }
 /// A walk runs the producer warpgroup: it rebuilds the write key, or the query (a query-side preconditioner; the
-/// segment summary reads no query and has its own rule, segmentSummaryThreads).
+/// segment summary reads no query and has its own rule, LaunchContract.h segmentRoleLaunch).
 constexpr bool walkRebuilds(const FeatureSet& f, bool segment) {
   return walkRebuildsKw(f, segment) || walkRebuildsQ(f);
 }

@@ -105,7 +105,7 @@ def Tile_StateWalkOp : Tile_Op<"state_walk"> {
     (warp_split.cuh) rebuild chunk c+1 while the consumers run chunk c; `registers` = [consumer, producer] is
     the per-thread register budget each side keeps when registers can be handed over (whole warpgroups, over
     256 threads); the launch's thread count and stage layout (LaunchContract.h walkThreads /
-    stateOutputSmem) must provide for them.
+    LaunchContract.h walkLayout) must provide for them.
     `write_key_form` (printed after the write key: `as rebuilt` / `as stored`) is set on every walk of a
     key-side preconditioner: `rebuilt` goes with `rescale write_key`; `stored` with no rescale and the write key
     chunk_local stored, "pwk" (bf16 P ⊙ k, the raw key rows; the record's field 2 keeps the l2norm factor and
