@@ -5,7 +5,7 @@
 # accesses, all instructions) and the SASS counts that decide a memory-bound kernel (BAR.SYNC, LDG, LDG.E.128,
 # STG, STG.E.128, all instructions; needs cuobjdump, else those columns read "-"). Used to line a role printed
 # by one compiler up against another's (e.g. generated/ against packages written by dgpsc before an emitter
-# change). Dynamic shared memory is the same for both (launch_rules.h fixes it per role).
+# change). Dynamic shared memory is the same for both (the launch contract fixes it per role).
 # Only the package's preamble (its includes) and the role's kernel are compiled (the other roles are cut
 # out), so a run over every package takes about a minute on two cores.
 #

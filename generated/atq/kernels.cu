@@ -40,6 +40,20 @@ DGPS_HD inline Workspace workspace_layout(const dgps::launch::ProblemShape& s, c
 // (byte offsets) and threads of the roles below; the manifest's smem and block formulas are the same
 // expressions.
 namespace dgps_package {
+struct PrecondSummarySmem {
+  int key, rec, total;
+};
+DGPS_HD constexpr PrecondSummarySmem precond_summary_smem() {
+  using namespace dgps::cfg;
+  PrecondSummarySmem m{};
+  int off = 0;
+  m.key = off;
+  off += (int)(C * (KP + 8) * 2);
+  m.rec = off;
+  off += (int)(C * 16);
+  m.total = off;
+  return m;
+}
 struct ChunkLocalSmem {
   int q, k, kw, A, tok, pstate, total;
 };
@@ -140,6 +154,22 @@ DGPS_HD constexpr int segment_state_output_threads() {
   using namespace dgps::cfg;
   return (int)(BV / 16 * 32);
 }
+struct DecodeSmem {
+  int vec, part, scalar, total;
+};
+DGPS_HD constexpr DecodeSmem decode_smem() {
+  using namespace dgps::cfg;
+  DecodeSmem m{};
+  int off = 0;
+  m.vec = off;
+  off += (int)(KP * 16);
+  m.part = off;
+  off += (int)(1024);
+  m.scalar = off;
+  off += (int)(128);
+  m.total = off;
+  return m;
+}
 }  // namespace dgps_package
 extern "C" __global__ void dgps_atq_fwd_precond_summary(dgps::ForwardArgs a) {
   // Generated from tile IR (atq_precond_summary, grid chunk_key_head: one CTA per chunk slot and key head).
@@ -159,8 +189,9 @@ extern "C" __global__ void dgps_atq_fwd_precond_summary(dgps::ForwardArgs a) {
   at.t0 = sq.bos + c * C;
   at.Lr = (int)dev::lmin(C, sq.len - c * C);
   unsigned char* const sm = dev::dyn_smem();
-  float* const sVec = dev::smem_at<float>(sm, C * PQ * 2);  // [C][4] per-row record
-  uint16_t* const t0 = dev::smem_at<uint16_t>(sm, 0);
+  constexpr dgps_package::PrecondSummarySmem L = dgps_package::precond_summary_smem();
+  float* const sVec = dev::smem_at<float>(sm, L.rec);
+  uint16_t* const t0 = dev::smem_at<uint16_t>(sm, L.key);
   t::load_rows16<C, KP>(t0, PQ, a.k, at, H, h, K);
   const t::RowVec t1{sVec + 3, 4};
   const t::RowVec t2{sVec + 0, 4};
@@ -712,10 +743,12 @@ extern "C" __global__ void __launch_bounds__(128, dgps::cfg::KP > 128 ? 2 : dgps
   using Quad = t::Quad<BV, NT>;
   (void)sizeof(SplitK);
   (void)sizeof(Frag);
-  // Shared memory (LaunchContract.h decodeLaunch): 4 [KP] vectors, [4][2][BV] scratch, 32 scalars.
-  float* const smem = reinterpret_cast<float*>(dgps::dev::dyn_smem());
-  float* const scratch = smem + 4 * KP;
-  float* const scalars = scratch + 256;
+  // Shared memory: the launch contract's layout (printed above): 4 [KP] vectors, [4][2][BV] scratch, 32 scalars.
+  constexpr dgps_package::DecodeSmem L = dgps_package::decode_smem();
+  unsigned char* const sm = dgps::dev::dyn_smem();
+  float* const smem = dgps::dev::smem_at<float>(sm, L.vec);
+  float* const scratch = dgps::dev::smem_at<float>(sm, L.part);
+  float* const scalars = dgps::dev::smem_at<float>(sm, L.scalar);
   (void)scratch;
   (void)scalars;
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;

@@ -131,6 +131,22 @@ DGPS_HD constexpr int segment_state_output_threads() {
   using namespace dgps::cfg;
   return (int)(BV / 16 * 32);
 }
+struct DecodeSmem {
+  int vec, part, scalar, total;
+};
+DGPS_HD constexpr DecodeSmem decode_smem() {
+  using namespace dgps::cfg;
+  DecodeSmem m{};
+  int off = 0;
+  m.vec = off;
+  off += (int)(KP * 16);
+  m.part = off;
+  off += (int)(1024);
+  m.scalar = off;
+  off += (int)(128);
+  m.total = off;
+  return m;
+}
 }  // namespace dgps_package
 extern "C" __global__ void dgps_gdn_fwd_chunk_local(dgps::ForwardArgs a) {
   // Generated from tile IR (gdn_chunk_local, grid chunk: one CTA per chunk slot and value head).
@@ -626,10 +642,12 @@ extern "C" __global__ void dgps_gdn_decode(dgps::DecodeArgs a) {
   using Quad = t::Quad<BV, NT>;
   (void)sizeof(SplitK);
   (void)sizeof(Frag);
-  // Shared memory (LaunchContract.h decodeLaunch): 4 [KP] vectors, [4][2][BV] scratch, 32 scalars.
-  float* const smem = reinterpret_cast<float*>(dgps::dev::dyn_smem());
-  float* const scratch = smem + 4 * KP;
-  float* const scalars = scratch + 256;
+  // Shared memory: the launch contract's layout (printed above): 4 [KP] vectors, [4][2][BV] scratch, 32 scalars.
+  constexpr dgps_package::DecodeSmem L = dgps_package::decode_smem();
+  unsigned char* const sm = dgps::dev::dyn_smem();
+  float* const smem = dgps::dev::smem_at<float>(sm, L.vec);
+  float* const scratch = dgps::dev::smem_at<float>(sm, L.part);
+  float* const scalars = dgps::dev::smem_at<float>(sm, L.scalar);
   (void)scratch;
   (void)scalars;
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;

@@ -179,15 +179,25 @@ FailureOr<std::string> printRole(const Spec& spec, ModuleOp plan, ModuleOp tileM
   return emitTilePrecondKernel(fn, symbol);
 }
 
-/// The launch contract of the roles whose kernels carve shared memory with a printed layout (chunk_local and the
-/// walks), for kernels.cu: each layout and thread count from the role's tile.launch_features (LaunchContract.h),
-/// the same expressions the manifest prints as formulas.
+/// The launch contract of the roles whose kernels carve shared memory with a printed layout (every role but the
+/// chunked feedback scan's two, which use tile/feedback_scan_layout.h), for kernels.cu: each layout and thread count
+/// from the role's tile.launch_features or the spec's features (LaunchContract.h), the same expressions the
+/// manifest prints as formulas.
 FailureOr<std::string> printRoleLaunches(const Spec& spec, ModuleOp tileModule, const std::vector<std::string>& roles) {
   auto has = [&](const char* role) { return std::find(roles.begin(), roles.end(), role) != roles.end(); };
   auto featuresOf = [&](const char* role) -> FailureOr<launch::FeatureSet> {
     return tile::launchFeaturesOf(tileModule.lookupSymbol<func::FuncOp>(spec.name + "_" + role));
   };
   std::ostringstream os;
+  const launch::FeatureSet spec_f = deviceFeatures(spec);
+  // the preconditioner roles whose kernels index a printed layout: the ema_sq_squash summary and the clamped
+  // (per-token) scan; the chunked feedback scan carves tile/feedback_scan_layout.h itself
+  if (has("precond_summary") && !launch::hypergradChunked(spec_f))
+    os << launch::smemLayoutCuda("PrecondSummarySmem", "precond_summary_smem",
+                                 launch::forwardRoleLaunch(launch::kPrecondSummary, spec_f).smem);
+  if (has("precond_scan") && spec_f.source == 1 && !launch::hypergradChunked(spec_f))
+    os << launch::smemLayoutCuda("PrecondScanSmem", "precond_scan_smem",
+                                 launch::forwardRoleLaunch(launch::kPrecondScan, spec_f).smem);
   if (has("chunk_local")) {
     FailureOr<launch::FeatureSet> f = featuresOf("chunk_local");
     if (failed(f)) return failure();
@@ -210,6 +220,7 @@ FailureOr<std::string> printRoleLaunches(const Spec& spec, ModuleOp tileModule, 
                               launch::segmentRoleLaunch(launch::kSegmentSummary, *f).threads);
     os << launch::threadsCuda("segment_state_output_threads", walk.threads);
   }
+  if (has("decode")) os << launch::smemLayoutCuda("DecodeSmem", "decode_smem", launch::decodeLaunch(spec_f).smem);
   if (os.str().empty()) return std::string();
   return "// The launch contract (dsl/include/dgps/dsl/LaunchContract.h, printed by dgpsc): the shared-memory layout\n"
          "// (byte offsets) and threads of the roles below; the manifest's smem and block formulas are the same\n"

@@ -433,9 +433,13 @@ FailureOr<std::string> emitTileKernel(func::FuncOp fn, const std::string& symbol
   os << "  constexpr int VT = (V + BV - 1) / BV;\n";
   os << "  using SplitK = t::SplitVec<KP, NT>;\n  using Frag = t::RowFrag<KP, BV, NT>;\n  using Quad = t::Quad<BV, NT>;\n";
   os << "  (void)sizeof(SplitK);\n  (void)sizeof(Frag);\n";
-  os << "  // Shared memory (LaunchContract.h decodeLaunch): 4 [KP] vectors, [4][2][BV] scratch, 32 scalars.\n";
-  os << "  float* const smem = reinterpret_cast<float*>(dgps::dev::dyn_smem());\n";
-  os << "  float* const scratch = smem + 4 * KP;\n  float* const scalars = scratch + 256;\n";
+  os << "  // Shared memory: the launch contract's layout (printed above): 4 [KP] vectors, [4][2][BV] scratch, 32 "
+        "scalars.\n";
+  os << "  constexpr dgps_package::DecodeSmem L = dgps_package::decode_smem();\n";
+  os << "  unsigned char* const sm = dgps::dev::dyn_smem();\n";
+  os << "  float* const smem = dgps::dev::smem_at<float>(sm, L.vec);\n";
+  os << "  float* const scratch = dgps::dev::smem_at<float>(sm, L.part);\n";
+  os << "  float* const scalars = dgps::dev::smem_at<float>(sm, L.scalar);\n";
   os << "  (void)scratch;\n  (void)scalars;\n";
   os << "  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;\n";
   os << "  const int64_t bid = dgps::dev::block_x();\n";

@@ -80,7 +80,7 @@ class SummaryEmitter {
     }
     if (rowsUsed_) return op->emitOpError("needs a second [C, K] row tile (the layout has one)");
     rowsUsed_ = true;
-    os_ << "  uint16_t* const " << n << " = dev::smem_at<uint16_t>(sm, 0);\n";
+    os_ << "  uint16_t* const " << n << " = dev::smem_at<uint16_t>(sm, L.key);\n";
     return success();
   }
 
@@ -235,8 +235,11 @@ FailureOr<std::string> emitSummary(func::FuncOp fn, const std::string& symbol, c
   os << "  if (!dev::slot_to_chunk(a, slot, n, c, sq)) return;\n";
   os << "  t::ChunkAt at;\n  at.t0 = sq.bos + c * C;\n  at.Lr = (int)dev::lmin(C, sq.len - c * C);\n";
   os << "  unsigned char* const sm = dev::dyn_smem();\n";
-  if (fn.getBody().front().getOps<HypergradChunkSummaryOp>().empty())
-    os << "  float* const sVec = dev::smem_at<float>(sm, C * PQ * 2);  // [C][4] per-row record\n";
+  if (fn.getBody().front().getOps<HypergradChunkSummaryOp>().empty()) {
+    // the launch contract's layout (printed above): the key tile, then the [C][4] per-row record
+    os << "  constexpr dgps_package::PrecondSummarySmem L = dgps_package::precond_summary_smem();\n";
+    os << "  float* const sVec = dev::smem_at<float>(sm, L.rec);\n";
+  }
   else
     os << "  const t::FeedbackSummaryTiles<C, K> hs(sm);  // tile/feedback_scan_layout.h feedbackSummarySmem\n";
   SummaryEmitter e(os);
@@ -312,8 +315,10 @@ FailureOr<std::string> emitTokenScan(func::FuncOp fn, HypergradTokenScanOp o, co
     os << "  st.has_min = true;\n  st.lo = " << cudaFloatLiteral(o.getClampMin()->convertToDouble()) << ";\n";
   if (o.getClampMax())
     os << "  st.has_max = true;\n  st.hi = " << cudaFloatLiteral(o.getClampMax()->convertToDouble()) << ";\n";
-  os << "  t::feedback_token_scan<C, K, KP, Codec>(dev::smem_at<uint16_t>(dev::dyn_smem(), (int64_t)dev::warp() * 32 "
-        "* PQ * 2),\n";
+  // the launch contract's layout (printed above): 32 key rows per warp in the "rows" region
+  os << "  constexpr dgps_package::PrecondScanSmem L = dgps_package::precond_scan_smem();\n";
+  os << "  t::feedback_token_scan<C, K, KP, Codec>(dev::smem_at<uint16_t>(dev::dyn_smem(), L.rows + (int64_t)dev::warp() "
+        "* 32 * PQ * 2),\n";
   os << "      io, st, sq.len, a." << o.getStart().str() << " != nullptr ? a." << o.getStart().str()
      << " + ph : nullptr, " << cudaFloatLiteral(o.getAbsent().convertToDouble()) << ",\n";
   if (o.getFinal())
