@@ -3,6 +3,7 @@
 #include "dgps/dsl/LaunchContract.h"
 
 #include <sstream>
+#include <stdexcept>
 
 #include "dgps/tile/feedback_scan_layout.h"
 
@@ -196,9 +197,22 @@ void place(const SmemLayout& layout, long long& off, const ProblemShape& s, cons
   }
 }
 
+/// A Stages item places its stage from byte 0 (the kernels index stage s at s * stage_bytes), so it may only be
+/// the layout's first item, at the top level.
+void requireStagesFirst(const SmemLayout& layout, bool top = true) {
+  for (size_t i = 0; i < layout.items.size(); ++i) {
+    const SmemLayout::Item& it = layout.items[i];
+    if (it.kind == SmemLayout::Item::Stages && (!top || i != 0))
+      throw std::logic_error("a shared-memory layout's stages must be its first item (the kernels index stage s at "
+                             "s * stage_bytes from byte 0)");
+    for (const SmemLayout& p : it.parts) requireStagesFirst(p, false);
+  }
+}
+
 }  // namespace
 
 std::string smemLayoutCuda(const std::string& type, const std::string& fn, const SmemLayout& layout) {
+  requireStagesFirst(layout);
   std::vector<std::string> names;
   collectNames(layout, names);
   std::ostringstream os;
@@ -221,6 +235,7 @@ std::string threadsCuda(const std::string& fn, const LaunchExpr& threads) {
 
 std::vector<std::pair<std::string, long long>> smemOffsets(const SmemLayout& layout, const ProblemShape& s,
                                                            const TileConfig& t) {
+  requireStagesFirst(layout);
   std::vector<std::pair<std::string, long long>> out;
   long long off = 0;
   place(layout, off, s, t, out);
@@ -310,7 +325,8 @@ int walkProducerWarps(const FeatureSet& f, bool segment) { return walkRebuilds(f
 namespace {
 
 /// The chunked hypergrad_ogd scan's layouts: tile/feedback_scan_layout.h, whose structs the tile library carves
-/// its shared memory with (tests/dsl/test_launch_contract.cpp checks these against them).
+/// its shared memory with (tests/runtime/test_launch_rules.cpp FeedbackScanLayoutsMatchTheTileLibrary checks
+/// these against them).
 SmemLayout feedbackSummaryLayout() {
   SmemLayout key, gt, m;
   key.region("key", paddedKeyTile());

@@ -623,7 +623,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threa
   dgps_pgdn_fwd_segment_summary_walk1(a, bid);
 }
 extern "C" __global__ void __launch_bounds__(dgps::launch::kSegmentFoldThreads) dgps_pgdn_fwd_segment_fold(dgps::ForwardArgs a) {
-  // Generated from tile IR (pgdn_segment_fold, one CTA per sequence, value head and slab of kSegmentFoldCols value columns; launch_rules.h segmentGeometry).
+  // Generated from tile IR (pgdn_segment_fold, one CTA per sequence, value head and slab of kSegmentFoldCols value columns; LaunchContract.h segmentRoleLaunch).
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
   constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V;

@@ -310,14 +310,16 @@ void parseSegmented(const Reader& r, const YAML::Node& n, LaunchRules& L) {
 // no definition can refer to itself.
 void parseLaunch(const Reader& r, const YAML::Node& n, Manifest& m) {
   r.checkKeys(n, "launch", {"device_layout", "let"}, {"forward", "workspace", "forward_segmented", "decode"});
-  // The formulas below size shared memory and the workspace on the host; the kernels carve them with the
-  // launch_rules.h this runtime compiles them with. Both must be the same layout (LaunchManifest.h).
+  // The formulas below size shared memory and the workspace on the host; the kernels read the slot, pitch and
+  // feedback-scan rules of the device headers this runtime compiles them with (launch_rules.h,
+  // tile/feedback_scan_layout.h). Both must be the same (LaunchManifest.h deviceLayoutHash).
   const std::string layout = r.str(n["device_layout"], "launch.device_layout");
   if (layout != deviceLayoutHash()) {
     r.fail(n["device_layout"], "launch.device_layout",
            "the package was generated for device layout \"" + text::shown(layout) +
                "\" but this runtime's device library has layout \"" + deviceLayoutHash() +
-               "\" (runtime/device/dgps/device/launch_rules.h changed between dgpsc and this runtime); "
+               "\" (runtime/device/dgps/device/launch_rules.h or tile/feedback_scan_layout.h changed between dgpsc and "
+               "this runtime); "
                "regenerate the package with this version's dgpsc compile");
   }
   LaunchRules& L = m.launch;

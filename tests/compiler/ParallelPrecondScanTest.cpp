@@ -316,7 +316,7 @@ TEST(ParallelPrecondScan, TheExecutorRefusesGroupedValueHeads) {
 }
 
 TEST(ParallelPrecondScan, TheEmitterWritesTheChunkedRoles) {
-  // The launch contract runs the chunked scan as precond_summary + precond_scan (launch_rules.h
+  // The launch contract runs the chunked scan as precond_summary + precond_scan (DeviceFeatures.h
   // hypergradChunked): the plan's roles and the manifest list both, in that order.
   Context c;
   const Spec spec = osdn("osdn");

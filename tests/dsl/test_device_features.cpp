@@ -62,7 +62,7 @@ TEST(DeviceFeatures, AHypergradClampIsItsOwnFeature) {
   EXPECT_FALSE(launch::hypergradChunked(deviceFeatures(s)));
 }
 
-// The roles launch_rules.h derives from deviceFeatures(spec) are the roles the committed package lists
+// The roles the launch contract (LaunchContract.h forwardRoles) derives from deviceFeatures(spec) are the roles the committed package lists
 // (written by the compiler's plan, checked against the same rules only at emit time).
 TEST(DeviceFeatures, ShippedSpecsGiveTheirPackagesRoles) {
   namespace fs = std::filesystem;

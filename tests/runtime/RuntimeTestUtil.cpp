@@ -119,7 +119,7 @@ std::string manifestFor(const Spec& s) {
     << "io: {initial_state: " << b(s.initial_state) << ", final_state: " << b(s.final_state)
     << ", initial_precond_state: " << b(s.initial_precond_state) << ", final_precond_state: "
     << b(s.final_precond_state) << ", varlen: " << b(s.varlen) << "}\n";
-  // The launch section dgpsc writes, for the roles launch_rules.h runs for a spec without a preconditioner.
+  // The launch section dgpsc writes, for the roles the launch contract runs for a spec without a preconditioner.
   LaunchSectionRequest launch;
   launch.name = s.name;
   launch.features = deviceFeatures(s);

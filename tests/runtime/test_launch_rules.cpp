@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -229,6 +230,23 @@ TEST(LaunchRules, FeedbackScanLayoutsMatchTheTileLibrary) {
       EXPECT_EQ(pass["total"], b.total);
       EXPECT_EQ(forwardGeometry(kPrecondScan, f, s, t).block.x, (unsigned)tile::kFeedbackPassThreads);
     }
+}
+
+// The kernels index pipeline stage s at s * stage_bytes from byte 0, so a layout whose stages come after another
+// item is refused by every reading rather than printed with offsets the kernels would not use.
+TEST(LaunchRules, StagesMustOpenTheLayout) {
+  SmemLayout stage, late;
+  stage.region("tile", chunk() * KP() * 2);
+  late.region("head", 64).stages(stage, 128, stages());
+  EXPECT_THROW((void)smemOffsets(late, ProblemShape{}, TileConfig{}), std::logic_error);
+  EXPECT_THROW((void)smemLayoutCuda("Late", "late_smem", late), std::logic_error);
+  SmemLayout first;
+  first.stages(stage, 128, stages()).region("tail", 64);
+  std::map<std::string, long long> at;
+  for (const auto& e : smemOffsets(first, ProblemShape{}, TileConfig{})) at[e.first] = e.second;
+  EXPECT_EQ(at["stage_bytes"], 64 * 128 * 2);  // already a multiple of 128 at chunk 64, K = 128
+  EXPECT_EQ(at["tail"], 2 * 64 * 128 * 2);
+  EXPECT_EQ(at["total"], 2 * 64 * 128 * 2 + 64);
 }
 
 }  // namespace

@@ -227,8 +227,7 @@ namespace dgps {
 namespace {
 
 // The segmented forward (launch.forward_segmented, written for every package with a chunk forward of one step per
-// token, preconditioned ones included) against LaunchContract.h forwardGeometry / segmentGeometry and expectedWorkspace,
-// which the kernels read at compile time: kernels in the order of the plain roles before state_output
+// token, preconditioned ones included) against LaunchContract.h forwardGeometry / segmentGeometry and expectedWorkspace: kernels in the order of the plain roles before state_output
 // (precond_summary and precond_scan where there is a preconditioner, chunk_local), then segment_summary,
 // segment_fold, segment_state_output, and the segment regions after the chunk regions, for shapes with one
 // segment, a partial last segment, many segments, and a packed batch.
@@ -315,8 +314,8 @@ TEST(ManifestLaunch, SegmentedFormulasEqualTheLaunchRules) {
 
 
 // A package's write key stored by chunk_local (DeviceFeatures.h FeatureSet::write_key, set by the tile IR): the
-// manifest's formulas (dsl LaunchManifest.cpp, written with the package's write_key) against launch_rules.h for the
-// same FeatureSet, which the tile kernels read: the walks' threads (no producer warpgroup in a walk that loads the
+// manifest's formulas (dsl LaunchManifest.cpp, written with the package's write_key) against the launch contract's host
+// values for the same FeatureSet: the walks' threads (no producer warpgroup in a walk that loads the
 // key) and shared memory, plain and segmented. (The workspace's pwk region per write key is the compiler's
 // declaration: tests/lit/dgpsc/write-key.test compiles each form and checks its manifest.) The shipped packages
 // take the key in the form their manifest names (features.write_key, the tests above); here each key-side

@@ -1,7 +1,7 @@
 // CPU check of a package's forward chunk_local (printed from tile IR against runtime/device/dgps/tile, as every
 // kernel of a package is): the package's kernels.cu is compiled for the CPU emulator of tests/emu and launched
 // with the runtime's forward geometry (LaunchContract.h forwardGeometry). Per problem, on fresh seeded inputs and a
-// 0xFF-poisoned workspace and NaN-poisoned outputs, every role runs in launch_rules.h order; with designed
+// 0xFF-poisoned workspace and NaN-poisoned outputs, every role runs in the launch contract's order; with designed
 // per-channel gates chunk_local's Aqk is checked against float64 (checkAqk), and o, the final state and the
 // final preconditioner state are compared with the float64 reference (dgps::runReference).
 // Problems: K = V = each square head dim <= 64 the spec allows (else its smallest) and the smallest square dim
@@ -286,7 +286,7 @@ bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, bool f16, std::i
   double aqkWorst = 0;
   const bool aqkChecked = designed && f.precond == 0;
   if (aqkChecked) aqkBad = checkAqk(in, spec, wsTile.data(), (long long)W.at("aqk"), B, T, s.heads_qk, HV, K, a.scale, &aqkWorst);
-  // 2. every other role after chunk_local, in launch_rules.h order
+  // 2. every other role after chunk_local, in the launch contract's order
   for (int i = local + 1; i < nr && ok; ++i) {
     const std::string role = dgps::launch::roleName(roles[i]);
     ok = launchRole(m.tile, prefix + role, dgps::launch::forwardGeometry(roles[i], f, ls, tc), a);

@@ -7,6 +7,7 @@
 
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Dialect/Tile/IR/LaunchFeatures.h"
+#include "dgps/Dialect/Tile/IR/Tile.h"
 #include "dgps/Dialect/Tile/IR/Workspace.h"
 #include "dgps/Emit/Package.h"
 #include "dgps/Transforms/Passes.h"
@@ -99,7 +100,7 @@ FailureOr<PlanSummary> summarizePlan(const Spec& spec, ModuleOp plan) {
   if (s.roles != expected) {
     fn.emitError() << "the plan's kernel roles " << flowList(s.roles)
                    << " are not the launch contract's roles for this spec " << flowList(expected)
-                   << " (runtime/device/dgps/device/LaunchContract.h forwardRoles)";
+                   << " (dsl/include/dgps/dsl/LaunchContract.h forwardRoles)";
     return failure();
   }
   return s;
@@ -183,13 +184,25 @@ FailureOr<std::string> printRole(const Spec& spec, ModuleOp plan, ModuleOp tileM
 /// chunked feedback scan's two, which use tile/feedback_scan_layout.h), for kernels.cu: each layout and thread count
 /// from the role's tile.launch_features or the spec's features (LaunchContract.h), the same expressions the
 /// manifest prints as formulas.
-FailureOr<std::string> printRoleLaunches(const Spec& spec, ModuleOp tileModule, const std::vector<std::string>& roles) {
+FailureOr<std::string> printRoleLaunches(const Spec& spec, ModuleOp tileModule, const std::vector<std::string>& roles,
+                                         const launch::FeatureSet& manifestFeatures) {
   auto has = [&](const char* role) { return std::find(roles.begin(), roles.end(), role) != roles.end(); };
+  // Each role's tile.launch_features must be the features the manifest's formulas are written with, so that the
+  // layouts printed here and the manifest's sizes come from one FeatureSet.
   auto featuresOf = [&](const char* role) -> FailureOr<launch::FeatureSet> {
-    return tile::launchFeaturesOf(tileModule.lookupSymbol<func::FuncOp>(spec.name + "_" + role));
+    func::FuncOp fn = tileModule.lookupSymbol<func::FuncOp>(spec.name + "_" + role);
+    FailureOr<launch::FeatureSet> f = tile::launchFeaturesOf(fn);
+    if (failed(f)) return failure();
+    const launch::FeatureSet& m = manifestFeatures;
+    if (f->decay != m.decay || f->gain != m.gain || f->precond != m.precond || f->side != m.side ||
+        f->source != m.source || f->solve != m.solve || f->clamp != m.clamp || f->write_key != m.write_key)
+      return fn.emitOpError() << tile::kLaunchFeaturesAttr << " differs from the spec's features the manifest is "
+                              << "written with (DeviceFeatures.h deviceFeatures and the package's write_key "
+                              << m.write_key << "): the kernels' layouts and the manifest's sizes would disagree";
+    return f;
   };
   std::ostringstream os;
-  const launch::FeatureSet spec_f = deviceFeatures(spec);
+  const launch::FeatureSet& spec_f = manifestFeatures;
   // the preconditioner roles whose kernels index a printed layout: the ema_sq_squash summary and the clamped
   // (per-token) scan; the chunked feedback scan carves tile/feedback_scan_layout.h itself
   if (has("precond_summary") && !launch::hypergradChunked(spec_f))
@@ -258,7 +271,9 @@ FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp ti
                               << tile::kWorkspaceAttr << " on their module: run --dgps-declare-tile-workspace after "
                               << "the role lowerings; dgpsc compile does)";
   }
-  FailureOr<std::string> launches = printRoleLaunches(spec, tileModule, roles);
+  launch::FeatureSet manifestFeatures = deviceFeatures(spec);
+  manifestFeatures.write_key = summary->write_key;
+  FailureOr<std::string> launches = printRoleLaunches(spec, tileModule, roles, manifestFeatures);
   if (failed(launches)) return failure();
   PackageFiles files;
   files.kernels_cu = emitKernelsCu(

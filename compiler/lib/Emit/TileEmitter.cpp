@@ -398,8 +398,8 @@ class Emitter {
   bool readAhead_ = false;              ///< printing a read-ahead block (views print there)
 };
 
-/// `__launch_bounds__(128, n) ` for the function's tile.min_ctas_per_sm (Tile.h; 128 threads: launch_rules.h
-/// decodeGeometry's block), n picked by the key width at JIT time; empty without the attribute.
+/// `__launch_bounds__(128, n) ` for the function's tile.min_ctas_per_sm (Tile.h; 128 threads: LaunchContract.h
+/// decodeLaunch's block), n picked by the key width at JIT time; empty without the attribute.
 FailureOr<std::string> launchBounds(func::FuncOp fn) {
   if (!fn->hasAttr(kMinCtasPerSmAttr)) return std::string();
   auto counts = fn->getAttrOfType<DenseI32ArrayAttr>(kMinCtasPerSmAttr);

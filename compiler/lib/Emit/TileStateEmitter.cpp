@@ -39,7 +39,7 @@ LogicalResult checkRescale(StateWalkOp w, const launch::FeatureSet& f, bool segm
   const bool query = *w.getRescale() == WalkOperand::query;
   if (f.precond != 1 || (query ? !launch::walkRebuildsQ(f) : !launch::walkRebuildsKw(f, segment)))
     return w.emitOpError() << "rescales the " << (query ? "query" : "write key")
-                           << ", which the launch layout of tile.launch_features does not rebuild (launch_rules.h "
+                           << ", which the launch layout of tile.launch_features does not rebuild (DeviceFeatures.h "
                               "walkRebuildsQ / walkRebuildsKw)";
   if (*w.getProducerWarps() != launch::walkProducerWarps(f, segment))
     return w.emitOpError() << "producer_warps " << *w.getProducerWarps() << " differs from the launch's "
@@ -320,7 +320,6 @@ FailureOr<SmallVector<StateWalkOp>> walksOf(func::FuncOp fn, size_t most) {
 /// walk's start, value term, column count and end region where the bool variable `transSel` is true.
 void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::FeatureSet& F, bool segment,
                   const char* transSel = nullptr) {
-  (void)F;
   const bool zero = walk.getZeroValues();
   const std::string sel = transSel ? transSel : "";
   os << "  namespace t = dgps::tile;\n  namespace dev = dgps::dev;\n";
@@ -580,8 +579,8 @@ FailureOr<std::string> emitTileFoldKernel(func::FuncOp fn, const std::string& sy
   os << "extern \"C\" __global__ void __launch_bounds__(dgps::launch::kSegmentFoldThreads) " << symbol
      << "(dgps::ForwardArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str()
-     << ", one CTA per sequence, value head and slab of kSegmentFoldCols value columns; launch_rules.h "
-        "segmentGeometry).\n";
+     << ", one CTA per sequence, value head and slab of kSegmentFoldCols value columns; LaunchContract.h "
+        "segmentRoleLaunch).\n";
   os << "  namespace t = dgps::tile;\n  namespace dev = dgps::dev;\n";
   os << "  constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V;\n";
   os << "  constexpr int FC = dgps::launch::kSegmentFoldCols;\n";

@@ -26,7 +26,7 @@ using namespace dgps::chunk;
 
 namespace {
 
-// The launch contract's roles in launch order (runtime/device/dgps/device/launch_rules.h).
+// The launch contract's roles in launch order (dsl/include/dgps/dsl/LaunchContract.h).
 // segment_summary and segment_fold exist only in a plan rewritten by --chunk-segment-state-pass; an ordinary
 // plan has no ops for them and so no such kernels.
 enum class Role {

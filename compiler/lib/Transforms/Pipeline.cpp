@@ -18,7 +18,7 @@ void buildPipeline(mlir::OpPassManager& pm, Stage until) {
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addNestedPass<mlir::func::FuncOp>(createFusePreconditioner());
   if (until == Stage::Chunk) return;
-  // An unclamped OSDN d-scan in its chunked form (the launch contract's roles for it, launch_rules.h
+  // An unclamped OSDN d-scan in its chunked form (the launch contract's roles for it, DeviceFeatures.h
   // hypergradChunked); a no-op for every other spec.
   pm.addNestedPass<mlir::func::FuncOp>(createParallelPrecondScan());
   pm.addPass(createPartitionKernels());

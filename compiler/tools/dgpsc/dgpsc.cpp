@@ -75,7 +75,7 @@ std::vector<Step> pipelineSteps() {
   steps.push_back({dgps::createLowerToChunk(), nullptr});
   steps.push_back({mlir::createCanonicalizerPass(), nullptr});
   steps.push_back({dgps::createFusePreconditioner(), "chunk"});
-  // An unclamped OSDN d-scan in its chunked form: the launch contract's roles for it (launch_rules.h
+  // An unclamped OSDN d-scan in its chunked form: the launch contract's roles for it (DeviceFeatures.h
   // hypergradChunked) are the per-chunk summary and the pass over chunks.
   steps.push_back({dgps::createParallelPrecondScan(), nullptr});
   steps.push_back({dgps::createPartitionKernels(), "plan"});

@@ -1,4 +1,4 @@
-// GDN: two kernels; the reported bytes (launch_rules.h's workspace layout plus inputs and outputs, at
+// GDN: two kernels; the reported bytes (the workspace layout, tile.workspace's catalog, plus inputs and outputs, at
 // block_v = 64: state_output reads q, k and the workspace once per value tile) are the baseline PGDN is
 // compared with (PlanTest.cpp).
 // RUN: %dgps-opt %S/../Inputs/gdn.mlir --canonicalize --dgps-lower-to-chunk --canonicalize --chunk-fuse-preconditioner \

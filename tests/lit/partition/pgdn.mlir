@@ -2,7 +2,7 @@
 // chunk summaries, chunk-start states, 𝒯 and Aqk cross kernels. The preconditioned write key P⊙k is never a
 // device-memory buffer: chunk_local (KKT, Aqk) and state_output (state update) each apply the preconditioner
 // from the chunk-start accumulator state where the key is loaded. The remark reports the cost from
-// launch_rules.h's workspace layout and names each workspace buffer (two value tiles at block_v = 64).
+// the workspace layout (tile.workspace's catalog) and names each workspace buffer (two value tiles at block_v = 64).
 // RUN: %dgps-opt %S/../Inputs/pgdn.mlir --canonicalize --dgps-lower-to-chunk --canonicalize --chunk-fuse-preconditioner \
 // RUN:   --chunk-partition-kernels -mlir-print-op-on-diagnostic=false 2>%t.remarks | %FileCheck %s
 // RUN: %FileCheck %s --check-prefix=REMARK --input-file %t.remarks

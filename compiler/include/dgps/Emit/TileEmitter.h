@@ -4,7 +4,7 @@
 //
 // The kernel keeps the role's ABI (the one the deleted hand-written roles had): symbol, argument struct (runtime/device/dgps/device/abi.h)
 // and launch geometry (LaunchContract.h decodeGeometry: 128 threads, grid from tile.grid, shared memory
-// decodeSmemBytes(K) = four [KP] f32 vectors + (4 warps x 2 x 32) reduction floats + 32 scalars).
+// LaunchContract.h decodeLaunch's layout = four [KP] f32 vectors + (4 warps x 2 x 32) reduction floats + 32 scalars).
 #pragma once
 
 #include <string>

@@ -87,7 +87,7 @@ def FusePreconditioner : Pass<"chunk-fuse-preconditioner", "::mlir::func::FuncOp
 def PartitionKernels : Pass<"chunk-partition-kernels", "::mlir::ModuleOp"> {
   let summary = "Group chunk ops into the kernels of the plan and estimate its cost";
   let description = [{
-    Assigns every stage to a kernel role of the launch contract (launch_rules.h; launch order):
+    Assigns every stage to a kernel role of the launch contract (dsl LaunchContract.h; launch order):
     precond_summary (ema_sq_squash chunk summaries), precond_scan (chunk-start preconditioner
     states), chunk_local (KKT, solve_tril, masked Q·K̃ᵀ; parallel over chunks) and state_output
     (W and U formed on the fly, the sequential state pass, the output). Cheap prologue ops (load,

@@ -4,7 +4,7 @@
 // workspace catalog (Dialect/Tile/IR/Workspace.h: tb, aqk, tok, pst, psum, pgam, pcoef, opq, opk, opw, pdec) at a
 // representative shape (representativeShape), each written once and read by its consumer kernel as
 // often as that kernel's grid loads it, plus the inputs each kernel loads and the outputs it stores.
-// A global buffer of the IR that the launch contract's workspace (launch_rules.h) has no place for (e.g. the unfused per-token
+// A global buffer of the IR that the workspace (tile.workspace's catalog) has no place for (e.g. the unfused per-token
 // accumulator) is added from its IR type, written once and read once per reading kernel.
 //
 // Conventions: bf16/f16 = 2 bytes, f32 = 4; a [.., T, ..] tensor counts per token, a [.., NT, ..]

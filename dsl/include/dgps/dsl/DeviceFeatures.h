@@ -79,7 +79,7 @@ constexpr bool rawKOwnTile(const FeatureSet& f, bool segment = false) {
 /// decay none/scalar/diagonal -> 0/1/2; gain scalar -> 1 else 0; precond diagonal -> 1; side query -> 1;
 /// source hypergrad_ogd -> 1; solve delta -> 1, linear -> 0; clamp 1 for a hypergrad_ogd spec with clamp_min or
 /// clamp_max (its d-scan stays per token). Explicit, so reordering a dsl enum cannot
-/// shift the codes the kernels were compiled against.
+/// shift the codes tile.launch_features and the launch contract read.
 launch::FeatureSet deviceFeatures(const Spec& spec);
 
 }  // namespace dgps

@@ -1,7 +1,8 @@
 // The chunked feedback scan's records and shared memory (tile/feedback_scan_summary.cuh, feedback_scan_pass.cuh):
 // a plain header the host reads too (the workspace catalog sizes the records; the launch contract,
-// dsl/lib/LaunchContract.cpp, declares the same layouts for the manifest and tests/dsl/test_launch_contract.cpp
-// checks the two agree). No CUDA types, no includes beyond launch_rules.h.
+// dsl/lib/LaunchContract.cpp, declares the same layouts for the manifest and tests/runtime/test_launch_rules.cpp
+// FeedbackScanLayoutsMatchTheTileLibrary checks the two agree; the manifest's device_layout fingerprint covers
+// this file). No CUDA types, no includes beyond launch_rules.h.
 #pragma once
 
 #include "dgps/device/launch_rules.h"

@@ -56,7 +56,7 @@ DGPS_DEV void feedback_chunk_pass(unsigned char* sm, const FeedbackPassIo& io, i
   static_assert(NT % C == 0 && P <= 32 && (P & (P - 1)) == 0, "the pass maps its threads onto the chunk's rows");
   static_assert(K <= NT, "the update needs a thread per key channel");
   const int t = dev::tid(), nt = dev::nthreads();
-  if (nt != NT) return;  // launched with launch_rules.h geometry only
+  if (nt != NT) return;  // launched with the launch contract's kFeedbackPassThreads only
   const int64_t nch = (len + C - 1) / C;
   float* d = dev::smem_at<float>(sm, SM.d);
   float* w = dev::smem_at<float>(sm, SM.w);

@@ -77,8 +77,8 @@ struct PackageFeatures {
   int steps = 1;  ///< Householder steps per token (spec solve.steps): k, v and beta carry steps rows per token
   /// Where the walks take a key-side preconditioner's write key: DeviceFeatures.h FeatureSet::write_key (0 rebuilt,
   /// the manifest's default; 1 "stored": chunk_local stores it, every walk loads it; 2 "segments": the segment
-  /// walks load it). The manifest's launch formulas already include it; tools that evaluate launch_rules.h
-  /// directly need it.
+  /// walks load it). The manifest's launch formulas already include it; tools that evaluate the launch
+  /// contract (dsl LaunchContract.h) directly need it.
   int write_key = 0;
 };
 

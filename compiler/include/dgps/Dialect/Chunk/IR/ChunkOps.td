@@ -348,7 +348,7 @@ def Chunk_KernelOp : Chunk_Op<"kernel", [SingleBlockImplicitTerminator<"YieldOp"
   let summary = "one GPU kernel of the plan: a role and the ops it runs";
   let description = [{
     `role` is one of precond_summary, precond_scan, chunk_local, state_output (the
-    package's kernel dgps_<name>_fwd_<role>, runtime/device/dgps/device/launch_rules.h), in that launch order;
+    package's kernel dgps_<name>_fwd_<role>, dsl/include/dgps/dsl/LaunchContract.h), in that launch order;
     a plan segmented by --chunk-segment-state-pass adds segment_summary and segment_fold before
     state_output (ChunkSegmentOps.td; no device kernels yet). Results are device-memory buffers (types marked `global`) read by later
     kernels; values from earlier kernels are read from device memory; everything else inside is

@@ -64,7 +64,7 @@ def Tile_HypergradChunkSummaryOp : Tile_Op<"hypergrad_chunk_summary", [AllTypesM
     region "hgtri" receives the lower triangle κ_j 𝒯_jm β_m e^{cum_m} rk_m² (m <= j, packed by rows) and
     "hgvec" {κ_j Σ_m 𝒯_jm [C], e^{cum_C − cum_{j+1}} rk_j² [C], e^{cum_C}, 0, 0, 0}: chunk.hypergrad_chunk_summary's
     read rows, base, write rows and decay with the l2 factor folded in, so the pass reads only the raw key.
-    Its operands must sit where the role's shared memory has them (launch_rules.h hypergradSummarySmem); it
+    Its operands must sit where the role's shared memory has them (tile/feedback_scan_layout.h feedbackSummarySmem); it
     reads them after a barrier and overwrites the key tile.
     ```mlir
     tile.hypergrad_chunk_summary %k, %beta, %rho into "hgtri", "hgvec" {eta = 1.0 : f32, l2_eps = 1.0e-6 : f32} : !tile.tile<[C, K], bf16, smem, row>, !tile.tile<[C], f32, smem, row>
