@@ -213,8 +213,8 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
   constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;
   constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), PC = dgps::launch::bf16Pitch(C);
   constexpr int NT = BV / 16 * 32;  // consumer threads
-  // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
-  constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
+  // warpgroup MMA needs C = 32 or 64 (N of m64nCk16) and whole warpgroups (BV a multiple of 64)
+  constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::StateOutputSmem L = dgps_package::state_output_smem();
   const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);
@@ -246,7 +246,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
-    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.aqk), PC, ws16(W.aqk, C * C) + chunk * C * C, C, C, C, ct, NT);
+    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.aqk), ws16(W.aqk, C * C) + chunk * C * C, ct, NT);
   };
   // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
   float S[KP / 8][4];
@@ -289,7 +289,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     t::lower_readout<C, PC, 8>(XQ, NA, N, sTok + 0, dev::smem_at<uint16_t>(st, L.aqk));
     t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + (t0 * HV + hv) * V, HV * V, v0, V, Lr, ct, NT, [] { dev::sync_threads(); });
     t::state_scale<KP>(S, sTok[C * 8 + 0]);
-    t::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);
+    t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
     dev::sync_threads();  // this stage may be overwritten from here on
     if (STAGES == 1 && c + 1 < nch) {
       stage(c + 1);
@@ -305,8 +305,8 @@ static __device__ __forceinline__ void dgps_mamba2_fwd_segment_summary_walk0(con
   constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;
   constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), PC = dgps::launch::bf16Pitch(C);
   constexpr int NT = BV / 16 * 32;  // consumer threads
-  // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
-  constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
+  // warpgroup MMA needs C = 32 or 64 (N of m64nCk16) and whole warpgroups (BV a multiple of 64)
+  constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
@@ -379,7 +379,7 @@ static __device__ __forceinline__ void dgps_mamba2_fwd_segment_summary_walk0(con
     (void)XR;
     t::scaled_values<C, PV, 8>(N, sV, w, sTok + 3);
     t::state_scale<KP>(S, sTok[C * 8 + 0]);
-    t::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);
+    t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
     dev::sync_threads();  // this stage may be overwritten from here on
     if (STAGES == 1 && c + 1 < nch) {
       stage(c + 1);
@@ -395,8 +395,8 @@ static __device__ __forceinline__ void dgps_mamba2_fwd_segment_summary_walk1(con
   constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;
   constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), PC = dgps::launch::bf16Pitch(C);
   constexpr int NT = BV / 16 * 32;  // consumer threads
-  // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
-  constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
+  // warpgroup MMA needs C = 32 or 64 (N of m64nCk16) and whole warpgroups (BV a multiple of 64)
+  constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
@@ -518,8 +518,8 @@ static __device__ __forceinline__ void dgps_mamba2_fwd_segment_state_output_walk
   constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;
   constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), PC = dgps::launch::bf16Pitch(C);
   constexpr int NT = BV / 16 * 32;  // consumer threads
-  // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
-  constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
+  // warpgroup MMA needs C = 32 or 64 (N of m64nCk16) and whole warpgroups (BV a multiple of 64)
+  constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
@@ -556,7 +556,7 @@ static __device__ __forceinline__ void dgps_mamba2_fwd_segment_state_output_walk
     dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
-    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.aqk), PC, ws16(W.aqk, C * C) + chunk * C * C, C, C, C, ct, NT);
+    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.aqk), ws16(W.aqk, C * C) + chunk * C * C, ct, NT);
   };
   // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
   float S[KP / 8][4];
@@ -599,7 +599,7 @@ static __device__ __forceinline__ void dgps_mamba2_fwd_segment_state_output_walk
     t::lower_readout<C, PC, 8>(XQ, NA, N, sTok + 0, dev::smem_at<uint16_t>(st, L.aqk));
     t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + (t0 * HV + hv) * V, HV * V, v0, V, Lr, ct, NT, [] { dev::sync_threads(); });
     t::state_scale<KP>(S, sTok[C * 8 + 0]);
-    t::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);
+    t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
     dev::sync_threads();  // this stage may be overwritten from here on
     if (STAGES == 1 && c + 1 < nch) {
       stage(c + 1);

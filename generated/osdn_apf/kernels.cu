@@ -313,8 +313,8 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
   constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;
   constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), PC = dgps::launch::bf16Pitch(C);
   constexpr int NT = BV / 16 * 32;  // consumer threads
-  // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
-  constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
+  // warpgroup MMA needs C = 32 or 64 (N of m64nCk16) and whole warpgroups (BV a multiple of 64)
+  constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::StateOutputSmem L = dgps_package::state_output_smem();
   const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);
@@ -347,8 +347,8 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
     dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
-    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);
-    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.aqk), PC, ws16(W.aqk, C * C) + chunk * C * C, C, C, C, ct, NT);
+    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
+    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.aqk), ws16(W.aqk, C * C) + chunk * C * C, ct, NT);
   };
   if (Split::is_producer()) {
     Split::producer_registers();
@@ -417,7 +417,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));
     t::lower_readout<C, PC, 8>(XQ, NA, N, sTok + 0, dev::smem_at<uint16_t>(st, L.aqk));
     t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + (t0 * HV + hv) * V, HV * V, v0, V, Lr, ct, NT, [] { Split::sync_consumers(); });
-    t::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);
+    t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
     Split::sync_all();  // this stage may be overwritten from here on
     if (STAGES == 1 && c + 1 < nch) {
       stage(c + 1);
@@ -433,8 +433,8 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_summary_walk(co
   constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;
   constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), PC = dgps::launch::bf16Pitch(C);
   constexpr int NT = BV / 16 * 32;  // consumer threads
-  // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
-  constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
+  // warpgroup MMA needs C = 32 or 64 (N of m64nCk16) and whole warpgroups (BV a multiple of 64)
+  constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
   // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the consumers run chunk c (tile/warp_split.cuh); registers per consumer / producer thread after the hand-over
@@ -471,7 +471,7 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_summary_walk(co
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
     if (!trans) dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
-    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);
+    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
   };
   if (Split::is_producer()) {
     Split::producer_registers();
@@ -543,7 +543,7 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_summary_walk(co
     (void)XR;
     t::state_times_rows<C, KP, kWG, false>(XR, XQ, S, sK, sK);
     t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));
-    t::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);
+    t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
     Split::sync_all();  // this stage may be overwritten from here on
     if (STAGES == 1 && c + 1 < nch) {
       stage(c + 1);
@@ -587,8 +587,8 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_state_output_wa
   constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;
   constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), PC = dgps::launch::bf16Pitch(C);
   constexpr int NT = BV / 16 * 32;  // consumer threads
-  // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
-  constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
+  // warpgroup MMA needs C = 32 or 64 (N of m64nCk16) and whole warpgroups (BV a multiple of 64)
+  constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
   // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the consumers run chunk c (tile/warp_split.cuh); registers per consumer / producer thread after the hand-over
@@ -626,8 +626,8 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_state_output_wa
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
     dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
-    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);
-    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.aqk), PC, ws16(W.aqk, C * C) + chunk * C * C, C, C, C, ct, NT);
+    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
+    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.aqk), ws16(W.aqk, C * C) + chunk * C * C, ct, NT);
   };
   if (Split::is_producer()) {
     Split::producer_registers();
@@ -696,7 +696,7 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_state_output_wa
     t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));
     t::lower_readout<C, PC, 8>(XQ, NA, N, sTok + 0, dev::smem_at<uint16_t>(st, L.aqk));
     t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + (t0 * HV + hv) * V, HV * V, v0, V, Lr, ct, NT, [] { Split::sync_consumers(); });
-    t::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);
+    t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
     Split::sync_all();  // this stage may be overwritten from here on
     if (STAGES == 1 && c + 1 < nch) {
       stage(c + 1);

@@ -330,8 +330,8 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
   constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;
   constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), PC = dgps::launch::bf16Pitch(C);
   constexpr int NT = BV / 16 * 32;  // consumer threads
-  // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
-  constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
+  // warpgroup MMA needs C = 32 or 64 (N of m64nCk16) and whole warpgroups (BV a multiple of 64)
+  constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::StateOutputSmem L = dgps_package::state_output_smem();
   const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);
@@ -364,8 +364,8 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
-    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);
-    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.aqk), PC, ws16(W.aqk, C * C) + chunk * C * C, C, C, C, ct, NT);
+    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
+    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.aqk), ws16(W.aqk, C * C) + chunk * C * C, ct, NT);
   };
   // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
   float S[KP / 8][4];
@@ -408,7 +408,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     t::lower_readout<C, PC, 8>(XQ, NA, N, sTok + 0, dev::smem_at<uint16_t>(st, L.aqk));
     t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + (t0 * HV + hv) * V, HV * V, v0, V, Lr, ct, NT, [] { dev::sync_threads(); });
     t::state_scale<KP>(S, sTok[C * 8 + 0]);
-    t::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);
+    t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
     dev::sync_threads();  // this stage may be overwritten from here on
     if (STAGES == 1 && c + 1 < nch) {
       stage(c + 1);
@@ -424,8 +424,8 @@ static __device__ __forceinline__ void dgps_pgdn_fwd_segment_summary_walk0(const
   constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;
   constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), PC = dgps::launch::bf16Pitch(C);
   constexpr int NT = BV / 16 * 32;  // consumer threads
-  // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
-  constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
+  // warpgroup MMA needs C = 32 or 64 (N of m64nCk16) and whole warpgroups (BV a multiple of 64)
+  constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
@@ -462,7 +462,7 @@ static __device__ __forceinline__ void dgps_pgdn_fwd_segment_summary_walk0(const
     dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
-    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);
+    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
   };
   // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
   float S[KP / 8][4];
@@ -501,7 +501,7 @@ static __device__ __forceinline__ void dgps_pgdn_fwd_segment_summary_walk0(const
     t::state_times_rows<C, KP, kWG, false>(XR, XQ, S, sK, sK);
     t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));
     t::state_scale<KP>(S, sTok[C * 8 + 0]);
-    t::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);
+    t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
     dev::sync_threads();  // this stage may be overwritten from here on
     if (STAGES == 1 && c + 1 < nch) {
       stage(c + 1);
@@ -517,8 +517,8 @@ static __device__ __forceinline__ void dgps_pgdn_fwd_segment_summary_walk1(const
   constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;
   constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), PC = dgps::launch::bf16Pitch(C);
   constexpr int NT = BV / 16 * 32;  // consumer threads
-  // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
-  constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
+  // warpgroup MMA needs C = 32 or 64 (N of m64nCk16) and whole warpgroups (BV a multiple of 64)
+  constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
@@ -555,7 +555,7 @@ static __device__ __forceinline__ void dgps_pgdn_fwd_segment_summary_walk1(const
     dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
     dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
-    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);
+    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
   };
   // the value term is dropped: every stage's value tile is zero (the stage loader never writes it)
   for (int s = 0; s < STAGES; ++s) {
@@ -599,7 +599,7 @@ static __device__ __forceinline__ void dgps_pgdn_fwd_segment_summary_walk1(const
     t::state_times_rows<C, KP, kWG, false>(XR, XQ, S, sK, sK);
     t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));
     t::state_scale<KP>(S, sTok[C * 8 + 0]);
-    t::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);
+    t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
     dev::sync_threads();  // this stage may be overwritten from here on
     if (STAGES == 1 && c + 1 < nch) {
       stage(c + 1);
@@ -646,8 +646,8 @@ static __device__ __forceinline__ void dgps_pgdn_fwd_segment_state_output_walk0(
   constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;
   constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), PC = dgps::launch::bf16Pitch(C);
   constexpr int NT = BV / 16 * 32;  // consumer threads
-  // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)
-  constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;
+  // warpgroup MMA needs C = 32 or 64 (N of m64nCk16) and whole warpgroups (BV a multiple of 64)
+  constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
@@ -685,8 +685,8 @@ static __device__ __forceinline__ void dgps_pgdn_fwd_segment_state_output_walk0(
     dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
-    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C, ct, NT);
-    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.aqk), PC, ws16(W.aqk, C * C) + chunk * C * C, C, C, C, ct, NT);
+    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
+    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.aqk), ws16(W.aqk, C * C) + chunk * C * C, ct, NT);
   };
   // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
   float S[KP / 8][4];
@@ -729,7 +729,7 @@ static __device__ __forceinline__ void dgps_pgdn_fwd_segment_state_output_walk0(
     t::lower_readout<C, PC, 8>(XQ, NA, N, sTok + 0, dev::smem_at<uint16_t>(st, L.aqk));
     t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + (t0 * HV + hv) * V, HV * V, v0, V, Lr, ct, NT, [] { dev::sync_threads(); });
     t::state_scale<KP>(S, sTok[C * 8 + 0]);
-    t::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);
+    t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
     dev::sync_threads();  // this stage may be overwritten from here on
     if (STAGES == 1 && c + 1 < nch) {
       stage(c + 1);

@@ -383,9 +383,10 @@ uint32_t smem_u32(const void* p) {
   return (uint32_t)(q - b);
 }
 
-void wgmma(float* d, int n, const uint32_t a[4], uint64_t desc) {
-  // B(k, n) of the K=16 slice: core matrix (k/8, n/8) at start + (k/8)·LBO + (n/8)·SBO, row n%8 at +16·(n%8),
-  // element k%8 at +2·(k%8) (no swizzle, K-major). Each warp's 16 rows depend only on its own A fragments.
+void wgmma(float* d, int n, const uint32_t a[4], uint64_t desc, bool mn_major) {
+  // B(k, n) of the K=16 slice: core matrix (k/8, n/8) at start + (k/8)·LBO + (n/8)·SBO. K-major: row n%8 at
+  // +16·(n%8), element k%8 at +2·(k%8); MN-major (transposed B): row k%8 at +16·(k%8), element n%8 at
+  // +2·(n%8) (no swizzle). Each warp's 16 rows depend only on its own A fragments.
   const uint32_t start = (uint32_t)(desc & 0x3FFFu) << 4;
   const uint32_t lbo = (uint32_t)((desc >> 16) & 0x3FFFu) << 4;
   const uint32_t sbo = (uint32_t)((desc >> 32) & 0x3FFFu) << 4;
@@ -416,8 +417,9 @@ void wgmma(float* d, int n, const uint32_t a[4], uint64_t desc) {
     std::vector<float> B((size_t)16 * n);
     for (int k = 0; k < 16; ++k)
       for (int c = 0; c < n; ++c) {
-        const uint32_t off = start + (uint32_t)(k / 8) * lbo + (uint32_t)(c / 8) * sbo + (uint32_t)(c % 8) * 16 +
-                             (uint32_t)(k % 8) * 2;
+        const uint32_t in_core = mn_major ? (uint32_t)(k % 8) * 16 + (uint32_t)(c % 8) * 2
+                                          : (uint32_t)(c % 8) * 16 + (uint32_t)(k % 8) * 2;
+        const uint32_t off = start + (uint32_t)(k / 8) * lbo + (uint32_t)(c / 8) * sbo + in_core;
         uint16_t bv = 0x7fc0;
         if (off + 2 <= smsz) std::memcpy(&bv, sm + off, 2);
         B[(size_t)k * n + c] = bf16_to_f32(bv);

@@ -36,8 +36,9 @@ void ldsm_x4(uint32_t r[4], const void* p, bool trans);
 void mma_bf16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
 void cp_async16(void* smem, const void* gmem, bool valid);
 uint32_t smem_u32(const void* p);
-/// wgmma m64nNk16 (bf16 -> f32) for this warp's 16 rows: d[N/2] += A(fragments) x B(descriptor).
-void wgmma(float* d, int n, const uint32_t a[4], uint64_t desc);
+/// wgmma m64nNk16 (bf16 -> f32) for this warp's 16 rows: d[N/2] += A(fragments) x B(descriptor); B K-major,
+/// or MN-major (the transposed form, imm-trans-b = 1) when mn_major.
+void wgmma(float* d, int n, const uint32_t a[4], uint64_t desc, bool mn_major = false);
 void cp_async_commit();
 void cp_async_wait(int n);
 

@@ -12,7 +12,9 @@
 // cu = {0, 37, 100} and a padded buffer cu = {0, 37, 71} (rows past 71 must read back as zeros) when the
 // spec allows it; H = 2 (or the spec's), and a GVA problem (2 value heads per key
 // head) when the spec's reference allows it. K = V = 64 with C = 64, BV = 64, 2 stages (the warpgroup-MMA
-// path on sm_90a, emulated) and K = V = 32 with C = 32, BV = 32, 1 stage (mma.sync, two warps), bf16 inputs;
+// path on sm_90a, emulated), K = V = 64 with C = 32, BV = 64 and K = V = 128 with C = 32, BV = 128 (the same
+// path over 32-row chunks, one and two warpgroups) and K = V = 32 with C = 32, BV = 32, 1 stage (mma.sync, two
+// warps), bf16 inputs;
 // fp16 inputs once (dense, K = V = 64, wide) where the spec takes them.
 //
 //   dgps-tile-state-emu-check PACKAGE_DIR WORK_DIR
@@ -254,7 +256,9 @@ int run(int argc, char** argv) {
   const struct {
     int K;
     Config c;
-  } runs[] = {{64, {64, 64, 4, 2, false}}, {32, {32, 32, 4, 1, false}}, {64, {64, 64, 4, 2, true}}};
+  } runs[] = {{64, {64, 64, 4, 2, false}},  {32, {32, 32, 4, 1, false}},   {64, {64, 64, 4, 2, true}},
+              {64, {32, 64, 4, 2, false}},  // warpgroup MMA over 32-row chunks (m64n32k16)
+              {128, {32, 128, 4, 2, false}}};  // two warpgroups; the rank update's N = KP = 128
   const bool takesF16 =
       std::find(spec.input_dtypes.begin(), spec.input_dtypes.end(), dgps::DType::F16) != spec.input_dtypes.end();
   for (const auto& r : runs) {

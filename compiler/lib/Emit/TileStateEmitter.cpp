@@ -152,11 +152,9 @@ void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::Feature
           "HV * V, Lr, V - v0"
        << th;
   if (w.getSolve())
-    os << "    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.tb), PC, ws16(W.tb, C * C) + chunk * C * C, C, C, C"
-       << th;
+    os << "    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C" << th;
   if (out)
-    os << "    dev::load_tile16<C, C>(dev::smem_at<uint16_t>(st, L.aqk), PC, ws16(W.aqk, C * C) + chunk * C * C, C, C, "
-          "C"
+    os << "    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.aqk), ws16(W.aqk, C * C) + chunk * C * C"
        << th;
   if (w.getCarry() == StateCarry::columns)
     os << "    dev::load_tile32<1, KP>(dev::smem_at<float>(st, L.dec), KP, reinterpret_cast<const float*>(ws16(W.pdec, "
@@ -276,7 +274,7 @@ void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end) {
   if (carryOnly)
     os << "    (void)sKw;\n    (void)sV;\n    (void)sTok;\n";
   else
-    os << "    t::state_rank_update<C, KP, 8>(S, NA, N, sTok + 2, sKw);\n";
+    os << "    t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);\n";
   os << "    " << syncAll << ";  // this stage may be overwritten from here on\n";
   os << "    if (STAGES == 1 && c + 1 < " << end << ") {\n      stage(c + 1);\n      dev::cp_async_commit();\n    }\n";
 }
@@ -328,8 +326,8 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
   os << "  constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), "
         "PC = dgps::launch::bf16Pitch(C);\n";
   os << "  constexpr int NT = " << launch::walkConsumerThreads().cuda() << ";  // consumer threads\n";
-  os << "  // warpgroup MMA needs C = 64 (N of m64n64k16) and whole warpgroups (BV a multiple of 64)\n";
-  os << "  constexpr bool kWG = DGPS_USE_WGMMA && C == 64 && (BV / 16) % 4 == 0;\n";
+  os << "  // warpgroup MMA needs C = 32 or 64 (N of m64nCk16) and whole warpgroups (BV a multiple of 64)\n";
+  os << "  constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;\n";
   os << "  // The launch contract: the workspace and this walk's shared-memory layout (printed above).\n";
   os << (segment ? "  constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();\n"
                  : "  constexpr dgps_package::StateOutputSmem L = dgps_package::state_output_smem();\n");

@@ -1,7 +1,7 @@
 // The read-out of one chunk of a state walk, in the fragment layout of state_rows_product.cuh:
-//   lower_readout:    Oᵀ = XAᵀ diag(a) + Nᵀ Lᵀ    (in place over XA; L a lower-triangular bf16 [C, C] tile,
-//                     pitch PC; a a column of a [C][RS] f32 record). NA receives N as bf16 A fragments, which
-//                     the caller may reuse as scratch afterwards.
+//   lower_readout:    Oᵀ = XAᵀ diag(a) + Nᵀ Lᵀ    (in place over XA; L a lower-triangular bf16 [C, C] tile
+//                     staged by lower_tile.cuh load_lower_tile, pitch PC; a a column of a [C][RS] f32
+//                     record). NA receives N as bf16 A fragments, which the caller may reuse as scratch afterwards.
 //   store_rows:       rows i < Lr of Oᵀ to global memory through a 16-bit [C, BV] staging tile (pitch PV; each
 //                     warp w writes its 16 columns 16w .. 16w+15), 16 bytes per access: dst(i, v) = out[i·stride + v]
 //                     for value columns v0 + 16w + .. below V. With 32-byte aligned rows (kWholeRows false) each warp

@@ -2,8 +2,8 @@
 // (A, B bf16 [C, KP] shared tiles in core-matrix order, common.cuh core_off<C>; S as in state_frag.cuh). The
 // results are [V-rows of the warp, C] accumulator fragments X[nt][e] at value row g + 8·(e >> 1), chunk row
 // 8·nt + 2t + (e & 1). The state enters as bf16 (also for fp16 inputs: |S| may exceed 65504). With kWG
-// (sm_90a, C = 64, whole warpgroups) one warpgroup MMA per 16 key columns reads each B tile once per
-// warpgroup; otherwise mma.sync. One pass over S serves both products.
+// (sm_90a, C = 32 or 64, whole warpgroups) one warpgroup MMA (m64nCk16) per 16 key columns reads each B tile
+// once per warpgroup; otherwise mma.sync. One pass over S serves both products.
 #pragma once
 
 #include "dgps/device/common.cuh"
@@ -19,7 +19,7 @@ DGPS_DEV void state_times_rows(float (&XA)[C / 8][4], float (&XB)[C / 8][4], con
 #pragma unroll
     for (int e = 0; e < 4; ++e) XA[nt][e] = XB[nt][e] = 0.f;
   if (kWG) {
-    static_assert(!kWG || C == 64, "tile: warpgroup MMA needs C = 64 (N of m64n64k16)");
+    static_assert(!kWG || C == 32 || C == 64, "tile: warpgroup MMA needs C = 32 or 64 (N of m64nCk16)");
     // all A fragments first, so no register feeding a wgmma is written between fence and wait
     uint32_t A[KP / 16][4];
 #pragma unroll
@@ -27,8 +27,8 @@ DGPS_DEV void state_times_rows(float (&XA)[C / 8][4], float (&XB)[C / 8][4], con
     dev::wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < KP / 16; ++ks) {
-      dev::wgmma_m64n64k16(&XA[0][0], A[ks], dev::wgmma_desc(sA + dev::core_off<C>(0, 16 * ks), 16 * C, 128));
-      if (kTwo) dev::wgmma_m64n64k16(&XB[0][0], A[ks], dev::wgmma_desc(sB + dev::core_off<C>(0, 16 * ks), 16 * C, 128));
+      dev::wgmma_n<C>(&XA[0][0], A[ks], dev::wgmma_desc(sA + dev::core_off<C>(0, 16 * ks), 16 * C, 128));
+      if (kTwo) dev::wgmma_n<C>(&XB[0][0], A[ks], dev::wgmma_desc(sB + dev::core_off<C>(0, 16 * ks), 16 * C, 128));
     }
     dev::wgmma_commit();
     dev::wgmma_wait0();

@@ -28,6 +28,7 @@
 #include "dgps/tile/feedback_token_scan.cuh"
 // state roles (a register state walked over the chunks)
 #include "dgps/tile/lower_readout.cuh"
+#include "dgps/tile/lower_tile.cuh"
 #include "dgps/tile/state_frag.cuh"
 #include "dgps/tile/state_rank_update.cuh"
 #include "dgps/tile/state_rows_product.cuh"

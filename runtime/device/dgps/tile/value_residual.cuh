@@ -1,8 +1,9 @@
 // The value-side operand Nᵀ [16 value rows of the warp, C] of one chunk of a state walk, from the chunk's
 // values V (bf16 [C, BV] shared, row pitch PV; the warp reads columns 16·w .. 16·w+15) and per-row factors
 // (a column of a [C][RS] f32 record: factor of row i at col[i·RS]). Layout of N as XA in state_rows_product.cuh.
-//   residual_lower:  Nᵀ = (Vᵀ − XBᵀ diag(c)) Tᵀ   (T a lower-triangular bf16 [C, C] tile, pitch PC; the
-//                    residual is rounded to bf16 as the tensor-core A operand)
+//   residual_lower:  Nᵀ = (Vᵀ − XBᵀ diag(c)) Tᵀ   (T a lower-triangular bf16 [C, C] tile staged by
+//                    lower_tile.cuh load_lower_tile, pitch PC; the residual is rounded to bf16 as the
+//                    tensor-core A operand)
 //   scaled_values:   Nᵀ = Vᵀ diag(b)
 #pragma once
 

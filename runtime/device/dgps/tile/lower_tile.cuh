@@ -1,0 +1,29 @@
+// The chunk's lower-triangular [C, C] bf16 tiles of a state walk (the solve block T of residual_lower and the
+// read-out block L of lower_readout), staged row-major with pitch PC. Their products read 16x16 blocks with
+// ldmatrix per warp and skip the zero blocks above the diagonal (mma.sync). A warpgroup MMA over the whole
+// square (the tile staged in core order) was measured slower on the H200 (docs/performance.md, run 14): it
+// does 16 block products where the triangle needs 10, and each of the two products adds a wgmma wait to the
+// walk's dependent chain.
+#pragma once
+
+#include "dgps/device/common.cuh"
+
+namespace dgps {
+namespace tile {
+
+/// Stages one [C, C] tile `g` (dense, row pitch C in global memory) into `s` (row pitch PC). Only the 16x16
+/// blocks on and below the diagonal are read: the chunk roles never write the blocks above it, and the stage
+/// zero-fills them (cp.async with no global read).
+template <int C, int PC>
+DGPS_DEV void load_lower_tile(uint16_t* s, const uint16_t* g, int t, int nt) {
+  constexpr int CH = C / 8;  // 16-byte pieces per row
+#pragma unroll 1
+  for (int e = t; e < C * CH; e += nt) {
+    const int r = e / CH, ch = e - r * CH;
+    const bool lower = (ch >> 1) <= (r >> 4);  // 16x16 block (r/16, 8·ch/16) on or below the diagonal
+    dev::cp_async16(s + r * PC + 8 * ch, lower ? g + (int64_t)r * C + 8 * ch : g, lower);
+  }
+}
+
+}  // namespace tile
+}  // namespace dgps
