@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "dgps/dsl/SegmentScan.h"
+
 namespace dgps {
 
 TileConfig shapeDefaultConfig(const Manifest& manifest, std::int64_t sequences, std::int64_t heads_v,
@@ -24,6 +26,53 @@ TileConfig shapeDefaultConfig(const Manifest& manifest, std::int64_t sequences, 
       8 * ctas(c.block_v) >= 7 * std::int64_t(sm_count))
     c.chunk = 32;
   return c;
+}
+
+namespace {
+
+/// The manifest default with the full-GPU chunk rule: chunk 32 where the package's tunables allow it.
+TileConfig fullWidthConfig(const Manifest& manifest) {
+  TileConfig c = manifest.default_config;
+  const std::vector<int>& chunks = manifest.tunables.chunk;
+  if (c.chunk > 32 && std::find(chunks.begin(), chunks.end(), 32) != chunks.end()) c.chunk = 32;
+  return c;
+}
+
+}  // namespace
+
+ForwardDefaultInputs forwardDefaultInputs(const Package& package, const ForwardProblem& problem, int sm_count) {
+  ForwardDefaultInputs in;
+  in.sequences = problem.num_seqs;
+  in.heads_v = problem.heads_v;
+  in.key_dim = problem.key_dim;
+  in.value_dim = problem.value_dim;
+  in.rows = problem.rows();
+  in.segmented = !package.manifest().launch.forward_segmented.empty();
+  in.sm_count = sm_count;
+  return in;
+}
+
+std::int64_t autoSegmentChunks(const ForwardDefaultInputs& in, const TileConfig& config) {
+  if (!in.segmented || in.sm_count < 1 || in.rows <= 0) return 0;
+  const std::int64_t C = config.chunk > 0 ? config.chunk : 64;
+  const std::int64_t BV = std::max<std::int64_t>(std::min<std::int64_t>(config.block_v, (in.value_dim + 15) / 16 * 16), 1);
+  const auto tiles = [&](std::int64_t d) { return (d + BV - 1) / BV; };
+  segment::SegmentRuleInputs rule;
+  rule.chunksPerSeq = (in.rows + C - 1) / C;
+  rule.parallelWork = in.sequences * in.heads_v * tiles(in.value_dim);
+  // segment_summary's grid: the E walk's value tiles and the M walk's K-column tiles (launch.forward_segmented)
+  rule.summaryWork = in.sequences * in.heads_v * (tiles(in.value_dim) + tiles(in.key_dim));
+  rule.smCount = in.sm_count;
+  rule.K = in.key_dim;
+  rule.C = C;
+  const std::int64_t L = segment::chooseSegmentChunks(rule);
+  return L < rule.chunksPerSeq ? L : 0;
+}
+
+TileConfig forwardDefaultConfig(const Manifest& manifest, const ForwardDefaultInputs& in) {
+  const TileConfig wide = fullWidthConfig(manifest);
+  if (in.sequences > 0 && in.heads_v > 0 && in.value_dim > 0 && autoSegmentChunks(in, wide) > 0) return wide;
+  return shapeDefaultConfig(manifest, in.sequences, in.heads_v, in.value_dim, in.sm_count);
 }
 
 }  // namespace dgps

@@ -421,8 +421,7 @@ TileConfig Runtime::resolveForwardConfig(const Package& package, const ForwardPr
   if (impl_->options.forward_config) {
     if (auto c = impl_->options.forward_config(package, problem, problem.device)) return *c;
   }
-  return shapeDefaultConfig(package.manifest(), problem.num_seqs, problem.heads_v, problem.value_dim,
-                            impl_->smCount(problem.device));
+  return forwardDefaultConfig(package.manifest(), forwardDefaultInputs(package, problem, impl_->smCount(problem.device)));
 }
 
 std::size_t Runtime::forwardWorkspaceBytes(const Package& package, const ForwardProblem& problem,
@@ -466,25 +465,13 @@ std::int64_t Runtime::segmentChunks(const Package& package, const ForwardProblem
                            "': expected 0 (the plain state pass) or a segment length in chunks, 1 to 2^30");
   if (!has) return 0;
   if (impl_->env_segment_chunks >= 0) return impl_->env_segment_chunks;
-  const std::int64_t C = config.chunk > 0 ? config.chunk : 64;
   if (config.segment_chunks >= 0) {
     // a tuned segment length (the record's, for a T bucket): a sequence it would not split runs plain
+    const std::int64_t C = config.chunk > 0 ? config.chunk : 64;
     const std::int64_t NT = (p.seq_len + C - 1) / C;
     return config.segment_chunks < NT ? config.segment_chunks : 0;
   }
-  segment::SegmentRuleInputs rule;
-  const std::int64_t BV = std::min<std::int64_t>(config.block_v, (p.value_dim + 15) / 16 * 16);
-  rule.chunksPerSeq = (p.rows() + C - 1) / C;
-  const auto tiles = [&](std::int64_t d) { return (d + BV - 1) / std::max<std::int64_t>(BV, 1); };
-  rule.parallelWork = p.num_seqs * p.heads_v * tiles(p.value_dim);
-  // segment_summary's grid: the E walk's value tiles and the M walk's K-column tiles (launch.forward_segmented)
-  rule.summaryWork = p.num_seqs * p.heads_v * (tiles(p.value_dim) + tiles(p.key_dim));
-  rule.smCount = impl_->smCount(p.device);
-  rule.K = p.key_dim;
-  rule.C = C;
-  if (rule.smCount < 1) return 0;
-  const std::int64_t L = segment::chooseSegmentChunks(rule);
-  return L < rule.chunksPerSeq ? L : 0;
+  return autoSegmentChunks(forwardDefaultInputs(package, p, impl_->smCount(p.device)), config);
 }
 
 namespace {

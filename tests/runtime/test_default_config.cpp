@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "dgps/runtime/DefaultConfig.h"
+#include "dgps/dsl/SegmentScan.h"
 
 namespace dgps {
 namespace {
@@ -64,6 +65,64 @@ TEST(ShapeDefaultConfig, UnknownDeviceOrEmptyProblemKeepsTheDefault) {
   EXPECT_EQ(shapeDefaultConfig(m, 1, 16, 128, 0), m.default_config);
   EXPECT_EQ(shapeDefaultConfig(m, 0, 16, 128, 132), m.default_config);
   EXPECT_EQ(shapeDefaultConfig(m, 1, 0, 128, 132), m.default_config);
+}
+
+ForwardDefaultInputs call(std::int64_t B, std::int64_t T, bool segmented) {
+  ForwardDefaultInputs in;
+  in.sequences = B;
+  in.heads_v = 16;
+  in.key_dim = in.value_dim = 128;
+  in.rows = T;
+  in.segmented = segmented;
+  in.sm_count = 132;
+  return in;
+}
+
+TEST(ForwardDefaultConfig, ASegmentedLongSequenceKeepsTheFullWidth) {
+  Manifest m = manifestWith({32, 64, 128}, 128);
+  m.tunables.chunk = {32, 64};
+  // B=1, T=32768: the segmented pass splits the sequence, so no value-tile halving; chunk 32 as on a full GPU
+  const TileConfig c = forwardDefaultConfig(m, call(1, 32768, true));
+  EXPECT_EQ(c.block_v, 128);
+  EXPECT_EQ(c.chunk, 32);
+  EXPECT_EQ(c.warps, m.default_config.warps);
+  EXPECT_EQ(c.stages, m.default_config.stages);
+  EXPECT_GT(autoSegmentChunks(call(1, 32768, true), c), 0);
+  // without chunk 32 among the tunables the chunk stays
+  m.tunables.chunk = {64};
+  EXPECT_EQ(forwardDefaultConfig(m, call(1, 32768, true)), m.default_config);
+}
+
+TEST(ForwardDefaultConfig, WithoutASplitItIsTheShapeRule) {
+  Manifest m = manifestWith({32, 64, 128}, 128);
+  m.tunables.chunk = {32, 64};
+  // no segmented pass in the package: the plain walk's rule (block_v halves to 64 at B=1)
+  EXPECT_EQ(forwardDefaultConfig(m, call(1, 32768, false)), shapeDefaultConfig(m, 1, 16, 128, 132));
+  EXPECT_EQ(forwardDefaultConfig(m, call(1, 32768, false)).block_v, 64);
+  // a sequence too short to split (16 chunks of 32 rows)
+  EXPECT_EQ(autoSegmentChunks(call(1, 512, true), TileConfig{32, 128, 4, 2}), 0);
+  EXPECT_EQ(forwardDefaultConfig(m, call(1, 512, true)), shapeDefaultConfig(m, 1, 16, 128, 132));
+  // a full GPU (B=8, T=4096) is not split and takes the shape rule's chunk 32 at full width
+  EXPECT_EQ(autoSegmentChunks(call(8, 4096, true), TileConfig{32, 128, 4, 2}), 0);
+  EXPECT_EQ(forwardDefaultConfig(m, call(8, 4096, true)), shapeDefaultConfig(m, 8, 16, 128, 132));
+  // an unknown device keeps the manifest default
+  ForwardDefaultInputs unknown = call(1, 32768, true);
+  unknown.sm_count = 0;
+  EXPECT_EQ(forwardDefaultConfig(m, unknown), m.default_config);
+}
+
+TEST(ForwardDefaultConfig, SegmentChoiceIsTheRuleOfSegmentScan) {
+  // the runtime's own choice for a call (Runtime::segmentChunks) and the default's agree: the same inputs
+  // through dsl/SegmentScan.h chooseSegmentChunks
+  const ForwardDefaultInputs in = call(1, 32768, true);
+  segment::SegmentRuleInputs rule;
+  rule.chunksPerSeq = 32768 / 32;
+  rule.parallelWork = 16;
+  rule.summaryWork = 32;
+  rule.smCount = 132;
+  rule.K = 128;
+  rule.C = 32;
+  EXPECT_EQ(autoSegmentChunks(in, TileConfig{32, 128, 4, 2}), segment::chooseSegmentChunks(rule));
 }
 
 }  // namespace

@@ -217,8 +217,7 @@ ResolverDecision TuningResolver::decide(const Package& package, const ForwardPro
   d.key = problemKey(package, tuningShape(problem), fp.sm_count);
   d.db_path = dbPath();
   d = fromDatabase(package, fp, d.key, d,
-                   shapeDefaultConfig(package.manifest(), problem.num_seqs, problem.heads_v, problem.value_dim,
-                                      fp.sm_count));
+                   forwardDefaultConfig(package.manifest(), forwardDefaultInputs(package, problem, fp.sm_count)));
   if (mode_ == TuneMode::Tune && d.source != ConfigSource::RecordExact) d = tuneNow(package, problem, d.key, d);
   if (d.source != ConfigSource::DefaultForced && d.source != ConfigSource::DefaultNoRecord &&
       d.source != ConfigSource::DefaultAfterFailure) {

@@ -7,6 +7,7 @@
 
 #include "dgps/runtime/Package.h"
 #include "dgps/runtime/TileConfig.h"
+#include "dgps/runtime/Validation.h"
 
 namespace dgps {
 
@@ -19,5 +20,29 @@ namespace dgps {
 /// run 5). `sm_count` <= 0 (unknown) and empty problems keep the manifest default.
 TileConfig shapeDefaultConfig(const Manifest& manifest, std::int64_t sequences, std::int64_t heads_v,
                               std::int64_t value_dim, int sm_count);
+
+/// What the forward defaults read off a call.
+struct ForwardDefaultInputs {
+  std::int64_t sequences = 0, heads_v = 0, key_dim = 0, value_dim = 0;
+  std::int64_t rows = 0;  ///< the kernels' token rows per sequence (ForwardProblem::rows(): T · steps per token)
+  bool segmented = false;  ///< the package has the segmented state pass (manifest launch.forward_segmented)
+  int sm_count = 0;        ///< the device's SMs; <= 0: unknown
+};
+
+/// The inputs of a validated forward call on a device with `sm_count` SMs.
+ForwardDefaultInputs forwardDefaultInputs(const Package& package, const ForwardProblem& problem, int sm_count);
+
+/// The segment length (in chunks) the runtime chooses by itself for `config`: dsl/SegmentScan.h
+/// chooseSegmentChunks over the call's walk and summary CTAs, or 0 for the plain state pass (no segmented
+/// pass, an unknown device, or a sequence the rule does not split).
+std::int64_t autoSegmentChunks(const ForwardDefaultInputs& in, const TileConfig& config);
+
+/// The configuration a forward call uses when nobody tuned it. The value-tile halving of shapeDefaultConfig
+/// exists to give a plain walk enough CTAs; when the segmented state pass splits the call at the manifest
+/// default's full width, its segments fill the GPU instead, so the width stays and the chunk is 32 where the
+/// package allows it (as for a full GPU). Measured on the H200 at B = 1, T = 32768, H = 16, K = V = 128
+/// (docs/performance.md, run 14): gdn 0.864 ms at C32 BV128 against 1.229 at the halved C64 BV64, pgdn 1.23
+/// against 1.705, kda 1.40 (C64 BV128) against 1.86. Otherwise shapeDefaultConfig.
+TileConfig forwardDefaultConfig(const Manifest& manifest, const ForwardDefaultInputs& in);
 
 }  // namespace dgps
