@@ -256,61 +256,59 @@ DGPS_DEV uint64_t wgmma_desc(const void* p, uint32_t lbo_bytes, uint32_t sbo_byt
 DGPS_DEV void wgmma_fence() {}
 DGPS_DEV void wgmma_commit() {}
 DGPS_DEV void wgmma_wait0() {}
-/// D[16 x 64 per warp] += A(regs) · B(desc), m64n64k16, bf16 -> f32.
-DGPS_DEV void wgmma_m64n32k16(float d[16], const uint32_t a[4], uint64_t desc) { dgps_emu::wgmma(d, 32, a, desc); }
-DGPS_DEV void wgmma_m64n64k16(float d[32], const uint32_t a[4], uint64_t desc) { dgps_emu::wgmma(d, 64, a, desc); }
-/// D[16 x N per warp] += A(regs) · B(desc) with B MN-major (transposed: N contiguous in each core-matrix row).
-DGPS_DEV void wgmma_m64n64k16_mn(float d[32], const uint32_t a[4], uint64_t desc) { dgps_emu::wgmma(d, 64, a, desc, true); }
-DGPS_DEV void wgmma_m64n128k16_mn(float d[64], const uint32_t a[4], uint64_t desc) { dgps_emu::wgmma(d, 128, a, desc, true); }
+/// D[16 x N per warp] += A(regs) · B(desc), m64nNk16, bf16 -> f32; B K-major, or MN-major when kTransB.
+template <int kTransB = 0>
+DGPS_DEV void wgmma_m64n32k16(float d[16], const uint32_t a[4], uint64_t desc) {
+  dgps_emu::wgmma(d, 32, a, desc, kTransB != 0);
+}
+template <int kTransB = 0>
+DGPS_DEV void wgmma_m64n64k16(float d[32], const uint32_t a[4], uint64_t desc) {
+  dgps_emu::wgmma(d, 64, a, desc, kTransB != 0);
+}
+template <int kTransB = 0>
+DGPS_DEV void wgmma_m64n128k16(float d[64], const uint32_t a[4], uint64_t desc) {
+  dgps_emu::wgmma(d, 128, a, desc, kTransB != 0);
+}
 #elif DGPS_USE_WGMMA
 DGPS_DEV void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 DGPS_DEV void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 DGPS_DEV void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
-DGPS_DEV void wgmma_m64n64k16(float d[32], const uint32_t a[4], uint64_t desc) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,"
-      "%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc)
-      : "memory");
-}
+/// D[16 x N per warp] += A(regs) · B(desc), m64nNk16, bf16 -> f32. kTransB = 1 (imm-trans-b) reads B MN-major:
+/// a core matrix holds 8 K-rows of 8 N-contiguous elements; LBO still steps K by 8 and SBO N by 8 (PTX ISA,
+/// canonical no-swizzle MN-major layout).
+template <int kTransB = 0>
 DGPS_DEV void wgmma_m64n32k16(float d[16], const uint32_t a[4], uint64_t desc) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, p, 1, 1, 0;\n}\n"
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, p, 1, 1, %21;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
         "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(kTransB)
       : "memory");
 }
-// B MN-major (the wgmma's imm-trans-b = 1): a core matrix holds 8 K-rows of 8 N-contiguous elements; LBO
-// steps K by 8, SBO steps N by 8 (PTX ISA, canonical no-swizzle MN-major layout).
-DGPS_DEV void wgmma_m64n64k16_mn(float d[32], const uint32_t a[4], uint64_t desc) {
+template <int kTransB = 0>
+DGPS_DEV void wgmma_m64n64k16(float d[32], const uint32_t a[4], uint64_t desc) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
       "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,"
-      "%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 1;\n}\n"
+      "%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, %37;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
         "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
         "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
         "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(kTransB)
       : "memory");
 }
-DGPS_DEV void wgmma_m64n128k16_mn(float d[64], const uint32_t a[4], uint64_t desc) {
+template <int kTransB = 0>
+DGPS_DEV void wgmma_m64n128k16(float d[64], const uint32_t a[4], uint64_t desc) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
       "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,"
       "%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,"
-      "%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, p, 1, 1, 1;\n}\n"
+      "%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, p, 1, 1, %69;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
         "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
         "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
@@ -319,7 +317,7 @@ DGPS_DEV void wgmma_m64n128k16_mn(float d[64], const uint32_t a[4], uint64_t des
         "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
         "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
         "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(kTransB)
       : "memory");
 }
 #else
@@ -327,30 +325,25 @@ DGPS_DEV void wgmma_m64n128k16_mn(float d[64], const uint32_t a[4], uint64_t des
 DGPS_DEV void wgmma_fence() {}
 DGPS_DEV void wgmma_commit() {}
 DGPS_DEV void wgmma_wait0() {}
+template <int kTransB = 0>
 DGPS_DEV void wgmma_m64n32k16(float*, const uint32_t*, uint64_t) { asm volatile("trap;"); }
+template <int kTransB = 0>
 DGPS_DEV void wgmma_m64n64k16(float*, const uint32_t*, uint64_t) { asm volatile("trap;"); }
-DGPS_DEV void wgmma_m64n64k16_mn(float*, const uint32_t*, uint64_t) { asm volatile("trap;"); }
-DGPS_DEV void wgmma_m64n128k16_mn(float*, const uint32_t*, uint64_t) { asm volatile("trap;"); }
+template <int kTransB = 0>
+DGPS_DEV void wgmma_m64n128k16(float*, const uint32_t*, uint64_t) { asm volatile("trap;"); }
 #endif
 
-/// D += A · B for this warp's 16 rows of an m64nNk16 warpgroup MMA, N a compile-time width: B K-major
-/// (wgmma_n) or MN-major (wgmma_n_mn). The widths the tile library uses: 32 and 64 (a chunk's rows), 64 and 128
-/// (a state's key columns).
-template <int N>
+/// D += A · B for this warp's 16 rows of an m64nNk16 warpgroup MMA, N a compile-time width, B K-major or (kTransB)
+/// MN-major. The widths the tile library uses: 32 and 64 (a chunk's rows), 64 and 128 (a state's key columns).
+template <int N, int kTransB = 0>
 DGPS_DEV void wgmma_n(float* d, const uint32_t a[4], uint64_t desc) {
-  static_assert(N == 32 || N == 64, "wgmma_n: N must be 32 or 64");
+  static_assert(N == 32 || N == 64 || N == 128, "wgmma_n: N must be 32, 64 or 128");
   if constexpr (N == 32)
-    wgmma_m64n32k16(d, a, desc);
+    wgmma_m64n32k16<kTransB>(d, a, desc);
+  else if constexpr (N == 64)
+    wgmma_m64n64k16<kTransB>(d, a, desc);
   else
-    wgmma_m64n64k16(d, a, desc);
-}
-template <int N>
-DGPS_DEV void wgmma_n_mn(float* d, const uint32_t a[4], uint64_t desc) {
-  static_assert(N == 64 || N == 128, "wgmma_n_mn: N must be 64 or 128");
-  if constexpr (N == 64)
-    wgmma_m64n64k16_mn(d, a, desc);
-  else
-    wgmma_m64n128k16_mn(d, a, desc);
+    wgmma_m64n128k16<kTransB>(d, a, desc);
 }
 
 // ---- register reallocation between warpgroups (sm_90a setmaxnreg) -------------------------------------------

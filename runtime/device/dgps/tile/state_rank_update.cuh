@@ -34,7 +34,7 @@ DGPS_DEV void state_rank_update(float (&S)[KP / 8][4], uint32_t (&NA)[C / 16][4]
     for (int ks = 0; ks < C / 16; ++ks) {
       // K steps over chunk rows (8 rows = one 128-byte core matrix), N over key columns (8 columns = 16·C bytes)
       const uint64_t desc = dev::wgmma_desc(sKw + dev::core_off<C>(16 * ks, 0), 128, 16 * C);
-      dev::wgmma_n_mn<KP>(&S[0][0], NA[ks], desc);
+      dev::wgmma_n<KP, 1>(&S[0][0], NA[ks], desc);  // B MN-major
     }
     dev::wgmma_commit();
     dev::wgmma_wait0();
