@@ -247,13 +247,19 @@ TEST_F(Resolver, WithoutARecordTheDefaultFollowsTheShape) {
   EXPECT_EQ(full.chunk, 32);
   EXPECT_EQ(full.block_v, pkg_.manifest().default_config.block_v);
   EXPECT_EQ(r->resolve(pkg_, problem(8, 4096), 0), full);
-  // B=1, H=16: 16 CTAs at block_v 128 -> halved (pgdn allows 64), everything else the manifest's
-  TileConfig want = pkg_.manifest().default_config;
-  ASSERT_EQ(want.block_v, 128) << "the expectation assumes pgdn's default block_v";
-  want.block_v = 64;
-  EXPECT_EQ(r->resolve(pkg_, problem(1, 32768), 0), want);
-  ASSERT_EQ(decisions_.size(), 2u);
+  // B=1, H=16, T=2048: 16 CTAs at block_v 128 and too few chunks to split into segments (SegmentScan.h
+  // kMinSegmentedChunks) -> block_v halved (pgdn allows 64), everything else the manifest's
+  TileConfig halved = pkg_.manifest().default_config;
+  ASSERT_EQ(halved.block_v, 128) << "the expectation assumes pgdn's default block_v";
+  halved.block_v = 64;
+  EXPECT_EQ(r->resolve(pkg_, problem(1, 2048), 0), halved);
+  // B=1, T=32768: the segmented state pass splits the sequence at full width, so the width stays and the
+  // chunk is 32 as on a full GPU (DefaultConfig.h forwardDefaultConfig)
+  ASSERT_FALSE(pkg_.manifest().launch.forward_segmented.empty()) << "the expectation assumes pgdn's segmented pass";
+  EXPECT_EQ(r->resolve(pkg_, problem(1, 32768), 0), full);
+  ASSERT_EQ(decisions_.size(), 3u);
   EXPECT_EQ(decisions_[1].source, ConfigSource::DefaultNoRecord);
+  EXPECT_EQ(decisions_[2].source, ConfigSource::DefaultNoRecord);
   // a record for that key still wins
   record(problem(1, 32768), fakeH200(pkg_), cfg(32, 4, 1));
   auto r2 = make(TuneMode::Recorded);
