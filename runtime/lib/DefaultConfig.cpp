@@ -69,9 +69,21 @@ std::int64_t autoSegmentChunks(const ForwardDefaultInputs& in, const TileConfig&
   return L < rule.chunksPerSeq ? L : 0;
 }
 
+namespace {
+
+/// Whether the call runs the segmented state pass at `wide`: the caller's forced length, else the runtime's rule.
+bool splitsAt(const ForwardDefaultInputs& in, const TileConfig& wide) {
+  if (!in.segmented || in.sequences <= 0 || in.heads_v <= 0 || in.value_dim <= 0) return false;
+  if (in.forced_segment_chunks < 0) return autoSegmentChunks(in, wide) > 0;
+  const std::int64_t C = wide.chunk > 0 ? wide.chunk : 64;
+  return in.forced_segment_chunks > 0 && in.forced_segment_chunks < (in.rows + C - 1) / C;
+}
+
+}  // namespace
+
 TileConfig forwardDefaultConfig(const Manifest& manifest, const ForwardDefaultInputs& in) {
   const TileConfig wide = fullWidthConfig(manifest);
-  if (in.sequences > 0 && in.heads_v > 0 && in.value_dim > 0 && autoSegmentChunks(in, wide) > 0) return wide;
+  if (splitsAt(in, wide)) return wide;
   return shapeDefaultConfig(manifest, in.sequences, in.heads_v, in.value_dim, in.sm_count);
 }
 

@@ -418,10 +418,21 @@ Runtime::~Runtime() = default;
 const JitCompiler& Runtime::compiler() const { return impl_->jit; }
 
 TileConfig Runtime::resolveForwardConfig(const Package& package, const ForwardProblem& problem) const {
+  return resolveForwardConfig(package, problem, LaunchOptions());
+}
+
+TileConfig Runtime::resolveForwardConfig(const Package& package, const ForwardProblem& problem,
+                                         const LaunchOptions& options) const {
   if (impl_->options.forward_config) {
     if (auto c = impl_->options.forward_config(package, problem, problem.device)) return *c;
   }
-  return forwardDefaultConfig(package.manifest(), forwardDefaultInputs(package, problem, impl_->smCount(problem.device)));
+  ForwardDefaultInputs in = forwardDefaultInputs(package, problem, impl_->smCount(problem.device));
+  // a forced state pass (segmentChunks validates it; an invalid one fails there, not here)
+  if (options.segment_chunks && *options.segment_chunks >= 0)
+    in.forced_segment_chunks = *options.segment_chunks;
+  else if (!options.segment_chunks && impl_->env_segment_error.empty())
+    in.forced_segment_chunks = impl_->env_segment_chunks;
+  return forwardDefaultConfig(package.manifest(), in);
 }
 
 std::size_t Runtime::forwardWorkspaceBytes(const Package& package, const ForwardProblem& problem,
@@ -765,7 +776,7 @@ void Runtime::launchForward(const Package& package, const ForwardTensors& t, con
   if (options.config) {
     config = *options.config;
   } else if (!warm || impl_->options.forward_config) {
-    config = resolveForwardConfig(package, p);
+    config = resolveForwardConfig(package, p, options);
   }
   if (warm && !(config == call.config)) warm = false;  // the resolver chose another configuration this time
   if (!warm) {

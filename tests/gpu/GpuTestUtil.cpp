@@ -100,7 +100,7 @@ GpuOutputs gpuForward(Runtime& rt, const Package& pkg, const ReferenceInputs& in
   if (pass_workspace) {
     ForwardProblem p = validateForward(pkg, t);
     std::size_t bytes =
-        rt.forwardWorkspaceBytes(pkg, p, opts.config ? *opts.config : rt.resolveForwardConfig(pkg, p), opts);
+        rt.forwardWorkspaceBytes(pkg, p, opts.config ? *opts.config : rt.resolveForwardConfig(pkg, p, opts), opts);
     ws = DeviceTensor(ScalarType::I32, {std::int64_t(bytes / 4 + 4)}, dev);  // poisoned: kernels must not need zeros
     ws.poison();
     t.workspace = TensorView(ws.data(), ScalarType::I32, ws.shape(), dev);

@@ -111,6 +111,28 @@ TEST(ForwardDefaultConfig, WithoutASplitItIsTheShapeRule) {
   EXPECT_EQ(forwardDefaultConfig(m, unknown), m.default_config);
 }
 
+TEST(ForwardDefaultConfig, AForcedStatePassDecidesTheWidth) {
+  Manifest m = manifestWith({32, 64, 128}, 128);
+  m.tunables.chunk = {32, 64};
+  // B=1, T=32768 forced onto the plain pass: the walk needs the halved value tile, as without segments
+  ForwardDefaultInputs plain = call(1, 32768, true);
+  plain.forced_segment_chunks = 0;
+  EXPECT_EQ(forwardDefaultConfig(m, plain), shapeDefaultConfig(m, 1, 16, 128, 132));
+  EXPECT_EQ(forwardDefaultConfig(m, plain).block_v, 64);
+  // B=1, T=1024 (32 chunks of 32 rows, too short for the rule) forced into segments of 8 chunks: full width
+  ForwardDefaultInputs forced = call(1, 1024, true);
+  EXPECT_EQ(forwardDefaultConfig(m, forced).block_v, 64) << "the rule alone does not split 32 chunks";
+  forced.forced_segment_chunks = 8;
+  EXPECT_EQ(forwardDefaultConfig(m, forced), (TileConfig{32, 128, 4, 2}));
+  // a forced length that does not cut the sequence (L >= 32 chunks) is the plain pass
+  forced.forced_segment_chunks = 32;
+  EXPECT_EQ(forwardDefaultConfig(m, forced).block_v, 64);
+  // a package without the segmented pass ignores a forced length (Runtime::segmentChunks rejects it)
+  ForwardDefaultInputs none = call(1, 1024, false);
+  none.forced_segment_chunks = 8;
+  EXPECT_EQ(forwardDefaultConfig(m, none).block_v, 64);
+}
+
 TEST(ForwardDefaultConfig, SegmentChoiceIsTheRuleOfSegmentScan) {
   // the runtime's own choice for a call (Runtime::segmentChunks) and the default's agree: the same inputs
   // through dsl/SegmentScan.h chooseSegmentChunks

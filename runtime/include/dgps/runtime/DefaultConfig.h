@@ -27,6 +27,9 @@ struct ForwardDefaultInputs {
   std::int64_t rows = 0;  ///< the kernels' token rows per sequence (ForwardProblem::rows(): T · steps per token)
   bool segmented = false;  ///< the package has the segmented state pass (manifest launch.forward_segmented)
   int sm_count = 0;        ///< the device's SMs; <= 0: unknown
+  /// The state pass the caller forced (LaunchOptions::segment_chunks, DGPS_SEGMENT_CHUNKS): -1 none, the runtime
+  /// chooses (autoSegmentChunks); 0 the plain sequential pass; L >= 1 segments of L chunks.
+  std::int64_t forced_segment_chunks = -1;
 };
 
 /// The inputs of a validated forward call on a device with `sm_count` SMs.
@@ -42,7 +45,9 @@ std::int64_t autoSegmentChunks(const ForwardDefaultInputs& in, const TileConfig&
 /// default's full width, its segments fill the GPU instead, so the width stays and the chunk is 32 where the
 /// package allows it (as for a full GPU). Measured on the H200 at B = 1, T = 32768, H = 16, K = V = 128
 /// (docs/performance.md, run 14): gdn 0.864 ms at C32 BV128 against 1.229 at the halved C64 BV64, pgdn 1.23
-/// against 1.705, kda 1.40 (C64 BV128) against 1.86. Otherwise shapeDefaultConfig.
+/// against 1.705, kda 1.40 (C64 BV128) against 1.86. Otherwise (no segmented pass, a sequence too short to split,
+/// or a plain pass the caller forced) shapeDefaultConfig. A forced L >= 1 counts as a split when it cuts the
+/// sequence (L < ⌈rows / chunk⌉ at the full width's chunk).
 TileConfig forwardDefaultConfig(const Manifest& manifest, const ForwardDefaultInputs& in);
 
 }  // namespace dgps

@@ -213,9 +213,12 @@ class Runtime {
                              const LaunchOptions& options) const;
 
   /// The configuration forward would use for `problem` when none is given: the forward_config resolver's, else
-  /// the shape-aware default (DefaultConfig.h: the manifest's, with block_v halved for calls too small to fill
-  /// the GPU).
+  /// the shape-aware default (DefaultConfig.h forwardDefaultConfig: the manifest's, with block_v halved for calls
+  /// too small to fill the GPU unless the segmented state pass splits them). The default follows a state pass
+  /// forced by DGPS_SEGMENT_CHUNKS, and with `options` also one forced by options.segment_chunks.
   TileConfig resolveForwardConfig(const Package& package, const ForwardProblem& problem) const;
+  TileConfig resolveForwardConfig(const Package& package, const ForwardProblem& problem,
+                                  const LaunchOptions& options) const;
 
   /// Compiles (or fetches from the caches) and loads one variant on `device`; returns its resources.
   VariantInfo prepare(const Package& package, std::int64_t key_dim, std::int64_t value_dim, ScalarType input_dtype,
