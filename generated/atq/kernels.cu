@@ -379,6 +379,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -390,6 +391,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
@@ -473,6 +475,7 @@ static __device__ __forceinline__ void dgps_atq_fwd_segment_summary_walk0(const 
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -484,6 +487,7 @@ static __device__ __forceinline__ void dgps_atq_fwd_segment_summary_walk0(const 
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
@@ -570,6 +574,7 @@ static __device__ __forceinline__ void dgps_atq_fwd_segment_summary_walk1(const 
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -581,6 +586,7 @@ static __device__ __forceinline__ void dgps_atq_fwd_segment_summary_walk1(const 
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
@@ -696,6 +702,7 @@ static __device__ __forceinline__ void dgps_atq_fwd_segment_state_output_walk0(c
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -707,6 +714,7 @@ static __device__ __forceinline__ void dgps_atq_fwd_segment_state_output_walk0(c
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];

@@ -273,6 +273,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -285,6 +286,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
       dev::f16_to_bf16_lin(sQ, C * KP, ct, NT);
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
@@ -367,6 +369,7 @@ static __device__ __forceinline__ void dgps_deltanet_fwd_segment_summary_walk0(c
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -378,6 +381,7 @@ static __device__ __forceinline__ void dgps_deltanet_fwd_segment_summary_walk0(c
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
@@ -463,6 +467,7 @@ static __device__ __forceinline__ void dgps_deltanet_fwd_segment_summary_walk1(c
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -474,6 +479,7 @@ static __device__ __forceinline__ void dgps_deltanet_fwd_segment_summary_walk1(c
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
@@ -588,6 +594,7 @@ static __device__ __forceinline__ void dgps_deltanet_fwd_segment_state_output_wa
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -600,6 +607,7 @@ static __device__ __forceinline__ void dgps_deltanet_fwd_segment_state_output_wa
       dev::f16_to_bf16_lin(sQ, C * KP, ct, NT);
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];

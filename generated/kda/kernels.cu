@@ -297,6 +297,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -307,6 +308,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     (void)sK;
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
@@ -392,6 +394,7 @@ static __device__ __forceinline__ void dgps_kda_fwd_segment_summary_walk0(const 
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -402,6 +405,7 @@ static __device__ __forceinline__ void dgps_kda_fwd_segment_summary_walk0(const 
     (void)sK;
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
@@ -490,6 +494,7 @@ static __device__ __forceinline__ void dgps_kda_fwd_segment_summary_walk1(const 
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -500,6 +505,7 @@ static __device__ __forceinline__ void dgps_kda_fwd_segment_summary_walk1(const 
     (void)sK;
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
@@ -617,6 +623,7 @@ static __device__ __forceinline__ void dgps_kda_fwd_segment_state_output_walk0(c
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -627,6 +634,7 @@ static __device__ __forceinline__ void dgps_kda_fwd_segment_state_output_walk0(c
     (void)sK;
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];

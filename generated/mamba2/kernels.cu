@@ -266,6 +266,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -278,6 +279,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
       dev::f16_to_bf16_lin(sQ, C * KP, ct, NT);
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
@@ -360,6 +362,7 @@ static __device__ __forceinline__ void dgps_mamba2_fwd_segment_summary_walk0(con
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -371,6 +374,7 @@ static __device__ __forceinline__ void dgps_mamba2_fwd_segment_summary_walk0(con
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
@@ -455,6 +459,7 @@ static __device__ __forceinline__ void dgps_mamba2_fwd_segment_summary_walk1(con
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -466,6 +471,7 @@ static __device__ __forceinline__ void dgps_mamba2_fwd_segment_summary_walk1(con
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     t::state_scale<KP>(S, sTok[C * 8 + 0]);
@@ -576,6 +582,7 @@ static __device__ __forceinline__ void dgps_mamba2_fwd_segment_state_output_walk
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -588,6 +595,7 @@ static __device__ __forceinline__ void dgps_mamba2_fwd_segment_state_output_walk
       dev::f16_to_bf16_lin(sQ, C * KP, ct, NT);
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];

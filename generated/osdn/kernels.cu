@@ -370,6 +370,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
       Split::sync_producer();
       float* const sTok = dev::smem_at<float>(st, L.tok);  // fields 4 and 5: the scan's a and b
       t::channel_scan_rescale<C, K, KP, Codec, dev::Act<false>, true>(dev::smem_at<uint16_t>(st, L.kw), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, dev::smem_at<uint16_t>(st, L.kraw), Lr, ro, pt, Split::NTP);
+      if (kWG) dev::fence_proxy_async();
     };
     Split::producer_loop<STAGES>(0, nch, produce);
     return;
@@ -393,6 +394,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     Split::sync_all();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -405,6 +407,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
       dev::f16_to_bf16_lin(sQ, C * KP, ct, NT);
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       Split::sync_consumers();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
@@ -493,6 +496,7 @@ static __device__ __forceinline__ void dgps_osdn_fwd_segment_summary_walk(const 
       Split::sync_producer();
       float* const sTok = dev::smem_at<float>(st, L.tok);  // fields 4 and 5: the scan's a and b
       t::channel_scan_rescale<C, K, KP, Codec, dev::Act<false>, true>(dev::smem_at<uint16_t>(st, L.kw), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, dev::smem_at<uint16_t>(st, L.kraw), Lr, ro, pt, Split::NTP);
+      if (kWG) dev::fence_proxy_async();
     };
     Split::producer_loop<STAGES>(c0, nch, produce);
     return;
@@ -522,6 +526,7 @@ static __device__ __forceinline__ void dgps_osdn_fwd_segment_summary_walk(const 
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     Split::sync_all();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -533,6 +538,7 @@ static __device__ __forceinline__ void dgps_osdn_fwd_segment_summary_walk(const 
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       Split::sync_consumers();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
@@ -649,6 +655,7 @@ static __device__ __forceinline__ void dgps_osdn_fwd_segment_state_output_walk0(
       Split::sync_producer();
       float* const sTok = dev::smem_at<float>(st, L.tok);  // fields 4 and 5: the scan's a and b
       t::channel_scan_rescale<C, K, KP, Codec, dev::Act<false>, true>(dev::smem_at<uint16_t>(st, L.kw), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, dev::smem_at<uint16_t>(st, L.kraw), Lr, ro, pt, Split::NTP);
+      if (kWG) dev::fence_proxy_async();
     };
     Split::producer_loop<STAGES>(c0, nch, produce);
     return;
@@ -672,6 +679,7 @@ static __device__ __forceinline__ void dgps_osdn_fwd_segment_state_output_walk0(
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     Split::sync_all();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -684,6 +692,7 @@ static __device__ __forceinline__ void dgps_osdn_fwd_segment_state_output_walk0(
       dev::f16_to_bf16_lin(sQ, C * KP, ct, NT);
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       Split::sync_consumers();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];

@@ -385,6 +385,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -397,6 +398,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
       dev::f16_to_bf16_lin(sQ, C * KP, ct, NT);
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
@@ -481,6 +483,7 @@ static __device__ __forceinline__ void dgps_pgdn_fwd_segment_summary_walk0(const
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -492,6 +495,7 @@ static __device__ __forceinline__ void dgps_pgdn_fwd_segment_summary_walk0(const
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
@@ -579,6 +583,7 @@ static __device__ __forceinline__ void dgps_pgdn_fwd_segment_summary_walk1(const
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -590,6 +595,7 @@ static __device__ __forceinline__ void dgps_pgdn_fwd_segment_summary_walk1(const
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
@@ -706,6 +712,7 @@ static __device__ __forceinline__ void dgps_pgdn_fwd_segment_state_output_walk0(
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -718,6 +725,7 @@ static __device__ __forceinline__ void dgps_pgdn_fwd_segment_state_output_walk0(
       dev::f16_to_bf16_lin(sQ, C * KP, ct, NT);
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];

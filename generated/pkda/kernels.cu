@@ -404,6 +404,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -414,6 +415,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     (void)sK;
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
@@ -499,6 +501,7 @@ static __device__ __forceinline__ void dgps_pkda_fwd_segment_summary_walk0(const
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -509,6 +512,7 @@ static __device__ __forceinline__ void dgps_pkda_fwd_segment_summary_walk0(const
     (void)sK;
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
@@ -597,6 +601,7 @@ static __device__ __forceinline__ void dgps_pkda_fwd_segment_summary_walk1(const
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -607,6 +612,7 @@ static __device__ __forceinline__ void dgps_pkda_fwd_segment_summary_walk1(const
     (void)sK;
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
@@ -724,6 +730,7 @@ static __device__ __forceinline__ void dgps_pkda_fwd_segment_state_output_walk0(
     } else {
       dev::cp_async_wait<0>();
     }
+    if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
@@ -734,6 +741,7 @@ static __device__ __forceinline__ void dgps_pkda_fwd_segment_state_output_walk0(
     (void)sK;
     if (dgps::cfg::kInputF16) {
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
       dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];

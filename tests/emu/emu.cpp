@@ -56,6 +56,9 @@ struct Fiber {
   unsigned tid = 0;
   std::vector<std::vector<Copy>> groups;  // committed cp.async groups, oldest first
   std::vector<Copy> open;                 // not yet committed
+  // 16-byte shared-memory granules this thread filled by cp.async and has not yet published to the async proxy
+  // (fence.proxy.async); see Block::async_unfenced
+  std::vector<uint32_t> unfenced;
 };
 
 struct Slot {
@@ -84,6 +87,11 @@ struct Block {
   std::vector<Fiber> fibers;
   std::vector<Warp> warps;
   Barrier bars[16];
+  // Per 16-byte granule of shared memory: 1 + the thread whose cp.async wrote it and which has not issued
+  // fence.proxy.async since, 0 otherwise. Warpgroup MMA reads its B operand through the async proxy, so a granule
+  // still marked when wgmma reads it is a missing proxy fence (PTX ISA: memory consistency across proxies).
+  // Ordinary stores are not tracked: the model catches the cp.async -> wgmma hand-off only.
+  std::vector<uint16_t> async_unfenced;
   const std::function<void()>* fn = nullptr;
   std::string error;
 };
@@ -114,10 +122,18 @@ void wake(std::vector<int>& w) {
   w.clear();
 }
 
-void run_copies(std::vector<Copy>& g) {
+/// Performs a committed group's copies; `writer` (null when the thread has exited) is the issuing thread, whose
+/// granules stay marked for the async proxy until it fences.
+void run_copies(std::vector<Copy>& g, Fiber* writer) {
+  unsigned char* const sm = g_block->smem.data();
   for (const Copy& c : g) {
     if (c.valid) std::memcpy(c.dst, c.src, 16);
     else std::memset(c.dst, 0, 16);
+    unsigned char* const d = static_cast<unsigned char*>(c.dst);
+    if (writer == nullptr || d < sm || d >= sm + g_block->smem.size()) continue;
+    const uint32_t granule = (uint32_t)((d - sm) / 16);
+    g_block->async_unfenced[granule] = (uint16_t)(writer->tid + 1);
+    writer->unfenced.push_back(granule);
   }
 }
 
@@ -127,7 +143,7 @@ void finish_copies(Fiber& f) {
     f.groups.push_back(f.open);
     f.open.clear();
   }
-  for (auto& g : f.groups) run_copies(g);
+  for (auto& g : f.groups) run_copies(g, nullptr);
   f.groups.clear();
 }
 
@@ -399,6 +415,8 @@ void wgmma(float* d, int n, const uint32_t a[4], uint64_t desc, bool mn_major) {
   float out[64];
   const unsigned char* sm = g_block->smem.data();
   const size_t smsz = g_block->smem.size();
+  long unfenced_at = -1;  // a B byte offset whose granule cp.async wrote without a later proxy fence
+  unsigned unfenced_by = 0;
   collective(8, pl, 16 + nb, out, nb, [&](Slot* s) {
     float A16[16][16];
     for (int L = 0; L < 32; ++L) {
@@ -422,6 +440,10 @@ void wgmma(float* d, int n, const uint32_t a[4], uint64_t desc, bool mn_major) {
         const uint32_t off = start + (uint32_t)(k / 8) * lbo + (uint32_t)(c / 8) * sbo + in_core;
         uint16_t bv = 0x7fc0;
         if (off + 2 <= smsz) std::memcpy(&bv, sm + off, 2);
+        if (off + 2 <= smsz && unfenced_at < 0 && g_block->async_unfenced[off / 16] != 0) {
+          unfenced_at = off;
+          unfenced_by = g_block->async_unfenced[off / 16] - 1u;
+        }
         B[(size_t)k * n + c] = bf16_to_f32(bv);
       }
     for (int L = 0; L < 32; ++L) {
@@ -438,6 +460,9 @@ void wgmma(float* d, int n, const uint32_t a[4], uint64_t desc, bool mn_major) {
       std::memcpy(s[L].out, dl, nb);
     }
   });
+  if (unfenced_at >= 0)
+    fail("wgmma reads shared memory at byte " + std::to_string(unfenced_at) + " that thread " +
+         std::to_string(unfenced_by) + " filled by cp.async without a fence.proxy.async before the hand-off");
   std::memcpy(d, out, nb);
 }
 
@@ -446,13 +471,18 @@ void cp_async16(void* smem, const void* gmem, bool valid) {
   if ((sa & 15) || (valid && (ga & 15))) fail("cp.async with a misaligned 16-byte address");
   g_cur->open.push_back({smem, gmem, valid});
 }
+void fence_proxy_async() {
+  for (uint32_t granule : g_cur->unfenced)
+    if (g_block->async_unfenced[granule] == g_cur->tid + 1) g_block->async_unfenced[granule] = 0;
+  g_cur->unfenced.clear();
+}
 void cp_async_commit() {
   g_cur->groups.push_back(g_cur->open);
   g_cur->open.clear();
 }
 void cp_async_wait(int n) {
   while ((int)g_cur->groups.size() > n) {
-    run_copies(g_cur->groups.front());
+    run_copies(g_cur->groups.front(), g_cur);
     g_cur->groups.erase(g_cur->groups.begin());
   }
 }
@@ -477,6 +507,7 @@ bool launch(const std::function<void()>& kernel, unsigned long long grid, unsign
     blk.bid = b;
     blk.grid = grid;
     blk.smem.assign(smem + 4096, 0xFF);
+    blk.async_unfenced.assign((blk.smem.size() + 15) / 16, 0);
     std::memset(blk.smem.data() + smem, 0xAB, 4096);  // canary: kernels must stay inside their dynamic smem
     blk.fibers.resize(block);
     blk.warps.resize(block / 32);

@@ -1,7 +1,8 @@
 // CPU emulator of the CUDA execution model for the DGPS kernels (tests only). Every CUDA thread runs as a
 // fiber on one OS thread; barriers and warp-collective operations (shuffles, ldmatrix, mma.sync) switch
 // fibers. Semantics follow the PTX ISA: fragment layouts of ldmatrix/mma.m16n8k16, cp.async completing at
-// cp.async.wait_group (zero-fill when the source size is 0). Used to debug the kernels on a machine without a
+// cp.async.wait_group (zero-fill when the source size is 0), and the proxy fence that hands cp.async tiles to
+// warpgroup MMA. Used to debug the kernels on a machine without a
 // GPU; divergent collectives, deadlocks and exited lanes in collectives are reported as errors.
 #pragma once
 #include <cstddef>
@@ -39,6 +40,9 @@ uint32_t smem_u32(const void* p);
 /// wgmma m64nNk16 (bf16 -> f32) for this warp's 16 rows: d[N/2] += A(fragments) x B(descriptor); B K-major,
 /// or MN-major (the transposed form, imm-trans-b = 1) when mn_major.
 void wgmma(float* d, int n, const uint32_t a[4], uint64_t desc, bool mn_major = false);
+/// fence.proxy.async.shared::cta: this thread's cp.async writes become visible to warpgroup MMA (the async proxy).
+/// wgmma fails the launch when it reads a granule another thread's cp.async wrote without this fence after it.
+void fence_proxy_async();
 void cp_async_commit();
 void cp_async_wait(int n);
 

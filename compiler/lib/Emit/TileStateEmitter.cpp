@@ -206,6 +206,8 @@ void emitProducer(std::ostringstream& os, StateWalkOp w, const launch::FeatureSe
      << ", " << (fromX ? "true" : "false") << ">(dev::smem_at<uint16_t>(st, " << (query ? "L.q" : "L.kw")
      << "), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, "
         "dev::smem_at<uint16_t>(st, L.kraw), Lr, ro, pt, Split::NTP);\n";
+  // the rescaled tile is written by ordinary stores and read by the consumers' warpgroup MMA (async proxy)
+  os << "      if (kWG) dev::fence_proxy_async();\n";
   os << "    };\n";
   os << "    Split::producer_loop<STAGES>(" << first << ", nch, produce);\n";
   os << "    return;\n  }\n";
@@ -230,6 +232,8 @@ void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end) {
   os << "    const int Lr = (int)dev::lmin(C, sq.len - c * C);\n";
   os << "    if (STAGES == 2) {\n      if (c + 1 < " << end << ") stage(c + 1);\n      dev::cp_async_commit();\n"
         "      dev::cp_async_wait<1>();\n    } else {\n      dev::cp_async_wait<0>();\n    }\n";
+  // cp.async fills the tiles through the generic proxy; warpgroup MMA reads them through the async proxy
+  os << "    if (kWG) dev::fence_proxy_async();\n";
   os << "    " << syncAll << ";\n";
   os << "    uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);\n";
   os << "    uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);\n";
@@ -241,7 +245,9 @@ void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end) {
   os << "    if (dgps::cfg::kInputF16) {\n";
   if (rawQ && out) os << "      dev::f16_to_bf16_lin(sQ, C * KP, ct, NT);\n";
   if (rawK) os << "      dev::f16_to_bf16_lin(sK, C * KP, ct, NT);\n";
-  os << "      dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);\n      " << syncCons << ";\n    }\n";
+  os << "      dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);\n";
+  os << "      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA\n";
+  os << "      " << syncCons << ";\n    }\n";
   // products with the state: XQ (read-out) and XR (residual), or XR alone without a read-out
   // a linear rule's transition product: N = 0 (no values), so only the carry acts
   const bool carryOnly = w.getZeroValues() && !delta;

@@ -254,6 +254,7 @@ DGPS_DEV uint64_t wgmma_desc(const void* p, uint32_t lbo_bytes, uint32_t sbo_byt
 }
 #if defined(DGPS_EMU)
 DGPS_DEV void wgmma_fence() {}
+DGPS_DEV void fence_proxy_async() { dgps_emu::fence_proxy_async(); }
 DGPS_DEV void wgmma_commit() {}
 DGPS_DEV void wgmma_wait0() {}
 /// D[16 x N per warp] += A(regs) · B(desc), m64nNk16, bf16 -> f32; B K-major, or MN-major when kTransB.
@@ -271,6 +272,10 @@ DGPS_DEV void wgmma_m64n128k16(float d[64], const uint32_t a[4], uint64_t desc) 
 }
 #elif DGPS_USE_WGMMA
 DGPS_DEV void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+/// wgmma reads its shared-memory operands through the async proxy; tiles written by ordinary stores or cp.async
+/// (the generic proxy) are visible to it only after this fence. Each writing thread issues it after its writes
+/// and before the barrier that hands the tile to the warpgroup (PTX ISA, wgmma.mma_async and proxies).
+DGPS_DEV void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 DGPS_DEV void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 DGPS_DEV void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
 /// D[16 x N per warp] += A(regs) · B(desc), m64nNk16, bf16 -> f32. kTransB = 1 (imm-trans-b) reads B MN-major:
@@ -322,7 +327,9 @@ DGPS_DEV void wgmma_m64n128k16(float d[64], const uint32_t a[4], uint64_t desc) 
 }
 #else
 // Not sm_90a: never called (callers test DGPS_USE_WGMMA at compile time); present so both branches compile.
+// Without warpgroup MMA no operand is read through the async proxy, so the proxy fence has nothing to order.
 DGPS_DEV void wgmma_fence() {}
+DGPS_DEV void fence_proxy_async() {}
 DGPS_DEV void wgmma_commit() {}
 DGPS_DEV void wgmma_wait0() {}
 template <int kTransB = 0>
