@@ -38,6 +38,14 @@ TileConfig fullWidthConfig(const Manifest& manifest) {
   return c;
 }
 
+/// Whether the call runs the segmented state pass at `wide`: the caller's forced length, else the runtime's rule.
+bool splitsAt(const ForwardDefaultInputs& in, const TileConfig& wide) {
+  if (!in.segmented || in.sequences <= 0 || in.heads_v <= 0 || in.value_dim <= 0) return false;
+  if (in.forced_segment_chunks < 0) return autoSegmentChunks(in, wide) > 0;
+  const std::int64_t C = wide.chunk > 0 ? wide.chunk : 64;
+  return in.forced_segment_chunks > 0 && in.forced_segment_chunks < (in.rows + C - 1) / C;
+}
+
 }  // namespace
 
 ForwardDefaultInputs forwardDefaultInputs(const Package& package, const ForwardProblem& problem, int sm_count) {
@@ -68,18 +76,6 @@ std::int64_t autoSegmentChunks(const ForwardDefaultInputs& in, const TileConfig&
   const std::int64_t L = segment::chooseSegmentChunks(rule);
   return L < rule.chunksPerSeq ? L : 0;
 }
-
-namespace {
-
-/// Whether the call runs the segmented state pass at `wide`: the caller's forced length, else the runtime's rule.
-bool splitsAt(const ForwardDefaultInputs& in, const TileConfig& wide) {
-  if (!in.segmented || in.sequences <= 0 || in.heads_v <= 0 || in.value_dim <= 0) return false;
-  if (in.forced_segment_chunks < 0) return autoSegmentChunks(in, wide) > 0;
-  const std::int64_t C = wide.chunk > 0 ? wide.chunk : 64;
-  return in.forced_segment_chunks > 0 && in.forced_segment_chunks < (in.rows + C - 1) / C;
-}
-
-}  // namespace
 
 TileConfig forwardDefaultConfig(const Manifest& manifest, const ForwardDefaultInputs& in) {
   const TileConfig wide = fullWidthConfig(manifest);

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "EmuCheck.h"
 #include "EmuPackage.h"
 #include "ManifestWorkspace.h"
 #include "dgps/device/abi.h"
@@ -37,18 +38,14 @@
 
 namespace {
 
+using dgps_emu::f32Of;
+
 constexpr int kChunk = 64, kK = 64;
 constexpr double kTol = 1e-4;  // the accumulator is f32 from the exact input values (docs/math.md §5.1)
 
 int fail(const std::string& msg) {
   std::fprintf(stderr, "dgps-precond-round-emu-check: %s\n", msg.c_str());
   return 1;
-}
-
-std::vector<float> f32Of(const dgps::Tensor& t) {
-  std::vector<float> v((size_t)t.numel());
-  for (std::int64_t i = 0; i < t.numel(); ++i) v[(size_t)i] = (float)t.get(i);
-  return v;
 }
 
 /// max |got − ref| / max(1, max |ref|); inf when an entry is not finite.

@@ -29,37 +29,21 @@
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/SpecParser.h"
+#include "EmuCheck.h"
 #include "EmuPackage.h"
 #include "ManifestWorkspace.h"
 
 namespace {
 
+using dgps_emu::LoadedPackage;
+using dgps_emu::relErr;
+using dgps_emu::f32Of;
+using dgps_emu::fmtG;
+using dgps_emu::featuresOf;
+
 constexpr double kTolOut = 1e-2;    // bf16 inputs, operands and output (the GPU suite's forward tolerance)
 constexpr double kTolState = 1e-2;  // f32 state built from bf16 tensor-core products
 constexpr int kChunk = 64, kBlockV = 64, kWarps = 4, kStages = 2;
-
-double relErr(const std::vector<double>& got, const dgps::Tensor& ref) {
-  double num = 0, den = 0;
-  for (std::int64_t i = 0; i < ref.numel(); ++i) {
-    if (!std::isfinite(got[(size_t)i])) return INFINITY;
-    const double d = got[(size_t)i] - ref.get(i);
-    num += d * d;
-    den += ref.get(i) * ref.get(i);
-  }
-  return std::sqrt(num / (den > 0 ? den : 1.0));
-}
-
-std::vector<float> f32Of(const dgps::Tensor& t) {
-  std::vector<float> v((size_t)t.numel());
-  for (std::int64_t i = 0; i < t.numel(); ++i) v[(size_t)i] = (float)t.get(i);
-  return v;
-}
-
-std::string fmtG(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3g", x);
-  return b;
-}
 
 int fail(const std::string& msg) {
   std::fprintf(stderr, "dgps-tile-chunk-emu-check: %s\n", msg.c_str());
@@ -69,18 +53,6 @@ int fail(const std::string& msg) {
 /// Compiles a package's kernels.cu for the emulator at head dims K = V (fp16 or bf16 inputs) and dlopens it.
 void* compileForEmu(const std::string& pkg, const std::string& so, int K, bool f16) {
   return dgps_emu::loadForEmu(pkg + "/kernels.cu", so, {K, K, f16, kChunk, kBlockV, kWarps, kStages});
-}
-
-struct Modules {
-  void* tile = nullptr;  ///< the package's kernels
-  int writeKey = 0;      ///< the package's FeatureSet::write_key (the compile chose it; not in the spec)
-  std::string dir;       ///< the package directory (its manifest sizes the workspace)
-};
-
-dgps::launch::FeatureSet featuresOf(const dgps::Spec& spec, const Modules& m) {
-  dgps::launch::FeatureSet f = dgps::deviceFeatures(spec);
-  f.write_key = m.writeKey;
-  return f;
 }
 
 using dgps_emu::launchRole;
@@ -189,7 +161,7 @@ long long checkAqk(const dgps::ReferenceInputs& in, const dgps::Spec& spec, cons
 /// One forward problem: workspace equality of the two chunk_local kernels, then o and the final state.
 /// gateScale multiplies the generated log-decays g (1: as generated); designed: designGates replaces them
 /// and, without a preconditioner, Aqk is checked against float64 (checkAqk).
-bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, bool f16, std::int64_t B, std::int64_t T,
+bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, int K, bool f16, std::int64_t B, std::int64_t T,
                std::vector<std::int64_t> cu, std::uint64_t seed, double gateScale = 1.0, bool designed = false) {
   dgps::ReferenceProblem s;
   s.batch = B;
@@ -355,7 +327,7 @@ int run(int argc, char** argv) {
   bool ok = true;
   for (int K : dims) {
     const std::string tag = work + "/" + spec.name + "_k" + std::to_string(K);
-    Modules m;
+    LoadedPackage m;
     m.tile = compileForEmu(tilePkg, tag + "_tile_chunk_emu.so", K, false);
     m.writeKey = dgps_emu::packageWriteKeyOf(tilePkg);
     m.dir = tilePkg;
@@ -375,7 +347,7 @@ int run(int argc, char** argv) {
   if (std::find(spec.input_dtypes.begin(), spec.input_dtypes.end(), dgps::DType::F16) != spec.input_dtypes.end()) {
     const int K = *std::min_element(dims.begin(), dims.end());
     const std::string tag = work + "/" + spec.name + "_k" + std::to_string(K) + "_f16";
-    Modules m;
+    LoadedPackage m;
     m.tile = compileForEmu(tilePkg, tag + "_tile_chunk_emu.so", K, true);
     m.writeKey = dgps_emu::packageWriteKeyOf(tilePkg);
     m.dir = tilePkg;

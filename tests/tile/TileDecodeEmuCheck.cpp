@@ -24,31 +24,17 @@
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/SpecParser.h"
+#include "EmuCheck.h"
 #include "EmuPackage.h"
 #include "emu_hooks.h"
 
 namespace {
 
+using dgps_emu::relErr;
+using dgps_emu::f32Of;
+
 constexpr double kTolOut = 1e-2;     // bf16 inputs and output (the GPU suite's decode tolerance)
 constexpr double kTolState = 1e-4;   // f32 state
-
-/// ‖got − ref‖ / ‖ref‖ over all elements; infinite when anything is not finite.
-double relErr(const std::vector<double>& got, const dgps::Tensor& ref) {
-  double num = 0, den = 0;
-  for (std::int64_t i = 0; i < ref.numel(); ++i) {
-    if (!std::isfinite(got[(size_t)i])) return INFINITY;
-    const double d = got[(size_t)i] - ref.get(i);
-    num += d * d;
-    den += ref.get(i) * ref.get(i);
-  }
-  return std::sqrt(num / (den > 0 ? den : 1.0));
-}
-
-std::vector<float> f32Of(const dgps::Tensor& t) {
-  std::vector<float> v((size_t)t.numel());
-  for (std::int64_t i = 0; i < t.numel(); ++i) v[(size_t)i] = (float)t.get(i);
-  return v;
-}
 
 int fail(const std::string& msg) {
   std::fprintf(stderr, "dgps-tile-decode-emu-check: %s\n", msg.c_str());

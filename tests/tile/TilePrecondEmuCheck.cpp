@@ -30,32 +30,20 @@
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/SpecParser.h"
+#include "EmuCheck.h"
 #include "EmuPackage.h"
 #include "ManifestWorkspace.h"
 
 namespace {
 
+using dgps_emu::LoadedPackage;
+using dgps_emu::relErr;
+using dgps_emu::f32Of;
+
 constexpr double kTolOut = 1e-2;     // bf16 inputs, operands and output (the GPU suite's forward tolerance)
 constexpr double kTolState = 1e-2;   // f32 state built from bf16 tensor-core products
 constexpr double kTolPrecond = 1e-4; // the preconditioner state: an fp32 scan of exact input values
 constexpr int kChunk = 64, kBlockV = 64, kWarps = 4, kStages = 2;
-
-double relErr(const std::vector<double>& got, const dgps::Tensor& ref) {
-  double num = 0, den = 0;
-  for (std::int64_t i = 0; i < ref.numel(); ++i) {
-    if (!std::isfinite(got[(size_t)i])) return INFINITY;
-    const double d = got[(size_t)i] - ref.get(i);
-    num += d * d;
-    den += ref.get(i) * ref.get(i);
-  }
-  return std::sqrt(num / (den > 0 ? den : 1.0));
-}
-
-std::vector<float> f32Of(const dgps::Tensor& t) {
-  std::vector<float> v((size_t)t.numel());
-  for (std::int64_t i = 0; i < t.numel(); ++i) v[(size_t)i] = (float)t.get(i);
-  return v;
-}
 
 int fail(const std::string& msg) {
   std::fprintf(stderr, "dgps-tile-precond-emu-check: %s\n", msg.c_str());
@@ -66,12 +54,6 @@ int fail(const std::string& msg) {
 void* compileForEmu(const std::string& pkg, const std::string& so, int K, bool f16) {
   return dgps_emu::loadForEmu(pkg + "/kernels.cu", so, {K, K, f16, kChunk, kBlockV, kWarps, kStages});
 }
-
-struct Modules {
-  void* tile = nullptr;  ///< the package's kernels
-  int writeKey = 0;      ///< the package's FeatureSet::write_key (the compile chose it; not in the spec)
-  std::string dir;       ///< the package directory (its manifest sizes the workspace)
-};
 
 
 using dgps_emu::launchRole;
@@ -145,7 +127,7 @@ std::vector<double> hypergradFinal(const dgps::Spec& spec, const dgps::Reference
 }
 
 /// One forward problem: the preconditioner roles, then the rest of the forward.
-bool checkOnce(const dgps::Spec& spec, const Modules& m, int K, bool f16, std::int64_t B, std::int64_t T,
+bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, int K, bool f16, std::int64_t B, std::int64_t T,
                std::vector<std::int64_t> cu, std::uint64_t seed, bool initialPrecond) {
   dgps::ReferenceProblem s;
   s.batch = B;
@@ -301,7 +283,7 @@ int run(int argc, char** argv) {
   bool ok = true;
   for (int K : dims) {
     const std::string tag = work + "/" + spec.name + "_k" + std::to_string(K);
-    Modules m;
+    LoadedPackage m;
     m.tile = compileForEmu(tilePkg, tag + "_tile_precond_emu.so", K, false);
     m.writeKey = dgps_emu::packageWriteKeyOf(tilePkg);
     m.dir = tilePkg;
@@ -316,7 +298,7 @@ int run(int argc, char** argv) {
   if (std::find(spec.input_dtypes.begin(), spec.input_dtypes.end(), dgps::DType::F16) != spec.input_dtypes.end()) {
     const int K = *std::min_element(dims.begin(), dims.end());
     const std::string tag = work + "/" + spec.name + "_k" + std::to_string(K) + "_f16";
-    Modules m;
+    LoadedPackage m;
     m.tile = compileForEmu(tilePkg, tag + "_tile_precond_emu.so", K, true);
     m.writeKey = dgps_emu::packageWriteKeyOf(tilePkg);
     m.dir = tilePkg;

@@ -51,10 +51,13 @@
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/SpecParser.h"
+#include "EmuCheck.h"
 #include "EmuPackage.h"
 #include "ManifestWorkspace.h"
 
 namespace {
+
+using dgps_emu::f32Of;
 
 constexpr double kTolRef = 1e-2;    // bf16 inputs, operands and output vs float64 (the GPU suite's tolerance)
 constexpr double kTolPlain = 1e-2;  // segmented vs ordinary walk: bf16 rounding of different intermediates
@@ -73,12 +76,6 @@ double relErr(const std::vector<double>& got, const std::vector<double>& ref) {
     den += ref[i] * ref[i];
   }
   return std::sqrt(num / (den > 0 ? den : 1.0));
-}
-
-std::vector<float> f32Of(const dgps::Tensor& t) {
-  std::vector<float> v((size_t)t.numel());
-  for (std::int64_t i = 0; i < t.numel(); ++i) v[(size_t)i] = (float)t.get(i);
-  return v;
 }
 
 int fail(const std::string& msg) {

@@ -36,10 +36,16 @@
 #include "dgps/dsl/InputGen.h"
 #include "dgps/dsl/Reference.h"
 #include "dgps/dsl/SpecParser.h"
+#include "EmuCheck.h"
 #include "EmuPackage.h"
 #include "ManifestWorkspace.h"
 
 namespace {
+
+using dgps_emu::LoadedPackage;
+using dgps_emu::relErr;
+using dgps_emu::f32Of;
+using dgps_emu::featuresOf;
 
 constexpr double kTolOut = 1e-2;    // bf16 inputs, operands and output (the GPU suite's forward tolerance)
 constexpr double kTolState = 1e-2;  // f32 state built from bf16 tensor-core products
@@ -49,36 +55,13 @@ struct Config {
   bool f16;  ///< fp16 inputs and output (re-encoded to bf16 for the tensor cores)
 };
 
-double relErr(const std::vector<double>& got, const dgps::Tensor& ref) {
-  double num = 0, den = 0;
-  for (std::int64_t i = 0; i < ref.numel(); ++i) {
-    if (!std::isfinite(got[(size_t)i])) return INFINITY;
-    const double d = got[(size_t)i] - ref.get(i);
-    num += d * d;
-    den += ref.get(i) * ref.get(i);
-  }
-  return std::sqrt(num / (den > 0 ? den : 1.0));
-}
-
-std::vector<float> f32Of(const dgps::Tensor& t) {
-  std::vector<float> v((size_t)t.numel());
-  for (std::int64_t i = 0; i < t.numel(); ++i) v[(size_t)i] = (float)t.get(i);
-  return v;
-}
-
 int fail(const std::string& msg) {
   std::fprintf(stderr, "dgps-tile-state-emu-check: %s\n", msg.c_str());
   return 1;
 }
 
-struct Modules {
-  void* tile = nullptr;  ///< the package's kernels
-  int writeKey = 0;      ///< the package's FeatureSet::write_key (the compile chose it; not in the spec)
-  std::string dir;       ///< the package directory (its manifest sizes the workspace)
-};
-
 /// The package compiled for one (K, configuration).
-bool build(const std::string& tilePkg, const std::string& tag, int K, const Config& c, Modules& m) {
+bool build(const std::string& tilePkg, const std::string& tag, int K, const Config& c, LoadedPackage& m) {
   const std::string tileSo = tag + "_tile_state_emu.so";
   const dgps_emu::KernelConfig kc{K, K, c.f16, c.chunk, c.block_v, c.warps, c.stages};
   if (!dgps_emu::compileForEmu(tilePkg + "/kernels.cu", tileSo, kc)) return false;
@@ -88,16 +71,10 @@ bool build(const std::string& tilePkg, const std::string& tag, int K, const Conf
   return m.tile != nullptr;
 }
 
-dgps::launch::FeatureSet featuresOf(const dgps::Spec& spec, const Modules& m) {
-  dgps::launch::FeatureSet f = dgps::deviceFeatures(spec);
-  f.write_key = m.writeKey;
-  return f;
-}
-
 using dgps_emu::launchRole;
 
 /// One forward problem: the two state_output kernels on one workspace, then o and the final state.
-bool checkOnce(const dgps::Spec& spec, const Modules& m, const Config& cfg, int K, std::int64_t B, std::int64_t T,
+bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, const Config& cfg, int K, std::int64_t B, std::int64_t T,
                std::int64_t H, std::vector<std::int64_t> cu, std::uint64_t seed) {
   dgps::ReferenceProblem s;
   s.batch = B;
@@ -266,7 +243,7 @@ int run(int argc, char** argv) {
     const dgps::Spec sp = withDim(spec, r.K);
     const std::string tag = work + "/" + spec.name + "_k" + std::to_string(r.K) + "_c" + std::to_string(r.c.chunk) +
                             (r.c.f16 ? "_f16" : "");
-    Modules m;
+    LoadedPackage m;
     if (!build(tilePkg, tag, r.K, r.c, m)) return fail("cannot build the emulated kernels of " + spec.name);
     ok = checkOnce(sp, m, r.c, r.K, 2, 100, H, {}, 7150 + r.K + (r.c.f16 ? 100 : 0)) && ok;
     if (r.c.f16) continue;  // fp16: the dense problem only
