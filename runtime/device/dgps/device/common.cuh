@@ -119,6 +119,24 @@ DGPS_DEV void zero_output_tail(const ForwardArgs& a, int64_t slot, int64_t hv) {
 /// Loaders and re-encoders take the calling thread group (index t of nt threads; default the whole CTA). The
 /// loader loops stay rolled: cp.async issue is cheap, and unrolled address arithmetic would not fit the
 /// register budget of state_output's producer warpgroup.
+///
+/// The cells (row r, 16-byte piece p) of a ROWS x CH tile that thread t of nt copies: the flat walk e = t,
+/// t + nt, ... with r = e / CH, p = e % CH. When nt is a multiple of CH (every walk: whole warps over a
+/// power-of-two piece count) e + nt keeps the piece and adds nt / CH to the row, so the thread holds its piece
+/// and steps its row: the same cells in the same order, with no division per cell and a row the compiler turns
+/// into a pointer increment. These loads sit on every warp's path at the top of each chunk of a state walk.
+template <int ROWS, int CH, class F>
+DGPS_DEV void for_each_cell(int t, int nt, F&& f) {
+  if (nt % CH == 0) {
+    const int p = t % CH, step = nt / CH;
+#pragma unroll 1
+    for (int r = t / CH; r < ROWS; r += step) f(r, p);
+  } else {
+#pragma unroll 1
+    for (int e = t; e < ROWS * CH; e += nt) f(e / CH, e % CH);
+  }
+}
+
 /// cp.async of `rows` x `cols` 16-bit elements (cols % 8 == 0) from global rows spaced `gstride` elements into
 /// a smem tile with pitch `spitch`; rows >= valid_rows and columns >= valid_cols are zero-filled. The smem
 /// tile has `pad_cols` columns in total (>= cols), all written.
@@ -126,13 +144,10 @@ template <int ROWS, int PAD_COLS>
 DGPS_DEV void load_tile16(uint16_t* s, int spitch, const uint16_t* g, int64_t gstride, int valid_rows, int valid_cols,
                           int t = tid(), int nt = nthreads()) {
   constexpr int CH = PAD_COLS / 8;  // 16-byte chunks per row
-#pragma unroll 1
-  for (int e = t; e < ROWS * CH; e += nt) {
-    const int r = e / CH, ch = e - r * CH;
+  for_each_cell<ROWS, CH>(t, nt, [&](int r, int ch) {
     const bool ok = r < valid_rows && ch * 8 < valid_cols;
-    const uint16_t* src = ok ? g + (int64_t)r * gstride + ch * 8 : g;
-    cp_async16(s + r * spitch + ch * 8, src, ok);
-  }
+    cp_async16(s + r * spitch + ch * 8, ok ? g + (int64_t)r * gstride + ch * 8 : g, ok);
+  });
 }
 
 /// Same for 32-bit elements (cols % 4 == 0), 4 per chunk.
@@ -140,13 +155,10 @@ template <int ROWS, int PAD_COLS>
 DGPS_DEV void load_tile32(float* s, int spitch, const float* g, int64_t gstride, int valid_rows, int valid_cols,
                           int t = tid(), int nt = nthreads()) {
   constexpr int CH = PAD_COLS / 4;
-#pragma unroll 1
-  for (int e = t; e < ROWS * CH; e += nt) {
-    const int r = e / CH, ch = e - r * CH;
+  for_each_cell<ROWS, CH>(t, nt, [&](int r, int ch) {
     const bool ok = r < valid_rows && ch * 4 < valid_cols;
-    const float* src = ok ? g + (int64_t)r * gstride + ch * 4 : g;
-    cp_async16(s + r * spitch + ch * 4, src, ok);
-  }
+    cp_async16(s + r * spitch + ch * 4, ok ? g + (int64_t)r * gstride + ch * 4 : g, ok);
+  });
 }
 
 /// In-place fp16 -> bf16 re-encoding of a smem tile (fp16 inputs feed bf16 tensor-core products).
@@ -172,13 +184,10 @@ template <int ROWS, int PAD_COLS>
 DGPS_DEV void load_tile16_core(uint16_t* s, const uint16_t* g, int64_t gstride, int valid_rows, int valid_cols,
                                int t = tid(), int nt = nthreads()) {
   constexpr int CH = PAD_COLS / 8;
-#pragma unroll 1
-  for (int e = t; e < ROWS * CH; e += nt) {
-    const int r = e / CH, ch = e - r * CH;
+  for_each_cell<ROWS, CH>(t, nt, [&](int r, int ch) {
     const bool ok = r < valid_rows && ch * 8 < valid_cols;
-    const uint16_t* src = ok ? g + (int64_t)r * gstride + ch * 8 : g;
-    cp_async16(s + core_off<ROWS>(r, ch * 8), src, ok);
-  }
+    cp_async16(s + core_off<ROWS>(r, ch * 8), ok ? g + (int64_t)r * gstride + ch * 8 : g, ok);
+  });
 }
 /// In-place fp16 -> bf16 re-encoding of `n` contiguous elements (n even).
 DGPS_DEV void f16_to_bf16_lin(uint16_t* s, int n, int t = tid(), int nt = nthreads()) {

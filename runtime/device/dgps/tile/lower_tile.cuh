@@ -17,12 +17,10 @@ namespace tile {
 template <int C, int PC>
 DGPS_DEV void load_lower_tile(uint16_t* s, const uint16_t* g, int t, int nt) {
   constexpr int CH = C / 8;  // 16-byte pieces per row
-#pragma unroll 1
-  for (int e = t; e < C * CH; e += nt) {
-    const int r = e / CH, ch = e - r * CH;
+  dev::for_each_cell<C, CH>(t, nt, [&](int r, int ch) {
     const bool lower = (ch >> 1) <= (r >> 4);  // 16x16 block (r/16, 8·ch/16) on or below the diagonal
     dev::cp_async16(s + r * PC + 8 * ch, lower ? g + (int64_t)r * C + 8 * ch : g, lower);
-  }
+  });
 }
 
 }  // namespace tile

@@ -28,14 +28,12 @@ DGPS_DEV void load_rows16_mapped(uint16_t* s, int spitch, const uint16_t* g, int
                                  int valid_rows, int valid_cols, const RowMap& m, int t = dev::tid(),
                                  int nt = dev::nthreads()) {
   constexpr int CH = PAD_COLS / 8;  // 16-byte chunks per row
-#pragma unroll 1
-  for (int e = t; e < ROWS * CH; e += nt) {
-    const int r = e / CH, ch = e - r * CH;
+  dev::for_each_cell<ROWS, CH>(t, nt, [&](int r, int ch) {
     const int64_t src = r < valid_rows ? mapped_row(m, r0 + r) : -1;
     const bool ok = src >= 0 && ch * 8 < valid_cols;
     uint16_t* dst = kCore ? s + dev::core_off<ROWS>(r, ch * 8) : s + r * spitch + ch * 8;
     dev::cp_async16(dst, ok ? g + src * gstride + ch * 8 : g, ok);
-  }
+  });
 }
 
 /// load_rows16 of chunk_rows.cuh through a row map: the chunk's [C, KP] rows of a tensor [tokens, heads, K].
