@@ -120,20 +120,28 @@ DGPS_DEV void zero_output_tail(const ForwardArgs& a, int64_t slot, int64_t hv) {
 /// loader loops stay rolled: cp.async issue is cheap, and unrolled address arithmetic would not fit the
 /// register budget of state_output's producer warpgroup.
 ///
-/// The cells (row r, 16-byte piece p) of a ROWS x CH tile that thread t of nt copies: the flat walk e = t,
-/// t + nt, ... with r = e / CH, p = e % CH. When nt is a multiple of CH (every walk: whole warps over a
-/// power-of-two piece count) e + nt keeps the piece and adds nt / CH to the row, so the thread holds its piece
-/// and steps its row: the same cells in the same order, with no division per cell and a row the compiler turns
-/// into a pointer increment. These loads sit on every warp's path at the top of each chunk of a state walk.
+/// A loader's cells are the 16-byte pieces (row r, piece p) of a ROWS x CH tile, dealt out in the flat order
+/// e = t, t + nt, ... (r = e / CH, p = e % CH; for_each_cell). When nt is a multiple of CH (every state walk:
+/// whole warps over a power-of-two piece count) e + nt keeps the piece and adds nt / CH to the row, so the
+/// thread owns one piece column and steps down it: cp_async_column walks both addresses by a fixed step, a cell
+/// costing two adds and a predicate where the flat order paid a division and two address products. The stage
+/// loads sit on every warp's path at the top of each chunk of a state walk (docs/performance.md, run 15).
 template <int ROWS, int CH, class F>
 DGPS_DEV void for_each_cell(int t, int nt, F&& f) {
-  if (nt % CH == 0) {
-    const int p = t % CH, step = nt / CH;
 #pragma unroll 1
-    for (int r = t / CH; r < ROWS; r += step) f(r, p);
-  } else {
+  for (int e = t; e < ROWS * CH; e += nt) f(e / CH, e % CH);
+}
+
+/// The column walk: rows r = r0, r0 + step, ... < ROWS, the destination advancing dst_step and the source
+/// src_step elements per row. A row outside [row_lo, row_hi) is zero-filled (no global read; `safe` stands in
+/// for its address).
+template <int ROWS, class T>
+DGPS_DEV void cp_async_column(T* dst, int dst_step, const T* src, int64_t src_step, const T* safe, int r0, int step,
+                              int row_lo, int row_hi) {
 #pragma unroll 1
-    for (int e = t; e < ROWS * CH; e += nt) f(e / CH, e % CH);
+  for (int r = r0; r < ROWS; r += step, dst += dst_step, src += src_step) {
+    const bool ok = r >= row_lo && r < row_hi;
+    cp_async16(dst, ok ? src : safe, ok);
   }
 }
 
@@ -143,21 +151,33 @@ DGPS_DEV void for_each_cell(int t, int nt, F&& f) {
 template <int ROWS, int PAD_COLS>
 DGPS_DEV void load_tile16(uint16_t* s, int spitch, const uint16_t* g, int64_t gstride, int valid_rows, int valid_cols,
                           int t = tid(), int nt = nthreads()) {
-  constexpr int CH = PAD_COLS / 8;  // 16-byte chunks per row
-  for_each_cell<ROWS, CH>(t, nt, [&](int r, int ch) {
-    const bool ok = r < valid_rows && ch * 8 < valid_cols;
-    cp_async16(s + r * spitch + ch * 8, ok ? g + (int64_t)r * gstride + ch * 8 : g, ok);
+  constexpr int CH = PAD_COLS / 8;  // 16-byte pieces per row
+  if (nt % CH == 0) {
+    const int r0 = t / CH, p = t % CH, step = nt / CH;
+    cp_async_column<ROWS>(s + r0 * spitch + 8 * p, step * spitch, g + r0 * gstride + 8 * p, step * gstride, g, r0,
+                          step, 0, 8 * p < valid_cols ? valid_rows : 0);
+    return;
+  }
+  for_each_cell<ROWS, CH>(t, nt, [&](int r, int p) {
+    const bool ok = r < valid_rows && 8 * p < valid_cols;
+    cp_async16(s + r * spitch + 8 * p, ok ? g + r * gstride + 8 * p : g, ok);
   });
 }
 
-/// Same for 32-bit elements (cols % 4 == 0), 4 per chunk.
+/// Same for 32-bit elements (cols % 4 == 0), 4 per piece.
 template <int ROWS, int PAD_COLS>
 DGPS_DEV void load_tile32(float* s, int spitch, const float* g, int64_t gstride, int valid_rows, int valid_cols,
                           int t = tid(), int nt = nthreads()) {
   constexpr int CH = PAD_COLS / 4;
-  for_each_cell<ROWS, CH>(t, nt, [&](int r, int ch) {
-    const bool ok = r < valid_rows && ch * 4 < valid_cols;
-    cp_async16(s + r * spitch + ch * 4, ok ? g + (int64_t)r * gstride + ch * 4 : g, ok);
+  if (nt % CH == 0) {
+    const int r0 = t / CH, p = t % CH, step = nt / CH;
+    cp_async_column<ROWS>(s + r0 * spitch + 4 * p, step * spitch, g + r0 * gstride + 4 * p, step * gstride, g, r0,
+                          step, 0, 4 * p < valid_cols ? valid_rows : 0);
+    return;
+  }
+  for_each_cell<ROWS, CH>(t, nt, [&](int r, int p) {
+    const bool ok = r < valid_rows && 4 * p < valid_cols;
+    cp_async16(s + r * spitch + 4 * p, ok ? g + r * gstride + 4 * p : g, ok);
   });
 }
 
@@ -184,9 +204,16 @@ template <int ROWS, int PAD_COLS>
 DGPS_DEV void load_tile16_core(uint16_t* s, const uint16_t* g, int64_t gstride, int valid_rows, int valid_cols,
                                int t = tid(), int nt = nthreads()) {
   constexpr int CH = PAD_COLS / 8;
-  for_each_cell<ROWS, CH>(t, nt, [&](int r, int ch) {
-    const bool ok = r < valid_rows && ch * 8 < valid_cols;
-    cp_async16(s + core_off<ROWS>(r, ch * 8), ok ? g + (int64_t)r * gstride + ch * 8 : g, ok);
+  // A row step that is a whole number of 8-row core matrices moves the destination by step·8 elements.
+  if (nt % CH == 0 && (nt / CH) % 8 == 0) {
+    const int r0 = t / CH, p = t % CH, step = nt / CH;
+    cp_async_column<ROWS>(s + core_off<ROWS>(r0, 8 * p), step * 8, g + r0 * gstride + 8 * p, step * gstride, g, r0,
+                          step, 0, 8 * p < valid_cols ? valid_rows : 0);
+    return;
+  }
+  for_each_cell<ROWS, CH>(t, nt, [&](int r, int p) {
+    const bool ok = r < valid_rows && 8 * p < valid_cols;
+    cp_async16(s + core_off<ROWS>(r, 8 * p), ok ? g + r * gstride + 8 * p : g, ok);
   });
 }
 /// In-place fp16 -> bf16 re-encoding of `n` contiguous elements (n even).

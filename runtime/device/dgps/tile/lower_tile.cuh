@@ -17,9 +17,16 @@ namespace tile {
 template <int C, int PC>
 DGPS_DEV void load_lower_tile(uint16_t* s, const uint16_t* g, int t, int nt) {
   constexpr int CH = C / 8;  // 16-byte pieces per row
-  dev::for_each_cell<C, CH>(t, nt, [&](int r, int ch) {
-    const bool lower = (ch >> 1) <= (r >> 4);  // 16x16 block (r/16, 8·ch/16) on or below the diagonal
-    dev::cp_async16(s + r * PC + 8 * ch, lower ? g + (int64_t)r * C + 8 * ch : g, lower);
+  // A piece p lies in block column p / 2; its rows from 16·(p / 2) on are on or below the diagonal.
+  if (nt % CH == 0) {
+    const int r0 = t / CH, p = t % CH, step = nt / CH;
+    dev::cp_async_column<C>(s + r0 * PC + 8 * p, step * PC, g + r0 * C + 8 * p, (int64_t)step * C, g, r0, step,
+                            16 * (p >> 1), C);
+    return;
+  }
+  dev::for_each_cell<C, CH>(t, nt, [&](int r, int p) {
+    const bool lower = r >= 16 * (p >> 1);
+    dev::cp_async16(s + r * PC + 8 * p, lower ? g + r * C + 8 * p : g, lower);
   });
 }
 
