@@ -346,6 +346,28 @@ void ldsm_x4(uint32_t r[4], const void* p, bool trans) {
   std::memcpy(r, out, sizeof(out));
 }
 
+void stsm_x4_trans(void* p, const uint32_t r[4]) {
+  unsigned char pl[sizeof(void*) + 16];
+  std::memcpy(pl, &p, sizeof(p));
+  std::memcpy(pl + sizeof(p), r, 16);
+  unsigned char none = 0;
+  collective(9, pl, sizeof(pl), &none, 1, [](Slot* s) {
+    // lane L's register i holds (row L/4, cols 2(L%4), 2(L%4)+1) of matrix i; transposed, they land in the rows
+    // addressed by lanes 8i + 2(L%4) and 8i + 2(L%4) + 1, at column L/4 (the inverse of ldmatrix .trans)
+    for (int L = 0; L < 32; ++L) {
+      uint32_t reg[4];
+      std::memcpy(reg, s[L].in + sizeof(void*), 16);
+      for (int i = 0; i < 4; ++i) {
+        uint16_t *r0, *r1;
+        std::memcpy(&r0, s[8 * i + 2 * (L % 4)].in, sizeof(r0));
+        std::memcpy(&r1, s[8 * i + 2 * (L % 4) + 1].in, sizeof(r1));
+        r0[L / 4] = lo16(reg[i]);
+        r1[L / 4] = hi16(reg[i]);
+      }
+    }
+  });
+}
+
 void mma_bf16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
   uint32_t in[6] = {a[0], a[1], a[2], a[3], b0, b1};
   unsigned char pl[40];

@@ -34,6 +34,8 @@ uint16_t f32_to_f16(float x);
 uint32_t float_bits(float x);
 float bits_float(uint32_t x);
 void ldsm_x4(uint32_t r[4], const void* p, bool trans);
+/// stmatrix .x4 .trans: the inverse of ldmatrix .x4 .trans (lane l supplies the row address of matrix l/8, row l%8).
+void stsm_x4_trans(void* p, const uint32_t r[4]);
 void mma_bf16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
 void cp_async16(void* smem, const void* gmem, bool valid);
 uint32_t smem_u32(const void* p);

@@ -191,8 +191,11 @@ struct Act {
 // ---- shared-memory addresses, ldmatrix, mma ------------------------------------------------------------
 #if defined(DGPS_EMU)
 /// ldmatrix .x4: lane l supplies the row address of matrix l/8, row l%8; r[i] = fragment of matrix i.
+/// stmatrix .x4 .trans (sm_90 on; DGPS_HAS_STMATRIX): the inverse of ldmatrix .x4 .trans. Lane l supplies the row
+/// address of matrix l/8, row l%8; r[i] holds (row l/4, cols 2(l%4), 2(l%4)+1) of matrix i, stored transposed.
 DGPS_DEV void ldsm_x4(uint32_t r[4], const void* p) { dgps_emu::ldsm_x4(r, p, false); }
 DGPS_DEV void ldsm_x4_trans(uint32_t r[4], const void* p) { dgps_emu::ldsm_x4(r, p, true); }
+DGPS_DEV void stsm_x4_trans(void* p, const uint32_t r[4]) { dgps_emu::stsm_x4_trans(p, r); }
 /// D = A(16x16, row) * B(16x8, col) + D, bf16 operands, fp32 accumulate.
 DGPS_DEV void mma_bf16(float d[4], const uint32_t a[4], const uint32_t b0, const uint32_t b1) {
   dgps_emu::mma_bf16(d, a, b0, b1);
@@ -214,6 +217,13 @@ DGPS_DEV void ldsm_x4_trans(uint32_t r[4], const void* p) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem_u32(p)));
 }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+DGPS_DEV void stsm_x4_trans(void* p, const uint32_t r[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1,%2,%3,%4};\n" ::"r"(smem_u32(p)), "r"(r[0]),
+               "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+#endif
 DGPS_DEV void mma_bf16(float d[4], const uint32_t a[4], const uint32_t b0, const uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -231,6 +241,12 @@ template <int N>
 DGPS_DEV void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
+#endif
+
+#if defined(DGPS_EMU) || (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900)
+#define DGPS_HAS_STMATRIX 1
+#else
+#define DGPS_HAS_STMATRIX 0
 #endif
 
 // ---- Hopper warpgroup MMA (sm_90a): A from registers, B from shared memory via a matrix descriptor --------

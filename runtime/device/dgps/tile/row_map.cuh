@@ -7,6 +7,7 @@
 
 #include "dgps/device/common.cuh"
 #include "dgps/tile/chunk_rows.cuh"
+#include "dgps/tile/lower_readout.cuh"  // stage_rows
 
 namespace dgps {
 namespace tile {
@@ -59,15 +60,9 @@ template <int C, int PV, int BV, bool kWholeRows, class Codec, class GroupSync>
 DGPS_DEV void store_rows_mapped(const float (&O)[C / 8][4], uint16_t* sStage, int w, uint16_t* out, int64_t stride,
                                 int64_t r0, const RowMap& m, int v0, int V, int Lr, int ct, int nt,
                                 GroupSync group_sync) {
-  const int l = dev::lane(), g = l >> 2, t = l & 3;
+  const int l = dev::lane();
   dev::sync_warp();
-#pragma unroll
-  for (int n8 = 0; n8 < C / 8; ++n8)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int i = 8 * n8 + 2 * t + (e & 1), vl = 16 * w + g + 8 * (e >> 1);
-      sStage[i * PV + vl] = Codec::store(O[n8][e]);
-    }
+  stage_rows<C, PV, Codec>(O, sStage, w);
   if constexpr (!kWholeRows) {
     dev::sync_warp();
     for (int e = l; e < Lr * 2; e += 32) {
