@@ -145,40 +145,34 @@ DGPS_DEV void cp_async_column(T* dst, int dst_step, const T* src, int64_t src_st
   }
 }
 
-/// cp.async of `rows` x `cols` 16-bit elements (cols % 8 == 0) from global rows spaced `gstride` elements into
-/// a smem tile with pitch `spitch`; rows >= valid_rows and columns >= valid_cols are zero-filled. The smem
-/// tile has `pad_cols` columns in total (>= cols), all written.
+/// cp.async of ROWS rows of T elements (cols a multiple of one 16-byte piece, 16 / sizeof(T) elements) from
+/// global rows spaced `gstride` elements into a smem tile with pitch `spitch`; rows >= valid_rows and columns
+/// >= valid_cols are zero-filled. The smem tile has PAD_COLS columns in total (>= cols), all written.
+template <int ROWS, int PAD_COLS, class T>
+DGPS_DEV void load_tile(T* s, int spitch, const T* g, int64_t gstride, int valid_rows, int valid_cols, int t, int nt) {
+  constexpr int EP = 16 / sizeof(T), CH = PAD_COLS / EP;  // elements per piece, pieces per row
+  if (nt % CH == 0) {
+    const int r0 = t / CH, p = t % CH, step = nt / CH;
+    cp_async_column<ROWS>(s + r0 * spitch + EP * p, step * spitch, g + r0 * gstride + EP * p, step * gstride, g, r0,
+                          step, 0, EP * p < valid_cols ? valid_rows : 0);
+    return;
+  }
+  for_each_cell<ROWS, CH>(t, nt, [&](int r, int p) {
+    const bool ok = r < valid_rows && EP * p < valid_cols;
+    cp_async16(s + r * spitch + EP * p, ok ? g + r * gstride + EP * p : g, ok);
+  });
+}
+/// load_tile of 16-bit elements (bf16/fp16 operand tiles).
 template <int ROWS, int PAD_COLS>
 DGPS_DEV void load_tile16(uint16_t* s, int spitch, const uint16_t* g, int64_t gstride, int valid_rows, int valid_cols,
                           int t = tid(), int nt = nthreads()) {
-  constexpr int CH = PAD_COLS / 8;  // 16-byte pieces per row
-  if (nt % CH == 0) {
-    const int r0 = t / CH, p = t % CH, step = nt / CH;
-    cp_async_column<ROWS>(s + r0 * spitch + 8 * p, step * spitch, g + r0 * gstride + 8 * p, step * gstride, g, r0,
-                          step, 0, 8 * p < valid_cols ? valid_rows : 0);
-    return;
-  }
-  for_each_cell<ROWS, CH>(t, nt, [&](int r, int p) {
-    const bool ok = r < valid_rows && 8 * p < valid_cols;
-    cp_async16(s + r * spitch + 8 * p, ok ? g + r * gstride + 8 * p : g, ok);
-  });
+  load_tile<ROWS, PAD_COLS>(s, spitch, g, gstride, valid_rows, valid_cols, t, nt);
 }
-
-/// Same for 32-bit elements (cols % 4 == 0), 4 per piece.
+/// load_tile of 32-bit elements (f32 records and gates).
 template <int ROWS, int PAD_COLS>
 DGPS_DEV void load_tile32(float* s, int spitch, const float* g, int64_t gstride, int valid_rows, int valid_cols,
                           int t = tid(), int nt = nthreads()) {
-  constexpr int CH = PAD_COLS / 4;
-  if (nt % CH == 0) {
-    const int r0 = t / CH, p = t % CH, step = nt / CH;
-    cp_async_column<ROWS>(s + r0 * spitch + 4 * p, step * spitch, g + r0 * gstride + 4 * p, step * gstride, g, r0,
-                          step, 0, 4 * p < valid_cols ? valid_rows : 0);
-    return;
-  }
-  for_each_cell<ROWS, CH>(t, nt, [&](int r, int p) {
-    const bool ok = r < valid_rows && 4 * p < valid_cols;
-    cp_async16(s + r * spitch + 4 * p, ok ? g + r * gstride + 4 * p : g, ok);
-  });
+  load_tile<ROWS, PAD_COLS>(s, spitch, g, gstride, valid_rows, valid_cols, t, nt);
 }
 
 /// In-place fp16 -> bf16 re-encoding of a smem tile (fp16 inputs feed bf16 tensor-core products).
