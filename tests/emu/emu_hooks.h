@@ -1,6 +1,6 @@
 // CPU emulator of the CUDA execution model for the DGPS kernels (tests only). Every CUDA thread runs as a
 // fiber on one OS thread; barriers and warp-collective operations (shuffles, ldmatrix, mma.sync) switch
-// fibers. Semantics follow the PTX ISA: fragment layouts of ldmatrix/mma.m16n8k16, cp.async completing at
+// fibers. Semantics follow the PTX ISA: fragment layouts of ldmatrix/stmatrix/mma.m16n8k16, cp.async completing at
 // cp.async.wait_group (zero-fill when the source size is 0), and the proxy fence that hands cp.async tiles to
 // warpgroup MMA. Used to debug the kernels on a machine without a
 // GPU; divergent collectives, deadlocks and exited lanes in collectives are reported as errors.
