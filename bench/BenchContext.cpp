@@ -40,18 +40,6 @@ std::string guardKey(const BenchCase& c) { return referenceKey(c) + "|" + config
 std::string inputsKey(const BenchCase& c) { return c.entry->name + "|" + toString(c.shape.kind) + "|" + c.shape.label(); }
 
 /// What Runtime::forward's default reads off a call of this shape (one dense batch) on `gpu`.
-ForwardDefaultInputs defaultInputs(const Package& pkg, const BenchShape& shape, const GpuInfo* gpu) {
-  ForwardDefaultInputs in;
-  in.sequences = shape.batch;
-  in.heads_v = valueHeads(pkg.spec(), shape);
-  in.key_dim = shape.key_dim;
-  in.value_dim = shape.value_dim;
-  in.rows = shape.seq_len * householderSteps(pkg.spec());
-  in.segmented = !pkg.manifest().launch.forward_segmented.empty();
-  in.sm_count = gpu ? gpu->sm_count : 0;
-  return in;
-}
-
 std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 // Every configuration of the manifest's tunables, in list order.
@@ -153,8 +141,12 @@ void BenchContext::buildCases(const GpuInfo* gpu) {
       def.shape = shape;
       def.variant = "default";
       // what Runtime::forward picks when nobody tuned the call (shape-aware; decode keeps the manifest's)
-      def.config = shape.kind == Kind::Forward ? forwardDefaultConfig(pkg.manifest(), defaultInputs(pkg, shape, gpu))
-                                               : pkg.manifest().default_config;
+      // the runtime's own default for a forward call at this shape (as Runtime::forward resolves it untuned)
+      const int sm_count = gpu ? gpu->sm_count : 0;
+      def.config = shape.kind == Kind::Forward
+                       ? forwardDefaultConfig(pkg.manifest(),
+                                              forwardDefaultInputs(pkg, forwardProblemOf(pkg.spec(), shape), sm_count))
+                       : pkg.manifest().default_config;
       cases.push_back(def);
 
       std::set<std::string> timed = {configKey(def.config)};

@@ -54,6 +54,19 @@ ReferenceProblem toProblemShape(const Spec& spec, const BenchShape& shape) {
   return p;
 }
 
+ForwardProblem forwardProblemOf(const Spec& spec, const BenchShape& shape) {
+  ForwardProblem p;
+  p.batch = shape.batch;
+  p.num_seqs = shape.batch;
+  p.seq_len = shape.seq_len;
+  p.row_steps = householderSteps(spec);
+  p.heads_qk = shape.heads_qk;
+  p.heads_v = valueHeads(spec, shape);
+  p.key_dim = shape.key_dim;
+  p.value_dim = shape.value_dim;
+  return p;
+}
+
 bool parseShapes(const std::string& text, std::vector<BenchShape>* out, std::string* error) {
   std::vector<BenchShape> shapes;
   std::size_t start = 0;

@@ -14,6 +14,7 @@
 
 #include "dgps/dsl/Reference.h"
 #include "dgps/runtime/Package.h"
+#include "dgps/runtime/Validation.h"
 
 namespace dgps {
 namespace bench {
@@ -49,6 +50,11 @@ std::int64_t valueHeads(const Spec& spec, const BenchShape& shape);
 
 /// The dsl problem shape (no cu_seqlens) of `shape` for `spec`.
 ReferenceProblem toProblemShape(const Spec& spec, const BenchShape& shape);
+
+/// The runtime's view of a forward call at `shape` (no cu_seqlens, no states): what the forward default and the
+/// segment rule read (runtime/include/dgps/runtime/DefaultConfig.h forwardDefaultInputs), known before any
+/// tensor exists.
+ForwardProblem forwardProblemOf(const Spec& spec, const BenchShape& shape);
 
 /// Why `package` cannot be timed at `shape` (no such kernel, K/V/H/bf16 not supported), or nullopt.
 std::optional<std::string> unsupportedReason(const Package& package, const BenchShape& shape);
