@@ -251,11 +251,12 @@ LaunchExpr sym(LaunchSym s) { return LaunchExpr::sym(s); }
 /// A bf16 [C][KP] operand tile with the +8 pad per row against ldmatrix bank conflicts.
 LaunchExpr paddedKeyTile() { return chunk() * bf16RowBytes(KP()); }
 
-/// chunk_local: q, k (and the asymmetric write key) tiles; with per-channel decay the per-block-pair channel
-/// multipliers, the gated column copy (when the key is also a row operand), the per-channel log2 cumsum and a
-/// separate KKT block (each warp stores its blocks while others still read the operands), else the KKT block
-/// overlays the operand tiles (written only after every warp finished its tensor-core products); then per-token
-/// scalars ([C][8] scalars, [C][4] preconditioner inputs, 16 spare floats) and the preconditioner state [KP].
+/// chunk_local: q, k (and the asymmetric write key) tiles, with the KKT block overlaying them (written only after
+/// every warp finished its tensor-core products); with per-channel decay the per-block-pair channel multipliers
+/// and the per-channel log2 cumsum G, and the gated column copy (when the key is also a row operand) written over
+/// G once G is read, so that KDA's CTA takes 72 KB at K = 128 and three fit on an SM. Per-channel decay without
+/// a column copy (PKDA) keeps KKT in its own region after G. Then per-token scalars ([C][8] scalars, [C][4]
+/// preconditioner inputs, 16 spare floats) and the preconditioner state [KP].
 SmemLayout chunkLocalLayout(const FeatureSet& f) {
   const bool asym = f.precond == 1 && f.side == 0;
   SmemLayout operands;
@@ -265,20 +266,21 @@ SmemLayout chunkLocalLayout(const FeatureSet& f) {
   else
     operands.alias("kw", "k");
   const LaunchExpr kkt = chunk() * f32RowBytes(chunk());
+  const LaunchExpr nb = chunk() / 16;  // 16-row blocks: tile/lower_product_gated.cuh's block pairs
+  SmemLayout a;
+  a.region("A", kkt);
   SmemLayout m;
-  if (f.decay == 2) {
+  if (f.decay == 2 && (asym || f.solve != 1)) {
+    // no column copy: the CTA stays above a third of the SM's shared memory whatever overlays, so KKT keeps its
+    // own region and each warp stores its blocks as it finishes them (measured: PKDA 2% slower with the overlay)
     m = operands;
-    const LaunchExpr nb = chunk() / 16;  // 16-row blocks: tile/lower_product_gated.cuh's block pairs
-    m.region("mul", nb * (nb + 1) / 2 * KP() * 2);
-    if (!asym && f.solve == 1)
-      m.region("kcol", paddedKeyTile());
-    else
-      m.absent("kcol");
-    m.region("G", chunk() * KP() * 4).region("A", kkt);
+    m.region("mul", nb * (nb + 1) / 2 * KP() * 2).absent("kcol").region("G", chunk() * KP() * 4).region("A", kkt);
   } else {
-    SmemLayout a;
-    a.region("A", kkt);
     m.overlay({operands, a});
+    if (f.decay == 2) {
+      m.region("mul", nb * (nb + 1) / 2 * KP() * 2).region("G", chunk() * KP() * 4);
+      m.alias("kcol", "G");  // written over the gates once they are read (tile/lower_product_gated.cuh)
+    }
   }
   m.region("tok", chunk() * 48 + 64);
   m.region("pstate", f.precond == 1 ? KP() * 4 : LaunchExpr(0));

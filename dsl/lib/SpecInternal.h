@@ -49,9 +49,10 @@ constexpr int kMaxHeadDim = 256;
 constexpr int kMaxHeadsQk = 65535;
 constexpr int kMaxGvaRatio = 64;
 const std::vector<int>& allowedChunks();   // {16, 32, 64}: solve_tril block sizes (docs/math.md §7.6).
+// chunk, warps, stages: launch_rules.h kChunkChoices, kWarpChoices, kStageChoices (what config.cuh accepts).
 const std::vector<int>& allowedBlockV();   // {16, 32, 64, 128}
-const std::vector<int>& allowedWarps();    // {1, 2, 4, 8, 16}
-const std::vector<int>& allowedStages();   // {1, 2, 3, 4}
+const std::vector<int>& allowedWarps();    // {2, 4, 8}
+const std::vector<int>& allowedStages();   // {1, 2}
 
 /// Sorting rank of input dtypes in canonical lists: bf16, f16, f32.
 int dtypeRank(DType d);

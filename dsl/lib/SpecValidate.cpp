@@ -7,13 +7,19 @@
 #include <cstdio>
 
 #include "SpecInternal.h"
+#include "dgps/device/launch_rules.h"
 #include "dgps/dsl/Canonical.h"
 
 namespace dgps {
 namespace detail {
 
+// chunk, warps and stages: exactly the values the device library compiles for (launch_rules.h).
+template <int N>
+static std::vector<int> choices(const int (&c)[N]) {
+  return std::vector<int>(c, c + N);
+}
 const std::vector<int>& allowedChunks() {
-  static const std::vector<int> v = {16, 32, 64};
+  static const std::vector<int> v = choices(launch::kChunkChoices);
   return v;
 }
 const std::vector<int>& allowedBlockV() {
@@ -21,11 +27,11 @@ const std::vector<int>& allowedBlockV() {
   return v;
 }
 const std::vector<int>& allowedWarps() {
-  static const std::vector<int> v = {1, 2, 4, 8, 16};
+  static const std::vector<int> v = choices(launch::kWarpChoices);
   return v;
 }
 const std::vector<int>& allowedStages() {
-  static const std::vector<int> v = {1, 2, 3, 4};
+  static const std::vector<int> v = choices(launch::kStageChoices);
   return v;
 }
 

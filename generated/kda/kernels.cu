@@ -41,25 +41,31 @@ DGPS_HD inline Workspace workspace_layout(const dgps::launch::ProblemShape& s, c
 // expressions.
 namespace dgps_package {
 struct ChunkLocalSmem {
-  int q, k, kw, mul, kcol, G, A, tok, pstate, total;
+  int q, k, kw, A, mul, G, kcol, tok, pstate, total;
 };
 DGPS_HD constexpr ChunkLocalSmem chunk_local_smem() {
   using namespace dgps::cfg;
   ChunkLocalSmem m{};
   int off = 0;
+  const int base0 = off;
+  int end0 = base0;
+  off = base0;
   m.q = off;
   off += (int)(C * (KP + 8) * 2);
   m.k = off;
   off += (int)(C * (KP + 8) * 2);
   m.kw = m.k;
-  m.mul = off;
-  off += (int)(C / 16 * (C / 16 + 1) / 2 * KP * 2);
-  m.kcol = off;
-  off += (int)(C * (KP + 8) * 2);
-  m.G = off;
-  off += (int)(C * KP * 4);
+  end0 = off > end0 ? off : end0;
+  off = base0;
   m.A = off;
   off += (int)(C * (C + 4) * 4);
+  end0 = off > end0 ? off : end0;
+  off = end0;
+  m.mul = off;
+  off += (int)(C / 16 * (C / 16 + 1) / 2 * KP * 2);
+  m.G = off;
+  off += (int)(C * KP * 4);
+  m.kcol = m.G;
   m.tok = off;
   off += (int)(C * 48 + 64);
   m.pstate = off;
@@ -227,7 +233,7 @@ extern "C" __global__ void dgps_kda_fwd_chunk_local(dgps::ForwardArgs a) {
     const t::RowFactor fa0[2] = {t::RowFactor{t3.p, t3.stride, 0.f}, t::RowFactor{nullptr, 0, t7}};
     const t::RowVec fb0[2] = {t4, t5};
     static_assert(L.kcol >= 0, "the chunk_local layout has no gated column copy for a key that is also a row operand");
-    t::lower_products_channel_gated<C, K, KP, PQ, NW, 2>(rows0, fa0, fb0, t1, t4, t2, PG, dev::smem_at<uint16_t>(sm, L.kcol), dev::smem_at<uint16_t>(sm, L.mul), sVec + C * 12, t10, PA, reinterpret_cast<uint16_t*>(ws + W.aqk) + sh * C * C);
+    t::lower_products_channel_gated<C, K, KP, PQ, NW, 2, L.A == L.q, L.kcol == L.G>(rows0, fa0, fb0, t1, t4, t2, PG, dev::smem_at<uint16_t>(sm, L.kcol), dev::smem_at<uint16_t>(sm, L.mul), sVec + C * 12, t10, PA, reinterpret_cast<uint16_t*>(ws + W.aqk) + sh * C * C);
   }
   dev::sync_threads();
   t::tri_inverse<C>(t10, PA);

@@ -190,7 +190,7 @@ TEST(Hash, ChangesUnderEverySemanticTextEdit) {
       {"chunk: [64]", "chunk: [32, 64]"},
       {"block_v: [32, 64]", "block_v: [64]"},
       {"tuning:", "tuning:\n  warps: [4]"},
-      {"tuning:", "tuning:\n  stages: [2, 3]"},
+      {"tuning:", "tuning:\n  stages: [2]"},
   };
   std::set<std::string> hashes = {specHash(parseOk(base))};
   for (const auto& e : edits) {
@@ -325,8 +325,8 @@ Spec randomSpec(std::mt19937_64& rng) {
   s.varlen = hasKernel(s, KernelKind::ChunkForward) && rng() % 2;
   s.tuning.chunk = subset<int>(rng, {16, 32, 64});
   s.tuning.block_v = subset<int>(rng, {16, 32, 64, 128});
-  s.tuning.warps = subset<int>(rng, {1, 2, 4, 8, 16});
-  s.tuning.stages = subset<int>(rng, {1, 2, 3, 4});
+  s.tuning.warps = subset<int>(rng, {2, 4, 8});
+  s.tuning.stages = subset<int>(rng, {1, 2});
   s.allow_unstable = rng() % 2;
   return s;
 }

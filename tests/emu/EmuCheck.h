@@ -15,6 +15,7 @@ struct LoadedPackage {
   void* tile = nullptr;  ///< the package's kernels (openEmuModule)
   int writeKey = 0;      ///< the package's FeatureSet::write_key (the compile chose it; not in the spec)
   std::string dir;       ///< the package directory (its manifest sizes the workspace)
+  int warps = 4;         ///< chunk_local's warps (DGPS_WARPS) the kernels were compiled with, where a check varies it
 };
 
 /// The launch contract's features of `spec` as `pkg` was compiled (its write-key form).

@@ -62,10 +62,12 @@ TEST(LaunchRules, EveryPackageDefaultFitsSm90) {
   }
 }
 
-// Per-channel decay (KDA, PKDA): chunk_local's buffers are 16-byte aligned and disjoint, the gated column copy
-// exists exactly when the key is both a row and the column operand, and two CTAs fit on one sm_90 SM (228 KiB
-// of shared memory, 1 KiB of it reserved per CTA) at every key dim up to 128.
-TEST(LaunchRules, PerChannelChunkLocalFitsTwoCtasPerSm) {
+// Per-channel decay (KDA, PKDA): chunk_local's buffers are 16-byte aligned, the gated column copy exists exactly
+// when the key is both a row and the column operand, and at every key dim up to 128 two CTAs fit on one sm_90 SM
+// (228 KiB of shared memory, 1 KiB of it reserved per CTA). With the column copy (KDA) the layout overlays it on
+// the gates and KKT on the operand tiles (tile/lower_product_gated.cuh), each inside the region it overlays, and
+// three CTAs fit; without it (PKDA) every buffer is disjoint.
+TEST(LaunchRules, PerChannelChunkLocalFitsOnAnSm) {
   constexpr int kSmPerSm = 228 * 1024, kReservedPerCta = 1024;
   for (int precond : {0, 1})
     for (int side : {0, 1})
@@ -90,22 +92,31 @@ TEST(LaunchRules, PerChannelChunkLocalFitsTwoCtasPerSm) {
           SCOPED_TRACE("precond " + std::to_string(precond) + " side " + std::to_string(side) + " solve " +
                        std::to_string(solve) + " K " + std::to_string(K));
           const int KP = pad16(K), tile = 64 * bf16Pitch(KP) * 2, nb = 64 / 16;
-          const bool asym = precond == 1 && side == 0;
-          EXPECT_EQ(m.kcol >= 0, !asym && solve == 1);
-          // [offset, end) of every buffer, in layout order
+          const bool asym = precond == 1 && side == 0, colCopy = !asym && solve == 1;
+          EXPECT_EQ(m.kcol >= 0, colCopy);
+          const long long kkt = 64 * f32Pitch(64) * 4, gates = 64 * KP * 4;
+          // [offset, end) of every buffer that must not overlap another, in layout order
           std::vector<std::pair<long long, long long>> bufs = {{m.q, m.q + tile}, {m.k, m.k + tile}};
           if (asym) bufs.push_back({m.kw, m.kw + tile});
+          if (colCopy) {
+            // KKT over the operand tiles, the column copy over the gates, each within what it overlays
+            EXPECT_EQ(m.A, m.q);
+            EXPECT_LE(m.A + kkt, m.mul) << "KKT reaches past the operand overlay";
+            EXPECT_EQ(m.kcol, m.G);
+            EXPECT_LE(tile, gates) << "the column copy is larger than the gates it overlays";
+            EXPECT_EQ(m.A % 16, 0);
+          }
           bufs.push_back({m.mul, m.mul + nb * (nb + 1) / 2 * KP * 2});
-          if (m.kcol >= 0) bufs.push_back({m.kcol, m.kcol + tile});
-          bufs.push_back({m.G, m.G + 64 * KP * 4});
-          bufs.push_back({m.A, m.A + 64 * f32Pitch(64) * 4});
+          bufs.push_back({m.G, m.G + gates});
+          if (!colCopy) bufs.push_back({m.A, m.A + kkt});
           bufs.push_back({m.tok, m.tok + 64 * 48 + 64});
           for (size_t i = 0; i < bufs.size(); ++i) {
             EXPECT_EQ(bufs[i].first % 16, 0) << "buffer " << i;
             if (i > 0) EXPECT_GE(bufs[i].first, bufs[i - 1].second) << "buffer " << i << " overlaps its predecessor";
           }
           EXPECT_LE(bufs.back().second, m.total);
-          EXPECT_LE(2 * (m.total + kReservedPerCta), kSmPerSm) << "chunk_local takes " << m.total << " bytes";
+          EXPECT_LE((colCopy ? 3 : 2) * (m.total + kReservedPerCta), kSmPerSm)
+              << "chunk_local takes " << m.total << " bytes";
         }
 }
 

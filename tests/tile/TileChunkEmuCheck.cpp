@@ -43,16 +43,17 @@ using dgps_emu::featuresOf;
 
 constexpr double kTolOut = 1e-2;    // bf16 inputs, operands and output (the GPU suite's forward tolerance)
 constexpr double kTolState = 1e-2;  // f32 state built from bf16 tensor-core products
-constexpr int kChunk = 64, kBlockV = 64, kWarps = 4, kStages = 2;
+constexpr int kChunk = 64, kBlockV = 64, kStages = 2;
 
 int fail(const std::string& msg) {
   std::fprintf(stderr, "dgps-tile-chunk-emu-check: %s\n", msg.c_str());
   return 1;
 }
 
-/// Compiles a package's kernels.cu for the emulator at head dims K = V (fp16 or bf16 inputs) and dlopens it.
-void* compileForEmu(const std::string& pkg, const std::string& so, int K, bool f16) {
-  return dgps_emu::loadForEmu(pkg + "/kernels.cu", so, {K, K, f16, kChunk, kBlockV, kWarps, kStages});
+/// Compiles a package's kernels.cu for the emulator at head dims K = V (fp16 or bf16 inputs) and chunk_local
+/// warps `warps` (4 unless a check says otherwise) and dlopens it.
+void* compileForEmu(const std::string& pkg, const std::string& so, int K, bool f16, int warps = 4) {
+  return dgps_emu::loadForEmu(pkg + "/kernels.cu", so, {K, K, f16, kChunk, kBlockV, warps, kStages});
 }
 
 using dgps_emu::launchRole;
@@ -209,7 +210,7 @@ bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, int K, bool f16, 
   dgps::launch::TileConfig tc;
   tc.chunk = kChunk;
   tc.block_v = kBlockV;
-  tc.warps = kWarps;
+  tc.warps = m.warps;
   tc.stages = kStages;
   const dgps_emu::ManifestWorkspace W = dgps_emu::manifestWorkspace(m.dir, ls, tc);
   const size_t wsBytes = W.bytes;
@@ -281,9 +282,9 @@ bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, int K, bool f16, 
   // steep per-channel gates must reach the direct path, or this problem would not test it
   const bool pass =
       eo <= kTolOut && es <= kTolState && ep <= kTolState && unsafeBlocks != 0 && aqkBad == 0;
-  std::printf("  %s %s K=V=%d B=%lld T=%lld N=%lld H=%lld HV=%lld%s%s: rel err o %.3g, final state %.3g, "
+  std::printf("  %s %s K=V=%d W%d B=%lld T=%lld N=%lld H=%lld HV=%lld%s%s: rel err o %.3g, final state %.3g, "
               "precond state %.3g  %s\n",
-              spec.name.c_str(), f16 ? "f16" : "bf16", K, (long long)B, (long long)T, (long long)N, (long long)s.heads_qk, (long long)HV,
+              spec.name.c_str(), f16 ? "f16" : "bf16", K, m.warps, (long long)B, (long long)T, (long long)N, (long long)s.heads_qk, (long long)HV,
               cu.empty() ? "" : " varlen", steep.c_str(), eo, es, ep, pass ? "ok" : "FAIL");
   return pass;
 }
@@ -342,6 +343,21 @@ int run(int argc, char** argv) {
     // just above 100 in chunk 0, underflowing cross-block weights in chunk 1; Aqk against float64.
     if (K == dims.front() && dgps::deviceFeatures(spec).decay == 2)
       ok = checkOnce(spec, m, K, false, 1, 100, {}, 5450 + K, 1.0, true) && ok;
+  }
+  // Per-channel decay at 8 warps too (the default configuration): the gated products' register staging (one
+  // block piece and up to three product blocks per thread, tile/lower_product_gated.cuh) differs from 4 warps'.
+  // With the generated gates and with gates steep enough for the direct diagonal blocks.
+  if (features.decay == 2) {
+    const int K = dims.front();
+    LoadedPackage m;
+    m.warps = 8;
+    m.tile = compileForEmu(tilePkg, work + "/" + spec.name + "_k" + std::to_string(K) + "_w8_tile_chunk_emu.so", K,
+                           false, m.warps);
+    m.writeKey = dgps_emu::packageWriteKeyOf(tilePkg);
+    m.dir = tilePkg;
+    if (!m.tile) return fail("cannot build the 8-warp emulated kernels of " + spec.name);
+    ok = checkOnce(spec, m, K, false, 2, 100, {}, 5550 + K) && ok;
+    ok = checkOnce(spec, m, K, false, 2, 100, {}, 5650 + K, 24.0) && ok;
   }
   // fp16 inputs (re-encoded to bf16 for the tensor cores) once, at the smallest dim, when the spec takes them.
   if (std::find(spec.input_dtypes.begin(), spec.input_dtypes.end(), dgps::DType::F16) != spec.input_dtypes.end()) {

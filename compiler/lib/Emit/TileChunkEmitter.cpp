@@ -333,7 +333,10 @@ class ChunkEmitter {
       if (colsAreRows)
         os_ << "    static_assert(L.kcol >= 0, \"the chunk_local layout has no gated column copy for a key that is also a "
                "row operand\");\n";
-      os_ << "    t::lower_products_channel_gated<C, K, KP, PQ, NW, " << np << ">(" << common << name(g) << ", PG, "
+      // the layout says which overlays hold (tile/lower_product_gated.cuh): KKT over the operand tiles, the
+      // column copy over the gates
+      os_ << "    t::lower_products_channel_gated<C, K, KP, PQ, NW, " << np << ", L.A == L.q, L.kcol == L.G>("
+          << common << name(g) << ", PG, "
           << (colsAreRows ? "dev::smem_at<uint16_t>(sm, L.kcol)" : "nullptr")
           << ", dev::smem_at<uint16_t>(sm, L.mul), sVec + C * 12, " << out << ", PA, " << region(op.getInto())
           << ");\n";

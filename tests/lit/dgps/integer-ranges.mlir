@@ -73,7 +73,7 @@ module {
 // -----
 
 module {
-  // expected-error @+1 {{attribute 'tuning.warps'[1]: 4294967300 is not one of {1, 2, 4, 8, 16}}}
+  // expected-error @+1 {{attribute 'tuning.warps'[1]: 4294967300 is not one of {2, 4, 8}}}
   dgps.recurrence @gdn {decay = #dgps.decay<scalar>, gain = #dgps.gain<scalar>, gain_lo = 0.0, gain_hi = 1.0,
       precond = #dgps.precond<none>, solve = #dgps.solve<delta>,
       qk_l2norm = true, l2norm_eps = 1.0e-6, heads_qk = 0, gva_ratio = 1,

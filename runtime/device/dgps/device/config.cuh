@@ -16,6 +16,8 @@
 // Invalid combinations fail with a static_assert naming the macro.
 #pragma once
 
+#include "dgps/device/launch_rules.h"  // the supported chunk, warps and stages (kChunkChoices, ...)
+
 #ifndef DGPS_K
 #define DGPS_K 128
 #endif
@@ -64,11 +66,11 @@ constexpr bool kInputF16 = false;
 
 static_assert(K >= 8 && K <= 256 && K % 8 == 0, "DGPS_K must be a multiple of 8 in [8, 256]");
 static_assert(V >= 8 && V <= 256 && V % 8 == 0, "DGPS_V must be a multiple of 8 in [8, 256]");
-static_assert(C == 16 || C == 32 || C == 64, "DGPS_CHUNK must be 16, 32 or 64");
+static_assert(launch::isChoice(launch::kChunkChoices, C), "DGPS_CHUNK must be 16, 32 or 64");
 static_assert(DGPS_BLOCK_V % 16 == 0 && DGPS_BLOCK_V >= 16 && DGPS_BLOCK_V <= 128,
               "DGPS_BLOCK_V must be a multiple of 16 in [16, 128]");
-static_assert(WARPS == 2 || WARPS == 4 || WARPS == 8, "DGPS_WARPS must be 2, 4 or 8");
-static_assert(STAGES == 1 || STAGES == 2, "DGPS_STAGES must be 1 or 2");
+static_assert(launch::isChoice(launch::kWarpChoices, WARPS), "DGPS_WARPS must be 2, 4 or 8");
+static_assert(launch::isChoice(launch::kStageChoices, STAGES), "DGPS_STAGES must be 1 or 2");
 static_assert(ROW_STEPS >= 1 && ROW_STEPS <= 4, "DGPS_ROW_STEPS must be in [1, 4]");
 
 }  // namespace cfg

@@ -52,6 +52,20 @@ struct TileConfig {
   int segment_chunks = -1;
 };
 
+/// The values of chunk, warps and stages the kernels compile for. config.cuh asserts the NVRTC macros against
+/// these lists and the spec validator (dsl/lib/SpecValidate.cpp) offers exactly them, so a spec's tuning space
+/// never holds a configuration that NVRTC refuses. (block_v: any multiple of 16 in [16, 128] compiles; specs
+/// offer the powers of two.)
+constexpr int kChunkChoices[] = {16, 32, 64};
+constexpr int kWarpChoices[] = {2, 4, 8};
+constexpr int kStageChoices[] = {1, 2};
+template <int N>
+DGPS_HD constexpr bool isChoice(const int (&choices)[N], int v) {
+  for (int i = 0; i < N; ++i)
+    if (choices[i] == v) return true;
+  return false;
+}
+
 DGPS_HD constexpr bool operator==(const TileConfig& a, const TileConfig& b) {
   return a.chunk == b.chunk && a.block_v == b.block_v && a.warps == b.warps && a.stages == b.stages &&
          a.segment_chunks == b.segment_chunks;

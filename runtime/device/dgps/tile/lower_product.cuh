@@ -100,6 +100,14 @@ DGPS_DEV void store_block(int p, int I, int J, const float acc[2][4], const RowF
   }
 }
 
+/// One 16x16 block's accumulator (two n8 tiles of m16n8 fragments) set to zero.
+DGPS_DEV void zero_block(float (&acc)[2][4]) {
+#pragma unroll
+  for (int x = 0; x < 2; ++x)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[x][e] = 0.f;
+}
+
 /// Block index tt of NP · NB(NB+1)/2 lower blocks -> (part, I, J), row-major within a part.
 template <int NB>
 DGPS_DEV void lower_block_of(int tt, int& part, int& I, int& J) {
@@ -125,10 +133,7 @@ DGPS_DEV void lower_products(Row const (&rows)[NP], const RowFactor (&a)[NP], co
 #pragma unroll
   for (int u = 0; u < PER; ++u) {
     const int tt = dev::warp() + NW * u;
-#pragma unroll
-    for (int x = 0; x < 2; ++x)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[u][x][e] = 0.f;
+    zero_block(acc[u]);
     if (tt < NTILE) {
       int p, I, J;
       lower_block_of<NB>(tt, p, I, J);

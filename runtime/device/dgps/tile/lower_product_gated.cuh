@@ -11,9 +11,15 @@
 // run in one phase spread over the NW warps.
 //
 // In place: rows[p] and (when kc is null) cols are overwritten with their scaled values; kc must be non-null
-// when cols is also one of the rows (the two scalings differ). out_s must not alias any operand or scratch.
-// Scratch (shared): kc bf16 [C][PITCH] or null, mul bf16 [NB(NB+1)/2][KP], span NB floats; all 16-byte
-// aligned, like rows, cols and G (PITCH, gp multiples of 8).
+// when cols is also one of the rows (the two scalings differ). Scratch (shared): kc bf16 [C][PITCH] or null,
+// mul bf16 [NB(NB+1)/2][KP], span NB floats; all 16-byte aligned, like rows, cols and G (PITCH, gp multiples
+// of 8, PITCH <= 2·gp).
+// Two overlays, each a template flag the emitter prints from the chunk_local layout (dsl/lib/LaunchContract.cpp
+// chunkLocalLayout; KDA takes both, so that three CTAs fit on an SM):
+//   kOutOverOperands  out_s overlays the operand tiles: every strict value is held in registers until all warps
+//                     finished their products (else each warp stores its blocks as it finishes them);
+//   kKcOverG          kc starts at G: scale_operands reads a row block's gates before any thread writes its kc
+//                     rows, and a kc row block never reaches a later block's gates (else kc has its own region).
 #pragma once
 
 #include "dgps/tile/lower_product.cuh"
@@ -69,12 +75,16 @@ DGPS_DEV unsigned unsafe_diagonal_blocks(const float* G, int gp, float* span, fl
 }
 
 /// Diagonal block I of every part by direct per-element evaluation (exponents G_i − G_j <= 0 only), from the
-/// unscaled operands.
-template <int C, int K, int PITCH, int NP>
+/// unscaled operands. The last part goes to out_g; the strict part to out_s, or with kHold (out_s overlays the
+/// operands) into `held` (thread t's elements t, t + nt, ...) for store_held_diagonal after the products.
+template <int C, int K, int PITCH, int NP, bool kHold, int NH>
 DGPS_DEV void diagonal_block_direct(int I, uint16_t* const (&rows)[NP], const RowFactor (&a)[NP],
                                     const RowVec (&b)[NP], const uint16_t* cols, RowVec c, const float* G, int gp,
-                                    float* out_s, int lda, uint16_t* out_g) {
-  for (int e = dev::tid(); e < NP * 256; e += dev::nthreads()) {
+                                    float (&held)[NH], float* out_s, int lda, uint16_t* out_g) {
+  const int nt = dev::nthreads();
+#pragma unroll
+  for (int u = 0; u < NH; ++u) held[u] = 0.f;
+  for (int e = dev::tid(), u = 0; e < NP * 256; e += nt, ++u) {
     const int p = e >> 8, i = 16 * I + ((e >> 4) & 15), j = 16 * I + (e & 15);
     const bool strict = p < NP - 1;
     float s = 0.f;
@@ -83,10 +93,33 @@ DGPS_DEV void diagonal_block_direct(int I, uint16_t* const (&rows)[NP], const Ro
       for (int d = 0; d < K; ++d)
         s += dev::bf16_to_f32(ri[d]) * dev::bf16_to_f32(cols[j * PITCH + d]) * dev::ex2(G[i * gp + d] - G[j * gp + d]);
     }
-    if (strict)
-      out_s[i * lda + j] = i > j ? s * part_factor(a, b, p, i) * c[j] : 0.f;
-    else
+    if (strict) {
+      const float v = i > j ? s * part_factor(a, b, p, i) * c[j] : 0.f;
+      if constexpr (kHold) {
+#pragma unroll
+        for (int w = 0; w < NH; ++w)
+          if (w == u) held[w] = v;  // a select: no local memory
+      } else {
+        out_s[i * lda + j] = v;
+      }
+    } else {
       out_g[i * C + j] = dev::f32_to_bf16(i >= j ? s * part_factor(a, b, p, i) * c[j] : 0.f);
+    }
+  }
+}
+
+/// The strict values diagonal_block_direct held for block I, into out_s.
+template <int NP, int NH>
+DGPS_DEV void store_held_diagonal(int I, const float (&held)[NH], float* out_s, int lda) {
+  const int nt = dev::nthreads();
+  int u = 0;
+  for (int e = dev::tid(); e < (NP - 1) * 256; e += nt, ++u) {
+    const int i = 16 * I + ((e >> 4) & 15), j = 16 * I + (e & 15);
+    float v = 0.f;
+#pragma unroll
+    for (int w = 0; w < NH; ++w)
+      if (w == u) v = held[w];
+    out_s[i * lda + j] = v;
   }
 }
 
@@ -109,63 +142,155 @@ DGPS_DEV void channel_multipliers(uint16_t* mul, const float* G, int gp) {
   }
 }
 
-/// One pass over the chunk's rows j, 8 channels per step: rows[p][j] *= 2^{G_j − G_r} (r = 16⌊j/16⌋) in
-/// place, and the columns 2^{G_e − G_j}·cols[j] (e = r + 15) into kc, or in place when kc is null. A step
-/// reads all its operand words before it writes any, so cols may alias a row operand when kc is not null.
-/// Pad channels are scaled too (their operands and gates are zero).
-template <int C, int KP, int PITCH, int NP>
-DGPS_DEV void scale_operands(uint16_t* const (&rows)[NP], uint16_t* cols, uint16_t* kc, const float* G, int gp) {
-  constexpr int CK = KP / 8;
-  uint16_t* const kdst = kc ? kc : cols;
-  for (int e = dev::tid(); e < C * CK; e += dev::nthreads()) {
-    const int j = e / CK, d0 = 8 * (e - j * CK), r = j & ~15;
-    dev::U4 x[NP];
+/// The scaled operands of row j, channels d0 .. d0+7, each handed to `put` as it is ready: put(p, y) with
+/// y = rows[p][j] · 2^{G_j − G_r} (r = 16⌊j/16⌋) for p < NP, then put(NP, y) with y = cols[j] · 2^{G_e − G_j}
+/// (e = r + 15), the column copy. Every operand word is read before `put` is first called; kOperandsFirst
+/// issues the operand loads before the gate loads (the order is a measured choice of each caller).
+template <int PITCH, int NP, bool kOperandsFirst, class Put>
+DGPS_DEV void scaled_row_piece(uint16_t* const (&rows)[NP], const uint16_t* cols, const float* G, int gp, int j,
+                               int d0, Put put) {
+  const int r = j & ~15;
+  dev::U4 x[NP], xc;
+  auto load_operands = [&] {
 #pragma unroll
     for (int p = 0; p < NP; ++p) x[p] = *reinterpret_cast<const dev::U4*>(rows[p] + j * PITCH + d0);
-    const dev::U4 xc = *reinterpret_cast<const dev::U4*>(cols + j * PITCH + d0);
-    float gj[8], gr[8], ge[8], fr[8], fc[8];
-    load_f8(gj, G + j * gp + d0);
-    load_f8(gr, G + r * gp + d0);
-    load_f8(ge, G + (r + 15) * gp + d0);
+    xc = *reinterpret_cast<const dev::U4*>(cols + j * PITCH + d0);
+  };
+  if constexpr (kOperandsFirst) load_operands();
+  float gj[8], gr[8], ge[8], fr[8], fc[8];
+  load_f8(gj, G + j * gp + d0);
+  load_f8(gr, G + r * gp + d0);
+  load_f8(ge, G + (r + 15) * gp + d0);
 #pragma unroll
-    for (int u = 0; u < 8; ++u) {
-      fr[u] = dev::ex2(gj[u] - gr[u]);
-      fc[u] = dev::ex2(ge[u] - gj[u]);
+  for (int u = 0; u < 8; ++u) {
+    fr[u] = dev::ex2(gj[u] - gr[u]);
+    fc[u] = dev::ex2(ge[u] - gj[u]);
+  }
+  if constexpr (!kOperandsFirst) load_operands();
+#pragma unroll
+  for (int p = 0; p < NP; ++p) put(p, scale_bf16x8(x[p], fr));
+  put(NP, scale_bf16x8(xc, fc));
+}
+
+/// scale_operands when kc starts at G: one 16-row block at a time, the block's pieces computed in registers, a CTA
+/// barrier, then the writes (a kc row block lies at or below its own gates, never over a later block's).
+template <int C, int KP, int PITCH, int NP, int NW>
+DGPS_DEV void scale_operands_staged(uint16_t* const (&rows)[NP], const uint16_t* cols, uint16_t* kc, const float* G,
+                                    int gp) {
+  constexpr int CK = KP / 8;
+  static_assert(PITCH <= 2 * KP, "a kc row block over G must end before the next block's gates");
+  constexpr int PER = (16 * CK + 32 * NW - 1) / (32 * NW);  // pieces of one 16-row block per thread
+  for (int I = 0; I < C / 16; ++I) {
+    dev::U4 yr[PER][NP], yc[PER];
+#pragma unroll
+    for (int u = 0; u < PER; ++u) {
+      const int e = dev::tid() + 32 * NW * u;
+      if (e < 16 * CK)
+        scaled_row_piece<PITCH, NP, false>(rows, cols, G, gp, 16 * I + e / CK, 8 * (e % CK), [&](int p, dev::U4 y) {
+          if (p < NP)
+            yr[u][p] = y;
+          else
+            yc[u] = y;
+        });
     }
+    dev::sync_threads();  // the block's gates and unscaled operands are read; kc may now overwrite them
 #pragma unroll
-    for (int p = 0; p < NP; ++p) *reinterpret_cast<dev::U4*>(rows[p] + j * PITCH + d0) = scale_bf16x8(x[p], fr);
-    *reinterpret_cast<dev::U4*>(kdst + j * PITCH + d0) = scale_bf16x8(xc, fc);
+    for (int u = 0; u < PER; ++u) {
+      const int e = dev::tid() + 32 * NW * u, j = 16 * I + e / CK, d0 = 8 * (e % CK);
+      if (e >= 16 * CK) continue;
+#pragma unroll
+      for (int p = 0; p < NP; ++p) *reinterpret_cast<dev::U4*>(rows[p] + j * PITCH + d0) = yr[u][p];
+      *reinterpret_cast<dev::U4*>(kc + j * PITCH + d0) = yc[u];
+    }
   }
 }
 
-template <int C, int K, int KP, int PITCH, int NW, int NP>
+/// Every row: rows[p][j] *= 2^{G_j − G_r} in place, and 2^{G_e − G_j}·cols[j] into kc, or in place when kc is
+/// null; one pass, each step reading all its operand words before it writes any (so cols may alias a row
+/// operand when kc is not null). Pad channels are scaled too (their operands and gates are zero). kStaged: kc
+/// starts at G (scale_operands_staged).
+template <int C, int KP, int PITCH, int NP, int NW, bool kStaged>
+DGPS_DEV void scale_operands(uint16_t* const (&rows)[NP], uint16_t* cols, uint16_t* kc, const float* G, int gp) {
+  constexpr int CK = KP / 8;
+  if constexpr (!kStaged) {
+    uint16_t* const kdst = kc ? kc : cols;
+    for (int e = dev::tid(); e < C * CK; e += dev::nthreads()) {
+      const int j = e / CK, d0 = 8 * (e - j * CK);
+      scaled_row_piece<PITCH, NP, true>(rows, cols, G, gp, j, d0, [&](int p, dev::U4 y) {
+        *reinterpret_cast<dev::U4*>((p < NP ? part_of(rows, p) : kdst) + j * PITCH + d0) = y;
+      });
+    }
+  } else {
+    scale_operands_staged<C, KP, PITCH, NP, NW>(rows, cols, kc, G, gp);
+  }
+}
+
+/// The lower products of the file header; NW warps, every thread of the CTA calls it (it holds CTA barriers).
+template <int C, int K, int KP, int PITCH, int NW, int NP, bool kOutOverOperands = false, bool kKcOverG = false>
 DGPS_DEV void lower_products_channel_gated(uint16_t* const (&rows)[NP], const RowFactor (&a)[NP],
                                            const RowVec (&b)[NP], uint16_t* cols, RowVec c, const float* G,
                                            int gp, uint16_t* kc, uint16_t* mul, float* span, float* out_s,
                                            int lda, uint16_t* out_g) {
-  constexpr int NB = C / 16, NTILE = NP * NB * (NB + 1) / 2;
+  constexpr int NB = C / 16, NTILE = NP * NB * (NB + 1) / 2, PER = (NTILE + NW - 1) / NW;
+  constexpr int NH = kOutOverOperands ? (256 + 32 * NW - 1) / (32 * NW) : 1;  // held strict direct values
   const unsigned unsafe = unsafe_diagonal_blocks<C, KP>(G, gp, span, 100.f);
+  float held[NB][NH];
   if (unsafe) {
-    for (int I = 0; I < NB; ++I)
-      if ((unsafe >> I) & 1u) diagonal_block_direct<C, K, PITCH, NP>(I, rows, a, b, cols, c, G, gp, out_s, lda, out_g);
+    if constexpr (kOutOverOperands) {
+#pragma unroll
+      for (int I = 0; I < NB; ++I)  // unrolled: held[I] stays in registers
+        if ((unsafe >> I) & 1u)
+          diagonal_block_direct<C, K, PITCH, NP, true>(I, rows, a, b, cols, c, G, gp, held[I], out_s, lda, out_g);
+    } else {
+      for (int I = 0; I < NB; ++I)
+        if ((unsafe >> I) & 1u)
+          diagonal_block_direct<C, K, PITCH, NP, false>(I, rows, a, b, cols, c, G, gp, held[0], out_s, lda, out_g);
+    }
     dev::sync_threads();  // the direct blocks read the operands unscaled
   }
-  channel_multipliers<C, KP>(mul, G, gp);
-  scale_operands<C, KP, PITCH, NP>(rows, cols, kc, G, gp);
+  channel_multipliers<C, KP>(mul, G, gp);  // (with kKcOverG, scale_operands' first barrier orders these reads)
+  scale_operands<C, KP, PITCH, NP, NW, kKcOverG>(rows, cols, kc, G, gp);
   dev::sync_threads();
   const uint16_t* const kcol = kc ? kc : cols;
-  for (int tt = dev::warp(); tt < NTILE; tt += NW) {
-    int p, I, J;
-    lower_block_of<NB>(tt, p, I, J);
-    if (I == J && ((unsafe >> I) & 1u)) continue;
-    float acc[2][4];
+  if constexpr (!kOutOverOperands) {  // each warp stores a block as soon as it has it
+    for (int tt = dev::warp(); tt < NTILE; tt += NW) {
+      int p, I, J;
+      lower_block_of<NB>(tt, p, I, J);
+      if (I == J && ((unsafe >> I) & 1u)) continue;
+      float acc[2][4];
+      zero_block(acc);
+      const int pair = tt - p * (NTILE / NP);
+      mma_block_channel_scaled<KP, PITCH>(acc, part_of(rows, p), 16 * I, kcol, 16 * J, mul + pair * KP);
+      store_block<C, NP, false>(p, I, J, acc, a, b, c, RowVec{nullptr, 0}, out_s, lda, out_g);
+    }
+  } else {  // every block in registers until all warps have read the operands that out_s overlays
+    float acc[PER][2][4];
 #pragma unroll
-    for (int x = 0; x < 2; ++x)
+    for (int u = 0; u < PER; ++u) {
+      const int tt = dev::warp() + NW * u;
+      zero_block(acc[u]);
+      if (tt >= NTILE) continue;
+      int p, I, J;
+      lower_block_of<NB>(tt, p, I, J);
+      if (I == J && ((unsafe >> I) & 1u)) continue;
+      const int pair = tt - p * (NTILE / NP);
+      mma_block_channel_scaled<KP, PITCH>(acc[u], part_of(rows, p), 16 * I, kcol, 16 * J, mul + pair * KP);
+    }
+    dev::sync_threads();
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc[x][e] = 0.f;
-    const int pair = tt - p * (NTILE / NP);
-    mma_block_channel_scaled<KP, PITCH>(acc, part_of(rows, p), 16 * I, kcol, 16 * J, mul + pair * KP);
-    store_block<C, NP, false>(p, I, J, acc, a, b, c, RowVec{nullptr, 0}, out_s, lda, out_g);
+    for (int u = 0; u < PER; ++u) {
+      const int tt = dev::warp() + NW * u;
+      if (tt >= NTILE) continue;
+      int p, I, J;
+      lower_block_of<NB>(tt, p, I, J);
+      if (I == J && ((unsafe >> I) & 1u)) continue;
+      store_block<C, NP, false>(p, I, J, acc[u], a, b, c, RowVec{nullptr, 0}, out_s, lda, out_g);
+    }
+    if (unsafe) {
+#pragma unroll
+      for (int I = 0; I < NB; ++I)
+        if ((unsafe >> I) & 1u) store_held_diagonal<NP>(I, held[I], out_s, lda);
+    }
   }
 }
 
