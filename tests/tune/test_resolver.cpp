@@ -197,6 +197,34 @@ TEST_F(Resolver, ATunedSegmentLengthReachesTheRuntime) {
   EXPECT_EQ(rt.segmentChunks(pkg_, problem(1, 20000), got, LaunchOptions()), 24) << "same T bucket";
 }
 
+// Without a record the hook leaves the configuration to the runtime's shape-aware default (resolveRecorded
+// answers nullopt; resolve() keeps answering the default), and that default sees the call's LaunchOptions: a
+// forced state pass picks the configuration it would pick without a resolver.
+TEST_F(Resolver, WithoutARecordTheRuntimeDefaultSeesAForcedStatePass) {
+  tunetest::ScopedEnv env("DGPS_SEGMENT_CHUNKS", nullptr);
+  const std::string dir = tunetest::shippedPackage("gdn");
+  if (dir.empty()) GTEST_SKIP() << "generated/gdn is absent";
+  pkg_ = Package::open(dir);
+  auto r = make(TuneMode::Recorded);
+  EXPECT_FALSE(r->resolveRecorded(pkg_, problem(1, 32768), 0)) << "no record: the runtime decides";
+  EXPECT_TRUE(r->resolve(pkg_, problem(1, 32768), 0)) << "resolve() still names the default it would use";
+  ASSERT_EQ(decisions_.size(), 1u);
+  EXPECT_EQ(decisions_[0].source, ConfigSource::DefaultNoRecord);
+  RuntimeOptions plain;
+  plain.cache_dir = tmp_ / "cache";
+  RuntimeOptions hooked = plain;
+  hooked.forward_config = tune::forwardConfigResolver(r);
+  Runtime without(plain), with(hooked);
+  for (std::int64_t L : {-1, 0, 8}) {
+    LaunchOptions o;
+    if (L >= 0) o.segment_chunks = L;
+    EXPECT_EQ(with.resolveForwardConfig(pkg_, problem(1, 32768), o),
+              without.resolveForwardConfig(pkg_, problem(1, 32768), o))
+        << "segment_chunks " << L;
+  }
+  EXPECT_EQ(decisions_.size(), 1u) << "the key was decided once";
+}
+
 TEST_F(Resolver, NearestBucketWhenTheExactOneIsMissing) {
   record(problem(8, 4096), fakeH200(pkg_), cfg(32, 8, 1));
   auto r = make(TuneMode::Recorded);

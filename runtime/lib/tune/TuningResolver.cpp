@@ -240,6 +240,19 @@ std::string TuningResolver::memoKey(const Package& package, const ForwardProblem
   return fp_id + "|" + problemKey(package, tuningShape(problem), sm).str();
 }
 
+std::optional<TileConfig> TuningResolver::resolveRecorded(const Package& package, const ForwardProblem& problem,
+                                                          int device) {
+  std::optional<TileConfig> config = resolve(package, problem, device);
+  std::lock_guard<std::mutex> lock(mu_);
+  try {
+    auto it = state_->decided.find(memoKey(package, problem, device));
+    if (it != state_->decided.end() && it->second.source == ConfigSource::DefaultNoRecord) return std::nullopt;
+  } catch (const std::exception&) {
+    // memoKey failed as in resolve(), which fell back already: keep its answer
+  }
+  return config;
+}
+
 std::optional<TileConfig> TuningResolver::resolve(const Package& package, const ForwardProblem& problem, int device) {
   std::lock_guard<std::mutex> lock(mu_);
   ResolverDecision d;
@@ -274,7 +287,7 @@ std::optional<TileConfig> TuningResolver::resolve(const Package& package, const 
 
 ForwardConfigResolver forwardConfigResolver(std::shared_ptr<TuningResolver> resolver) {
   return [resolver](const Package& package, const ForwardProblem& problem, int device) {
-    return resolver->resolve(package, problem, device);
+    return resolver->resolveRecorded(package, problem, device);
   };
 }
 

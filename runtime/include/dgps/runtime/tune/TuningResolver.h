@@ -85,6 +85,12 @@ class TuningResolver {
   /// The configuration for this call (see the modes above). Never throws: any failure falls back to
   /// the manifest's default with a warning.
   std::optional<TileConfig> resolve(const Package& package, const ForwardProblem& problem, int device);
+  /// The runtime hook's answer (forwardConfigResolver): resolve()'s configuration, except nullopt where the
+  /// database has no record for the call (ConfigSource::DefaultNoRecord). The runtime then applies its own
+  /// shape-aware default, the same rule, which also sees the call's LaunchOptions (a state pass forced by
+  /// LaunchOptions::segment_chunks or DGPS_SEGMENT_CHUNKS keeps its width and chunk). The decision is logged
+  /// and remembered as by resolve().
+  std::optional<TileConfig> resolveRecorded(const Package& package, const ForwardProblem& problem, int device);
 
   TuneMode mode() const { return mode_; }
   /// Tuning runs made by this resolver that reached the trials (reused records are not counted).
@@ -110,7 +116,7 @@ class TuningResolver {
   std::unique_ptr<State> state_;
 };
 
-/// A RuntimeOptions::forward_config that asks `resolver`.
+/// A RuntimeOptions::forward_config that asks `resolver` (TuningResolver::resolveRecorded).
 ForwardConfigResolver forwardConfigResolver(std::shared_ptr<TuningResolver> resolver);
 
 }  // namespace tune
