@@ -240,25 +240,23 @@ std::string TuningResolver::memoKey(const Package& package, const ForwardProblem
   return fp_id + "|" + problemKey(package, tuningShape(problem), sm).str();
 }
 
-std::optional<TileConfig> TuningResolver::resolveRecorded(const Package& package, const ForwardProblem& problem,
-                                                          int device) {
-  std::optional<TileConfig> config = resolve(package, problem, device);
-  std::lock_guard<std::mutex> lock(mu_);
-  try {
-    auto it = state_->decided.find(memoKey(package, problem, device));
-    if (it != state_->decided.end() && it->second.source == ConfigSource::DefaultNoRecord) return std::nullopt;
-  } catch (const std::exception&) {
-    // memoKey failed as in resolve(), which fell back already: keep its answer
-  }
-  return config;
+std::optional<TileConfig> TuningResolver::resolve(const Package& package, const ForwardProblem& problem, int device) {
+  return decideOnce(package, problem, device).config;
 }
 
-std::optional<TileConfig> TuningResolver::resolve(const Package& package, const ForwardProblem& problem, int device) {
+std::optional<TileConfig> TuningResolver::resolveRecorded(const Package& package, const ForwardProblem& problem,
+                                                          int device) {
+  const Choice c = decideOnce(package, problem, device);
+  if (c.source == ConfigSource::DefaultNoRecord) return std::nullopt;
+  return c.config;
+}
+
+TuningResolver::Choice TuningResolver::decideOnce(const Package& package, const ForwardProblem& problem, int device) {
   std::lock_guard<std::mutex> lock(mu_);
   ResolverDecision d;
   try {
     auto hit = state_->decided.find(memoKey(package, problem, device));
-    if (hit != state_->decided.end()) return hit->second.config;
+    if (hit != state_->decided.end()) return {hit->second.config, hit->second.source};
     d = decide(package, problem, device);
   } catch (const std::exception& e) {
     d = ResolverDecision();
@@ -282,7 +280,7 @@ std::optional<TileConfig> TuningResolver::resolve(const Package& package, const 
       // a failing logger must not fail the launch
     }
   }
-  return d.config;
+  return {d.config, d.source};
 }
 
 ForwardConfigResolver forwardConfigResolver(std::shared_ptr<TuningResolver> resolver) {

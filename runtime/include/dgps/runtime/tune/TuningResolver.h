@@ -101,6 +101,12 @@ class TuningResolver {
   std::optional<TuneOutcome> lastTuning() const;
 
  private:
+  struct Choice {
+    TileConfig config;
+    ConfigSource source;
+  };
+  /// The remembered decision for this call's key, or a new one (decided, remembered, logged). Never throws.
+  Choice decideOnce(const Package& package, const ForwardProblem& problem, int device);
   ResolverDecision decide(const Package& package, const ForwardProblem& problem, int device);
   ResolverDecision fromDatabase(const Package& package, const tuning::DeviceFingerprint& fp,
                                 const tuning::ProblemKey& key, ResolverDecision d, const TileConfig& fallback);
