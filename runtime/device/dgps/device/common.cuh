@@ -145,21 +145,28 @@ DGPS_DEV void cp_async_column(T* dst, int dst_step, const T* src, int64_t src_st
   }
 }
 
+/// Where a row's 16-byte piece p lands in a smem row: in place (the default), or permuted within the row by a
+/// swizzle (tile/chunk_rows.cuh SwizzledF32Row).
+struct PieceInPlace {
+  DGPS_HD static constexpr int at(int p) { return p; }
+};
+
 /// cp.async of ROWS rows of T elements (cols a multiple of one 16-byte piece, 16 / sizeof(T) elements) from
-/// global rows spaced `gstride` elements into a smem tile with pitch `spitch`; rows >= valid_rows and columns
-/// >= valid_cols are zero-filled. The smem tile has PAD_COLS columns in total (>= cols), all written.
-template <int ROWS, int PAD_COLS, class T>
+/// global rows spaced `gstride` elements into a smem tile with pitch `spitch`, piece p of a row at piece
+/// Piece::at(p) of its smem row; rows >= valid_rows and columns >= valid_cols are zero-filled. The smem tile
+/// has PAD_COLS columns in total (>= cols), all written.
+template <int ROWS, int PAD_COLS, class T, class Piece = PieceInPlace>
 DGPS_DEV void load_tile(T* s, int spitch, const T* g, int64_t gstride, int valid_rows, int valid_cols, int t, int nt) {
   constexpr int EP = 16 / sizeof(T), CH = PAD_COLS / EP;  // elements per piece, pieces per row
   if (nt % CH == 0) {
     const int r0 = t / CH, p = t % CH, step = nt / CH;
-    cp_async_column<ROWS>(s + r0 * spitch + EP * p, step * spitch, g + r0 * gstride + EP * p, step * gstride, g, r0,
-                          step, 0, EP * p < valid_cols ? valid_rows : 0);
+    cp_async_column<ROWS>(s + r0 * spitch + EP * Piece::at(p), step * spitch, g + r0 * gstride + EP * p,
+                          step * gstride, g, r0, step, 0, EP * p < valid_cols ? valid_rows : 0);
     return;
   }
   for_each_cell<ROWS, CH>(t, nt, [&](int r, int p) {
     const bool ok = r < valid_rows && EP * p < valid_cols;
-    cp_async16(s + r * spitch + EP * p, ok ? g + r * gstride + EP * p : g, ok);
+    cp_async16(s + r * spitch + EP * Piece::at(p), ok ? g + r * gstride + EP * p : g, ok);
   });
 }
 /// load_tile of 16-bit elements (bf16/fp16 operand tiles).

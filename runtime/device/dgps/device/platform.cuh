@@ -406,6 +406,15 @@ DGPS_DEV void st_global_f4(float* p, const F4& v) {
   asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w));
 }
 #endif
+/// The same for a U4 built in registers (e.g. eight packed bf16): `*reinterpret_cast<U4*>(p) = U4{...}` is
+/// split into four 4-byte stores as well (measured in chunk_local's gated row stores).
+#if defined(DGPS_EMU)
+DGPS_DEV void st_global_u4(void* p, const U4& v) { *reinterpret_cast<U4*>(p) = v; }
+#else
+DGPS_DEV void st_global_u4(void* p, const U4& v) {
+  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
+}
+#endif
 /// Four consecutive 16-bit elements (8 bytes, 8-byte aligned), read or written with one access each
 /// (loads through the struct are vectorised by nvcc; stores need the explicit vector store, as for F4, with
 /// the same rule: no "memory" clobber, only for outputs the kernel does not read back).

@@ -14,12 +14,38 @@ struct RowVec {
   DGPS_DEV float& operator[](int i) const { return p[i * stride]; }
 };
 
-/// Eight consecutive floats of a shared row segment (16-byte aligned), with two 16-byte loads: scalar loads
-/// of the same bytes cost four times the shared-memory instructions.
-DGPS_DEV void load_f8(float (&x)[8], const float* p) {
-  const dev::F4 lo = reinterpret_cast<const dev::F4*>(p)[0], hi = reinterpret_cast<const dev::F4*>(p)[1];
-  x[0] = lo.x, x[1] = lo.y, x[2] = lo.z, x[3] = lo.w, x[4] = hi.x, x[5] = hi.y, x[6] = hi.z, x[7] = hi.w;
+/// The smem layout of an f32 row tile [C, KP] (the per-channel gates G; load_rows32): channel d of a row sits at
+/// column col(d) = d XOR (bit 5 of d, moved to bit 2), i.e. the two 16-byte halves of every 32-byte group with
+/// channel bit 5 set are swapped. Why: the gate readers (gated_rows.cuh, lower_product_gated.cuh) give each lane
+/// 8 consecutive channels at consecutive d0 and read them with two 16-byte loads. In place, lanes l and l + 4 of
+/// a quarter-warp hit the same bank group in both loads (a 2-way conflict; measured on the H200, a quarter of
+/// KDA chunk_local's shared-memory wavefronts were these replays); swizzled, each load's quarter-warp covers all
+/// 32 banks. A reader that visits every channel of a row in any order (a column cumsum, a max over channels)
+/// may ignore the swizzle; one that pairs a gate with an operand channel must use col() or load8().
+struct SwizzledF32Row {
+  DGPS_HD static constexpr int col(int d) { return d ^ ((d >> 3) & 4); }
+  /// The loader's piece map (dev::load_tile): piece p (channels 4p .. 4p+3) at piece col(4p) / 4.
+  DGPS_HD static constexpr int at(int p) { return p ^ ((p >> 3) & 1); }
+  /// Channels d0 .. d0+7 (d0 a multiple of 8) of a swizzled row, with two 16-byte loads (scalar loads of the
+  /// same bytes cost four times the shared-memory instructions).
+  DGPS_DEV static void load8(float (&x)[8], const float* row, int d0) {
+    const int s = (d0 >> 3) & 4;  // where channels d0 .. d0+3 start within the group: 0 or 4
+    const dev::F4 lo = *reinterpret_cast<const dev::F4*>(row + d0 + s);
+    const dev::F4 hi = *reinterpret_cast<const dev::F4*>(row + d0 + (s ^ 4));
+    x[0] = lo.x, x[1] = lo.y, x[2] = lo.z, x[3] = lo.w, x[4] = hi.x, x[5] = hi.y, x[6] = hi.z, x[7] = hi.w;
+  }
+};
+static_assert(SwizzledF32Row::col(36) == 32 && SwizzledF32Row::col(32) == 36 && SwizzledF32Row::col(12) == 12 &&
+                  SwizzledF32Row::at(8) == 9 && SwizzledF32Row::at(9) == 8 && SwizzledF32Row::at(7) == 7,
+              "the piece map and the channel map must agree");
+
+/// Channels d0 .. d0+7 of gate row i (G: pitch gp, SwizzledF32Row layout).
+DGPS_DEV void load_gate8(float (&x)[8], const float* G, int gp, int i, int d0) {
+  SwizzledF32Row::load8(x, G + i * gp, d0);
 }
+
+/// Channel d of gate row i (G: pitch gp, SwizzledF32Row layout).
+DGPS_DEV float gate_at(const float* G, int gp, int i, int d) { return G[i * gp + SwizzledF32Row::col(d)]; }
 
 /// Eight consecutive 16-bit values of a shared row segment (16-byte aligned), decoded by Codec, with one
 /// 16-byte load.
@@ -49,11 +75,12 @@ DGPS_DEV void load_rows16(uint16_t* s, int pitch, const void* g, const ChunkAt& 
                           K);
 }
 
-/// The same for an f32 tensor [tokens, heads, K] (pitch KP).
+/// The same for an f32 tensor [tokens, heads, K] (pitch KP), into the SwizzledF32Row layout.
 template <int C, int KP>
 DGPS_DEV void load_rows32(float* s, int pitch, const float* g, const ChunkAt& at, int64_t heads, int64_t head,
                           int K) {
-  dev::load_tile32<C, KP>(s, pitch, g + (at.t0 * heads + head) * K, heads * K, at.Lr, K);
+  dev::load_tile<C, KP, float, SwizzledF32Row>(s, pitch, g + (at.t0 * heads + head) * K, heads * K, at.Lr, K,
+                                               dev::tid(), dev::nthreads());
 }
 
 /// Waits for this thread's row loads and publishes them to the CTA.

@@ -15,10 +15,10 @@ namespace tile {
 /// Zeros into 8 pad channels (K..pitch−1) of a stored row. Rows at pitch KP leave a 16-byte hole per row at
 /// K = 120; a 32-byte sector that is only half written costs DRAM a read-modify-write (measured on H200: kda's
 /// K = 120 forward 4.7% slower with the hole than with the row written whole), so the pad is written too.
-DGPS_DEV void store_row_pad(uint16_t* y) { *reinterpret_cast<dev::U4*>(y) = dev::U4{0u, 0u, 0u, 0u}; }
+DGPS_DEV void store_row_pad(uint16_t* y) { dev::st_global_u4(y, dev::U4{0u, 0u, 0u, 0u}); }
 
 /// Every output y_n (global, row pitch workspaceRowPitch(K); columns K..pitch−1 written as zeros, see
-/// store_row_pad) from x_n (shared, pitch xp) and G (shared, pitch gp) in one pass, 8 channels per step with
+/// store_row_pad) from x_n (shared, pitch xp) and G (shared, pitch gp, the SwizzledF32Row layout) in one pass, 8 channels per step with
 /// 16-byte shared loads (G, G_last and each x; xp, gp multiples of 8 and the tiles 16-byte aligned): G is read
 /// once, each power of two is taken once per element and direction and shared
 /// by the outputs that use it, and an x that several outputs share is loaded once (the same pointer).
@@ -37,8 +37,8 @@ DGPS_DEV void store_gated_rows(uint16_t* const (&y)[sizeof...(kReverse)],
       continue;
     }
     float gi[8], gl[8] = {}, fwd[8], bwd[8];
-    load_f8(gi, G + i * gp + d0);
-    if (anyRev) load_f8(gl, G + (C - 1) * gp + d0);
+    load_gate8(gi, G, gp, i, d0);
+    if (anyRev) load_gate8(gl, G, gp, C - 1, d0);
 #pragma unroll
     for (int u = 0; u < 8; ++u) {
       fwd[u] = anyFwd ? dev::ex2(gi[u]) : 0.f;
@@ -53,7 +53,7 @@ DGPS_DEV void store_gated_rows(uint16_t* const (&y)[sizeof...(kReverse)],
       for (int u = 0; u < 4; ++u)
         p[u] = rev[n] ? dev::pack_bf16(xv[2 * u] * bwd[2 * u], xv[2 * u + 1] * bwd[2 * u + 1])
                       : dev::pack_bf16(xv[2 * u] * fwd[2 * u], xv[2 * u + 1] * fwd[2 * u + 1]);
-      *reinterpret_cast<dev::U4*>(y[n] + i * YP + d0) = dev::U4{p[0], p[1], p[2], p[3]};
+      dev::st_global_u4(y[n] + i * YP + d0, dev::U4{p[0], p[1], p[2], p[3]});
     }
   }
 }
@@ -69,14 +69,14 @@ DGPS_DEV void store_rows16(uint16_t* y, const uint16_t* x, int xp) {
     if (YP != K && d0 >= K)
       store_row_pad(y + i * YP + d0);
     else
-      *reinterpret_cast<dev::U4*>(y + i * YP + d0) = *reinterpret_cast<const dev::U4*>(x + i * xp + d0);
+      dev::st_global_u4(y + i * YP + d0, *reinterpret_cast<const dev::U4*>(x + i * xp + d0));
   }
 }
 
-/// out_d = 2^{G_last,d} for d < K.
+/// out_d = 2^{G_last,d} for d < K (G in the SwizzledF32Row layout; out in channel order).
 template <int C, int K>
 DGPS_DEV void store_last_exp2(float* out, const float* G, int gp) {
-  for (int d = dev::tid(); d < K; d += dev::nthreads()) out[d] = dev::ex2(G[(C - 1) * gp + d]);
+  for (int d = dev::tid(); d < K; d += dev::nthreads()) out[d] = dev::ex2(gate_at(G, gp, C - 1, d));
 }
 
 }  // namespace tile

@@ -13,7 +13,7 @@
 // In place: rows[p] and (when kc is null) cols are overwritten with their scaled values; kc must be non-null
 // when cols is also one of the rows (the two scalings differ). Scratch (shared): kc bf16 [C][PITCH] or null,
 // mul bf16 [NB(NB+1)/2][KP], span NB floats; all 16-byte aligned, like rows, cols and G (PITCH, gp multiples
-// of 8, PITCH <= 2·gp).
+// of 8, PITCH <= 2·gp). G is in the SwizzledF32Row layout of chunk_rows.cuh (load_rows32).
 // Two overlays, each a template flag the emitter prints from the chunk_local layout (dsl/lib/LaunchContract.cpp
 // chunkLocalLayout; KDA takes both, so that three CTAs fit on an SM):
 //   kOutOverOperands  out_s overlays the operand tiles: every strict value is held in registers until all warps
@@ -56,7 +56,8 @@ DGPS_DEV void mma_block_channel_scaled(float acc[2][4], const uint16_t* rows, in
 }
 
 /// span[I] = max_d (G_{16I,d} − G_{16I+15,d}) by warp 0; then a CTA barrier. Returns the blocks whose span
-/// exceeds `limit` as a bit mask (the same in every thread).
+/// exceeds `limit` as a bit mask (the same in every thread). A max over every column of both rows, so the
+/// SwizzledF32Row layout needs no mapping here.
 template <int C, int KP>
 DGPS_DEV unsigned unsafe_diagonal_blocks(const float* G, int gp, float* span, float limit) {
   constexpr int NB = C / 16;
@@ -91,7 +92,7 @@ DGPS_DEV void diagonal_block_direct(int I, uint16_t* const (&rows)[NP], const Ro
     if (j <= i) {
       const uint16_t* ri = part_of(rows, p) + i * PITCH;
       for (int d = 0; d < K; ++d)
-        s += dev::bf16_to_f32(ri[d]) * dev::bf16_to_f32(cols[j * PITCH + d]) * dev::ex2(G[i * gp + d] - G[j * gp + d]);
+        s += dev::bf16_to_f32(ri[d]) * dev::bf16_to_f32(cols[j * PITCH + d]) * dev::ex2(gate_at(G, gp, i, d) - gate_at(G, gp, j, d));
     }
     if (strict) {
       const float v = i > j ? s * part_factor(a, b, p, i) * c[j] : 0.f;
@@ -133,8 +134,8 @@ DGPS_DEV void channel_multipliers(uint16_t* mul, const float* G, int gp) {
     int p, I, J;
     lower_block_of<NB>(pair, p, I, J);
     float gr[8], ge[8], f[8];
-    load_f8(gr, G + (16 * I) * gp + d0);
-    load_f8(ge, G + (16 * J + 15) * gp + d0);
+    load_gate8(gr, G, gp, 16 * I, d0);
+    load_gate8(ge, G, gp, 16 * J + 15, d0);
 #pragma unroll
     for (int u = 0; u < 8; ++u) f[u] = dev::ex2(dev::fmin_(gr[u] - ge[u], 100.f));
     const dev::U4 one{0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u};  // bf16 1.0 x 8
@@ -158,9 +159,9 @@ DGPS_DEV void scaled_row_piece(uint16_t* const (&rows)[NP], const uint16_t* cols
   };
   if constexpr (kOperandsFirst) load_operands();
   float gj[8], gr[8], ge[8], fr[8], fc[8];
-  load_f8(gj, G + j * gp + d0);
-  load_f8(gr, G + r * gp + d0);
-  load_f8(ge, G + (r + 15) * gp + d0);
+  load_gate8(gj, G, gp, j, d0);
+  load_gate8(gr, G, gp, r, d0);
+  load_gate8(ge, G, gp, r + 15, d0);
 #pragma unroll
   for (int u = 0; u < 8; ++u) {
     fr[u] = dev::ex2(gj[u] - gr[u]);

@@ -21,7 +21,8 @@ DGPS_DEV void cumsum_rows(RowVec x, float s) {
   }
 }
 
-/// In place over every column of a [C, KP] f32 tile (pitch `pitch`), one thread per column.
+/// In place over every column of a [C, KP] f32 tile (pitch `pitch`), one thread per column; columns are
+/// independent, so a swizzled tile (SwizzledF32Row) needs no mapping.
 template <int C, int KP>
 DGPS_DEV void cumsum_columns(float* x, int pitch, float s) {
   for (int d = dev::tid(); d < KP; d += dev::nthreads()) {
