@@ -7,6 +7,10 @@
 #include <functional>
 #include <sys/wait.h>
 #include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+#include <vector>
 #include <memory>
 
 #include "RuntimeTestUtil.h"
@@ -294,6 +298,69 @@ TEST(JitCheckTool, CleanPackagePassesAndSpillingPackageFails) {
   EXPECT_NE(out.find("cannot read the package manifest"), std::string::npos) << out;
   EXPECT_EQ(runTool(good + " --arch sm_1", out), 1) << out;
   EXPECT_NE(out.find("invalid --arch"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace dgps
+
+namespace dgps {
+namespace {
+
+/// The global stores of a PTX text (compiled with -lineinfo) that one source file issues: the opcode of each
+/// st.global.* whose current .loc lies in a `.file` ending in `file`, or is inlined at a call in it (a store
+/// helper of platform.cuh called from that file).
+std::vector<std::string> globalStoresFrom(const std::string& ptx, const std::string& file) {
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(ptx);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  std::set<std::string> ids;  // .file indices of that file
+  for (const std::string& l : lines) {
+    std::istringstream w(l);
+    std::string dir, id, name;
+    if (w >> dir >> id >> name && dir == ".file" && name.size() > file.size() + 1 &&
+        name.compare(name.size() - file.size() - 1, file.size(), file) == 0)
+      ids.insert(id);
+  }
+  std::vector<std::string> ops;
+  bool inside = false;
+  for (const std::string& l : lines) {
+    std::istringstream w(l);
+    std::string first, id;
+    if (!(w >> first)) continue;
+    if (first == ".loc" && w >> id) {
+      const std::size_t at = l.find("inlined_at ");
+      std::string caller;
+      if (at != std::string::npos) std::istringstream(l.substr(at + 11)) >> caller;
+      inside = ids.count(id) > 0 || ids.count(caller) > 0;
+    } else if (inside && first.rfind("st.global.", 0) == 0) {
+      ops.push_back(first);
+    }
+  }
+  return ops;
+}
+
+// The operand rows chunk_local writes (tile/gated_rows.cuh) leave as one 16-byte store per 8 channels: nvcc split
+// the U4 struct assigned through a pointer into four 4-byte stores, which made KDA's chunk_local ~6% slower on the
+// H200 (docs/performance.md, run 17). KDA's shipped package is compiled to PTX on the CPU, so the store width is
+// checked without a GPU; K = 120 also takes the pad stores. The per-channel f32 stores of store_last_exp2 are
+// scalar by design.
+TEST(JitCompile, GatedRowStoresAreSixteenByteStores) {
+  TempDir tmp;
+  Package p = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/kda");
+  JitCompiler jit{BinaryCache(tmp / "cache")};
+  JitRequest r = variantRequest(p, 120, 120, ScalarType::BF16, p.manifest().default_config,
+                                parseJitTarget("compute_90"));
+  r.extra_options.push_back("-lineinfo");
+  JitBinary b = jit.compile(r);
+  ASSERT_TRUE(b.is_ptx);
+  int vector = 0;
+  for (const std::string& op : globalStoresFrom(b.image, "dgps/tile/gated_rows.cuh")) {
+    if (op == "st.global.v4.u32") ++vector;
+    else EXPECT_EQ(op, "st.global.f32") << "a row store of tile/gated_rows.cuh is not one 16-byte store";
+  }
+  EXPECT_GE(vector, 1) << "no 16-byte row store found in tile/gated_rows.cuh's code";
 }
 
 }  // namespace
