@@ -18,10 +18,11 @@ namespace tile {
 DGPS_DEV void store_row_pad(uint16_t* y) { dev::st_global_u4(y, dev::U4{0u, 0u, 0u, 0u}); }
 
 /// Every output y_n (global, row pitch workspaceRowPitch(K); columns K..pitch−1 written as zeros, see
-/// store_row_pad) from x_n (shared, pitch xp) and G (shared, pitch gp, the SwizzledF32Row layout) in one pass, 8 channels per step with
-/// 16-byte shared loads (G, G_last and each x; xp, gp multiples of 8 and the tiles 16-byte aligned): G is read
-/// once, each power of two is taken once per element and direction and shared
-/// by the outputs that use it, and an x that several outputs share is loaded once (the same pointer).
+/// store_row_pad) from x_n (shared, pitch xp) and G (shared, pitch gp, the SwizzledF32Row layout) in one pass,
+/// 8 channels per step with 16-byte shared loads (G, G_last and each x; xp, gp multiples of 8 and the tiles
+/// 16-byte aligned) and one 16-byte store per output: G is read once, each power of two is taken once per
+/// element and direction and shared by the outputs that use it, and an x that several outputs share is loaded
+/// once (the same pointer).
 /// kReverse: one flag per output.
 template <int C, int K, class Codec, bool... kReverse>
 DGPS_DEV void store_gated_rows(uint16_t* const (&y)[sizeof...(kReverse)],
