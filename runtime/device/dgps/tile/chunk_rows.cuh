@@ -14,6 +14,13 @@ struct RowVec {
   DGPS_DEV float& operator[](int i) const { return p[i * stride]; }
 };
 
+/// Eight consecutive floats of a shared row segment (16-byte aligned), with two 16-byte loads: scalar loads
+/// of the same bytes cost four times the shared-memory instructions.
+DGPS_DEV void load_f8(float (&x)[8], const float* p) {
+  const dev::F4 lo = reinterpret_cast<const dev::F4*>(p)[0], hi = reinterpret_cast<const dev::F4*>(p)[1];
+  x[0] = lo.x, x[1] = lo.y, x[2] = lo.z, x[3] = lo.w, x[4] = hi.x, x[5] = hi.y, x[6] = hi.z, x[7] = hi.w;
+}
+
 /// The smem layout of an f32 row tile [C, KP] (the per-channel gates G; load_rows32): channel d of a row sits at
 /// column col(d) = d XOR (bit 5 of d, moved to bit 2), i.e. the two 16-byte halves of every 32-byte group with
 /// channel bit 5 set are swapped. Why: the gate readers (gated_rows.cuh, lower_product_gated.cuh) give each lane
