@@ -203,7 +203,7 @@ DGPS_DEV int core_off(int r, int c) {
 }
 /// The cells go in row order, as in load_tile: a quarter-warp's 8 pieces of one row land in 8 core matrices
 /// ROWS·16 bytes apart, on the same 4 banks (an 8-way conflict on the shared side of each cp.async). Orders with
-/// fewer conflicts (8 rows x 4 pieces, 4 rows x 8 pieces per warp) were measured slower on the H200: 2-3% on the
+/// fewer conflicts (8 rows x 4 pieces, 4 rows x 8 pieces per warp) were measured slower on the H200: 1.4-2% on the
 /// scalar-decay forwards (docs/performance.md, run 18).
 template <int ROWS, int PAD_COLS>
 DGPS_DEV void load_tile16_core(uint16_t* s, const uint16_t* g, int64_t gstride, int valid_rows, int valid_cols,
