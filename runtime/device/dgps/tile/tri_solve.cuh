@@ -16,11 +16,11 @@ DGPS_DEV void tri_inverse(float* A, int lda) {
 }
 
 /// One warp per lower 16x16 block (blocks I >= J in row-major order), lane (r, h) = (l % 16, l / 16) writing
-/// row 16I + r, columns 16J + 8h .. +7 with one 16-byte store. Why this shape: T's rows are 68 floats apart, so
-/// the 16 rows' two 16-byte loads each fall on distinct bank groups per quarter-warp; the scales s sit 8 floats
-/// apart in the token record, so each lane loads one of the block's 16 and the others come by shuffle (one load
-/// on 4 banks where per-element loads put 8 lanes on 2 banks: a quarter of chunk_local's remaining shared-memory
-/// conflicts, docs/performance.md run 17).
+/// row 16I + r, columns 16J + 8h .. +7 with one 16-byte store. Why this shape: T's rows are lda = C + 4 floats
+/// apart, so the 16 rows' two 16-byte loads each fall on distinct bank groups per quarter-warp; the scales s sit
+/// 8 floats apart in the token record, so each lane loads one of the block's 16 and the others come by shuffle
+/// (one load on 4 banks where per-element loads put 8 lanes on 2 banks: a quarter of chunk_local's remaining
+/// shared-memory conflicts, docs/performance.md run 17).
 template <int C>
 DGPS_DEV void store_lower_col_scaled(uint16_t* out, const float* T, int lda, RowVec s) {
   constexpr int NB = C / 16, NBLK = NB * (NB + 1) / 2;
