@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Where one kernel's warps stall: Nsight Compute's warp-state statistics and the SASS lines with the most
-# stall samples, for one forward launch at the anchor shape. Run on the GPU machine after
+# Where one kernel's warps stall: Nsight Compute's warp-state statistics and scripts/ncu_source_summary.py's views
+# of its SASS (the most stalled lines, the phases between CTA barriers, the memory instructions' L1 work), for one
+# forward launch at the anchor shape. Run on the GPU machine after
 # scripts/gpu_suite.sh built build-gpu/; the report and a text summary go to $OUT.
 #
 #   bash scripts/gpu_hotspots.sh PACKAGE ROLE [top N lines, default 40]     e.g. pgdn state_output
@@ -19,26 +20,6 @@ DGPS_CACHE_DIR=${DGPS_CACHE_DIR:-$build/jit-cache} ncu --clock-control none --se
   --benchmark_filter="BM_forward/.*/B8_T4096_H16_K128_V128/default" > "$rep.log" 2>&1
 ncu --import "$rep.ncu-rep" --page details --section WarpStateStats --section SchedulerStats > "$rep.details.txt" 2>&1
 ncu --import "$rep.ncu-rep" --page source --csv --print-source sass > "$rep.sass.csv" 2>&1
-python3 - "$rep.sass.csv" "$top" <<'EOF'
-import csv, sys
-rows = list(csv.reader(open(sys.argv[1], errors="replace")))
-head = next((i for i, r in enumerate(rows) if "Source" in r), None)
-if head is None:
-    print("no source table"); sys.exit(0)
-cols = rows[head]
-src = cols.index("Source")
-samp = next((i for i, c in enumerate(cols) if c.startswith("Warp Stall Sampling (All")), None)
-if samp is None:
-    print("columns:", cols); sys.exit(0)
-body = []
-for idx, r in enumerate(rows[head + 1:]):
-    try:
-        body.append((float(r[samp].replace(",", "") or 0), idx, r[src]))
-    except (ValueError, IndexError):
-        pass
-total = sum(b[0] for b in body) or 1.0
-print(f"== top {sys.argv[2]} SASS lines by stall samples ({int(total)} samples)")
-for s, idx, text in sorted(body, reverse=True)[: int(sys.argv[2])]:
-    print(f"{100 * s / total:5.1f}%  #{idx:5d}  {text}")
-EOF
+python3 "$root/scripts/ncu_source_summary.py" "$rep.sass.csv" --top "$top" > "$rep.summary.txt"
+cat "$rep.summary.txt"
 grep -E "Stall|Warp Cycles|Issued|Eligible|Active Warps" "$rep.details.txt" | head -30
