@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where one kernel's warps stall: Nsight Compute's warp-state statistics and scripts/ncu_source_summary.py's views
-# of its SASS (the most stalled lines, the phases between CTA barriers, the memory instructions' L1 work), for one
+# of its SASS (the most stalled lines, the phases between barriers, the memory instructions' L1 work), for one
 # forward launch at the anchor shape. Run on the GPU machine after
 # scripts/gpu_suite.sh built build-gpu/; the report and a text summary go to $OUT.
 #

@@ -3,10 +3,11 @@
 SourceCounters section collected) and prints three views of one kernel, standard library only:
 
   1. the SASS lines with the most warp-stall samples, each with its two leading stall reasons;
-  2. the kernel cut at its CTA barriers (BAR.SYNC): instructions executed and stall samples per region, so a phase
-     of a role (loads, norms, products, inverse, stores) reads as one line;
-  3. every global and shared memory instruction that ran: L1 tag requests per instruction and shared wavefronts
-     against the ideal (a bank conflict, or a global access touching more lines than it needs, shows here).
+  2. the kernel cut at its barriers (every BAR.SYNC, CTA-wide or named): instructions executed and stall samples per
+     region, so a phase of a role (loads, norms, products, inverse, stores) reads as one line;
+  3. the global and shared memory instructions with the most L1 work: L1 tag requests per instruction and shared
+     wavefronts against the ideal (a bank conflict, or a global access touching more lines than it needs, shows
+     here).
 
     python3 scripts/ncu_source_summary.py REPORT.sass.csv [--top N]
 
@@ -14,6 +15,7 @@ Used by scripts/gpu_hotspots.sh; docs/performance.md (runs 17 and 18) shows what
 import argparse
 import collections
 import csv
+import math
 import sys
 
 STALL = "Warp Stall Sampling (All Samples)"
@@ -21,10 +23,12 @@ EXECUTED = "Instructions Executed"
 
 
 def number(text):
+    """A cell as a finite float; empty, non-numeric, NaN and infinite cells count as 0."""
     try:
-        return float(text.replace(",", "") or 0)
+        x = float(text.replace(",", "") or 0)
     except ValueError:
         return 0.0
+    return x if math.isfinite(x) else 0.0
 
 
 def read_table(path):
@@ -35,7 +39,13 @@ def read_table(path):
         sys.exit(f"ncu_source_summary: {path}: no SASS source table with '{STALL}' (collect --section SourceCounters "
                  "and export with --page source --csv --print-source sass)")
     cols = rows[head]
-    body = [dict(zip(cols, r)) for r in rows[head + 1:] if len(r) == len(cols)]
+    body = []
+    for r in rows[head + 1:]:
+        if r == cols:  # a second kernel's table: this script reads one kernel (profile with --launch-count 1)
+            print(f"ncu_source_summary: {path}: more than one kernel; reading the first", file=sys.stderr)
+            break
+        if len(r) == len(cols):
+            body.append(dict(zip(cols, r)))
     stalls = [c for c in cols if c.startswith("stall_") and "Not Issued" not in c]
     return body, stalls
 
@@ -53,7 +63,7 @@ def top_lines(body, stalls, n, total):
 
 
 def barrier_regions(body, stalls, total):
-    print("\n== regions between CTA barriers: share of stall samples, instructions executed, leading reasons")
+    print("\n== regions between barriers (BAR.SYNC): share of stall samples, instructions executed, leading reasons")
     start, executed, reasons = 0, 0.0, collections.Counter()
     for idx, r in enumerate(body):
         executed += number(r.get(EXECUTED, "0"))
@@ -93,6 +103,8 @@ def main():
     ap.add_argument("csv", help="ncu --page source --csv --print-source sass output")
     ap.add_argument("--top", type=int, default=40, help="how many of the most stalled lines to print")
     args = ap.parse_args()
+    if args.top < 0:
+        ap.error("--top must be 0 or more")
     body, stalls = read_table(args.csv)
     if not body:
         sys.exit(f"ncu_source_summary: {args.csv}: the source table has no rows")

@@ -7,8 +7,8 @@
 namespace dgps {
 namespace tile {
 
-/// Lanes that share one row of CH 16-byte pieces: a power of two holding about two pieces each (one for CH <= 2),
-/// so a row costs a butterfly of log2(lanes) shuffles instead of log2(CH).
+/// Lanes that share one row of CH 16-byte pieces: the power of two (at most 16) that leaves each lane one or two
+/// pieces (CH <= 2: one lane takes the row), so a row costs a butterfly of log2(lanes) shuffles instead of log2(CH).
 DGPS_HD constexpr int norm_lanes_per_row(int CH) {
   int l = 1;
   while (2 * l < CH && l < 16) l *= 2;

@@ -20,7 +20,8 @@ DGPS_DEV void tri_inverse(float* A, int lda) {
 /// apart, so the 16 rows' two 16-byte loads each fall on distinct bank groups per quarter-warp; the scales s sit
 /// 8 floats apart in the token record, so each lane loads one of the block's 16 and the others come by shuffle
 /// (one load on 4 banks where per-element loads put 8 lanes on 2 banks: a quarter of chunk_local's remaining
-/// shared-memory conflicts, docs/performance.md run 17).
+/// shared-memory conflicts, docs/performance.md run 17). Needs lda a multiple of 4 and T and out 16-byte aligned
+/// (the launch contract's f32 pitch and smem/workspace alignment).
 template <int C>
 DGPS_DEV void store_lower_col_scaled(uint16_t* out, const float* T, int lda, RowVec s) {
   constexpr int NB = C / 16, NBLK = NB * (NB + 1) / 2;
