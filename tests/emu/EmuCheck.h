@@ -16,6 +16,7 @@ struct LoadedPackage {
   int writeKey = 0;      ///< the package's FeatureSet::write_key (the compile chose it; not in the spec)
   std::string dir;       ///< the package directory (its manifest sizes the workspace)
   int warps = 4;         ///< chunk_local's warps (DGPS_WARPS) the kernels were compiled with, where a check varies it
+  int chunk = 64;        ///< the chunk C (DGPS_CHUNK) the kernels were compiled with, where a check varies it
 };
 
 /// The launch contract's features of `spec` as `pkg` was compiled (its write-key form).

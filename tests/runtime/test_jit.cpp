@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "RuntimeTestUtil.h"
+#include "dgps/device/launch_rules.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Jit.h"
 #include "dgps/runtime/Package.h"
@@ -361,6 +362,25 @@ TEST(JitCompile, GatedRowStoresAreSixteenByteStores) {
     else EXPECT_EQ(op, "st.global.f32") << "a row store of tile/gated_rows.cuh is not one 16-byte store";
   }
   EXPECT_GE(vector, 1) << "no 16-byte row store found in tile/gated_rows.cuh's code";
+}
+
+// Every chunk size the device library offers (launch_rules.h kChunkChoices, which the spec validator lets a spec
+// list) compiles, for a scalar-decay package and a per-channel preconditioned one. C = 16 once did not: the state
+// walks named the warpgroup MMA of N = 16, which does not exist, in a branch the compiler still instantiated.
+TEST(JitCompile, EveryChunkChoiceCompiles) {
+  TempDir tmp;
+  JitCompiler jit{BinaryCache(tmp / "cache")};
+  for (const char* name : {"gdn", "pkda"}) {
+    Package p = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/" + name);
+    for (int chunk : launch::kChunkChoices) {
+      TileConfig c = p.manifest().default_config;
+      c.chunk = chunk;
+      JitBinary b;
+      EXPECT_NO_THROW(b = jit.compile(variantRequest(p, 128, 128, ScalarType::BF16, c, parseJitTarget("compute_90"))))
+          << name << " at chunk " << chunk;
+      EXPECT_NE(b.image.find("_fwd_state_output"), std::string::npos) << name << " at chunk " << chunk;
+    }
+  }
 }
 
 }  // namespace

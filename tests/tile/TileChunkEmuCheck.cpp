@@ -6,8 +6,8 @@
 // final preconditioner state are compared with the float64 reference (dgps::runReference).
 // Problems: K = V = each square head dim <= 64 the spec allows (else its smallest) and the smallest square dim
 // that is not a multiple of 16 (120 where the spec lists none and its walks read operand rows chunk_local wrote:
-// pitch KP != K), C = 64; T = 100 (a partial chunk) with B = 2, and varlen cu = {0, 37, 100} when
-// the spec allows it; once (first dim, dense) with log-decays g 24 times steeper, where a per-channel gate must
+// pitch KP != K), C = 64 (once more at C = 32 and C = 16, first dim, dense); T = 100 (a partial chunk) with B = 2,
+// and varlen cu = {0, 37, 100} when the spec allows it; once (first dim, dense) with log-decays g 24 times steeper, where a per-channel gate must
 // reach the gated products' direct path (checked); with per-channel gates once more with gates designed around
 // the factorisation's limits and Aqk checked against float64 (designGates, checkAqk); H = 2 unless the spec fixes
 // it, with the spec's GVA ratio;
@@ -50,10 +50,11 @@ int fail(const std::string& msg) {
   return 1;
 }
 
-/// Compiles a package's kernels.cu for the emulator at head dims K = V (fp16 or bf16 inputs) and chunk_local
-/// warps `warps` (4 unless a check says otherwise) and dlopens it.
-void* compileForEmu(const std::string& pkg, const std::string& so, int K, bool f16, int warps = 4) {
-  return dgps_emu::loadForEmu(pkg + "/kernels.cu", so, {K, K, f16, kChunk, kBlockV, warps, kStages});
+/// Compiles a package's kernels.cu for the emulator at head dims K = V (fp16 or bf16 inputs), chunk_local warps
+/// `warps` and chunk `chunk` (4 and 64 unless a check says otherwise) and dlopens it.
+void* compileForEmu(const std::string& pkg, const std::string& so, int K, bool f16, int warps = 4,
+                    int chunk = kChunk) {
+  return dgps_emu::loadForEmu(pkg + "/kernels.cu", so, {K, K, f16, chunk, kBlockV, warps, kStages});
 }
 
 using dgps_emu::launchRole;
@@ -164,6 +165,10 @@ long long checkAqk(const dgps::ReferenceInputs& in, const dgps::Spec& spec, cons
 /// and, without a preconditioner, Aqk is checked against float64 (checkAqk).
 bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, int K, bool f16, std::int64_t B, std::int64_t T,
                std::vector<std::int64_t> cu, std::uint64_t seed, double gateScale = 1.0, bool designed = false) {
+  if (m.chunk != kChunk && (gateScale != 1.0 || designed)) {
+    std::fprintf(stderr, "steep and designed gates are laid out for C = %d chunks, not %d\n", kChunk, m.chunk);
+    return false;
+  }
   dgps::ReferenceProblem s;
   s.batch = B;
   s.seq_len = T;
@@ -208,7 +213,7 @@ bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, int K, bool f16, 
   ls.varlen = cu.empty() ? 0 : 1;
   ls.f16 = f16 ? 1 : 0;
   dgps::launch::TileConfig tc;
-  tc.chunk = kChunk;
+  tc.chunk = m.chunk;
   tc.block_v = kBlockV;
   tc.warps = m.warps;
   tc.stages = kStages;
@@ -282,9 +287,9 @@ bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, int K, bool f16, 
   // steep per-channel gates must reach the direct path, or this problem would not test it
   const bool pass =
       eo <= kTolOut && es <= kTolState && ep <= kTolState && unsafeBlocks != 0 && aqkBad == 0;
-  std::printf("  %s %s K=V=%d W%d B=%lld T=%lld N=%lld H=%lld HV=%lld%s%s: rel err o %.3g, final state %.3g, "
+  std::printf("  %s %s K=V=%d C%d W%d B=%lld T=%lld N=%lld H=%lld HV=%lld%s%s: rel err o %.3g, final state %.3g, "
               "precond state %.3g  %s\n",
-              spec.name.c_str(), f16 ? "f16" : "bf16", K, m.warps, (long long)B, (long long)T, (long long)N, (long long)s.heads_qk, (long long)HV,
+              spec.name.c_str(), f16 ? "f16" : "bf16", K, m.chunk, m.warps, (long long)B, (long long)T, (long long)N, (long long)s.heads_qk, (long long)HV,
               cu.empty() ? "" : " varlen", steep.c_str(), eo, es, ep, pass ? "ok" : "FAIL");
   return pass;
 }
@@ -358,6 +363,22 @@ int run(int argc, char** argv) {
     if (!m.tile) return fail("cannot build the 8-warp emulated kernels of " + spec.name);
     ok = checkOnce(spec, m, K, false, 2, 100, {}, 5550 + K) && ok;
     ok = checkOnce(spec, m, K, false, 2, 100, {}, 5650 + K, 24.0) && ok;
+  }
+  // The other chunk sizes the device library offers (launch_rules.h kChunkChoices), once each at the first dim:
+  // C = 32 with 4 warps (the default configuration of the scalar-decay specs) and C = 16 with 2 warps. Their
+  // chunk roles split the same steps differently over the warps (one warp per 16x16 block of the inverse's
+  // store: 3 blocks and 1 block; the row norms' row steps), and their state walks take other MMA forms.
+  for (const auto [chunk, warps] : {std::pair{32, 4}, std::pair{16, 2}}) {
+    const int K = dims.front();
+    LoadedPackage m;
+    m.warps = warps;
+    m.chunk = chunk;
+    m.tile = compileForEmu(tilePkg, work + "/" + spec.name + "_k" + std::to_string(K) + "_c" + std::to_string(chunk) +
+                                        "_tile_chunk_emu.so", K, false, warps, chunk);
+    m.writeKey = dgps_emu::packageWriteKeyOf(tilePkg);
+    m.dir = tilePkg;
+    if (!m.tile) return fail("cannot build the C = " + std::to_string(chunk) + " emulated kernels of " + spec.name);
+    ok = checkOnce(spec, m, K, false, 2, 100, {}, 5750 + K + chunk) && ok;
   }
   // fp16 inputs (re-encoded to bf16 for the tensor cores) once, at the smallest dim, when the spec takes them.
   if (std::find(spec.input_dtypes.begin(), spec.input_dtypes.end(), dgps::DType::F16) != spec.input_dtypes.end()) {

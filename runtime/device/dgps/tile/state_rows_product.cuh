@@ -18,7 +18,7 @@ DGPS_DEV void state_times_rows(float (&XA)[C / 8][4], float (&XB)[C / 8][4], con
   for (int nt = 0; nt < C / 8; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) XA[nt][e] = XB[nt][e] = 0.f;
-  if (kWG) {
+  if constexpr (kWG) {
     static_assert(!kWG || C == 32 || C == 64, "tile: warpgroup MMA needs C = 32 or 64 (N of m64nCk16)");
     // all A fragments first, so no register feeding a wgmma is written between fence and wait
     uint32_t A[KP / 16][4];
