@@ -7,11 +7,11 @@
 // Problems: K = V = each square head dim <= 64 the spec allows (else its smallest) and the smallest square dim
 // that is not a multiple of 16 (120 where the spec lists none and its walks read operand rows chunk_local wrote:
 // pitch KP != K), C = 64 (once more at C = 32 and C = 16, first dim, dense); T = 100 (a partial chunk) with B = 2,
-// and varlen cu = {0, 37, 100} when the spec allows it; once (first dim, dense) with log-decays g 24 times steeper, where a per-channel gate must
-// reach the gated products' direct path (checked); with per-channel gates once more with gates designed around
-// the factorisation's limits and Aqk checked against float64 (designGates, checkAqk); H = 2 unless the spec fixes
-// it, with the spec's GVA ratio;
-// bf16 inputs, and fp16 once (dense, smallest dim) where the spec takes fp16.
+// and varlen cu = {0, 37, 100} when the spec allows it; once (first dim, dense) with log-decays g 24 times steeper,
+// where a per-channel gate must reach the gated products' direct path (checked); with per-channel gates once more
+// with gates designed around the factorisation's limits and Aqk checked against float64 (designGates, checkAqk);
+// H = 2 unless the spec fixes it, with the spec's GVA ratio; bf16 inputs, and fp16 once (dense, smallest dim) where
+// the spec takes fp16.
 //
 //   dgps-tile-chunk-emu-check PACKAGE_DIR WORK_DIR
 #include <algorithm>
