@@ -256,7 +256,7 @@ LaunchExpr paddedKeyTile() { return chunk() * bf16RowBytes(KP()); }
 /// and the per-channel log2 cumsum G, and the gated column copy (when the key is also a row operand) written over
 /// G once G is read, so that KDA's CTA takes 72 KB at K = 128 and three fit on an SM. Per-channel decay without
 /// a column copy (PKDA) keeps KKT in its own region after G. Then per-token scalars ([C][8] scalars, [C][4]
-/// preconditioner inputs, 16 spare floats) and the preconditioner state [KP].
+/// preconditioner inputs, 16 spare floats), the preconditioner state [KP] and the mbarrier of the row copies.
 SmemLayout chunkLocalLayout(const FeatureSet& f) {
   const bool asym = f.precond == 1 && f.side == 0;
   SmemLayout operands;
@@ -284,6 +284,7 @@ SmemLayout chunkLocalLayout(const FeatureSet& f) {
   }
   m.region("tok", chunk() * 48 + 64);
   m.region("pstate", f.precond == 1 ? KP() * 4 : LaunchExpr(0));
+  m.region("bar", LaunchExpr(16));  // the mbarrier of the q/k tensor copies (tile/chunk_rows.cuh RowCopy)
   return m;
 }
 

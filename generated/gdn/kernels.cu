@@ -33,7 +33,7 @@ DGPS_HD inline Workspace workspace_layout(const dgps::launch::ProblemShape& s, c
 // expressions.
 namespace dgps_package {
 struct ChunkLocalSmem {
-  int q, k, kw, A, tok, pstate, total;
+  int q, k, kw, A, tok, pstate, bar, total;
 };
 DGPS_HD constexpr ChunkLocalSmem chunk_local_smem() {
   using namespace dgps::cfg;
@@ -56,6 +56,8 @@ DGPS_HD constexpr ChunkLocalSmem chunk_local_smem() {
   m.tok = off;
   off += (int)(C * 48 + 64);
   m.pstate = off;
+  m.bar = off;
+  off += (int)(16);
   m.total = off;
   return m;
 }
@@ -148,7 +150,7 @@ DGPS_HD constexpr DecodeSmem decode_smem() {
   return m;
 }
 }  // namespace dgps_package
-extern "C" __global__ void dgps_gdn_fwd_chunk_local(dgps::ForwardArgs a) {
+extern "C" __global__ void dgps_gdn_fwd_chunk_local(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (gdn_chunk_local, grid chunk: one CTA per chunk slot and value head).
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
@@ -177,17 +179,18 @@ extern "C" __global__ void dgps_gdn_fwd_chunk_local(dgps::ForwardArgs a) {
   float* const sVec = dev::smem_at<float>(sm, L.tok);
   unsigned char* const ws = static_cast<unsigned char*>(a.workspace);
   const int64_t sh = slot * HV + hv;
+  const t::RowCopy rc = t::row_copy<C>(a, at, dev::smem_at<uint64_t>(sm, L.bar));
   uint16_t* const t0 = dev::smem_at<uint16_t>(sm, L.q);
-  t::load_rows16<C, KP>(t0, PQ, a.q, at, H, h, K);
+  t::load_rows16<C, KP>(rc, a.q_rows, t0, PQ, a.q, at, H, h, K);
   uint16_t* const t1 = dev::smem_at<uint16_t>(sm, L.k);
-  t::load_rows16<C, KP>(t1, PQ, a.k, at, H, h, K);
+  t::load_rows16<C, KP>(rc, a.k_rows, t1, PQ, a.k, at, H, h, K);
   const t::RowVec t2{sVec + 1, 8};
   const t::RowVec t3{sVec + 2, 8};
   for (int i = dev::tid(); i < C; i += dev::nthreads()) {
     t::load_row_scalars(t2, a.g, at, HV, hv, i);
     t::load_row_scalars(t3, a.beta, at, HV, hv, i);
   }
-  t::wait_rows();
+  t::wait_rows(rc);
   const t::RowVec t4{sVec + 0, 8};
   const t::RowVec t5{sVec + 3, 8};
   t::row_rsqrt_norm<C, KP, Codec>(t4, t1, t5, t0, PQ, 1e-06f, at.Lr);

@@ -31,7 +31,7 @@ DGPS_HD inline Workspace workspace_layout(const dgps::launch::ProblemShape& s, c
 // expressions.
 namespace dgps_package {
 struct ChunkLocalSmem {
-  int q, k, kw, A, tok, pstate, total;
+  int q, k, kw, A, tok, pstate, bar, total;
 };
 DGPS_HD constexpr ChunkLocalSmem chunk_local_smem() {
   using namespace dgps::cfg;
@@ -54,6 +54,8 @@ DGPS_HD constexpr ChunkLocalSmem chunk_local_smem() {
   m.tok = off;
   off += (int)(C * 48 + 64);
   m.pstate = off;
+  m.bar = off;
+  off += (int)(16);
   m.total = off;
   return m;
 }
@@ -144,7 +146,7 @@ DGPS_HD constexpr DecodeSmem decode_smem() {
   return m;
 }
 }  // namespace dgps_package
-extern "C" __global__ void dgps_linear_attention_fwd_chunk_local(dgps::ForwardArgs a) {
+extern "C" __global__ void dgps_linear_attention_fwd_chunk_local(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (linear_attention_chunk_local, grid chunk: one CTA per chunk slot and value head).
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
@@ -173,11 +175,12 @@ extern "C" __global__ void dgps_linear_attention_fwd_chunk_local(dgps::ForwardAr
   float* const sVec = dev::smem_at<float>(sm, L.tok);
   unsigned char* const ws = static_cast<unsigned char*>(a.workspace);
   const int64_t sh = slot * HV + hv;
+  const t::RowCopy rc = t::row_copy<C>(a, at, dev::smem_at<uint64_t>(sm, L.bar));
   uint16_t* const t0 = dev::smem_at<uint16_t>(sm, L.q);
-  t::load_rows16<C, KP>(t0, PQ, a.q, at, H, h, K);
+  t::load_rows16<C, KP>(rc, a.q_rows, t0, PQ, a.q, at, H, h, K);
   uint16_t* const t1 = dev::smem_at<uint16_t>(sm, L.k);
-  t::load_rows16<C, KP>(t1, PQ, a.k, at, H, h, K);
-  t::wait_rows();
+  t::load_rows16<C, KP>(rc, a.k_rows, t1, PQ, a.k, at, H, h, K);
+  t::wait_rows(rc);
   dev::sync_threads();
   const t::RowVec t2{sVec + 1, 8};
   const float t3 = a.scale;

@@ -61,7 +61,7 @@ DGPS_HD constexpr PrecondSummarySmem precond_summary_smem() {
   return m;
 }
 struct ChunkLocalSmem {
-  int q, k, kw, mul, kcol, G, A, tok, pstate, total;
+  int q, k, kw, mul, kcol, G, A, tok, pstate, bar, total;
 };
 DGPS_HD constexpr ChunkLocalSmem chunk_local_smem() {
   using namespace dgps::cfg;
@@ -84,6 +84,8 @@ DGPS_HD constexpr ChunkLocalSmem chunk_local_smem() {
   off += (int)(C * 48 + 64);
   m.pstate = off;
   off += (int)(KP * 4);
+  m.bar = off;
+  off += (int)(16);
   m.total = off;
   return m;
 }
@@ -235,7 +237,7 @@ extern "C" __global__ void dgps_pkda_fwd_precond_scan(dgps::ForwardArgs a) {
                           a.initial_precond_state != nullptr ? a.initial_precond_state + ph : nullptr,
                           a.final_precond_state != nullptr ? a.final_precond_state + ph : nullptr);
 }
-extern "C" __global__ void dgps_pkda_fwd_chunk_local(dgps::ForwardArgs a) {
+extern "C" __global__ void dgps_pkda_fwd_chunk_local(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (pkda_chunk_local, grid chunk: one CTA per chunk slot and value head).
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
@@ -264,10 +266,11 @@ extern "C" __global__ void dgps_pkda_fwd_chunk_local(dgps::ForwardArgs a) {
   float* const sVec = dev::smem_at<float>(sm, L.tok);
   unsigned char* const ws = static_cast<unsigned char*>(a.workspace);
   const int64_t sh = slot * HV + hv;
+  const t::RowCopy rc = t::row_copy<C>(a, at, dev::smem_at<uint64_t>(sm, L.bar));
   uint16_t* const t0 = dev::smem_at<uint16_t>(sm, L.q);
-  t::load_rows16<C, KP>(t0, PQ, a.q, at, H, h, K);
+  t::load_rows16<C, KP>(rc, a.q_rows, t0, PQ, a.q, at, H, h, K);
   uint16_t* const t1 = dev::smem_at<uint16_t>(sm, L.k);
-  t::load_rows16<C, KP>(t1, PQ, a.k, at, H, h, K);
+  t::load_rows16<C, KP>(rc, a.k_rows, t1, PQ, a.k, at, H, h, K);
   float* const t2 = dev::smem_at<float>(sm, L.G);
   t::load_rows32<C, KP>(t2, PG, a.g, at, HV, hv, K);
   const t::RowVec t3{sVec + 6, 8};
@@ -283,7 +286,7 @@ extern "C" __global__ void dgps_pkda_fwd_chunk_local(dgps::ForwardArgs a) {
     t::load_row_scalars(t5, a.precond_beta, at, H, h, i);
     t::exp_rows(t8, t4, 1.0f, at, i);
   }
-  t::wait_rows();
+  t::wait_rows(rc);
   const t::RowVec t9{sVec + 5, 8};
   const t::RowVec t10{sVec + 4, 8};
   t::row_rsqrt_norm<C, KP, Codec>(t9, t1, t10, t0, PQ, 1e-06f, at.Lr);

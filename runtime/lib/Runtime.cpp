@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "CallMemo.h"
+#include "TensorMaps.h"
 #include "LaunchPlan.h"
 #include "VariantTable.h"
 #include "dgps/device/abi.h"
@@ -866,6 +867,7 @@ void Runtime::launchForward(const Package& package, const ForwardTensors& t, con
   a.heads_v = p.heads_v;
   a.scale = p.scale;
   a.segment_chunks = segment;
+  detail::encodeRowMaps(a, p, config.chunk, module->info.target.sm);  // TensorMaps.h: chunk_local's q/k tiles
   const Manifest& man = package.manifest();
   if (precondSummary && summary->fullMap) {
     impl_->launch(*module, 0, man.forward_roles[0], man.forward_symbols[0], plan.kernels[0], stream, &a, p.device);

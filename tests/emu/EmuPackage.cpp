@@ -25,7 +25,7 @@ std::string define(const char* name, int value) {
 
 std::string emuCompileCommand(const std::string& source, const std::string& so, const KernelConfig& c) {
   return std::string(DGPS_EMU_CXX) + " -O1 -std=c++17 -fPIC -shared -Wno-unknown-pragmas -include " + DGPS_EMU_DIR +
-         "/emu_prelude.h -I" + DGPS_DEVICE_DIR + " -I" + DGPS_EMU_DIR + " -DDGPS_EMU_WGMMA=1" +
+         "/emu_prelude.h -I" + DGPS_DEVICE_DIR + " -I" + DGPS_EMU_DIR + " -DDGPS_EMU_WGMMA=1 -Wno-psabi" +
          (c.f16 ? " -DDGPS_INPUT_F16=1" : " -DDGPS_INPUT_BF16=1") + define("DGPS_K", c.K) + define("DGPS_V", c.V) +
          define("DGPS_CHUNK", c.chunk) + define("DGPS_BLOCK_V", c.block_v) + define("DGPS_WARPS", c.warps) +
          define("DGPS_STAGES", c.stages) + " -x c++ " + source + " -o " + so;
@@ -81,6 +81,17 @@ bool launchRole(void* module, const std::string& sym, const dgps::launch::Geomet
     std::fprintf(stderr, "emulator (%s): %s\n", sym.c_str(), err);
     return false;
   }
+  return true;
+}
+
+bool encodeRowMaps(dgps::ForwardArgs& a, long long rows, long long heads, int K, int chunk, int row_steps) {
+  a.row_maps = 0;
+  const int KP = dgps::launch::pad16(K);
+  if (row_steps != 1 || !a.q || !a.k || !dgps::launch::chunkRowsMapFits(rows, heads, K, chunk, KP)) return false;
+  const dgps::launch::TensorMapShape s = dgps::launch::chunkRowsMapShape(rows, heads, K, chunk, KP);
+  encode_tensor_map(a.q_rows.opaque, a.q, 3, s.dims, s.strides, s.box, 2);
+  encode_tensor_map(a.k_rows.opaque, a.k, 3, s.dims, s.strides, s.box, 2);
+  a.row_maps = 1;
   return true;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -80,6 +81,20 @@ struct Barrier {
   std::vector<int> waiters;
 };
 
+/// A tensor copy waiting for its barrier's phase to end: the box's bytes, read at issue.
+struct TensorCopy {
+  size_t dst;  // shared-memory offset
+  std::vector<unsigned char> bytes;
+};
+
+struct MBarrier {
+  int count = 0, pending = 0;     // arrivals per phase, arrivals still missing in this phase
+  long long tx = 0;               // announced bytes (expect_tx) not yet copied in
+  unsigned completed = 0;         // phases ended
+  std::vector<TensorCopy> copies;  // issued in this phase
+  std::vector<int> waiters;
+};
+
 struct Block {
   unsigned nthreads = 0;
   unsigned long long bid = 0, grid = 0;
@@ -92,6 +107,7 @@ struct Block {
   // still marked when wgmma reads it is a missing proxy fence (PTX ISA: memory consistency across proxies).
   // Ordinary stores are not tracked: the model catches the cp.async -> wgmma hand-off only.
   std::vector<uint16_t> async_unfenced;
+  std::map<uint32_t, struct MBarrier> mbars;  // by shared-memory offset (mbar_init)
   const std::function<void()>* fn = nullptr;
   std::string error;
 };
@@ -507,6 +523,111 @@ void cp_async_wait(int n) {
     run_copies(g_cur->groups.front(), g_cur);
     g_cur->groups.erase(g_cur->groups.begin());
   }
+}
+
+namespace {
+MBarrier& mbar_at(void* bar, const char* what) {
+  const uint32_t off = smem_u32(bar);
+  if (off % 8 != 0) fail(std::string(what) + ": mbarrier address not 8-byte aligned");
+  auto it = g_block->mbars.find(off);
+  if (it == g_block->mbars.end()) fail(std::string(what) + " on an mbarrier that was never initialised");
+  return it->second;
+}
+
+/// Lands the phase's copies once every arrival is in, and ends the phase when their bytes make up the announced
+/// transactions (more bytes than announced is an error, as on the GPU). Called by waiters only: a copy's bytes
+/// reach shared memory no earlier than a wait on its barrier, so a reader that skips the wait sees old contents.
+void mbar_progress(MBarrier& m) {
+  if (m.pending > 0) return;
+  for (TensorCopy& c : m.copies) {
+    std::memcpy(g_block->smem.data() + c.dst, c.bytes.data(), c.bytes.size());
+    m.tx -= (long long)c.bytes.size();
+  }
+  m.copies.clear();
+  if (m.tx < 0) fail("mbarrier: tensor copies completed more bytes than expect_tx announced");
+  if (m.tx > 0) return;
+  ++m.completed;
+  m.pending = m.count;
+  wake(m.waiters);
+}
+}  // namespace
+
+void mbar_init(void* bar, int count) {
+  const uint32_t off = smem_u32(bar);
+  if (off % 8 != 0) fail("mbar_init: mbarrier address not 8-byte aligned");
+  if (count <= 0) fail("mbar_init: count must be positive");
+  MBarrier& m = g_block->mbars[off];
+  m = MBarrier{};
+  m.count = m.pending = count;
+}
+void mbar_expect_tx(void* bar, uint32_t bytes) { mbar_at(bar, "mbar_expect_tx").tx += bytes; }
+void mbar_arrive(void* bar) {
+  MBarrier& m = mbar_at(bar, "mbar_arrive");
+  if (m.pending <= 0) fail("mbar_arrive: more arrivals than the barrier's count in one phase");
+  if (--m.pending == 0) wake(m.waiters);  // they land the copies (mbar_progress)
+}
+void mbar_wait(void* bar, uint32_t parity) {
+  MBarrier& m = mbar_at(bar, "mbar_wait");
+  while ((m.completed & 1u) == (parity & 1u)) {
+    mbar_progress(m);
+    if ((m.completed & 1u) != (parity & 1u)) break;
+    m.waiters.push_back((int)g_cur->tid);
+    yield_blocked();
+  }
+}
+
+// The emulator's tensor map: [0] magic, [1] base, [2] rank | elem_bytes << 8, [3..7] dims, [8..11] strides,
+// [12..14] box sides (two per word).
+constexpr uint64_t kMapMagic = 0x64677073544d4150ull;  // "dgpsTMAP"
+
+void encode_tensor_map(uint64_t map[16], const void* base, int rank, const unsigned long long* dims,
+                       const unsigned long long* strides, const unsigned* box, int elem_bytes) {
+  std::memset(map, 0, 16 * sizeof(uint64_t));
+  if (rank < 1 || rank > 5) throw std::invalid_argument("encode_tensor_map: rank must be 1..5");
+  map[0] = kMapMagic;
+  map[1] = reinterpret_cast<uint64_t>(base);
+  map[2] = (uint64_t)rank | ((uint64_t)elem_bytes << 8);
+  for (int i = 0; i < rank; ++i) map[3 + i] = dims[i];
+  for (int i = 0; i + 1 < rank; ++i) map[8 + i] = strides[i];
+  for (int i = 0; i < rank; ++i) map[12 + i / 2] |= (uint64_t)box[i] << (32 * (i % 2));
+}
+
+unsigned long long g_tensor_copies = 0;
+unsigned long long tensor_copies_issued() { return g_tensor_copies; }
+
+void tensor_copy(void* dst, const uint64_t* map, const int* coords, int rank, void* bar) {
+  ++g_tensor_copies;
+  if (map[0] != kMapMagic) fail("tensor_copy: the tensor map was not encoded (encode_tensor_map)");
+  if ((int)(map[2] & 0xff) != rank) fail("tensor_copy: coordinate count differs from the map's rank");
+  const size_t off = smem_u32(dst);
+  if (off % 128 != 0) fail("tensor_copy: shared-memory destination not 128-byte aligned");
+  const int eb = (int)(map[2] >> 8);
+  const unsigned char* base = reinterpret_cast<const unsigned char*>(map[1]);
+  unsigned box[5] = {1, 1, 1, 1, 1};
+  size_t n = 1;
+  for (int i = 0; i < rank; ++i) {
+    box[i] = (unsigned)(map[12 + i / 2] >> (32 * (i % 2)));
+    n *= box[i];
+  }
+  if (off + n * eb > g_block->smem.size()) fail("tensor_copy: the box runs past shared memory");
+  TensorCopy c;
+  c.dst = off;
+  c.bytes.assign(n * eb, 0);
+  for (size_t e = 0; e < n; ++e) {
+    size_t rest = e;
+    long long src = 0;
+    bool in = true;
+    for (int i = 0; i < rank; ++i) {
+      const long long x = coords[i] + (long long)(rest % box[i]);
+      rest /= box[i];
+      in = in && x >= 0 && x < (long long)map[3 + i];
+      src += i == 0 ? x * eb : x * (long long)map[8 + i - 1];
+    }
+    if (in) std::memcpy(c.bytes.data() + e * eb, base + src, eb);
+  }
+  MBarrier& m = mbar_at(bar, "tensor_copy");
+  m.copies.push_back(std::move(c));
+  wake(m.waiters);
 }
 
 bool launch(const std::function<void()>& kernel, unsigned long long grid, unsigned block, size_t smem, char* err,

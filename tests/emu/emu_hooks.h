@@ -48,6 +48,24 @@ void fence_proxy_async();
 void cp_async_commit();
 void cp_async_wait(int n);
 
+/// mbarrier of shared memory (PTX ISA, mbarrier): a phase ends when `count` arrivals have been made and every
+/// transaction byte announced by expect_tx has been copied in; mbar_wait(parity) returns once the phase of that
+/// parity has ended. The emulator keeps the barrier's state beside the block, not in the 8 bytes at `bar`.
+void mbar_init(void* bar, int count);
+void mbar_expect_tx(void* bar, uint32_t bytes);
+void mbar_arrive(void* bar);
+void mbar_wait(void* bar, uint32_t parity);
+/// A tensor copy (cp.async.bulk.tensor, tile mode) of the box at `coords` of a map written by encode_tensor_map;
+/// out-of-bounds elements read as 0. The bytes land in shared memory only when the barrier's phase ends (the
+/// copy completes its box bytes then), so a reader that skips mbar_wait sees the old contents.
+void tensor_copy(void* dst, const uint64_t* map, const int* coords, int rank, void* bar);
+/// The emulator's own encoding of a tensor map (the driver's format is opaque): base address, dims (innermost
+/// first), byte strides of dims 1.., box sides, element size. rank <= 5.
+/// Tensor copies issued since the process started (a test's evidence that the copy path ran).
+unsigned long long tensor_copies_issued();
+void encode_tensor_map(uint64_t map[16], const void* base, int rank, const unsigned long long* dims,
+                       const unsigned long long* strides, const unsigned* box, int elem_bytes);
+
 /// Runs `kernel` (called once per thread) over grid x block threads with `smem` bytes of dynamic shared
 /// memory (filled with 0xFF so reads of unwritten smem give NaN). Returns false and fills `err` on a detected
 /// error (deadlock, divergent collective).

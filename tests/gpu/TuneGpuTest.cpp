@@ -53,12 +53,23 @@ std::string macroTest(const TileConfig& c) {
 // out twice too large), `fault` writes through a null-page pointer (CUDA_ERROR_ILLEGAL_ADDRESS, which
 // kills the context that runs it). Returns "" if the source has no forward kernel to hook.
 std::string hookedSource(const std::string& source, const TileConfig& wrong, const TileConfig& fault) {
-  const std::string sig = "(dgps::ForwardArgs a) {";
+  // A kernel that takes its arguments in parameter space (DGPS_GRID_CONST, for tensor maps) gets a hooked local
+  // copy without the maps: a copy's maps are not in parameter space, so its rows load by cp.async.
+  const std::string sig = "(dgps::ForwardArgs a) {", constSig = "(DGPS_GRID_CONST dgps::ForwardArgs a) {";
   std::string out;
   std::size_t pos = 0, hooks = 0;
-  for (std::size_t at = source.find(sig); at != std::string::npos; at = source.find(sig, pos)) {
-    out += source.substr(pos, at - pos) + sig + " dgps_test_hook(a);";
-    pos = at + sig.size();
+  for (;;) {
+    const std::size_t at = source.find(sig, pos), atConst = source.find(constSig, pos);
+    if (at == std::string::npos && atConst == std::string::npos) break;
+    if (atConst < at) {
+      out += source.substr(pos, atConst - pos) +
+             "(DGPS_GRID_CONST dgps::ForwardArgs a_param) { dgps::ForwardArgs a = a_param; a.row_maps = 0; "
+             "dgps_test_hook(a);";
+      pos = atConst + constSig.size();
+    } else {
+      out += source.substr(pos, at - pos) + sig + " dgps_test_hook(a);";
+      pos = at + sig.size();
+    }
     ++hooks;
   }
   out += source.substr(pos);

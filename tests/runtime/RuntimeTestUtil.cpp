@@ -169,7 +169,7 @@ __device__ inline in_t fromF(float x) { return dgps::dev::f32_to_f16(x); }
 
 // o[b,t,hv,:] = scale * q[b,t,h,:V]: one block per (token, value head).
 extern "C" __global__ void __launch_bounds__(DGPS_WARPS * 32)
-dgps_tiny_fwd_chunk_local(dgps::ForwardArgs a) {
+dgps_tiny_fwd_chunk_local(DGPS_GRID_CONST dgps::ForwardArgs a) {
   const int64_t row = blockIdx.x;  // b*T*HV + t*HV + hv
   const int64_t hv = row % a.heads_v;
   const int64_t bt = row / a.heads_v;

@@ -31,6 +31,7 @@
 #include "dgps/dsl/SpecParser.h"
 #include "EmuCheck.h"
 #include "EmuPackage.h"
+#include "emu_hooks.h"
 #include "ManifestWorkspace.h"
 
 namespace {
@@ -242,6 +243,9 @@ bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, int K, bool f16, 
   a.heads_qk = s.heads_qk;
   a.heads_v = HV;
   a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)K));
+  // full chunks load q and k by tensor copies (the partial last chunk by cp.async), as on an sm_90 GPU
+  const bool maps = dgps_emu::encodeRowMaps(a, a.batch * T, s.heads_qk, K, m.chunk, dgps::householderSteps(spec));
+  const unsigned long long copies0 = dgps_emu::tensor_copies_issued();
 
   int roles[dgps::launch::kMaxRoles];
   const int nr = dgps::launch::forwardRoles(f, roles);
@@ -270,6 +274,13 @@ bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, int K, bool f16, 
     ok = launchRole(m.tile, prefix + role, dgps::launch::forwardGeometry(roles[i], f, ls, tc), a);
   }
   if (!ok) return false;
+  bool fullChunk = cu.empty() && T >= m.chunk;  // a chunk the tensor copies take
+  for (size_t i = 0; i + 1 < cu.size(); ++i) fullChunk = fullChunk || cu[i + 1] - cu[i] >= m.chunk;
+  if (maps && fullChunk && dgps_emu::tensor_copies_issued() == copies0) {
+    std::fprintf(stderr, "%s: q/k tensor maps were given and a chunk was full, but no tensor copy ran\n",
+                 spec.name.c_str());
+    return false;
+  }
   std::vector<double> od(o.size());
   for (size_t i = 0; i < o.size(); ++i) od[i] = f16 ? dgps::f16BitsToDouble(o[i]) : dgps::bf16BitsToDouble(o[i]);
   const double eo = relErr(od, ref.o);

@@ -137,6 +137,8 @@ bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, const Config& cfg
   a.heads_qk = H;
   a.heads_v = HV;
   a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)K));
+  // full chunks load q and k by tensor copies (the partial last chunk by cp.async), as on an sm_90 GPU
+  dgps_emu::encodeRowMaps(a, a.batch * T, H, K, cfg.chunk, dgps::householderSteps(spec));
 
   int roles[dgps::launch::kMaxRoles];
   const int nr = dgps::launch::forwardRoles(f, roles);

@@ -423,6 +423,14 @@ CUresult cuEventSynchronize(CUevent) {
   FAKE_COUNT(cuEventSynchronize);
   return wait();
 }
+CUresult cuTensorMapEncodeTiled(CUtensorMap* m, CUtensorMapDataType, cuuint32_t rank, void* base, const cuuint64_t*,
+                                const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+  FAKE_COUNT(cuTensorMapEncodeTiled);
+  if (rank < 1 || rank > 5 || base == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::memset(m, 0, sizeof *m);  // kernels are not run: the bytes are never read
+  return CUDA_SUCCESS;
+}
 CUresult cuEventElapsedTime(float* ms, CUevent a, CUevent b) {
   FAKE_COUNT(cuEventElapsedTime);
   if (CUresult r = sticky()) return r;

@@ -54,7 +54,20 @@ class ChunkEmitter {
   ChunkEmitter(std::ostringstream& os, const launch::FeatureSet& features)
       : os_(os), diagonalGate_(features.decay == 2), precond_(features.precond == 1), keySide_(features.side == 0) {}
 
+  /// Whether `body` loads q or k rows that a tensor copy can carry (16-bit, key head, no row map): then the
+  /// kernel declares the RowCopy `rc` (tile/chunk_rows.cuh) before the body.
+  static bool copiesRows(Block& body) {
+    for (Operation& op : body)
+      if (auto r = dyn_cast<ChunkRowsOp>(op))
+        if ((r.getName() == "q" || r.getName() == "k") && r.getHead() == HeadOf::key_head && !r.getRowSteps() &&
+            !isVec(r.getType()) && is16(cast<TileType>(r.getType())))
+          return true;
+    return false;
+  }
+
   LogicalResult block(Block& body) {
+    rowCopyOpen_ = copiesRows(body);
+    if (rowCopyOpen_) os_ << "  const t::RowCopy rc = t::row_copy<C>(a, at, dev::smem_at<uint64_t>(sm, L.bar));\n";
     columns_ = planVectorColumns(body);
     for (Operation& op : body)
       if (failed(emit(op))) return failure();
@@ -145,7 +158,11 @@ class ChunkEmitter {
                               ", i);");
       return success();
     }
-    if (is16(t))
+    const bool copied = rowCopyOpen_ && key && (op.getName() == "q" || op.getName() == "k");
+    if (is16(t) && copied)  // by a tensor copy where the runtime encoded the map (tile/chunk_rows.cuh RowCopy)
+      os_ << "  t::load_rows16<C, KP>(rc, a." << op.getName().str() << "_rows, " << n << ", PQ, a."
+          << op.getName().str() << ", at, " << heads << ", " << head << ", K);\n";
+    else if (is16(t))
       os_ << "  t::load_rows16<C, KP>(" << n << ", PQ, a." << op.getName().str() << ", at, " << heads << ", " << head
           << ", K);\n";
     else
@@ -389,7 +406,9 @@ class ChunkEmitter {
         })
         .Case<BarrierOp>([&](auto) {
           // the first barrier after cp.async row loads also waits for them
-          os_ << (pendingLoads_ ? "  t::wait_rows();\n" : "  dev::sync_threads();\n");
+          os_ << (pendingLoads_ ? (rowCopyOpen_ ? "  t::wait_rows(rc);\n" : "  t::wait_rows();\n")
+                                : "  dev::sync_threads();\n");
+          if (pendingLoads_) rowCopyOpen_ = false;  // rc's one phase is spent: later loads go by cp.async
           pendingLoads_ = false;
           return success();
         })
@@ -476,6 +495,7 @@ class ChunkEmitter {
   std::map<const void*, int> columns_;  ///< the token-area column of each [C] vector (planVectorColumns)
   int rowsUsed_ = 0, products_ = 0;
   bool blockUsed_ = false, gateUsed_ = false, pendingLoads_ = false, pstateUsed_ = false;
+  bool rowCopyOpen_ = false;  ///< q/k row loads go through `rc` until the first wait for loads
 };
 
 }  // namespace
@@ -489,7 +509,7 @@ FailureOr<std::string> emitTileChunkKernel(func::FuncOp fn, const std::string& s
   FailureOr<launch::FeatureSet> f = launchFeaturesOf(fn);
   if (failed(f)) return failure();
   std::ostringstream os;
-  os << "extern \"C\" __global__ void " << symbol << "(dgps::ForwardArgs a) {\n";
+  os << "extern \"C\" __global__ void " << symbol << "(DGPS_GRID_CONST dgps::ForwardArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str() << ", grid chunk: one CTA per chunk slot and value head).\n";
   os << "  namespace t = dgps::tile;\n  namespace dev = dgps::dev;\n";
   os << "  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;\n";

@@ -24,6 +24,13 @@
 
 namespace dgps {
 
+/// A TMA tensor map (the driver's CUtensorMap: 128 opaque bytes, 64-byte aligned), encoded on the host for one
+/// call (runtime/lib/TensorMaps.cpp; on the CPU emulator, tests/emu's own encoding of the same
+/// launch::TensorMapShape).
+struct alignas(64) TmaDescriptor {
+  uint64_t opaque[16];
+};
+
 struct ForwardArgs {
   const void* q;
   const void* k;
@@ -51,6 +58,13 @@ struct ForwardArgs {
   /// ordinary sequential state pass. Read only by the segment kernels (segment_summary, segment_fold,
   /// segment_state_output); the workspace then also holds the segment regions after the chunk regions.
   int64_t segment_chunks;
+  /// 1 when q_rows and k_rows hold tensor maps of q and k (device/tensor_maps.h chunkRowsMapShape: a chunk's
+  /// rows at the padded pitch of chunk_local's row tiles), 0 otherwise; then every load is by cp.async. The
+  /// runtime encodes them for devices with TMA (sm_90 and later) when the rows allow a tensor copy. Kernels
+  /// read the maps in parameter space, so they take ForwardArgs as DGPS_GRID_CONST.
+  int64_t row_maps;
+  TmaDescriptor q_rows;
+  TmaDescriptor k_rows;
 };
 
 /// Single-token decode: q,k [B,1,H,K] (or [B,H,K]), v [B,1,HV,V]; states are updated in place.

@@ -123,6 +123,28 @@ DGPS_HD constexpr int workspaceRowPitch(int K) { return pad16(K); }
 DGPS_HD constexpr int bf16Pitch(int cols) { return cols + 8; }
 DGPS_HD constexpr int f32Pitch(int cols) { return cols + 4; }
 
+// ---- tensor copies (TMA) of input rows -----------------------------------------------------------------------
+/// The tensor-map view behind ForwardArgs::q_rows and k_rows (abi.h): a 16-bit tensor [rows, heads, K] seen as
+/// dims {K, heads, rows} (innermost first; strides in bytes of dims 1 and 2), copied as boxes of
+/// {bf16Pitch(KP), 1, C}. One copy lands a chunk's C rows of one head at chunk_local's row pitch bf16Pitch(KP),
+/// with every column >= K (the key pad and the pitch pad) zero-filled by the copy as out of bounds.
+struct TensorMapShape {
+  unsigned long long dims[3];
+  unsigned long long strides[2];
+  unsigned box[3];
+};
+DGPS_HD constexpr TensorMapShape chunkRowsMapShape(long long rows, long long heads, long long K, int C, int KP) {
+  return TensorMapShape{{(unsigned long long)K, (unsigned long long)heads, (unsigned long long)rows},
+                        {(unsigned long long)(K * 2), (unsigned long long)(heads * K * 2)},
+                        {(unsigned)bf16Pitch(KP), 1u, (unsigned)C}};
+}
+/// Whether a tensor copy can carry such rows: strides must be multiples of 16 bytes (K a multiple of 8), a box
+/// side at most 256 elements, and coordinates fit in int32.
+DGPS_HD constexpr bool chunkRowsMapFits(long long rows, long long heads, long long K, int C, int KP) {
+  return K > 0 && K % 8 == 0 && heads > 0 && rows > 0 && rows < (1LL << 31) && heads < (1LL << 31) &&
+         bf16Pitch(KP) <= 256 && C > 0 && C <= 256;
+}
+
 /// Largest dynamic shared memory per CTA on sm_90 (H100/H200): 227 KiB. Candidates above the device's
 /// limit (cudaDevAttrMaxSharedMemoryPerBlockOptin) must be pruned by the tuner.
 constexpr unsigned long long kSm90MaxDynamicSmem = 232448;

@@ -1,5 +1,5 @@
-// The only place with inline PTX: thread indices, barriers, warp shuffles, tensor-core MMA, ldmatrix,
-// cp.async, fast special functions and bf16/fp16 conversions.
+// With tensor_copy.cuh (TMA and mbarriers), the only place with inline PTX: thread indices, barriers, warp
+// shuffles, tensor-core MMA, ldmatrix, cp.async, fast special functions and bf16/fp16 conversions.
 //
 // NVRTC has no standard headers, so nothing here includes one; bf16/fp16 are carried as raw uint16_t bits
 // and converted with `cvt` PTX. When DGPS_EMU is defined (the CPU emulator of tests/emu), every
@@ -24,8 +24,13 @@ typedef unsigned long long uint64_t;
 #if defined(DGPS_EMU)
 #include "emu_hooks.h"  // provided by tests/emu on the include path
 #define DGPS_DEV inline
+#define DGPS_GRID_CONST const
 #else
 #define DGPS_DEV __device__ __forceinline__
+/// How a kernel takes ForwardArgs: read-only in parameter space, so that a tensor map in it (abi.h TmaDescriptor) can
+/// be handed to a tensor copy by address (a plain by-value parameter whose address is taken is copied to local
+/// memory, where the copy engine cannot read it).
+#define DGPS_GRID_CONST const __grid_constant__
 #endif
 
 namespace dgps {
@@ -50,7 +55,7 @@ DGPS_DEV int nthreads() { return (int)blockDim.x; }
 DGPS_DEV int64_t block_x() { return (int64_t)blockIdx.x; }
 DGPS_DEV int64_t grid_x() { return (int64_t)gridDim.x; }
 DGPS_DEV unsigned char* dyn_smem() {
-  extern __shared__ __align__(16) unsigned char dgps_dyn_smem[];
+  extern __shared__ __align__(128) unsigned char dgps_dyn_smem[];  // 128: tensor-copy destinations
   return dgps_dyn_smem;
 }
 DGPS_DEV void sync_threads() { __syncthreads(); }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "dgps/device/common.cuh"
+#include "dgps/device/tensor_copy.cuh"
 
 namespace dgps {
 namespace tile {
@@ -95,6 +96,46 @@ DGPS_DEV void wait_rows() {
   dev::cp_async_commit();
   dev::cp_async_wait<0>();
   dev::sync_threads();
+}
+
+/// How a chunk's q and k rows arrive: by one tensor copy per tile (TMA, ForwardArgs::row_maps), issued by thread
+/// 0 and counted in by the mbarrier `bar`, or by every thread's cp.async. Why: the cp.async loads cost each
+/// thread a loop of address arithmetic per 16-byte piece, and a row at a 16-byte offset (K = 120: 240-byte rows)
+/// spans three 128-byte lines where an aligned one spans two, which doubles those loads' L1 requests; a tensor
+/// copy costs one instruction per tile either way. Only a full chunk is copied so: the maps span the whole token
+/// axis, so the rows past a partial chunk's sequence would be read where they must be zero.
+struct RowCopy {
+  uint64_t* bar;
+  bool tensor;
+};
+template <int C>
+DGPS_DEV RowCopy row_copy(const ForwardArgs& a, const ChunkAt& at, uint64_t* bar) {
+  const RowCopy rc{bar, DGPS_HAS_TMA && a.row_maps != 0 && at.Lr == C};
+  if (rc.tensor && dev::tid() == 0) dev::mbar_init(bar, 1);
+  return rc;
+}
+
+/// load_rows16 of q or k (`map`: a.q_rows or a.k_rows) by a tensor copy when rc.tensor; the map's box is
+/// launch::chunkRowsMapShape's, whose rows are bf16Pitch(KP) wide, so the tile's pitch must be that.
+template <int C, int KP>
+DGPS_DEV void load_rows16(const RowCopy& rc, const TmaDescriptor& map, uint16_t* s, int pitch, const void* g,
+                          const ChunkAt& at, int64_t heads, int64_t head, int K) {
+  if (rc.tensor && pitch == launch::bf16Pitch(KP)) {
+    if (dev::tid() == 0) {
+      dev::mbar_expect_tx(rc.bar, (uint32_t)(C * launch::bf16Pitch(KP) * 2));
+      dev::tensor_copy_3d(s, &map, 0, (int)head, (int)at.t0, rc.bar);
+    }
+    return;
+  }
+  load_rows16<C, KP>(s, pitch, g, at, heads, head, K);
+}
+
+/// wait_rows, and the tensor copies of rc: thread 0 arrives once its copies are issued, and every thread waits
+/// for the barrier's first phase after the CTA barrier (which orders mbar_init before any wait).
+DGPS_DEV void wait_rows(const RowCopy& rc) {
+  if (rc.tensor && dev::tid() == 0) dev::mbar_arrive(rc.bar);
+  wait_rows();
+  if (rc.tensor) dev::mbar_wait(rc.bar, 0);
 }
 
 // Row-local ops: each computes row i of a [C] vector from row i of its operands. The tile emitter fuses

@@ -70,7 +70,8 @@ namespace dgps {
   X(cuGraphInstantiate)               \
   X(cuGraphLaunch)                    \
   X(cuGraphExecDestroy)               \
-  X(cuGraphDestroy)
+  X(cuGraphDestroy)                   \
+  X(cuTensorMapEncodeTiled)
 
 struct CudaDriver {
 #define DGPS_CUDA_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
