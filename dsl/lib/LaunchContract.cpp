@@ -311,6 +311,7 @@ SmemLayout walkLayout(const FeatureSet& f, bool segment) {
   st.region("tok", (chunk() + 1) * 32);
   st.region("pst", walkRebuilds(f, segment) ? KP() * 4 : LaunchExpr(0));
   st.region("dec", f.decay == 2 ? KP() * 4 : LaunchExpr(0));
+  st.region("bar", LaunchExpr(16));  // the stage's mbarrier of its q/k tensor copies (tile/stage_copy.cuh)
   SmemLayout m;
   m.stages(st, 128, stages());
   return m;

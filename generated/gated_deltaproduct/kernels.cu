@@ -57,7 +57,7 @@ DGPS_HD constexpr ChunkLocalSmem chunk_local_smem() {
   return m;
 }
 struct StateOutputSmem {
-  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, stage_bytes, stages, total;
+  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, bar, stage_bytes, stages, total;
 };
 DGPS_HD constexpr StateOutputSmem state_output_smem() {
   using namespace dgps::cfg;
@@ -80,6 +80,8 @@ DGPS_HD constexpr StateOutputSmem state_output_smem() {
   stage0 += (int)((C + 1) * 32);
   m.pst = stage0;
   m.dec = stage0;
+  m.bar = stage0;
+  stage0 += (int)(16);
   m.stage_bytes = (int)dgps::launch::align_up(stage0, 128);
   m.stages = (int)(STAGES);
   off += m.stage_bytes * m.stages;
@@ -158,7 +160,7 @@ extern "C" __global__ void dgps_gated_deltaproduct_fwd_chunk_local(DGPS_GRID_CON
   t::tri_inverse<C>(t10, PA);
   t::store_lower_col_scaled<C>(reinterpret_cast<uint16_t*>(ws + W.tb) + sh * C * C, t10, PA, t3);
 }
-extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(), 1) dgps_gated_deltaproduct_fwd_state_output(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(), 1) dgps_gated_deltaproduct_fwd_state_output(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (gated_deltaproduct_state_output, grid value_tile: one CTA per sequence, value head and value tile; one warp per 16 value columns).
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
@@ -191,20 +193,24 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
   auto ws16 = [&](int64_t off, int64_t row_elems) {
     return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;
   };
+  const bool wc = t::stage_copies(a);  // raw q/k tiles by tensor copies
   auto stage = [&](int64_t c) {
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
     t::load_rows16_mapped<C, KP, true>(dev::smem_at<uint16_t>(st, L.q), 0, static_cast<const uint16_t*>(a.q) + h * K, H * K, sq.bos + c * C, Lr, K, t::RowMap{2, 1}, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
+    t::load_core16<C, KP>(wc, a.k_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.aqk), ws16(W.aqk, C * C) + chunk * C * C, ct, NT);
+    t::stage_copy_arrive(wc, sbar, ct);
   };
   // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
   float S[KP / 8][4];
   t::state_start<KP>(S, a.initial_state != nullptr ? a.initial_state + (n * HV + hv) * (int64_t)K * V : nullptr, K, V, vw);
+  t::stage_copy_init(wc, sm, L.stage_bytes, L.bar, STAGES);
   if (nch > 0) {
     stage(0);
     dev::cp_async_commit();
@@ -222,6 +228,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     }
     if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
+    t::stage_copy_wait(wc, dev::smem_at<uint64_t>(st, L.bar), c, 0, STAGES);
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
     const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged

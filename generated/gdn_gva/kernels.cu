@@ -62,7 +62,7 @@ DGPS_HD constexpr ChunkLocalSmem chunk_local_smem() {
   return m;
 }
 struct StateOutputSmem {
-  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, stage_bytes, stages, total;
+  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, bar, stage_bytes, stages, total;
 };
 DGPS_HD constexpr StateOutputSmem state_output_smem() {
   using namespace dgps::cfg;
@@ -85,6 +85,8 @@ DGPS_HD constexpr StateOutputSmem state_output_smem() {
   stage0 += (int)((C + 1) * 32);
   m.pst = stage0;
   m.dec = stage0;
+  m.bar = stage0;
+  stage0 += (int)(16);
   m.stage_bytes = (int)dgps::launch::align_up(stage0, 128);
   m.stages = (int)(STAGES);
   off += m.stage_bytes * m.stages;
@@ -96,7 +98,7 @@ DGPS_HD constexpr int state_output_threads() {
   return (int)(BV / 16 * 32);
 }
 struct SegmentWalkSmem {
-  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, stage_bytes, stages, total;
+  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, bar, stage_bytes, stages, total;
 };
 DGPS_HD constexpr SegmentWalkSmem segment_walk_smem() {
   using namespace dgps::cfg;
@@ -119,6 +121,8 @@ DGPS_HD constexpr SegmentWalkSmem segment_walk_smem() {
   stage0 += (int)((C + 1) * 32);
   m.pst = stage0;
   m.dec = stage0;
+  m.bar = stage0;
+  stage0 += (int)(16);
   m.stage_bytes = (int)dgps::launch::align_up(stage0, 128);
   m.stages = (int)(STAGES);
   off += m.stage_bytes * m.stages;
@@ -217,7 +221,7 @@ extern "C" __global__ void dgps_gdn_gva_fwd_chunk_local(DGPS_GRID_CONST dgps::Fo
   t::tri_inverse<C>(t10, PA);
   t::store_lower_col_scaled<C>(reinterpret_cast<uint16_t*>(ws + W.tb) + sh * C * C, t10, PA, t3);
 }
-extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(), 1) dgps_gdn_gva_fwd_state_output(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(), 1) dgps_gdn_gva_fwd_state_output(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (gdn_gva_state_output, grid value_tile: one CTA per sequence, value head and value tile; one warp per 16 value columns).
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
@@ -250,20 +254,24 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
   auto ws16 = [&](int64_t off, int64_t row_elems) {
     return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;
   };
+  const bool wc = t::stage_copies(a);  // raw q/k tiles by tensor copies
   auto stage = [&](int64_t c) {
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
+    t::load_core16<C, KP>(wc, a.q_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);
+    t::load_core16<C, KP>(wc, a.k_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.aqk), ws16(W.aqk, C * C) + chunk * C * C, ct, NT);
+    t::stage_copy_arrive(wc, sbar, ct);
   };
   // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
   float S[KP / 8][4];
   t::state_start<KP>(S, a.initial_state != nullptr ? a.initial_state + (n * HV + hv) * (int64_t)K * V : nullptr, K, V, vw);
+  t::stage_copy_init(wc, sm, L.stage_bytes, L.bar, STAGES);
   if (nch > 0) {
     stage(0);
     dev::cp_async_commit();
@@ -281,6 +289,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     }
     if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
+    t::stage_copy_wait(wc, dev::smem_at<uint64_t>(st, L.bar), c, 0, STAGES);
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
     const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged
@@ -350,18 +359,22 @@ static __device__ __forceinline__ void dgps_gdn_gva_fwd_segment_summary_walk0(co
   auto ws16 = [&](int64_t off, int64_t row_elems) {
     return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;
   };
+  const bool wc = t::stage_copies(a);  // raw q/k tiles by tensor copies
   auto stage = [&](int64_t c) {
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
+    t::load_core16<C, KP>(wc, a.k_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
+    t::stage_copy_arrive(wc, sbar, ct);
   };
   // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
   float S[KP / 8][4];
   t::state_start<KP>(S, nullptr, K, V, vw);
+  t::stage_copy_init(wc, sm, L.stage_bytes, L.bar, STAGES);
   if (nch > c0) {
     stage(c0);
     dev::cp_async_commit();
@@ -378,6 +391,7 @@ static __device__ __forceinline__ void dgps_gdn_gva_fwd_segment_summary_walk0(co
     }
     if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
+    t::stage_copy_wait(wc, dev::smem_at<uint64_t>(st, L.bar), c, c0, STAGES);
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
     const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged
@@ -445,13 +459,16 @@ static __device__ __forceinline__ void dgps_gdn_gva_fwd_segment_summary_walk1(co
   auto ws16 = [&](int64_t off, int64_t row_elems) {
     return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;
   };
+  const bool wc = t::stage_copies(a);  // raw q/k tiles by tensor copies
   auto stage = [&](int64_t c) {
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
+    t::load_core16<C, KP>(wc, a.k_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
+    t::stage_copy_arrive(wc, sbar, ct);
   };
   // the value term is dropped: every stage's value tile is zero (the stage loader never writes it)
   for (int s = 0; s < STAGES; ++s) {
@@ -461,6 +478,7 @@ static __device__ __forceinline__ void dgps_gdn_gva_fwd_segment_summary_walk1(co
   // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
   float S[KP / 8][4];
   t::state_identity<KP>(S, K, K, vw);
+  t::stage_copy_init(wc, sm, L.stage_bytes, L.bar, STAGES);
   if (nch > c0) {
     stage(c0);
     dev::cp_async_commit();
@@ -477,6 +495,7 @@ static __device__ __forceinline__ void dgps_gdn_gva_fwd_segment_summary_walk1(co
     }
     if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
+    t::stage_copy_wait(wc, dev::smem_at<uint64_t>(st, L.bar), c, c0, STAGES);
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
     const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged
@@ -506,7 +525,7 @@ static __device__ __forceinline__ void dgps_gdn_gva_fwd_segment_summary_walk1(co
   }
   t::state_store<KP>(S, reinterpret_cast<float*>(ws + W.seg_trans) + (slot * HV + hv) * (int64_t)K * K, K, K, vw);
 }
-extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threads(), 1) dgps_gdn_gva_fwd_segment_summary(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threads(), 1) dgps_gdn_gva_fwd_segment_summary(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (gdn_gva_segment_summary, grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   int64_t bid = dgps::dev::block_x();
@@ -520,7 +539,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threa
   }
   dgps_gdn_gva_fwd_segment_summary_walk1(a, bid);
 }
-extern "C" __global__ void __launch_bounds__(dgps::launch::kSegmentFoldThreads) dgps_gdn_gva_fwd_segment_fold(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps::launch::kSegmentFoldThreads) dgps_gdn_gva_fwd_segment_fold(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (gdn_gva_segment_fold, one CTA per sequence, value head and slab of kSegmentFoldCols value columns; LaunchContract.h segmentRoleLaunch).
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
@@ -574,20 +593,24 @@ static __device__ __forceinline__ void dgps_gdn_gva_fwd_segment_state_output_wal
   auto ws16 = [&](int64_t off, int64_t row_elems) {
     return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;
   };
+  const bool wc = t::stage_copies(a);  // raw q/k tiles by tensor copies
   auto stage = [&](int64_t c) {
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
+    t::load_core16<C, KP>(wc, a.q_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);
+    t::load_core16<C, KP>(wc, a.k_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.aqk), ws16(W.aqk, C * C) + chunk * C * C, ct, NT);
+    t::stage_copy_arrive(wc, sbar, ct);
   };
   // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
   float S[KP / 8][4];
   t::state_start<KP>(S, reinterpret_cast<const float*>(ws + W.seg_start) + (slot * HV + hv) * (int64_t)K * V, K, V, vw);
+  t::stage_copy_init(wc, sm, L.stage_bytes, L.bar, STAGES);
   if (nch > c0) {
     stage(c0);
     dev::cp_async_commit();
@@ -605,6 +628,7 @@ static __device__ __forceinline__ void dgps_gdn_gva_fwd_segment_state_output_wal
     }
     if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
+    t::stage_copy_wait(wc, dev::smem_at<uint64_t>(st, L.bar), c, c0, STAGES);
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
     const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged
@@ -636,7 +660,7 @@ static __device__ __forceinline__ void dgps_gdn_gva_fwd_segment_state_output_wal
     }
   }
 }
-extern "C" __global__ void __launch_bounds__(dgps_package::segment_state_output_threads(), 1) dgps_gdn_gva_fwd_segment_state_output(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps_package::segment_state_output_threads(), 1) dgps_gdn_gva_fwd_segment_state_output(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (gdn_gva_segment_state_output, grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   int64_t bid = dgps::dev::block_x();

@@ -60,7 +60,7 @@ DGPS_HD constexpr ChunkLocalSmem chunk_local_smem() {
   return m;
 }
 struct StateOutputSmem {
-  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, stage_bytes, stages, total;
+  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, bar, stage_bytes, stages, total;
 };
 DGPS_HD constexpr StateOutputSmem state_output_smem() {
   using namespace dgps::cfg;
@@ -82,6 +82,8 @@ DGPS_HD constexpr StateOutputSmem state_output_smem() {
   stage0 += (int)((C + 1) * 32);
   m.pst = stage0;
   m.dec = stage0;
+  m.bar = stage0;
+  stage0 += (int)(16);
   m.stage_bytes = (int)dgps::launch::align_up(stage0, 128);
   m.stages = (int)(STAGES);
   off += m.stage_bytes * m.stages;
@@ -93,7 +95,7 @@ DGPS_HD constexpr int state_output_threads() {
   return (int)(BV / 16 * 32);
 }
 struct SegmentWalkSmem {
-  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, stage_bytes, stages, total;
+  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, bar, stage_bytes, stages, total;
 };
 DGPS_HD constexpr SegmentWalkSmem segment_walk_smem() {
   using namespace dgps::cfg;
@@ -115,6 +117,8 @@ DGPS_HD constexpr SegmentWalkSmem segment_walk_smem() {
   stage0 += (int)((C + 1) * 32);
   m.pst = stage0;
   m.dec = stage0;
+  m.bar = stage0;
+  stage0 += (int)(16);
   m.stage_bytes = (int)dgps::launch::align_up(stage0, 128);
   m.stages = (int)(STAGES);
   off += m.stage_bytes * m.stages;
@@ -203,7 +207,7 @@ extern "C" __global__ void dgps_linear_attention_fwd_chunk_local(DGPS_GRID_CONST
     t::lower_products<C, KP, PQ, NW, 1, false>(rows0, fa0, fb0, t1, t4, t::RowVec{nullptr, 0}, nullptr, PA, reinterpret_cast<uint16_t*>(ws + W.aqk) + sh * C * C);
   }
 }
-extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(), 1) dgps_linear_attention_fwd_state_output(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(), 1) dgps_linear_attention_fwd_state_output(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (linear_attention_state_output, grid value_tile: one CTA per sequence, value head and value tile; one warp per 16 value columns).
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
@@ -236,19 +240,23 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
   auto ws16 = [&](int64_t off, int64_t row_elems) {
     return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;
   };
+  const bool wc = t::stage_copies(a);  // raw q/k tiles by tensor copies
   auto stage = [&](int64_t c) {
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
+    t::load_core16<C, KP>(wc, a.q_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);
+    t::load_core16<C, KP>(wc, a.k_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.aqk), ws16(W.aqk, C * C) + chunk * C * C, ct, NT);
+    t::stage_copy_arrive(wc, sbar, ct);
   };
   // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
   float S[KP / 8][4];
   t::state_start<KP>(S, a.initial_state != nullptr ? a.initial_state + (n * HV + hv) * (int64_t)K * V : nullptr, K, V, vw);
+  t::stage_copy_init(wc, sm, L.stage_bytes, L.bar, STAGES);
   if (nch > 0) {
     stage(0);
     dev::cp_async_commit();
@@ -266,6 +274,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     }
     if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
+    t::stage_copy_wait(wc, dev::smem_at<uint64_t>(st, L.bar), c, 0, STAGES);
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
     const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged
@@ -334,17 +343,21 @@ static __device__ __forceinline__ void dgps_linear_attention_fwd_segment_summary
   auto ws16 = [&](int64_t off, int64_t row_elems) {
     return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;
   };
+  const bool wc = t::stage_copies(a);  // raw q/k tiles by tensor copies
   auto stage = [&](int64_t c) {
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
+    t::load_core16<C, KP>(wc, a.k_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
+    t::stage_copy_arrive(wc, sbar, ct);
   };
   // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
   float S[KP / 8][4];
   t::state_start<KP>(S, nullptr, K, V, vw);
+  t::stage_copy_init(wc, sm, L.stage_bytes, L.bar, STAGES);
   if (nch > c0) {
     stage(c0);
     dev::cp_async_commit();
@@ -361,6 +374,7 @@ static __device__ __forceinline__ void dgps_linear_attention_fwd_segment_summary
     }
     if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
+    t::stage_copy_wait(wc, dev::smem_at<uint64_t>(st, L.bar), c, c0, STAGES);
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
     const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged
@@ -426,12 +440,15 @@ static __device__ __forceinline__ void dgps_linear_attention_fwd_segment_summary
   auto ws16 = [&](int64_t off, int64_t row_elems) {
     return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;
   };
+  const bool wc = t::stage_copies(a);  // raw q/k tiles by tensor copies
   auto stage = [&](int64_t c) {
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
+    t::load_core16<C, KP>(wc, a.k_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
+    t::stage_copy_arrive(wc, sbar, ct);
   };
   // the value term is dropped: every stage's value tile is zero (the stage loader never writes it)
   for (int s = 0; s < STAGES; ++s) {
@@ -441,6 +458,7 @@ static __device__ __forceinline__ void dgps_linear_attention_fwd_segment_summary
   // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
   float S[KP / 8][4];
   t::state_identity<KP>(S, K, K, vw);
+  t::stage_copy_init(wc, sm, L.stage_bytes, L.bar, STAGES);
   if (nch > c0) {
     stage(c0);
     dev::cp_async_commit();
@@ -457,6 +475,7 @@ static __device__ __forceinline__ void dgps_linear_attention_fwd_segment_summary
     }
     if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
+    t::stage_copy_wait(wc, dev::smem_at<uint64_t>(st, L.bar), c, c0, STAGES);
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
     const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged
@@ -481,7 +500,7 @@ static __device__ __forceinline__ void dgps_linear_attention_fwd_segment_summary
   }
   t::state_store<KP>(S, reinterpret_cast<float*>(ws + W.seg_trans) + (slot * HV + hv) * (int64_t)K * K, K, K, vw);
 }
-extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threads(), 1) dgps_linear_attention_fwd_segment_summary(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threads(), 1) dgps_linear_attention_fwd_segment_summary(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (linear_attention_segment_summary, grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   int64_t bid = dgps::dev::block_x();
@@ -495,7 +514,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threa
   }
   dgps_linear_attention_fwd_segment_summary_walk1(a, bid);
 }
-extern "C" __global__ void __launch_bounds__(dgps::launch::kSegmentFoldThreads) dgps_linear_attention_fwd_segment_fold(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps::launch::kSegmentFoldThreads) dgps_linear_attention_fwd_segment_fold(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (linear_attention_segment_fold, one CTA per sequence, value head and slab of kSegmentFoldCols value columns; LaunchContract.h segmentRoleLaunch).
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
@@ -549,19 +568,23 @@ static __device__ __forceinline__ void dgps_linear_attention_fwd_segment_state_o
   auto ws16 = [&](int64_t off, int64_t row_elems) {
     return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;
   };
+  const bool wc = t::stage_copies(a);  // raw q/k tiles by tensor copies
   auto stage = [&](int64_t c) {
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
+    t::load_core16<C, KP>(wc, a.q_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);
+    t::load_core16<C, KP>(wc, a.k_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.aqk), ws16(W.aqk, C * C) + chunk * C * C, ct, NT);
+    t::stage_copy_arrive(wc, sbar, ct);
   };
   // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
   float S[KP / 8][4];
   t::state_start<KP>(S, reinterpret_cast<const float*>(ws + W.seg_start) + (slot * HV + hv) * (int64_t)K * V, K, V, vw);
+  t::stage_copy_init(wc, sm, L.stage_bytes, L.bar, STAGES);
   if (nch > c0) {
     stage(c0);
     dev::cp_async_commit();
@@ -579,6 +602,7 @@ static __device__ __forceinline__ void dgps_linear_attention_fwd_segment_state_o
     }
     if (kWG) dev::fence_proxy_async();
     dev::sync_threads();
+    t::stage_copy_wait(wc, dev::smem_at<uint64_t>(st, L.bar), c, c0, STAGES);
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
     const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged
@@ -609,7 +633,7 @@ static __device__ __forceinline__ void dgps_linear_attention_fwd_segment_state_o
     }
   }
 }
-extern "C" __global__ void __launch_bounds__(dgps_package::segment_state_output_threads(), 1) dgps_linear_attention_fwd_segment_state_output(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps_package::segment_state_output_threads(), 1) dgps_linear_attention_fwd_segment_state_output(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (linear_attention_segment_state_output, grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   int64_t bid = dgps::dev::block_x();

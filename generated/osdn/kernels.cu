@@ -72,7 +72,7 @@ DGPS_HD constexpr ChunkLocalSmem chunk_local_smem() {
   return m;
 }
 struct StateOutputSmem {
-  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, stage_bytes, stages, total;
+  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, bar, stage_bytes, stages, total;
 };
 DGPS_HD constexpr StateOutputSmem state_output_smem() {
   using namespace dgps::cfg;
@@ -97,6 +97,8 @@ DGPS_HD constexpr StateOutputSmem state_output_smem() {
   m.pst = stage0;
   stage0 += (int)(KP * 4);
   m.dec = stage0;
+  m.bar = stage0;
+  stage0 += (int)(16);
   m.stage_bytes = (int)dgps::launch::align_up(stage0, 128);
   m.stages = (int)(STAGES);
   off += m.stage_bytes * m.stages;
@@ -108,7 +110,7 @@ DGPS_HD constexpr int state_output_threads() {
   return (int)((BV / 16 + 4) * 32);
 }
 struct SegmentWalkSmem {
-  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, stage_bytes, stages, total;
+  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, bar, stage_bytes, stages, total;
 };
 DGPS_HD constexpr SegmentWalkSmem segment_walk_smem() {
   using namespace dgps::cfg;
@@ -133,6 +135,8 @@ DGPS_HD constexpr SegmentWalkSmem segment_walk_smem() {
   m.pst = stage0;
   stage0 += (int)(KP * 4);
   m.dec = stage0;
+  m.bar = stage0;
+  stage0 += (int)(16);
   m.stage_bytes = (int)dgps::launch::align_up(stage0, 128);
   m.stages = (int)(STAGES);
   off += m.stage_bytes * m.stages;
@@ -306,7 +310,7 @@ extern "C" __global__ void dgps_osdn_fwd_chunk_local(DGPS_GRID_CONST dgps::Forwa
   t::tri_inverse<C>(t14, PA);
   t::store_lower_col_scaled<C>(reinterpret_cast<uint16_t*>(ws + W.tb) + sh * C * C, t14, PA, t2);
 }
-extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(), 1) dgps_osdn_fwd_state_output(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(), 1) dgps_osdn_fwd_state_output(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (osdn_state_output, grid value_tile: one CTA per sequence, value head and value tile; one warp per 16 value columns).
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
@@ -561,7 +565,7 @@ static __device__ __forceinline__ void dgps_osdn_fwd_segment_summary_walk(const 
   else
     t::state_store<KP>(S, reinterpret_cast<float*>(ws + W.seg_ext) + (slot * HV + hv) * (int64_t)K * V, K, V, vw);
 }
-extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threads(), 1) dgps_osdn_fwd_segment_summary(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threads(), 1) dgps_osdn_fwd_segment_summary(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (osdn_segment_summary, grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   const int64_t bid = dgps::dev::block_x();
@@ -570,7 +574,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threa
   const bool trans = bid >= range;
   dgps_osdn_fwd_segment_summary_walk(a, trans ? bid - range : bid, trans);
 }
-extern "C" __global__ void __launch_bounds__(dgps::launch::kSegmentFoldThreads) dgps_osdn_fwd_segment_fold(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps::launch::kSegmentFoldThreads) dgps_osdn_fwd_segment_fold(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (osdn_segment_fold, one CTA per sequence, value head and slab of kSegmentFoldCols value columns; LaunchContract.h segmentRoleLaunch).
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
@@ -714,7 +718,7 @@ static __device__ __forceinline__ void dgps_osdn_fwd_segment_state_output_walk0(
     }
   }
 }
-extern "C" __global__ void __launch_bounds__(dgps_package::segment_state_output_threads(), 1) dgps_osdn_fwd_segment_state_output(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps_package::segment_state_output_threads(), 1) dgps_osdn_fwd_segment_state_output(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (osdn_segment_state_output, grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   int64_t bid = dgps::dev::block_x();

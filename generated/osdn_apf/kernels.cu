@@ -72,7 +72,7 @@ DGPS_HD constexpr ChunkLocalSmem chunk_local_smem() {
   return m;
 }
 struct StateOutputSmem {
-  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, stage_bytes, stages, total;
+  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, bar, stage_bytes, stages, total;
 };
 DGPS_HD constexpr StateOutputSmem state_output_smem() {
   using namespace dgps::cfg;
@@ -97,6 +97,8 @@ DGPS_HD constexpr StateOutputSmem state_output_smem() {
   m.pst = stage0;
   stage0 += (int)(KP * 4);
   m.dec = stage0;
+  m.bar = stage0;
+  stage0 += (int)(16);
   m.stage_bytes = (int)dgps::launch::align_up(stage0, 128);
   m.stages = (int)(STAGES);
   off += m.stage_bytes * m.stages;
@@ -108,7 +110,7 @@ DGPS_HD constexpr int state_output_threads() {
   return (int)((BV / 16 + 4) * 32);
 }
 struct SegmentWalkSmem {
-  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, stage_bytes, stages, total;
+  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, bar, stage_bytes, stages, total;
 };
 DGPS_HD constexpr SegmentWalkSmem segment_walk_smem() {
   using namespace dgps::cfg;
@@ -133,6 +135,8 @@ DGPS_HD constexpr SegmentWalkSmem segment_walk_smem() {
   m.pst = stage0;
   stage0 += (int)(KP * 4);
   m.dec = stage0;
+  m.bar = stage0;
+  stage0 += (int)(16);
   m.stage_bytes = (int)dgps::launch::align_up(stage0, 128);
   m.stages = (int)(STAGES);
   off += m.stage_bytes * m.stages;
@@ -308,7 +312,7 @@ extern "C" __global__ void dgps_osdn_apf_fwd_chunk_local(DGPS_GRID_CONST dgps::F
   t::tri_inverse<C>(t15, PA);
   t::store_lower_col_scaled<C>(reinterpret_cast<uint16_t*>(ws + W.tb) + sh * C * C, t15, PA, t2);
 }
-extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(), 1) dgps_osdn_apf_fwd_state_output(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(), 1) dgps_osdn_apf_fwd_state_output(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (osdn_apf_state_output, grid value_tile: one CTA per sequence, value head and value tile; one warp per 16 value columns).
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
@@ -563,7 +567,7 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_summary_walk(co
   else
     t::state_store<KP>(S, reinterpret_cast<float*>(ws + W.seg_ext) + (slot * HV + hv) * (int64_t)K * V, K, V, vw);
 }
-extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threads(), 1) dgps_osdn_apf_fwd_segment_summary(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threads(), 1) dgps_osdn_apf_fwd_segment_summary(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (osdn_apf_segment_summary, grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   const int64_t bid = dgps::dev::block_x();
@@ -572,7 +576,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threa
   const bool trans = bid >= range;
   dgps_osdn_apf_fwd_segment_summary_walk(a, trans ? bid - range : bid, trans);
 }
-extern "C" __global__ void __launch_bounds__(dgps::launch::kSegmentFoldThreads) dgps_osdn_apf_fwd_segment_fold(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps::launch::kSegmentFoldThreads) dgps_osdn_apf_fwd_segment_fold(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (osdn_apf_segment_fold, one CTA per sequence, value head and slab of kSegmentFoldCols value columns; LaunchContract.h segmentRoleLaunch).
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
@@ -716,7 +720,7 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_state_output_wa
     }
   }
 }
-extern "C" __global__ void __launch_bounds__(dgps_package::segment_state_output_threads(), 1) dgps_osdn_apf_fwd_segment_state_output(dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps_package::segment_state_output_threads(), 1) dgps_osdn_apf_fwd_segment_state_output(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (osdn_apf_segment_state_output, grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   int64_t bid = dgps::dev::block_x();

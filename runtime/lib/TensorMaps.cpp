@@ -31,26 +31,33 @@ struct RowMapKey {
 struct RowMapMemo {
   bool valid = false;
   RowMapKey key;
-  TmaDescriptor q_rows{}, k_rows{};
+  TmaDescriptor q_rows{}, k_rows{}, q_core{}, k_core{};
 };
 
-TmaDescriptor encode(const void* base, const launch::TensorMapShape& s, const char* name) {
+/// One 16-bit tensor map of rank R (dims and box innermost first; strides in bytes of dims 1..R-1).
+template <int R>
+TmaDescriptor encode(const void* base, const unsigned long long (&d)[R], const unsigned long long (&st)[R - 1],
+                     const unsigned (&b)[R], const char* name) {
   CUtensorMap m;
-  const cuuint64_t dims[3] = {s.dims[0], s.dims[1], s.dims[2]};
-  const cuuint64_t strides[2] = {s.strides[0], s.strides[1]};
-  const cuuint32_t box[3] = {s.box[0], s.box[1], s.box[2]};
-  const cuuint32_t unit[3] = {1, 1, 1};
+  cuuint64_t dims[R], strides[R - 1];
+  cuuint32_t box[R], unit[R];
+  for (int i = 0; i < R; ++i) {
+    dims[i] = d[i];
+    box[i] = b[i];
+    unit[i] = 1;
+    if (i + 1 < R) strides[i] = st[i];
+  }
   const CUresult r = cudaDriver().cuTensorMapEncodeTiled(
-      &m, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, const_cast<void*>(base), dims, strides, box, unit,
+      &m, CU_TENSOR_MAP_DATA_TYPE_UINT16, R, const_cast<void*>(base), dims, strides, box, unit,
       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     const char* text = nullptr;
     cudaDriver().cuGetErrorString(r, &text);
-    throw RuntimeError(RuntimeErrorCode::Cuda, std::string("cuTensorMapEncodeTiled (tensor '") + name +
-                                                   "' rows, dims [" + std::to_string(s.dims[0]) + ", " +
-                                                   std::to_string(s.dims[1]) + ", " + std::to_string(s.dims[2]) +
-                                                   "]): " + (text ? text : "unknown error"));
+    std::string shown;
+    for (int i = 0; i < R; ++i) shown += (i ? ", " : "") + std::to_string(d[i]);
+    throw RuntimeError(RuntimeErrorCode::Cuda, std::string("cuTensorMapEncodeTiled (tensor '") + name + "', dims [" +
+                                                   shown + "]): " + (text ? text : "unknown error"));
   }
   TmaDescriptor out;
   std::memcpy(&out, &m, sizeof out);
@@ -59,12 +66,13 @@ TmaDescriptor encode(const void* base, const launch::TensorMapShape& s, const ch
 
 }  // namespace
 
-bool tensorCopiesEnabled() {
-  static const bool on = [] {
+int tensorCopyMaps() {
+  static const int maps = [] {
     const char* e = std::getenv("DGPS_TENSOR_COPY");
-    return !(e && std::string(e) == "0");
+    const std::string v = e ? e : "";
+    return v == "0" ? 0 : v == "rows" ? 1 : 3;
   }();
-  return on;
+  return maps;
 }
 
 void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int target_sm) {
@@ -72,7 +80,8 @@ void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int targe
   const bool is16 = p.input_dtype == ScalarType::BF16 || p.input_dtype == ScalarType::F16;
   const long long rows = p.batch * p.seq_len, K = p.key_dim, heads = p.heads_qk;
   const int KP = launch::pad16(int(K));
-  if (!tensorCopiesEnabled() || target_sm < 90 || !is16 || p.row_steps != 1 || a.q == nullptr || a.k == nullptr ||
+  const int wanted = tensorCopyMaps();
+  if (wanted == 0 || target_sm < 90 || !is16 || p.row_steps != 1 || a.q == nullptr || a.k == nullptr ||
       reinterpret_cast<std::uintptr_t>(a.q) % 16 != 0 || reinterpret_cast<std::uintptr_t>(a.k) % 16 != 0 ||
       !launch::chunkRowsMapFits(rows, heads, K, chunk, KP))
     return;
@@ -81,14 +90,19 @@ void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int targe
   if (!memo.valid || !(memo.key == key)) {
     memo.valid = false;
     const launch::TensorMapShape s = launch::chunkRowsMapShape(rows, heads, K, chunk, KP);
-    memo.q_rows = encode(a.q, s, "q");
-    memo.k_rows = encode(a.k, s, "k");
+    memo.q_rows = encode<3>(a.q, s.dims, s.strides, s.box, "q");
+    memo.k_rows = encode<3>(a.k, s.dims, s.strides, s.box, "k");
+    const launch::TensorMapShape4 c = launch::walkCoreMapShape(rows, heads, K, chunk, KP);
+    memo.q_core = encode<4>(a.q, c.dims, c.strides, c.box, "q");
+    memo.k_core = encode<4>(a.k, c.dims, c.strides, c.box, "k");
     memo.key = key;
     memo.valid = true;
   }
   a.q_rows = memo.q_rows;
   a.k_rows = memo.k_rows;
-  a.row_maps = 1;
+  a.q_core = memo.q_core;
+  a.k_core = memo.k_core;
+  a.row_maps = wanted;
 }
 
 }  // namespace detail

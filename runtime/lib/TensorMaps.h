@@ -10,17 +10,18 @@
 namespace dgps {
 namespace detail {
 
-/// Sets a.row_maps to 1 and encodes a.q_rows and a.k_rows (launch_rules.h chunkRowsMapShape, chunk `chunk`)
+/// Sets a.row_maps (abi.h: bit 0 the chunk rows maps, bit 1 the walks' core-order maps) and encodes a.q_rows,
+/// a.k_rows (launch_rules.h chunkRowsMapShape, chunk `chunk`), a.q_core and a.k_core (walkCoreMapShape)
 /// when the kernels can use them: a target with tensor copies (target_sm >= 90), 16-bit rows of one step per
 /// token, K a multiple of 8, q and k 16-byte aligned, and every box within the copy engine's limits. Otherwise
-/// leaves a.row_maps 0 and the kernels load those rows by cp.async, with the same result. DGPS_TENSOR_COPY=0 in
-/// the environment (read once) turns the copies off, for comparing both paths. The last encoding per thread is
+/// leaves a.row_maps 0 and the kernels load those rows by cp.async, with the same result. DGPS_TENSOR_COPY in the
+/// environment (read once) chooses, for comparing the paths: 0 none, "rows" chunk_local's only, else both. The last encoding per thread is
 /// reused when the pointers and shapes repeat, so a warm call makes no driver call for it. Throws RuntimeError
 /// when the driver refuses a map it was expected to accept.
 void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int target_sm);
 
-/// Whether DGPS_TENSOR_COPY leaves the tensor copies on (unset, or anything but "0").
-bool tensorCopiesEnabled();
+/// The row_maps bits DGPS_TENSOR_COPY asks for: 0 for "0", 1 for "rows", else 3.
+int tensorCopyMaps();
 
 }  // namespace detail
 }  // namespace dgps

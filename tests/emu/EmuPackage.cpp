@@ -91,7 +91,10 @@ bool encodeRowMaps(dgps::ForwardArgs& a, long long rows, long long heads, int K,
   const dgps::launch::TensorMapShape s = dgps::launch::chunkRowsMapShape(rows, heads, K, chunk, KP);
   encode_tensor_map(a.q_rows.opaque, a.q, 3, s.dims, s.strides, s.box, 2);
   encode_tensor_map(a.k_rows.opaque, a.k, 3, s.dims, s.strides, s.box, 2);
-  a.row_maps = 1;
+  const dgps::launch::TensorMapShape4 c = dgps::launch::walkCoreMapShape(rows, heads, K, chunk, KP);
+  encode_tensor_map(a.q_core.opaque, a.q, 4, c.dims, c.strides, c.box, 2);
+  encode_tensor_map(a.k_core.opaque, a.k, 4, c.dims, c.strides, c.box, 2);
+  a.row_maps = 3;
   return true;
 }
 

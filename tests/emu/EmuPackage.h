@@ -50,7 +50,8 @@ int packageWriteKeyOf(const std::string& dir);
 bool launchRole(void* module, const std::string& sym, const dgps::launch::Geometry& geo, dgps::ForwardArgs& a);
 
 /// What runtime/lib/TensorMaps.cpp does on a GPU with tensor copies, in the emulator's map format: encodes a.q_rows
-/// and a.k_rows (launch::chunkRowsMapShape over `rows` rows of `heads` heads) and sets a.row_maps, when one step
+/// and a.k_rows (launch::chunkRowsMapShape over `rows` rows of `heads` heads), a.q_core and a.k_core
+/// (walkCoreMapShape) and sets a.row_maps, when one step
 /// per token and launch::chunkRowsMapFits allow it; true when it did. a.q and a.k must be set.
 bool encodeRowMaps(dgps::ForwardArgs& a, long long rows, long long heads, int K, int chunk, int row_steps = 1);
 

@@ -82,6 +82,10 @@ std::string rowMapOf(StateWalkOp w, bool query) {
          std::to_string(query ? *w.getQueryPhase() : *w.getOutputPhase()) + "}";
 }
 
+/// Whether the walk's raw q/k stage tiles may go by tensor copies (tile/stage_copy.cuh): only in a walk whose
+/// consumers load every tile (no producer warps; their loads keep cp.async).
+bool stageCopies(StateWalkOp w) { return !w.getRescale().has_value(); }
+
 /// Which warps load a stage tile: without a rescale the consumers load everything; with one the producer loads
 /// what its rebuild reads or rewrites (and the record, which it reads first), the consumers the rest.
 enum class Loader { consumers, producer };
@@ -95,7 +99,17 @@ void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::Feature
   const bool reQ = re && *w.getRescale() == WalkOperand::query, reW = re && *w.getRescale() == WalkOperand::write_key;
   auto mine = [&](bool byProducer) { return (side == Loader::producer) == (re && byProducer); };
   const std::string th = std::string(", ") + ti + ", " + nt + ");\n";
+  // raw q/k tiles by tensor copies (tile/stage_copy.cuh) in a walk without a producer
+  const bool copies = stageCopies(w);
+  auto rawTile = [&](const char* tile, const char* name, const char* base) {
+    if (copies)
+      return std::string("    t::load_core16<C, KP>(wc, a.") + name + "_core, sbar, sq.bos + c * C, h, " +
+             "dev::smem_at<uint16_t>(st, L." + tile + "), " + base + " + rows, H * K, Lr, K" + th;
+    return std::string("    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.") + tile + "), " + base +
+           " + rows, H * K, Lr, K" + th;
+  };
   os << "    unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;\n";
+  if (copies) os << "    uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);\n";
   os << "    const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step\n";
   os << "    const int Lr = (int)dev::lmin(C, sq.len - c * C);\n";
   // the query and the read-out block only serve o (a segment summary's walks read neither)
@@ -113,7 +127,7 @@ void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::Feature
           "static_cast<const uint16_t*>(a.q) + h * K, H * K, sq.bos + c * C, Lr, K, "
        << rowMapOf(w, true) << th;
   else if (out && mine(reQ))
-    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K" << th;
+    os << rawTile("q", "q", "q0");
   // the raw key in the k tile is the scan's input too: the producer loads it (DeviceFeatures.h rawKInKTile)
   if (w.getReadKey() && *w.getReadKey() == "opk") {
     if (mine(false))
@@ -121,7 +135,7 @@ void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::Feature
             "Lr, K"
          << th;
   } else if ((rawK || (re && launch::rawKInKTile(f))) && mine(true)) {
-    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K" << th;
+    os << rawTile("k", "k", "k0");
   }
   if (re && launch::rawKOwnTile(f) && side == Loader::producer)
     os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kraw), k0 + rows, H * K, Lr, K" << th;
@@ -166,6 +180,7 @@ void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::Feature
 void emitStageLoader(std::ostringstream& os, StateWalkOp w, const launch::FeatureSet& f, const char* transSel) {
   os << "  auto stage = [&](int64_t c) {\n";
   emitStageLoads(os, w, f, Loader::consumers, "ct", "NT", transSel);
+  if (stageCopies(w)) os << "    t::stage_copy_arrive(wc, sbar, ct);\n";
   os << "  };\n";
 }
 
@@ -216,7 +231,7 @@ void emitProducer(std::ostringstream& os, StateWalkOp w, const launch::FeatureSe
 
 /// One chunk of the walk (tile.state_walk's formulas, in order). With a rescale the consumers meet the producer
 /// at Split::sync_all and each other at Split::sync_consumers; otherwise both are __syncthreads.
-void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end) {
+void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end, const char* first) {
   const bool delta = w.getValueForm() == ValueForm::residual_lower, out = w.getWriteOutput();
   const bool split = w.getRescale().has_value();
   const char* syncAll = split ? "Split::sync_all()" : "dev::sync_threads()";
@@ -235,6 +250,8 @@ void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end) {
   // cp.async fills the tiles through the generic proxy; warpgroup MMA reads them through the async proxy
   os << "    if (kWG) dev::fence_proxy_async();\n";
   os << "    " << syncAll << ";\n";
+  if (stageCopies(w))
+    os << "    t::stage_copy_wait(wc, dev::smem_at<uint64_t>(st, L.bar), c, " << first << ", STAGES);\n";
   os << "    uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);\n";
   os << "    uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);\n";
   os << "    const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged\n";
@@ -390,6 +407,7 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
   os << "  const int64_t sh0 = s0 * HV + hv;  // workspace row (slot·HV + hv) of chunk 0; chunk c adds c·HV\n";
   os << "  auto ws16 = [&](int64_t off, int64_t row_elems) {\n"
         "    return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;\n  };\n";
+  if (stageCopies(walk)) os << "  const bool wc = t::stage_copies(a);  // raw q/k tiles by tensor copies\n";
   emitStageLoader(os, walk, F, transSel);
   if (walk.getRescale()) emitProducer(os, walk, F, segment ? "c0" : "0");
   if (zero || transSel) {
@@ -419,9 +437,10 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
       break;
   }
   const char* first = segment ? "c0" : "0";
+  if (stageCopies(walk)) os << "  t::stage_copy_init(wc, sm, L.stage_bytes, L.bar, STAGES);\n";
   os << "  if (nch > " << first << ") {\n    stage(" << first << ");\n    dev::cp_async_commit();\n  }\n";
   os << "  for (int64_t c = " << first << "; c < nch; ++c) {\n";
-  emitChunkStep(os, walk, "nch");
+  emitChunkStep(os, walk, "nch", first);
   os << "  }\n";
   if (walk.getWriteFinal())
     os << "  if (a.final_state != nullptr) t::state_store<KP>(S, a.final_state + (n * HV + hv) * (int64_t)K * V, K, V, "
@@ -483,7 +502,7 @@ FailureOr<std::string> emitTileStateKernel(func::FuncOp fn, const std::string& s
   std::ostringstream os;
   // one CTA per SM at this thread count fixes ptxas's register budget, as the launch contract assumes
   os << "extern \"C\" __global__ void __launch_bounds__(dgps_package::state_output_threads(), 1) " << symbol
-     << "(dgps::ForwardArgs a) {\n";
+     << "(DGPS_GRID_CONST dgps::ForwardArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str()
      << ", grid value_tile: one CTA per sequence, value head and value tile; one warp per 16 value columns).\n";
   emitWalkBody(os, walk, *features, false);
@@ -526,7 +545,7 @@ FailureOr<std::string> emitTileSegmentKernel(func::FuncOp fn, const std::string&
     emitWalkBody(os, (*walks)[0], *features, true, "trans");
     os << "}\n";
     os << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", 1) " << symbol
-       << "(dgps::ForwardArgs a) {\n";
+       << "(DGPS_GRID_CONST dgps::ForwardArgs a) {\n";
     os << "  // Generated from tile IR (" << fn.getSymName().str()
        << ", grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).\n";
     os << "  if (a.segment_chunks < 1) return;  // launched only with a segment length\n";
@@ -547,7 +566,7 @@ FailureOr<std::string> emitTileSegmentKernel(func::FuncOp fn, const std::string&
     os << "}\n";
   }
   os << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", 1) " << symbol
-     << "(dgps::ForwardArgs a) {\n";
+     << "(DGPS_GRID_CONST dgps::ForwardArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str()
      << ", grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).\n";
   os << "  if (a.segment_chunks < 1) return;  // launched only with a segment length\n";
@@ -581,7 +600,7 @@ FailureOr<std::string> emitTileFoldKernel(func::FuncOp fn, const std::string& sy
   if (!fold) return fn.emitOpError("segment_fold tile function without a tile.state_fold");
   std::ostringstream os;
   os << "extern \"C\" __global__ void __launch_bounds__(dgps::launch::kSegmentFoldThreads) " << symbol
-     << "(dgps::ForwardArgs a) {\n";
+     << "(DGPS_GRID_CONST dgps::ForwardArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str()
      << ", one CTA per sequence, value head and slab of kSegmentFoldCols value columns; LaunchContract.h "
         "segmentRoleLaunch).\n";

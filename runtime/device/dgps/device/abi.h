@@ -58,13 +58,16 @@ struct ForwardArgs {
   /// ordinary sequential state pass. Read only by the segment kernels (segment_summary, segment_fold,
   /// segment_state_output); the workspace then also holds the segment regions after the chunk regions.
   int64_t segment_chunks;
-  /// 1 when q_rows and k_rows hold tensor maps of q and k (device/tensor_maps.h chunkRowsMapShape: a chunk's
-  /// rows at the padded pitch of chunk_local's row tiles), 0 otherwise; then every load is by cp.async. The
-  /// runtime encodes them for devices with TMA (sm_90 and later) when the rows allow a tensor copy. Kernels
-  /// read the maps in parameter space, so they take ForwardArgs as DGPS_GRID_CONST.
+  /// Tensor maps of q and k for tensor copies (TMA; device/tensor_copy.cuh), encoded by the runtime for devices
+  /// that have them (sm_90 and later) when the rows allow it; without them every load is by cp.async, with the
+  /// same result. Bit 0: q_rows and k_rows (launch_rules.h chunkRowsMapShape: a chunk's rows at the padded pitch
+  /// of chunk_local's row tiles). Bit 1: q_core and k_core (walkCoreMapShape: a chunk's rows in the core-matrix
+  /// order of the state walks' stage tiles). Kernels read the maps in parameter space (DGPS_GRID_CONST).
   int64_t row_maps;
   TmaDescriptor q_rows;
   TmaDescriptor k_rows;
+  TmaDescriptor q_core;
+  TmaDescriptor k_core;
 };
 
 /// Single-token decode: q,k [B,1,H,K] (or [B,H,K]), v [B,1,HV,V]; states are updated in place.

@@ -138,6 +138,20 @@ DGPS_HD constexpr TensorMapShape chunkRowsMapShape(long long rows, long long hea
                         {(unsigned long long)(K * 2), (unsigned long long)(heads * K * 2)},
                         {(unsigned)bf16Pitch(KP), 1u, (unsigned)C}};
 }
+/// The view behind ForwardArgs::q_core and k_core: the same tensor as dims {8, rows, heads, cdiv(K, 8)} (a 16-byte
+/// piece, then rows, heads and piece columns; strides in bytes of dims 1..3), copied as boxes of {8, C, 1, KP / 8}.
+/// A box lands piece column by piece column, C rows of 16 bytes each: the core-matrix order of common.cuh core_off
+/// that the walks' stage tiles use, with the pieces past K zero-filled.
+struct TensorMapShape4 {
+  unsigned long long dims[4];
+  unsigned long long strides[3];
+  unsigned box[4];
+};
+DGPS_HD constexpr TensorMapShape4 walkCoreMapShape(long long rows, long long heads, long long K, int C, int KP) {
+  return TensorMapShape4{{8ull, (unsigned long long)rows, (unsigned long long)heads, (unsigned long long)((K + 7) / 8)},
+                         {(unsigned long long)(heads * K * 2), (unsigned long long)(K * 2), 16ull},
+                         {8u, (unsigned)C, 1u, (unsigned)(KP / 8)}};
+}
 /// Whether a tensor copy can carry such rows: strides must be multiples of 16 bytes (K a multiple of 8), a box
 /// side at most 256 elements, and coordinates fit in int32.
 DGPS_HD constexpr bool chunkRowsMapFits(long long rows, long long heads, long long K, int C, int KP) {

@@ -31,6 +31,10 @@ DGPS_DEV void tensor_copy_3d(void* dst, const TmaDescriptor* map, int c0, int c1
   const int c[3] = {c0, c1, c2};
   dgps_emu::tensor_copy(dst, map->opaque, c, 3, bar);
 }
+DGPS_DEV void tensor_copy_4d(void* dst, const TmaDescriptor* map, int c0, int c1, int c2, int c3, uint64_t* bar) {
+  const int c[4] = {c0, c1, c2, c3};
+  dgps_emu::tensor_copy(dst, map->opaque, c, 4, bar);
+}
 #elif DGPS_HAS_TMA
 DGPS_DEV void mbar_init(uint64_t* bar, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
@@ -64,6 +68,13 @@ DGPS_DEV void tensor_copy_3d(void* dst, const TmaDescriptor* map, int c0, int c1
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_u32(bar))
       : "memory");
 }
+DGPS_DEV void tensor_copy_4d(void* dst, const TmaDescriptor* map, int c0, int c1, int c2, int c3, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+      "%5}], [%6];\n" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_u32(bar))
+      : "memory");
+}
 #else
 // Before sm_90 there is no copy engine: callers test DGPS_HAS_TMA at compile time, so these never run; they
 // exist so that both branches compile.
@@ -72,6 +83,7 @@ DGPS_DEV void mbar_expect_tx(uint64_t*, uint32_t) {}
 DGPS_DEV void mbar_arrive(uint64_t*) {}
 DGPS_DEV void mbar_wait(uint64_t*, uint32_t) {}
 DGPS_DEV void tensor_copy_3d(void*, const TmaDescriptor*, int, int, int, uint64_t*) {}
+DGPS_DEV void tensor_copy_4d(void*, const TmaDescriptor*, int, int, int, int, uint64_t*) {}
 #endif
 
 }  // namespace dev

@@ -110,7 +110,7 @@ struct RowCopy {
 };
 template <int C>
 DGPS_DEV RowCopy row_copy(const ForwardArgs& a, const ChunkAt& at, uint64_t* bar) {
-  const RowCopy rc{bar, DGPS_HAS_TMA && a.row_maps != 0 && at.Lr == C};
+  const RowCopy rc{bar, DGPS_HAS_TMA && (a.row_maps & 1) != 0 && at.Lr == C};
   if (rc.tensor && dev::tid() == 0) dev::mbar_init(bar, 1);
   return rc;
 }

@@ -35,5 +35,6 @@
 #include "dgps/tile/value_residual.cuh"
 #include "dgps/tile/state_fold.cuh"
 #include "dgps/tile/segment_slots.cuh"
+#include "dgps/tile/stage_copy.cuh"
 // warp specialisation: producer warps beside the consumer warps, with their register budgets
 #include "dgps/tile/warp_split.cuh"
