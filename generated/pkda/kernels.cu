@@ -386,9 +386,9 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsq_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsk_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsw_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
@@ -491,8 +491,8 @@ static __device__ __forceinline__ void dgps_pkda_fwd_segment_summary_walk0(const
     uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsk_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsw_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
@@ -592,8 +592,8 @@ static __device__ __forceinline__ void dgps_pkda_fwd_segment_summary_walk1(const
     uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsk_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsw_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
     dev::load_tile32<1, KP>(dev::smem_at<float>(st, L.dec), KP, reinterpret_cast<const float*>(ws16(W.pdec, K * 2)) + chunk * K, K, 1, K, ct, NT);
@@ -727,9 +727,9 @@ static __device__ __forceinline__ void dgps_pkda_fwd_segment_state_output_walk0(
     uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsq_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsk_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsw_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
     dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);

@@ -867,7 +867,21 @@ void Runtime::launchForward(const Package& package, const ForwardTensors& t, con
   a.heads_v = p.heads_v;
   a.scale = p.scale;
   a.segment_chunks = segment;
-  detail::encodeRowMaps(a, p, config.chunk, module->info.target.sm);  // TensorMaps.h: chunk_local's q/k tiles
+  {  // TensorMaps.h: the q/k tiles and the workspace operand tiles by tensor copies
+    const Manifest& m = package.manifest();
+    auto offsetOf = [&](std::initializer_list<const char*> names) -> long long {
+      for (const char* n : names) {
+        const int i = workspaceBufferIndex(m.launch, n);
+        if (i >= 0 && i < plan.buffers) return (long long)plan.buffer_offsets[std::size_t(i)];
+      }
+      return -1;
+    };
+    detail::WorkspaceOperandRows ws;
+    ws.query = offsetOf({"opq", "pwq"});
+    ws.key = offsetOf({"opk"});
+    ws.write_key = offsetOf({"opw", "pwk"});
+    detail::encodeRowMaps(a, p, config.chunk, module->info.target.sm, ws);
+  }
   const Manifest& man = package.manifest();
   if (precondSummary && summary->fullMap) {
     impl_->launch(*module, 0, man.forward_roles[0], man.forward_symbols[0], plan.kernels[0], stream, &a, p.device);

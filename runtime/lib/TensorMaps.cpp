@@ -21,17 +21,21 @@ static_assert(sizeof(TmaDescriptor) == sizeof(CUtensorMap) && alignof(TmaDescrip
 struct RowMapKey {
   const void* q = nullptr;
   const void* k = nullptr;
-  long long rows = 0, heads = 0, K = 0;
+  const void* workspace = nullptr;
+  long long rows = 0, heads = 0, K = 0, wsRows = 0;
   int chunk = 0;
+  WorkspaceOperandRows ws;
   bool operator==(const RowMapKey& o) const {
-    return q == o.q && k == o.k && rows == o.rows && heads == o.heads && K == o.K && chunk == o.chunk;
+    return q == o.q && k == o.k && workspace == o.workspace && rows == o.rows && heads == o.heads && K == o.K &&
+           wsRows == o.wsRows && chunk == o.chunk && ws.query == o.ws.query && ws.key == o.ws.key &&
+           ws.write_key == o.ws.write_key;
   }
 };
 
 struct RowMapMemo {
   bool valid = false;
   RowMapKey key;
-  TmaDescriptor q_rows{}, k_rows{}, q_core{}, k_core{};
+  TmaDescriptor q_rows{}, k_rows{}, q_core{}, k_core{}, wsq_core{}, wsk_core{}, wsw_core{};
 };
 
 /// One 16-bit tensor map of rank R (dims and box innermost first; strides in bytes of dims 1..R-1).
@@ -70,23 +74,34 @@ int tensorCopyMaps() {
   static const int maps = [] {
     const char* e = std::getenv("DGPS_TENSOR_COPY");
     const std::string v = e ? e : "";
-    return v == "0" ? 0 : v == "rows" ? 1 : 3;
+    return v == "0" ? 0 : v == "rows" ? 1 : v == "raw" ? 3 : 7;
   }();
   return maps;
 }
 
-void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int target_sm) {
+void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int target_sm, const WorkspaceOperandRows& ws) {
   a.row_maps = 0;
   const bool is16 = p.input_dtype == ScalarType::BF16 || p.input_dtype == ScalarType::F16;
   const long long rows = p.batch * p.seq_len, K = p.key_dim, heads = p.heads_qk;
   const int KP = launch::pad16(int(K));
-  const int wanted = tensorCopyMaps();
+  int wanted = tensorCopyMaps();
   if (wanted == 0 || target_sm < 90 || !is16 || p.row_steps != 1 || a.q == nullptr || a.k == nullptr ||
       reinterpret_cast<std::uintptr_t>(a.q) % 16 != 0 || reinterpret_cast<std::uintptr_t>(a.k) % 16 != 0 ||
       !launch::chunkRowsMapFits(rows, heads, K, chunk, KP))
     return;
+  // the workspace operand regions: [chunk slots x HV x C][KP] bf16 each, 16-byte aligned for the copy engine
+  launch::ProblemShape shape;
+  shape.B = p.batch;
+  shape.T = p.seq_len;
+  shape.N = p.num_seqs;
+  shape.varlen = p.varlen ? 1 : 0;
+  const long long wsRows = launch::chunkSlots(shape, chunk) * p.heads_v * chunk;
+  const bool wsOk = a.workspace != nullptr && reinterpret_cast<std::uintptr_t>(a.workspace) % 16 == 0 &&
+                    wsRows < (1LL << 31) && (ws.query >= 0 || ws.key >= 0 || ws.write_key >= 0);
+  if (!wsOk) wanted &= 3;
   thread_local RowMapMemo memo;
-  const RowMapKey key{a.q, a.k, rows, heads, K, chunk};
+  RowMapKey key{a.q, a.k, a.workspace, rows, heads, K, wsRows, chunk, ws};
+  if (!wsOk) key.workspace = nullptr, key.ws = WorkspaceOperandRows{};
   if (!memo.valid || !(memo.key == key)) {
     memo.valid = false;
     const launch::TensorMapShape s = launch::chunkRowsMapShape(rows, heads, K, chunk, KP);
@@ -95,6 +110,16 @@ void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int targe
     const launch::TensorMapShape4 c = launch::walkCoreMapShape(rows, heads, K, chunk, KP);
     memo.q_core = encode<4>(a.q, c.dims, c.strides, c.box, "q");
     memo.k_core = encode<4>(a.k, c.dims, c.strides, c.box, "k");
+    if (wsOk) {
+      const launch::TensorMapShape w = launch::workspaceCoreMapShape(wsRows, chunk, KP);
+      auto region = [&](long long off, const char* name) {
+        return off < 0 ? TmaDescriptor{}
+                       : encode<3>(static_cast<const unsigned char*>(a.workspace) + off, w.dims, w.strides, w.box, name);
+      };
+      memo.wsq_core = region(ws.query, "workspace query rows");
+      memo.wsk_core = region(ws.key, "workspace key rows");
+      memo.wsw_core = region(ws.write_key, "workspace write-key rows");
+    }
     memo.key = key;
     memo.valid = true;
   }
@@ -102,6 +127,9 @@ void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int targe
   a.k_rows = memo.k_rows;
   a.q_core = memo.q_core;
   a.k_core = memo.k_core;
+  a.wsq_core = memo.wsq_core;
+  a.wsk_core = memo.wsk_core;
+  a.wsw_core = memo.wsw_core;
   a.row_maps = wanted;
 }
 

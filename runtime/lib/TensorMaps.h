@@ -10,17 +10,27 @@
 namespace dgps {
 namespace detail {
 
-/// Sets a.row_maps (abi.h: bit 0 the chunk rows maps, bit 1 the walks' core-order maps) and encodes a.q_rows,
-/// a.k_rows (launch_rules.h chunkRowsMapShape, chunk `chunk`), a.q_core and a.k_core (walkCoreMapShape)
+/// Byte offsets in a.workspace of the package's bf16 operand-row regions (launch.workspace.buffers), -1 where the
+/// package has none: the query rows (opq or pwq), the key rows (opk), the write-key rows (opw or pwk).
+struct WorkspaceOperandRows {
+  long long query = -1, key = -1, write_key = -1;
+};
+
+/// Sets a.row_maps (abi.h: bit 0 the chunk rows maps, bit 1 the walks' core-order maps of q and k, bit 2 those of
+/// the workspace operand rows) and encodes a.q_rows, a.k_rows (launch_rules.h chunkRowsMapShape, chunk `chunk`),
+/// a.q_core, a.k_core (walkCoreMapShape) and, for the regions `ws` names, a.wsq_core, a.wsk_core, a.wsw_core
+/// (workspaceCoreMapShape over chunkSlots x HV x C rows; a.workspace must be set)
 /// when the kernels can use them: a target with tensor copies (target_sm >= 90), 16-bit rows of one step per
 /// token, K a multiple of 8, q and k 16-byte aligned, and every box within the copy engine's limits. Otherwise
 /// leaves a.row_maps 0 and the kernels load those rows by cp.async, with the same result. DGPS_TENSOR_COPY in the
-/// environment (read once) chooses, for comparing the paths: 0 none, "rows" chunk_local's only, else both. The last encoding per thread is
+/// environment (read once) chooses, for comparing the paths: 0 none, "rows" chunk_local's only, "raw" also the
+/// walks' raw q/k tiles, else all three. The last encoding per thread is
 /// reused when the pointers and shapes repeat, so a warm call makes no driver call for it. Throws RuntimeError
 /// when the driver refuses a map it was expected to accept.
-void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int target_sm);
+void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int target_sm,
+                   const WorkspaceOperandRows& ws = {});
 
-/// The row_maps bits DGPS_TENSOR_COPY asks for: 0 for "0", 1 for "rows", else 3.
+/// The row_maps bits DGPS_TENSOR_COPY asks for: 0 for "0", 1 for "rows", 3 for "raw", else 7.
 int tensorCopyMaps();
 
 }  // namespace detail

@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "LaunchPlan.h"
+#include "emu_hooks.h"
 #include "dgps/runtime/Package.h"
 
 namespace dgps_emu {
@@ -47,6 +48,29 @@ ManifestWorkspace manifestWorkspace(const std::string& dir, const dgps::launch::
     std::fprintf(stderr, "%s: the manifest's workspace: %s\n", dir.c_str(), e.what());
     std::exit(1);
   }
+}
+
+bool encodeWorkspaceMaps(dgps::ForwardArgs& a, const ManifestWorkspace& W, const dgps::launch::ProblemShape& s,
+                         int chunk) {
+  const int KP = dgps::launch::pad16((int)s.K);
+  const long long rows = dgps::launch::chunkSlots(s, chunk) * s.HV * chunk;
+  const dgps::launch::TensorMapShape m = dgps::launch::workspaceCoreMapShape(rows, chunk, KP);
+  bool any = false;
+  auto region = [&](dgps::TmaDescriptor& map, std::initializer_list<const char*> names) {
+    for (const char* n : names) {
+      auto it = W.offsets.find(n);
+      if (it == W.offsets.end()) continue;
+      encode_tensor_map(map.opaque, static_cast<unsigned char*>(a.workspace) + it->second, 3, m.dims, m.strides,
+                        m.box, 2);
+      any = true;
+      return;
+    }
+  };
+  region(a.wsq_core, {"opq", "pwq"});
+  region(a.wsk_core, {"opk"});
+  region(a.wsw_core, {"opw", "pwk"});
+  if (any) a.row_maps |= 4;
+  return any;
 }
 
 }  // namespace dgps_emu

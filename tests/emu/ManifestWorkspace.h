@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "dgps/device/abi.h"
 #include "dgps/device/launch_rules.h"
 
 namespace dgps_emu {
@@ -23,5 +24,12 @@ struct ManifestWorkspace {
 /// segmented forward with L chunks per segment. Exits with the runtime's message when the manifest refuses.
 ManifestWorkspace manifestWorkspace(const std::string& dir, const dgps::launch::ProblemShape& s,
                                     const dgps::launch::TileConfig& t, long long L = 0);
+
+/// What the runtime does for the workspace operand rows on a GPU with tensor copies (runtime/lib/TensorMaps.cpp),
+/// in the emulator's map format: encodes a.wsq_core, a.wsk_core and a.wsw_core for the regions W has (opq or pwq,
+/// opk, opw or pwk) over launch::chunkSlots(s, C)·HV·C rows and sets bit 2 of a.row_maps. a.workspace must be
+/// set. False (and nothing set) when W has none of those regions.
+bool encodeWorkspaceMaps(dgps::ForwardArgs& a, const ManifestWorkspace& W, const dgps::launch::ProblemShape& s,
+                         int chunk);
 
 }  // namespace dgps_emu

@@ -254,6 +254,7 @@ bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, int K, bool f16, 
   // 1. the roles up to chunk_local (e.g. precond_scan) on the poisoned workspace
   int local = -1;
   a.workspace = wsTile.data();
+  if (maps) dgps_emu::encodeWorkspaceMaps(a, W, ls, m.chunk);
   for (int i = 0; i < nr && ok && local < 0; ++i) {
     const std::string role = dgps::launch::roleName(roles[i]);
     ok = launchRole(m.tile, prefix + role, dgps::launch::forwardGeometry(roles[i], f, ls, tc), a);

@@ -178,7 +178,8 @@ bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, int K, bool f16, 
   tc.block_v = kBlockV;
   tc.warps = kWarps;
   tc.stages = kStages;
-  const size_t wsBytes = dgps_emu::manifestWorkspace(m.dir, ls, tc).bytes;
+  const dgps_emu::ManifestWorkspace W = dgps_emu::manifestWorkspace(m.dir, ls, tc);
+  const size_t wsBytes = W.bytes;
   std::vector<unsigned char> wsTile(wsBytes + 256, 0xFF);
 
   dgps::ForwardArgs a{};
@@ -211,6 +212,7 @@ bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, int K, bool f16, 
   // 1. the preconditioner roles
   int done = 0, covered = 0;
   a.workspace = wsTile.data();
+  if (a.row_maps != 0) dgps_emu::encodeWorkspaceMaps(a, W, ls, kChunk);
   a.final_precond_state = pTile.data();
   for (; done < nr && ok; ++done) {
     const std::string role = dgps::launch::roleName(roles[done]);

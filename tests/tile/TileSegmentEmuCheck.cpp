@@ -150,7 +150,8 @@ bool runForward(const dgps::Spec& spec, const Loaded& pkg, const Config& cfg, co
   tc.warps = cfg.warps;
   tc.stages = cfg.stages;
   out.segmentSlots = dgps::launch::segmentSlots(ls, tc.chunk, L);
-  std::vector<unsigned char> ws(dgps_emu::manifestWorkspace(pkg.dir, ls, tc, L).bytes + 256, 0xFF);  // NaN bytes in every f32 region
+  const dgps_emu::ManifestWorkspace W = dgps_emu::manifestWorkspace(pkg.dir, ls, tc, L);
+  std::vector<unsigned char> ws(W.bytes + 256, 0xFF);  // NaN bytes in every f32 region
 
   dgps::ForwardArgs a{};
   a.q = in.at("q").data();
@@ -173,7 +174,7 @@ bool runForward(const dgps::Spec& spec, const Loaded& pkg, const Config& cfg, co
   a.heads_v = HV;
   a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)K));
   // full chunks load q and k by tensor copies (the partial last chunk by cp.async), as on an sm_90 GPU
-  dgps_emu::encodeRowMaps(a, a.batch * p.T, p.H, K, cfg.chunk, 1);
+  if (dgps_emu::encodeRowMaps(a, a.batch * p.T, p.H, K, cfg.chunk, 1)) dgps_emu::encodeWorkspaceMaps(a, W, ls, cfg.chunk);
   a.o = out.oPlain.data();
   a.final_state = ref.has_final_state ? out.sPlain.data() : nullptr;
 

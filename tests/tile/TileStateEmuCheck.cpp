@@ -115,7 +115,8 @@ bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, const Config& cfg
   tc.block_v = cfg.block_v;
   tc.warps = cfg.warps;
   tc.stages = cfg.stages;
-  std::vector<unsigned char> ws(dgps_emu::manifestWorkspace(m.dir, ls, tc).bytes + 256, 0xFF);
+  const dgps_emu::ManifestWorkspace W = dgps_emu::manifestWorkspace(m.dir, ls, tc);
+  std::vector<unsigned char> ws(W.bytes + 256, 0xFF);
 
   dgps::ForwardArgs a{};
   a.q = in.at("q").data();
@@ -138,7 +139,8 @@ bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, const Config& cfg
   a.heads_v = HV;
   a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)K));
   // full chunks load q and k by tensor copies (the partial last chunk by cp.async), as on an sm_90 GPU
-  dgps_emu::encodeRowMaps(a, a.batch * T, H, K, cfg.chunk, dgps::householderSteps(spec));
+  if (dgps_emu::encodeRowMaps(a, a.batch * T, H, K, cfg.chunk, dgps::householderSteps(spec)))
+    dgps_emu::encodeWorkspaceMaps(a, W, ls, cfg.chunk);
 
   int roles[dgps::launch::kMaxRoles];
   const int nr = dgps::launch::forwardRoles(f, roles);

@@ -99,14 +99,22 @@ void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::Feature
   const bool reQ = re && *w.getRescale() == WalkOperand::query, reW = re && *w.getRescale() == WalkOperand::write_key;
   auto mine = [&](bool byProducer) { return (side == Loader::producer) == (re && byProducer); };
   const std::string th = std::string(", ") + ti + ", " + nt + ");\n";
-  // raw q/k tiles by tensor copies (tile/stage_copy.cuh) in a walk without a producer
+  // raw q/k and workspace operand tiles by tensor copies (tile/stage_copy.cuh) in a walk without a producer
   const bool copies = stageCopies(w);
   auto rawTile = [&](const char* tile, const char* name, const char* base) {
     if (copies)
-      return std::string("    t::load_core16<C, KP>(wc, a.") + name + "_core, sbar, sq.bos + c * C, h, " +
+      return std::string("    t::load_core16<C, KP>(t::raw_copies(a), a.") + name + "_core, sbar, sq.bos + c * C, h, " +
              "dev::smem_at<uint16_t>(st, L." + tile + "), " + base + " + rows, H * K, Lr, K" + th;
     return std::string("    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.") + tile + "), " + base +
            " + rows, H * K, Lr, K" + th;
+  };
+  // a workspace operand tile chunk_local wrote (region [slots·HV·C][KP]; its chunk starts at row (sh0 + chunk)·C)
+  auto wsTile = [&](const char* tile, const char* region, const char* map) {
+    const std::string src = std::string("ws16(W.") + region + ", C * KP) + chunk * C * KP, KP, Lr, K" + th;
+    if (copies)
+      return std::string("    t::load_ws_core16<C, KP>(t::ws_copies(a), a.") + map + ", sbar, (sh0 + chunk) * C, " +
+             "dev::smem_at<uint16_t>(st, L." + tile + "), " + src;
+    return std::string("    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.") + tile + "), " + src;
   };
   os << "    unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;\n";
   if (copies) os << "    uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);\n";
@@ -115,13 +123,9 @@ void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::Feature
   // the query and the read-out block only serve o (a segment summary's walks read neither)
   const bool out = w.getWriteOutput();
   if (out && mine(reQ) && w.getQuery() == "opq")
-    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.opq, C * KP) + chunk * C * KP, KP, Lr, "
-          "K"
-       << th;
+    os << wsTile("q", "opq", "wsq_core");
   else if (out && mine(false) && w.getQuery() == "pwq")  // the query chunk_local stored (P ⊙ q, bf16)
-    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), ws16(W.pwq, C * KP) + chunk * C * KP, KP, "
-          "Lr, K"
-       << th;
+    os << wsTile("q", "pwq", "wsq_core");
   else if (out && mine(reQ) && w.getRowSteps())  // q has one row per token: the step rows of the query's phase
     os << "    t::load_rows16_mapped<C, KP, true>(dev::smem_at<uint16_t>(st, L.q), 0, "
           "static_cast<const uint16_t*>(a.q) + h * K, H * K, sq.bos + c * C, Lr, K, "
@@ -131,23 +135,17 @@ void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::Feature
   // the raw key in the k tile is the scan's input too: the producer loads it (DeviceFeatures.h rawKInKTile)
   if (w.getReadKey() && *w.getReadKey() == "opk") {
     if (mine(false))
-      os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, "
-            "Lr, K"
-         << th;
+      os << wsTile("k", "opk", "wsk_core");
   } else if ((rawK || (re && launch::rawKInKTile(f))) && mine(true)) {
     os << rawTile("k", "k", "k0");
   }
   if (re && launch::rawKOwnTile(f) && side == Loader::producer)
     os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kraw), k0 + rows, H * K, Lr, K" << th;
   if (w.getWriteKey() == "opw" && mine(reW))
-    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, "
-          "Lr, K"
-       << th;
+    os << wsTile("kw", "opw", "wsw_core");
   // the write key chunk_local stored (P ⊙ k, bf16) into the write-key tile
   if (w.getWriteKey() == "pwk" && mine(false))
-    os << "    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * KP) + chunk * C * KP, KP, "
-          "Lr, K"
-       << th;
+    os << wsTile("kw", "pwk", "wsw_core");
   if (re && side == Loader::producer)
     os << "    dev::load_tile32<1, KP>(dev::smem_at<float>(st, L.pst), KP, reinterpret_cast<const float*>(ws + "
           "W.pst) + ((s0 + c) * H + h) * K, K, 1, K"

@@ -62,12 +62,18 @@ struct ForwardArgs {
   /// that have them (sm_90 and later) when the rows allow it; without them every load is by cp.async, with the
   /// same result. Bit 0: q_rows and k_rows (launch_rules.h chunkRowsMapShape: a chunk's rows at the padded pitch
   /// of chunk_local's row tiles). Bit 1: q_core and k_core (walkCoreMapShape: a chunk's rows in the core-matrix
-  /// order of the state walks' stage tiles). Kernels read the maps in parameter space (DGPS_GRID_CONST).
+  /// order of the state walks' stage tiles). Bit 2: wsq_core, wsk_core and wsw_core, the same order over the
+  /// workspace's bf16 operand rows that chunk_local writes (workspaceCoreMapShape; the query rows opq or pwq, the
+  /// key rows opk, the write-key rows opw or pwk: each encoded where the package has that region). Kernels read
+  /// the maps in parameter space (DGPS_GRID_CONST).
   int64_t row_maps;
   TmaDescriptor q_rows;
   TmaDescriptor k_rows;
   TmaDescriptor q_core;
   TmaDescriptor k_core;
+  TmaDescriptor wsq_core;
+  TmaDescriptor wsk_core;
+  TmaDescriptor wsw_core;
 };
 
 /// Single-token decode: q,k [B,1,H,K] (or [B,H,K]), v [B,1,HV,V]; states are updated in place.

@@ -152,6 +152,14 @@ DGPS_HD constexpr TensorMapShape4 walkCoreMapShape(long long rows, long long hea
                          {(unsigned long long)(heads * K * 2), (unsigned long long)(K * 2), 16ull},
                          {8u, (unsigned)C, 1u, (unsigned)(KP / 8)}};
 }
+/// The view behind ForwardArgs::wsq_core, wsk_core and wsw_core: a workspace region of bf16 operand rows
+/// [rows][KP] (rows = chunk slots x HV x C, pitch workspaceRowPitch) as dims {8, rows, KP / 8}, copied as boxes of
+/// {8, C, KP / 8}: one chunk's tile in the core-matrix order, as walkCoreMapShape.
+DGPS_HD constexpr TensorMapShape workspaceCoreMapShape(long long rows, int C, int KP) {
+  return TensorMapShape{{8ull, (unsigned long long)rows, (unsigned long long)(KP / 8)},
+                        {(unsigned long long)(KP * 2), 16ull},
+                        {8u, (unsigned)C, (unsigned)(KP / 8)}};
+}
 /// Whether a tensor copy can carry such rows: strides must be multiples of 16 bytes (K a multiple of 8), a box
 /// side at most 256 elements, and coordinates fit in int32.
 DGPS_HD constexpr bool chunkRowsMapFits(long long rows, long long heads, long long K, int C, int KP) {

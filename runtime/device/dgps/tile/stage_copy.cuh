@@ -16,8 +16,11 @@
 namespace dgps {
 namespace tile {
 
-/// Whether this walk's raw q/k tiles go by tensor copies.
-DGPS_DEV bool stage_copies(const ForwardArgs& a) { return DGPS_HAS_TMA && (a.row_maps & 2) != 0; }
+/// Whether any of this walk's stage tiles go by tensor copies (then the stages' barriers are in use).
+DGPS_DEV bool stage_copies(const ForwardArgs& a) { return DGPS_HAS_TMA && (a.row_maps & 6) != 0; }
+/// Whether the raw q/k tiles do (q_core, k_core), and the workspace operand tiles (wsq/wsk/wsw_core).
+DGPS_DEV bool raw_copies(const ForwardArgs& a) { return DGPS_HAS_TMA && (a.row_maps & 2) != 0; }
+DGPS_DEV bool ws_copies(const ForwardArgs& a) { return DGPS_HAS_TMA && (a.row_maps & 4) != 0; }
 
 /// Thread 0, before the first stage is issued: initialises the barriers of the `stages` stages (at `bar_off` in
 /// each). The walk's first CTA barrier comes before any wait.
@@ -26,8 +29,9 @@ DGPS_DEV void stage_copy_init(bool on, unsigned char* sm, int stage_bytes, int b
   for (int s = 0; s < stages; ++s) dev::mbar_init(dev::smem_at<uint64_t>(sm + s * stage_bytes, bar_off), 1);
 }
 
-/// dev::load_tile16_core of a raw q or k tile (map: a.q_core or a.k_core): a full chunk by one tensor copy from
-/// thread t == 0, chunk rows [row0, row0 + C) of head `head`; a partial chunk by every thread's cp.async.
+/// dev::load_tile16_core of a raw q or k tile (map: a.q_core or a.k_core; on: raw_copies): a full chunk by one
+/// tensor copy from thread t == 0, chunk rows [row0, row0 + C) of head `head`; a partial chunk by every thread's
+/// cp.async.
 template <int C, int KP>
 DGPS_DEV void load_core16(bool on, const TmaDescriptor& map, uint64_t* bar, int64_t row0, int64_t head, uint16_t* s,
                           const uint16_t* g, int64_t gstride, int valid_rows, int valid_cols, int t, int nt) {
@@ -35,6 +39,21 @@ DGPS_DEV void load_core16(bool on, const TmaDescriptor& map, uint64_t* bar, int6
     if (t == 0) {
       dev::mbar_expect_tx(bar, (uint32_t)(C * KP * 2));
       dev::tensor_copy_4d(s, &map, 0, (int)row0, (int)head, 0, bar);
+    }
+    return;
+  }
+  dev::load_tile16_core<C, KP>(s, g, gstride, valid_rows, valid_cols, t, nt);
+}
+
+/// dev::load_tile16_core of a workspace operand tile (rows [row0, row0 + C) of a region [rows][KP]; map: a.wsq_core,
+/// a.wsk_core or a.wsw_core): a full chunk by one tensor copy from thread t == 0, else by cp.async.
+template <int C, int KP>
+DGPS_DEV void load_ws_core16(bool on, const TmaDescriptor& map, uint64_t* bar, int64_t row0, uint16_t* s,
+                             const uint16_t* g, int64_t gstride, int valid_rows, int valid_cols, int t, int nt) {
+  if (on && valid_rows == C) {
+    if (t == 0) {
+      dev::mbar_expect_tx(bar, (uint32_t)(C * KP * 2));
+      dev::tensor_copy_3d(s, &map, 0, (int)row0, 0, bar);
     }
     return;
   }
