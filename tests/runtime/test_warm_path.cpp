@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "RuntimeTestUtil.h"
@@ -58,7 +59,7 @@ class CallDiff {
     std::map<std::string, long long> m;
     for (const char* n : {"cuCtxGetCurrent", "cuCtxPushCurrent", "cuCtxPopCurrent", "cuStreamGetCtx",
                           "cuStreamIsCapturing", "cuPointerGetAttribute", "cuLaunchKernel", "cuModuleLoadData",
-                          "cuMemAlloc", "cuDeviceGetCount", "cuDeviceGet"})
+                          "cuMemAlloc", "cuDeviceGetCount", "cuDeviceGet", "cuTensorMapEncodeTiled"})
       m[n] = fakeCounter()(n);
     m[""] = fakeCounter()(nullptr);
     return m;
@@ -240,6 +241,47 @@ TEST(WarmPath, ForwardLaunchesEachRoleAndAllocatesNothing) {
     EXPECT_EQ(d("cuPointerGetAttribute"), kCalls * b.given());
     EXPECT_EQ(d("cuMemAlloc"), 0);
     EXPECT_EQ(d.total(), kCalls * (kernels + b.given() + 3)) << "cuCtxGetCurrent, cuStreamGetCtx, cuStreamIsCapturing";
+  }
+}
+
+// The fake driver's record of the last forward launch's ForwardArgs::row_maps.
+long long lastRowMaps() {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  auto f = h ? reinterpret_cast<long long (*)()>(dlsym(h, "dgpsFakeLastRowMaps")) : nullptr;
+  return f ? f() : -2;
+}
+
+// The tensor maps of q and k (and of the workspace operand rows) reach the kernels on a device with tensor copies
+// (the fake is CC 9.0), are encoded once for a set of pointers, and again only when a pointer changes.
+TEST(WarmPath, TensorMapsAreEncodedOncePerPointers) {
+  REQUIRE_FAKE_DRIVER();
+  // gdn: q/k maps for chunk_local and the walks (bits 0, 1); pgdn also the stored write-key rows pwk (bit 2)
+  for (auto [name, bits, maps] : {std::tuple<const char*, long long, long long>{"gdn", 3, 4}, {"pgdn", 7, 5}}) {
+    SCOPED_TRACE(name);
+    Fixture f(name);
+    Buffers b;
+    ForwardTensors t = forwardTensors(f.pkg->spec(), b);
+    Runtime rt(f.options());
+    const ForwardProblem p = validateForward(*f.pkg, t);
+    const TileConfig config = rt.resolveForwardConfig(*f.pkg, p);
+    f.seed(rt, config);
+    t.workspace = b.make(ScalarType::F32, {std::int64_t(rt.forwardWorkspaceBytes(*f.pkg, p, config) / 4 + 64)});
+    DeviceContextGuard keep(0);
+    ForwardTensors other = t;  // first a call with another q: the per-thread memo then holds other pointers
+    other.q = b.make(ScalarType::BF16, t.q.shape);
+    rt.forward(*f.pkg, other, f.launch());
+    const CallDiff first;
+    rt.forward(*f.pkg, t, f.launch());
+    EXPECT_EQ(first("cuTensorMapEncodeTiled"), maps);
+    EXPECT_EQ(lastRowMaps(), bits);
+    const CallDiff warm;
+    for (int i = 0; i < kCalls; ++i) rt.forward(*f.pkg, t, f.launch());
+    EXPECT_EQ(warm("cuTensorMapEncodeTiled"), 0) << "the same pointers reuse their maps";
+    t.q = b.make(ScalarType::BF16, t.q.shape);
+    const CallDiff moved;
+    rt.forward(*f.pkg, t, f.launch());
+    EXPECT_EQ(moved("cuTensorMapEncodeTiled"), maps) << "a new q pointer needs new maps";
+    EXPECT_EQ(lastRowMaps(), bits);
   }
 }
 

@@ -125,6 +125,11 @@ extern "C" long long dgpsFakeCudaCalls(const char* name) {
   return n;
 }
 
+// ForwardArgs::row_maps of the last forward kernel launched (-1 before any): which tensor maps the runtime passed
+// (tests/runtime/test_warm_path.cpp).
+std::atomic<long long> last_row_maps{-1};
+extern "C" long long dgpsFakeLastRowMaps() { return last_row_maps.load(); }
+
 CUresult cuInit(unsigned int) {
   FAKE_COUNT(cuInit);
   return CUDA_SUCCESS;
@@ -271,6 +276,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, un
   if (CUresult r = sticky()) return r;
   const std::string& name = reinterpret_cast<Function*>(f)->name;
   if (name.rfind("dgps_bench_", 0) == 0) return CUDA_SUCCESS;  // the bench's own helper kernels
+  if (name.find("_fwd_") != std::string::npos)
+    last_row_maps.store(static_cast<const dgps::ForwardArgs*>(params[0])->row_maps);
   State& s = state();
   {
     std::lock_guard<std::mutex> lock(s.mu);

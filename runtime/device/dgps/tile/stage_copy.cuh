@@ -1,7 +1,9 @@
-// The state walks' raw q and k stage tiles by tensor copies (TMA; ForwardArgs::row_maps bit 1, the maps q_core
-// and k_core of launch_rules.h walkCoreMapShape). Why: a stage's cp.async loads cost every thread a loop of
+// The state walks' stage tiles by tensor copies (TMA): the raw q and k tiles (ForwardArgs::row_maps bit 1, the
+// maps q_core and k_core of launch_rules.h walkCoreMapShape) and the workspace operand tiles opq/pwq, opk, opw/pwk
+// (bit 2, wsq/wsk/wsw_core of workspaceCoreMapShape). Why: a stage's cp.async loads cost every thread a loop of
 // 16-byte copies per tile, and their issue was the largest stall of GDN's walk (docs/performance.md, run 18); a
-// tensor copy lands the whole tile in the core-matrix order (common.cuh core_off) from one instruction.
+// tensor copy lands the whole tile in the core-matrix order (common.cuh core_off) from one instruction. Run 19
+// measured the walks 10-16% faster with them.
 //
 // Each pipeline stage has its own mbarrier (the walk layout's `bar` region). Per use of a stage: thread 0
 // announces and issues the copies in stage(c), then arrives (always, so that the stage's phase advances once per
