@@ -166,6 +166,16 @@ ForwardTensors forwardTensors(const Spec& spec, Buffers& b) {
   return t;
 }
 
+// forwardTensors with a workspace, and the default configuration's variant seeded into rt's cache.
+ForwardTensors seededForward(const Fixture& f, Buffers& b, const Runtime& rt) {
+  ForwardTensors t = forwardTensors(f.pkg->spec(), b);
+  const ForwardProblem p = validateForward(*f.pkg, t);
+  const TileConfig config = rt.resolveForwardConfig(*f.pkg, p);
+  f.seed(rt, config);
+  t.workspace = b.make(ScalarType::F32, {std::int64_t(rt.forwardWorkspaceBytes(*f.pkg, p, config) / 4 + 64)});
+  return t;
+}
+
 std::string errorOf(const std::function<void()>& f) {
   try {
     f();
@@ -226,12 +236,8 @@ TEST(WarmPath, ForwardLaunchesEachRoleAndAllocatesNothing) {
     SCOPED_TRACE(name);
     Fixture f(name);
     Buffers b;
-    ForwardTensors t = forwardTensors(f.pkg->spec(), b);
     Runtime rt(f.options());
-    const ForwardProblem p = validateForward(*f.pkg, t);
-    const TileConfig config = rt.resolveForwardConfig(*f.pkg, p);
-    f.seed(rt, config);
-    t.workspace = b.make(ScalarType::F32, {std::int64_t(rt.forwardWorkspaceBytes(*f.pkg, p, config) / 4 + 64)});
+    ForwardTensors t = seededForward(f, b, rt);
     DeviceContextGuard keep(0);
     rt.forward(*f.pkg, t, f.launch());
     const CallDiff d;
@@ -260,12 +266,8 @@ TEST(WarmPath, TensorMapsAreEncodedOncePerPointers) {
     SCOPED_TRACE(name);
     Fixture f(name);
     Buffers b;
-    ForwardTensors t = forwardTensors(f.pkg->spec(), b);
     Runtime rt(f.options());
-    const ForwardProblem p = validateForward(*f.pkg, t);
-    const TileConfig config = rt.resolveForwardConfig(*f.pkg, p);
-    f.seed(rt, config);
-    t.workspace = b.make(ScalarType::F32, {std::int64_t(rt.forwardWorkspaceBytes(*f.pkg, p, config) / 4 + 64)});
+    ForwardTensors t = seededForward(f, b, rt);
     DeviceContextGuard keep(0);
     ForwardTensors other = t;  // first a call with another q: the per-thread memo then holds other pointers
     other.q = b.make(ScalarType::BF16, t.q.shape);
