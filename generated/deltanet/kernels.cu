@@ -260,7 +260,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     t::load_core16<C, KP>(t::raw_copies(a), a.q_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);
     t::load_core16<C, KP>(t::raw_copies(a), a.k_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
-    dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
+    t::load_value16<C, BV>(t::value_copies(a), a.v_rows, sbar, sq.bos + c * C, hv, v0, dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.aqk), ws16(W.aqk, C * C) + chunk * C * C, ct, NT);
     t::stage_copy_arrive(wc, sbar, ct);
@@ -363,7 +363,7 @@ static __device__ __forceinline__ void dgps_deltanet_fwd_segment_summary_walk0(c
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
     t::load_core16<C, KP>(t::raw_copies(a), a.k_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
-    dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
+    t::load_value16<C, BV>(t::value_copies(a), a.v_rows, sbar, sq.bos + c * C, hv, v0, dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
     t::stage_copy_arrive(wc, sbar, ct);
   };
@@ -596,7 +596,7 @@ static __device__ __forceinline__ void dgps_deltanet_fwd_segment_state_output_wa
     t::load_core16<C, KP>(t::raw_copies(a), a.q_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);
     t::load_core16<C, KP>(t::raw_copies(a), a.k_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
-    dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
+    t::load_value16<C, BV>(t::value_copies(a), a.v_rows, sbar, sq.bos + c * C, hv, v0, dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.aqk), ws16(W.aqk, C * C) + chunk * C * C, ct, NT);
     t::stage_copy_arrive(wc, sbar, ct);

@@ -289,7 +289,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsk_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsw_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
-    dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
+    t::load_value16<C, BV>(t::value_copies(a), a.v_rows, sbar, sq.bos + c * C, hv, v0, dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.aqk), ws16(W.aqk, C * C) + chunk * C * C, ct, NT);
     dev::load_tile32<1, KP>(dev::smem_at<float>(st, L.dec), KP, reinterpret_cast<const float*>(ws16(W.pdec, K * 2)) + chunk * K, K, 1, K, ct, NT);
@@ -393,7 +393,7 @@ static __device__ __forceinline__ void dgps_kda_fwd_segment_summary_walk0(const 
     t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsk_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsw_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
-    dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
+    t::load_value16<C, BV>(t::value_copies(a), a.v_rows, sbar, sq.bos + c * C, hv, v0, dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
     dev::load_tile32<1, KP>(dev::smem_at<float>(st, L.dec), KP, reinterpret_cast<const float*>(ws16(W.pdec, K * 2)) + chunk * K, K, 1, K, ct, NT);
     t::stage_copy_arrive(wc, sbar, ct);
@@ -630,7 +630,7 @@ static __device__ __forceinline__ void dgps_kda_fwd_segment_state_output_walk0(c
     t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsk_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.k), ws16(W.opk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsw_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.kw), ws16(W.opw, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
     dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
-    dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
+    t::load_value16<C, BV>(t::value_copies(a), a.v_rows, sbar, sq.bos + c * C, hv, v0, dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.aqk), ws16(W.aqk, C * C) + chunk * C * C, ct, NT);
     dev::load_tile32<1, KP>(dev::smem_at<float>(st, L.dec), KP, reinterpret_cast<const float*>(ws16(W.pdec, K * 2)) + chunk * K, K, 1, K, ct, NT);

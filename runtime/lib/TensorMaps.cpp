@@ -1,5 +1,6 @@
 #include "TensorMaps.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -25,17 +26,19 @@ struct RowMapKey {
   long long rows = 0, heads = 0, K = 0, wsRows = 0;
   int chunk = 0;
   WorkspaceOperandRows ws;
+  const void* v = nullptr;
+  int BV = 0;
   bool operator==(const RowMapKey& o) const {
     return q == o.q && k == o.k && workspace == o.workspace && rows == o.rows && heads == o.heads && K == o.K &&
            wsRows == o.wsRows && chunk == o.chunk && ws.query == o.ws.query && ws.key == o.ws.key &&
-           ws.write_key == o.ws.write_key;
+           ws.write_key == o.ws.write_key && v == o.v && BV == o.BV;
   }
 };
 
 struct RowMapMemo {
   bool valid = false;
   RowMapKey key;
-  TmaDescriptor q_rows{}, k_rows{}, q_core{}, k_core{}, wsq_core{}, wsk_core{}, wsw_core{};
+  TmaDescriptor q_rows{}, k_rows{}, q_core{}, k_core{}, wsq_core{}, wsk_core{}, wsw_core{}, v_rows{};
 };
 
 /// One 16-bit tensor map of rank R (dims and box innermost first; strides in bytes of dims 1..R-1).
@@ -74,12 +77,13 @@ int tensorCopyMaps() {
   static const int maps = [] {
     const char* e = std::getenv("DGPS_TENSOR_COPY");
     const std::string v = e ? e : "";
-    return v == "0" ? 0 : v == "rows" ? 1 : v == "raw" ? 3 : 7;
+    return v == "0" ? 0 : v == "rows" ? 1 : v == "raw" ? 3 : v == "ws" ? 7 : 15;
   }();
   return maps;
 }
 
-void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int target_sm, const WorkspaceOperandRows& ws) {
+void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int block_v, int target_sm,
+                   const WorkspaceOperandRows& ws) {
   a.row_maps = 0;
   const bool is16 = p.input_dtype == ScalarType::BF16 || p.input_dtype == ScalarType::F16;
   const long long rows = p.batch * p.seq_len, K = p.key_dim, heads = p.heads_qk;
@@ -98,9 +102,14 @@ void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int targe
   const long long wsRows = launch::chunkSlots(shape, chunk) * p.heads_v * chunk;
   const bool wsOk = a.workspace != nullptr && reinterpret_cast<std::uintptr_t>(a.workspace) % 16 == 0 &&
                     wsRows < (1LL << 31) && (ws.query >= 0 || ws.key >= 0 || ws.write_key >= 0);
-  if (!wsOk) wanted &= 3;
+  if (!wsOk) wanted &= ~4;
+  // the value tiles: v [rows, HV, V] at the walks' tile BV (config.cuh), 16-byte rows
+  const int BV = std::min(block_v, launch::pad16(int(p.value_dim)));
+  const bool vOk = a.v != nullptr && reinterpret_cast<std::uintptr_t>(a.v) % 16 == 0 &&
+                   launch::chunkRowsMapFits(rows, p.heads_v, p.value_dim, chunk, BV);
+  if (!vOk) wanted &= ~8;
   thread_local RowMapMemo memo;
-  RowMapKey key{a.q, a.k, a.workspace, rows, heads, K, wsRows, chunk, ws};
+  RowMapKey key{a.q, a.k, a.workspace, rows, heads, K, wsRows, chunk, ws, vOk ? a.v : nullptr, vOk ? BV : 0};
   if (!wsOk) key.workspace = nullptr, key.ws = WorkspaceOperandRows{};
   if (!memo.valid || !(memo.key == key)) {
     memo.valid = false;
@@ -110,6 +119,10 @@ void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int targe
     const launch::TensorMapShape4 c = launch::walkCoreMapShape(rows, heads, K, chunk, KP);
     memo.q_core = encode<4>(a.q, c.dims, c.strides, c.box, "q");
     memo.k_core = encode<4>(a.k, c.dims, c.strides, c.box, "k");
+    if (vOk) {
+      const launch::TensorMapShape v = launch::chunkRowsMapShape(rows, p.heads_v, p.value_dim, chunk, BV);
+      memo.v_rows = encode<3>(a.v, v.dims, v.strides, v.box, "v");
+    }
     if (wsOk) {
       const launch::TensorMapShape w = launch::workspaceCoreMapShape(wsRows, chunk, KP);
       auto region = [&](long long off, const char* name) {
@@ -130,6 +143,7 @@ void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int targe
   a.wsq_core = memo.wsq_core;
   a.wsk_core = memo.wsk_core;
   a.wsw_core = memo.wsw_core;
+  a.v_rows = memo.v_rows;
   a.row_maps = wanted;
 }
 

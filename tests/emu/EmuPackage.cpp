@@ -84,7 +84,8 @@ bool launchRole(void* module, const std::string& sym, const dgps::launch::Geomet
   return true;
 }
 
-bool encodeRowMaps(dgps::ForwardArgs& a, long long rows, long long heads, int K, int chunk, int row_steps) {
+bool encodeRowMaps(dgps::ForwardArgs& a, long long rows, long long heads, int K, int chunk, int row_steps,
+                   long long heads_v, int V, int block_v) {
   a.row_maps = 0;
   const int KP = dgps::launch::pad16(K);
   if (row_steps != 1 || !a.q || !a.k || !dgps::launch::chunkRowsMapFits(rows, heads, K, chunk, KP)) return false;
@@ -95,6 +96,12 @@ bool encodeRowMaps(dgps::ForwardArgs& a, long long rows, long long heads, int K,
   encode_tensor_map(a.q_core.opaque, a.q, 4, c.dims, c.strides, c.box, 2);
   encode_tensor_map(a.k_core.opaque, a.k, 4, c.dims, c.strides, c.box, 2);
   a.row_maps = 3;
+  const int BV = block_v < dgps::launch::pad16(V) ? block_v : dgps::launch::pad16(V);
+  if (heads_v > 0 && a.v && dgps::launch::chunkRowsMapFits(rows, heads_v, V, chunk, BV)) {
+    const dgps::launch::TensorMapShape v = dgps::launch::chunkRowsMapShape(rows, heads_v, V, chunk, BV);
+    encode_tensor_map(a.v_rows.opaque, a.v, 3, v.dims, v.strides, v.box, 2);
+    a.row_maps |= 8;
+  }
   return true;
 }
 

@@ -261,8 +261,9 @@ long long lastRowMaps() {
 // (the fake is CC 9.0), are encoded once for a set of pointers, and again only when a pointer changes.
 TEST(WarmPath, TensorMapsAreEncodedOncePerPointers) {
   REQUIRE_FAKE_DRIVER();
-  // gdn: q/k maps for chunk_local and the walks (bits 0, 1); pgdn also the stored write-key rows pwk (bit 2)
-  for (auto [name, bits, maps] : {std::tuple<const char*, long long, long long>{"gdn", 3, 4}, {"pgdn", 7, 5}}) {
+  // gdn: q/k maps for chunk_local and the walks (bits 0, 1) and v's (bit 3); pgdn also the stored write-key rows
+  // pwk (bit 2)
+  for (auto [name, bits, maps] : {std::tuple<const char*, long long, long long>{"gdn", 11, 5}, {"pgdn", 15, 6}}) {
     SCOPED_TRACE(name);
     Fixture f(name);
     Buffers b;

@@ -155,14 +155,14 @@ void emitStageLoads(std::ostringstream& os, StateWalkOp w, const launch::Feature
           "float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8"
        << th;
   if (side == Loader::producer) return;
+  const std::string value =
+      (copies ? std::string("t::load_value16<C, BV>(t::value_copies(a), a.v_rows, sbar, sq.bos + c * C, hv, v0, ")
+              : std::string("dev::load_tile16<C, BV>(")) +
+      "dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0" + th;
   if (transSel)  // a merged summary walk: only the E walk loads values
-    os << "    if (!" << transSel << ") dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + "
-          "hv) * V + v0, HV * V, Lr, V - v0"
-       << th;
+    os << "    if (!" << transSel << ") " << value;
   else if (!w.getZeroValues())  // zero_values: the value tiles stay the zeros written before the walk
-    os << "    dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, "
-          "HV * V, Lr, V - v0"
-       << th;
+    os << "    " << value;
   if (w.getSolve())
     os << "    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C" << th;
   if (out)

@@ -64,8 +64,10 @@ struct ForwardArgs {
   /// of chunk_local's row tiles). Bit 1: q_core and k_core (walkCoreMapShape: a chunk's rows in the core-matrix
   /// order of the state walks' stage tiles). Bit 2: wsq_core, wsk_core and wsw_core, the same order over the
   /// workspace's bf16 operand rows that chunk_local writes (workspaceCoreMapShape; the query rows opq or pwq, the
-  /// key rows opk, the write-key rows opw or pwk: each encoded where the package has that region). Kernels read
-  /// the maps in parameter space (DGPS_GRID_CONST).
+  /// key rows opk, the write-key rows opw or pwk: each encoded where the package has that region). Bit 3: v_rows,
+  /// the walks' value tiles (chunkRowsMapShape over v [rows, HV, V], with the value tile BV in the place of KP:
+  /// boxes of C rows at pitch bf16Pitch(BV) from column v0). Kernels read the maps in parameter space
+  /// (DGPS_GRID_CONST).
   int64_t row_maps;
   TmaDescriptor q_rows;
   TmaDescriptor k_rows;
@@ -74,6 +76,7 @@ struct ForwardArgs {
   TmaDescriptor wsq_core;
   TmaDescriptor wsk_core;
   TmaDescriptor wsw_core;
+  TmaDescriptor v_rows;
 };
 
 /// Single-token decode: q,k [B,1,H,K] (or [B,H,K]), v [B,1,HV,V]; states are updated in place.

@@ -19,10 +19,12 @@ namespace dgps {
 namespace tile {
 
 /// Whether any of this walk's stage tiles go by tensor copies (then the stages' barriers are in use).
-DGPS_DEV bool stage_copies(const ForwardArgs& a) { return DGPS_HAS_TMA && (a.row_maps & 6) != 0; }
+DGPS_DEV bool stage_copies(const ForwardArgs& a) { return DGPS_HAS_TMA && (a.row_maps & 14) != 0; }
 /// Whether the raw q/k tiles do (q_core, k_core), and the workspace operand tiles (wsq/wsk/wsw_core).
 DGPS_DEV bool raw_copies(const ForwardArgs& a) { return DGPS_HAS_TMA && (a.row_maps & 2) != 0; }
 DGPS_DEV bool ws_copies(const ForwardArgs& a) { return DGPS_HAS_TMA && (a.row_maps & 4) != 0; }
+/// Whether the value tiles do (v_rows).
+DGPS_DEV bool value_copies(const ForwardArgs& a) { return DGPS_HAS_TMA && (a.row_maps & 8) != 0; }
 
 /// Thread 0, before the first stage is issued: initialises the barriers of the `stages` stages (at `bar_off` in
 /// each). The walk's first CTA barrier comes before any wait.
@@ -60,6 +62,23 @@ DGPS_DEV void load_ws_core16(bool on, const TmaDescriptor& map, uint64_t* bar, i
     return;
   }
   dev::load_tile16_core<C, KP>(s, g, gstride, valid_rows, valid_cols, t, nt);
+}
+
+/// dev::load_tile16<C, BV> of a value tile (map a.v_rows): rows [row0, row0 + C) of value head hv, columns
+/// [v0, v0 + bf16Pitch(BV)) (those >= V read as zero; the pitch pad is never read), a full chunk by one tensor copy
+/// from thread t == 0, else by cp.async. The smem pitch must be the map's box row, bf16Pitch(BV).
+template <int C, int BV>
+DGPS_DEV void load_value16(bool on, const TmaDescriptor& map, uint64_t* bar, int64_t row0, int64_t hv, int v0,
+                           uint16_t* s, int spitch, const uint16_t* g, int64_t gstride, int valid_rows, int valid_cols,
+                           int t, int nt) {
+  if (on && valid_rows == C && spitch == launch::bf16Pitch(BV)) {
+    if (t == 0) {
+      dev::mbar_expect_tx(bar, (uint32_t)(C * launch::bf16Pitch(BV) * 2));
+      dev::tensor_copy_3d(s, &map, v0, (int)hv, (int)row0, bar);
+    }
+    return;
+  }
+  dev::load_tile16<C, BV>(s, spitch, g, gstride, valid_rows, valid_cols, t, nt);
 }
 
 /// The end of stage(c): thread 0 arrives on the stage's barrier once its copies are issued.
