@@ -103,9 +103,11 @@ void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int block
   const bool wsOk = a.workspace != nullptr && reinterpret_cast<std::uintptr_t>(a.workspace) % 16 == 0 &&
                     wsRows < (1LL << 31) && (ws.query >= 0 || ws.key >= 0 || ws.write_key >= 0);
   if (!wsOk) wanted &= ~4;
-  // the value tiles: v [rows, HV, V] at the walks' tile BV (config.cuh), 16-byte rows
+  // the value tiles: v [rows, HV, V] at the walks' tile BV (config.cuh), 16-byte rows; only at chunks of up to 32
+  // rows, where they were measured faster (GDN, DeltaNet, GDN-GVA: 1.4-1.7%); at C = 64 they made KDA and PKDA
+  // 1.7% slower (docs/performance.md, run 19, call 4)
   const int BV = std::min(block_v, launch::pad16(int(p.value_dim)));
-  const bool vOk = a.v != nullptr && reinterpret_cast<std::uintptr_t>(a.v) % 16 == 0 &&
+  const bool vOk = chunk <= 32 && a.v != nullptr && reinterpret_cast<std::uintptr_t>(a.v) % 16 == 0 &&
                    launch::chunkRowsMapFits(rows, p.heads_v, p.value_dim, chunk, BV);
   if (!vOk) wanted &= ~8;
   thread_local RowMapMemo memo;

@@ -20,7 +20,8 @@ struct WorkspaceOperandRows {
 /// the workspace operand rows, bit 3 the walks' value tiles) and encodes them: a.q_rows, a.k_rows (launch_rules.h
 /// chunkRowsMapShape, chunk `chunk`), a.q_core, a.k_core (walkCoreMapShape), for the regions `ws` names a.wsq_core,
 /// a.wsk_core, a.wsw_core (workspaceCoreMapShape over chunkSlots x HV x C rows; a.workspace must be set), and
-/// a.v_rows (chunkRowsMapShape over v with the value tile min(block_v, pad16(V)) for KP). Each only where the
+/// a.v_rows (chunkRowsMapShape over v with the value tile min(block_v, pad16(V)) for KP; chunk <= 32 only, where it
+/// measured faster). Each only where the
 /// kernels can use it: a target with tensor copies (target_sm >= 90), 16-bit rows of one step per token, K (V) a
 /// multiple of 8, 16-byte aligned bases, and every box within the copy engine's limits; elsewhere the kernels load
 /// by cp.async, with the same result. DGPS_TENSOR_COPY in the environment (read once) chooses, for comparing the

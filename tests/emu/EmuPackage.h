@@ -53,7 +53,8 @@ bool launchRole(void* module, const std::string& sym, const dgps::launch::Geomet
 /// and a.k_rows (launch::chunkRowsMapShape over `rows` rows of `heads` heads), a.q_core and a.k_core
 /// (walkCoreMapShape) and sets a.row_maps, when one step
 /// per token and launch::chunkRowsMapFits allow it; true when it did. a.q and a.k must be set.
-/// With heads_v, V and block_v also a.v_rows (bit 3: the walks' value tiles, value tile min(block_v, pad16(V))).
+/// With heads_v, V and block_v also a.v_rows (bit 3: the walks' value tiles, value tile min(block_v, pad16(V))), at
+/// every chunk (the runtime encodes it for chunk <= 32 only, a speed choice: the kernels' path is the same).
 bool encodeRowMaps(dgps::ForwardArgs& a, long long rows, long long heads, int K, int chunk, int row_steps = 1,
                    long long heads_v = 0, int V = 0, int block_v = 0);
 

@@ -261,30 +261,37 @@ long long lastRowMaps() {
 // (the fake is CC 9.0), are encoded once for a set of pointers, and again only when a pointer changes.
 TEST(WarmPath, TensorMapsAreEncodedOncePerPointers) {
   REQUIRE_FAKE_DRIVER();
-  // gdn: q/k maps for chunk_local and the walks (bits 0, 1) and v's (bit 3); pgdn also the stored write-key rows
-  // pwk (bit 2)
-  for (auto [name, bits, maps] : {std::tuple<const char*, long long, long long>{"gdn", 11, 5}, {"pgdn", 15, 6}}) {
-    SCOPED_TRACE(name);
-    Fixture f(name);
-    Buffers b;
-    Runtime rt(f.options());
-    ForwardTensors t = seededForward(f, b, rt);
-    DeviceContextGuard keep(0);
-    ForwardTensors other = t;  // first a call with another q: the per-thread memo then holds other pointers
-    other.q = b.make(ScalarType::BF16, t.q.shape);
-    rt.forward(*f.pkg, other, f.launch());
-    const CallDiff first;
-    rt.forward(*f.pkg, t, f.launch());
-    EXPECT_EQ(first("cuTensorMapEncodeTiled"), maps);
-    EXPECT_EQ(lastRowMaps(), bits);
-    const CallDiff warm;
-    for (int i = 0; i < kCalls; ++i) rt.forward(*f.pkg, t, f.launch());
-    EXPECT_EQ(warm("cuTensorMapEncodeTiled"), 0) << "the same pointers reuse their maps";
-    t.q = b.make(ScalarType::BF16, t.q.shape);
-    const CallDiff moved;
-    rt.forward(*f.pkg, t, f.launch());
-    EXPECT_EQ(moved("cuTensorMapEncodeTiled"), maps) << "a new q pointer needs new maps";
-    EXPECT_EQ(lastRowMaps(), bits);
+  // gdn: q/k maps for chunk_local and the walks (bits 0, 1); pgdn also the stored write-key rows pwk (bit 2); at
+  // chunks of up to 32 rows also the value tiles' map (bit 3)
+  for (auto [name, base, baseMaps] : {std::tuple<const char*, long long, long long>{"gdn", 3, 4}, {"pgdn", 7, 5}}) {
+    for (int chunk : {64, 32}) {
+      SCOPED_TRACE(std::string(name) + " chunk " + std::to_string(chunk));
+      Fixture f(name);
+      Buffers b;
+      Runtime rt(f.options());
+      ForwardTensors t = seededForward(f, b, rt);
+      LaunchOptions o = f.launch();
+      o.config = rt.resolveForwardConfig(*f.pkg, validateForward(*f.pkg, t));
+      o.config->chunk = chunk;
+      f.seed(rt, *o.config);
+      const long long bits = base | (chunk <= 32 ? 8 : 0), maps = baseMaps + (chunk <= 32 ? 1 : 0);
+      DeviceContextGuard keep(0);
+      ForwardTensors other = t;  // first a call with another q: the per-thread memo then holds other pointers
+      other.q = b.make(ScalarType::BF16, t.q.shape);
+      rt.forward(*f.pkg, other, o);
+      const CallDiff first;
+      rt.forward(*f.pkg, t, o);
+      EXPECT_EQ(first("cuTensorMapEncodeTiled"), maps);
+      EXPECT_EQ(lastRowMaps(), bits);
+      const CallDiff warm;
+      for (int i = 0; i < kCalls; ++i) rt.forward(*f.pkg, t, o);
+      EXPECT_EQ(warm("cuTensorMapEncodeTiled"), 0) << "the same pointers reuse their maps";
+      t.q = b.make(ScalarType::BF16, t.q.shape);
+      const CallDiff moved;
+      rt.forward(*f.pkg, t, o);
+      EXPECT_EQ(moved("cuTensorMapEncodeTiled"), maps) << "a new q pointer needs new maps";
+      EXPECT_EQ(lastRowMaps(), bits);
+    }
   }
 }
 
