@@ -105,7 +105,7 @@ void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int block
   if (!wsOk) wanted &= ~4;
   // the value tiles: v [rows, HV, V] at the walks' tile BV (config.cuh), 16-byte rows; only at chunks of up to 32
   // rows, where they were measured faster (GDN, DeltaNet, GDN-GVA: 1.4-1.7%); at C = 64 they made KDA and PKDA
-  // 1.7% slower (docs/performance.md, run 19, call 4)
+  // 1.7% slower (docs/performance.md, run 19, call 5)
   const int BV = std::min(block_v, launch::pad16(int(p.value_dim)));
   const bool vOk = chunk <= 32 && a.v != nullptr && reinterpret_cast<std::uintptr_t>(a.v) % 16 == 0 &&
                    launch::chunkRowsMapFits(rows, p.heads_v, p.value_dim, chunk, BV);
@@ -121,6 +121,7 @@ void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int block
     const launch::TensorMapShape4 c = launch::walkCoreMapShape(rows, heads, K, chunk, KP);
     memo.q_core = encode<4>(a.q, c.dims, c.strides, c.box, "q");
     memo.k_core = encode<4>(a.k, c.dims, c.strides, c.box, "k");
+    memo.v_rows = memo.wsq_core = memo.wsk_core = memo.wsw_core = TmaDescriptor{};  // none left from a last call
     if (vOk) {
       const launch::TensorMapShape v = launch::chunkRowsMapShape(rows, p.heads_v, p.value_dim, chunk, BV);
       memo.v_rows = encode<3>(a.v, v.dims, v.strides, v.box, "v");
