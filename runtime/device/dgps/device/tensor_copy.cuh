@@ -86,5 +86,14 @@ DGPS_DEV void tensor_copy_3d(void*, const TmaDescriptor*, int, int, int, uint64_
 DGPS_DEV void tensor_copy_4d(void*, const TmaDescriptor*, int, int, int, int, uint64_t*) {}
 #endif
 
+/// The issuing side of the protocol above for one tile: thread t == 0 announces `bytes` on `bar`, then issues
+/// `copy()` (a tensor copy that completes those bytes on `bar`); other threads do nothing.
+template <class Copy>
+DGPS_DEV void announced_copy(uint64_t* bar, uint32_t bytes, int t, Copy&& copy) {
+  if (t != 0) return;
+  mbar_expect_tx(bar, bytes);
+  copy();
+}
+
 }  // namespace dev
 }  // namespace dgps

@@ -40,10 +40,7 @@ template <int C, int KP>
 DGPS_DEV void load_core16(bool on, const TmaDescriptor& map, uint64_t* bar, int64_t row0, int64_t head, uint16_t* s,
                           const uint16_t* g, int64_t gstride, int valid_rows, int valid_cols, int t, int nt) {
   if (on && valid_rows == C) {
-    if (t == 0) {
-      dev::mbar_expect_tx(bar, (uint32_t)(C * KP * 2));
-      dev::tensor_copy_4d(s, &map, 0, (int)row0, (int)head, 0, bar);
-    }
+    dev::announced_copy(bar, C * KP * 2, t, [&] { dev::tensor_copy_4d(s, &map, 0, (int)row0, (int)head, 0, bar); });
     return;
   }
   dev::load_tile16_core<C, KP>(s, g, gstride, valid_rows, valid_cols, t, nt);
@@ -55,10 +52,7 @@ template <int C, int KP>
 DGPS_DEV void load_ws_core16(bool on, const TmaDescriptor& map, uint64_t* bar, int64_t row0, uint16_t* s,
                              const uint16_t* g, int64_t gstride, int valid_rows, int valid_cols, int t, int nt) {
   if (on && valid_rows == C) {
-    if (t == 0) {
-      dev::mbar_expect_tx(bar, (uint32_t)(C * KP * 2));
-      dev::tensor_copy_3d(s, &map, 0, (int)row0, 0, bar);
-    }
+    dev::announced_copy(bar, C * KP * 2, t, [&] { dev::tensor_copy_3d(s, &map, 0, (int)row0, 0, bar); });
     return;
   }
   dev::load_tile16_core<C, KP>(s, g, gstride, valid_rows, valid_cols, t, nt);
@@ -72,10 +66,8 @@ DGPS_DEV void load_value16(bool on, const TmaDescriptor& map, uint64_t* bar, int
                            uint16_t* s, int spitch, const uint16_t* g, int64_t gstride, int valid_rows, int valid_cols,
                            int t, int nt) {
   if (on && valid_rows == C && spitch == launch::bf16Pitch(BV)) {
-    if (t == 0) {
-      dev::mbar_expect_tx(bar, (uint32_t)(C * launch::bf16Pitch(BV) * 2));
-      dev::tensor_copy_3d(s, &map, v0, (int)hv, (int)row0, bar);
-    }
+    dev::announced_copy(bar, C * launch::bf16Pitch(BV) * 2, t,
+                        [&] { dev::tensor_copy_3d(s, &map, v0, (int)hv, (int)row0, bar); });
     return;
   }
   dev::load_tile16<C, BV>(s, spitch, g, gstride, valid_rows, valid_cols, t, nt);
