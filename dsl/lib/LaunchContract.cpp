@@ -360,8 +360,8 @@ RoleLaunch forwardRoleLaunch(int role, const FeatureSet& f) {
       r.threads = warps() * 32;
       if (hypergradChunked(f)) {
         r.smem = feedbackSummaryLayout();
-      } else {  // ema_sq_squash: the key tile and a [C][4] f32 per-row record
-        r.smem.region("key", paddedKeyTile()).region("rec", chunk() * 16);
+      } else {  // ema_sq_squash: the key tile, a [C][4] f32 per-row record, the mbarrier of the key's tensor copy
+        r.smem.region("key", paddedKeyTile()).region("rec", chunk() * 16).region("bar", LaunchExpr(16));
       }
       break;
     case kPrecondScan:

@@ -206,7 +206,7 @@ extern "C" __global__ void dgps_kda_fwd_chunk_local(DGPS_GRID_CONST dgps::Forwar
   uint16_t* const t1 = dev::smem_at<uint16_t>(sm, L.k);
   t::load_rows16<C, KP>(rc, a.k_rows, t1, PQ, a.k, at, H, h, K);
   float* const t2 = dev::smem_at<float>(sm, L.G);
-  t::load_rows32<C, KP>(t2, PG, a.g, at, HV, hv, K);
+  t::load_rows32<C, KP>(rc, a, t2, PG, a.g, at, HV, hv, K);
   const t::RowVec t3{sVec + 2, 8};
   for (int i = dev::tid(); i < C; i += dev::nthreads()) {
     t::load_row_scalars(t3, a.beta, at, HV, hv, i);

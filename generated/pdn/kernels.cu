@@ -41,7 +41,7 @@ DGPS_HD inline Workspace workspace_layout(const dgps::launch::ProblemShape& s, c
 // expressions.
 namespace dgps_package {
 struct PrecondSummarySmem {
-  int key, rec, total;
+  int key, rec, bar, total;
 };
 DGPS_HD constexpr PrecondSummarySmem precond_summary_smem() {
   using namespace dgps::cfg;
@@ -51,6 +51,8 @@ DGPS_HD constexpr PrecondSummarySmem precond_summary_smem() {
   off += (int)(C * (KP + 8) * 2);
   m.rec = off;
   off += (int)(C * 16);
+  m.bar = off;
+  off += (int)(16);
   m.total = off;
   return m;
 }
@@ -180,7 +182,7 @@ DGPS_HD constexpr DecodeSmem decode_smem() {
   return m;
 }
 }  // namespace dgps_package
-extern "C" __global__ void dgps_pdn_fwd_precond_summary(dgps::ForwardArgs a) {
+extern "C" __global__ void dgps_pdn_fwd_precond_summary(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (pdn_precond_summary, grid chunk_key_head: one CTA per chunk slot and key head).
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
@@ -200,8 +202,9 @@ extern "C" __global__ void dgps_pdn_fwd_precond_summary(dgps::ForwardArgs a) {
   unsigned char* const sm = dev::dyn_smem();
   constexpr dgps_package::PrecondSummarySmem L = dgps_package::precond_summary_smem();
   float* const sVec = dev::smem_at<float>(sm, L.rec);
+  const t::RowCopy rc = t::row_copy<C>(a, at, dev::smem_at<uint64_t>(sm, L.bar), 32);
   uint16_t* const t0 = dev::smem_at<uint16_t>(sm, L.key);
-  t::load_rows16<C, KP>(t0, PQ, a.k, at, H, h, K);
+  t::load_rows16<C, KP>(rc, a.k_rows, t0, PQ, a.k, at, H, h, K);
   const t::RowVec t1{sVec + 3, 4};
   const t::RowVec t2{sVec + 0, 4};
   const t::RowVec t3{sVec + 1, 4};
@@ -210,7 +213,7 @@ extern "C" __global__ void dgps_pdn_fwd_precond_summary(dgps::ForwardArgs a) {
     t::exp_rows(t2, t1, 1.0f, at, i);
     t::load_row_scalars(t3, a.precond_beta, at, H, h, i);
   }
-  t::wait_rows();
+  t::wait_rows(rc);
   const t::RowVec t4{sVec + 2, 4};
   t::row_rsqrt_norm<C, KP, Codec>(t4, t0, t::RowVec{nullptr, 0}, nullptr, PQ, 1e-06f, at.Lr);
   dev::sync_threads();

@@ -880,7 +880,8 @@ void Runtime::launchForward(const Package& package, const ForwardTensors& t, con
     ws.query = offsetOf({"opq", "pwq"});
     ws.key = offsetOf({"opk"});
     ws.write_key = offsetOf({"opw", "pwk"});
-    detail::encodeRowMaps(a, p, config.chunk, config.block_v, module->info.target.sm, ws);
+    detail::encodeRowMaps(a, p, config.chunk, config.block_v, module->info.target.sm, ws,
+                          package.spec().decay.kind == DecayKind::Diagonal);
   }
   const Manifest& man = package.manifest();
   if (precondSummary && summary->fullMap) {

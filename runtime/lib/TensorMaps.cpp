@@ -28,23 +28,26 @@ struct RowMapKey {
   WorkspaceOperandRows ws;
   const void* v = nullptr;
   int BV = 0;
+  const void* g = nullptr;
+  long long headsV = 0;
   bool operator==(const RowMapKey& o) const {
     return q == o.q && k == o.k && workspace == o.workspace && rows == o.rows && heads == o.heads && K == o.K &&
            wsRows == o.wsRows && chunk == o.chunk && ws.query == o.ws.query && ws.key == o.ws.key &&
-           ws.write_key == o.ws.write_key && v == o.v && BV == o.BV;
+           ws.write_key == o.ws.write_key && v == o.v && BV == o.BV && g == o.g && headsV == o.headsV;
   }
 };
 
 struct RowMapMemo {
   bool valid = false;
   RowMapKey key;
-  TmaDescriptor q_rows{}, k_rows{}, q_core{}, k_core{}, wsq_core{}, wsk_core{}, wsw_core{}, v_rows{};
+  TmaDescriptor q_rows{}, k_rows{}, q_core{}, k_core{}, wsq_core{}, wsk_core{}, wsw_core{}, v_rows{}, g_rows{};
 };
 
-/// One 16-bit tensor map of rank R (dims and box innermost first; strides in bytes of dims 1..R-1).
+/// One tensor map of rank R (dims and box innermost first; strides in bytes of dims 1..R-1): 16-bit elements
+/// unswizzled, or with `f32` f32 elements and the copy engine's 32-byte swizzle (launch_rules.h gateRowsMapShape).
 template <int R>
 TmaDescriptor encode(const void* base, const unsigned long long (&d)[R], const unsigned long long (&st)[R - 1],
-                     const unsigned (&b)[R], const char* name) {
+                     const unsigned (&b)[R], const char* name, bool f32 = false) {
   CUtensorMap m;
   cuuint64_t dims[R], strides[R - 1];
   cuuint32_t box[R], unit[R];
@@ -55,8 +58,9 @@ TmaDescriptor encode(const void* base, const unsigned long long (&d)[R], const u
     if (i + 1 < R) strides[i] = st[i];
   }
   const CUresult r = cudaDriver().cuTensorMapEncodeTiled(
-      &m, CU_TENSOR_MAP_DATA_TYPE_UINT16, R, const_cast<void*>(base), dims, strides, box, unit,
-      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      &m, f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_UINT16, R, const_cast<void*>(base), dims,
+      strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, f32 ? CU_TENSOR_MAP_SWIZZLE_32B : CU_TENSOR_MAP_SWIZZLE_NONE,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     const char* text = nullptr;
@@ -77,13 +81,13 @@ int tensorCopyMaps() {
   static const int maps = [] {
     const char* e = std::getenv("DGPS_TENSOR_COPY");
     const std::string v = e ? e : "";
-    return v == "0" ? 0 : v == "rows" ? 1 : v == "raw" ? 3 : v == "ws" ? 7 : 15;
+    return v == "0" ? 0 : v == "rows" ? 1 : v == "raw" ? 3 : v == "ws" ? 7 : v == "values" ? 15 : 63;
   }();
   return maps;
 }
 
 void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int block_v, int target_sm,
-                   const WorkspaceOperandRows& ws) {
+                   const WorkspaceOperandRows& ws, bool channel_gate) {
   a.row_maps = 0;
   const bool is16 = p.input_dtype == ScalarType::BF16 || p.input_dtype == ScalarType::F16;
   const long long rows = p.batch * p.seq_len, K = p.key_dim, heads = p.heads_qk;
@@ -110,8 +114,13 @@ void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int block
   const bool vOk = chunk <= 32 && a.v != nullptr && reinterpret_cast<std::uintptr_t>(a.v) % 16 == 0 &&
                    launch::chunkRowsMapFits(rows, p.heads_v, p.value_dim, chunk, BV);
   if (!vOk) wanted &= ~8;
+  // the per-channel gates g [rows, HV, K] f32, in chunk_local's swizzled gate layout (gateRowsMapShape)
+  const bool gOk = channel_gate && a.g != nullptr && reinterpret_cast<std::uintptr_t>(a.g) % 16 == 0 &&
+                   launch::gateRowsMapFits(rows, p.heads_v, K, chunk, KP);
+  if (!gOk) wanted &= ~16;
   thread_local RowMapMemo memo;
-  RowMapKey key{a.q, a.k, a.workspace, rows, heads, K, wsRows, chunk, ws, vOk ? a.v : nullptr, vOk ? BV : 0};
+  RowMapKey key{a.q,   a.k, a.workspace, rows, heads, K, wsRows, chunk, ws, vOk ? a.v : nullptr, vOk ? BV : 0,
+                gOk ? a.g : nullptr, gOk ? p.heads_v : 0};
   if (!wsOk) key.workspace = nullptr, key.ws = WorkspaceOperandRows{};
   if (!memo.valid || !(memo.key == key)) {
     memo.valid = false;
@@ -121,10 +130,14 @@ void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int block
     const launch::TensorMapShape4 c = launch::walkCoreMapShape(rows, heads, K, chunk, KP);
     memo.q_core = encode<4>(a.q, c.dims, c.strides, c.box, "q");
     memo.k_core = encode<4>(a.k, c.dims, c.strides, c.box, "k");
-    memo.v_rows = memo.wsq_core = memo.wsk_core = memo.wsw_core = TmaDescriptor{};  // none left from a last call
+    memo.g_rows = memo.v_rows = memo.wsq_core = memo.wsk_core = memo.wsw_core = TmaDescriptor{};  // none left over
     if (vOk) {
       const launch::TensorMapShape v = launch::chunkRowsMapShape(rows, p.heads_v, p.value_dim, chunk, BV);
       memo.v_rows = encode<3>(a.v, v.dims, v.strides, v.box, "v");
+    }
+    if (gOk) {
+      const launch::TensorMapShape4 g = launch::gateRowsMapShape(rows, p.heads_v, K, chunk, KP);
+      memo.g_rows = encode<4>(a.g, g.dims, g.strides, g.box, "g", true);
     }
     if (wsOk) {
       const launch::TensorMapShape w = launch::workspaceCoreMapShape(wsRows, chunk, KP);
@@ -147,6 +160,7 @@ void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int block
   a.wsk_core = memo.wsk_core;
   a.wsw_core = memo.wsw_core;
   a.v_rows = memo.v_rows;
+  a.g_rows = memo.g_rows;
   a.row_maps = wanted;
 }
 

@@ -85,7 +85,7 @@ bool launchRole(void* module, const std::string& sym, const dgps::launch::Geomet
 }
 
 bool encodeRowMaps(dgps::ForwardArgs& a, long long rows, long long heads, int K, int chunk, int row_steps,
-                   long long heads_v, int V, int block_v) {
+                   long long heads_v, int V, int block_v, bool channel_gate) {
   a.row_maps = 0;
   const int KP = dgps::launch::pad16(K);
   if (row_steps != 1 || !a.q || !a.k || !dgps::launch::chunkRowsMapFits(rows, heads, K, chunk, KP)) return false;
@@ -95,7 +95,12 @@ bool encodeRowMaps(dgps::ForwardArgs& a, long long rows, long long heads, int K,
   const dgps::launch::TensorMapShape4 c = dgps::launch::walkCoreMapShape(rows, heads, K, chunk, KP);
   encode_tensor_map(a.q_core.opaque, a.q, 4, c.dims, c.strides, c.box, 2);
   encode_tensor_map(a.k_core.opaque, a.k, 4, c.dims, c.strides, c.box, 2);
-  a.row_maps = 3;
+  a.row_maps = 3 | 32;  // with precond_summary's key rows (bit 5)
+  if (channel_gate && heads_v > 0 && a.g && dgps::launch::gateRowsMapFits(rows, heads_v, K, chunk, KP)) {
+    const dgps::launch::TensorMapShape4 g = dgps::launch::gateRowsMapShape(rows, heads_v, K, chunk, KP);
+    encode_tensor_map(a.g_rows.opaque, a.g, 4, g.dims, g.strides, g.box, 4, 32);
+    a.row_maps |= 16;
+  }
   const int BV = block_v < dgps::launch::pad16(V) ? block_v : dgps::launch::pad16(V);
   if (heads_v > 0 && a.v && dgps::launch::chunkRowsMapFits(rows, heads_v, V, chunk, BV)) {
     const dgps::launch::TensorMapShape v = dgps::launch::chunkRowsMapShape(rows, heads_v, V, chunk, BV);

@@ -55,7 +55,9 @@ bool launchRole(void* module, const std::string& sym, const dgps::launch::Geomet
 /// per token and launch::chunkRowsMapFits allow it; true when it did. a.q and a.k must be set.
 /// With heads_v, V and block_v also a.v_rows (bit 3: the walks' value tiles, value tile min(block_v, pad16(V))), at
 /// every chunk (the runtime encodes it for chunk <= 32 only, a speed choice: the kernels' path is the same).
+/// With channel_gate (a per-channel decay: a.g is [rows, heads_v, K] f32) also a.g_rows (bit 4, the 32-byte
+/// swizzled gateRowsMapShape) where gateRowsMapFits. Bit 5 (precond_summary's key rows) is always set.
 bool encodeRowMaps(dgps::ForwardArgs& a, long long rows, long long heads, int K, int chunk, int row_steps = 1,
-                   long long heads_v = 0, int V = 0, int block_v = 0);
+                   long long heads_v = 0, int V = 0, int block_v = 0, bool channel_gate = false);
 
 }  // namespace dgps_emu

@@ -576,17 +576,22 @@ void mbar_wait(void* bar, uint32_t parity) {
   }
 }
 
-// The emulator's tensor map: [0] magic, [1] base, [2] rank | elem_bytes << 8, [3..7] dims, [8..11] strides,
-// [12..14] box sides (two per word).
+// The emulator's tensor map: [0] magic, [1] base, [2] rank | elem_bytes << 8 | swizzle_bytes << 16, [3..7] dims,
+// [8..11] strides, [12..14] box sides (two per word).
 constexpr uint64_t kMapMagic = 0x64677073544d4150ull;  // "dgpsTMAP"
 
 void encode_tensor_map(uint64_t map[16], const void* base, int rank, const unsigned long long* dims,
-                       const unsigned long long* strides, const unsigned* box, int elem_bytes) {
+                       const unsigned long long* strides, const unsigned* box, int elem_bytes, int swizzle_bytes) {
   std::memset(map, 0, 16 * sizeof(uint64_t));
   if (rank < 1 || rank > 5) throw std::invalid_argument("encode_tensor_map: rank must be 1..5");
+  if (swizzle_bytes != 0 && swizzle_bytes != 32)
+    throw std::invalid_argument("encode_tensor_map: the emulator models no swizzle or the 32-byte one");
+  // as cuTensorMapEncodeTiled: a swizzled box's inner side must fit in the swizzle span
+  if (swizzle_bytes != 0 && box[0] * (unsigned)elem_bytes > (unsigned)swizzle_bytes)
+    throw std::invalid_argument("encode_tensor_map: inner box side wider than the swizzle span");
   map[0] = kMapMagic;
   map[1] = reinterpret_cast<uint64_t>(base);
-  map[2] = (uint64_t)rank | ((uint64_t)elem_bytes << 8);
+  map[2] = (uint64_t)rank | ((uint64_t)elem_bytes << 8) | ((uint64_t)swizzle_bytes << 16);
   for (int i = 0; i < rank; ++i) map[3 + i] = dims[i];
   for (int i = 0; i + 1 < rank; ++i) map[8 + i] = strides[i];
   for (int i = 0; i < rank; ++i) map[12 + i / 2] |= (uint64_t)box[i] << (32 * (i % 2));
@@ -601,7 +606,7 @@ void tensor_copy(void* dst, const uint64_t* map, const int* coords, int rank, vo
   if ((int)(map[2] & 0xff) != rank) fail("tensor_copy: coordinate count differs from the map's rank");
   const size_t off = smem_u32(dst);
   if (off % 128 != 0) fail("tensor_copy: shared-memory destination not 128-byte aligned");
-  const int eb = (int)(map[2] >> 8);
+  const int eb = (int)((map[2] >> 8) & 0xff), swizzle = (int)((map[2] >> 16) & 0xff);
   const unsigned char* base = reinterpret_cast<const unsigned char*>(map[1]);
   unsigned box[5] = {1, 1, 1, 1, 1};
   size_t n = 1;
@@ -613,6 +618,12 @@ void tensor_copy(void* dst, const uint64_t* map, const int* coords, int rank, vo
   TensorCopy c;
   c.dst = off;
   c.bytes.assign(n * eb, 0);
+  // The 32-byte swizzle acts on the shared-memory address (bit 4 ^= bit 7), so the box's bytes are placed by
+  // their absolute offset, as the copy engine places them.
+  auto place = [&](size_t e) {
+    const size_t at = off + e * eb;
+    return (swizzle == 32 ? at ^ (((at >> 7) & 1) << 4) : at) - off;
+  };
   for (size_t e = 0; e < n; ++e) {
     size_t rest = e;
     long long src = 0;
@@ -623,7 +634,7 @@ void tensor_copy(void* dst, const uint64_t* map, const int* coords, int rank, vo
       in = in && x >= 0 && x < (long long)map[3 + i];
       src += i == 0 ? x * eb : x * (long long)map[8 + i - 1];
     }
-    if (in) std::memcpy(c.bytes.data() + e * eb, base + src, eb);
+    if (in) std::memcpy(c.bytes.data() + place(e), base + src, eb);
   }
   MBarrier& m = mbar_at(bar, "tensor_copy");
   m.copies.push_back(std::move(c));

@@ -60,11 +60,13 @@ void mbar_wait(void* bar, uint32_t parity);
 /// copy completes its box bytes then), so a reader that skips mbar_wait sees the old contents.
 void tensor_copy(void* dst, const uint64_t* map, const int* coords, int rank, void* bar);
 /// The emulator's own encoding of a tensor map (the driver's format is opaque): base address, dims (innermost
-/// first), byte strides of dims 1.., box sides, element size. rank <= 5.
+/// first), byte strides of dims 1.., box sides, element size, swizzle span (0 none, or 32: the copy flips
+/// shared-memory address bit 4 with bit 7, as CU_TENSOR_MAP_SWIZZLE_32B). rank <= 5.
+void encode_tensor_map(uint64_t map[16], const void* base, int rank, const unsigned long long* dims,
+                       const unsigned long long* strides, const unsigned* box, int elem_bytes,
+                       int swizzle_bytes = 0);
 /// Tensor copies issued since the process started (a test's evidence that the copy path ran).
 unsigned long long tensor_copies_issued();
-void encode_tensor_map(uint64_t map[16], const void* base, int rank, const unsigned long long* dims,
-                       const unsigned long long* strides, const unsigned* box, int elem_bytes);
 
 /// Runs `kernel` (called once per thread) over grid x block threads with `smem` bytes of dynamic shared
 /// memory (filled with 0xFF so reads of unwritten smem give NaN). Returns false and fills `err` on a detected

@@ -245,7 +245,7 @@ bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, int K, bool f16, 
   a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)K));
   // full chunks load q and k by tensor copies (the partial last chunk by cp.async), as on an sm_90 GPU
   const bool maps = dgps_emu::encodeRowMaps(a, a.batch * T, s.heads_qk, K, m.chunk, dgps::householderSteps(spec),
-                                           HV, V, kBlockV);
+                                           HV, V, kBlockV, spec.decay.kind == dgps::DecayKind::Diagonal);
   const unsigned long long copies0 = dgps_emu::tensor_copies_issued();
 
   int roles[dgps::launch::kMaxRoles];

@@ -174,7 +174,8 @@ bool runForward(const dgps::Spec& spec, const Loaded& pkg, const Config& cfg, co
   a.heads_v = HV;
   a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)K));
   // full chunks load q and k by tensor copies (the partial last chunk by cp.async), as on an sm_90 GPU
-  if (dgps_emu::encodeRowMaps(a, a.batch * p.T, p.H, K, cfg.chunk, 1, HV, V, cfg.block_v)) dgps_emu::encodeWorkspaceMaps(a, W, ls, cfg.chunk);
+  if (dgps_emu::encodeRowMaps(a, a.batch * p.T, p.H, K, cfg.chunk, 1, HV, V, cfg.block_v,
+                              spec.decay.kind == dgps::DecayKind::Diagonal)) dgps_emu::encodeWorkspaceMaps(a, W, ls, cfg.chunk);
   a.o = out.oPlain.data();
   a.final_state = ref.has_final_state ? out.sPlain.data() : nullptr;
 

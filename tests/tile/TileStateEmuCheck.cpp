@@ -139,7 +139,8 @@ bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, const Config& cfg
   a.heads_v = HV;
   a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)K));
   // full chunks load q and k by tensor copies (the partial last chunk by cp.async), as on an sm_90 GPU
-  if (dgps_emu::encodeRowMaps(a, a.batch * T, H, K, cfg.chunk, dgps::householderSteps(spec), HV, V, cfg.block_v))
+  if (dgps_emu::encodeRowMaps(a, a.batch * T, H, K, cfg.chunk, dgps::householderSteps(spec), HV, V, cfg.block_v,
+                              spec.decay.kind == dgps::DecayKind::Diagonal))
     dgps_emu::encodeWorkspaceMaps(a, W, ls, cfg.chunk);
 
   int roles[dgps::launch::kMaxRoles];

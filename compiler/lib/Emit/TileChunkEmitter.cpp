@@ -165,6 +165,8 @@ class ChunkEmitter {
     else if (is16(t))
       os_ << "  t::load_rows16<C, KP>(" << n << ", PQ, a." << op.getName().str() << ", at, " << heads << ", " << head
           << ", K);\n";
+    else if (rowCopyOpen_ && !key && op.getName() == "g")  // the gates' map (chunk_rows.cuh load_rows32 with rc)
+      os_ << "  t::load_rows32<C, KP>(rc, a, " << n << ", PG, a.g, at, " << heads << ", " << head << ", K);\n";
     else
       os_ << "  t::load_rows32<C, KP>(" << n << ", PG, a." << op.getName().str() << ", at, " << heads << ", " << head
           << ", K);\n";

@@ -37,7 +37,8 @@ bool isVec(Type t) { return cast<TileType>(t).getRank() == 1; }
 
 class SummaryEmitter {
  public:
-  explicit SummaryEmitter(std::ostringstream& os) : os_(os) {}
+  /// `rowCopy`: the kernel declared the RowCopy `rc` (the layout's `bar`), so the key rows go by a tensor copy.
+  SummaryEmitter(std::ostringstream& os, bool rowCopy) : os_(os), rowCopy_(rowCopy) {}
 
   LogicalResult block(Block& body) {
     // OSDN's summary: its operands live in the hypergrad layout's named parts
@@ -132,7 +133,10 @@ class SummaryEmitter {
       return success();
     }
     rowsValue_ = op.getResult();
-    os_ << "  t::load_rows16<C, KP>(" << n << ", PQ, a." << op.getName().str() << ", at, H, h, K);\n";
+    if (rowCopy_)  // by a tensor copy where the runtime encoded the map (tile/chunk_rows.cuh RowCopy)
+      os_ << "  t::load_rows16<C, KP>(rc, a.k_rows, " << n << ", PQ, a.k, at, H, h, K);\n";
+    else
+      os_ << "  t::load_rows16<C, KP>(" << n << ", PQ, a." << op.getName().str() << ", at, H, h, K);\n";
     pendingLoads_ = true;
     return success();
   }
@@ -161,7 +165,7 @@ class SummaryEmitter {
           return success();
         })
         .Case<BarrierOp>([&](auto) {
-          os_ << (pendingLoads_ ? "  t::wait_rows();\n" : "  dev::sync_threads();\n");
+          os_ << (!pendingLoads_ ? "  dev::sync_threads();\n" : rowCopy_ ? "  t::wait_rows(rc);\n" : "  t::wait_rows();\n");
           pendingLoads_ = false;
           return success();
         })
@@ -209,13 +213,16 @@ class SummaryEmitter {
   bool hypergrad_ = false;                     ///< the function holds tile.hypergrad_chunk_summary
   int nextColumn_ = 0;
   bool rowsUsed_ = false, pendingLoads_ = false;
+  const bool rowCopy_;
 };
 
 /// `f`: the function's tile.launch_features, which fix the workspace layout (a clamped hypergrad_ogd scan's has
 /// no chunk summaries).
+/// `mapped`: the kernel reads tensor maps of ForwardArgs, which must then stay in parameter space.
 void prologue(std::ostringstream& os, func::FuncOp fn, const std::string& symbol, StringRef what,
-              const launch::FeatureSet& f) {
-  os << "extern \"C\" __global__ void " << symbol << "(dgps::ForwardArgs a) {\n";
+              const launch::FeatureSet& f, bool mapped = false) {
+  os << "extern \"C\" __global__ void " << symbol << "(" << (mapped ? "DGPS_GRID_CONST " : "")
+     << "dgps::ForwardArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str() << ", " << what.str() << ").\n";
   os << "  namespace t = dgps::tile;\n  namespace dev = dgps::dev;\n";
   os << "  constexpr int C = dgps::cfg::C, K = dgps::cfg::K;\n";
@@ -227,7 +234,8 @@ void prologue(std::ostringstream& os, func::FuncOp fn, const std::string& symbol
 
 FailureOr<std::string> emitSummary(func::FuncOp fn, const std::string& symbol, const launch::FeatureSet& f) {
   std::ostringstream os;
-  prologue(os, fn, symbol, "grid chunk_key_head: one CTA per chunk slot and key head", f);
+  const bool hypergrad = !fn.getBody().front().getOps<HypergradChunkSummaryOp>().empty();
+  prologue(os, fn, symbol, "grid chunk_key_head: one CTA per chunk slot and key head", f, !hypergrad);
   os << "  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;\n";
   os << "  constexpr int KP = dgps::cfg::KP, PQ = dgps::launch::bf16Pitch(KP);\n";
   os << "  const int64_t slot = dev::block_x() / H, h = dev::block_x() - slot * H;\n";
@@ -235,14 +243,15 @@ FailureOr<std::string> emitSummary(func::FuncOp fn, const std::string& symbol, c
   os << "  if (!dev::slot_to_chunk(a, slot, n, c, sq)) return;\n";
   os << "  t::ChunkAt at;\n  at.t0 = sq.bos + c * C;\n  at.Lr = (int)dev::lmin(C, sq.len - c * C);\n";
   os << "  unsigned char* const sm = dev::dyn_smem();\n";
-  if (fn.getBody().front().getOps<HypergradChunkSummaryOp>().empty()) {
-    // the launch contract's layout (printed above): the key tile, then the [C][4] per-row record
+  if (!hypergrad) {
+    // the launch contract's layout (printed above): the key tile, the [C][4] per-row record, the copy's mbarrier
     os << "  constexpr dgps_package::PrecondSummarySmem L = dgps_package::precond_summary_smem();\n";
     os << "  float* const sVec = dev::smem_at<float>(sm, L.rec);\n";
-  }
-  else
+    os << "  const t::RowCopy rc = t::row_copy<C>(a, at, dev::smem_at<uint64_t>(sm, L.bar), 32);\n";
+  } else {
     os << "  const t::FeedbackSummaryTiles<C, K> hs(sm);  // tile/feedback_scan_layout.h feedbackSummarySmem\n";
-  SummaryEmitter e(os);
+  }
+  SummaryEmitter e(os, !hypergrad);
   if (failed(e.block(fn.getBody().front()))) return failure();
   os << "}\n";
   return os.str();

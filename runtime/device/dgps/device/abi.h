@@ -66,8 +66,10 @@ struct ForwardArgs {
   /// workspace's bf16 operand rows that chunk_local writes (workspaceCoreMapShape; the query rows opq or pwq, the
   /// key rows opk, the write-key rows opw or pwk: each encoded where the package has that region). Bit 3: v_rows,
   /// the walks' value tiles (chunkRowsMapShape over v [rows, HV, V], with the value tile BV in the place of KP:
-  /// boxes of C rows at pitch bf16Pitch(BV) from column v0). Kernels read the maps in parameter space
-  /// (DGPS_GRID_CONST).
+  /// boxes of C rows at pitch bf16Pitch(BV) from column v0). Bit 4: g_rows, the per-channel log-decay g
+  /// [rows, HV, K] f32 (gateRowsMapShape: a chunk's rows at pitch KP in the 32-byte-swizzled gate layout of
+  /// chunk_local, tile/chunk_rows.cuh SwizzledF32Row). Bit 5: precond_summary copies its key rows by k_rows too.
+  /// Kernels read the maps in parameter space (DGPS_GRID_CONST).
   int64_t row_maps;
   TmaDescriptor q_rows;
   TmaDescriptor k_rows;
@@ -77,6 +79,7 @@ struct ForwardArgs {
   TmaDescriptor wsk_core;
   TmaDescriptor wsw_core;
   TmaDescriptor v_rows;
+  TmaDescriptor g_rows;
 };
 
 /// Single-token decode: q,k [B,1,H,K] (or [B,H,K]), v [B,1,HV,V]; states are updated in place.

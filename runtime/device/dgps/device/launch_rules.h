@@ -160,6 +160,24 @@ DGPS_HD constexpr TensorMapShape workspaceCoreMapShape(long long rows, int C, in
                         {(unsigned long long)(KP * 2), 16ull},
                         {8u, (unsigned)C, (unsigned)(KP / 8)}};
 }
+/// The view behind ForwardArgs::g_rows: the per-channel log-decay g, an f32 tensor [rows, heads, K], as dims
+/// {8, K / 8, heads, rows} (a 32-byte group of channels, then groups, heads and rows; strides in bytes of dims
+/// 1..3), copied as boxes of {8, KP / 8, 1, C} with the copy engine's 32-byte swizzle. The box lands densely, so
+/// row i starts at byte i·KP·4 with the groups past K zero-filled, and the swizzle (byte-address bit 4 ^= bit 7)
+/// swaps the two 16-byte halves of every group whose channel bit 5 is set: with rows a multiple of 256 bytes long
+/// (gateRowsMapFits) and a 256-byte aligned tile, exactly chunk_local's gate layout (tile/chunk_rows.cuh
+/// SwizzledF32Row) at pitch KP.
+DGPS_HD constexpr TensorMapShape4 gateRowsMapShape(long long rows, long long heads, long long K, int C, int KP) {
+  return TensorMapShape4{{8ull, (unsigned long long)(K / 8), (unsigned long long)heads, (unsigned long long)rows},
+                         {32ull, (unsigned long long)(K * 4), (unsigned long long)(heads * K * 4)},
+                         {8u, (unsigned)(KP / 8), 1u, (unsigned)C}};
+}
+/// Whether gateRowsMapShape describes the gate tile: K a multiple of 8 (whole 32-byte groups), rows of KP floats a
+/// multiple of 256 bytes (so the swizzle's bit 7 is the channel's bit 5 on every row), box sides of at most 256.
+DGPS_HD constexpr bool gateRowsMapFits(long long rows, long long heads, long long K, int C, int KP) {
+  return K > 0 && K % 8 == 0 && KP % 64 == 0 && KP >= K && KP / 8 <= 256 && heads > 0 && rows > 0 &&
+         rows < (1LL << 31) && heads < (1LL << 31) && C > 0 && C <= 256;
+}
 /// Whether a tensor copy can carry such rows: strides must be multiples of 16 bytes (K a multiple of 8), a box
 /// side at most 256 elements, and coordinates fit in int32.
 DGPS_HD constexpr bool chunkRowsMapFits(long long rows, long long heads, long long K, int C, int KP) {

@@ -108,9 +108,10 @@ struct RowCopy {
   uint64_t* bar;
   bool tensor;
 };
+/// `bit`: the ForwardArgs::row_maps bit that allows this role's copies (1: chunk_local's; 32: precond_summary's).
 template <int C>
-DGPS_DEV RowCopy row_copy(const ForwardArgs& a, const ChunkAt& at, uint64_t* bar) {
-  const RowCopy rc{bar, DGPS_HAS_TMA && (a.row_maps & 1) != 0 && at.Lr == C};
+DGPS_DEV RowCopy row_copy(const ForwardArgs& a, const ChunkAt& at, uint64_t* bar, int64_t bit = 1) {
+  const RowCopy rc{bar, DGPS_HAS_TMA && (a.row_maps & 1) != 0 && (a.row_maps & bit) != 0 && at.Lr == C};
   if (rc.tensor && dev::tid() == 0) dev::mbar_init(bar, 1);
   return rc;
 }
@@ -128,6 +129,23 @@ DGPS_DEV void load_rows16(const RowCopy& rc, const TmaDescriptor& map, uint16_t*
     return;
   }
   load_rows16<C, KP>(s, pitch, g, at, heads, head, K);
+}
+
+/// load_rows32 of the per-channel gates g by one tensor copy (map a.g_rows, launch_rules.h gateRowsMapShape) when
+/// rc.tensor and the runtime encoded that map: the copy engine's 32-byte swizzle writes the SwizzledF32Row layout
+/// itself, given rows of KP floats (pitch KP, KP a multiple of 64) and a 256-byte aligned tile. Why: the per-thread
+/// loads cost a loop of 16-byte pieces, and at K = 120 the 480-byte rows straddle an extra 128-byte line each.
+template <int C, int KP>
+DGPS_DEV void load_rows32(const RowCopy& rc, const ForwardArgs& a, float* s, int pitch, const float* g,
+                          const ChunkAt& at, int64_t heads, int64_t head, int K) {
+  if (KP % 64 == 0 && rc.tensor && (a.row_maps & 16) != 0 && pitch == KP && (dev::smem_u32(s) & 255u) == 0) {
+    if (dev::tid() == 0) {
+      dev::mbar_expect_tx(rc.bar, (uint32_t)(C * KP * 4));
+      dev::tensor_copy_4d(s, &a.g_rows, 0, 0, (int)head, (int)at.t0, rc.bar);
+    }
+    return;
+  }
+  load_rows32<C, KP>(s, pitch, g, at, heads, head, K);
 }
 
 /// wait_rows, and the tensor copies of rc: thread 0 arrives once its copies are issued, and every thread waits
