@@ -12,13 +12,18 @@
 namespace dgps {
 namespace tile {
 
-/// Zeros into 8 pad channels (K..pitch−1) of a stored row. Rows at pitch KP leave a 16-byte hole per row at
-/// K = 120; a 32-byte sector that is only half written costs DRAM a read-modify-write (measured on H200: kda's
-/// K = 120 forward 4.7% slower with the hole than with the row written whole), so the pad is written too.
-DGPS_DEV void store_row_pad(uint16_t* y) { dev::st_global_u4(y, dev::U4{0u, 0u, 0u, 0u}); }
+/// Whether the 8 channels from d0 are pad channels (K..pitch−1) of a stored row, which are written as zeros. Rows
+/// at pitch KP would leave a 16-byte hole per row at K = 120; a 32-byte sector that is only half written costs
+/// DRAM a read-modify-write (measured on H200: kda's K = 120 forward 4.7% slower with the hole than with the row
+/// written whole). The stores below select zeros for a pad lane instead of branching: a branch splits every warp
+/// whose lanes cover a row's end (measured on H200, pkda K = 120: 55% more store instructions in chunk_local).
+template <int K, int YP>
+DGPS_DEV bool pad_channels(int d0) {
+  return YP != K && d0 >= K;
+}
 
 /// Every output y_n (global, row pitch workspaceRowPitch(K); columns K..pitch−1 written as zeros, see
-/// store_row_pad) from x_n (shared, pitch xp) and G (shared, pitch gp, the SwizzledF32Row layout) in one pass,
+/// pad_channels) from x_n (shared, pitch xp) and G (shared, pitch gp, the SwizzledF32Row layout) in one pass,
 /// 8 channels per step with 16-byte shared loads (G, G_last and each x; xp, gp multiples of 8 and the tiles
 /// 16-byte aligned) and one 16-byte store per output: G is read once, each power of two is taken once per
 /// element and direction and shared by the outputs that use it, and an x that several outputs share is loaded
@@ -32,11 +37,7 @@ DGPS_DEV void store_gated_rows(uint16_t* const (&y)[sizeof...(kReverse)],
   constexpr bool anyFwd = (!kReverse || ...), anyRev = (kReverse || ...);
   for (int e = dev::tid(); e < C * CH; e += dev::nthreads()) {
     const int i = e / CH, d0 = (e - i * CH) * 8;
-    if (YP != K && d0 >= K) {
-#pragma unroll
-      for (int n = 0; n < N; ++n) store_row_pad(y[n] + i * YP + d0);
-      continue;
-    }
+    const bool pad = pad_channels<K, YP>(d0);  // G and x have these columns (pitches >= KP): reads stay in bounds
     float gi[8], gl[8] = {}, fwd[8], bwd[8];
     load_gate8(gi, G, gp, i, d0);
     if (anyRev) load_gate8(gl, G, gp, C - 1, d0);
@@ -52,8 +53,9 @@ DGPS_DEV void store_gated_rows(uint16_t* const (&y)[sizeof...(kReverse)],
       uint32_t p[4];
 #pragma unroll
       for (int u = 0; u < 4; ++u)
-        p[u] = rev[n] ? dev::pack_bf16(xv[2 * u] * bwd[2 * u], xv[2 * u + 1] * bwd[2 * u + 1])
-                      : dev::pack_bf16(xv[2 * u] * fwd[2 * u], xv[2 * u + 1] * fwd[2 * u + 1]);
+        p[u] = pad      ? 0u
+               : rev[n] ? dev::pack_bf16(xv[2 * u] * bwd[2 * u], xv[2 * u + 1] * bwd[2 * u + 1])
+                        : dev::pack_bf16(xv[2 * u] * fwd[2 * u], xv[2 * u + 1] * fwd[2 * u + 1]);
       dev::st_global_u4(y[n] + i * YP + d0, dev::U4{p[0], p[1], p[2], p[3]});
     }
   }
@@ -67,10 +69,8 @@ DGPS_DEV void store_rows16(uint16_t* y, const uint16_t* x, int xp) {
   constexpr int YP = launch::workspaceRowPitch(K), CH = YP / 8;
   for (int e = dev::tid(); e < C * CH; e += dev::nthreads()) {
     const int i = e / CH, d0 = (e - i * CH) * 8;
-    if (YP != K && d0 >= K)
-      store_row_pad(y + i * YP + d0);
-    else
-      dev::st_global_u4(y + i * YP + d0, *reinterpret_cast<const dev::U4*>(x + i * xp + d0));
+    const dev::U4 w = *reinterpret_cast<const dev::U4*>(x + i * xp + d0);  // in bounds: xp >= KP
+    dev::st_global_u4(y + i * YP + d0, pad_channels<K, YP>(d0) ? dev::U4{0u, 0u, 0u, 0u} : w);
   }
 }
 
