@@ -119,7 +119,7 @@ void encodeRowMaps(ForwardArgs& a, const ForwardProblem& p, int chunk, int block
                    launch::gateRowsMapFits(rows, p.heads_v, K, chunk, KP);
   if (!gOk) wanted &= ~16;
   thread_local RowMapMemo memo;
-  RowMapKey key{a.q,   a.k, a.workspace, rows, heads, K, wsRows, chunk, ws, vOk ? a.v : nullptr, vOk ? BV : 0,
+  RowMapKey key{a.q, a.k, a.workspace, rows, heads, K, wsRows, chunk, ws, vOk ? a.v : nullptr, vOk ? BV : 0,
                 gOk ? a.g : nullptr, gOk ? p.heads_v : 0};
   if (!wsOk) key.workspace = nullptr, key.ws = WorkspaceOperandRows{};
   if (!memo.valid || !(memo.key == key)) {

@@ -61,9 +61,9 @@ DGPS_DEV void store_gated_rows(uint16_t* const (&y)[sizeof...(kReverse)],
   }
 }
 
-/// y_id = x_id: a bf16 row tile (shared, pitch xp, a multiple of 8, 16-byte aligned) written as it is to bf16
-/// [C, K] rows (global, pitch workspaceRowPitch(K)), 8 channels per 16-byte store; the ungated form of the stores
-/// above (the stored write key pwk and query pwq of the compiler's tile.workspace).
+/// y_id = x_id: a bf16 row tile (shared, pitch xp >= pad16(K), a multiple of 8, 16-byte aligned) written as it is
+/// to bf16 [C, K] rows (global, pitch workspaceRowPitch(K)), 8 channels per 16-byte store; the ungated form of the
+/// stores above (the stored write key pwk and query pwq of the compiler's tile.workspace).
 template <int C, int K>
 DGPS_DEV void store_rows16(uint16_t* y, const uint16_t* x, int xp) {
   constexpr int YP = launch::workspaceRowPitch(K), CH = YP / 8;
