@@ -122,10 +122,8 @@ template <int C, int KP>
 DGPS_DEV void load_rows16(const RowCopy& rc, const TmaDescriptor& map, uint16_t* s, int pitch, const void* g,
                           const ChunkAt& at, int64_t heads, int64_t head, int K) {
   if (rc.tensor && pitch == launch::bf16Pitch(KP)) {
-    if (dev::tid() == 0) {
-      dev::mbar_expect_tx(rc.bar, (uint32_t)(C * launch::bf16Pitch(KP) * 2));
-      dev::tensor_copy_3d(s, &map, 0, (int)head, (int)at.t0, rc.bar);
-    }
+    dev::announced_copy(rc.bar, (uint32_t)(C * launch::bf16Pitch(KP) * 2), dev::tid(),
+                        [&] { dev::tensor_copy_3d(s, &map, 0, (int)head, (int)at.t0, rc.bar); });
     return;
   }
   load_rows16<C, KP>(s, pitch, g, at, heads, head, K);
@@ -139,10 +137,8 @@ template <int C, int KP>
 DGPS_DEV void load_rows32(const RowCopy& rc, const ForwardArgs& a, float* s, int pitch, const float* g,
                           const ChunkAt& at, int64_t heads, int64_t head, int K) {
   if (KP % 64 == 0 && rc.tensor && (a.row_maps & 16) != 0 && pitch == KP && (dev::smem_u32(s) & 255u) == 0) {
-    if (dev::tid() == 0) {
-      dev::mbar_expect_tx(rc.bar, (uint32_t)(C * KP * 4));
-      dev::tensor_copy_4d(s, &a.g_rows, 0, 0, (int)head, (int)at.t0, rc.bar);
-    }
+    dev::announced_copy(rc.bar, (uint32_t)(C * KP * 4), dev::tid(),
+                        [&] { dev::tensor_copy_4d(s, &a.g_rows, 0, 0, (int)head, (int)at.t0, rc.bar); });
     return;
   }
   load_rows32<C, KP>(s, pitch, g, at, heads, head, K);
