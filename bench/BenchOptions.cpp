@@ -190,7 +190,7 @@ Google Benchmark flags (--benchmark_filter, --benchmark_out, ...) work as usual;
   --dgps_table=FILE         also write the summary table (markdown) to FILE
   --dgps_device=N           CUDA device ordinal (default 0)
   --dgps_seed=N             input seed
-  --dgps_shapes=LIST        time these shapes instead of the standard three, ';'-separated:
+  --dgps_shapes=LIST        time these shapes instead of the standard ones (bench/Shapes.h), ';'-separated:
                             forward:B=1,T=32768,H=2,HV=8,K=128,V=128;decode:B=8,H=16,K=128,V=128
   --dgps_fla=FILE           FLA's times from the same run (scripts/fla_bench.py): the "vs FLA" column
 Environment: DGPS_GENERATED_DIR, DGPS_CACHE_DIR (NVRTC binary cache), DGPS_TUNING_DB, DGPS_COMMIT.

@@ -26,6 +26,11 @@ std::vector<BenchShape> standardShapes() {
   BenchShape b = a;
   b.batch = 1;
   b.seq_len = 32768;
+  // One long sequence with 2 query/key heads and 8 value heads (GVA ratio 4: Qwen3-Next-style layers, the shape
+  // FlashQLA publishes its GDN time at); only specs with that ratio run it (unsupportedReason).
+  BenchShape g = b;
+  g.heads_qk = 2;
+  g.heads_v = 8;
   BenchShape d;
   d.kind = Kind::Decode;
   d.batch = 256;
@@ -35,7 +40,7 @@ std::vector<BenchShape> standardShapes() {
   d1.batch = 1;
   d8.batch = 8;
   d32.batch = 32;
-  return {a, b, d, d1, d8, d32};
+  return {a, b, g, d, d1, d8, d32};
 }
 
 std::int64_t valueHeads(const Spec& spec, const BenchShape& shape) {

@@ -4,7 +4,8 @@
 // with H=16 query/key heads, K=V=128, bf16 inputs. Decode is one token for B=256 sequences, H=16,
 // K=V=128, fp32 state (bench/Anchors.cpp: FLA fused_recurrent_gated_delta_rule), plus small-batch decode at
 // B = 1, 8 and 32 (same H, K, V) for the per-step latency. Value heads follow the spec:
-// HV = H * gva_ratio (HV = H for every shipped spec).
+// HV = H * gva_ratio (4 for gdn_gva, 1 for every other shipped spec). One more forward shape, B=1, T=32768 with
+// 2 query/key and 8 value heads, fixes HV, so only a spec whose GVA ratio is 4 runs it.
 #pragma once
 
 #include <cstdint>
@@ -36,8 +37,9 @@ struct BenchShape {
   std::string label() const;
 };
 
-/// The two forward shapes, the decode shape (B=256), then the small-batch decode shapes B = 1, 8, 32 (H=16,
-/// K=V=128; per-step latency), in the order the table lists them.
+/// The two forward shapes, the GVA forward shape (B=1, T=32768, H=2, HV=8: only specs whose GVA ratio is 4), the
+/// decode shape (B=256), then the small-batch decode shapes B = 1, 8, 32 (H=16, K=V=128; per-step latency), in the
+/// order the table lists them.
 std::vector<BenchShape> standardShapes();
 
 /// Parses --dgps_shapes: shapes separated by ';', each "forward:B=8,T=4096,H=16,K=128,V=128" or

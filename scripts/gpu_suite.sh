@@ -8,7 +8,7 @@
 #
 # --fla DIR: DIR holds a git-ignored copy of flash-linear-attention's fla/ package; scripts/fla_bench.py times
 #   FLA at the same shapes first and dgps-bench prints FLA's same-run times beside ours (--dgps_fla).
-# --shapes LIST: dgps-bench's --dgps_shapes syntax (default: the standard three shapes).
+# --shapes LIST: dgps-bench's --dgps_shapes syntax (default: dgps-bench's standard shapes, bench/Shapes.h).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 logs=${OUT:-$root/gpu-logs}

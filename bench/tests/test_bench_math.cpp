@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,15 +34,19 @@ BenchShape shape(int i) { return standardShapes().at(i); }
 
 TEST(BenchShapes, AnchorShapesAndLabels) {
   const auto s = standardShapes();
-  ASSERT_EQ(s.size(), 6u);
+  ASSERT_EQ(s.size(), 7u);
   EXPECT_EQ(s[0].label(), "B8_T4096_H16_K128_V128");
   EXPECT_EQ(s[1].label(), "B1_T32768_H16_K128_V128");
-  EXPECT_EQ(s[2].label(), "B256_H16_K128_V128");
+  // The GVA shape (2 key / 8 value heads): fixed HV, so only a spec with GVA ratio 4 runs it.
+  EXPECT_EQ(s[2].label(), "B1_T32768_H2_HV8_K128_V128");
+  EXPECT_EQ(s[2].kind, Kind::Forward);
+  EXPECT_EQ(valueHeads(shippedSpec("gdn_gva"), s[2]), 8);
+  EXPECT_EQ(s[3].label(), "B256_H16_K128_V128");
   // Small-batch decode latency rows.
-  EXPECT_EQ(s[3].label(), "B1_H16_K128_V128");
-  EXPECT_EQ(s[4].label(), "B8_H16_K128_V128");
-  EXPECT_EQ(s[5].label(), "B32_H16_K128_V128");
-  for (int i = 2; i < 6; ++i) {
+  EXPECT_EQ(s[4].label(), "B1_H16_K128_V128");
+  EXPECT_EQ(s[5].label(), "B8_H16_K128_V128");
+  EXPECT_EQ(s[6].label(), "B32_H16_K128_V128");
+  for (int i = 3; i < 7; ++i) {
     EXPECT_EQ(s[std::size_t(i)].kind, Kind::Decode);
     EXPECT_EQ(s[std::size_t(i)].seq_len, 1);
   }
@@ -76,8 +81,19 @@ TEST(BenchFloors, GdnDecodeIsStateReadAndWrite) {
   const Spec gdn = shippedSpec("gdn");
   const double state = 2.0 * 256 * 16 * 128 * 128 * 4;  // bench/Anchors.cpp: 0.191 ms = 2.82 TB/s of this
   const double qkv = 3.0 * 256 * 16 * 128 * 2, o = 256.0 * 16 * 128 * 2, gates = 2.0 * 256 * 16 * 4;
-  EXPECT_DOUBLE_EQ(decodeBytesFloor(gdn, shape(2)), state + qkv + o + gates);
+  EXPECT_DOUBLE_EQ(decodeBytesFloor(gdn, shape(3)), state + qkv + o + gates);
   EXPECT_NEAR(state / 0.191e-3 / 1e12, 2.81, 0.01);
+}
+
+// The standard GVA shape fixes HV = 8 at H = 2: gdn_gva (ratio 4) runs it, a spec of ratio 1 is told why not.
+TEST(BenchShapes, TheGvaShapeRunsOnlyForRatioFour) {
+  const Package gva = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gdn_gva");
+  const Package gdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gdn");
+  EXPECT_FALSE(unsupportedReason(gva, shape(2)));
+  const std::optional<std::string> why = unsupportedReason(gdn, shape(2));
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("GVA ratio is 1"), std::string::npos) << *why;
+  EXPECT_NE(why->find("8/2"), std::string::npos) << *why;
 }
 
 TEST(BenchRoofline, PlanBytesForTheForwardFloorForDecodeAndTheLargerBound) {
@@ -89,7 +105,7 @@ TEST(BenchRoofline, PlanBytesForTheForwardFloorForDecodeAndTheLargerBound) {
   EXPECT_DOUBLE_EQ(fwd, gdn.manifest().bytes_per_token_head * 8 * 4096 * 16);
   EXPECT_GT(gdn.manifest().bytes_per_token_head, 1000);  // states and intermediates above the ~1 KB floor
   // Decode (the plan costs the forward) and a K the plan was not costed at: the bytes floor.
-  for (int i : {2, 3, 4, 5}) {
+  for (int i : {3, 4, 5, 6}) {
     EXPECT_DOUBLE_EQ(rooflineBytes(gdn, shape(i), &source), decodeBytesFloor(gdn.spec(), shape(i)));
     EXPECT_EQ(source, "bytes floor");
   }
@@ -97,7 +113,7 @@ TEST(BenchRoofline, PlanBytesForTheForwardFloorForDecodeAndTheLargerBound) {
   k64.key_dim = 64;
   EXPECT_DOUBLE_EQ(rooflineBytes(gdn, k64, &source), forwardBytesFloor(gdn.spec(), k64));
   // B=1 decode: the state 2*16*128*128*4 B = 2.1 MB at 4.8 TB/s is about 0.44 µs; FLOPs are far below.
-  const Roofline d1 = roofline(decodeBytesFloor(gdn.spec(), shape(3)), 1.0 * 16 * 3 * 2 * 128 * 128, kH200Peaks);
+  const Roofline d1 = roofline(decodeBytesFloor(gdn.spec(), shape(4)), 1.0 * 16 * 3 * 2 * 128 * 128, kH200Peaks);
   EXPECT_STREQ(d1.bound(), "mem");
   EXPECT_NEAR(d1.ms() * 1e3, 2.0 * 16 * 128 * 128 * 4 / 4.8e12 * 1e6, 0.01);
   // A FLOP-heavy row is compute-bound, and the roofline is the larger of the two times.
@@ -144,7 +160,7 @@ class BenchAnchors : public ::testing::Test {
 
 TEST_F(BenchAnchors, SameRunTimesMatchByShapeAndHeads) {
   EXPECT_DOUBLE_EQ(flaAnchor("gdn", shape(0), 16)->ms, 0.839);
-  EXPECT_DOUBLE_EQ(flaAnchor("gdn", shape(2), 16)->ms, 0.191);
+  EXPECT_DOUBLE_EQ(flaAnchor("gdn", shape(3), 16)->ms, 0.191);
   EXPECT_FALSE(flaAnchor("gdn", shape(1), 16));   // not timed at B=1 T=32768 H=16
   EXPECT_FALSE(flaAnchor("kda", shape(0), 16));   // FLA failed there
   EXPECT_FALSE(flaAnchor("gdn", shape(0), 32));   // other value heads
@@ -314,7 +330,7 @@ ResultRow row(const std::string& spec, int shape_index, const std::string& varia
 
 TEST_F(BenchAnchors, SummaryRatiosPreferTunedAndTableHasEveryColumn) {
   std::vector<ResultRow> rows = {row("gdn", 0, "default", 0.5), row("pgdn", 0, "default", 0.8),
-                                 row("pgdn", 0, "tuned", 0.6), row("gdn", 2, "default", 0.2)};
+                                 row("pgdn", 0, "tuned", 0.6), row("gdn", 3, "default", 0.2)};
   EXPECT_NEAR(specRatio(rows, "pgdn", "gdn", shape(0).label()), 1.2, 1e-12);
   EXPECT_TRUE(std::isnan(specRatio(rows, "osdn", "deltanet", shape(0).label())));
   ResultRow wrong = row("kda", 0, "default", NAN);
