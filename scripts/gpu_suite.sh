@@ -48,7 +48,7 @@ bench_args=()
 [[ -n "$shapes" ]] && bench_args+=("--dgps_shapes=$shapes")
 if ((run_bench)) && [[ -n "$fla" && -d "$fla/fla" ]]; then
   # FLA first, at the same shapes: its Triton autotuning must not overlap our timings.
-  fla_shapes=${shapes:-"forward:B=8,T=4096,H=16,K=128,V=128;forward:B=1,T=32768,H=16,K=128,V=128;decode:B=256,H=16,K=128,V=128;decode:B=1,H=16,K=128,V=128;decode:B=8,H=16,K=128,V=128;decode:B=32,H=16,K=128,V=128"}
+  fla_shapes=${shapes:-"forward:B=8,T=4096,H=16,K=128,V=128;forward:B=1,T=32768,H=16,K=128,V=128;decode:B=256,H=16,K=128,V=128;decode:B=1,H=16,K=128,V=128;decode:B=8,H=16,K=128,V=128;decode:B=32,H=16,K=128,V=128;forward:B=1,T=32768,H=2,HV=8,K=128,V=128;forward:B=1,T=32768,H=16,HV=64,K=128,V=128"}
   PYTHONUNBUFFERED=1 timeout "${DGPS_FLA_TIMEOUT:-300}" python3 "$root/scripts/fla_bench.py" "$fla" "$logs/fla.json" \
     --shapes "$fla_shapes" > "$logs/fla.log" 2>&1 || echo "gpu_suite: fla_bench failed (see fla.log); FLA columns stay empty"
   [[ -s "$logs/fla.json" ]] && bench_args+=("--dgps_fla=$logs/fla.json")
