@@ -218,8 +218,20 @@ std::string formatSummary(const std::vector<ResultRow>& rows, const std::vector<
     os << "- " << r.benchmark << ": " << oneLine(r.message, 600) << "\n";
   }
   if (!not_timed.empty()) {
+    // one line per (shape, reason), naming every spec it holds for in order of appearance: the standard GVA
+    // shape alone would otherwise add a line per spec of another GVA ratio
     os << "\nNot registered (the package does not support the shape):\n";
-    for (const NotTimed& n : not_timed) os << "- " << n.spec << " " << n.shape << ": " << n.reason << "\n";
+    std::vector<std::pair<const NotTimed*, std::string>> lines;
+    for (const NotTimed& n : not_timed) {
+      auto same = std::find_if(lines.begin(), lines.end(), [&](const auto& l) {
+        return l.first->shape == n.shape && l.first->reason == n.reason;
+      });
+      if (same == lines.end())
+        lines.emplace_back(&n, n.spec);
+      else
+        same->second += ", " + n.spec;
+    }
+    for (const auto& [n, specs] : lines) os << "- " << specs << " " << n->shape << ": " << n->reason << "\n";
   }
   return os.str();
 }

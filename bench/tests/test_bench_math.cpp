@@ -343,7 +343,16 @@ TEST_F(BenchAnchors, SummaryRatiosPreferTunedAndTableHasEveryColumn) {
   info.date = "2026-11-29";
   info.copy_bytes_per_s = 4e12;
   info.timing = "median";
-  const std::string t = formatSummary(rows, {NotTimed{"mamba2", "decode B256_H16_K128_V128", "no decode"}}, info);
+  const std::string gva = "the spec's GVA ratio is 1, the shape has HV/H = 8/2";
+  const std::string t = formatSummary(rows,
+                                      {NotTimed{"mamba2", "decode B256_H16_K128_V128", "no decode"},
+                                       NotTimed{"gdn", "forward B1_T32768_H2_HV8_K128_V128", gva},
+                                       NotTimed{"kda", "forward B1_T32768_H2_HV8_K128_V128", gva},
+                                       NotTimed{"gdp", "decode B256_H16_K128_V128", "no decode"}},
+                                      info);
+  // one line per (shape, reason), naming its specs in order
+  EXPECT_NE(t.find("- gdn, kda forward B1_T32768_H2_HV8_K128_V128: " + gva + "\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("- mamba2, gdp decode B256_H16_K128_V128: no decode\n"), std::string::npos) << t;
   // GDN at B8: 1e9 bytes in 0.5 ms = 2000 GB/s, 2 TFLOP/s, floor 0.25 ms = 50%; roofline: 2e9 plan bytes at
   // 4.8 TB/s = 0.4167 ms against 1e9 FLOP at 989.5 TFLOP/s = 0.001 ms, so memory-bound, 0.4167 / 0.5 = 83.3%;
   // host 4.25 µs; FLA 0.839 / 0.5 = 1.68x.
@@ -354,7 +363,6 @@ TEST_F(BenchAnchors, SummaryRatiosPreferTunedAndTableHasEveryColumn) {
   EXPECT_NE(t.find("pgdn/gdn: B8_T4096_H16_K128_V128 1.20 (FLA 1.93)"), std::string::npos) << t;
   EXPECT_NE(t.find("WRONG"), std::string::npos);
   EXPECT_NE(t.find("tolerance 0.01"), std::string::npos);
-  EXPECT_NE(t.find("mamba2 decode B256_H16_K128_V128: no decode"), std::string::npos);
   EXPECT_NE(t.find("gdn B256_H16_K128_V128 default: 0.2000 ms = 200.0 µs per step"), std::string::npos) << t;
   // The untimed (wrong) row keeps every column: 13 cells.
   const std::size_t at = t.find("| kda | forward");
