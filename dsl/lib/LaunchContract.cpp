@@ -332,10 +332,10 @@ namespace {
 /// its shared memory with (tests/runtime/test_launch_rules.cpp FeedbackScanLayoutsMatchTheTileLibrary checks
 /// these against them).
 SmemLayout feedbackSummaryLayout() {
-  SmemLayout key, gt, m;
-  key.region("key", paddedKeyTile());
+  SmemLayout ulo, gt, m;
+  ulo.region("ulo", paddedKeyTile());
   gt.region("gt", chunk() * f32RowBytes(chunk()));
-  m.region("uT", KP() * (chunk() + 4) * 4).overlay({key, gt}).region("tok", (chunk() * 8 + 8) * 4);
+  m.region("key", paddedKeyTile()).overlay({ulo, gt}).region("tok", (chunk() * 8 + 8) * 4);
   return m;
 }
 

@@ -196,7 +196,7 @@ extern "C" __global__ void dgps_osdn_apf_fwd_precond_summary(dgps::ForwardArgs a
     t::load_row_scalars(t2, a.precond_g, at, H, h, i);
   }
   t::wait_rows();
-  t::feedback_chunk_summary<C, K, KP, Codec>(hs, reinterpret_cast<float*>(ws + W.hgtri) + (slot * H + h) * dgps::tile::feedbackTriFloats(C),
+  t::feedback_chunk_summary<C, K, KP, dgps::cfg::WARPS, Codec>(hs, reinterpret_cast<float*>(ws + W.hgtri) + (slot * H + h) * dgps::tile::feedbackTriFloats(C),
       reinterpret_cast<float*>(ws + W.hgvec) + (slot * H + h) * dgps::tile::feedbackVecFloats(C), 1.0f, true, 1e-06f, at.Lr);
 }
 extern "C" __global__ void dgps_osdn_apf_fwd_precond_scan(dgps::ForwardArgs a) {

@@ -224,8 +224,8 @@ TEST(LaunchRules, FeedbackScanLayoutsMatchTheTileLibrary) {
       for (const auto& e : smemOffsets(forwardRoleLaunch(kPrecondSummary, f).smem, s, t)) sum[e.first] = e.second;
       for (const auto& e : smemOffsets(forwardRoleLaunch(kPrecondScan, f).smem, s, t)) pass[e.first] = e.second;
       const tile::FeedbackSummarySmem a = tile::feedbackSummarySmem(K, C);
-      EXPECT_EQ(sum["uT"], a.uT);
       EXPECT_EQ(sum["key"], a.key);
+      EXPECT_EQ(sum["ulo"], a.ulo);
       EXPECT_EQ(sum["gt"], a.gt);
       EXPECT_EQ(sum["tok"], a.tok);
       EXPECT_EQ(sum["total"], a.total);

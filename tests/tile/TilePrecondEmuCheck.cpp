@@ -42,7 +42,10 @@ using dgps_emu::f32Of;
 
 constexpr double kTolOut = 1e-2;     // bf16 inputs, operands and output (the GPU suite's forward tolerance)
 constexpr double kTolState = 1e-2;   // f32 state built from bf16 tensor-core products
-constexpr double kTolPrecond = 1e-4; // the preconditioner state: an fp32 scan of exact input values
+// the preconditioner state: an fp32 scan of exact input values (measured up to 3e-7). OSDN's chunk summary
+// takes its Gram matrix on tensor cores with split-bf16 operands; with the high parts alone it errs by 2e-6..4e-6
+// here, which this bound must catch.
+constexpr double kTolPrecond = 1e-6;
 constexpr int kChunk = 64, kBlockV = 64, kWarps = 4, kStages = 2;
 
 int fail(const std::string& msg) {

@@ -187,7 +187,7 @@ class SummaryEmitter {
           if (!rowsUsed_ || o.getX() != rowsValue_)
             return o.emitOpError("reads the role's [C, K] key rows (a tile.chunk_rows of this function)");
           const std::optional<APFloat> eps = o.getL2Eps();
-          os_ << "  t::feedback_chunk_summary<C, K, KP, Codec>(hs, reinterpret_cast<float*>(ws + W."
+          os_ << "  t::feedback_chunk_summary<C, K, KP, dgps::cfg::WARPS, Codec>(hs, reinterpret_cast<float*>(ws + W."
               << o.getTri().str() << ") + (slot * H + h) * dgps::tile::feedbackTriFloats(C),\n"
               << "      reinterpret_cast<float*>(ws + W." << o.getVec().str()
               << ") + (slot * H + h) * dgps::tile::feedbackVecFloats(C), "

@@ -21,22 +21,22 @@ DGPS_HD constexpr int feedbackTriFloats(int C) { return C * (C + 1) / 2; }
 /// shorten the sequential critical path.
 constexpr int kFeedbackPassThreads = 256;
 
-/// The per-chunk summary, f32 unless noted:
-///   uT   [KP][C+4]   u = k̂² transposed (the Gram matrix's 4x4 register tiles read float4 columns)
-///   key  bf16 [C][KP+8]  the raw key tile (cp.async), overlaid by gt: dead once uT is built
-///   gt   [C][C+4]    𝒢 (strictly lower), inverted in place into 𝒯 = (I + 𝒢)^{-1} (tri_inverse.cuh)
-///   tok  [8][C] + 8  per-token scalars (rk, rk², κ, β, column factor, cum [C+1])
+/// The per-chunk summary:
+///   key  16-bit [C][KP+8]  the raw key tile (cp.async), rewritten in place into u = k̂²'s bf16 high part
+///   ulo  bf16 [C][KP+8]    u's bf16 low part, overlaid by gt once the Gram product has read it
+///   gt   f32 [C][C+4]      𝒢 (strictly lower), inverted in place into 𝒯 = (I + 𝒢)^{-1} (tri_inverse.cuh)
+///   tok  f32 [8][C] + 8    per-token scalars (rk, rk², κ, β, column factor, cum [C+1])
 struct FeedbackSummarySmem {
-  int uT = 0, key = 0, gt = 0, tok = 0, total = 0;
+  int key = 0, ulo = 0, gt = 0, tok = 0, total = 0;
 };
 DGPS_HD constexpr FeedbackSummarySmem feedbackSummarySmem(int K, int C) {
   FeedbackSummarySmem m;
   const int KP = launch::pad16(K);
   const int keyBytes = C * launch::bf16Pitch(KP) * 2, gtBytes = C * launch::f32Pitch(C) * 4;
   int off = 0;
-  m.uT = off;
-  off += KP * (C + 4) * 4;
-  m.key = m.gt = off;
+  m.key = off;
+  off += keyBytes;
+  m.ulo = m.gt = off;
   off += keyBytes > gtBytes ? keyBytes : gtBytes;
   m.tok = off;
   off += (8 * C + 8) * 4;

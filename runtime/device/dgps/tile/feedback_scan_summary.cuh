@@ -16,37 +16,34 @@
 // so that the pass computes c = a − tri·((x²) d) and d ← L_C d + Σ_j y_j c_j x_j² from the raw rows alone.
 //
 // Shared memory: tile/feedback_scan_layout.h feedbackSummarySmem(K, C) at `sm` (FeedbackSummaryTiles names its parts). The
-// caller loads the raw rows into `key` (pitch bf16Pitch(KP)) and β, ln ρ into the [C] vectors `beta`, `logret`
-// (0 on pad rows), then synchronises; the row tile is dead after the u tile is built (𝒢 overwrites it).
-// About 2C²K (the Gram matrix) + C³/3 (the inverse) FLOPs; the CTA's threads share every step.
+// caller loads the raw rows into `key` (pitch bf16Pitch(KP), pad rows and channels zero) and β, ln ρ into the [C]
+// vectors `beta`, `logret` (0 on pad rows), then synchronises. The key tile is rewritten in place into u's bf16 high
+// part, and u's low part is overlaid by 𝒢 once the Gram product has read it.
+// About 2C²K (the Gram matrix, on tensor cores) + C³/3 (the inverse) FLOPs; the CTA's NW warps share every step.
 #pragma once
 
 #include "dgps/device/tri_inverse.cuh"
 #include "dgps/tile/chunk_rows.cuh"
 #include "dgps/tile/feedback_scan_layout.h"
+#include "dgps/tile/row_norm.cuh"
 
 namespace dgps {
 namespace tile {
 
-/// Four floats read as one 16-byte shared-memory access.
-struct alignas(16) F4x {
-  float v[4];
-};
-
-/// The parts of the summary's shared memory (feedback_scan_layout.h FeedbackSummarySmem): the u tile transposed
-/// [KP][C+4], the raw key [C][bf16Pitch(KP)] aliased by 𝒢/𝒯 [C][f32Pitch(C)], and eight [C] per-row vectors
-/// (rk, rk², κ, β, ρ then the column factor, cum [C+1]).
+/// The parts of the summary's shared memory (feedback_scan_layout.h FeedbackSummarySmem): the raw key [C][PQ]
+/// (16-bit), rewritten in place into u's high part (bf16); u's low part [C][PQ] (bf16), aliased by 𝒢/𝒯 [C][GP]
+/// (f32) after the Gram product; eight [C] per-row vectors (rk, rk², κ, β, ρ then the column factor, cum [C+1]).
 template <int C, int K>
 struct FeedbackSummaryTiles {
   static constexpr FeedbackSummarySmem SM = feedbackSummarySmem(K, C);
-  static constexpr int UP = C + 4, GP = launch::f32Pitch(C);
-  float* uT;
-  uint16_t* key;
+  static constexpr int KP = launch::pad16(K), PQ = launch::bf16Pitch(KP), GP = launch::f32Pitch(C);
+  uint16_t* key;  ///< the raw key rows, then u's high part
+  uint16_t* ulo;  ///< u's low part
   float* G;
   float *rk, *rk2, *kap, *bet, *colf, *cum;
   DGPS_DEV explicit FeedbackSummaryTiles(unsigned char* sm)
-      : uT(dev::smem_at<float>(sm, SM.uT)),
-        key(dev::smem_at<uint16_t>(sm, SM.key)),
+      : key(dev::smem_at<uint16_t>(sm, SM.key)),
+        ulo(dev::smem_at<uint16_t>(sm, SM.ulo)),
         G(dev::smem_at<float>(sm, SM.gt)),
         rk(dev::smem_at<float>(sm, SM.tok)),
         rk2(rk + C),
@@ -58,19 +55,50 @@ struct FeedbackSummaryTiles {
   DGPS_DEV RowVec logret() const { return RowVec{colf, 1}; }
 };
 
-/// rk, rk², κ per row (one warp per row, from the raw input bits as the token scan) and cum (thread 0).
+/// rk, rk², κ per row from the raw input bits (as the token scan): LR lanes share a row and read it by 16-byte
+/// pieces (row_norm.cuh's split), so a row costs one butterfly. Meanwhile warp 0 scans ln ρ into cum.
 template <int C, int K, class Codec>
-DGPS_DEV void feedback_row_factors(const FeedbackSummaryTiles<C, K>& s, int pitch, float eta, bool l2norm,
-                                    float eps, int Lr) {
-  const int nt = dev::nthreads();
-  for (int i = dev::warp(); i < C; i += nt / 32) {
-    float ss = 0.f;
-    for (int x = dev::lane(); x < K; x += 32) {
-      const float v = Codec::load(s.key[i * pitch + x]);
-      ss += v * v;
+DGPS_DEV void feedback_row_factors(const FeedbackSummaryTiles<C, K>& s, float eta, bool l2norm, float eps, int Lr) {
+  using Tiles = FeedbackSummaryTiles<C, K>;
+  constexpr int CH = Tiles::KP / 8, LR = norm_lanes_per_row(CH), PPL = (CH + LR - 1) / LR, RPS = 32 / LR;
+  const int nw = dev::nthreads() / 32, sub = dev::lane() % LR, rl = dev::lane() / LR;
+  if (dev::warp() == 0) {  // cum_i = Σ_{l<i} ln ρ_l: E consecutive rows per lane, then a warp scan
+    constexpr int E = (C + 31) / 32;
+    float v[E], run = 0.f;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const int i = dev::lane() * E + e;
+      run += i < C ? s.colf[i] : 0.f;
+      v[e] = run;
     }
-    ss = dev::warp_sum(ss);
-    if (dev::lane() == 0) {
+    const float incl = dev::warp_inclusive_scan(run);
+    const float before = dev::shfl_up(incl, 1);
+    const float base = dev::lane() == 0 ? 0.f : before;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const int i = dev::lane() * E + e;
+      if (i < C) s.cum[i + 1] = base + v[e];
+    }
+    if (dev::lane() == 0) s.cum[0] = 0.f;
+  }
+  for (int i0 = dev::warp() * RPS; i0 < C; i0 += nw * RPS) {
+    const int i = i0 + rl;
+    float ss = 0.f;
+#pragma unroll
+    for (int j = 0; j < PPL; ++j) {
+      const int ch = sub + j * LR;
+      if (i >= C || ch >= CH) continue;
+      const dev::U4 x = *reinterpret_cast<const dev::U4*>(s.key + i * Tiles::PQ + ch * 8);
+      const uint32_t wv[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float a0 = Codec::load((uint16_t)(wv[e] & 0xffffu)), a1 = Codec::load((uint16_t)(wv[e] >> 16));
+        ss += a0 * a0 + a1 * a1;
+      }
+    }
+#pragma unroll
+    for (int m = LR / 2; m >= 1; m >>= 1) ss += dev::shfl_xor(ss, m);
+    if (i < C && sub == 0) {
       const float r = l2norm ? dev::rsqrt(ss + eps) : 1.f;
       const float nk = ss * r * r;
       s.rk[i] = i < Lr ? r : 0.f;
@@ -78,59 +106,88 @@ DGPS_DEV void feedback_row_factors(const FeedbackSummaryTiles<C, K>& s, int pitc
       s.kap[i] = (i < Lr && nk > 0.f) ? eta * s.bet[i] / nk : 0.f;
     }
   }
-  if (dev::tid() == 0) {  // C additions
-    float acc = 0.f;
-    s.cum[0] = 0.f;
-    for (int i = 0; i < C; ++i) s.cum[i + 1] = acc = acc + s.colf[i];
-  }
 }
 
-/// uT[x][i] = u_ix = (rk_i x_ix)²; pad rows are zero keys (rk = 0).
+/// u_ix = (rk_i x_ix)² split into bf16 parts u = hi + lo (about 16 mantissa bits together): hi in place of the raw
+/// key, lo in `ulo`; one 16-byte piece per step. Pad rows have rk = 0 and pad channels are zero, so their u is 0.
 template <int C, int K, class Codec>
-DGPS_DEV void feedback_u_tile(const FeedbackSummaryTiles<C, K>& s, int pitch) {
-  constexpr int UP = FeedbackSummaryTiles<C, K>::UP;
-  for (int e = dev::tid(); e < C * K; e += dev::nthreads()) {
-    const int i = e / K, x = e - i * K;
-    const float kh = Codec::load(s.key[i * pitch + x]) * s.rk[i];
-    s.uT[x * UP + i] = kh * kh;
+DGPS_DEV void feedback_u_split(const FeedbackSummaryTiles<C, K>& s) {
+  using Tiles = FeedbackSummaryTiles<C, K>;
+  constexpr int CH = Tiles::KP / 8;
+  for (int e = dev::tid(); e < C * CH; e += dev::nthreads()) {
+    const int i = e / CH, o = i * Tiles::PQ + (e - i * CH) * 8;
+    const dev::U4 x = *reinterpret_cast<const dev::U4*>(s.key + o);
+    const uint32_t wv[4] = {x.x, x.y, x.z, x.w};
+    const float r = s.rk[i];
+    uint32_t hi[4], lo[4];
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const float a0 = Codec::load((uint16_t)(wv[w] & 0xffffu)) * r, a1 = Codec::load((uint16_t)(wv[w] >> 16)) * r;
+      dev::split_bf16(hi[w], lo[w], a0 * a0, a1 * a1);
+    }
+    *reinterpret_cast<dev::U4*>(s.key + o) = dev::U4{hi[0], hi[1], hi[2], hi[3]};
+    *reinterpret_cast<dev::U4*>(s.ulo + o) = dev::U4{lo[0], lo[1], lo[2], lo[3]};
   }
 }
 
-/// 𝒢 (strictly lower) by 8x4 register tiles on and below the diagonal: two float4 of rows and one of columns of
-/// uT per key channel (3 shared loads per 32 FMAs); (C/8)(C/8 + 1) tiles, 72 at C = 64.
-template <int C, int K>
+/// 𝒢 (strictly lower) from the Gram matrix u uᵀ on tensor cores: 16x16 blocks on and below the diagonal, block q
+/// to warp q mod NW, each product hi·hi + hi·lo + lo·hi (dev::mma_split). The accumulators stay in registers over
+/// a barrier, because 𝒢 overwrites u's low part.
+template <int C, int K, int NW>
 DGPS_DEV void feedback_gram(const FeedbackSummaryTiles<C, K>& s) {
-  constexpr int UP = FeedbackSummaryTiles<C, K>::UP, GP = FeedbackSummaryTiles<C, K>::GP;
-  constexpr int NBI = C / 8, NTILE = NBI * (NBI + 1);
-  for (int q = dev::tid(); q < NTILE; q += dev::nthreads()) {
-    int bi = 0;  // block row bi holds tiles bj = 0 .. 2bi + 1 (columns up to its last row)
-    while ((bi + 1) * (bi + 2) <= q) ++bi;
-    const int bj = q - bi * (bi + 1);
-    float acc[8][4] = {};
+  using Tiles = FeedbackSummaryTiles<C, K>;
+  constexpr int NB = C / 16, NBLK = NB * (NB + 1) / 2, PER = (NBLK + NW - 1) / NW, KP = Tiles::KP, PQ = Tiles::PQ;
+  const int w = dev::warp();
+  // block q = R(R+1)/2 + J covers rows 16R.. and columns 16J.. (J <= R)
+  auto block_of = [](int q, int& R, int& J) {
+    R = 0;
+    while ((R + 1) * (R + 2) / 2 <= q) ++R;
+    J = q - R * (R + 1) / 2;
+  };
+  float acc[PER][2][4];
+#pragma unroll
+  for (int u = 0; u < PER; ++u) {
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[u][nt][e] = 0.f;
+    const int q = w + u * NW;
+    if (q >= NBLK) continue;
+    int R, J;
+    block_of(q, R, J);
 #pragma unroll 2
-    for (int x = 0; x < K; ++x) {
-      const F4x ui0 = *reinterpret_cast<const F4x*>(s.uT + x * UP + 8 * bi);
-      const F4x ui1 = *reinterpret_cast<const F4x*>(s.uT + x * UP + 8 * bi + 4);
-      const F4x uj = *reinterpret_cast<const F4x*>(s.uT + x * UP + 4 * bj);
+    for (int k0 = 0; k0 < KP; k0 += 16) {
+      uint32_t ah[4], al[4], bh[4], bl[4];
+      dev::lds_a(ah, s.key, PQ, 16 * R, k0);
+      dev::lds_a(al, s.ulo, PQ, 16 * R, k0);
+      dev::lds_b_nk(bh, s.key, PQ, 16 * J, k0);
+      dev::lds_b_nk(bl, s.ulo, PQ, 16 * J, k0);
 #pragma unroll
-      for (int r = 0; r < 4; ++r)
-#pragma unroll
-        for (int c4 = 0; c4 < 4; ++c4) {
-          acc[r][c4] += ui0.v[r] * uj.v[c4];
-          acc[r + 4][c4] += ui1.v[r] * uj.v[c4];
-        }
+      for (int nt = 0; nt < 2; ++nt)
+        dev::mma_split(acc[u][nt], ah, al, bh[2 * nt], bh[2 * nt + 1], bl[2 * nt], bl[2 * nt + 1]);
     }
+  }
+  dev::sync_threads();  // every warp has read u's low part: 𝒢 may overwrite it
+  const int g = dev::lane() >> 2, tq = dev::lane() & 3;
 #pragma unroll
-    for (int r = 0; r < 8; ++r)
+  for (int u = 0; u < PER; ++u) {
+    const int q = w + u * NW;
+    if (q >= NBLK) continue;
+    int R, J;
+    block_of(q, R, J);
 #pragma unroll
-      for (int c4 = 0; c4 < 4; ++c4) {
-        const int i = 8 * bi + r, j = 4 * bj + c4;
-        if (i > j) s.G[i * GP + j] = s.bet[i] * s.kap[j] * dev::exp_(s.cum[i] - s.cum[j + 1]) * acc[r][c4];
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = 16 * R + g + 8 * (e >> 1), j = 16 * J + 8 * nt + 2 * tq + (e & 1);
+        if (i > j)
+          s.G[i * Tiles::GP + j] = s.bet[i] * s.kap[j] * dev::exp_(s.cum[i] - s.cum[j + 1]) * acc[u][nt][e];
       }
   }
 }
 
-/// tri and vec (above) from 𝒯 in s.G; the column factor β L rk² replaces ρ in colf.
+/// tri and vec (above) from 𝒯 in s.G, one warp per row j: its tri entries and its row sum Σ_m 𝒯_jm together; the
+/// column factor β L rk² replaces ρ in colf.
 template <int C, int K>
 DGPS_DEV void feedback_store_block(const FeedbackSummaryTiles<C, K>& s, float* tri, float* vec) {
   constexpr int GP = FeedbackSummaryTiles<C, K>::GP;
@@ -138,29 +195,34 @@ DGPS_DEV void feedback_store_block(const FeedbackSummaryTiles<C, K>& s, float* t
   const float* Tm = s.G;  // lower block triangle: 𝒯 (unit diagonal, zeros above it inside diagonal blocks)
   for (int m = t; m < C; m += nt) s.colf[m] = s.bet[m] * dev::exp_(s.cum[m]) * s.rk2[m];
   dev::sync_threads();
-  for (int j = dev::warp(); j < C; j += nt / 32)  // the lower triangle, one warp per row
-    for (int m = dev::lane(); m <= j; m += 32) tri[j * (j + 1) / 2 + m] = s.kap[j] * Tm[j * GP + m] * s.colf[m];
-  for (int j = t; j < C; j += nt) {
-    float acc = 0.f;
-    for (int m = 0; m <= j; ++m) acc += Tm[j * GP + m];
-    vec[j] = s.kap[j] * acc;
-    vec[C + j] = dev::exp_(s.cum[C] - s.cum[j + 1]) * s.rk2[j];  // cum[C] = cum[Lr]: pad rows add no retention
+  for (int j = dev::warp(); j < C; j += nt / 32) {
+    float sum = 0.f;
+    for (int m = dev::lane(); m <= j; m += 32) {
+      const float v = Tm[j * GP + m];
+      tri[j * (j + 1) / 2 + m] = s.kap[j] * v * s.colf[m];
+      sum += v;
+    }
+    sum = dev::warp_sum(sum);
+    if (dev::lane() == 0) {
+      vec[j] = s.kap[j] * sum;
+      vec[C + j] = dev::exp_(s.cum[C] - s.cum[j + 1]) * s.rk2[j];  // cum[C] = cum[Lr]: pad rows add no retention
+    }
   }
   if (t < 4) vec[2 * C + t] = t == 0 ? dev::exp_(s.cum[C]) : 0.f;
 }
 
-/// The whole summary of one chunk (file comment), after the caller's loads and barrier. `tri` and `vec` are
-/// the CTA's (chunk slot, key head) entries of the workspace regions hgtri and hgvec.
-template <int C, int K, int KP, class Codec>
+/// The whole summary of one chunk (file comment), after the caller's loads and barrier, by a CTA of NW warps.
+/// `tri` and `vec` are the CTA's (chunk slot, key head) entries of the workspace regions hgtri and hgvec.
+template <int C, int K, int KP, int NW, class Codec>
 DGPS_DEV void feedback_chunk_summary(const FeedbackSummaryTiles<C, K>& s, float* tri, float* vec, float eta,
                                       bool l2norm, float eps, int Lr) {
-  static_assert(C % 16 == 0, "invert_unit_lower works on 16-row blocks");
-  constexpr int PQ = launch::bf16Pitch(KP);
-  feedback_row_factors<C, K, Codec>(s, PQ, eta, l2norm, eps, Lr);
+  static_assert(C % 16 == 0, "the Gram blocks and invert_unit_lower work on 16-row blocks");
+  static_assert(KP == FeedbackSummaryTiles<C, K>::KP, "KP is pad16(K)");
+  feedback_row_factors<C, K, Codec>(s, eta, l2norm, eps, Lr);
   dev::sync_threads();
-  feedback_u_tile<C, K, Codec>(s, PQ);
-  dev::sync_threads();  // the key tile is dead from here: 𝒢 overwrites it
-  feedback_gram<C, K>(s);
+  feedback_u_split<C, K, Codec>(s);
+  dev::sync_threads();
+  feedback_gram<C, K, NW>(s);
   dev::sync_threads();
   // 𝒯 = (I + 𝒢)^{-1} in place, as chunk_local inverts its KKT block (16x16 diagonal blocks by f32
   // substitution, the block merge on tensor cores with split-bf16 operands: about 16 mantissa bits).
