@@ -335,7 +335,7 @@ SmemLayout feedbackSummaryLayout() {
   SmemLayout ulo, gt, m;
   ulo.region("ulo", paddedKeyTile());
   gt.region("gt", chunk() * f32RowBytes(chunk()));
-  m.region("key", paddedKeyTile()).overlay({ulo, gt}).region("tok", (chunk() * 8 + 8) * 4);
+  m.region("key", paddedKeyTile()).overlay({ulo, gt}).region("tok", (chunk() * 8 + 8) * 4).region("bar", LaunchExpr(16));
   return m;
 }
 

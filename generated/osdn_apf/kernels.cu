@@ -168,7 +168,7 @@ DGPS_HD constexpr DecodeSmem decode_smem() {
   return m;
 }
 }  // namespace dgps_package
-extern "C" __global__ void dgps_osdn_apf_fwd_precond_summary(dgps::ForwardArgs a) {
+extern "C" __global__ void dgps_osdn_apf_fwd_precond_summary(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (osdn_apf_precond_summary, grid chunk_key_head: one CTA per chunk slot and key head).
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
@@ -187,15 +187,16 @@ extern "C" __global__ void dgps_osdn_apf_fwd_precond_summary(dgps::ForwardArgs a
   at.Lr = (int)dev::lmin(C, sq.len - c * C);
   unsigned char* const sm = dev::dyn_smem();
   const t::FeedbackSummaryTiles<C, K> hs(sm);  // tile/feedback_scan_layout.h feedbackSummarySmem
+  const t::RowCopy rc = t::row_copy<C>(a, at, hs.bar, 32);
   uint16_t* const t0 = hs.key;
-  t::load_rows16<C, KP>(t0, PQ, a.k, at, H, h, K);
+  t::load_rows16<C, KP>(rc, a.k_rows, t0, PQ, a.k, at, H, h, K);
   const t::RowVec t1 = hs.beta();
   const t::RowVec t2 = hs.logret();
   for (int i = dev::tid(); i < C; i += dev::nthreads()) {
     t::load_row_scalars(t1, a.beta, at, a.heads_v, h * (a.heads_v / H), i);
     t::load_row_scalars(t2, a.precond_g, at, H, h, i);
   }
-  t::wait_rows();
+  t::wait_rows(rc);
   t::feedback_chunk_summary<C, K, KP, dgps::cfg::WARPS, Codec>(hs, reinterpret_cast<float*>(ws + W.hgtri) + (slot * H + h) * dgps::tile::feedbackTriFloats(C),
       reinterpret_cast<float*>(ws + W.hgvec) + (slot * H + h) * dgps::tile::feedbackVecFloats(C), 1.0f, true, 1e-06f, at.Lr);
 }

@@ -228,6 +228,7 @@ TEST(LaunchRules, FeedbackScanLayoutsMatchTheTileLibrary) {
       EXPECT_EQ(sum["ulo"], a.ulo);
       EXPECT_EQ(sum["gt"], a.gt);
       EXPECT_EQ(sum["tok"], a.tok);
+      EXPECT_EQ(sum["bar"], a.bar);
       EXPECT_EQ(sum["total"], a.total);
       const tile::FeedbackPassSmem b = tile::feedbackPassSmem(K, C);
       EXPECT_EQ(pass["stage_bytes"], b.stage_bytes);

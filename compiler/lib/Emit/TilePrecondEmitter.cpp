@@ -37,8 +37,9 @@ bool isVec(Type t) { return cast<TileType>(t).getRank() == 1; }
 
 class SummaryEmitter {
  public:
-  /// `rowCopy`: the kernel declared the RowCopy `rc` (the layout's `bar`), so the key rows go by a tensor copy.
-  SummaryEmitter(std::ostringstream& os, bool rowCopy) : os_(os), rowCopy_(rowCopy) {}
+  /// The kernel has declared the RowCopy `rc` (its layout's `bar`): the key rows go by a tensor copy where the
+  /// runtime encoded the map (tile/chunk_rows.cuh RowCopy), else by cp.async.
+  explicit SummaryEmitter(std::ostringstream& os) : os_(os) {}
 
   LogicalResult block(Block& body) {
     // OSDN's summary: its operands live in the hypergrad layout's named parts
@@ -133,10 +134,9 @@ class SummaryEmitter {
       return success();
     }
     rowsValue_ = op.getResult();
-    if (rowCopy_)  // by a tensor copy where the runtime encoded the map (tile/chunk_rows.cuh RowCopy)
-      os_ << "  t::load_rows16<C, KP>(rc, a.k_rows, " << n << ", PQ, a.k, at, H, h, K);\n";
-    else
-      os_ << "  t::load_rows16<C, KP>(" << n << ", PQ, a." << op.getName().str() << ", at, H, h, K);\n";
+    if (op.getName() != "k")
+      return op.emitOpError("precond_summary's [C, K] rows are the key (its tensor map is a.k_rows)");
+    os_ << "  t::load_rows16<C, KP>(rc, a.k_rows, " << n << ", PQ, a.k, at, H, h, K);\n";
     pendingLoads_ = true;
     return success();
   }
@@ -165,7 +165,7 @@ class SummaryEmitter {
           return success();
         })
         .Case<BarrierOp>([&](auto) {
-          os_ << (!pendingLoads_ ? "  dev::sync_threads();\n" : rowCopy_ ? "  t::wait_rows(rc);\n" : "  t::wait_rows();\n");
+          os_ << (!pendingLoads_ ? "  dev::sync_threads();\n" : "  t::wait_rows(rc);\n");
           pendingLoads_ = false;
           return success();
         })
@@ -213,7 +213,6 @@ class SummaryEmitter {
   bool hypergrad_ = false;                     ///< the function holds tile.hypergrad_chunk_summary
   int nextColumn_ = 0;
   bool rowsUsed_ = false, pendingLoads_ = false;
-  const bool rowCopy_;
 };
 
 /// `f`: the function's tile.launch_features, which fix the workspace layout (a clamped hypergrad_ogd scan's has
@@ -235,7 +234,7 @@ void prologue(std::ostringstream& os, func::FuncOp fn, const std::string& symbol
 FailureOr<std::string> emitSummary(func::FuncOp fn, const std::string& symbol, const launch::FeatureSet& f) {
   std::ostringstream os;
   const bool hypergrad = !fn.getBody().front().getOps<HypergradChunkSummaryOp>().empty();
-  prologue(os, fn, symbol, "grid chunk_key_head: one CTA per chunk slot and key head", f, !hypergrad);
+  prologue(os, fn, symbol, "grid chunk_key_head: one CTA per chunk slot and key head", f, true);
   os << "  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;\n";
   os << "  constexpr int KP = dgps::cfg::KP, PQ = dgps::launch::bf16Pitch(KP);\n";
   os << "  const int64_t slot = dev::block_x() / H, h = dev::block_x() - slot * H;\n";
@@ -250,8 +249,9 @@ FailureOr<std::string> emitSummary(func::FuncOp fn, const std::string& symbol, c
     os << "  const t::RowCopy rc = t::row_copy<C>(a, at, dev::smem_at<uint64_t>(sm, L.bar), 32);\n";
   } else {
     os << "  const t::FeedbackSummaryTiles<C, K> hs(sm);  // tile/feedback_scan_layout.h feedbackSummarySmem\n";
+    os << "  const t::RowCopy rc = t::row_copy<C>(a, at, hs.bar, 32);\n";
   }
-  SummaryEmitter e(os, !hypergrad);
+  SummaryEmitter e(os);
   if (failed(e.block(fn.getBody().front()))) return failure();
   os << "}\n";
   return os.str();

@@ -26,8 +26,9 @@ constexpr int kFeedbackPassThreads = 256;
 ///   ulo  bf16 [C][KP+8]    u's bf16 low part, overlaid by gt once the Gram product has read it
 ///   gt   f32 [C][C+4]      𝒢 (strictly lower), inverted in place into 𝒯 = (I + 𝒢)^{-1} (tri_inverse.cuh)
 ///   tok  f32 [8][C] + 8    per-token scalars (rk, rk², κ, β, column factor, cum [C+1])
+///   bar  16 bytes          the mbarrier of the key's tensor copy (tile/chunk_rows.cuh RowCopy)
 struct FeedbackSummarySmem {
-  int key = 0, ulo = 0, gt = 0, tok = 0, total = 0;
+  int key = 0, ulo = 0, gt = 0, tok = 0, bar = 0, total = 0;
 };
 DGPS_HD constexpr FeedbackSummarySmem feedbackSummarySmem(int K, int C) {
   FeedbackSummarySmem m;
@@ -40,6 +41,8 @@ DGPS_HD constexpr FeedbackSummarySmem feedbackSummarySmem(int K, int C) {
   off += keyBytes > gtBytes ? keyBytes : gtBytes;
   m.tok = off;
   off += (8 * C + 8) * 4;
+  m.bar = off;
+  off += 16;
   m.total = off;
   return m;
 }

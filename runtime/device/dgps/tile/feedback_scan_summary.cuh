@@ -32,7 +32,8 @@ namespace tile {
 
 /// The parts of the summary's shared memory (feedback_scan_layout.h FeedbackSummarySmem): the raw key [C][PQ]
 /// (16-bit), rewritten in place into u's high part (bf16); u's low part [C][PQ] (bf16), aliased by 𝒢/𝒯 [C][GP]
-/// (f32) after the Gram product; eight [C] per-row vectors (rk, rk², κ, β, ρ then the column factor, cum [C+1]).
+/// (f32) after the Gram product; eight [C] per-row vectors (rk, rk², κ, β, ρ then the column factor, cum [C+1]);
+/// the key copy's mbarrier.
 template <int C, int K>
 struct FeedbackSummaryTiles {
   static constexpr FeedbackSummarySmem SM = feedbackSummarySmem(K, C);
@@ -41,6 +42,7 @@ struct FeedbackSummaryTiles {
   uint16_t* ulo;  ///< u's low part
   float* G;
   float *rk, *rk2, *kap, *bet, *colf, *cum;
+  uint64_t* bar;  ///< the key's tensor copy (tile/chunk_rows.cuh RowCopy)
   DGPS_DEV explicit FeedbackSummaryTiles(unsigned char* sm)
       : key(dev::smem_at<uint16_t>(sm, SM.key)),
         ulo(dev::smem_at<uint16_t>(sm, SM.ulo)),
@@ -50,7 +52,8 @@ struct FeedbackSummaryTiles {
         kap(rk + 2 * C),
         bet(rk + 3 * C),
         colf(rk + 4 * C),
-        cum(rk + 5 * C) {}
+        cum(rk + 5 * C),
+        bar(dev::smem_at<uint64_t>(sm, SM.bar)) {}
   DGPS_DEV RowVec beta() const { return RowVec{bet, 1}; }
   DGPS_DEV RowVec logret() const { return RowVec{colf, 1}; }
 };
@@ -186,25 +189,34 @@ DGPS_DEV void feedback_gram(const FeedbackSummaryTiles<C, K>& s) {
   }
 }
 
-/// tri and vec (above) from 𝒯 in s.G, one warp per row j: its tri entries and its row sum Σ_m 𝒯_jm together; the
-/// column factor β L rk² replaces ρ in colf.
+/// tri and vec (above) from 𝒯 in s.G; the column factor β L rk² replaces ρ in colf. Eight lanes share a row j
+/// (a warp step covers four rows): each writes its tri entries m ≡ lane (mod 8) and adds them up, and a
+/// three-step butterfly gives the row sum Σ_m 𝒯_jm. Why: with a warp per row the five dependent shuffles of every
+/// row's sum and its divergent tail took more than a third of the role's stall samples (docs/performance.md, run 21).
 template <int C, int K>
 DGPS_DEV void feedback_store_block(const FeedbackSummaryTiles<C, K>& s, float* tri, float* vec) {
-  constexpr int GP = FeedbackSummaryTiles<C, K>::GP;
-  const int t = dev::tid(), nt = dev::nthreads();
+  constexpr int GP = FeedbackSummaryTiles<C, K>::GP, LPR = 8, RPS = 32 / LPR, PER = C / LPR;
+  static_assert(C % RPS == 0, "a warp step covers whole rows");
+  const int t = dev::tid(), nt = dev::nthreads(), sub = dev::lane() % LPR;
   const float* Tm = s.G;  // lower block triangle: 𝒯 (unit diagonal, zeros above it inside diagonal blocks)
   for (int m = t; m < C; m += nt) s.colf[m] = s.bet[m] * dev::exp_(s.cum[m]) * s.rk2[m];
   dev::sync_threads();
-  for (int j = dev::warp(); j < C; j += nt / 32) {
+  for (int j = dev::warp() * RPS + dev::lane() / LPR; j < C; j += (nt / 32) * RPS) {
+    const float kj = s.kap[j];
+    float* const row = tri + j * (j + 1) / 2;
     float sum = 0.f;
-    for (int m = dev::lane(); m <= j; m += 32) {
+#pragma unroll
+    for (int r = 0; r < PER; ++r) {
+      const int m = sub + LPR * r;
+      if (m > j) continue;
       const float v = Tm[j * GP + m];
-      tri[j * (j + 1) / 2 + m] = s.kap[j] * v * s.colf[m];
+      row[m] = kj * v * s.colf[m];
       sum += v;
     }
-    sum = dev::warp_sum(sum);
-    if (dev::lane() == 0) {
-      vec[j] = s.kap[j] * sum;
+#pragma unroll
+    for (int o = LPR / 2; o >= 1; o >>= 1) sum += dev::shfl_xor(sum, o);
+    if (sub == 0) {
+      vec[j] = kj * sum;
       vec[C + j] = dev::exp_(s.cum[C] - s.cum[j + 1]) * s.rk2[j];  // cum[C] = cum[Lr]: pad rows add no retention
     }
   }
