@@ -342,9 +342,9 @@ SmemLayout feedbackSummaryLayout() {
 SmemLayout feedbackPassLayout() {
   SmemLayout stage, m;
   stage.region("key", paddedKeyTile()).region("tri", chunk() * (chunk() + 1) * 2).region("vec", (chunk() * 2 + 4) * 4);
-  m.stages(stage, 1, 2);
+  m.stages(stage, 1, tile::kFeedbackPassStages);
   m.region("d", KP() * 4).region("w", chunk() * 4).region("c", chunk() * 4);
-  m.region("part", tile::kFeedbackPassThreads * 4);
+  m.region("part", 2 * tile::kFeedbackPassThreads * 4);
   return m;
 }
 

@@ -47,8 +47,12 @@ DGPS_HD constexpr FeedbackSummarySmem feedbackSummarySmem(int K, int C) {
   return m;
 }
 
-/// The pass over chunks: two cp.async stages of {raw key bf16 [C][KP+8], hgtri, hgvec}, then d [KP], w [C],
-/// y⊙c [C] and the update's partial sums [threads] (f32).
+/// Cp.async stages of the pass: the operands of the two chunks after the current one load under its products (one
+/// stage ahead left the pass waiting on its loads: about a fifth of its stall samples, docs/performance.md run 21).
+constexpr int kFeedbackPassStages = 3;
+
+/// The pass over chunks: kFeedbackPassStages cp.async stages of {raw key bf16 [C][KP+8], hgtri, hgvec}, then
+/// d [KP] (pad channels 0), w [C], y⊙c [C] and the update's partial sums [2 * threads] (f32).
 struct FeedbackPassSmem {
   int stage_bytes = 0, key = 0, tri = 0, vec = 0;  ///< offsets in a stage
   int d = 0, w = 0, c = 0, part = 0, total = 0;
@@ -60,11 +64,11 @@ DGPS_HD constexpr FeedbackPassSmem feedbackPassSmem(int K, int C) {
   m.tri = C * launch::bf16Pitch(KP) * 2;
   m.vec = m.tri + feedbackTriFloats(C) * 4;
   m.stage_bytes = m.vec + feedbackVecFloats(C) * 4;
-  m.d = 2 * m.stage_bytes;
+  m.d = kFeedbackPassStages * m.stage_bytes;
   m.w = m.d + KP * 4;
   m.c = m.w + C * 4;
   m.part = m.c + C * 4;
-  m.total = m.part + kFeedbackPassThreads * 4;
+  m.total = m.part + 2 * kFeedbackPassThreads * 4;
   return m;
 }
 

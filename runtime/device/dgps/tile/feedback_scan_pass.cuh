@@ -9,8 +9,10 @@
 // d inside a chunk from (starts, coef) do not depend on which form ran.
 //
 // Launch: kFeedbackPassThreads threads (other block sizes return at once), shared memory feedback_scan_layout.h
-// feedbackPassSmem(K, C) at `sm`: two cp.async stages of {rows [C][bf16Pitch(KP)], tri, vec}, so the next
-// chunk's operands (which do not depend on d) load under the current chunk's products.
+// feedbackPassSmem(K, C) at `sm`: kFeedbackPassStages cp.async stages of {rows [C][bf16Pitch(KP)], tri, vec}, so
+// the next chunks' operands (which do not depend on d) load under the current chunk's products. The products read
+// the rows by 16-byte pieces (w) and channel pairs (the update): the pass is the sequential critical path, and
+// per-element reads made its chains twice as long.
 #pragma once
 
 #include "dgps/device/common.cuh"
@@ -44,17 +46,58 @@ DGPS_DEV void feedback_pass_issue(unsigned char* stage, const FeedbackPassSmem& 
   dev::cp_async_commit();
 }
 
+/// w_m = Σ_x x_mx² d_x by P adjacent lanes per row, each over every P-th 16-byte piece (8 channels) of the row.
+template <int C, int KP, int P, class Codec>
+DGPS_DEV void feedback_pass_w(float* w, const uint16_t* sK, const float* d, int t) {
+  constexpr int PQ = launch::bf16Pitch(KP), CH = KP / 8;
+  const int m = t / P, p = t - m * P;
+  float v = 0.f;
+  for (int pc = p; pc < CH; pc += P) {
+    const dev::U4 x = *reinterpret_cast<const dev::U4*>(sK + m * PQ + 8 * pc);
+    const dev::F4 d0 = *reinterpret_cast<const dev::F4*>(d + 8 * pc), d1 = *reinterpret_cast<const dev::F4*>(d + 8 * pc + 4);
+    const uint32_t wv[4] = {x.x, x.y, x.z, x.w};
+    const float dv[8] = {d0.x, d0.y, d0.z, d0.w, d1.x, d1.y, d1.z, d1.w};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float a0 = Codec::load((uint16_t)(wv[e] & 0xffffu)), a1 = Codec::load((uint16_t)(wv[e] >> 16));
+      v += a0 * a0 * dv[2 * e] + a1 * a1 * dv[2 * e + 1];
+    }
+  }
+#pragma unroll
+  for (int o = P / 2; o >= 1; o >>= 1) v += dev::shfl_xor(v, o);
+  if (p == 0) w[m] = v;
+}
+
+/// part[q][x] = Σ_{j ≡ q (mod Q), j < L} cc_j x_jx² for a channel pair per thread and Q = threads / (KP/2) row
+/// classes (the caller adds the Q partial sums).
+template <int KP, int NT, class Codec>
+DGPS_DEV void feedback_pass_update(float* part, const uint16_t* sK, const float* cc, int L, int t) {
+  constexpr int PQ = launch::bf16Pitch(KP), KH = KP / 2, Q = NT / KH;
+  static_assert(Q >= 1 && Q * KP <= 2 * NT, "the partial sums fit their region");
+  if (t >= Q * KH) return;
+  const int xp = t % KH, q = t / KH;
+  float v0 = 0.f, v1 = 0.f;
+  for (int j = q; j < L; j += Q) {
+    const uint32_t kk = *reinterpret_cast<const uint32_t*>(sK + j * PQ + 2 * xp);
+    const float k0 = Codec::load((uint16_t)(kk & 0xffffu)), k1 = Codec::load((uint16_t)(kk >> 16)), cj = cc[j];
+    v0 += cj * (k0 * k0);
+    v1 += cj * (k1 * k1);
+  }
+  part[q * KP + 2 * xp] = v0;
+  part[q * KP + 2 * xp + 1] = v1;
+}
+
 /// The pass over the `len` tokens of one sequence (file comment).
 template <int C, int K, int KP, class Codec>
 DGPS_DEV void feedback_chunk_pass(unsigned char* sm, const FeedbackPassIo& io, int64_t len, const float* s0,
                                    float absent, float* fin) {
-  constexpr int PQ = launch::bf16Pitch(KP);
   constexpr FeedbackPassSmem SM = feedbackPassSmem(K, C);
   // P lanes per row of the two products (a power of two <= 32: a row's lanes are adjacent in one warp), Q
-  // partial sums per channel of the update
-  constexpr int NT = tile::kFeedbackPassThreads, P = NT / C, Q = NT / K > 0 ? NT / K : 1;
+  // partial sums per channel pair of the update
+  constexpr int NT = tile::kFeedbackPassThreads, P = NT / C, NS = kFeedbackPassStages, Q = NT / (KP / 2);
   static_assert(NT % C == 0 && P <= 32 && (P & (P - 1)) == 0, "the pass maps its threads onto the chunk's rows");
-  static_assert(K <= NT, "the update needs a thread per key channel");
+  static_assert(KP / 2 <= NT, "the update needs a thread per channel pair");
+  static_assert(NS == 3, "the waits below count three stages");
   const int t = dev::tid(), nt = dev::nthreads();
   if (nt != NT) return;  // launched with the launch contract's kFeedbackPassThreads only
   const int64_t nch = (len + C - 1) / C;
@@ -63,37 +106,31 @@ DGPS_DEV void feedback_chunk_pass(unsigned char* sm, const FeedbackPassIo& io, i
   float* cc = dev::smem_at<float>(sm, SM.c);
   float* part = dev::smem_at<float>(sm, SM.part);
   auto rows = [&](int64_t ci) { return (int)dev::lmin(C, len - ci * C); };
+  auto issue = [&](int64_t ci) { feedback_pass_issue<C, KP>(sm + (ci % NS) * SM.stage_bytes, SM, io, ci, rows(ci), K); };
 
-  for (int x = t; x < K; x += nt) d[x] = s0 != nullptr ? s0[x] : absent;
-  if (nch > 0) feedback_pass_issue<C, KP>(sm, SM, io, 0, rows(0), K);
+  for (int x = t; x < KP; x += nt) d[x] = x >= K ? 0.f : s0 != nullptr ? s0[x] : absent;  // pad channels stay 0
+  for (int64_t ci = 0; ci < nch && ci < NS - 1; ++ci) issue(ci);
   for (int64_t ci = 0; ci < nch; ++ci) {
-    if (ci + 1 < nch) {  // the next chunk's operands do not depend on d: load them under this chunk's work
-      feedback_pass_issue<C, KP>(sm + ((ci + 1) & 1) * SM.stage_bytes, SM, io, ci + 1, rows(ci + 1), K);
+    // the stage of chunk ci + 2 held chunk ci − 1, whose readers passed the barrier ending that iteration
+    if (ci + 2 < nch) {
+      issue(ci + 2);
+      dev::cp_async_wait<2>();
+    } else if (ci + 1 < nch) {
       dev::cp_async_wait<1>();
     } else {
       dev::cp_async_wait<0>();
     }
     dev::sync_threads();
-    unsigned char* stage = sm + (ci & 1) * SM.stage_bytes;
+    unsigned char* stage = sm + (ci % NS) * SM.stage_bytes;
     const uint16_t* sK = dev::smem_at<uint16_t>(stage, SM.key);
     const float* sT = dev::smem_at<float>(stage, SM.tri);
     const float* sV = dev::smem_at<float>(stage, SM.vec);
     const int L = rows(ci);
     float* const st = io.starts + ci * io.slot_stride * K;
     for (int x = t; x < K; x += nt) st[x] = d[x];
-    {  // w = (x²) d: P adjacent lanes per row, each over every P-th channel
-      const int m = t / P, p = t - m * P;
-      float v = 0.f;
-      for (int x = p; x < K; x += P) {
-        const float k = Codec::load(sK[m * PQ + x]);
-        v += k * k * d[x];
-      }
-#pragma unroll
-      for (int o = P / 2; o >= 1; o >>= 1) v += dev::shfl_xor(v, o);
-      if (p == 0) w[m] = v;
-    }
+    feedback_pass_w<C, KP, P, Codec>(w, sK, d, t);
     dev::sync_threads();
-    {  // coef = a − tri·w over the lower triangle, same split; 0 for pad rows (never read)
+    {  // coef = a − tri·w over the lower triangle, P lanes per row; 0 for pad rows (never read)
       const int j = t / P, p = t - j * P;
       float v = 0.f;
       const float* row = sT + j * (j + 1) / 2;
@@ -107,23 +144,15 @@ DGPS_DEV void feedback_chunk_pass(unsigned char* sm, const FeedbackPassIo& io, i
       }
     }
     dev::sync_threads();
-    if (t < Q * K) {  // Σ_j y_j coef_j x_j², the rows split over Q partial sums per channel
-      const int x = t % K, q = t / K;
-      float v = 0.f;
-      for (int j = q; j < L; j += Q) {
-        const float k = Codec::load(sK[j * PQ + x]);
-        v += cc[j] * (k * k);
-      }
-      part[q * K + x] = v;
-    }
+    feedback_pass_update<KP, NT, Codec>(part, sK, cc, L, t);  // Σ_j y_j coef_j x_j²
     dev::sync_threads();
     const float decay = sV[2 * C];
     for (int x = t; x < K; x += nt) {  // each thread owns its channels of d
       float v = decay * d[x];
-      for (int q = 0; q < Q; ++q) v += part[q * K + x];
+      for (int q = 0; q < Q; ++q) v += part[q * KP + x];
       d[x] = v;
     }
-    dev::sync_threads();  // the stage is refilled by the next iteration's issue
+    dev::sync_threads();  // the stage is refilled two iterations on
   }
   if (fin != nullptr)
     for (int x = t; x < K; x += nt) fin[x] = d[x];
