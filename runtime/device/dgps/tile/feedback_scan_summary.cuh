@@ -58,8 +58,10 @@ struct FeedbackSummaryTiles {
   DGPS_DEV RowVec logret() const { return RowVec{colf, 1}; }
 };
 
-/// rk, rk², κ per row from the raw input bits (as the token scan): LR lanes share a row and read it by 16-byte
-/// pieces (row_norm.cuh's split), so a row costs one butterfly. Meanwhile warp 0 scans ln ρ into cum.
+/// Per row, from the raw input bits (as the token scan): rk, rk², κ, and u = (rk x)² split into bf16 parts
+/// u = hi + lo (about 16 mantissa bits together), hi in place of the raw key and lo in `ulo`. LR lanes share a row
+/// and keep its 16-byte pieces in registers (row_norm.cuh's split), so a row costs one butterfly and one read.
+/// Pad rows have rk = 0 and pad channels are zero, so their u is 0. Meanwhile warp 0 scans ln ρ into cum.
 template <int C, int K, class Codec>
 DGPS_DEV void feedback_row_factors(const FeedbackSummaryTiles<C, K>& s, float eta, bool l2norm, float eps, int Lr) {
   using Tiles = FeedbackSummaryTiles<C, K>;
@@ -86,50 +88,46 @@ DGPS_DEV void feedback_row_factors(const FeedbackSummaryTiles<C, K>& s, float et
   }
   for (int i0 = dev::warp() * RPS; i0 < C; i0 += nw * RPS) {
     const int i = i0 + rl;
+    uint32_t wv[PPL][4];
     float ss = 0.f;
 #pragma unroll
     for (int j = 0; j < PPL; ++j) {
       const int ch = sub + j * LR;
       if (i >= C || ch >= CH) continue;
       const dev::U4 x = *reinterpret_cast<const dev::U4*>(s.key + i * Tiles::PQ + ch * 8);
-      const uint32_t wv[4] = {x.x, x.y, x.z, x.w};
+      wv[j][0] = x.x, wv[j][1] = x.y, wv[j][2] = x.z, wv[j][3] = x.w;
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const float a0 = Codec::load((uint16_t)(wv[e] & 0xffffu)), a1 = Codec::load((uint16_t)(wv[e] >> 16));
+        const float a0 = Codec::load((uint16_t)(wv[j][e] & 0xffffu)), a1 = Codec::load((uint16_t)(wv[j][e] >> 16));
         ss += a0 * a0 + a1 * a1;
       }
     }
 #pragma unroll
     for (int m = LR / 2; m >= 1; m >>= 1) ss += dev::shfl_xor(ss, m);
-    if (i < C && sub == 0) {
-      const float r = l2norm ? dev::rsqrt(ss + eps) : 1.f;
-      const float nk = ss * r * r;
-      s.rk[i] = i < Lr ? r : 0.f;
-      s.rk2[i] = i < Lr ? r * r : 0.f;
-      s.kap[i] = (i < Lr && nk > 0.f) ? eta * s.bet[i] / nk : 0.f;
-    }
-  }
-}
-
-/// u_ix = (rk_i x_ix)² split into bf16 parts u = hi + lo (about 16 mantissa bits together): hi in place of the raw
-/// key, lo in `ulo`; one 16-byte piece per step. Pad rows have rk = 0 and pad channels are zero, so their u is 0.
-template <int C, int K, class Codec>
-DGPS_DEV void feedback_u_split(const FeedbackSummaryTiles<C, K>& s) {
-  using Tiles = FeedbackSummaryTiles<C, K>;
-  constexpr int CH = Tiles::KP / 8;
-  for (int e = dev::tid(); e < C * CH; e += dev::nthreads()) {
-    const int i = e / CH, o = i * Tiles::PQ + (e - i * CH) * 8;
-    const dev::U4 x = *reinterpret_cast<const dev::U4*>(s.key + o);
-    const uint32_t wv[4] = {x.x, x.y, x.z, x.w};
-    const float r = s.rk[i];
-    uint32_t hi[4], lo[4];
+    if (i < C) {
+      const float r = l2norm ? dev::rsqrt(ss + eps) : 1.f, rr = i < Lr ? r : 0.f;
+      if (sub == 0) {
+        const float nk = ss * r * r;
+        s.rk[i] = rr;
+        s.rk2[i] = rr * rr;
+        s.kap[i] = (i < Lr && nk > 0.f) ? eta * s.bet[i] / nk : 0.f;
+      }
 #pragma unroll
-    for (int w = 0; w < 4; ++w) {
-      const float a0 = Codec::load((uint16_t)(wv[w] & 0xffffu)) * r, a1 = Codec::load((uint16_t)(wv[w] >> 16)) * r;
-      dev::split_bf16(hi[w], lo[w], a0 * a0, a1 * a1);
+      for (int j = 0; j < PPL; ++j) {
+        const int ch = sub + j * LR;
+        if (ch >= CH) continue;
+        uint32_t hi[4], lo[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float a0 = Codec::load((uint16_t)(wv[j][e] & 0xffffu)) * rr;
+          const float a1 = Codec::load((uint16_t)(wv[j][e] >> 16)) * rr;
+          dev::split_bf16(hi[e], lo[e], a0 * a0, a1 * a1);
+        }
+        const int o = i * Tiles::PQ + ch * 8;
+        *reinterpret_cast<dev::U4*>(s.key + o) = dev::U4{hi[0], hi[1], hi[2], hi[3]};
+        *reinterpret_cast<dev::U4*>(s.ulo + o) = dev::U4{lo[0], lo[1], lo[2], lo[3]};
+      }
     }
-    *reinterpret_cast<dev::U4*>(s.key + o) = dev::U4{hi[0], hi[1], hi[2], hi[3]};
-    *reinterpret_cast<dev::U4*>(s.ulo + o) = dev::U4{lo[0], lo[1], lo[2], lo[3]};
   }
 }
 
@@ -231,8 +229,6 @@ DGPS_DEV void feedback_chunk_summary(const FeedbackSummaryTiles<C, K>& s, float*
   static_assert(C % 16 == 0, "the Gram blocks and invert_unit_lower work on 16-row blocks");
   static_assert(KP == FeedbackSummaryTiles<C, K>::KP, "KP is pad16(K)");
   feedback_row_factors<C, K, Codec>(s, eta, l2norm, eps, Lr);
-  dev::sync_threads();
-  feedback_u_split<C, K, Codec>(s);
   dev::sync_threads();
   feedback_gram<C, K, NW>(s);
   dev::sync_threads();
