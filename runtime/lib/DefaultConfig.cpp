@@ -30,11 +30,22 @@ TileConfig shapeDefaultConfig(const Manifest& manifest, std::int64_t sequences, 
 
 namespace {
 
-/// The manifest default with the full-GPU chunk rule: chunk 32 where the package's tunables allow it.
+/// Whether the package's preconditioner runs a pass over each sequence's chunks, one CTA per (sequence, head), that
+/// the segmented state pass does not split: hypergrad_ogd's (chunked or per token). Its cost is per chunk, so it
+/// doubles at chunk 32 on a long sequence: OSDN at B=1, T=32768 took 2.605 ms at chunk 32 against 2.176 at 64
+/// (docs/performance.md, run 21).
+bool sequentialPrecondPass(const Manifest& manifest) {
+  return manifest.features.precond == PrecondKind::Diagonal &&
+         manifest.features.precond_source == PrecondSource::HypergradOgd;
+}
+
+/// The manifest default with the full-GPU chunk rule: chunk 32 where the package's tunables allow it, unless a
+/// sequential preconditioner pass would walk twice the chunks.
 TileConfig fullWidthConfig(const Manifest& manifest) {
   TileConfig c = manifest.default_config;
   const std::vector<int>& chunks = manifest.tunables.chunk;
-  if (c.chunk > 32 && std::find(chunks.begin(), chunks.end(), 32) != chunks.end()) c.chunk = 32;
+  if (c.chunk > 32 && std::find(chunks.begin(), chunks.end(), 32) != chunks.end() && !sequentialPrecondPass(manifest))
+    c.chunk = 32;
   return c;
 }
 

@@ -93,6 +93,23 @@ TEST(ForwardDefaultConfig, ASegmentedLongSequenceKeepsTheFullWidth) {
   EXPECT_EQ(forwardDefaultConfig(m, call(1, 32768, true)), m.default_config);
 }
 
+TEST(ForwardDefaultConfig, ASequentialPreconditionerPassKeepsItsChunkWhenSplit) {
+  // OSDN's hypergrad_ogd pass walks each sequence's chunks in one CTA per head, outside the segmented split
+  Manifest m = manifestWith({32, 64, 128}, 128);
+  m.tunables.chunk = {32, 64};
+  m.features.precond = PrecondKind::Diagonal;
+  m.features.precond_source = PrecondSource::HypergradOgd;
+  const TileConfig c = forwardDefaultConfig(m, call(1, 32768, true));
+  EXPECT_EQ(c.chunk, 64);
+  EXPECT_EQ(c.block_v, 128);
+  EXPECT_GT(autoSegmentChunks(call(1, 32768, true), c), 0);
+  // a full GPU is not split: the shape rule's chunk 32 (OSDN at B=8: 0.855 against 0.876 ms at 64)
+  EXPECT_EQ(forwardDefaultConfig(m, call(8, 4096, true)).chunk, 32);
+  // the squash accumulator's pass is a short affine scan: it keeps the full-GPU rule
+  m.features.precond_source = PrecondSource::EmaSqSquash;
+  EXPECT_EQ(forwardDefaultConfig(m, call(1, 32768, true)).chunk, 32);
+}
+
 TEST(ForwardDefaultConfig, WithoutASplitItIsTheShapeRule) {
   Manifest m = manifestWith({32, 64, 128}, 128);
   m.tunables.chunk = {32, 64};

@@ -12,7 +12,8 @@
 // that is not a multiple of 16, C = 64; T = 100 (a partial chunk) with B = 2; varlen cu = {0, 37, 100} (a
 // sequence ending mid-chunk, slack slots) and cu = {0, 1, 1, 90} (a one-token and an empty sequence, a padded
 // buffer) when the spec allows it; with and without an initial preconditioner
-// state; H = 2 unless the spec fixes it, with the spec's GVA ratio; bf16 inputs, and fp16 once.
+// state; H = 2 unless the spec fixes it, with the spec's GVA ratio; bf16 inputs, and fp16 once. Every other chunk
+// in the spec's tuning once more (dense, and the padded varlen buffer) with 8 warps.
 //
 //   dgps-tile-precond-emu-check PACKAGE_DIR WORK_DIR
 #include <algorithm>
@@ -46,16 +47,17 @@ constexpr double kTolState = 1e-2;   // f32 state built from bf16 tensor-core pr
 // takes its Gram matrix on tensor cores with split-bf16 operands; with the high parts alone it errs by 2e-6..4e-6
 // here, which this bound must catch.
 constexpr double kTolPrecond = 1e-6;
-constexpr int kChunk = 64, kBlockV = 64, kWarps = 4, kStages = 2;
+constexpr int kChunk = 64, kBlockV = 64, kWarps = 4, kStages = 2;  // the main configuration
 
 int fail(const std::string& msg) {
   std::fprintf(stderr, "dgps-tile-precond-emu-check: %s\n", msg.c_str());
   return 1;
 }
 
-/// Compiles a package's kernels.cu for the emulator at head dims K = V (fp16 or bf16 inputs) and dlopens it.
-void* compileForEmu(const std::string& pkg, const std::string& so, int K, bool f16) {
-  return dgps_emu::loadForEmu(pkg + "/kernels.cu", so, {K, K, f16, kChunk, kBlockV, kWarps, kStages});
+/// Compiles a package's kernels.cu for the emulator at head dims K = V (fp16 or bf16 inputs), chunk C and
+/// chunk_local / precond_summary warps W, and dlopens it.
+void* compileForEmu(const std::string& pkg, const std::string& so, int K, bool f16, int C = kChunk, int W = kWarps) {
+  return dgps_emu::loadForEmu(pkg + "/kernels.cu", so, {K, K, f16, C, kBlockV, W, kStages});
 }
 
 
@@ -177,9 +179,9 @@ bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, int K, bool f16, 
   ls.varlen = cu.empty() ? 0 : 1;
   ls.f16 = f16 ? 1 : 0;
   dgps::launch::TileConfig tc;
-  tc.chunk = kChunk;
+  tc.chunk = m.chunk;
   tc.block_v = kBlockV;
-  tc.warps = kWarps;
+  tc.warps = m.warps;
   tc.stages = kStages;
   const dgps_emu::ManifestWorkspace W = dgps_emu::manifestWorkspace(m.dir, ls, tc);
   const size_t wsBytes = W.bytes;
@@ -206,7 +208,7 @@ bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, int K, bool f16, 
   a.heads_v = HV;
   a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)K));
   // full chunks load q and k by tensor copies (the partial last chunk by cp.async), as on an sm_90 GPU
-  dgps_emu::encodeRowMaps(a, a.batch * T, H, K, kChunk, 1);
+  dgps_emu::encodeRowMaps(a, a.batch * T, H, K, m.chunk, 1);
 
   int roles[dgps::launch::kMaxRoles];
   const int nr = dgps::launch::forwardRoles(f, roles);
@@ -215,7 +217,7 @@ bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, int K, bool f16, 
   // 1. the preconditioner roles
   int done = 0, covered = 0;
   a.workspace = wsTile.data();
-  if (a.row_maps != 0) dgps_emu::encodeWorkspaceMaps(a, W, ls, kChunk);
+  if (a.row_maps != 0) dgps_emu::encodeWorkspaceMaps(a, W, ls, m.chunk);
   a.final_precond_state = pTile.data();
   for (; done < nr && ok; ++done) {
     const std::string role = dgps::launch::roleName(roles[done]);
@@ -301,6 +303,24 @@ int run(int argc, char** argv) {
     // a one-token sequence, an empty one and one over several chunks in a padded buffer
     if (spec.varlen && K == dims.front())
       ok = checkOnce(spec, m, K, false, 1, 100, {0, 1, 1, 90}, 7153 + K, true) && ok;
+  }
+  // every other chunk the spec's tuning allows, at the smallest dim and its other warp count (the kernels' block
+  // assignments depend on both): dense, and the padded buffer with a one-token and an empty sequence
+  for (int C : spec.tuning.chunk) {
+    if (C == kChunk) continue;
+    const int K = dims.front(), W = std::find(spec.tuning.warps.begin(), spec.tuning.warps.end(), 8) !=
+                                            spec.tuning.warps.end() ? 8 : kWarps;
+    const std::string tag = work + "/" + spec.name + "_k" + std::to_string(K) + "_c" + std::to_string(C);
+    LoadedPackage m;
+    m.tile = compileForEmu(tilePkg, tag + "_tile_precond_emu.so", K, false, C, W);
+    m.writeKey = dgps_emu::packageWriteKeyOf(tilePkg);
+    m.dir = tilePkg;
+    m.chunk = C;
+    m.warps = W;
+    if (!m.tile) return fail("cannot build the chunk " + std::to_string(C) + " emulated kernels of " + spec.name);
+    std::printf("  chunk %d, %d warps:\n", C, W);
+    ok = checkOnce(spec, m, K, false, 2, 100, {}, 7350 + K, true) && ok;
+    if (spec.varlen) ok = checkOnce(spec, m, K, false, 1, 100, {0, 1, 1, 90}, 7351 + K, true) && ok;
   }
   if (std::find(spec.input_dtypes.begin(), spec.input_dtypes.end(), dgps::DType::F16) != spec.input_dtypes.end()) {
     const int K = *std::min_element(dims.begin(), dims.end());
