@@ -305,11 +305,11 @@ extern "C" __global__ void dgps_pdn_fwd_chunk_local(DGPS_GRID_CONST dgps::Forwar
     // the scan's read-out (soft_power): P = base^(−u/(1+|u|)), u = ln(s_i + eps) − center: a soft power of the state after row i's step
     struct ScanReadout {
       enum : bool { kDeferred = true };
-      float neg_log2_base, eps, center;
+      dgps::dev::SoftPower sp;
       DGPS_DEV float step(float s) const { return s; }
-      DGPS_DEV float operator()(float, float next) const { return dgps::dev::soft_power(dgps::dev::fmax_(next, 0.f), eps, center, neg_log2_base); }
+      DGPS_DEV float operator()(float, float next) const { return sp(dgps::dev::fmax_(next, 0.f)); }
     };
-    const ScanReadout ro{-dgps::dev::lg2(1.5f), 1e-06f, t5};
+    const ScanReadout ro{dgps::dev::SoftPower::of(-dgps::dev::lg2(1.5f), 1e-06f, t5)};
     t::channel_scan_apply<C, K, KP, Codec>(t13, t6, t7, t12, t1, t1, PQ, at.Lr, ro);
   }
   if (dgps::cfg::kInputF16) {

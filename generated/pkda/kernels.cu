@@ -314,11 +314,11 @@ extern "C" __global__ void dgps_pkda_fwd_chunk_local(DGPS_GRID_CONST dgps::Forwa
     // the scan's read-out (soft_power): P = base^(−u/(1+|u|)), u = ln(s_i + eps) − center: a soft power of the state after row i's step
     struct ScanReadout {
       enum : bool { kDeferred = true };
-      float neg_log2_base, eps, center;
+      dgps::dev::SoftPower sp;
       DGPS_DEV float step(float s) const { return s; }
-      DGPS_DEV float operator()(float, float next) const { return dgps::dev::soft_power(dgps::dev::fmax_(next, 0.f), eps, center, neg_log2_base); }
+      DGPS_DEV float operator()(float, float next) const { return sp(dgps::dev::fmax_(next, 0.f)); }
     };
-    const ScanReadout ro{-dgps::dev::lg2(1.5f), 1e-06f, t6};
+    const ScanReadout ro{dgps::dev::SoftPower::of(-dgps::dev::lg2(1.5f), 1e-06f, t6)};
     t::channel_scan_apply<C, K, KP, Codec>(t15, t7, t8, t14, t1, t1, PQ, at.Lr, ro);
   }
   dev::sync_threads();

@@ -8,9 +8,9 @@
 namespace dgps {
 namespace {
 
-/// One member of the functor: its name and the CUDA expression it is initialised from.
+/// One member of the functor: its type, its name and the CUDA expression it is initialised from.
 struct Member {
-  std::string name, init;
+  std::string type, name, init;
 };
 
 /// The functor's parts for one read-out: a comment line, its members, the bodies of step and operator(), and
@@ -25,13 +25,13 @@ struct Parts {
 Parts softPower(const ScanReadoutSpec& r) {
   Parts p;
   p.comment = "P = base^(−u/(1+|u|)), u = ln(s_i + eps) − center: a soft power of the state after row i's step";
-  // −log2(base) once, as the scan did before the read-out became a functor (ex2 of a product per row)
-  p.members = {{"neg_log2_base", "-dgps::dev::lg2(" + cudaFloatLiteral(r.base.value_or(0.0)) + ")"},
-               {"eps", cudaFloatLiteral(r.eps.value_or(0.0))},
-               {"center", r.center.empty() ? "0.f" : r.center}};
+  // the constants once per CTA (dev::SoftPower folds them into two FMAs per row)
+  p.members = {{"dgps::dev::SoftPower", "sp",
+                "dgps::dev::SoftPower::of(-dgps::dev::lg2(" + cudaFloatLiteral(r.base.value_or(0.0)) + "), " +
+                    cudaFloatLiteral(r.eps.value_or(0.0)) + ", " + (r.center.empty() ? "0.f" : r.center) + ")"}};
   p.step = "return s;";
   // the state of a scan of squares is >= 0; the clamp at 0 keeps ln finite should a coefficient be negative
-  p.read = "return dgps::dev::soft_power(dgps::dev::fmax_(next, 0.f), eps, center, neg_log2_base);";
+  p.read = "return sp(dgps::dev::fmax_(next, 0.f));";
   // a log, a reciprocal and an exp2 per row: after the batch's steps, so the rows' read-outs overlap
   p.deferred = true;
   return p;
@@ -44,11 +44,11 @@ Parts clamped(const ScanReadoutSpec& r, bool post) {
               (bounds.empty() ? " (no projection)" : "; the state is projected onto " + bounds + " after each step");
   std::string s = "s";
   if (r.min) {
-    p.members.push_back({"min", cudaFloatLiteral(*r.min)});
+    p.members.push_back({"float", "min", cudaFloatLiteral(*r.min)});
     s = "dgps::dev::fmax_(" + s + ", min)";
   }
   if (r.max) {
-    p.members.push_back({"max", cudaFloatLiteral(*r.max)});
+    p.members.push_back({"float", "max", cudaFloatLiteral(*r.max)});
     s = "dgps::dev::fmin_(" + s + ", max)";
   }
   p.step = "return " + s + ";";
@@ -67,11 +67,7 @@ void printScanReadout(std::ostream& os, const std::string& indent, const ScanRea
      << "\n";
   os << indent << "struct ScanReadout {\n";
   os << indent << "  enum : bool { kDeferred = " << (p.deferred ? "true" : "false") << " };\n";
-  if (!p.members.empty()) {
-    os << indent << "  float ";
-    for (size_t i = 0; i < p.members.size(); ++i) os << (i ? ", " : "") << p.members[i].name;
-    os << ";\n";
-  }
+  for (const Member& m : p.members) os << indent << "  " << m.type << " " << m.name << ";\n";
   os << indent << "  DGPS_DEV float step(float s) const { " << p.step << " }\n";
   // the argument the read-out does not use stays unnamed (no unused-parameter warning in either compiler)
   const bool usesPrev = p.read.find("prev") != std::string::npos;

@@ -133,7 +133,12 @@ constexpr float kLn2 = 0.6931471805599453f;
 /// e^x for x <= 0 (or moderate x); exp(-inf) = 0.
 DGPS_DEV float exp_(float x) { return ex2(x * kLog2e); }
 DGPS_DEV float log_(float x) { return lg2(x) * kLn2; }
-DGPS_DEV float fabs_(float x) { return x < 0.f ? -x : x; }
+/// |x| as an operand modifier of the instruction that reads it (a compare and a select would cost two).
+#if defined(DGPS_EMU)
+DGPS_DEV float fabs_(float x) { return __builtin_fabsf(x); }
+#else
+DGPS_DEV float fabs_(float x) { return fabsf(x); }
+#endif
 DGPS_DEV float fmax_(float a, float b) { return a > b ? a : b; }
 DGPS_DEV float fmin_(float a, float b) { return a < b ? a : b; }
 

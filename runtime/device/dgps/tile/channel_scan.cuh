@@ -30,10 +30,11 @@ struct CoreRows {
   DGPS_DEV int operator()(int i, int d) const { return dev::core_off<R>(i, d); }
 };
 
-/// The scan over rows x laid out by `at` (PitchRows or CoreRows), channels t, t + nt, ... of thread t of nt.
-template <int C, int K, int KP, class Codec, int B = 8, class Layout, class Readout, class Apply>
-DGPS_DEV void channel_scan_in(const float* s0, RowVec a, RowVec b, const uint16_t* x, Layout at, int Lr,
-                              const Readout& ro, Apply apply, int t, int nt) {
+/// The scan's loop for channels t, t + nt, ...; kAllRows: every row is real (Lr = C), so only pad channels need
+/// the selects (none when K = KP), which saves a compare and two selects per element on every full chunk.
+template <bool kAllRows, int C, int K, int KP, class Codec, int B, class Layout, class Readout, class Apply>
+DGPS_DEV void channel_scan_rows(const float* s0, RowVec a, RowVec b, const uint16_t* x, Layout at, int Lr,
+                                const Readout& ro, Apply apply, int t, int nt) {
   for (int d = t; d < KP; d += nt) {
     float st = d < K ? s0[d] : 0.f;
     for (int i0 = 0; i0 < C; i0 += B) {
@@ -46,7 +47,7 @@ DGPS_DEV void channel_scan_in(const float* s0, RowVec a, RowVec b, const uint16_
       for (int u = 0; u < B; ++u) {
         // selects, not branches, so the batch stays one straight-line block
         const int i = i0 + u;
-        const bool ok = i < Lr && d < K;
+        const bool ok = (kAllRows || i < Lr) && (K == KP || d < K);
         const float next = ro.step(a[i] * st + b[i] * kv[u] * kv[u]);
         if constexpr (Readout::kDeferred) {
           val[u] = st;
@@ -60,7 +61,7 @@ DGPS_DEV void channel_scan_in(const float* s0, RowVec a, RowVec b, const uint16_
       for (int u = 0; u < B; ++u) {
         float P = val[u];
         if constexpr (Readout::kDeferred) {
-          const bool ok = i0 + u < Lr && d < K;
+          const bool ok = (kAllRows || i0 + u < Lr) && (K == KP || d < K);
           const float r = ro(val[u], nxt[u]);  // for pad rows too: a select, not a branch around it
           P = ok ? r : 1.f;
         }
@@ -68,6 +69,16 @@ DGPS_DEV void channel_scan_in(const float* s0, RowVec a, RowVec b, const uint16_
       }
     }
   }
+}
+
+/// The scan over rows x laid out by `at` (PitchRows or CoreRows), channels t, t + nt, ... of thread t of nt.
+template <int C, int K, int KP, class Codec, int B = 8, class Layout, class Readout, class Apply>
+DGPS_DEV void channel_scan_in(const float* s0, RowVec a, RowVec b, const uint16_t* x, Layout at, int Lr,
+                              const Readout& ro, Apply apply, int t, int nt) {
+  if (Lr >= C)
+    channel_scan_rows<true, C, K, KP, Codec, B>(s0, a, b, x, at, Lr, ro, apply, t, nt);
+  else
+    channel_scan_rows<false, C, K, KP, Codec, B>(s0, a, b, x, at, Lr, ro, apply, t, nt);
 }
 
 /// The scan over row-major rows (pitch `pitch`) by every thread of the CTA.
