@@ -255,8 +255,10 @@ LaunchExpr paddedKeyTile() { return chunk() * bf16RowBytes(KP()); }
 /// every warp finished its tensor-core products); with per-channel decay the per-block-pair channel multipliers
 /// and the per-channel log2 cumsum G, and the gated column copy (when the key is also a row operand) written over
 /// G once G is read, so that KDA's CTA takes 72 KB at K = 128 and three fit on an SM. Per-channel decay without
-/// a column copy (PKDA) keeps KKT in its own region after G. Then per-token scalars ([C][8] scalars, [C][4]
-/// preconditioner inputs, 16 spare floats), the preconditioner state [KP] and the mbarrier of the row copies.
+/// a column copy (PKDA) keeps KKT in its own region after G. Then per-token scalars ([C][8] scalars, [C][2] more
+/// columns, and with per-channel decay 16 floats of span scratch for tile/lower_product_gated.cuh), the
+/// preconditioner state [KP] and the mbarrier of the row copies. Every byte counts here: PGDN's CTA at chunk 32
+/// must stay within 28160 bytes for eight CTAs to share an SM (228 KB less 1 KB reserved per CTA).
 SmemLayout chunkLocalLayout(const FeatureSet& f) {
   const bool asym = f.precond == 1 && f.side == 0;
   SmemLayout operands;
@@ -282,7 +284,7 @@ SmemLayout chunkLocalLayout(const FeatureSet& f) {
       m.alias("kcol", "G");  // written over the gates once they are read (tile/lower_product_gated.cuh)
     }
   }
-  m.region("tok", chunk() * 48 + 64);
+  m.region("tok", chunk() * 40 + (f.decay == 2 ? LaunchExpr(64) : LaunchExpr(0)));
   m.region("pstate", f.precond == 1 ? KP() * 4 : LaunchExpr(0));
   m.region("bar", LaunchExpr(16));  // the mbarrier of the q/k tensor copies (tile/chunk_rows.cuh RowCopy)
   return m;

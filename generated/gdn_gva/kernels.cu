@@ -54,7 +54,7 @@ DGPS_HD constexpr ChunkLocalSmem chunk_local_smem() {
   end0 = off > end0 ? off : end0;
   off = end0;
   m.tok = off;
-  off += (int)(C * 48 + 64);
+  off += (int)(C * 40);
   m.pstate = off;
   m.bar = off;
   off += (int)(16);

@@ -67,7 +67,7 @@ DGPS_HD constexpr ChunkLocalSmem chunk_local_smem() {
   off += (int)(C * KP * 4);
   m.kcol = m.G;
   m.tok = off;
-  off += (int)(C * 48 + 64);
+  off += (int)(C * 40 + 64);
   m.pstate = off;
   m.bar = off;
   off += (int)(16);
@@ -240,7 +240,7 @@ extern "C" __global__ void dgps_kda_fwd_chunk_local(DGPS_GRID_CONST dgps::Forwar
     const t::RowFactor fa0[2] = {t::RowFactor{t3.p, t3.stride, 0.f}, t::RowFactor{nullptr, 0, t7}};
     const t::RowVec fb0[2] = {t4, t5};
     static_assert(L.kcol >= 0, "the chunk_local layout has no gated column copy for a key that is also a row operand");
-    t::lower_products_channel_gated<C, K, KP, PQ, NW, 2, L.A == L.q, L.kcol == L.G>(rows0, fa0, fb0, t1, t4, t2, PG, dev::smem_at<uint16_t>(sm, L.kcol), dev::smem_at<uint16_t>(sm, L.mul), sVec + C * 12, t10, PA, reinterpret_cast<uint16_t*>(ws + W.aqk) + sh * C * C);
+    t::lower_products_channel_gated<C, K, KP, PQ, NW, 2, L.A == L.q, L.kcol == L.G>(rows0, fa0, fb0, t1, t4, t2, PG, dev::smem_at<uint16_t>(sm, L.kcol), dev::smem_at<uint16_t>(sm, L.mul), sVec + C * 10, t10, PA, reinterpret_cast<uint16_t*>(ws + W.aqk) + sh * C * C);
   }
   dev::sync_threads();
   t::tri_inverse<C>(t10, PA);

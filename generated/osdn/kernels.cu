@@ -63,7 +63,7 @@ DGPS_HD constexpr ChunkLocalSmem chunk_local_smem() {
   end0 = off > end0 ? off : end0;
   off = end0;
   m.tok = off;
-  off += (int)(C * 48 + 64);
+  off += (int)(C * 40);
   m.pstate = off;
   off += (int)(KP * 4);
   m.bar = off;

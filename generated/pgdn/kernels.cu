@@ -79,7 +79,7 @@ DGPS_HD constexpr ChunkLocalSmem chunk_local_smem() {
   end0 = off > end0 ? off : end0;
   off = end0;
   m.tok = off;
-  off += (int)(C * 48 + 64);
+  off += (int)(C * 40);
   m.pstate = off;
   off += (int)(KP * 4);
   m.bar = off;
@@ -294,7 +294,7 @@ extern "C" __global__ void dgps_pgdn_fwd_chunk_local(DGPS_GRID_CONST dgps::Forwa
   t::cumsum_rows<C>(t2, 1.442695f);
   dev::sync_threads();
   const float t12 = a.scale;
-  const t::RowVec t13{sVec + C * 8 + 0, 4};
+  const t::RowVec t13{sVec + C * 8 + 0, 2};
   const t::RowVec t14{sVec + 1, 8};
   for (int i = dev::tid(); i < C; i += dev::nthreads()) {
     t::mul_rows(t13, t9, t9, i);

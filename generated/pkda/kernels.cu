@@ -83,7 +83,7 @@ DGPS_HD constexpr ChunkLocalSmem chunk_local_smem() {
   m.A = off;
   off += (int)(C * (C + 4) * 4);
   m.tok = off;
-  off += (int)(C * 48 + 64);
+  off += (int)(C * 40 + 64);
   m.pstate = off;
   off += (int)(KP * 4);
   m.bar = off;
@@ -344,7 +344,7 @@ extern "C" __global__ void dgps_pkda_fwd_chunk_local(DGPS_GRID_CONST dgps::Forwa
     uint16_t* const rows0[2] = {t1, t0};
     const t::RowFactor fa0[2] = {t::RowFactor{t3.p, t3.stride, 0.f}, t::RowFactor{nullptr, 0, t12}};
     const t::RowVec fb0[2] = {t9, t10};
-    t::lower_products_channel_gated<C, K, KP, PQ, NW, 2, L.A == L.q, L.kcol == L.G>(rows0, fa0, fb0, t15, t9, t2, PG, nullptr, dev::smem_at<uint16_t>(sm, L.mul), sVec + C * 12, t18, PA, reinterpret_cast<uint16_t*>(ws + W.aqk) + sh * C * C);
+    t::lower_products_channel_gated<C, K, KP, PQ, NW, 2, L.A == L.q, L.kcol == L.G>(rows0, fa0, fb0, t15, t9, t2, PG, nullptr, dev::smem_at<uint16_t>(sm, L.mul), sVec + C * 10, t18, PA, reinterpret_cast<uint16_t*>(ws + W.aqk) + sh * C * C);
   }
   dev::sync_threads();
   t::tri_inverse<C>(t18, PA);

@@ -109,7 +109,7 @@ TEST(LaunchRules, PerChannelChunkLocalFitsOnAnSm) {
           bufs.push_back({m.mul, m.mul + nb * (nb + 1) / 2 * KP * 2});
           bufs.push_back({m.G, m.G + gates});
           if (!colCopy) bufs.push_back({m.A, m.A + kkt});
-          bufs.push_back({m.tok, m.tok + 64 * 48 + 64});
+          bufs.push_back({m.tok, m.tok + 64 * 40 + 64});  // per-channel decay: 16 floats of span scratch
           for (size_t i = 0; i < bufs.size(); ++i) {
             EXPECT_EQ(bufs[i].first % 16, 0) << "buffer " << i;
             if (i > 0) EXPECT_GE(bufs[i].first, bufs[i - 1].second) << "buffer " << i << " overlaps its predecessor";
@@ -118,6 +118,33 @@ TEST(LaunchRules, PerChannelChunkLocalFitsOnAnSm) {
           EXPECT_LE((colCopy ? 3 : 2) * (m.total + kReservedPerCta), kSmPerSm)
               << "chunk_local takes " << m.total << " bytes";
         }
+}
+
+// Scalar-decay chunk_local at chunk 32 and K = 128 (GDN, PGDN, PDN, ATQ's default): the CTA fits eight to an sm_90
+// SM (228 KiB, 1 KiB reserved per CTA, 128-byte allocation units) with the preconditioner's write-key tile and
+// state. PGDN's CTA took 28,240 bytes when its token area kept four extra columns and 16 spare floats, and seven
+// fit (measured by ncu: block limit 7 by shared memory), 80 bytes above the line.
+TEST(LaunchRules, ScalarDecayChunkLocalFitsEightToAnSmAtChunk32) {
+  constexpr int kSmPerSm = 228 * 1024, kReservedPerCta = 1024, kUnit = 128;
+  for (int precond : {0, 1})
+    for (int side : {0, 1}) {
+      if (precond == 0 && side == 1) continue;
+      FeatureSet f;
+      f.decay = 1;
+      f.precond = precond;
+      f.side = side;
+      f.solve = 1;
+      ProblemShape s;
+      s.K = 128;
+      s.V = 128;
+      TileConfig t;
+      t.chunk = 32;
+      std::map<std::string, long long> at;
+      for (const auto& e : smemOffsets(forwardRoleLaunch(kChunkLocal, f).smem, s, t)) at[e.first] = e.second;
+      const long long perCta = (at["total"] + kReservedPerCta + kUnit - 1) / kUnit * kUnit;
+      EXPECT_LE(8 * perCta, kSmPerSm) << "precond " << precond << " side " << side << ": chunk_local takes "
+                                      << at["total"] << " bytes";
+    }
 }
 
 // The workspace regions a package's manifest lists (the compiler's tile.workspace): the prepared operands opq / opw

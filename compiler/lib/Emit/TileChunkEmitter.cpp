@@ -99,7 +99,7 @@ class ChunkEmitter {
         os_ << "  float* const " << n << " = dev::smem_at<float>(sm, L.pstate);\n";
         return success();
       }
-      // the span scratch of the gated products follows the columns at C·12
+      // the span scratch of the gated products follows the columns at C·10
       auto planned = columns_.find(v.getAsOpaquePointer());
       if (planned == columns_.end())
         return op->emitOpError() << "needs more than " << kTokenVectorColumns
@@ -108,7 +108,7 @@ class ChunkEmitter {
       if (col < 8)
         os_ << "  const t::RowVec " << n << "{sVec + " << col << ", 8};\n";
       else
-        os_ << "  const t::RowVec " << n << "{sVec + C * 8 + " << col - 8 << ", 4};\n";
+        os_ << "  const t::RowVec " << n << "{sVec + C * 8 + " << col - 8 << ", 2};\n";
       return success();
     }
     if (t.getDims()[1] == Extent::C) {
@@ -357,7 +357,7 @@ class ChunkEmitter {
       os_ << "    t::lower_products_channel_gated<C, K, KP, PQ, NW, " << np << ", L.A == L.q, L.kcol == L.G>("
           << common << name(g) << ", PG, "
           << (colsAreRows ? "dev::smem_at<uint16_t>(sm, L.kcol)" : "nullptr")
-          << ", dev::smem_at<uint16_t>(sm, L.mul), sVec + C * 12, " << out << ", PA, " << region(op.getInto())
+          << ", dev::smem_at<uint16_t>(sm, L.mul), sVec + C * 10, " << out << ", PA, " << region(op.getInto())
           << ");\n";
     } else {
       os_ << "    t::lower_products<C, KP, PQ, NW, " << np << ", " << (g ? "true" : "false") << ">(" << common

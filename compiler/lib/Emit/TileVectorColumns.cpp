@@ -12,8 +12,12 @@ using namespace dgps::tile;
 namespace dgps {
 namespace {
 
-/// Columns of one 16-byte group of a row (both parts of the token area are 16-byte aligned per row).
-constexpr int kGroup = 4;
+/// The column groups of a row that one shared load can read: 16 bytes (columns 4m .. 4m + 3) of the [C][8] part,
+/// and the 8 bytes of the [C][2] part.
+constexpr int kGroups = 3;
+constexpr int kGroupFirst[kGroups + 1] = {0, 4, 8, kTokenVectorColumns};
+static_assert(kTokenVectorColumns == 10, "two 16-byte groups of the [C][8] part, one 8-byte pair of the [C][2] part");
+int groupOf(int c) { return c < 8 ? c / 4 : 2; }
 
 /// A [C] f32 vector (not the [K] start vector, not a uniform scalar).
 bool isRowVector(Value v) {
@@ -78,7 +82,7 @@ class ColumnPlan {
   int of(Value v) const { return column_.at(v.getAsOpaquePointer()); }
   int freeIn(int group) const {
     int n = 0;
-    for (int c = group * kGroup; c < (group + 1) * kGroup; ++c) n += !used_[c];
+    for (int c = kGroupFirst[group]; c < kGroupFirst[group + 1]; ++c) n += !used_[c];
     return n;
   }
 
@@ -90,7 +94,7 @@ class ColumnPlan {
       if (!has(v)) todo.push_back(v);
     const int group = chooseGroup(set, (int)todo.size());
     if (group < 0) return false;
-    const int first = group * kGroup, last = first + kGroup;
+    const int first = kGroupFirst[group], last = kGroupFirst[group + 1];
     // free mates of placed members, then whole free pairs, then any free column
     for (Value v : set)
       if (has(v) && of(v) >= first && of(v) < last && !used_[of(v) ^ 1] && !todo.empty()) take(todo, of(v) ^ 1);
@@ -145,11 +149,10 @@ class ColumnPlan {
   /// A group holding a placed member of the set with room; else the first with room for all `n`; else the one
   /// with the most room (-1 when every column is taken).
   int chooseGroup(const std::vector<Value>& set, int n) const {
-    constexpr int groups = kTokenVectorColumns / kGroup;
     for (Value v : set)
-      if (has(v) && freeIn(of(v) / kGroup) > 0) return of(v) / kGroup;
+      if (has(v) && freeIn(groupOf(of(v))) > 0) return groupOf(of(v));
     int best = -1;
-    for (int g = 0; g < groups; ++g) {
+    for (int g = 0; g < kGroups; ++g) {
       if (freeIn(g) >= n) return g;
       if (freeIn(g) > 0 && (best < 0 || freeIn(g) > freeIn(best))) best = g;
     }
@@ -160,9 +163,9 @@ class ColumnPlan {
   int cost(const std::vector<ReadSet>& sets) const {
     int total = 0;
     for (const ReadSet& set : sets) {
-      unsigned mask[kTokenVectorColumns / kGroup] = {};
+      unsigned mask[kGroups] = {};
       for (Value v : set.values)
-        if (has(v)) mask[of(v) / kGroup] |= 1u << (of(v) % kGroup);
+        if (has(v)) mask[groupOf(of(v))] |= 1u << (of(v) - kGroupFirst[groupOf(of(v))]);
       for (unsigned m : mask) total += set.weight * loadsInGroup(m);
     }
     return total;
@@ -184,7 +187,6 @@ class ColumnPlan {
 }  // namespace
 
 std::map<const void*, int> planVectorColumns(Block& body) {
-  static_assert(kTokenVectorColumns % kGroup == 0, "whole 16-byte groups");
   ColumnPlan plan;
   const std::vector<ReadSet> sets = setsReadTogether(body);
   for (const ReadSet& set : sets)

@@ -8,15 +8,15 @@
 namespace dgps {
 
 /// The token area (LaunchContract.h chunkLocalLayout tok) holds [C] f32 vectors as columns: 8 of its [C][8] part
-/// (column n at sVec + n, stride 8), then 4 of its [C][4] part (column 8 + n at sVec + C·8 + n, stride 4).
-constexpr int kTokenVectorColumns = 12;
+/// (column n at sVec + n, stride 8), then 2 of its [C][2] part (column 8 + n at sVec + C·8 + n, stride 2).
+constexpr int kTokenVectorColumns = 10;
 
 /// Column of each [C] vector stored by the ops of `body` (keyed by Value::getAsOpaquePointer() of the op
 /// result that allocates it; in-place results such as tile.cumsum share their operand's column).
 ///
 /// Why: a row loop that reads several vectors at the same row reads them with one 8- or 16-byte shared load
-/// (ld.shared.v2 / v4) when they lie in one aligned group of columns: the columns 4m .. 4m + 3 of a part
-/// (16 bytes of a row), best the two columns 2m, 2m + 1 of an 8-byte pair; read one by one they cost up to four
+/// (ld.shared.v2 / v4) when they lie in one aligned group of columns: the columns 4m .. 4m + 3 of the [C][8] part
+/// (16 bytes of a row) or the two of the [C][2] part, best the two columns 2m, 2m + 1 of an 8-byte pair; read one by one they cost up to four
 /// times the shared-memory instructions. The sets read together are placed hottest first: the coefficients
 /// a, b of tile.channel_scan (read for every row in each channel's scan), the column factor and gate of
 /// tile.lower_products (read for every column of each 16x16 block), its per-row factors and gate, then the
