@@ -315,7 +315,7 @@ extern "C" __global__ void dgps_atq_fwd_chunk_local(DGPS_GRID_CONST dgps::Forwar
     t::encode_bf16<C, KP, true>(t1, PQ);
   }
   dev::sync_threads();
-  t::store_rows16<C, K>(reinterpret_cast<uint16_t*>(ws + W.pwq) + sh * C * KP, t0, PQ);
+  t::store_rows16<C, K, NW * 32>(reinterpret_cast<uint16_t*>(ws + W.pwq) + sh * C * KP, t0, PQ);
   float* const t17 = dev::smem_at<float>(sm, L.A);
   {
     const uint16_t* const rows0[2] = {t1, t0};

@@ -317,7 +317,7 @@ extern "C" __global__ void dgps_pdn_fwd_chunk_local(DGPS_GRID_CONST dgps::Forwar
     t::encode_bf16<C, KP, true>(t1, PQ);
   }
   dev::sync_threads();
-  t::store_rows16<C, K>(reinterpret_cast<uint16_t*>(ws + W.pwk) + sh * C * KP, t13, PQ);
+  t::store_rows16<C, K, NW * 32>(reinterpret_cast<uint16_t*>(ws + W.pwk) + sh * C * KP, t13, PQ);
   float* const t16 = dev::smem_at<float>(sm, L.A);
   {
     const uint16_t* const rows0[2] = {t1, t0};

@@ -449,7 +449,7 @@ class ChunkEmitter {
           return success();
         })
         .Case<StoreRowsOp>([&](StoreRowsOp o) {
-          os_ << "  t::store_rows16<C, K>(" << region(o.getInto()) << ", " << name(o.getX()) << ", PQ);\n";
+          os_ << "  t::store_rows16<C, K, NW * 32>(" << region(o.getInto()) << ", " << name(o.getX()) << ", PQ);\n";
           return success();
         })
         .Case<StoreLastExp2Op>([&](StoreLastExp2Op o) {

@@ -11,17 +11,23 @@
 namespace dgps {
 namespace tile {
 
-/// out[d] (device memory, d < K) = the scan's end state; rows i >= Lr are not visited.
+/// out[d] (device memory, d < K) = the scan's end state; rows i >= Lr are not visited. Two channels per thread
+/// from one 32-bit load, and row i's factor b_i·r_i² once per pair: six instructions per element instead of eight
+/// (the summary kernel is issue-bound). Channel K of an odd K is the tile's zero pad and is not stored.
 template <int K, class Codec>
 DGPS_DEV void channel_scan_total(float* out, const uint16_t* x, int pitch, RowVec a, RowVec b, RowVec r, int Lr) {
-  for (int d = dev::tid(); d < K; d += dev::nthreads()) {
-    float acc = 0.f;
+  for (int j = dev::tid(); 2 * j < K; j += dev::nthreads()) {
+    float s0 = 0.f, s1 = 0.f;
 #pragma unroll 8
     for (int i = 0; i < Lr; ++i) {
-      const float xr = Codec::load(x[i * pitch + d]) * r[i];
-      acc = a[i] * acc + b[i] * xr * xr;
+      const uint32_t w = *reinterpret_cast<const uint32_t*>(x + i * pitch + 2 * j);  // pitch even, 4-byte aligned
+      const float x0 = Codec::load((uint16_t)(w & 0xffffu)), x1 = Codec::load((uint16_t)(w >> 16));
+      const float c = b[i] * (r[i] * r[i]);
+      s0 = a[i] * s0 + c * (x0 * x0);
+      s1 = a[i] * s1 + c * (x1 * x1);
     }
-    out[d] = acc;
+    out[2 * j] = s0;
+    if (2 * j + 1 < K) out[2 * j + 1] = s1;
   }
 }
 

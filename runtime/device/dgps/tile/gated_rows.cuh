@@ -62,12 +62,15 @@ DGPS_DEV void store_gated_rows(uint16_t* const (&y)[sizeof...(kReverse)],
 }
 
 /// y_id = x_id: a bf16 row tile (shared, pitch xp >= pad16(K), a multiple of 8, 16-byte aligned) written as it is
-/// to bf16 [C, K] rows (global, pitch workspaceRowPitch(K)), 8 channels per 16-byte store; the ungated form of the
-/// stores above (the stored write key pwk and query pwq of the compiler's tile.workspace).
-template <int C, int K>
+/// to bf16 [C, K] rows (global, pitch workspaceRowPitch(K)), 8 channels per 16-byte store, by the NT threads of
+/// the CTA (a chunk role's NW · 32); the ungated form of the stores above (the stored write key pwk and query pwq
+/// of the compiler's tile.workspace). NT is a constant so that the loop unrolls into stores at fixed offsets from
+/// one address (with a runtime stride each 16-byte store cost about 20 instructions of index arithmetic).
+template <int C, int K, int NT>
 DGPS_DEV void store_rows16(uint16_t* y, const uint16_t* x, int xp) {
   constexpr int YP = launch::workspaceRowPitch(K), CH = YP / 8;
-  for (int e = dev::tid(); e < C * CH; e += dev::nthreads()) {
+#pragma unroll
+  for (int e = dev::tid(); e < C * CH; e += NT) {
     const int i = e / CH, d0 = (e - i * CH) * 8;
     const dev::U4 w = *reinterpret_cast<const dev::U4*>(x + i * xp + d0);  // in bounds: xp >= KP
     dev::st_global_u4(y + i * YP + d0, pad_channels<K, YP>(d0) ? dev::U4{0u, 0u, 0u, 0u} : w);
