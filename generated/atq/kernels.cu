@@ -301,7 +301,7 @@ extern "C" __global__ void dgps_atq_fwd_chunk_local(DGPS_GRID_CONST dgps::Forwar
   t::store_token_record_last<C>(reinterpret_cast<float*>(ws + W.tok) + sh * (C + 1) * 8, &t2);
   dev::sync_threads();
   {
-    // the scan's read-out (soft_power): P = base^(−u/(1+|u|)), u = ln(s_i + eps) − center: a soft power of the state after row i's step
+    // the scan's read-out (soft_power): P = base^(−r/(1+|r|)), r = ln(s_i + eps) − center: a soft power of the state after row i's step
     struct ScanReadout {
       enum : bool { kDeferred = true };
       dgps::dev::SoftPower sp;

@@ -311,7 +311,7 @@ extern "C" __global__ void dgps_pkda_fwd_chunk_local(DGPS_GRID_CONST dgps::Forwa
   dev::sync_threads();
   uint16_t* const t15 = dev::smem_at<uint16_t>(sm, L.kw);
   {
-    // the scan's read-out (soft_power): P = base^(−u/(1+|u|)), u = ln(s_i + eps) − center: a soft power of the state after row i's step
+    // the scan's read-out (soft_power): P = base^(−r/(1+|r|)), r = ln(s_i + eps) − center: a soft power of the state after row i's step
     struct ScanReadout {
       enum : bool { kDeferred = true };
       dgps::dev::SoftPower sp;

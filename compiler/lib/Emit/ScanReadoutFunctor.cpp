@@ -24,8 +24,8 @@ struct Parts {
 
 Parts softPower(const ScanReadoutSpec& r) {
   Parts p;
-  p.comment = "P = base^(−u/(1+|u|)), u = ln(s_i + eps) − center: a soft power of the state after row i's step";
-  // the constants once per CTA (dev::SoftPower folds them into two FMAs per row)
+  p.comment = "P = base^(−r/(1+|r|)), r = ln(s_i + eps) − center: a soft power of the state after row i's step";
+  // the constants once per thread, outside the scan (dev::SoftPower folds them into two FMAs per row)
   p.members = {{"dgps::dev::SoftPower", "sp",
                 "dgps::dev::SoftPower::of(-dgps::dev::lg2(" + cudaFloatLiteral(r.base.value_or(0.0)) + "), " +
                     cudaFloatLiteral(r.eps.value_or(0.0)) + ", " + (r.center.empty() ? "0.f" : r.center) + ")"}};

@@ -67,8 +67,9 @@ std::vector<ReadSet> setsReadTogether(Block& body) {
   return scan;
 }
 
-/// Shared loads that read the columns `mask` of one 16-byte group: one for columns within one 8-byte pair or a
-/// run from the group's first column (a 16-byte load), else one per 8-byte pair touched.
+/// Shared loads that read the columns `mask` of one group (16 bytes of the [C][8] part, or the 8-byte [C][2]
+/// part): one for columns within one 8-byte pair or a run from the group's first column (a 16-byte load), else
+/// one per 8-byte pair touched.
 int loadsInGroup(unsigned mask) {
   if (mask == 0) return 0;
   if ((mask & 0x3u) == mask || (mask & 0xcu) == mask || mask == 0x7u || mask == 0xfu) return 1;

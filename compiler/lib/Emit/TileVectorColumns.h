@@ -16,8 +16,8 @@ constexpr int kTokenVectorColumns = 10;
 ///
 /// Why: a row loop that reads several vectors at the same row reads them with one 8- or 16-byte shared load
 /// (ld.shared.v2 / v4) when they lie in one aligned group of columns: the columns 4m .. 4m + 3 of the [C][8] part
-/// (16 bytes of a row) or the two of the [C][2] part, best the two columns 2m, 2m + 1 of an 8-byte pair; read one by one they cost up to four
-/// times the shared-memory instructions. The sets read together are placed hottest first: the coefficients
+/// (16 bytes of a row) or the two of the [C][2] part, best the two columns 2m, 2m + 1 of an 8-byte pair; read
+/// one by one they cost up to four times the shared-memory instructions. The sets read together are placed hottest first: the coefficients
 /// a, b of tile.channel_scan (read for every row in each channel's scan), the column factor and gate of
 /// tile.lower_products (read for every column of each 16x16 block), its per-row factors and gate, then the
 /// fields of tile.store_token_record (once per row). A set joins the group of its members already placed if it

@@ -231,11 +231,12 @@ DGPS_DEV void f16_to_bf16_lin(uint16_t* s, int n, int t = tid(), int nt = nthrea
 }
 
 // ---- preconditioner formulas -------------------------------------------------------------------------------
-// One definition each: the printed decode reads out through them, and so do the read-out functors the emitter
-// prints for the in-chunk channel scan (tile/channel_scan.cuh) that every forward kernel runs.
+// One definition each, for the read-out functors the emitter prints for the in-chunk channel scan
+// (tile/channel_scan.cuh) that every forward kernel runs. (The printed decode forms its multiplier from
+// elementwise tile ops.)
 /// The soft-power read-out of an accumulator A: base^(−s), s = r/(1+|r|), r = ln(A + eps) − center
 /// (ema_sq_squash, docs/math.md §3.3), for base > 1 (the spec validator's bound). Evaluated as
-///   u = −log2(base)·r = lg2(A + eps)·scale + offset,   P = 2^(u / (1 + |u|·inv)),   inv = 1/log2(base)
+///   u = −log2(base)·r = lg2(A + eps)·scale + offset,   P = 2^(u / (1 + |u|·inv)),   inv = 1/|log2(base)|
 /// so that the constants fold into two FMAs: a log, a reciprocal and an exp2 plus four FMA-pipe instructions per
 /// element (the in-chunk channel scan runs it for every row and channel).
 struct SoftPower {
