@@ -189,7 +189,7 @@ extern "C" __global__ void dgps_atq_fwd_precond_summary(DGPS_GRID_CONST dgps::Fo
   const int64_t H = a.heads_qk;
   using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;
   constexpr int KP = dgps::cfg::KP, PQ = dgps::launch::bf16Pitch(KP);
-  const int64_t slot = dev::block_x() / H, h = dev::block_x() - slot * H;
+  const int64_t slot = dev::udiv(dev::block_x(), a.div_heads_qk), h = dev::block_x() - slot * H;
   int64_t n = 0, c = 0;
   dev::Seq sq;
   if (!dev::slot_to_chunk(a, slot, n, c, sq)) return;
@@ -248,8 +248,8 @@ extern "C" __global__ void dgps_atq_fwd_chunk_local(DGPS_GRID_CONST dgps::Forwar
   // The launch contract: the workspace and this role's shared-memory layout (printed above).
   constexpr dgps_package::ChunkLocalSmem L = dgps_package::chunk_local_smem();
   const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);
-  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
-  const int64_t slot = dev::block_x() / HV, hv = dev::block_x() - slot * HV, h = hv / ratio;
+  const int64_t H = a.heads_qk, HV = a.heads_v;
+  const int64_t slot = dev::udiv(dev::block_x(), a.div_heads_v), hv = dev::block_x() - slot * HV, h = dev::udiv(hv, a.div_gva);
   (void)h;
   int64_t n = 0, c = 0;
   dev::Seq sq;

@@ -867,6 +867,7 @@ void Runtime::launchForward(const Package& package, const ForwardTensors& t, con
   a.heads_v = p.heads_v;
   a.scale = p.scale;
   a.segment_chunks = segment;
+  set_index_divisors(a, config.chunk);
   {  // TensorMaps.h: the q/k tiles and the workspace operand tiles by tensor copies
     const Manifest& m = package.manifest();
     auto offsetOf = [&](std::initializer_list<const char*> names) -> long long {

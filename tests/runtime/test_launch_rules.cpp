@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "dgps/device/abi.h"
 #include "dgps/dsl/LaunchContract.h"
 #include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/runtime/Package.h"
@@ -145,6 +147,32 @@ TEST(LaunchRules, ScalarDecayChunkLocalFitsEightToAnSmAtChunk32) {
       EXPECT_LE(8 * perCta, kSmPerSm) << "precond " << precond << " side " << side << ": chunk_local takes "
                                       << at["total"] << " bytes";
     }
+}
+
+// abi.h FastDiv: the chunk-parallel roles split their block index with it instead of dividing. The quotient rule
+// below is dev::udiv's (platform.cuh; the CPU emulator's checks run it for every CTA of every role); here it is held
+// to the true quotient for every divisor up to 4096 at the ends of the index range and at random indices, and for
+// random divisors up to 2^31.
+TEST(LaunchRules, FastDivisionEqualsIntegerDivision) {
+  auto quotient = [](uint32_t n, dgps::FastDiv d) {
+    const uint32_t hi = uint32_t((uint64_t(n) * d.mul) >> 32);
+    return uint32_t((uint64_t(hi) + n) >> d.shift);
+  };
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<uint32_t> index(0, 0x7fffffffu);
+  auto check = [&](uint32_t d) {
+    const dgps::FastDiv f = dgps::fast_div(d);
+    const uint32_t ends[] = {0u, 1u, d - 1, d, d + 1, 2 * d - 1, 0x7fffffffu, 0x7ffffffeu};
+    for (uint32_t n : ends)
+      if (n <= 0x7fffffffu) ASSERT_EQ(quotient(n, f), n / d) << n << " / " << d;
+    for (int i = 0; i < 64; ++i) {
+      const uint32_t n = index(rng);
+      ASSERT_EQ(quotient(n, f), n / d) << n << " / " << d;
+    }
+  };
+  for (uint32_t d = 1; d <= 4096; ++d) check(d);
+  std::uniform_int_distribution<uint32_t> divisor(4097, 0x7fffffffu);
+  for (int i = 0; i < 4096; ++i) check(divisor(rng));
 }
 
 // The workspace regions a package's manifest lists (the compiler's tile.workspace): the prepared operands opq / opw

@@ -521,8 +521,10 @@ FailureOr<std::string> emitTileChunkKernel(func::FuncOp fn, const std::string& s
   os << "  // The launch contract: the workspace and this role's shared-memory layout (printed above).\n";
   os << "  constexpr dgps_package::ChunkLocalSmem L = dgps_package::chunk_local_smem();\n";
   os << "  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);\n";
-  os << "  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;\n";
-  os << "  const int64_t slot = dev::block_x() / HV, hv = dev::block_x() - slot * HV, h = hv / ratio;\n";
+  os << "  const int64_t H = a.heads_qk, HV = a.heads_v;\n";
+  // the divisions by the host's FastDivs (abi.h set_index_divisors): a short CTA spent a tenth of its time in them
+  os << "  const int64_t slot = dev::udiv(dev::block_x(), a.div_heads_v), hv = dev::block_x() - slot * HV, "
+        "h = dev::udiv(hv, a.div_gva);\n";
   os << "  (void)h;\n";
   os << "  int64_t n = 0, c = 0;\n  dev::Seq sq;\n";
   os << "  if (!dev::slot_to_chunk(a, slot, n, c, sq)) {\n";

@@ -237,7 +237,7 @@ FailureOr<std::string> emitSummary(func::FuncOp fn, const std::string& symbol, c
   prologue(os, fn, symbol, "grid chunk_key_head: one CTA per chunk slot and key head", f, true);
   os << "  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;\n";
   os << "  constexpr int KP = dgps::cfg::KP, PQ = dgps::launch::bf16Pitch(KP);\n";
-  os << "  const int64_t slot = dev::block_x() / H, h = dev::block_x() - slot * H;\n";
+  os << "  const int64_t slot = dev::udiv(dev::block_x(), a.div_heads_qk), h = dev::block_x() - slot * H;\n";
   os << "  int64_t n = 0, c = 0;\n  dev::Seq sq;\n";
   os << "  if (!dev::slot_to_chunk(a, slot, n, c, sq)) return;\n";
   os << "  t::ChunkAt at;\n  at.t0 = sq.bos + c * C;\n  at.Lr = (int)dev::lmin(C, sq.len - c * C);\n";

@@ -24,6 +24,15 @@
 
 namespace dgps {
 
+/// Division of an index 0 <= n < 2^31 by a fixed divisor d >= 1 with a multiply-high and a shift instead of a
+/// divide (about 22 instructions on sm_90):  n / d = (umulhi(n, mul) + n) >> shift,  with shift = ceil(log2 d) and
+/// mul = floor(2^32 (2^shift − d) / d) + 1 (the rounded-up reciprocal; exact for every n < 2^31). The host forms
+/// it (fast_div below); the kernels divide by it with dev::udiv (platform.cuh).
+struct FastDiv {
+  uint32_t mul;
+  uint32_t shift;
+};
+
 /// A TMA tensor map (the driver's CUtensorMap: 128 opaque bytes, 64-byte aligned), encoded on the host for one
 /// call (runtime/lib/TensorMaps.cpp; on the CPU emulator, tests/emu's own encoding of the same
 /// launch::TensorMapShape).
@@ -58,6 +67,13 @@ struct ForwardArgs {
   /// ordinary sequential state pass. Read only by the segment kernels (segment_summary, segment_fold,
   /// segment_state_output); the workspace then also holds the segment regions after the chunk regions.
   int64_t segment_chunks;
+  /// Divisors of the chunk-parallel roles' block index (set_index_divisors, from the fields above and the chunk):
+  /// a CTA splits blockIdx.x into (chunk slot, head) and a slot into (sequence, chunk), and a value head into its
+  /// key head, which cost four integer divisions per CTA, a tenth of a short CTA's time.
+  FastDiv div_heads_qk;  ///< by H
+  FastDiv div_heads_v;   ///< by HV
+  FastDiv div_gva;       ///< by HV / H
+  FastDiv div_chunks;    ///< by ceil(seq_len / chunk), the chunks of one sequence without cu_seqlens (>= 1)
   /// Tensor maps of q and k for tensor copies (TMA; device/tensor_copy.cuh), encoded by the runtime for devices
   /// that have them (sm_90 and later) when the rows allow it; without them every load is by cp.async, with the
   /// same result. Bit 0: q_rows and k_rows (launch_rules.h chunkRowsMapShape: a chunk's rows at the padded pitch
@@ -81,6 +97,25 @@ struct ForwardArgs {
   TmaDescriptor v_rows;
   TmaDescriptor g_rows;
 };
+
+#ifndef __CUDACC_RTC__
+/// The FastDiv of a divisor d >= 1 (d = 0 is taken as 1; the callers guard their own empty cases).
+inline FastDiv fast_div(uint64_t d) {
+  if (d < 1) d = 1;
+  uint32_t shift = 0;
+  while (shift < 32 && (uint64_t(1) << shift) < d) ++shift;
+  const uint64_t mul = (((uint64_t(1) << shift) - d) << 32) / d + 1;
+  return FastDiv{uint32_t(mul), shift};
+}
+/// Sets ForwardArgs' divisors from heads_qk, heads_v and seq_len for tiles of `chunk` rows; every host that
+/// launches a forward role calls it after filling those fields (the runtime, the CPU emulator's checks).
+inline void set_index_divisors(ForwardArgs& a, int64_t chunk) {
+  a.div_heads_qk = fast_div(uint64_t(a.heads_qk));
+  a.div_heads_v = fast_div(uint64_t(a.heads_v));
+  a.div_gva = fast_div(uint64_t(a.heads_qk > 0 ? a.heads_v / a.heads_qk : 1));
+  a.div_chunks = fast_div(uint64_t(chunk > 0 ? (a.seq_len + chunk - 1) / chunk : 1));
+}
+#endif
 
 /// Single-token decode: q,k [B,1,H,K] (or [B,H,K]), v [B,1,HV,V]; states are updated in place.
 struct DecodeArgs {

@@ -72,7 +72,7 @@ DGPS_DEV bool slot_to_chunk(const ForwardArgs& a, int64_t slot, int64_t& n, int6
   if (a.cu_seqlens == nullptr) {
     const int64_t nt = (a.seq_len + C - 1) / C;
     if (nt == 0) return false;
-    n = slot / nt;
+    n = udiv(slot, a.div_chunks);  // = slot / nt (abi.h set_index_divisors)
     c = slot - n * nt;
     if (n >= a.num_seqs) return false;
   } else {
