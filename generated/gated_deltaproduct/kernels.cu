@@ -22,6 +22,14 @@ DGPS_HD inline Workspace workspace_layout(const dgps::launch::ProblemShape& s, c
   w.total = off;
   return w;
 }
+// The offsets of this call (ForwardArgs::workspace_offsets, in the order above; `total` is the host's).
+DGPS_HD inline Workspace workspace_of(const dgps::ForwardArgs& a) {
+  Workspace w{};
+  w.tb = a.workspace_offsets[0];
+  w.aqk = a.workspace_offsets[1];
+  w.tok = a.workspace_offsets[2];
+  return w;
+}
 }  // namespace dgps_package
 // The launch contract (dsl/include/dgps/dsl/LaunchContract.h, printed by dgpsc): the shared-memory layout
 // (byte offsets) and threads of the roles below; the manifest's smem and block formulas are the same
@@ -105,7 +113,7 @@ extern "C" __global__ void dgps_gated_deltaproduct_fwd_chunk_local(DGPS_GRID_CON
   (void)NW;
   // The launch contract: the workspace and this role's shared-memory layout (printed above).
   constexpr dgps_package::ChunkLocalSmem L = dgps_package::chunk_local_smem();
-  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);
+  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
   const int64_t H = a.heads_qk, HV = a.heads_v;
   const int64_t slot = dev::udiv(dev::block_x(), a.div_heads_v), hv = dev::block_x() - slot * HV, h = dev::udiv(hv, a.div_gva);
   (void)h;
@@ -172,7 +180,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
   constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::StateOutputSmem L = dgps_package::state_output_smem();
-  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);
+  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   constexpr int64_t VT = (V + BV - 1) / BV;
   const int64_t bid = dev::block_x();

@@ -25,6 +25,16 @@ DGPS_HD inline Workspace workspace_layout(const dgps::launch::ProblemShape& s, c
   w.total = off;
   return w;
 }
+// The offsets of this call (ForwardArgs::workspace_offsets, in the order above; `total` is the host's).
+DGPS_HD inline Workspace workspace_of(const dgps::ForwardArgs& a) {
+  Workspace w{};
+  w.aqk = a.workspace_offsets[0];
+  w.tok = a.workspace_offsets[1];
+  w.seg_ext = a.workspace_offsets[2];
+  w.seg_trans = a.workspace_offsets[3];
+  w.seg_start = a.workspace_offsets[4];
+  return w;
+}
 }  // namespace dgps_package
 // The launch contract (dsl/include/dgps/dsl/LaunchContract.h, printed by dgpsc): the shared-memory layout
 // (byte offsets) and threads of the roles below; the manifest's smem and block formulas are the same
@@ -162,7 +172,7 @@ extern "C" __global__ void dgps_mamba2_fwd_chunk_local(DGPS_GRID_CONST dgps::For
   (void)NW;
   // The launch contract: the workspace and this role's shared-memory layout (printed above).
   constexpr dgps_package::ChunkLocalSmem L = dgps_package::chunk_local_smem();
-  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);
+  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
   const int64_t H = a.heads_qk, HV = a.heads_v;
   const int64_t slot = dev::udiv(dev::block_x(), a.div_heads_v), hv = dev::block_x() - slot * HV, h = dev::udiv(hv, a.div_gva);
   (void)h;
@@ -224,7 +234,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
   constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::StateOutputSmem L = dgps_package::state_output_smem();
-  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);
+  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   constexpr int64_t VT = (V + BV - 1) / BV;
   const int64_t bid = dev::block_x();
@@ -323,11 +333,11 @@ static __device__ __forceinline__ void dgps_mamba2_fwd_segment_summary_walk0(con
   constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
+  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of the V value columns
   constexpr int64_t VT = (V + BV - 1) / BV;
   const int64_t Ls = a.segment_chunks;  // chunks per segment
-  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), Ls);
   const int64_t vt = bid % VT, sh = bid / VT, hv = sh % HV, slot = sh / HV, h = hv / ratio;
   int64_t n = 0, seg = 0;
   if (!t::slot_to_segment(a.cu_seqlens, a.num_seqs, a.seq_len, C, Ls, slot, n, seg)) return;  // slack slot
@@ -420,11 +430,11 @@ static __device__ __forceinline__ void dgps_mamba2_fwd_segment_summary_walk1(con
   constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
+  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of M's K columns (a K x K state)
   constexpr int64_t VT = (K + BV - 1) / BV;
   const int64_t Ls = a.segment_chunks;  // chunks per segment
-  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), Ls);
   const int64_t vt = bid % VT, sh = bid / VT, hv = sh % HV, slot = sh / HV, h = hv / ratio;
   int64_t n = 0, seg = 0;
   if (!t::slot_to_segment(a.cu_seqlens, a.num_seqs, a.seq_len, C, Ls, slot, n, seg)) return;  // slack slot
@@ -531,7 +541,7 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::kSegmentFoldThreads) 
   static_assert(FC == t::kFoldCols && dgps::launch::kSegmentFoldThreads == t::kFoldThreads, "");
   const int64_t Ls = a.segment_chunks;  // chunks per segment
   if (Ls < 1) return;  // launched only with a segment length
-  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), Ls);
+  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
   constexpr int64_t VT = (V + FC - 1) / FC;
   const int64_t HV = a.heads_v, bid = dev::block_x();
   const int64_t vt = bid % VT, nh = bid / VT, hv = nh % HV, n = nh / HV;
@@ -550,11 +560,11 @@ static __device__ __forceinline__ void dgps_mamba2_fwd_segment_state_output_walk
   constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
+  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of the V value columns
   constexpr int64_t VT = (V + BV - 1) / BV;
   const int64_t Ls = a.segment_chunks;  // chunks per segment
-  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), Ls);
   const int64_t vt = bid % VT, sh = bid / VT, hv = sh % HV, slot = sh / HV, h = hv / ratio;
   int64_t n = 0, seg = 0;
   if (!t::slot_to_segment(a.cu_seqlens, a.num_seqs, a.seq_len, C, Ls, slot, n, seg)) return;  // slack slot

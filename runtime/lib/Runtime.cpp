@@ -868,6 +868,9 @@ void Runtime::launchForward(const Package& package, const ForwardTensors& t, con
   a.scale = p.scale;
   a.segment_chunks = segment;
   set_index_divisors(a, config.chunk);
+  static_assert(kMaxWorkspaceBuffers == std::size_t(kMaxWorkspaceRegions), "the plan's buffers fill the args'");
+  for (int i = 0; i < plan.buffers; ++i)  // the regions in layout order, segment regions included when segment > 0
+    a.workspace_offsets[i] = std::int64_t(plan.buffer_offsets[std::size_t(i)]);
   {  // TensorMaps.h: the q/k tiles and the workspace operand tiles by tensor copies
     const Manifest& m = package.manifest();
     auto offsetOf = [&](std::initializer_list<const char*> names) -> long long {

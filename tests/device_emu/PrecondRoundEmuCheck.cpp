@@ -230,6 +230,7 @@ int run(int argc, char** argv) {
   a.heads_v = s.heads_v;
   a.scale = 1.0f / std::sqrt((float)K);
   dgps::set_index_divisors(a, kChunk);  // after the shape fields (abi.h)
+  dgps_emu::setWorkspaceOffsets(a, W);  // the plan's region offsets, as the runtime passes them
   a.workspace = ws.data();
   int roles[dgps::launch::kMaxRoles];
   if (dgps::launch::forwardRoles(f, roles) < 2 || roles[0] != dgps::launch::kPrecondSummary ||

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <iterator>
 
 #include "LaunchPlan.h"
 #include "emu_hooks.h"
@@ -42,12 +43,23 @@ ManifestWorkspace manifestWorkspace(const std::string& dir, const dgps::launch::
       const std::string& name = k < rules.workspace.size() ? rules.workspace[k].name
                                                            : rules.workspace_segmented[k - rules.workspace.size()].name;
       w.offsets[name] = g.buffer_offsets[k];
+      w.ordered.push_back(g.buffer_offsets[k]);
     }
     return w;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: the manifest's workspace: %s\n", dir.c_str(), e.what());
     std::exit(1);
   }
+}
+
+void setWorkspaceOffsets(dgps::ForwardArgs& a, const ManifestWorkspace& W) {
+  if (W.ordered.size() > std::size_t(dgps::kMaxWorkspaceRegions)) {
+    std::fprintf(stderr, "the manifest lists %zu workspace regions, the kernels take at most %d\n", W.ordered.size(),
+                 dgps::kMaxWorkspaceRegions);
+    std::exit(1);
+  }
+  for (std::size_t i = 0; i < std::size(a.workspace_offsets); ++i)
+    a.workspace_offsets[i] = i < W.ordered.size() ? (int64_t)W.ordered[i] : 0;
 }
 
 bool encodeWorkspaceMaps(dgps::ForwardArgs& a, const ManifestWorkspace& W, const dgps::launch::ProblemShape& s,

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "dgps/device/abi.h"
 #include "dgps/device/launch_rules.h"
@@ -16,6 +17,7 @@ namespace dgps_emu {
 struct ManifestWorkspace {
   std::size_t bytes = 0;                        ///< the size to allocate
   std::map<std::string, std::size_t> offsets;  ///< byte offset of each region, by name
+  std::vector<std::size_t> ordered;            ///< the same offsets in layout order (the manifest's)
   /// The offset of region `name`; exits with a message naming the region when the manifest has none.
   std::size_t at(const std::string& name) const;
 };
@@ -24,6 +26,10 @@ struct ManifestWorkspace {
 /// segmented forward with L chunks per segment. Exits with the runtime's message when the manifest refuses.
 ManifestWorkspace manifestWorkspace(const std::string& dir, const dgps::launch::ProblemShape& s,
                                     const dgps::launch::TileConfig& t, long long L = 0);
+
+/// What the runtime does with the plan's offsets: a.workspace_offsets[i] = W.ordered[i] (abi.h), the offsets the
+/// kernels index the workspace by.
+void setWorkspaceOffsets(dgps::ForwardArgs& a, const ManifestWorkspace& W);
 
 /// What the runtime does for the workspace operand rows on a GPU with tensor copies (runtime/lib/TensorMaps.cpp),
 /// in the emulator's map format: encodes a.wsq_core, a.wsk_core and a.wsw_core for the regions W has (opq or pwq,

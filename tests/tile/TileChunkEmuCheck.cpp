@@ -244,6 +244,7 @@ bool checkOnce(const dgps::Spec& spec, const LoadedPackage& m, int K, bool f16, 
   a.heads_v = HV;
   a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)K));
   dgps::set_index_divisors(a, m.chunk);  // after the shape fields (abi.h)
+  dgps_emu::setWorkspaceOffsets(a, W);  // the plan's region offsets, as the runtime passes them
   // full chunks load q and k by tensor copies (the partial last chunk by cp.async), as on an sm_90 GPU
   const bool maps = dgps_emu::encodeRowMaps(a, a.batch * T, s.heads_qk, K, m.chunk, dgps::householderSteps(spec),
                                            HV, V, kBlockV, spec.decay.kind == dgps::DecayKind::Diagonal);

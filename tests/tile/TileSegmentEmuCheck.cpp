@@ -174,6 +174,7 @@ bool runForward(const dgps::Spec& spec, const Loaded& pkg, const Config& cfg, co
   a.heads_v = HV;
   a.scale = (float)(spec.scale ? *spec.scale : 1.0 / std::sqrt((double)K));
   dgps::set_index_divisors(a, cfg.chunk);  // after the shape fields (abi.h)
+  dgps_emu::setWorkspaceOffsets(a, W);  // the plan's region offsets, as the runtime passes them
   // full chunks load q and k by tensor copies (the partial last chunk by cp.async), as on an sm_90 GPU
   if (dgps_emu::encodeRowMaps(a, a.batch * p.T, p.H, K, cfg.chunk, 1, HV, V, cfg.block_v,
                               spec.decay.kind == dgps::DecayKind::Diagonal)) dgps_emu::encodeWorkspaceMaps(a, W, ls, cfg.chunk);

@@ -23,6 +23,7 @@
 
 #include "dgps/Dialect/Tile/IR/LaunchFeatures.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
+#include "dgps/Dialect/Tile/IR/Workspace.h"
 #include "dgps/Emit/Package.h"
 #include "dgps/Emit/TileEmitter.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -520,7 +521,7 @@ FailureOr<std::string> emitTileChunkKernel(func::FuncOp fn, const std::string& s
   os << "  (void)PA;\n  (void)PG;\n  (void)NW;\n";
   os << "  // The launch contract: the workspace and this role's shared-memory layout (printed above).\n";
   os << "  constexpr dgps_package::ChunkLocalSmem L = dgps_package::chunk_local_smem();\n";
-  os << "  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);\n";
+  os << workspaceOfCuda();
   os << "  const int64_t H = a.heads_qk, HV = a.heads_v;\n";
   // the divisions by the host's FastDivs (abi.h set_index_divisors): a short CTA spent a tenth of its time in them
   os << "  const int64_t slot = dev::udiv(dev::block_x(), a.div_heads_v), hv = dev::block_x() - slot * HV, "

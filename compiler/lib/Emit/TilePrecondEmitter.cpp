@@ -20,6 +20,7 @@
 
 #include "dgps/Dialect/Tile/IR/LaunchFeatures.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
+#include "dgps/Dialect/Tile/IR/Workspace.h"
 #include "dgps/Emit/Package.h"
 #include "dgps/Emit/TileEmitter.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -226,7 +227,7 @@ void prologue(std::ostringstream& os, func::FuncOp fn, const std::string& symbol
   os << "  namespace t = dgps::tile;\n  namespace dev = dgps::dev;\n";
   os << "  constexpr int C = dgps::cfg::C, K = dgps::cfg::K;\n";
   (void)f;  // the workspace layout is the package's (tile.workspace), printed once in kernels.cu
-  os << "  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);\n";
+  os << workspaceOfCuda();
   os << "  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);\n";
   os << "  const int64_t H = a.heads_qk;\n";
 }

@@ -12,6 +12,7 @@
 
 #include "dgps/Dialect/Tile/IR/LaunchFeatures.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
+#include "dgps/Dialect/Tile/IR/Workspace.h"
 #include "dgps/Emit/Package.h"
 #include "dgps/Emit/TileEmitter.h"
 #include "dgps/dsl/LaunchContract.h"
@@ -352,10 +353,7 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
   os << "  // The launch contract: the workspace and this walk's shared-memory layout (printed above).\n";
   os << (segment ? "  constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();\n"
                  : "  constexpr dgps_package::StateOutputSmem L = dgps_package::state_output_smem();\n");
-  // the segment walks' regions (seg_*) are sized by the segment length, read after `Ls` below
-  if (!segment)
-    os << "  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), "
-          "0);\n";
+  os << workspaceOfCuda();
   if (walk.getRescale()) {
     ArrayRef<int32_t> regs = *walk.getRegisters();
     os << "  // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the "
@@ -381,8 +379,6 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
       os << "  constexpr int64_t VT = (" << (zero ? "K" : "V") << " + BV - 1) / BV;\n";
     }
     os << "  const int64_t Ls = a.segment_chunks;  // chunks per segment\n";
-    os << "  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), "
-          "Ls);\n";
     os << "  const int64_t vt = bid % VT, sh = bid / VT, hv = sh % HV, slot = sh / HV, h = hv / ratio;\n";
     os << "  int64_t n = 0, seg = 0;\n";
     os << "  if (!t::slot_to_segment(a.cu_seqlens, a.num_seqs, a.seq_len, C, Ls, slot, n, seg)) return;  // slack "
@@ -608,8 +604,7 @@ FailureOr<std::string> emitTileFoldKernel(func::FuncOp fn, const std::string& sy
   os << "  static_assert(FC == t::kFoldCols && dgps::launch::kSegmentFoldThreads == t::kFoldThreads, \"\");\n";
   os << "  const int64_t Ls = a.segment_chunks;  // chunks per segment\n";
   os << "  if (Ls < 1) return;  // launched only with a segment length\n";
-  os << "  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), "
-        "Ls);\n";
+  os << workspaceOfCuda();
   os << "  constexpr int64_t VT = (V + FC - 1) / FC;\n";
   os << "  const int64_t HV = a.heads_v, bid = dev::block_x();\n";
   os << "  const int64_t vt = bid % VT, nh = bid / VT, hv = nh % HV, n = nh / HV;\n";

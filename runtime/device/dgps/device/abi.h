@@ -33,6 +33,9 @@ struct FastDiv {
   uint32_t shift;
 };
 
+/// The most workspace regions one package declares (the runtime's kMaxWorkspaceBuffers is this bound).
+constexpr int kMaxWorkspaceRegions = 16;
+
 /// A TMA tensor map (the driver's CUtensorMap: 128 opaque bytes, 64-byte aligned), encoded on the host for one
 /// call (runtime/lib/TensorMaps.cpp; on the CPU emulator, tests/emu's own encoding of the same
 /// launch::TensorMapShape).
@@ -74,6 +77,12 @@ struct ForwardArgs {
   FastDiv div_heads_v;   ///< by HV
   FastDiv div_gva;       ///< by HV / H
   FastDiv div_chunks;    ///< by ceil(seq_len / chunk), the chunks of one sequence without cu_seqlens (>= 1)
+  /// Byte offset from `workspace` of each workspace region, in the package's layout order (the manifest's
+  /// launch.workspace.buffers, then launch.forward_segmented.buffers when segment_chunks >= 1; kernels.cu's
+  /// dgps_package::Workspace reads them with workspace_of). The host has them in its launch plan; a CTA that
+  /// recomputed them from the shape spent about 40 instructions per warp in 64-bit arithmetic before its first load.
+  /// Unused entries are 0.
+  int64_t workspace_offsets[kMaxWorkspaceRegions];
   /// Tensor maps of q and k for tensor copies (TMA; device/tensor_copy.cuh), encoded by the runtime for devices
   /// that have them (sm_90 and later) when the rows allow it; without them every load is by cp.async, with the
   /// same result. Bit 0: q_rows and k_rows (launch_rules.h chunkRowsMapShape: a chunk's rows at the padded pitch

@@ -93,7 +93,7 @@ struct PackageIo {
 /// The most forward kernels and workspace buffers one manifest may list (the warm path keeps them in
 /// fixed arrays).
 constexpr std::size_t kMaxForwardKernels = 8;
-constexpr std::size_t kMaxWorkspaceBuffers = 16;
+constexpr std::size_t kMaxWorkspaceBuffers = 16;  // = device/abi.h kMaxWorkspaceRegions (Runtime.cpp asserts it)
 
 /// One kernel of the manifest's `launch` section: grid, block and dynamic shared memory as formulas.
 struct KernelLaunchRule {

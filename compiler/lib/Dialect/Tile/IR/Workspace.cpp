@@ -245,6 +245,10 @@ LogicalResult verifyWorkspace(Operation* op, Attribute value) {
     return op->emitOpError() << kWorkspaceAttr << " belongs on the module that holds the package's tile functions";
   FailureOr<std::vector<WorkspaceRegion>> regions = parseWorkspace(op, value);
   if (failed(regions)) return failure();
+  if (regions->size() > size_t(kMaxWorkspaceRegions))
+    return op->emitOpError() << kWorkspaceAttr << " declares " << regions->size()
+                             << " regions; the kernels take at most " << kMaxWorkspaceRegions
+                             << " offsets (ForwardArgs::workspace_offsets, runtime/device/dgps/device/abi.h)";
   std::set<std::string> declared, written, read;
   for (const WorkspaceRegion& r : *regions) declared.insert(r.name);
   for (const RegionUse& u : regionUses(op)) {
@@ -293,8 +297,19 @@ std::string workspaceLayoutCuda(const std::vector<WorkspaceRegion>& regions) {
     }
     os << r.bytes << "LL, " << kWorkspaceAlign << ");\n";
   }
-  os << "  w.total = off;\n  return w;\n}\n}  // namespace dgps_package\n";
+  os << "  w.total = off;\n  return w;\n}\n";
+  // the kernels take the offsets the host computed (abi.h workspace_offsets): the same numbers, no 64-bit layout
+  // arithmetic per CTA
+  os << "// The offsets of this call (ForwardArgs::workspace_offsets, in the order above; `total` is the host's).\n";
+  os << "DGPS_HD inline Workspace workspace_of(const dgps::ForwardArgs& a) {\n  Workspace w{};\n";
+  for (size_t i = 0; i < regions.size(); ++i)
+    os << "  w." << regions[i].name << " = a.workspace_offsets[" << i << "];\n";
+  os << "  return w;\n}\n}  // namespace dgps_package\n";
   return os.str();
+}
+
+std::string workspaceOfCuda() {
+  return "  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)\n";
 }
 
 const WorkspaceRegion* workspaceCatalogEntry(StringRef name) {

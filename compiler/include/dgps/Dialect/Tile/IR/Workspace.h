@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "dgps/device/abi.h"
 #include "dgps/device/launch_rules.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -85,8 +86,13 @@ mlir::LogicalResult verifyWorkspace(mlir::Operation* op, mlir::Attribute value);
 std::vector<WorkspaceRegion> workspaceOf(mlir::ModuleOp module);
 
 /// The CUDA text of the package's layout: namespace dgps_package { struct Workspace { long long <region>...,
-/// total; }; Workspace workspace_layout(s, t); } (host and device), for kernels.cu.
+/// total; }; Workspace workspace_layout(s, t, L); Workspace workspace_of(const ForwardArgs&); } (host and device),
+/// for kernels.cu. workspace_layout computes the offsets from the shape; workspace_of reads the ones the host put in
+/// ForwardArgs::workspace_offsets (abi.h; at most kMaxWorkspaceRegions regions), which is what the kernels use.
 std::string workspaceLayoutCuda(const std::vector<WorkspaceRegion>& regions);
+
+/// The kernel-body line that binds `W`, the call's region offsets (`ws + W.<region>`), from the arguments `a`.
+std::string workspaceOfCuda();
 
 /// The bytes `region` takes for a call, before alignment (L as in WorkspaceExtent::value); -1 for an extent that is
 /// not known (a declaration that did not verify).
