@@ -20,7 +20,9 @@
 #include <tuple>
 #include <vector>
 
+#include "LaunchPlan.h"
 #include "RuntimeTestUtil.h"
+#include "dgps/device/abi.h"
 #include "dgps/dsl/Reference.h"
 #include "dgps/runtime/CudaDriver.h"
 #include "dgps/runtime/Error.h"
@@ -295,6 +297,54 @@ TEST(WarmPath, TensorMapsAreEncodedOncePerPointers) {
       rt.forward(*f.pkg, t, o);
       EXPECT_EQ(moved("cuTensorMapEncodeTiled"), maps) << "a new q pointer needs new maps";
       EXPECT_EQ(lastRowMaps(), bits);
+    }
+  }
+}
+
+// The fake driver's copy of the last forward launch's ForwardArgs; false before any.
+bool lastForwardArgs(ForwardArgs& out) {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  auto f = h ? reinterpret_cast<bool (*)(ForwardArgs*)>(dlsym(h, "dgpsFakeLastForwardArgs")) : nullptr;
+  return f && f(&out);
+}
+
+// What the kernels index by instead of recomputing it per CTA: the launch plan's workspace offsets in layout order
+// (segment regions included with a segment length, zeros after the last region) and the block-index divisors, on
+// a cold and on a warm call.
+TEST(WarmPath, KernelsGetThePlansWorkspaceOffsetsAndDivisors) {
+  REQUIRE_FAKE_DRIVER();
+  for (auto [name, segment] : {std::pair<const char*, std::int64_t>{"pgdn", 0}, {"pgdn", 1}, {"gdn_gva", 1}}) {
+    SCOPED_TRACE(std::string(name) + " segment_chunks " + std::to_string(segment));
+    Fixture f(name);
+    Buffers b;
+    Runtime rt(f.options());
+    ForwardTensors t = seededForward(f, b, rt);
+    const ForwardProblem p = validateForward(*f.pkg, t);
+    LaunchOptions o = f.launch();
+    o.config = rt.resolveForwardConfig(*f.pkg, p);
+    o.segment_chunks = segment;
+    const detail::ForwardGeometry plan = segment > 0 ? detail::forwardGeometrySegmented(*f.pkg, p, *o.config, segment)
+                                                     : detail::forwardGeometry(*f.pkg, p, *o.config);
+    ASSERT_GT(plan.buffers, 3);
+    if (segment > 0) ASSERT_GT(plan.buffers, int(f.pkg->manifest().launch.workspace.size()));
+    t.workspace = b.make(ScalarType::F32, {std::int64_t(plan.workspace_bytes / 4 + 64)});  // the segment regions
+    DeviceContextGuard keep(0);
+    for (int call = 0; call < 2; ++call) {  // cold, then warm (the call memo)
+      SCOPED_TRACE(call ? "warm" : "cold");
+      rt.forward(*f.pkg, t, o);
+      ForwardArgs a{};
+      ASSERT_TRUE(lastForwardArgs(a));
+      for (int i = 0; i < kMaxWorkspaceRegions; ++i)
+        EXPECT_EQ(a.workspace_offsets[i], i < plan.buffers ? std::int64_t(plan.buffer_offsets[std::size_t(i)]) : 0)
+            << "region " << i;
+      const std::int64_t chunk = o.config->chunk, chunks = (p.seq_len + chunk - 1) / chunk;
+      for (auto [d, n] : {std::pair<FastDiv, std::int64_t>{a.div_heads_qk, p.heads_qk}, {a.div_heads_v, p.heads_v},
+                          {a.div_gva, p.heads_v / p.heads_qk}, {a.div_chunks, chunks}}) {
+        const FastDiv want = fast_div(std::uint64_t(n));
+        EXPECT_EQ(d.mul, want.mul) << "divisor " << n;
+        EXPECT_EQ(d.shift, want.shift) << "divisor " << n;
+      }
+      EXPECT_EQ(a.segment_chunks, segment);
     }
   }
 }

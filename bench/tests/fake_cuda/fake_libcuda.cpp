@@ -130,6 +130,16 @@ extern "C" long long dgpsFakeCudaCalls(const char* name) {
 std::atomic<long long> last_row_maps{-1};
 extern "C" long long dgpsFakeLastRowMaps() { return last_row_maps.load(); }
 
+// A copy of the last forward kernel's ForwardArgs (the index divisors and workspace offsets the runtime formed).
+std::mutex last_args_mu;
+dgps::ForwardArgs last_args{};
+bool have_last_args = false;
+extern "C" bool dgpsFakeLastForwardArgs(dgps::ForwardArgs* out) {
+  std::lock_guard<std::mutex> lock(last_args_mu);
+  if (have_last_args) *out = last_args;
+  return have_last_args;
+}
+
 CUresult cuInit(unsigned int) {
   FAKE_COUNT(cuInit);
   return CUDA_SUCCESS;
@@ -276,8 +286,12 @@ CUresult cuLaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, un
   if (CUresult r = sticky()) return r;
   const std::string& name = reinterpret_cast<Function*>(f)->name;
   if (name.rfind("dgps_bench_", 0) == 0) return CUDA_SUCCESS;  // the bench's own helper kernels
-  if (name.find("_fwd_") != std::string::npos)
+  if (name.find("_fwd_") != std::string::npos) {
     last_row_maps.store(static_cast<const dgps::ForwardArgs*>(params[0])->row_maps);
+    std::lock_guard<std::mutex> lock(last_args_mu);
+    last_args = *static_cast<const dgps::ForwardArgs*>(params[0]);
+    have_last_args = true;
+  }
   State& s = state();
   {
     std::lock_guard<std::mutex> lock(s.mu);
