@@ -49,6 +49,17 @@ DGPS_DEV int64_t udiv(int64_t n, FastDiv d) {
   return (int64_t)(((uint64_t)hi + x) >> d.shift);
 }
 
+/// `p` as a value the compiler cannot trace back to the kernel's parameters. ptxas rebuilds an address that derives
+/// from parameter values (e.g. ws + a.workspace_offsets[i]) from them at every use rather than keep it in a register;
+/// in a loop that advances the address, that is tens of integer instructions per iteration on a latency-bound path.
+template <class T>
+DGPS_DEV T* opaque(T* p) {
+#if !defined(DGPS_EMU)
+  asm("" : "+l"(p));
+#endif
+  return p;
+}
+
 // ---- thread geometry ------------------------------------------------------------------------------
 #if defined(DGPS_EMU)
 DGPS_DEV int tid() { return (int)dgps_emu::thread_x(); }

@@ -16,10 +16,10 @@ DGPS_DEV void chunk_affine_scan(float* starts, const float* gam, const float* u,
                                 int64_t nch, const float* s0, float* fin) {
   for (int d = dev::tid(); d < K; d += dev::nthreads()) {
     float s = s0 != nullptr ? s0[d] : 0.f;
-    // pointers advance by U chunks per batch (no per-chunk index products)
-    float* st = starts + d;
-    const float* uc = u + d;
-    const float* gc = gam;
+    // pointers advance by U chunks per batch (no per-chunk index products); opaque keeps them in registers
+    float* st = dev::opaque(starts + d);
+    const float* uc = dev::opaque(u + d);
+    const float* gc = dev::opaque(gam);
     for (int64_t c0 = 0; c0 < nch; c0 += U, st += U * stride, uc += U * stride, gc += U * gstride) {
       float gv[U], uv[U];
 #pragma unroll
