@@ -89,8 +89,15 @@ DGPS_DEV void feedback_pass_update(float* part, const uint16_t* sK, const float*
 
 /// The pass over the `len` tokens of one sequence (file comment).
 template <int C, int K, int KP, class Codec>
-DGPS_DEV void feedback_chunk_pass(unsigned char* sm, const FeedbackPassIo& io, int64_t len, const float* s0,
+DGPS_DEV void feedback_chunk_pass(unsigned char* sm, const FeedbackPassIo& in, int64_t len, const float* s0,
                                    float absent, float* fin) {
+  // the pointers as registers: ptxas would otherwise rebuild them from the kernel's parameters at every chunk
+  FeedbackPassIo io = in;
+  io.key = dev::opaque(io.key);
+  io.tri = dev::opaque(io.tri);
+  io.vec = dev::opaque(io.vec);
+  io.starts = dev::opaque(io.starts);
+  io.coef = dev::opaque(io.coef);
   constexpr FeedbackPassSmem SM = feedbackPassSmem(K, C);
   // P lanes per row of the two products (a power of two <= 32: a row's lanes are adjacent in one warp), Q
   // partial sums per channel pair of the update
