@@ -338,7 +338,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
   constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::StateOutputSmem L = dgps_package::state_output_smem();
-  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
+  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);
   // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the consumers run chunk c (tile/warp_split.cuh); registers per consumer / producer thread after the hand-over
   using Split = t::WarpSplit<NT / 32, 4, 224, 56>;
   static_assert(Split::NT == dgps_package::state_output_threads(), "the launch's threads");
@@ -461,7 +461,7 @@ static __device__ __forceinline__ void dgps_osdn_fwd_segment_summary_walk(const 
   constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
-  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
+  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), a.segment_chunks);
   // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the consumers run chunk c (tile/warp_split.cuh); registers per consumer / producer thread after the hand-over
   using Split = t::WarpSplit<NT / 32, 4, 224, 56>;
   static_assert(Split::NT == dgps_package::segment_state_output_threads(), "the launch's threads");
@@ -618,7 +618,7 @@ static __device__ __forceinline__ void dgps_osdn_fwd_segment_state_output_walk0(
   constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
-  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
+  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), a.segment_chunks);
   // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the consumers run chunk c (tile/warp_split.cuh); registers per consumer / producer thread after the hand-over
   using Split = t::WarpSplit<NT / 32, 4, 224, 56>;
   static_assert(Split::NT == dgps_package::segment_state_output_threads(), "the launch's threads");
