@@ -354,8 +354,8 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
   os << (segment ? "  constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();\n"
                  : "  constexpr dgps_package::StateOutputSmem L = dgps_package::state_output_smem();\n");
   // A walk with a producer warpgroup (a rescale) runs under a register cap (168 at BV = 128, tile/warp_split.cuh):
-  // with the host's offsets ptxas spilled OSDN's fp16 state_output (8 bytes, NVRTC 13.0), and PGDN's was not faster
-  // (docs/performance.md run 23), so it keeps computing the layout from the shape.
+  // with the host's offsets ptxas spilled OSDN's fp16 state_output (8 bytes, NVRTC 13.0), and its bf16 one was not
+  // faster (374.6 against 376.8 us, docs/performance.md run 23), so it keeps computing the layout from the shape.
   if (walk.getRescale())
     os << "  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), "
        << (segment ? "a.segment_chunks" : "0") << ");\n";
