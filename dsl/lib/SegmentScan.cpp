@@ -90,13 +90,20 @@ std::int64_t chooseSegmentChunks(const SegmentRuleInputs& in) {
   if (in.parallelWork < 1 || in.smCount < 1 || nt < kMinSegmentedChunks) return nt;
   const std::int64_t slots = in.smCount * std::max<std::int64_t>(1, in.ctasPerSm);
   const std::int64_t summary = in.summaryWork > 0 ? in.summaryWork : 2 * in.parallelWork;
+  // the summary's chunk steps for x CTAs: as the walk's, or, where two may share an SM and x outgrows one per
+  // slot, waves of two per SM at kSummaryShareCost each (up to one per slot, the SMs take one each)
+  const auto summarySteps = [&](std::int64_t x) {
+    if (in.summaryCtasPerSm > 1 && x > slots)
+      return kSummaryStepCost * kSummaryShareCost * waves(x, in.smCount * in.summaryCtasPerSm);
+    return kSummaryStepCost * waves(x, slots);
+  };
   const double plain = static_cast<double>(nt) * waves(in.parallelWork, slots);
   double best = plain * (1.0 - kSegmentMinGain);
   std::int64_t bestL = nt;
   for (std::int64_t s = 2; s <= nt / kMinSegmentChunks; ++s) {
     const std::int64_t L = (nt + s - 1) / s;
     const std::int64_t segments = (nt + L - 1) / L;  // S rounded to what L = ⌈NT / S⌉ really cuts
-    const double cost = static_cast<double>(L) * (kSummaryStepCost * waves(segments * summary, slots) +
+    const double cost = static_cast<double>(L) * (summarySteps(segments * summary) +
                                                   waves(segments * in.parallelWork, slots)) +
                         kFoldStepCost * static_cast<double>(segments);
     if (cost < best) best = cost, bestL = L;

@@ -345,6 +345,7 @@ static __device__ __forceinline__ void dgps_gdn_fwd_segment_summary_walk0(const 
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
   const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
+  constexpr bool kSplitProduct = dgps::launch::segmentSummaryCtasPerSm(dgps::cfg::kSummaryPairs, false, dgps::cfg::KP, dgps::cfg::C, dgps::cfg::STAGES, dgps::cfg::kInputF16) * dgps_package::segment_summary_threads() >= 512;
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of the V value columns
   constexpr int64_t VT = (V + BV - 1) / BV;
@@ -420,7 +421,7 @@ static __device__ __forceinline__ void dgps_gdn_fwd_segment_summary_walk0(const 
     uint32_t NA[C / 16][4];
     (void)XQ;
     (void)XR;
-    t::state_times_rows<C, KP, kWG, false>(XR, XQ, S, sK, sK);
+    t::state_times_rows<C, KP, kWG, false, kSplitProduct>(XR, XQ, S, sK, sK);
     t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));
     t::state_scale<KP>(S, sTok[C * 8 + 0]);
     t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
@@ -444,6 +445,7 @@ static __device__ __forceinline__ void dgps_gdn_fwd_segment_summary_walk1(const 
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
   const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
+  constexpr bool kSplitProduct = dgps::launch::segmentSummaryCtasPerSm(dgps::cfg::kSummaryPairs, false, dgps::cfg::KP, dgps::cfg::C, dgps::cfg::STAGES, dgps::cfg::kInputF16) * dgps_package::segment_summary_threads() >= 512;
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of M's K columns (a K x K state)
   constexpr int64_t VT = (K + BV - 1) / BV;
@@ -524,7 +526,7 @@ static __device__ __forceinline__ void dgps_gdn_fwd_segment_summary_walk1(const 
     uint32_t NA[C / 16][4];
     (void)XQ;
     (void)XR;
-    t::state_times_rows<C, KP, kWG, false>(XR, XQ, S, sK, sK);
+    t::state_times_rows<C, KP, kWG, false, kSplitProduct>(XR, XQ, S, sK, sK);
     t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));
     t::state_scale<KP>(S, sTok[C * 8 + 0]);
     t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
@@ -536,7 +538,7 @@ static __device__ __forceinline__ void dgps_gdn_fwd_segment_summary_walk1(const 
   }
   t::state_store<KP>(S, reinterpret_cast<float*>(ws + W.seg_trans) + (slot * HV + hv) * (int64_t)K * K, K, K, vw);
 }
-extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threads(), 1) dgps_gdn_fwd_segment_summary(DGPS_GRID_CONST dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threads(), dgps::launch::segmentSummaryCtasPerSm(dgps::cfg::kSummaryPairs, false, dgps::cfg::KP, dgps::cfg::C, dgps::cfg::STAGES, dgps::cfg::kInputF16)) dgps_gdn_fwd_segment_summary(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (gdn_segment_summary, grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   int64_t bid = dgps::dev::block_x();

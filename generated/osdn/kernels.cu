@@ -462,6 +462,7 @@ static __device__ __forceinline__ void dgps_osdn_fwd_segment_summary_walk(const 
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
   const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), a.segment_chunks);
+  constexpr bool kSplitProduct = dgps::launch::segmentSummaryCtasPerSm(dgps::cfg::kSummaryPairs, true, dgps::cfg::KP, dgps::cfg::C, dgps::cfg::STAGES, dgps::cfg::kInputF16) * dgps_package::segment_summary_threads() >= 512;
   // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the consumers run chunk c (tile/warp_split.cuh); registers per consumer / producer thread after the hand-over
   using Split = t::WarpSplit<NT / 32, 4, 224, 56>;
   static_assert(Split::NT == dgps_package::segment_state_output_threads(), "the launch's threads");
@@ -568,7 +569,7 @@ static __device__ __forceinline__ void dgps_osdn_fwd_segment_summary_walk(const 
     uint32_t NA[C / 16][4];
     (void)XQ;
     (void)XR;
-    t::state_times_rows<C, KP, kWG, false>(XR, XQ, S, sK, sK);
+    t::state_times_rows<C, KP, kWG, false, kSplitProduct>(XR, XQ, S, sK, sK);
     t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));
     t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
     Split::sync_all();  // this stage may be overwritten from here on

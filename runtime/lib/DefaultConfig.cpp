@@ -2,7 +2,10 @@
 
 #include <algorithm>
 
+#include "dgps/device/launch_rules.h"
+#include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/dsl/SegmentScan.h"
+#include "dgps/runtime/Runtime.h"
 
 namespace dgps {
 
@@ -68,6 +71,14 @@ ForwardDefaultInputs forwardDefaultInputs(const Package& package, const ForwardP
   in.rows = problem.rows();
   in.segmented = !package.manifest().launch.forward_segmented.empty();
   in.sm_count = sm_count;
+  in.f16 = problem.input_dtype == ScalarType::F16;
+  if (in.segmented) {
+    in.summary_pairs = summaryPairsEnabled();
+    // the launch contract's own question (LaunchContract.h segmentRoleLaunch), with the manifest's write-key choice
+    launch::FeatureSet f = deviceFeatures(package.spec());
+    f.write_key = package.manifest().features.write_key;
+    in.summary_producers = launch::walkRebuildsKw(f, true);
+  }
   return in;
 }
 
@@ -84,6 +95,8 @@ std::int64_t autoSegmentChunks(const ForwardDefaultInputs& in, const TileConfig&
   rule.smCount = in.sm_count;
   rule.K = in.key_dim;
   rule.C = C;
+  rule.summaryCtasPerSm = launch::segmentSummaryCtasPerSm(in.summary_pairs, in.summary_producers,
+                                                          launch::pad16(int(in.key_dim)), int(C), config.stages, in.f16);
   const std::int64_t L = segment::chooseSegmentChunks(rule);
   return L < rule.chunksPerSeq ? L : 0;
 }

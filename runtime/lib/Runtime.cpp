@@ -26,19 +26,33 @@
 
 namespace dgps {
 
+bool summaryPairsEnabled() {
+  static const std::string value = [] {
+    const char* e = std::getenv("DGPS_SUMMARY_PAIRS");
+    return std::string(e ? e : "");
+  }();
+  if (value.empty() || value == "0") return false;
+  if (value == "1") return true;
+  throw RuntimeError(RuntimeErrorCode::InvalidArgument,
+                     "environment variable DGPS_SUMMARY_PAIRS is '" + value.substr(0, 64) + "'; expected 0 or 1");
+}
+
 std::vector<std::string> variantDefines(std::int64_t key_dim, std::int64_t value_dim, ScalarType input_dtype,
                                         const TileConfig& c) {
   if (input_dtype != ScalarType::BF16 && input_dtype != ScalarType::F16) {
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,
                        std::string("input dtype must be bf16 or f16 for a kernel variant, got ") + toString(input_dtype));
   }
-  return {"DGPS_K=" + std::to_string(key_dim),
-          "DGPS_V=" + std::to_string(value_dim),
-          input_dtype == ScalarType::BF16 ? "DGPS_INPUT_BF16=1" : "DGPS_INPUT_F16=1",
-          "DGPS_CHUNK=" + std::to_string(c.chunk),
-          "DGPS_BLOCK_V=" + std::to_string(c.block_v),
-          "DGPS_WARPS=" + std::to_string(c.warps),
-          "DGPS_STAGES=" + std::to_string(c.stages)};
+  std::vector<std::string> defines{"DGPS_K=" + std::to_string(key_dim),
+                                   "DGPS_V=" + std::to_string(value_dim),
+                                   input_dtype == ScalarType::BF16 ? "DGPS_INPUT_BF16=1" : "DGPS_INPUT_F16=1",
+                                   "DGPS_CHUNK=" + std::to_string(c.chunk),
+                                   "DGPS_BLOCK_V=" + std::to_string(c.block_v),
+                                   "DGPS_WARPS=" + std::to_string(c.warps),
+                                   "DGPS_STAGES=" + std::to_string(c.stages)};
+  // only when on, so the cache keys of every variant compiled before the switch existed stay valid
+  if (summaryPairsEnabled()) defines.push_back("DGPS_SUMMARY_PAIRS=1");
+  return defines;
 }
 
 std::string unsupportedDeviceMessage(ComputeCapability cc, const std::string& device_name) {

@@ -28,7 +28,7 @@ std::string emuCompileCommand(const std::string& source, const std::string& so, 
          "/emu_prelude.h -I" + DGPS_DEVICE_DIR + " -I" + DGPS_EMU_DIR + " -DDGPS_EMU_WGMMA=1 -Wno-psabi" +
          (c.f16 ? " -DDGPS_INPUT_F16=1" : " -DDGPS_INPUT_BF16=1") + define("DGPS_K", c.K) + define("DGPS_V", c.V) +
          define("DGPS_CHUNK", c.chunk) + define("DGPS_BLOCK_V", c.block_v) + define("DGPS_WARPS", c.warps) +
-         define("DGPS_STAGES", c.stages) + " -x c++ " + source + " -o " + so;
+         define("DGPS_STAGES", c.stages) + define("DGPS_SUMMARY_PAIRS", c.summary_pairs ? 1 : 0) + " -x c++ " + source + " -o " + so;
 }
 
 int packageWriteKey(const std::string& manifest) {

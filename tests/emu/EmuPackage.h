@@ -20,6 +20,7 @@ struct KernelConfig {
   int block_v = 0;     ///< DGPS_BLOCK_V: value columns per CTA
   int warps = 0;       ///< DGPS_WARPS
   int stages = 0;      ///< DGPS_STAGES: pipeline depth
+  bool summary_pairs = false;  ///< DGPS_SUMMARY_PAIRS=1: two segment-summary CTAs per SM where they fit
 };
 
 /// The host-compiler command that builds `source` (a kernels.cu, or C++ including one) for the emulator into

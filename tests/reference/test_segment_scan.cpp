@@ -151,6 +151,20 @@ TEST(SegmentScan, SegmentLengthRule) {
   in.ctasPerSm = 2;
   EXPECT_EQ(segment::chooseSegmentChunks(in), 32);
   in.ctasPerSm = 1;
+  // Two summaries per SM (summaryCtasPerSm = 2): 8 segments of 64 take one shared summary wave (256 CTAs on 264
+  // slots: 64 · (0.58 · 1.6 + 1) + 12 = 135.4) where they took two single ones (150.2). The length stays: 4
+  // segments of 128 (128 CTAs, one per SM, no sharing: 128 · 1.58 + 6 = 208.2) and 16 of 32 (32 · (0.58 · 1.6 · 2
+  // + 2) + 24 = 147.4) lose either way.
+  in.summaryCtasPerSm = 2;
+  EXPECT_EQ(segment::chooseSegmentChunks(in), 64);
+  // 56 walk CTAs, 112 summary CTAs per segment at NT = 1024: with one summary per SM no split beats the plain walk
+  // by 10% (1024 → at best 0.9 · 1024 = 921.6); with two, 7 segments of 147 do: 784 summary CTAs in 3 shared waves,
+  // 392 walk CTAs in 3: 147 · (0.58 · 1.6 · 3 + 3) + 10.5 = 860.7.
+  in.chunksPerSeq = 1024, in.parallelWork = 56, in.summaryWork = 112;
+  EXPECT_EQ(segment::chooseSegmentChunks(in), 147);
+  in.summaryCtasPerSm = 1;
+  EXPECT_EQ(segment::chooseSegmentChunks(in), 1024);
+  in.chunksPerSeq = 512, in.parallelWork = 16, in.summaryWork = 0;
   // One (sequence, value tile): many short segments, but none under kMinSegmentChunks.
   in.parallelWork = 1;
   EXPECT_GE(segment::chooseSegmentChunks(in), segment::kMinSegmentChunks);

@@ -164,5 +164,32 @@ TEST(ForwardDefaultConfig, SegmentChoiceIsTheRuleOfSegmentScan) {
   EXPECT_EQ(autoSegmentChunks(in, TileConfig{32, 128, 4, 2}), segment::chooseSegmentChunks(rule));
 }
 
+TEST(ForwardDefaultConfig, TheRuleCountsTwoSummariesPerSmOnlyWhereTheVariantRunsThem) {
+  // 56 walk CTAs (B = 7, HV = 8): with one summary per SM the rule keeps the plain pass, with two it splits
+  // (tests/reference SegmentScan.SegmentLengthRule); the runtime passes two exactly when the variant's launch
+  // bound has two (launch_rules.h segmentSummaryCtasPerSm over the package's producers and the config)
+  ForwardDefaultInputs in = call(7, 32768, true);
+  in.heads_v = 8;
+  const TileConfig c32{32, 128, 4, 2};
+  segment::SegmentRuleInputs rule;
+  rule.chunksPerSeq = 1024;
+  rule.parallelWork = 56;
+  rule.summaryWork = 112;
+  rule.smCount = 132;
+  rule.K = 128;
+  rule.C = 32;
+  EXPECT_EQ(autoSegmentChunks(in, c32), 0) << "off: one summary per SM, the plain pass";
+  in.summary_pairs = true;
+  rule.summaryCtasPerSm = 2;
+  EXPECT_EQ(autoSegmentChunks(in, c32), segment::chooseSegmentChunks(rule));
+  EXPECT_GT(autoSegmentChunks(in, c32), 0);
+  in.summary_producers = true;  // OSDN's summary has a producer warpgroup: one per SM
+  EXPECT_EQ(autoSegmentChunks(in, c32), 0);
+  in.summary_producers = false;
+  EXPECT_EQ(autoSegmentChunks(in, TileConfig{32, 128, 4, 1}), 0) << "one stage: one per SM";
+  in.f16 = true;
+  EXPECT_EQ(autoSegmentChunks(in, c32), 0) << "fp16 inputs: one per SM";
+}
+
 }  // namespace
 }  // namespace dgps

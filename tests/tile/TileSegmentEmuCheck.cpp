@@ -65,6 +65,7 @@ constexpr double kSlowGate = 0.02;  // log-decay scale: e^{0.02·g} ≈ 0.9975 p
 
 struct Config {
   int K, chunk, block_v, warps, stages;
+  bool summaryPairs = false;  ///< DGPS_SUMMARY_PAIRS=1 (the summary's split state product where two share an SM)
 };
 
 /// Relative L2 distance of `got` from `ref` (infinite when `got` holds a non-finite value).
@@ -84,7 +85,7 @@ int fail(const std::string& msg) {
 }
 
 void* build(const std::string& pkg, const std::string& so, const Config& c) {
-  return dgps_emu::loadForEmu(pkg + "/kernels.cu", so, {c.K, c.K, false, c.chunk, c.block_v, c.warps, c.stages});
+  return dgps_emu::loadForEmu(pkg + "/kernels.cu", so, {c.K, c.K, false, c.chunk, c.block_v, c.warps, c.stages, c.summaryPairs});
 }
 
 bool launch(void* module, const std::string& sym, const dgps::launch::Geometry& geo, dgps::ForwardArgs& a) {
@@ -258,9 +259,10 @@ bool checkOnce(const dgps::Spec& spec, const Loaded& pkg, const Loaded* other, c
                   ePlain, eSeg, eState);
   }
   std::printf(
-      "  %s write_key %d C=%d K=V=%d L=%lld %s (B=%lld T=%lld H=%lld HV=%lld%s%s, %lld segment slots): segmented vs "
+      "  %s write_key %d C=%d K=V=%d BV=%d%s L=%lld %s (B=%lld T=%lld H=%lld HV=%lld%s%s, %lld segment slots): segmented vs "
       "ordinary o %.3g, final state %.3g; vs float64 o %.3g (ordinary %.3g), final state %.3g%s%s  %s\n",
-      spec.name.c_str(), pkg.writeKey, cfg.chunk, cfg.K, (long long)L, p.what, (long long)p.B, (long long)p.T,
+      spec.name.c_str(), pkg.writeKey, cfg.chunk, cfg.K, cfg.block_v, cfg.summaryPairs ? " (two summaries per SM)" : "",
+      (long long)L, p.what, (long long)p.B, (long long)p.T,
       (long long)p.H, (long long)(p.H * p.gva), p.initial ? ", initial state" : "", p.slowGates ? ", slow gates" : "",
       mine.segmentSlots, eoPlain, esPlain, eoRef, eoPlainRef, esRef, precondErr, otherErr, pass ? "ok" : "FAIL");
   return pass;
@@ -297,7 +299,7 @@ int run(int argc, char** argv) {
   }
   // The kernels take any K, V the launch rules allow; dims the spec does not list are added to a copy of the
   // spec for the reference and the input generator (the spec's dims limit its packages' tuning, not the maths).
-  for (int d : {32, 64}) {
+  for (int d : {32, 64, 128}) {
     if (!std::count(spec.key_dims.begin(), spec.key_dims.end(), d)) spec.key_dims.push_back(d);
     if (!std::count(spec.value_dims.begin(), spec.value_dims.end(), d)) spec.value_dims.push_back(d);
   }
@@ -327,11 +329,24 @@ int run(int argc, char** argv) {
       {"dense, generator gates", 1, 300, H, {}, true, false, (int)ratio},
       {"packed", 1, 300, H, packed, true, true, (int)ratio},
   };
-  const Config configs[] = {{32, 32, 32, 4, 1}, {64, 64, 64, 4, 2}, {64, 32, 64, 4, 2}};
+  // the last: two summary CTAs per SM (DGPS_SUMMARY_PAIRS=1 at K = V = 128, C = 32, 256 threads, two stages: the
+  // split state product, tile/state_rows_product.cuh kSplit); dense and packed problems only (the emulator's
+  // slowest configuration)
+  const Config configs[] = {{32, 32, 32, 4, 1}, {64, 64, 64, 4, 2}, {64, 32, 64, 4, 2}, {128, 32, 128, 4, 2, true}};
+  dgps::launch::FeatureSet features = dgps::deviceFeatures(spec);
+  features.write_key = writeKey;
+  const bool pairs = dgps::launch::segmentSummaryCtasPerSm(true, dgps::launch::walkRebuildsKw(features, true), 128, 32,
+                                                           2, false) == 2;
   bool ok = true;
   std::uint64_t seed = 9300;
   for (const Config& c : configs) {
-    const std::string tag = "_k" + std::to_string(c.K) + "_c" + std::to_string(c.chunk) + "_w" + std::to_string(writeKey);
+    if (c.summaryPairs && !pairs) {
+      std::printf("  %s: its summary has a producer warpgroup, one CTA per SM at every configuration (no paired "
+                  "form to check)\n", spec.name.c_str());
+      continue;
+    }
+    const std::string tag = "_k" + std::to_string(c.K) + "_c" + std::to_string(c.chunk) + "_bv" +
+                            std::to_string(c.block_v) + (c.summaryPairs ? "_pairs" : "") + "_w" + std::to_string(writeKey);
     const Loaded mod{build(pkg, work + "/" + spec.name + "_segment" + tag + ".so", c), writeKey, pkg};
     if (!mod.module) return fail("cannot build the emulated kernels of " + spec.name);
     Loaded other{nullptr, rebuiltKey, rebuilt};
@@ -342,8 +357,10 @@ int run(int argc, char** argv) {
     const Loaded* cmp = other.module ? &other : nullptr;
     for (const Problem& p : problems) {
       if (!p.cu.empty() && !spec.varlen) continue;
+      if (c.summaryPairs && &p != &problems[0] && p.cu.empty()) continue;
       ok = checkOnce(spec, mod, cmp, c, p, 2, ++seed) && ok;
     }
+    if (c.summaryPairs) continue;
     if (gvaOk)
       ok = checkOnce(gva, mod, cmp, c, {"GVA", 1, 300, 1, {}, true, true, (int)gva.gva_ratio}, 2, ++seed) && ok;
     // one segment per sequence (L past the sequence's chunks): the fold is one step from the initial state

@@ -228,6 +228,13 @@ void emitProducer(std::ostringstream& os, StateWalkOp w, const launch::FeatureSe
   os << "  Split::consumer_registers();\n";
 }
 
+/// The segment summary's CTAs per SM as the variant computes it (launch_rules.h segmentSummaryCtasPerSm): its
+/// launch bound, and whether its walks split the state product to fit the register cap that bound sets.
+std::string summaryCtasPerSmCuda(bool producers) {
+  return std::string("dgps::launch::segmentSummaryCtasPerSm(dgps::cfg::kSummaryPairs, ") +
+         (producers ? "true" : "false") + ", dgps::cfg::KP, dgps::cfg::C, dgps::cfg::STAGES, dgps::cfg::kInputF16)";
+}
+
 /// One chunk of the walk (tile.state_walk's formulas, in order). With a rescale the consumers meet the producer
 /// at Split::sync_all and each other at Split::sync_consumers; otherwise both are __syncthreads.
 void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end, const char* first) {
@@ -271,8 +278,8 @@ void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end, const
     os << "    float XQ[NCT][4], XR[NCT][4], N[NCT][4];\n    uint32_t NA[C / 16][4];\n    (void)XQ;\n    (void)XR;\n";
   if (out)
     os << "    t::state_times_rows<C, KP, kWG, " << (delta ? "true" : "false") << ">(XQ, XR, S, sQ, sK);\n";
-  else if (delta)
-    os << "    t::state_times_rows<C, KP, kWG, false>(XR, XQ, S, sK, sK);\n";
+  else if (delta)  // a segment summary's walk (the only walk without o): kSplitProduct is in its prologue
+    os << "    t::state_times_rows<C, KP, kWG, false, kSplitProduct>(XR, XQ, S, sK, sK);\n";
   if (delta)
     os << "    t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));\n";
   else if (!carryOnly)
@@ -361,6 +368,12 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
        << (segment ? "a.segment_chunks" : "0") << ");\n";
   else
     os << workspaceOfCuda();
+  if (segment && !walk.getWriteOutput() && walk.getValueForm() == ValueForm::residual_lower) {
+    // two summary CTAs on an SM cap a 256-thread CTA at 128 registers per thread: the state product then forms
+    // its operand a part at a time (tile/state_rows_product.cuh kSplit)
+    os << "  constexpr bool kSplitProduct = " << summaryCtasPerSmCuda(walk.getRescale().has_value())
+       << " * dgps_package::segment_summary_threads() >= 512;\n";
+  }
   if (walk.getRescale()) {
     ArrayRef<int32_t> regs = *walk.getRegisters();
     os << "  // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the "
@@ -566,7 +579,9 @@ FailureOr<std::string> emitTileSegmentKernel(func::FuncOp fn, const std::string&
     emitWalkBody(os, (*walks)[i], *features, true);
     os << "}\n";
   }
-  os << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", 1) " << symbol
+  // a summary without a producer warpgroup may share its SM with a second one (launch_rules.h)
+  os << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", "
+     << (summary ? summaryCtasPerSmCuda(false) : std::string("1")) << ") " << symbol
      << "(DGPS_GRID_CONST dgps::ForwardArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str()
      << ", grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).\n";

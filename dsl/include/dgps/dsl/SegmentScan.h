@@ -125,6 +125,9 @@ struct SegmentRuleInputs {
                                      ///< (the E walk's value tiles and the M walk's K-column tiles); 0: 2 · parallelWork
   std::int64_t smCount = 132;        ///< streaming multiprocessors (H200: 132)
   std::int64_t ctasPerSm = 1;        ///< walk CTAs resident per SM (shared memory bound: 1 at the default tiles)
+  /// segment-summary CTAs resident per SM (runtime/device launch_rules.h segmentSummaryCtasPerSm): 2 where two
+  /// summaries share an SM, each step then costing kSummaryShareCost of a step alone; 1: as the walks (ctasPerSm)
+  std::int64_t summaryCtasPerSm = 1;
   std::int64_t K = 128, C = 64;
 };
 
@@ -134,7 +137,8 @@ struct SegmentRuleInputs {
 ///   plain:          NT · waves(parallelWork)
 ///   S segments:     L · (a · waves(S · summaryWork) + waves(S · parallelWork)) + f · S,   L = ⌈NT / S⌉
 /// with waves(x) = ⌈x / (smCount · ctasPerSm)⌉, a = kSummaryStepCost (a summary step writes no output) and
-/// f = kFoldStepCost (one segment of the fold). The S with the least cost wins if it beats the plain walk by
+/// f = kFoldStepCost (one segment of the fold). Where two summaries may share an SM (summaryCtasPerSm = 2) and the
+/// summary has more CTAs than slots, its term is a · kSummaryShareCost · ⌈x / (2 · smCount)⌉ instead. The S with the least cost wins if it beats the plain walk by
 /// kSegmentMinGain; segments are at least kMinSegmentChunks long. Fitted on the H200 (docs/performance.md,
 /// run 8) at B = 1, T = 32768, H = 16, K = V = 128, 64-column value tiles: the model puts L = 16 / 32 / 57 / 64 at
 /// 1.43 / 1.33 / 1.53 / 1.29 ms against 1.427 / 1.330 / 1.489 / 1.286 measured — a segment count that leaves a
@@ -144,6 +148,11 @@ std::int64_t chooseSegmentChunks(const SegmentRuleInputs& in);
 /// Model constants of chooseSegmentChunks (chunk steps of the plain walk).
 constexpr double kSummaryStepCost = 0.58;  ///< one chunk of a segment's E or M walk (no o, no token record)
 constexpr double kFoldStepCost = 1.5;      ///< one segment of the fold (h ← M h + E for the whole state)
+/// A summary step with a second summary CTA on its SM, against one alone: two CTAs finish in 1.6 steps what one
+/// finishes in 2. Measured on the H200 at B = 1, T = 32768, H = 16, K = V = 128, C = 32, BV = 128 (256 summary CTAs
+/// on 132 SMs): segment_summary took 338 us as two waves of one CTA per SM and 273 us as one wave of two
+/// (273 / 338 · 2 = 1.62; docs/performance.md, run 23).
+constexpr double kSummaryShareCost = 1.6;
 constexpr double kSegmentMinGain = 0.10;   ///< split only when the model saves at least this fraction
 constexpr std::int64_t kMinSegmentChunks = 16;  ///< shortest segment worth its fold step
 

@@ -9,6 +9,8 @@
 //                          16 columns). Also the value tile of the decode kernel (a multiple of 16, <= 128).
 //   DGPS_WARPS             warps of the chunk_local / precond_summary CTAs: 2, 4 or 8.
 //   DGPS_STAGES            shared-memory stages of the state_output prefetch pipeline: 1 or 2.
+//   DGPS_SUMMARY_PAIRS     1: two segment-summary CTAs share an SM where they fit (launch_rules.h
+//                          segmentSummaryCtasPerSm); 0 (default): one.
 //   DGPS_ROW_STEPS         rows of the step axis per token (default 1). A package whose forward runs over
 //                          several steps per token (solve.steps = n_h, docs/math.md §3.7) defines it in its
 //                          kernels.cu: seq_len and the chunk rows then count steps, cu_seqlens still counts
@@ -39,6 +41,9 @@
 #ifndef DGPS_ROW_STEPS
 #define DGPS_ROW_STEPS 1
 #endif
+#ifndef DGPS_SUMMARY_PAIRS
+#define DGPS_SUMMARY_PAIRS 0
+#endif
 #if defined(DGPS_INPUT_BF16) && defined(DGPS_INPUT_F16)
 #error "define only one of DGPS_INPUT_BF16 and DGPS_INPUT_F16"
 #endif
@@ -53,6 +58,8 @@ constexpr int WARPS = DGPS_WARPS;
 constexpr int STAGES = DGPS_STAGES;
 /// Step rows per token of the forward's row axis (DGPS_ROW_STEPS): cu_seqlens entries are scaled by it.
 constexpr int ROW_STEPS = DGPS_ROW_STEPS;
+/// Two segment-summary CTAs may share an SM (DGPS_SUMMARY_PAIRS; launch_rules.h segmentSummaryCtasPerSm).
+constexpr bool kSummaryPairs = DGPS_SUMMARY_PAIRS != 0;
 /// K and V rounded up to the 16-wide k-step of the tensor-core products; pad channels are zero.
 constexpr int KP = (K + 15) / 16 * 16;
 constexpr int VP = (V + 15) / 16 * 16;
@@ -71,6 +78,7 @@ static_assert(DGPS_BLOCK_V % 16 == 0 && DGPS_BLOCK_V >= 16 && DGPS_BLOCK_V <= 12
               "DGPS_BLOCK_V must be a multiple of 16 in [16, 128]");
 static_assert(launch::isChoice(launch::kWarpChoices, WARPS), "DGPS_WARPS must be 2, 4 or 8");
 static_assert(launch::isChoice(launch::kStageChoices, STAGES), "DGPS_STAGES must be 1 or 2");
+static_assert(DGPS_SUMMARY_PAIRS == 0 || DGPS_SUMMARY_PAIRS == 1, "DGPS_SUMMARY_PAIRS must be 0 or 1");
 static_assert(ROW_STEPS >= 1 && ROW_STEPS <= 4, "DGPS_ROW_STEPS must be in [1, 4]");
 
 }  // namespace cfg

@@ -98,6 +98,20 @@ DGPS_HD constexpr bool blockVCompiles(int block_v) { return block_v >= 16 && blo
 /// divide V, and block_v > V runs as valueTile = pad16(V) (e.g. V = 120: block_v 128 is one masked tile).
 DGPS_HD constexpr int valueTile(int V, int block_v) { return block_v < pad16(V) ? block_v : pad16(V); }
 
+// ---- CTAs per SM -------------------------------------------------------------------------------------------
+/// Segment-summary CTAs per SM: 2 where `pairs` is on and the summary fits twice, else 1. The summary walks have
+/// no output and are bound by the latency of their chunk-after-chunk steps, not by bandwidth, so a second CTA on
+/// the SM fills the first one's waits. They fit twice without a producer warpgroup, at KP <= 128, C <= 32, two
+/// stages and bf16 inputs: under the launch bound's 128 registers per thread (256 threads) the walk holds the state
+/// with tile/state_rows_product.cuh's split product, and two CTAs' shared memory (2 x 61 KiB at C = 32, BV = 128)
+/// fit in one SM's. fp16 inputs stay at one: their in-place conversion of the k and v tiles spills 12 bytes under
+/// that cap (NVRTC 13.0, K = 128). `pairs` is the variant's switch (NVRTC macro DGPS_SUMMARY_PAIRS, config.cuh
+/// cfg::kSummaryPairs; the runtime sets it from the environment variable DGPS_SUMMARY_PAIRS=1). The segment-length
+/// rule prices a shared SM (dsl SegmentScan.h kSummaryShareCost).
+DGPS_HD constexpr int segmentSummaryCtasPerSm(bool pairs, bool producers, int KP, int C, int stages, bool f16) {
+  return pairs && !producers && KP <= 128 && C <= 32 && stages == 2 && !f16 ? 2 : 1;
+}
+
 /// Number of chunk slots: B·ceil(T/C), or with varlen the device-side bound ceil(T/C) + N. With varlen,
 /// sequence n's chunk c lives in slot floor(cu[n]/C) + n + c (injective and below this bound), so no
 /// host sync is needed to read cu_seqlens.

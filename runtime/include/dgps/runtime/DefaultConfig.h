@@ -30,6 +30,13 @@ struct ForwardDefaultInputs {
   /// The state pass the caller forced (LaunchOptions::segment_chunks, DGPS_SEGMENT_CHUNKS): -1 none, the runtime
   /// chooses (autoSegmentChunks); 0 the plain sequential pass; L >= 1 segments of L chunks.
   std::int64_t forced_segment_chunks = -1;
+  /// Two segment-summary CTAs may share an SM (summaryPairsEnabled, Runtime.h), and the package's summary has a
+  /// producer warpgroup (which keeps it at one), and the inputs are fp16 (one as well): with the config's chunk and
+  /// stages they give the summary's CTAs per SM (launch_rules.h segmentSummaryCtasPerSm) that the segment-length rule
+  /// counts.
+  bool summary_pairs = false;
+  bool summary_producers = false;
+  bool f16 = false;
 };
 
 /// The inputs of a validated forward call on a device with `sm_count` SMs.

@@ -107,8 +107,14 @@ std::string unsupportedDeviceMessage(ComputeCapability cc, const std::string& de
 /// (and RuntimeError{NoDriver/NoDevice} when it cannot be queried).
 void requireSupportedDevice(int device);
 
+/// Whether variants compile with two segment-summary CTAs per SM where they fit (runtime/device launch_rules.h
+/// segmentSummaryCtasPerSm): the environment variable DGPS_SUMMARY_PAIRS, read once; "1" on, "0" or unset off.
+/// Off by default until the paired form has been timed on a GPU beside the single one (docs/performance.md).
+/// Throws RuntimeError{InvalidArgument} naming the value when it is anything else.
+bool summaryPairsEnabled();
+
 /// The macros a package variant is compiled with: DGPS_K, DGPS_V, DGPS_INPUT_BF16 or DGPS_INPUT_F16,
-/// DGPS_CHUNK, DGPS_BLOCK_V, DGPS_WARPS, DGPS_STAGES.
+/// DGPS_CHUNK, DGPS_BLOCK_V, DGPS_WARPS, DGPS_STAGES, and DGPS_SUMMARY_PAIRS=1 when summaryPairsEnabled().
 std::vector<std::string> variantDefines(std::int64_t key_dim, std::int64_t value_dim, ScalarType input_dtype,
                                         const TileConfig& config);
 
