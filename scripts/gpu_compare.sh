@@ -9,7 +9,9 @@
 #   GPU machine: bash scripts/gpu_compare.sh run [--packages LIST] [--shapes LIST] [--passes N] [--skip-build]
 #                  (the device tool's carry: .base and .deps); defaults: gdn,deltanet,kda,pgdn,pkda, the B8 T4096
 #                  and B1 T32768 forward shapes (dgps-bench's --dgps_shapes syntax), 2 passes; --skip-build reuses
-#                  both trees' dgps-bench from an earlier call on the same (warm) machine
+#                  both trees' dgps-bench from an earlier call on the same (warm) machine; --new-env NAME=VALUE
+#                  (repeatable) sets an environment variable for the new tree's passes only: an opt-in switch
+#                  timed beside its default with BASE_REV = HEAD, e.g. --new-env DGPS_SUMMARY_PAIRS=1
 #
 # Logs, the merged table (compare.md) and the build logs go to $OUT (or ./gpu-logs). Build folders: $DGPS_COMPARE_ROOT
 # (default /tmp/dgps-compare), one per tree, kept for a second call on a warm machine.
@@ -33,12 +35,16 @@ case "$mode" in
     packages=gdn,deltanet,kda,pgdn,pkda
     shapes="forward:B=8,T=4096,H=16,K=128,V=128;forward:B=1,T=32768,H=16,K=128,V=128"
     passes=2 skip_build=0
+    new_env=()
     while (($#)); do
       case "$1" in
         --packages) packages=${2:?}; shift ;;
         --shapes) shapes=${2:?}; shift ;;
         --passes) passes=${2:?}; shift ;;
         --skip-build) skip_build=1 ;;
+        --new-env)
+          [[ "${2:-}" =~ ^[A-Z_][A-Z0-9_]*=.*$ ]] || { echo "gpu_compare: --new-env takes NAME=VALUE, not '${2:-}'" >&2; exit 2; }
+          new_env+=("$2"); shift ;;
         *) echo "gpu_compare: unknown option $1" >&2; exit 2 ;;
       esac
       shift
@@ -62,19 +68,21 @@ case "$mode" in
     done
     for ((p = 1; p <= passes; ++p)); do
       for i in 0 1; do  # alternating, so a drift of the machine falls on both trees
-        DGPS_CACHE_DIR="$work/cache-${names[$i]}" "$work/build-${names[$i]}/bench/dgps-bench" --dgps_packages="$packages" \
+        extra=()
+        ((i == 1)) && extra=("${new_env[@]}")
+        env "${extra[@]}" DGPS_CACHE_DIR="$work/cache-${names[$i]}" "$work/build-${names[$i]}/bench/dgps-bench" --dgps_packages="$packages" \
           --dgps_shapes="$shapes" --dgps_generated_dir="${trees[$i]}/generated" \
           > "$logs/pass${p}-${names[$i]}.log" 2>&1 || echo "gpu_compare: pass $p of the ${names[$i]} tree exited non-zero (see its log)"
       done
     done
     base_logs=() new_logs=()
     for ((p = 1; p <= passes; ++p)); do base_logs+=("$logs/pass$p-base.log"); new_logs+=("$logs/pass$p-new.log"); done
-    echo "base $(cat "$root/.base/.compare-rev" 2>/dev/null || echo '?') beside new ${DGPS_COMMIT:-this checkout}; $passes passes" \
+    echo "base $(cat "$root/.base/.compare-rev" 2>/dev/null || echo '?') beside new ${DGPS_COMMIT:-this checkout}${new_env[*]:+ with ${new_env[*]}}; $passes passes" \
       | tee "$logs/compare.md"
     python3 "$root/scripts/bench_compare.py" --base "${base_logs[@]}" --new "${new_logs[@]}" | tee -a "$logs/compare.md"
     ;;
   *)
-    echo "usage: gpu_compare.sh prepare BASE_REV | run [--packages LIST] [--shapes LIST] [--passes N]" >&2
+    echo "usage: gpu_compare.sh prepare BASE_REV | run [--packages LIST] [--shapes LIST] [--passes N] [--skip-build] [--new-env NAME=VALUE]" >&2
     exit 2
     ;;
 esac
