@@ -452,6 +452,13 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
   }
   if (a.final_state != nullptr) t::state_store<KP>(S, a.final_state + (n * HV + hv) * (int64_t)K * V, K, V, vw);
 }
+namespace dgps_package {
+// segment-summary CTAs per SM: the launch bound of segment_summary (launch_rules.h)
+DGPS_HD constexpr int segment_summary_ctas_per_sm() {
+  using namespace dgps::cfg;
+  return dgps::launch::segmentSummaryCtasPerSm(kSummaryPairs && DGPS_USE_WGMMA, true, KP, C, STAGES, kInputF16, BV);
+}
+}  // namespace dgps_package
 static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_summary_walk(const dgps::ForwardArgs& a, int64_t bid, bool trans) {
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
@@ -464,7 +471,7 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_summary_walk(co
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
   const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), a.segment_chunks);
-  constexpr bool kSplitProduct = dgps::launch::segmentSummaryCtasPerSm(dgps::cfg::kSummaryPairs, true, dgps::cfg::KP, dgps::cfg::C, dgps::cfg::STAGES, dgps::cfg::kInputF16) * dgps_package::segment_summary_threads() >= 512;
+  constexpr bool kSplitProduct = dgps_package::segment_summary_ctas_per_sm() * dgps_package::segment_summary_threads() >= 512;
   // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the consumers run chunk c (tile/warp_split.cuh); registers per consumer / producer thread after the hand-over
   using Split = t::WarpSplit<NT / 32, 4, 224, 56>;
   static_assert(Split::NT == dgps_package::segment_state_output_threads(), "the launch's threads");
@@ -584,7 +591,7 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_summary_walk(co
   else
     t::state_store<KP>(S, reinterpret_cast<float*>(ws + W.seg_ext) + (slot * HV + hv) * (int64_t)K * V, K, V, vw);
 }
-extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threads(), 1) dgps_osdn_apf_fwd_segment_summary(DGPS_GRID_CONST dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threads(), dgps_package::segment_summary_ctas_per_sm()) dgps_osdn_apf_fwd_segment_summary(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (osdn_apf_segment_summary, grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   const int64_t bid = dgps::dev::block_x();

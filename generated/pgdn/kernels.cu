@@ -449,6 +449,13 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
   }
   if (a.final_state != nullptr) t::state_store<KP>(S, a.final_state + (n * HV + hv) * (int64_t)K * V, K, V, vw);
 }
+namespace dgps_package {
+// segment-summary CTAs per SM: the launch bound of segment_summary (launch_rules.h)
+DGPS_HD constexpr int segment_summary_ctas_per_sm() {
+  using namespace dgps::cfg;
+  return dgps::launch::segmentSummaryCtasPerSm(kSummaryPairs && DGPS_USE_WGMMA, false, KP, C, STAGES, kInputF16, BV);
+}
+}  // namespace dgps_package
 static __device__ __forceinline__ void dgps_pgdn_fwd_segment_summary_walk0(const dgps::ForwardArgs& a, int64_t bid) {
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
@@ -461,7 +468,7 @@ static __device__ __forceinline__ void dgps_pgdn_fwd_segment_summary_walk0(const
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
   const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
-  constexpr bool kSplitProduct = dgps::launch::segmentSummaryCtasPerSm(dgps::cfg::kSummaryPairs, false, dgps::cfg::KP, dgps::cfg::C, dgps::cfg::STAGES, dgps::cfg::kInputF16) * dgps_package::segment_summary_threads() >= 512;
+  constexpr bool kSplitProduct = dgps_package::segment_summary_ctas_per_sm() * dgps_package::segment_summary_threads() >= 512;
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of the V value columns
   constexpr int64_t VT = (V + BV - 1) / BV;
@@ -562,7 +569,7 @@ static __device__ __forceinline__ void dgps_pgdn_fwd_segment_summary_walk1(const
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
   const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
-  constexpr bool kSplitProduct = dgps::launch::segmentSummaryCtasPerSm(dgps::cfg::kSummaryPairs, false, dgps::cfg::KP, dgps::cfg::C, dgps::cfg::STAGES, dgps::cfg::kInputF16) * dgps_package::segment_summary_threads() >= 512;
+  constexpr bool kSplitProduct = dgps_package::segment_summary_ctas_per_sm() * dgps_package::segment_summary_threads() >= 512;
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of M's K columns (a K x K state)
   constexpr int64_t VT = (K + BV - 1) / BV;
@@ -656,7 +663,7 @@ static __device__ __forceinline__ void dgps_pgdn_fwd_segment_summary_walk1(const
   }
   t::state_store<KP>(S, reinterpret_cast<float*>(ws + W.seg_trans) + (slot * HV + hv) * (int64_t)K * K, K, K, vw);
 }
-extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threads(), dgps::launch::segmentSummaryCtasPerSm(dgps::cfg::kSummaryPairs, false, dgps::cfg::KP, dgps::cfg::C, dgps::cfg::STAGES, dgps::cfg::kInputF16)) dgps_pgdn_fwd_segment_summary(DGPS_GRID_CONST dgps::ForwardArgs a) {
+extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threads(), dgps_package::segment_summary_ctas_per_sm()) dgps_pgdn_fwd_segment_summary(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (pgdn_segment_summary, grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
   int64_t bid = dgps::dev::block_x();

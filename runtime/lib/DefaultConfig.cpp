@@ -62,6 +62,13 @@ bool splitsAt(const ForwardDefaultInputs& in, const TileConfig& wide) {
 
 }  // namespace
 
+bool summaryHasProducers(const Package& package) {
+  // the launch contract's own question (LaunchContract.h segmentRoleLaunch), with the manifest's write-key choice
+  launch::FeatureSet f = deviceFeatures(package.spec());
+  f.write_key = package.manifest().features.write_key;
+  return launch::walkRebuildsKw(f, true);
+}
+
 ForwardDefaultInputs forwardDefaultInputs(const Package& package, const ForwardProblem& problem, int sm_count) {
   ForwardDefaultInputs in;
   in.sequences = problem.num_seqs;
@@ -72,13 +79,9 @@ ForwardDefaultInputs forwardDefaultInputs(const Package& package, const ForwardP
   in.segmented = !package.manifest().launch.forward_segmented.empty();
   in.sm_count = sm_count;
   in.f16 = problem.input_dtype == ScalarType::F16;
-  if (in.segmented) {
-    in.summary_pairs = summaryPairsEnabled();
-    // the launch contract's own question (LaunchContract.h segmentRoleLaunch), with the manifest's write-key choice
-    launch::FeatureSet f = deviceFeatures(package.spec());
-    f.write_key = package.manifest().features.write_key;
-    in.summary_producers = launch::walkRebuildsKw(f, true);
-  }
+  in.summary_pairs = in.segmented && summaryPairsEnabled();
+  // only when on: the question reads the package's spec.yaml, everything else here the manifest alone
+  if (in.summary_pairs) in.summary_producers = summaryHasProducers(package);
   return in;
 }
 
@@ -96,7 +99,8 @@ std::int64_t autoSegmentChunks(const ForwardDefaultInputs& in, const TileConfig&
   rule.K = in.key_dim;
   rule.C = C;
   rule.summaryCtasPerSm = launch::segmentSummaryCtasPerSm(in.summary_pairs, in.summary_producers,
-                                                          launch::pad16(int(in.key_dim)), int(C), config.stages, in.f16);
+                                                          launch::pad16(int(in.key_dim)), int(C), config.stages, in.f16,
+                                                          int(BV));
   const std::int64_t L = segment::chooseSegmentChunks(rule);
   return L < rule.chunksPerSeq ? L : 0;
 }

@@ -1,8 +1,13 @@
 // The shape-aware default tile configuration (runtime/include/dgps/runtime/DefaultConfig.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
 #include "dgps/runtime/DefaultConfig.h"
 #include "dgps/dsl/SegmentScan.h"
+#include "dgps/runtime/Error.h"
+#include "dgps/runtime/Runtime.h"
 
 namespace dgps {
 namespace {
@@ -189,6 +194,41 @@ TEST(ForwardDefaultConfig, TheRuleCountsTwoSummariesPerSmOnlyWhereTheVariantRuns
   EXPECT_EQ(autoSegmentChunks(in, TileConfig{32, 128, 4, 1}), 0) << "one stage: one per SM";
   in.f16 = true;
   EXPECT_EQ(autoSegmentChunks(in, c32), 0) << "fp16 inputs: one per SM";
+}
+
+TEST(SummaryPairs, ProducersComeFromTheSpecAndTheManifestsWriteKey) {
+  auto producers = [](const char* name) {
+    return summaryHasProducers(Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/" + name));
+  };
+  EXPECT_FALSE(producers("gdn"));
+  EXPECT_FALSE(producers("pgdn")) << "its write key is stored for the segment walks";
+  EXPECT_TRUE(producers("osdn")) << "its walks rebuild the write key in a producer warpgroup";
+}
+
+TEST(SummaryPairs, TheSwitchIsZeroOrOneAndNamedWhenWrong) {
+  EXPECT_FALSE(parseSummaryPairs(nullptr));
+  EXPECT_FALSE(parseSummaryPairs(""));
+  EXPECT_FALSE(parseSummaryPairs("0"));
+  EXPECT_TRUE(parseSummaryPairs("1"));
+  for (const char* bad : {"yes", "2", " 1", "on"}) {
+    try {
+      parseSummaryPairs(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const RuntimeError& e) {
+      EXPECT_EQ(e.code(), RuntimeErrorCode::InvalidArgument);
+      const std::string m = e.what();
+      EXPECT_NE(m.find("DGPS_SUMMARY_PAIRS"), std::string::npos) << m;
+      EXPECT_NE(m.find(std::string("'") + bad + "'"), std::string::npos) << m;
+      EXPECT_NE(m.find("expected 0 or 1"), std::string::npos) << m;
+    }
+  }
+}
+
+TEST(SummaryPairs, TheVariantCarriesTheDefineExactlyWhenTheSwitchIsOn) {
+  const std::vector<std::string> d = variantDefines(128, 128, ScalarType::BF16, TileConfig{32, 128, 4, 2});
+  const bool has = std::find(d.begin(), d.end(), "DGPS_SUMMARY_PAIRS=1") != d.end();
+  EXPECT_EQ(has, summaryPairsEnabled());
+  EXPECT_EQ(d.size(), has ? 8u : 7u) << "nothing else changes with the switch";
 }
 
 }  // namespace

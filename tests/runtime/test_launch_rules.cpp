@@ -149,22 +149,20 @@ TEST(LaunchRules, ScalarDecayChunkLocalFitsEightToAnSmAtChunk32) {
     }
 }
 
-// abi.h FastDiv: the chunk-parallel roles split their block index with it instead of dividing. The quotient rule
-// below is dev::udiv's (platform.cuh; the CPU emulator's checks run it for every CTA of every role); here it is held
-// to the true quotient for every divisor up to 4096 at the ends of the index range and at random indices, and for
-// random divisors up to 2^31.
 // Two segment-summary CTAs per SM (DGPS_SUMMARY_PAIRS=1, launch_rules.h segmentSummaryCtasPerSm): only without a
-// producer warpgroup, at KP <= 128, C <= 32, two stages and bf16 inputs; wherever a shipped package's tunable configuration
-// gets two, the summary's launch has at most 256 threads (128 registers each under the launch bound) and two of its
-// CTAs' shared memory fit in one SM's (228 KiB, 1 KiB reserved per CTA).
+// producer warpgroup, at KP <= 128, C <= 32, two stages, bf16 inputs and a 128-column value tile; wherever a shipped
+// package's tunable configuration gets two, the summary's launch has 256 threads (two warpgroups, 128 registers each
+// under the launch bound) and two of its CTAs' shared memory fit in one SM's (228 KiB, 1 KiB reserved per CTA).
 TEST(LaunchRules, TwoSegmentSummariesFitOnAnSmWhereTheRuleAllows) {
-  EXPECT_EQ(segmentSummaryCtasPerSm(true, false, 128, 32, 2, false), 2);
-  EXPECT_EQ(segmentSummaryCtasPerSm(false, false, 128, 32, 2, false), 1) << "off unless the variant asks";
-  EXPECT_EQ(segmentSummaryCtasPerSm(true, true, 128, 32, 2, false), 1) << "a producer warpgroup keeps one";
-  EXPECT_EQ(segmentSummaryCtasPerSm(true, false, 144, 32, 2, false), 1) << "KP > 128";
-  EXPECT_EQ(segmentSummaryCtasPerSm(true, false, 128, 64, 2, false), 1) << "chunk 64";
-  EXPECT_EQ(segmentSummaryCtasPerSm(true, false, 128, 32, 1, false), 1) << "one stage";
-  EXPECT_EQ(segmentSummaryCtasPerSm(true, false, 128, 32, 2, true), 1) << "fp16 inputs";
+  EXPECT_EQ(segmentSummaryCtasPerSm(true, false, 128, 32, 2, false, 128), 2);
+  EXPECT_EQ(segmentSummaryCtasPerSm(false, false, 128, 32, 2, false, 128), 1) << "off unless the variant asks";
+  EXPECT_EQ(segmentSummaryCtasPerSm(true, true, 128, 32, 2, false, 128), 1) << "a producer warpgroup keeps one";
+  EXPECT_EQ(segmentSummaryCtasPerSm(true, false, 144, 32, 2, false, 128), 1) << "KP > 128";
+  EXPECT_EQ(segmentSummaryCtasPerSm(true, false, 128, 64, 2, false, 128), 1) << "chunk 64";
+  EXPECT_EQ(segmentSummaryCtasPerSm(true, false, 128, 32, 1, false, 128), 1) << "one stage";
+  EXPECT_EQ(segmentSummaryCtasPerSm(true, false, 128, 32, 2, true, 128), 1) << "fp16 inputs";
+  EXPECT_EQ(segmentSummaryCtasPerSm(true, false, 128, 32, 2, false, 112), 1) << "a 112-column tile (no warpgroup MMA)";
+  EXPECT_EQ(segmentSummaryCtasPerSm(true, false, 128, 32, 2, false, 64), 1) << "64 columns: not capped, not paired";
   constexpr long long kSmPerSm = 228 * 1024, kReservedPerCta = 1024;
   int paired = 0;
   for (const std::string& dir : packageDirs()) {
@@ -178,13 +176,15 @@ TEST(LaunchRules, TwoSegmentSummariesFitOnAnSmWhereTheRuleAllows) {
       for (int C : m.tunables.chunk)
         for (int bv : m.tunables.block_v)
           for (int st : m.tunables.stages) {
-            if (segmentSummaryCtasPerSm(true, walkRebuildsKw(f, true), pad16(K), C, st, false) != 2) continue;
+            if (segmentSummaryCtasPerSm(true, walkRebuildsKw(f, true), pad16(K), C, st, false, valueTile(K, bv)) != 2)
+              continue;
             ProblemShape s;
             s.T = 32768;
             s.H = s.HV = 16;
             s.K = s.V = K;
             const Geometry g = segmentGeometry(kSegmentSummary, f, s, TileConfig{C, bv, 4, st}, 64);
-            EXPECT_LE(g.block.x, 256u) << "K=" << K << " C=" << C << " BV=" << bv;
+            // two warpgroups of consumers, whose warpgroup MMA the split product needs
+            EXPECT_EQ(g.block.x, 256u) << "K=" << K << " C=" << C << " BV=" << bv;
             EXPECT_LE(2 * ((long long)g.smem_bytes + kReservedPerCta), kSmPerSm) << "K=" << K << " C=" << C << " BV=" << bv;
             ++paired;
           }
@@ -192,6 +192,10 @@ TEST(LaunchRules, TwoSegmentSummariesFitOnAnSmWhereTheRuleAllows) {
   EXPECT_GT(paired, 0) << "no shipped package pairs its summaries at any tunable configuration";
 }
 
+// abi.h FastDiv: the chunk-parallel roles split their block index with it instead of dividing. The quotient rule
+// below is dev::udiv's (platform.cuh; the CPU emulator's checks run it for every CTA of every role); here it is held
+// to the true quotient for every divisor up to 4096 at the ends of the index range and at random indices, and for
+// random divisors up to 2^31.
 TEST(LaunchRules, FastDivisionEqualsIntegerDivision) {
   auto quotient = [](uint32_t n, dgps::FastDiv d) {
     const uint32_t hi = uint32_t((uint64_t(n) * d.mul) >> 32);

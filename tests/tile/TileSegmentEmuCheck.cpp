@@ -336,7 +336,7 @@ int run(int argc, char** argv) {
   dgps::launch::FeatureSet features = dgps::deviceFeatures(spec);
   features.write_key = writeKey;
   const bool pairs = dgps::launch::segmentSummaryCtasPerSm(true, dgps::launch::walkRebuildsKw(features, true), 128, 32,
-                                                           2, false) == 2;
+                                                           2, false, 128) == 2;
   bool ok = true;
   std::uint64_t seed = 9300;
   for (const Config& c : configs) {

@@ -228,11 +228,16 @@ void emitProducer(std::ostringstream& os, StateWalkOp w, const launch::FeatureSe
   os << "  Split::consumer_registers();\n";
 }
 
-/// The segment summary's CTAs per SM as the variant computes it (launch_rules.h segmentSummaryCtasPerSm): its
-/// launch bound, and whether its walks split the state product to fit the register cap that bound sets.
+/// `dgps_package::segment_summary_ctas_per_sm()`, the summary's CTAs per SM as the variant computes it
+/// (launch_rules.h segmentSummaryCtasPerSm; warpgroup MMA, which the split product needs, only on sm_90a): the
+/// kernel's launch bound, and whether its walks split the state product to fit the register cap that bound sets.
 std::string summaryCtasPerSmCuda(bool producers) {
-  return std::string("dgps::launch::segmentSummaryCtasPerSm(dgps::cfg::kSummaryPairs, ") +
-         (producers ? "true" : "false") + ", dgps::cfg::KP, dgps::cfg::C, dgps::cfg::STAGES, dgps::cfg::kInputF16)";
+  return std::string("namespace dgps_package {\n"
+                     "// segment-summary CTAs per SM: the launch bound of segment_summary (launch_rules.h)\n"
+                     "DGPS_HD constexpr int segment_summary_ctas_per_sm() {\n"
+                     "  using namespace dgps::cfg;\n"
+                     "  return dgps::launch::segmentSummaryCtasPerSm(kSummaryPairs && DGPS_USE_WGMMA, ") +
+         (producers ? "true" : "false") + ", KP, C, STAGES, kInputF16, BV);\n}\n}  // namespace dgps_package\n";
 }
 
 /// One chunk of the walk (tile.state_walk's formulas, in order). With a rescale the consumers meet the producer
@@ -278,7 +283,7 @@ void emitChunkStep(std::ostringstream& os, StateWalkOp w, const char* end, const
     os << "    float XQ[NCT][4], XR[NCT][4], N[NCT][4];\n    uint32_t NA[C / 16][4];\n    (void)XQ;\n    (void)XR;\n";
   if (out)
     os << "    t::state_times_rows<C, KP, kWG, " << (delta ? "true" : "false") << ">(XQ, XR, S, sQ, sK);\n";
-  else if (delta)  // a segment summary's walk (the only walk without o): kSplitProduct is in its prologue
+  else if (delta)  // a walk without o (a segment summary's): kSplitProduct is in its prologue
     os << "    t::state_times_rows<C, KP, kWG, false, kSplitProduct>(XR, XQ, S, sK, sK);\n";
   if (delta)
     os << "    t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));\n";
@@ -368,11 +373,13 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
        << (segment ? "a.segment_chunks" : "0") << ");\n";
   else
     os << workspaceOfCuda();
-  if (segment && !walk.getWriteOutput() && walk.getValueForm() == ValueForm::residual_lower) {
+  if (!walk.getWriteOutput() && walk.getValueForm() == ValueForm::residual_lower) {
     // two summary CTAs on an SM cap a 256-thread CTA at 128 registers per thread: the state product then forms
     // its operand a part at a time (tile/state_rows_product.cuh kSplit)
-    os << "  constexpr bool kSplitProduct = " << summaryCtasPerSmCuda(walk.getRescale().has_value())
-       << " * dgps_package::segment_summary_threads() >= 512;\n";
+    os << "  constexpr bool kSplitProduct = "
+       << (segment ? "dgps_package::segment_summary_ctas_per_sm() * dgps_package::segment_summary_threads() >= 512"
+                   : "false")
+       << ";\n";
   }
   if (walk.getRescale()) {
     ArrayRef<int32_t> regs = *walk.getRegisters();
@@ -549,6 +556,7 @@ FailureOr<std::string> emitTileSegmentKernel(func::FuncOp fn, const std::string&
   const std::string threads =
       std::string("dgps_package::") + (summary ? "segment_summary" : "segment_state_output") + "_threads()";
   std::ostringstream os;
+  if (summary) os << summaryCtasPerSmCuda(producers);
   if (producers && walks->size() == 2) {
     // A producer warpgroup caps the kernel at 65536 / (NT + 128) registers per thread (168 at BV = 128), where
     // one split walk fits at K = 128 but two inlined ones spill (ptxas, sm_90a): the E and M walks, which differ
@@ -558,7 +566,8 @@ FailureOr<std::string> emitTileSegmentKernel(func::FuncOp fn, const std::string&
        << "_walk(const dgps::ForwardArgs& a, int64_t bid, bool trans) {\n";
     emitWalkBody(os, (*walks)[0], *features, true, "trans");
     os << "}\n";
-    os << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", 1) " << symbol
+    os << "extern \"C\" __global__ void __launch_bounds__(" << threads
+       << ", dgps_package::segment_summary_ctas_per_sm()) " << symbol
        << "(DGPS_GRID_CONST dgps::ForwardArgs a) {\n";
     os << "  // Generated from tile IR (" << fn.getSymName().str()
        << ", grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).\n";
@@ -581,7 +590,7 @@ FailureOr<std::string> emitTileSegmentKernel(func::FuncOp fn, const std::string&
   }
   // a summary without a producer warpgroup may share its SM with a second one (launch_rules.h)
   os << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", "
-     << (summary ? summaryCtasPerSmCuda(false) : std::string("1")) << ") " << symbol
+     << (summary ? "dgps_package::segment_summary_ctas_per_sm()" : "1") << ") " << symbol
      << "(DGPS_GRID_CONST dgps::ForwardArgs a) {\n";
   os << "  // Generated from tile IR (" << fn.getSymName().str()
      << ", grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).\n";

@@ -9,6 +9,7 @@
 #include "dgps/runtime/CudaDriver.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Jit.h"
+#include "dgps/runtime/Runtime.h"
 #include "dgps/runtime/tune/RuntimeTrialBackend.h"
 #include "dgps/runtime/tune/TrialProcess.h"
 
@@ -64,6 +65,9 @@ std::string codegenIdentity(const Package& package) {
   h = fnv1a(h, package.source());
   h = fnv1a(h, std::string(1, '\0'));
   h = fnv1a(h, embeddedHeadersDigest());
+  // a record tuned with two summaries per SM is not the one without (only folded in when on, so the identities
+  // of records tuned before the switch existed stay valid)
+  if (summaryPairsEnabled()) h = fnv1a(h, std::string("\0DGPS_SUMMARY_PAIRS=1", 21));
   char buf[64];
   std::snprintf(buf, sizeof buf, "cg%d-%016llx", package.manifest().codegen_version, static_cast<unsigned long long>(h));
   return buf;

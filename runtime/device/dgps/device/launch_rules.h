@@ -101,15 +101,18 @@ DGPS_HD constexpr int valueTile(int V, int block_v) { return block_v < pad16(V) 
 // ---- CTAs per SM -------------------------------------------------------------------------------------------
 /// Segment-summary CTAs per SM: 2 where `pairs` is on and the summary fits twice, else 1. The summary walks have
 /// no output and are bound by the latency of their chunk-after-chunk steps, not by bandwidth, so a second CTA on
-/// the SM fills the first one's waits. They fit twice without a producer warpgroup, at KP <= 128, C <= 32, two
-/// stages and bf16 inputs: under the launch bound's 128 registers per thread (256 threads) the walk holds the state
-/// with tile/state_rows_product.cuh's split product, and two CTAs' shared memory (2 x 61 KiB at C = 32, BV = 128)
-/// fit in one SM's. fp16 inputs stay at one: their in-place conversion of the k and v tiles spills 12 bytes under
-/// that cap (NVRTC 13.0, K = 128). `pairs` is the variant's switch (NVRTC macro DGPS_SUMMARY_PAIRS, config.cuh
-/// cfg::kSummaryPairs; the runtime sets it from the environment variable DGPS_SUMMARY_PAIRS=1). The segment-length
-/// rule prices a shared SM (dsl SegmentScan.h kSummaryShareCost).
-DGPS_HD constexpr int segmentSummaryCtasPerSm(bool pairs, bool producers, int KP, int C, int stages, bool f16) {
-  return pairs && !producers && KP <= 128 && C <= 32 && stages == 2 && !f16 ? 2 : 1;
+/// the SM fills the first one's waits. Two fit where the walk has no producer warpgroup, KP <= 128, C <= 32, two
+/// stages, bf16 inputs and a 128-column value tile (`BV`, config.cuh cfg::BV = valueTile(V, block_v): 256 threads in
+/// two warpgroups, whose warpgroup MMA the split product below needs): under the launch bound's 128 registers per
+/// thread the walk holds the state with tile/state_rows_product.cuh's split product, and two CTAs' shared memory
+/// (2 x 61 KiB for gdn, 2 x 77 KiB for pgdn at C = 32) fits in one SM's. Elsewhere ptxas spills under that cap (NVRTC
+/// 13.0): fp16 inputs 12 bytes at K = 128 (their in-place conversion of the k and v tiles), a value tile of 112
+/// columns (V = 112, no warpgroup MMA) 16 bytes. `pairs` is the variant's switch: NVRTC macro DGPS_SUMMARY_PAIRS
+/// (config.cuh cfg::kSummaryPairs) on an sm_90a target; the runtime sets it from the environment variable
+/// DGPS_SUMMARY_PAIRS=1 and counts the same CTAs per SM in its segment-length rule (dsl SegmentScan.h
+/// kSummaryShareCost).
+DGPS_HD constexpr int segmentSummaryCtasPerSm(bool pairs, bool producers, int KP, int C, int stages, bool f16, int BV) {
+  return pairs && !producers && KP <= 128 && C <= 32 && stages == 2 && !f16 && BV == 128 ? 2 : 1;
 }
 
 /// Number of chunk slots: B·ceil(T/C), or with varlen the device-side bound ceil(T/C) + N. With varlen,

@@ -39,6 +39,11 @@ struct ForwardDefaultInputs {
   bool f16 = false;
 };
 
+/// Whether `package`'s segment summary runs a producer warpgroup (it then stays at one CTA per SM): the launch
+/// contract's question (DeviceFeatures.h walkRebuildsKw) over its spec.yaml and the manifest's write-key choice.
+/// Throws RuntimeError{Package} when the spec cannot be read.
+bool summaryHasProducers(const Package& package);
+
 /// The inputs of a validated forward call on a device with `sm_count` SMs.
 ForwardDefaultInputs forwardDefaultInputs(const Package& package, const ForwardProblem& problem, int sm_count);
 

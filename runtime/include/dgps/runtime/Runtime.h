@@ -110,8 +110,12 @@ void requireSupportedDevice(int device);
 /// Whether variants compile with two segment-summary CTAs per SM where they fit (runtime/device launch_rules.h
 /// segmentSummaryCtasPerSm): the environment variable DGPS_SUMMARY_PAIRS, read once; "1" on, "0" or unset off.
 /// Off by default until the paired form has been timed on a GPU beside the single one (docs/performance.md).
-/// Throws RuntimeError{InvalidArgument} naming the value when it is anything else.
+/// Throws RuntimeError{InvalidArgument} naming the value when it is anything else. Set it through this variable,
+/// not as -DDGPS_SUMMARY_PAIRS=1 in DGPS_NVRTC_OPTIONS: that pairs the kernels without the runtime's segment-length
+/// rule counting it.
 bool summaryPairsEnabled();
+/// summaryPairsEnabled's reading of one value (null = unset).
+bool parseSummaryPairs(const char* value);
 
 /// The macros a package variant is compiled with: DGPS_K, DGPS_V, DGPS_INPUT_BF16 or DGPS_INPUT_F16,
 /// DGPS_CHUNK, DGPS_BLOCK_V, DGPS_WARPS, DGPS_STAGES, and DGPS_SUMMARY_PAIRS=1 when summaryPairsEnabled().
