@@ -65,8 +65,8 @@ std::string codegenIdentity(const Package& package) {
   h = fnv1a(h, package.source());
   h = fnv1a(h, std::string(1, '\0'));
   h = fnv1a(h, embeddedHeadersDigest());
-  // a record tuned with two summaries per SM is not the one without (only folded in when on, so the identities
-  // of records tuned before the switch existed stay valid)
+  // a record tuned with two summaries per SM is not the one without (folded in only when on: with the switch off
+  // the identity is what it would be without the switch)
   if (summaryPairsEnabled()) h = fnv1a(h, std::string("\0DGPS_SUMMARY_PAIRS=1", 21));
   char buf[64];
   std::snprintf(buf, sizeof buf, "cg%d-%016llx", package.manifest().codegen_version, static_cast<unsigned long long>(h));
