@@ -6,7 +6,7 @@
 // (its regions are empty without one). The manifest's launch.workspace sizes are the same declaration's.
 namespace dgps_package {
 struct Workspace {
-  long long tb, aqk, tok, total;
+  long long tb, aqk, tok, seg_ext, seg_trans, seg_start, total;
 };
 DGPS_HD inline Workspace workspace_layout(const dgps::launch::ProblemShape& s, const dgps::launch::TileConfig& t,
                                          long long L) {
@@ -19,6 +19,12 @@ DGPS_HD inline Workspace workspace_layout(const dgps::launch::ProblemShape& s, c
   off += dgps::launch::align_up(dgps::launch::chunkSlots(s, t.chunk) * s.HV * (long long)t.chunk * (long long)t.chunk * 2LL, 256);
   w.tok = off;
   off += dgps::launch::align_up(dgps::launch::chunkSlots(s, t.chunk) * s.HV * ((long long)t.chunk + 1) * 8 * 4LL, 256);
+  w.seg_ext = off;
+  off += dgps::launch::align_up((L >= 1 ? dgps::launch::segmentSlots(s, t.chunk, L) : 0) * s.HV * s.K * s.V * 4LL, 256);
+  w.seg_trans = off;
+  off += dgps::launch::align_up((L >= 1 ? dgps::launch::segmentSlots(s, t.chunk, L) : 0) * s.HV * s.K * s.K * 4LL, 256);
+  w.seg_start = off;
+  off += dgps::launch::align_up((L >= 1 ? dgps::launch::segmentSlots(s, t.chunk, L) : 0) * s.HV * s.K * s.V * 4LL, 256);
   w.total = off;
   return w;
 }
@@ -28,6 +34,9 @@ DGPS_HD inline Workspace workspace_of(const dgps::ForwardArgs& a) {
   w.tb = a.workspace_offsets[0];
   w.aqk = a.workspace_offsets[1];
   w.tok = a.workspace_offsets[2];
+  w.seg_ext = a.workspace_offsets[3];
+  w.seg_trans = a.workspace_offsets[4];
+  w.seg_start = a.workspace_offsets[5];
   return w;
 }
 }  // namespace dgps_package
@@ -97,6 +106,46 @@ DGPS_HD constexpr StateOutputSmem state_output_smem() {
   return m;
 }
 DGPS_HD constexpr int state_output_threads() {
+  using namespace dgps::cfg;
+  return (int)(BV / 16 * 32);
+}
+struct SegmentWalkSmem {
+  int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, bar, stage_bytes, stages, total;
+};
+DGPS_HD constexpr SegmentWalkSmem segment_walk_smem() {
+  using namespace dgps::cfg;
+  SegmentWalkSmem m{};
+  int off = 0;
+  int stage0 = 0;
+  m.q = stage0;
+  stage0 += (int)(C * KP * 2);
+  m.k = stage0;
+  stage0 += (int)(C * KP * 2);
+  m.kw = m.k;
+  m.kraw = m.k;
+  m.v = stage0;
+  stage0 += (int)(C * (BV + 8) * 2);
+  m.tb = stage0;
+  stage0 += (int)(C * (C + 8) * 2);
+  m.aqk = stage0;
+  stage0 += (int)(C * (C + 8) * 2);
+  m.tok = stage0;
+  stage0 += (int)((C + 1) * 32);
+  m.pst = stage0;
+  m.dec = stage0;
+  m.bar = stage0;
+  stage0 += (int)(16);
+  m.stage_bytes = (int)dgps::launch::align_up(stage0, 128);
+  m.stages = (int)(STAGES);
+  off += m.stage_bytes * m.stages;
+  m.total = off;
+  return m;
+}
+DGPS_HD constexpr int segment_summary_threads() {
+  using namespace dgps::cfg;
+  return (int)(BV / 16 * 32);
+}
+DGPS_HD constexpr int segment_state_output_threads() {
   using namespace dgps::cfg;
   return (int)(BV / 16 * 32);
 }
@@ -268,4 +317,357 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     }
   }
   if (a.final_state != nullptr) t::state_store<KP>(S, a.final_state + (n * HV + hv) * (int64_t)K * V, K, V, vw);
+}
+namespace dgps_package {
+// segment-summary CTAs per SM: the launch bound of segment_summary (launch_rules.h)
+DGPS_HD constexpr int segment_summary_ctas_per_sm() {
+  using namespace dgps::cfg;
+  return dgps::launch::segmentSummaryCtasPerSm(kSummaryPairs && DGPS_USE_WGMMA, false, KP, C, STAGES, kInputF16, BV);
+}
+}  // namespace dgps_package
+static __device__ __forceinline__ void dgps_gated_deltaproduct_fwd_segment_summary_walk0(const dgps::ForwardArgs& a, int64_t bid) {
+  namespace t = dgps::tile;
+  namespace dev = dgps::dev;
+  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;
+  constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;
+  constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), PC = dgps::launch::bf16Pitch(C);
+  constexpr int NT = BV / 16 * 32;  // consumer threads
+  // warpgroup MMA needs C = 32 or 64 (N of m64nCk16) and whole warpgroups (BV a multiple of 64)
+  constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
+  // The launch contract: the workspace and this walk's shared-memory layout (printed above).
+  constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
+  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
+  constexpr bool kSplitProduct = dgps_package::segment_summary_ctas_per_sm() * dgps_package::segment_summary_threads() >= 512;
+  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
+  // tiles of the V value columns
+  constexpr int64_t VT = (V + BV - 1) / BV;
+  const int64_t Ls = a.segment_chunks;  // chunks per segment
+  const int64_t vt = bid % VT, sh = bid / VT, hv = sh % HV, slot = sh / HV, h = hv / ratio;
+  int64_t n = 0, seg = 0;
+  if (!t::slot_to_segment(a.cu_seqlens, a.num_seqs, a.seq_len, C, Ls, dgps::cfg::ROW_STEPS, slot, n, seg)) return;  // slack slot
+  const dev::Seq sq = dev::seq_of(a, n);
+  // the segment's chunks [c0, nch) of the sequence
+  const int64_t s0 = dev::first_slot(a, n, sq.bos), c0 = seg * Ls, nch = dev::lmin((sq.len + C - 1) / C, c0 + Ls);
+  (void)W;
+  const int w = dev::warp(), ct = dev::tid(), v0 = (int)vt * BV, vw = v0 + 16 * w;
+  unsigned char* const sm = dev::dyn_smem();
+  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);
+  const uint16_t* const vg = static_cast<const uint16_t*>(a.v);
+  uint16_t* const og = static_cast<uint16_t*>(a.o);
+  const uint16_t* const q0 = static_cast<const uint16_t*>(a.q) + (sq.bos * H + h) * K;
+  const uint16_t* const k0 = static_cast<const uint16_t*>(a.k) + (sq.bos * H + h) * K;
+  (void)og;
+  (void)q0;
+  (void)k0;
+  const int64_t sh0 = s0 * HV + hv;  // workspace row (slot·HV + hv) of chunk 0; chunk c adds c·HV
+  auto ws16 = [&](int64_t off, int64_t row_elems) {
+    return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;
+  };
+  const bool wc = t::stage_copies(a);  // raw q/k tiles by tensor copies
+  auto stage = [&](int64_t c) {
+    unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
+    const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
+    const int Lr = (int)dev::lmin(C, sq.len - c * C);
+    t::load_core16<C, KP>(t::raw_copies(a), a.k_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
+    dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
+    t::load_value16<C, BV>(t::value_copies(a), a.v_rows, sbar, sq.bos + c * C, hv, v0, dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
+    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
+    t::stage_copy_arrive(wc, sbar, ct);
+  };
+  // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
+  float S[KP / 8][4];
+  t::state_start<KP>(S, nullptr, K, V, vw);
+  t::stage_copy_init(wc, sm, L.stage_bytes, L.bar, STAGES);
+  if (nch > c0) {
+    stage(c0);
+    dev::cp_async_commit();
+  }
+  for (int64_t c = c0; c < nch; ++c) {
+    unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    const int Lr = (int)dev::lmin(C, sq.len - c * C);
+    if (STAGES == 2) {
+      if (c + 1 < nch) stage(c + 1);
+      dev::cp_async_commit();
+      dev::cp_async_wait<1>();
+    } else {
+      dev::cp_async_wait<0>();
+    }
+    if (kWG) dev::fence_proxy_async();
+    dev::sync_threads();
+    t::stage_copy_wait(wc, dev::smem_at<uint64_t>(st, L.bar), c, c0, STAGES);
+    uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
+    uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
+    const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged
+    uint16_t* const sV = dev::smem_at<uint16_t>(st, L.v);
+    const float* const sTok = dev::smem_at<float>(st, L.tok);  // record fields: 0 a_q, 1 c, 2 w, 3 b
+    (void)sQ;
+    (void)sK;
+    if (dgps::cfg::kInputF16) {
+      dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
+      dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
+      dev::sync_threads();
+    }
+    float XQ[NCT][4], XR[NCT][4], N[NCT][4];
+    uint32_t NA[C / 16][4];
+    (void)XQ;
+    (void)XR;
+    t::state_times_rows<C, KP, kWG, false, kSplitProduct>(XR, XQ, S, sK, sK);
+    t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));
+    t::state_scale<KP>(S, sTok[C * 8 + 0]);
+    t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
+    dev::sync_threads();  // this stage may be overwritten from here on
+    if (STAGES == 1 && c + 1 < nch) {
+      stage(c + 1);
+      dev::cp_async_commit();
+    }
+  }
+  t::state_store<KP>(S, reinterpret_cast<float*>(ws + W.seg_ext) + (slot * HV + hv) * (int64_t)K * V, K, V, vw);
+}
+static __device__ __forceinline__ void dgps_gated_deltaproduct_fwd_segment_summary_walk1(const dgps::ForwardArgs& a, int64_t bid) {
+  namespace t = dgps::tile;
+  namespace dev = dgps::dev;
+  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;
+  constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;
+  constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), PC = dgps::launch::bf16Pitch(C);
+  constexpr int NT = BV / 16 * 32;  // consumer threads
+  // warpgroup MMA needs C = 32 or 64 (N of m64nCk16) and whole warpgroups (BV a multiple of 64)
+  constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
+  // The launch contract: the workspace and this walk's shared-memory layout (printed above).
+  constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
+  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
+  constexpr bool kSplitProduct = dgps_package::segment_summary_ctas_per_sm() * dgps_package::segment_summary_threads() >= 512;
+  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
+  // tiles of M's K columns (a K x K state)
+  constexpr int64_t VT = (K + BV - 1) / BV;
+  const int64_t Ls = a.segment_chunks;  // chunks per segment
+  const int64_t vt = bid % VT, sh = bid / VT, hv = sh % HV, slot = sh / HV, h = hv / ratio;
+  int64_t n = 0, seg = 0;
+  if (!t::slot_to_segment(a.cu_seqlens, a.num_seqs, a.seq_len, C, Ls, dgps::cfg::ROW_STEPS, slot, n, seg)) return;  // slack slot
+  const dev::Seq sq = dev::seq_of(a, n);
+  // the segment's chunks [c0, nch) of the sequence
+  const int64_t s0 = dev::first_slot(a, n, sq.bos), c0 = seg * Ls, nch = dev::lmin((sq.len + C - 1) / C, c0 + Ls);
+  (void)W;
+  const int w = dev::warp(), ct = dev::tid(), v0 = (int)vt * BV, vw = v0 + 16 * w;
+  unsigned char* const sm = dev::dyn_smem();
+  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);
+  const uint16_t* const vg = static_cast<const uint16_t*>(a.v);
+  uint16_t* const og = static_cast<uint16_t*>(a.o);
+  const uint16_t* const q0 = static_cast<const uint16_t*>(a.q) + (sq.bos * H + h) * K;
+  const uint16_t* const k0 = static_cast<const uint16_t*>(a.k) + (sq.bos * H + h) * K;
+  (void)og;
+  (void)q0;
+  (void)k0;
+  (void)vg;
+  const int64_t sh0 = s0 * HV + hv;  // workspace row (slot·HV + hv) of chunk 0; chunk c adds c·HV
+  auto ws16 = [&](int64_t off, int64_t row_elems) {
+    return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;
+  };
+  const bool wc = t::stage_copies(a);  // raw q/k tiles by tensor copies
+  auto stage = [&](int64_t c) {
+    unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
+    const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
+    const int Lr = (int)dev::lmin(C, sq.len - c * C);
+    t::load_core16<C, KP>(t::raw_copies(a), a.k_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
+    dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
+    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
+    t::stage_copy_arrive(wc, sbar, ct);
+  };
+  // the value term is dropped: every stage's value tile is zero (the stage loader never writes it)
+  for (int s = 0; s < STAGES; ++s) {
+    uint16_t* const z = dev::smem_at<uint16_t>(sm + s * L.stage_bytes, L.v);
+    for (int i = ct; i < C * PV; i += NT) z[i] = 0;
+  }
+  // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
+  float S[KP / 8][4];
+  t::state_identity<KP>(S, K, K, vw);
+  t::stage_copy_init(wc, sm, L.stage_bytes, L.bar, STAGES);
+  if (nch > c0) {
+    stage(c0);
+    dev::cp_async_commit();
+  }
+  for (int64_t c = c0; c < nch; ++c) {
+    unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    const int Lr = (int)dev::lmin(C, sq.len - c * C);
+    if (STAGES == 2) {
+      if (c + 1 < nch) stage(c + 1);
+      dev::cp_async_commit();
+      dev::cp_async_wait<1>();
+    } else {
+      dev::cp_async_wait<0>();
+    }
+    if (kWG) dev::fence_proxy_async();
+    dev::sync_threads();
+    t::stage_copy_wait(wc, dev::smem_at<uint64_t>(st, L.bar), c, c0, STAGES);
+    uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
+    uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
+    const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged
+    uint16_t* const sV = dev::smem_at<uint16_t>(st, L.v);
+    const float* const sTok = dev::smem_at<float>(st, L.tok);  // record fields: 0 a_q, 1 c, 2 w, 3 b
+    (void)sQ;
+    (void)sK;
+    if (dgps::cfg::kInputF16) {
+      dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
+      dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
+      dev::sync_threads();
+    }
+    float XQ[NCT][4], XR[NCT][4], N[NCT][4];
+    uint32_t NA[C / 16][4];
+    (void)XQ;
+    (void)XR;
+    t::state_times_rows<C, KP, kWG, false, kSplitProduct>(XR, XQ, S, sK, sK);
+    t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));
+    t::state_scale<KP>(S, sTok[C * 8 + 0]);
+    t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
+    dev::sync_threads();  // this stage may be overwritten from here on
+    if (STAGES == 1 && c + 1 < nch) {
+      stage(c + 1);
+      dev::cp_async_commit();
+    }
+  }
+  t::state_store<KP>(S, reinterpret_cast<float*>(ws + W.seg_trans) + (slot * HV + hv) * (int64_t)K * K, K, K, vw);
+}
+extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threads(), dgps_package::segment_summary_ctas_per_sm()) dgps_gated_deltaproduct_fwd_segment_summary(DGPS_GRID_CONST dgps::ForwardArgs a) {
+  // Generated from tile IR (gated_deltaproduct_segment_summary, grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).
+  if (a.segment_chunks < 1) return;  // launched only with a segment length
+  int64_t bid = dgps::dev::block_x();
+  {
+    const int64_t range = dgps::tile::segment_slots(a.cu_seqlens != nullptr, a.num_seqs, a.seq_len, dgps::cfg::C, a.segment_chunks) * a.heads_v * ((dgps::cfg::V + dgps::cfg::BV - 1) / dgps::cfg::BV);
+    if (bid < range) {
+      dgps_gated_deltaproduct_fwd_segment_summary_walk0(a, bid);
+      return;
+    }
+    bid -= range;
+  }
+  dgps_gated_deltaproduct_fwd_segment_summary_walk1(a, bid);
+}
+extern "C" __global__ void __launch_bounds__(dgps::launch::kSegmentFoldThreads) dgps_gated_deltaproduct_fwd_segment_fold(DGPS_GRID_CONST dgps::ForwardArgs a) {
+  // Generated from tile IR (gated_deltaproduct_segment_fold, one CTA per sequence, value head and slab of kSegmentFoldCols value columns; LaunchContract.h segmentRoleLaunch).
+  namespace t = dgps::tile;
+  namespace dev = dgps::dev;
+  constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V;
+  constexpr int FC = dgps::launch::kSegmentFoldCols;
+  static_assert(FC == t::kFoldCols && dgps::launch::kSegmentFoldThreads == t::kFoldThreads, "");
+  const int64_t Ls = a.segment_chunks;  // chunks per segment
+  if (Ls < 1) return;  // launched only with a segment length
+  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
+  constexpr int64_t VT = (V + FC - 1) / FC;
+  const int64_t HV = a.heads_v, bid = dev::block_x();
+  const int64_t vt = bid % VT, nh = bid / VT, hv = nh % HV, n = nh / HV;
+  const dev::Seq sq = dev::seq_of(a, n);
+  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);
+  t::state_fold<K>(reinterpret_cast<float*>(dev::dyn_smem()), reinterpret_cast<const float*>(ws + W.seg_trans), reinterpret_cast<const float*>(ws + W.seg_ext), a.initial_state, reinterpret_cast<float*>(ws + W.seg_start), a.final_state, n, t::first_segment_slot(a.cu_seqlens, n, a.seq_len, C, Ls, dgps::cfg::ROW_STEPS), t::segment_count(sq.len, C, Ls), hv, HV, V, (int)vt * FC, dev::tid());
+}
+static __device__ __forceinline__ void dgps_gated_deltaproduct_fwd_segment_state_output_walk0(const dgps::ForwardArgs& a, int64_t bid) {
+  namespace t = dgps::tile;
+  namespace dev = dgps::dev;
+  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;
+  constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;
+  constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), PC = dgps::launch::bf16Pitch(C);
+  constexpr int NT = BV / 16 * 32;  // consumer threads
+  // warpgroup MMA needs C = 32 or 64 (N of m64nCk16) and whole warpgroups (BV a multiple of 64)
+  constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
+  // The launch contract: the workspace and this walk's shared-memory layout (printed above).
+  constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
+  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
+  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
+  // tiles of the V value columns
+  constexpr int64_t VT = (V + BV - 1) / BV;
+  const int64_t Ls = a.segment_chunks;  // chunks per segment
+  const int64_t vt = bid % VT, sh = bid / VT, hv = sh % HV, slot = sh / HV, h = hv / ratio;
+  int64_t n = 0, seg = 0;
+  if (!t::slot_to_segment(a.cu_seqlens, a.num_seqs, a.seq_len, C, Ls, dgps::cfg::ROW_STEPS, slot, n, seg)) return;  // slack slot
+  const dev::Seq sq = dev::seq_of(a, n);
+  // the segment's chunks [c0, nch) of the sequence
+  const int64_t s0 = dev::first_slot(a, n, sq.bos), c0 = seg * Ls, nch = dev::lmin((sq.len + C - 1) / C, c0 + Ls);
+  (void)W;
+  const int w = dev::warp(), ct = dev::tid(), v0 = (int)vt * BV, vw = v0 + 16 * w;
+  unsigned char* const sm = dev::dyn_smem();
+  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);
+  const uint16_t* const vg = static_cast<const uint16_t*>(a.v);
+  uint16_t* const og = static_cast<uint16_t*>(a.o);
+  const uint16_t* const q0 = static_cast<const uint16_t*>(a.q) + (sq.bos * H + h) * K;
+  const uint16_t* const k0 = static_cast<const uint16_t*>(a.k) + (sq.bos * H + h) * K;
+  (void)og;
+  (void)q0;
+  (void)k0;
+  const int64_t sh0 = s0 * HV + hv;  // workspace row (slot·HV + hv) of chunk 0; chunk c adds c·HV
+  auto ws16 = [&](int64_t off, int64_t row_elems) {
+    return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;
+  };
+  const bool wc = t::stage_copies(a);  // raw q/k tiles by tensor copies
+  auto stage = [&](int64_t c) {
+    unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
+    const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
+    const int Lr = (int)dev::lmin(C, sq.len - c * C);
+    t::load_rows16_mapped<C, KP, true>(dev::smem_at<uint16_t>(st, L.q), 0, static_cast<const uint16_t*>(a.q) + h * K, H * K, sq.bos + c * C, Lr, K, t::RowMap{2, 1}, ct, NT);
+    t::load_core16<C, KP>(t::raw_copies(a), a.k_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
+    dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
+    t::load_value16<C, BV>(t::value_copies(a), a.v_rows, sbar, sq.bos + c * C, hv, v0, dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
+    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
+    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.aqk), ws16(W.aqk, C * C) + chunk * C * C, ct, NT);
+    t::stage_copy_arrive(wc, sbar, ct);
+  };
+  // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
+  float S[KP / 8][4];
+  t::state_start<KP>(S, reinterpret_cast<const float*>(ws + W.seg_start) + (slot * HV + hv) * (int64_t)K * V, K, V, vw);
+  t::stage_copy_init(wc, sm, L.stage_bytes, L.bar, STAGES);
+  if (nch > c0) {
+    stage(c0);
+    dev::cp_async_commit();
+  }
+  for (int64_t c = c0; c < nch; ++c) {
+    unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    const int64_t t0 = sq.bos + c * C;
+    const int Lr = (int)dev::lmin(C, sq.len - c * C);
+    if (STAGES == 2) {
+      if (c + 1 < nch) stage(c + 1);
+      dev::cp_async_commit();
+      dev::cp_async_wait<1>();
+    } else {
+      dev::cp_async_wait<0>();
+    }
+    if (kWG) dev::fence_proxy_async();
+    dev::sync_threads();
+    t::stage_copy_wait(wc, dev::smem_at<uint64_t>(st, L.bar), c, c0, STAGES);
+    uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
+    uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
+    const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged
+    uint16_t* const sV = dev::smem_at<uint16_t>(st, L.v);
+    const float* const sTok = dev::smem_at<float>(st, L.tok);  // record fields: 0 a_q, 1 c, 2 w, 3 b
+    (void)sQ;
+    (void)sK;
+    if (dgps::cfg::kInputF16) {
+      dev::f16_to_bf16_lin(sQ, C * KP, ct, NT);
+      dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
+      dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
+      dev::sync_threads();
+    }
+    float XQ[NCT][4], XR[NCT][4], N[NCT][4];
+    uint32_t NA[C / 16][4];
+    (void)XQ;
+    (void)XR;
+    t::state_times_rows<C, KP, kWG, true>(XQ, XR, S, sQ, sK);
+    t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));
+    t::lower_readout<C, PC, 8>(XQ, NA, N, sTok + 0, dev::smem_at<uint16_t>(st, L.aqk));
+    t::store_rows_mapped<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + hv * V, HV * V, t0, t::RowMap{2, 1}, v0, V, Lr, ct, NT, [] { dev::sync_threads(); });
+    t::state_scale<KP>(S, sTok[C * 8 + 0]);
+    t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
+    dev::sync_threads();  // this stage may be overwritten from here on
+    if (STAGES == 1 && c + 1 < nch) {
+      stage(c + 1);
+      dev::cp_async_commit();
+    }
+  }
+}
+extern "C" __global__ void __launch_bounds__(dgps_package::segment_state_output_threads(), 1) dgps_gated_deltaproduct_fwd_segment_state_output(DGPS_GRID_CONST dgps::ForwardArgs a) {
+  // Generated from tile IR (gated_deltaproduct_segment_state_output, grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).
+  if (a.segment_chunks < 1) return;  // launched only with a segment length
+  int64_t bid = dgps::dev::block_x();
+  dgps_gated_deltaproduct_fwd_segment_state_output_walk0(a, bid);
 }

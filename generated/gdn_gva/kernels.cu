@@ -359,7 +359,7 @@ static __device__ __forceinline__ void dgps_gdn_gva_fwd_segment_summary_walk0(co
   const int64_t Ls = a.segment_chunks;  // chunks per segment
   const int64_t vt = bid % VT, sh = bid / VT, hv = sh % HV, slot = sh / HV, h = hv / ratio;
   int64_t n = 0, seg = 0;
-  if (!t::slot_to_segment(a.cu_seqlens, a.num_seqs, a.seq_len, C, Ls, slot, n, seg)) return;  // slack slot
+  if (!t::slot_to_segment(a.cu_seqlens, a.num_seqs, a.seq_len, C, Ls, dgps::cfg::ROW_STEPS, slot, n, seg)) return;  // slack slot
   const dev::Seq sq = dev::seq_of(a, n);
   // the segment's chunks [c0, nch) of the sequence
   const int64_t s0 = dev::first_slot(a, n, sq.bos), c0 = seg * Ls, nch = dev::lmin((sq.len + C - 1) / C, c0 + Ls);
@@ -459,7 +459,7 @@ static __device__ __forceinline__ void dgps_gdn_gva_fwd_segment_summary_walk1(co
   const int64_t Ls = a.segment_chunks;  // chunks per segment
   const int64_t vt = bid % VT, sh = bid / VT, hv = sh % HV, slot = sh / HV, h = hv / ratio;
   int64_t n = 0, seg = 0;
-  if (!t::slot_to_segment(a.cu_seqlens, a.num_seqs, a.seq_len, C, Ls, slot, n, seg)) return;  // slack slot
+  if (!t::slot_to_segment(a.cu_seqlens, a.num_seqs, a.seq_len, C, Ls, dgps::cfg::ROW_STEPS, slot, n, seg)) return;  // slack slot
   const dev::Seq sq = dev::seq_of(a, n);
   // the segment's chunks [c0, nch) of the sequence
   const int64_t s0 = dev::first_slot(a, n, sq.bos), c0 = seg * Ls, nch = dev::lmin((sq.len + C - 1) / C, c0 + Ls);
@@ -574,7 +574,7 @@ extern "C" __global__ void __launch_bounds__(dgps::launch::kSegmentFoldThreads) 
   const int64_t vt = bid % VT, nh = bid / VT, hv = nh % HV, n = nh / HV;
   const dev::Seq sq = dev::seq_of(a, n);
   unsigned char* const ws = static_cast<unsigned char*>(a.workspace);
-  t::state_fold<K>(reinterpret_cast<float*>(dev::dyn_smem()), reinterpret_cast<const float*>(ws + W.seg_trans), reinterpret_cast<const float*>(ws + W.seg_ext), a.initial_state, reinterpret_cast<float*>(ws + W.seg_start), a.final_state, n, t::first_segment_slot(a.cu_seqlens, n, a.seq_len, C, Ls), t::segment_count(sq.len, C, Ls), hv, HV, V, (int)vt * FC, dev::tid());
+  t::state_fold<K>(reinterpret_cast<float*>(dev::dyn_smem()), reinterpret_cast<const float*>(ws + W.seg_trans), reinterpret_cast<const float*>(ws + W.seg_ext), a.initial_state, reinterpret_cast<float*>(ws + W.seg_start), a.final_state, n, t::first_segment_slot(a.cu_seqlens, n, a.seq_len, C, Ls, dgps::cfg::ROW_STEPS), t::segment_count(sq.len, C, Ls), hv, HV, V, (int)vt * FC, dev::tid());
 }
 static __device__ __forceinline__ void dgps_gdn_gva_fwd_segment_state_output_walk0(const dgps::ForwardArgs& a, int64_t bid) {
   namespace t = dgps::tile;
@@ -594,7 +594,7 @@ static __device__ __forceinline__ void dgps_gdn_gva_fwd_segment_state_output_wal
   const int64_t Ls = a.segment_chunks;  // chunks per segment
   const int64_t vt = bid % VT, sh = bid / VT, hv = sh % HV, slot = sh / HV, h = hv / ratio;
   int64_t n = 0, seg = 0;
-  if (!t::slot_to_segment(a.cu_seqlens, a.num_seqs, a.seq_len, C, Ls, slot, n, seg)) return;  // slack slot
+  if (!t::slot_to_segment(a.cu_seqlens, a.num_seqs, a.seq_len, C, Ls, dgps::cfg::ROW_STEPS, slot, n, seg)) return;  // slack slot
   const dev::Seq sq = dev::seq_of(a, n);
   // the segment's chunks [c0, nch) of the sequence
   const int64_t s0 = dev::first_slot(a, n, sq.bos), c0 = seg * Ls, nch = dev::lmin((sq.len + C - 1) / C, c0 + Ls);

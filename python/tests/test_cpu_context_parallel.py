@@ -196,7 +196,7 @@ def test_op_refuses_what_it_cannot_split():
         op(q, k, v, cp_bounds=[0, 6, 12], **x)
     dp, y = small_inputs("gated_deltaproduct")
     with pytest.raises(dgps.InvalidArgument,
-                       match="package 'gated_deltaproduct' cannot run context-parallel: it has no segment kernels"):
+                       match="package 'gated_deltaproduct' cannot run context-parallel: it runs 2 Householder steps"):
         dp(y.pop("q"), y.pop("k"), y.pop("v"), cp_group=object(), **y)
     with pytest.raises(dgps.InvalidArgument, match="spec 'gdn' has no preconditioner state"):
         op(q, k, v, cp_group=object(), initial_precond_state=torch.zeros(1, 2, 64), **x)
@@ -216,9 +216,9 @@ def test_shipped_segment_packages():
     # the unclamped hypergrad_ogd packages carry d by its K×K map, the ema_sq_squash ones per channel
     assert {n for n in have if info[n]["context_parallel_precond_full_map"]} == {"osdn", "osdn_apf"}
     assert all(info[n]["context_parallel_reason"] == "" for n in have)
-    # Gated DeltaProduct has no segment kernels at all
-    assert not info["gated_deltaproduct"]["segment_kernels"]
-    assert "no segment kernels" in info["gated_deltaproduct"]["context_parallel_reason"]
+    # Gated DeltaProduct has segment kernels (over its step rows) but no context-parallel piece bookkeeping
+    assert info["gated_deltaproduct"]["segment_kernels"]
+    assert "2 Householder steps per token" in info["gated_deltaproduct"]["context_parallel_reason"]
 
 
 def test_offsets_must_be_integers():

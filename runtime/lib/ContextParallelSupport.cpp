@@ -17,8 +17,16 @@ ContextParallelSupport contextParallelSupport(const Manifest& m) {
   ContextParallelSupport s;
   const std::vector<KernelLaunchRule>& seg = m.launch.forward_segmented;
   if (!m.has_forward || !hasRole(seg, "chunk_local") || !hasRole(seg, "segment_summary")) {
-    s.reason = "has no segment kernels (launch.forward_segmented with chunk_local and segment_summary; a spec with "
-               "several Householder steps per token has none), which summarise a rank's piece";
+    s.reason = "has no segment kernels (launch.forward_segmented with chunk_local and segment_summary), which "
+               "summarise a rank's piece; recompile it with dgpsc compile";
+    return s;
+  }
+  // its segment kernels run over the step rows, but a piece's bookkeeping (cp::Plan, the tests' slicing) counts one
+  // row of k, v and beta per token
+  if (m.features.steps > 1) {
+    s.reason = "runs " + std::to_string(m.features.steps) +
+               " Householder steps per token (solve.steps): context parallelism does not split a piece's k, v and "
+               "beta rows by steps yet (the one-GPU forward, sequence-parallel over segments, does)";
     return s;
   }
   // a rank's piece is a varlen batch of its fragments, a continued one starting from its folded state

@@ -193,7 +193,8 @@ ForwardGeometry forwardGeometrySegmented(const Package& package, const ForwardPr
   if (L.forward_segmented.empty()) {
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,
                        "forward: package " + package.name() + " has no segmented state pass (launch.forward_segmented; "
-                       "the compiler writes it for specs without a preconditioner): use segment_chunks 0");
+                       "the compiler writes it for every chunk forward: recompile the package with dgpsc "
+                       "compile): use segment_chunks 0");
   }
   if (segmentChunks < 1) {
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,

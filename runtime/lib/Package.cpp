@@ -756,8 +756,8 @@ void Package::checkConfig(const TileConfig& c) const {
   if (c.segment_chunks >= 1 && manifest_.launch.forward_segmented.empty())
     throw RuntimeError(RuntimeErrorCode::InvalidArgument,
                        "tile config for package " + name() + ": segment_chunks=" + std::to_string(c.segment_chunks) +
-                           " but the package has no segmented state pass (launch.forward_segmented; a spec with several "
-                           "Householder steps per token has none); use 0 or leave it unset");
+                           " but the package has no segmented state pass (launch.forward_segmented; the compiler writes it "
+                           "for every chunk forward: recompile the package with dgpsc compile); use 0 or leave it unset");
 }
 
 }  // namespace dgps

@@ -487,7 +487,7 @@ std::int64_t Runtime::segmentChunks(const Package& package, const ForwardProblem
       throw RuntimeError(RuntimeErrorCode::InvalidArgument,
                          "forward: LaunchOptions::segment_chunks = " + std::to_string(L) + " but package " +
                              package.name() + " has no segmented state pass (launch.forward_segmented; the compiler "
-                             "writes it for every chunk forward of one step per token); use 0");
+                             "writes it for every chunk forward: recompile the package with dgpsc compile); use 0");
     return L;
   }
   if (!impl_->env_segment_error.empty())
@@ -511,7 +511,7 @@ namespace {
 /// dense (n·⌈⌈T/C⌉/L⌉) and varlen (⌊bos_n/(C·L)⌋ + n, bos_n <= T < C·L), so it needs no host copy of cu_seqlens.
 std::int64_t summarySegmentChunks(const ForwardProblem& p, const TileConfig& config) {
   const std::int64_t C = std::max<std::int64_t>(config.chunk, 1);
-  return (p.seq_len + C - 1) / C + 1;
+  return (p.rows() + C - 1) / C + 1;  // chunks of the kernels' row axis (T·n_h steps)
 }
 
 /// Index of workspace buffer `name` among a segmented forward's buffers (launch.workspace, then

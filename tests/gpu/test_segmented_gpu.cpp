@@ -6,8 +6,9 @@
 // runtime's rule and one longer than the sequence). Fresh seeded inputs, NaN-poisoned outputs and workspace.
 // A preconditioned package runs precond_summary / precond_scan first and its segment walks rebuild the
 // preconditioned key (or query) from their chunk-start states; its final preconditioner state is checked too.
-// A package without launch.forward_segmented (several steps per token) is skipped with the reason. Skips without
-// a GPU.
+// Several Householder steps per token (gated_deltaproduct): the walks run over the T·n_h step rows and the
+// lengths L count chunks of rows. A package without launch.forward_segmented fails (every shipped chunk forward has
+// it). Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -37,9 +38,8 @@ class SegmentedTest : public ::testing::Test {
     const std::string dir = gputest::packageUnderTest();
     if (dir.empty()) GTEST_SKIP() << "no package: generated/ held no package when the build was configured";
     pkg_ = std::make_unique<Package>(Package::open(dir));
-    if (pkg_->manifest().launch.forward_segmented.empty())
-      GTEST_SKIP() << pkg_->name() << " has no segmented state pass (launch.forward_segmented): the segment kernels "
-                   << "do not print a row-mapped walk (several steps per token) yet";
+    ASSERT_FALSE(pkg_->manifest().launch.forward_segmented.empty())
+        << pkg_->name() << " has no segmented state pass (launch.forward_segmented): recompile it with dgpsc compile";
     RuntimeOptions o;
     o.cache_dir = std::string(DGPS_GPU_CACHE_DIR);
     rt_ = std::make_unique<Runtime>(o);
@@ -56,7 +56,8 @@ class SegmentedTest : public ::testing::Test {
     const ErrorStats ep = compare(plain.o, ref.o);
     EXPECT_TRUE(ep.finite && ep.rel <= kTolRef) << "plain o: " << ep.str();
     const std::int64_t C = pkg_->manifest().default_config.chunk;
-    const std::int64_t NT = (s.seq_len + C - 1) / C;
+    const std::int64_t rows = s.seq_len * householderSteps(pkg_->spec());  // the kernels' row axis
+    const std::int64_t NT = (rows + C - 1) / C;
     for (std::int64_t L : {std::int64_t(1), std::int64_t(3), std::int64_t(8), NT / 2 + 1, NT + 5}) {
       SCOPED_TRACE("L=" + std::to_string(L) + " chunks per segment");
       LaunchOptions opt;
@@ -126,6 +127,7 @@ TEST_F(SegmentedTest, TheRuleSegmentsOnlyLongUnderfilledSequences) {
   ForwardProblem lp, sp;
   lp.batch = 1, lp.seq_len = longT, lp.num_seqs = 1, lp.heads_qk = longShape.heads_qk, lp.heads_v = longShape.heads_v;
   lp.key_dim = lp.value_dim = dim();
+  lp.row_steps = householderSteps(pkg_->spec());
   sp = lp;
   sp.seq_len = 256;
   EXPECT_GT(rt_->segmentChunks(*pkg_, lp, c, LaunchOptions()), 0);

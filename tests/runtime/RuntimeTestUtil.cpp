@@ -215,6 +215,22 @@ std::string writeTinyPackage(const std::string& dir, const std::string& kernels_
   return dir;
 }
 
+std::string writePackageWithoutSegmentKernels(const std::string& from, const std::string& dir) {
+  ::mkdir(dir.c_str(), 0755);
+  for (const char* f : {"/kernels.cu", "/spec.yaml"}) writeFile(dir + f, readFile(from + f));
+  std::istringstream in(readFile(from + "/manifest.yaml"));
+  std::ostringstream out;
+  bool inBlock = false;
+  for (std::string line; std::getline(in, line);) {
+    // the block: "  forward_segmented:" and the deeper-indented lines after it, up to launch's next key
+    if (line.rfind("  forward_segmented:", 0) == 0) inBlock = true;
+    else if (inBlock && line.rfind("    ", 0) != 0) inBlock = false;
+    if (!inBlock) out << line << "\n";
+  }
+  writeFile(dir + "/manifest.yaml", out.str());
+  return dir;
+}
+
 struct WarningCapture::Sink {
   std::mutex mu;
   std::vector<std::string> messages;

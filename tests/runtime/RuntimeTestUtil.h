@@ -44,6 +44,11 @@ std::string tinyKernelsCu();
 /// Writes spec.yaml, manifest.yaml and kernels.cu into `dir` (created). Returns dir.
 std::string writeTinyPackage(const std::string& dir, const std::string& kernels_cu = tinyKernelsCu());
 
+/// Copies the package folder `from` (kernels.cu, spec.yaml, manifest.yaml) to `dir` (created) with the manifest's
+/// launch.forward_segmented block removed: a package with a chunk forward but no segmented kernels (every shipped
+/// package with a chunk forward has them; an older or hand-made one may not). Returns dir.
+std::string writePackageWithoutSegmentKernels(const std::string& from, const std::string& dir);
+
 /// Parses spec text or fails the test with the diagnostics.
 Spec parseSpecOrDie(const std::string& yaml);
 

@@ -226,8 +226,8 @@ TEST(ManifestLaunch, HugeProblemsAreRefusedNotWrapped) {
 namespace dgps {
 namespace {
 
-// The segmented forward (launch.forward_segmented, written for every package with a chunk forward of one step per
-// token, preconditioned ones included) against LaunchContract.h forwardGeometry / segmentGeometry and expectedWorkspace: kernels in the order of the plain roles before state_output
+// The segmented forward (launch.forward_segmented, written for every package with a chunk forward, preconditioned
+// ones and several steps per token included) against LaunchContract.h forwardGeometry / segmentGeometry and expectedWorkspace: kernels in the order of the plain roles before state_output
 // (precond_summary and precond_scan where there is a preconditioner, chunk_local), then segment_summary,
 // segment_fold, segment_state_output, and the segment regions after the chunk regions, for shapes with one
 // segment, a partial last segment, many segments, and a packed batch.
@@ -237,8 +237,8 @@ TEST(ManifestLaunch, SegmentedFormulasEqualTheLaunchRules) {
     const Package pkg = Package::open(dir);
     const Manifest& m = pkg.manifest();
     SCOPED_TRACE(m.name);
-    // several Householder steps per token: the row-mapped walk has no segmented form (no segment kernels)
-    const bool covered = m.has_forward && m.features.steps == 1;
+    // several Householder steps per token too: the walks run over the step rows (T·n_h of them)
+    const bool covered = m.has_forward;
     ASSERT_EQ(!m.launch.forward_segmented.empty(), covered) << "launch.forward_segmented presence";
     if (!covered) continue;
     ++packages;
@@ -263,13 +263,14 @@ TEST(ManifestLaunch, SegmentedFormulasEqualTheLaunchRules) {
               p.num_seqs = varlen ? 3 : 2;
               p.batch = varlen ? 1 : 2;
               p.seq_len = varlen ? 3 * T + 7 : T;
+              p.row_steps = m.features.steps;  // the manifest's T is the kernels' row axis (T·n_h)
               p.heads_qk = 2;
               p.heads_v = 4;
               p.key_dim = K;
               p.value_dim = m.value_dims.back();
               launch::ProblemShape s;
               s.B = p.batch;
-              s.T = p.seq_len;
+              s.T = p.rows();
               s.N = p.num_seqs;
               s.H = p.heads_qk;
               s.HV = p.heads_v;
@@ -307,9 +308,9 @@ TEST(ManifestLaunch, SegmentedFormulasEqualTheLaunchRules) {
       EXPECT_NE(std::string(e.what()).find("expected >= 1 chunk"), std::string::npos) << e.what();
     }
   }
-  // every package with a chunk forward but gated_deltaproduct (several steps per token)
-  EXPECT_EQ(packages, 12) << "deltanet, gdn, gdn_gva, kda, linear_attention, mamba2 and the preconditioned atq, osdn, "
-                             "osdn_apf, pdn, pgdn, pkda carry the segmented forward";
+  // every package with a chunk forward
+  EXPECT_EQ(packages, 13) << "deltanet, gated_deltaproduct, gdn, gdn_gva, kda, linear_attention, mamba2 and the "
+                             "preconditioned atq, osdn, osdn_apf, pdn, pgdn, pkda carry the segmented forward";
 }
 
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "dgps/dsl/Reference.h"
@@ -12,6 +13,7 @@
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Package.h"
 #include "dgps/runtime/Runtime.h"
+#include "RuntimeTestUtil.h"
 
 namespace dgps {
 namespace {
@@ -20,6 +22,15 @@ RuntimeOptions cacheIn(const std::string& name) {
   RuntimeOptions o;
   o.cache_dir = ::testing::TempDir() + "/" + name;
   return o;
+}
+
+/// generated/gdn without launch.forward_segmented (RuntimeTestUtil.h), in a fresh folder under the test's TempDir.
+Package packageWithoutSegmentKernels(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  std::filesystem::remove_all(dir);
+  Package p = Package::open(test::writePackageWithoutSegmentKernels(std::string(DGPS_SOURCE_DIR) + "/generated/gdn", dir));
+  EXPECT_TRUE(p.manifest().launch.forward_segmented.empty()) << "the copy in " << dir << " still has the block";
+  return p;
 }
 
 ForwardProblem longProblem(const Manifest& m) {
@@ -38,7 +49,8 @@ ForwardProblem longProblem(const Manifest& m) {
 // and a malformed value is one error naming it.
 TEST(SegmentChoice, OptionsEnvironmentAndRule) {
   const Package gdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gdn");
-  // a package without segmented kernels: several Householder steps per token (a row-mapped whole-sequence walk)
+  const Package none = packageWithoutSegmentKernels("segment_choice_none");
+  // several Householder steps per token: the walks run over the step rows (2·T of them)
   const Package gdp = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gated_deltaproduct");
   // a preconditioned package has them (its walks rebuild the preconditioned key from precond_scan's states)
   const Package pgdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/pgdn");
@@ -56,8 +68,9 @@ TEST(SegmentChoice, OptionsEnvironmentAndRule) {
     EXPECT_THROW(rt.segmentChunks(gdn, p, c, forced), RuntimeError);
     forced.segment_chunks = 4;
     EXPECT_EQ(rt.segmentChunks(pgdn, longProblem(pgdn.manifest()), pgdn.manifest().default_config, forced), 4);
+    EXPECT_EQ(rt.segmentChunks(gdp, longProblem(gdp.manifest()), gdp.manifest().default_config, forced), 4);
     try {
-      rt.segmentChunks(gdp, longProblem(gdp.manifest()), gdp.manifest().default_config, forced);
+      rt.segmentChunks(none, longProblem(none.manifest()), none.manifest().default_config, forced);
       ADD_FAILURE() << "a forced L accepted for a package without segmented kernels";
     } catch (const RuntimeError& e) {
       EXPECT_NE(std::string(e.what()).find("has no segmented state pass"), std::string::npos) << e.what();
@@ -72,7 +85,8 @@ TEST(SegmentChoice, OptionsEnvironmentAndRule) {
   {
     Runtime rt(cacheIn("segment_choice_env"));
     EXPECT_EQ(rt.segmentChunks(gdn, p, c, LaunchOptions()), 8);
-    EXPECT_EQ(rt.segmentChunks(gdp, longProblem(gdp.manifest()), gdp.manifest().default_config, LaunchOptions()), 0);
+    EXPECT_EQ(rt.segmentChunks(none, longProblem(none.manifest()), none.manifest().default_config, LaunchOptions()), 0);
+    EXPECT_EQ(rt.segmentChunks(gdp, longProblem(gdp.manifest()), gdp.manifest().default_config, LaunchOptions()), 8);
     EXPECT_EQ(rt.segmentChunks(pgdn, longProblem(pgdn.manifest()), pgdn.manifest().default_config, LaunchOptions()), 8);
     LaunchOptions plain;
     plain.segment_chunks = 0;
@@ -98,7 +112,7 @@ TEST(SegmentChoice, OptionsEnvironmentAndRule) {
 TEST(SegmentChoice, ATunedSegmentLengthInTheConfigurationIsApplied) {
   ::unsetenv("DGPS_SEGMENT_CHUNKS");
   const Package gdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gdn");
-  const Package gdp = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gated_deltaproduct");  // none
+  const Package none = packageWithoutSegmentKernels("segment_choice_tuned_none");
   const ForwardProblem p = longProblem(gdn.manifest());  // T = 32768
   Runtime rt(cacheIn("segment_choice_tuned"));
   TileConfig c = gdn.manifest().default_config;
@@ -122,12 +136,12 @@ TEST(SegmentChoice, ATunedSegmentLengthInTheConfigurationIsApplied) {
   EXPECT_EQ(rt.segmentChunks(gdn, p, c, LaunchOptions()), 0);
   c.segment_chunks = -2;
   EXPECT_THROW(gdn.checkConfig(c), RuntimeError);
-  TileConfig pc = gdp.manifest().default_config;
+  TileConfig pc = none.manifest().default_config;
   pc.segment_chunks = 0;
-  EXPECT_NO_THROW(gdp.checkConfig(pc)) << "the plain pass is every package's";
+  EXPECT_NO_THROW(none.checkConfig(pc)) << "the plain pass is every package's";
   pc.segment_chunks = 16;
   try {
-    gdp.checkConfig(pc);
+    none.checkConfig(pc);
     ADD_FAILURE() << "a segment length accepted for a package without segmented kernels";
   } catch (const RuntimeError& e) {
     EXPECT_NE(std::string(e.what()).find("segment_chunks=16"), std::string::npos) << e.what();
@@ -168,11 +182,12 @@ ForwardTensors placeholderCall(const Package& pkg, const ReferenceProblem& s) {
 }
 
 // Runtime::forwardSummary refuses, with one message naming the problem and before any launch: a package
-// contextParallelSupport refuses (no segment kernels: several Householder steps per token), a sequence
+// contextParallelSupport refuses (no segment kernels; several Householder steps per token), a sequence
 // outside [0, N), summary tensors of the wrong shape or dtype, and a forced segment length (the summary chooses it).
 TEST(SegmentChoice, ForwardSummaryRefusesBadRequestsBeforeLaunching) {
   const Package gdn = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gdn");
   const Package dp = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gated_deltaproduct");
+  const Package none = packageWithoutSegmentKernels("forward_summary_errors_none");
   Runtime rt(cacheIn("forward_summary_errors"));
   ReferenceProblem s;
   s.batch = 1;
@@ -196,7 +211,8 @@ TEST(SegmentChoice, ForwardSummaryRefusesBadRequestsBeforeLaunching) {
       EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
     }
   };
-  expectError(dp, 0, trans, ext, {}, "forwardSummary: package gated_deltaproduct has no segment kernels");
+  expectError(none, 0, trans, ext, {}, "forwardSummary: package gdn has no segment kernels");
+  expectError(dp, 0, trans, ext, {}, "forwardSummary: package gated_deltaproduct runs 2 Householder steps per token");
   expectError(gdn, 2, trans, ext, {}, "sequence 2 is outside [0, N = 2)");
   expectError(gdn, -1, trans, ext, {}, "sequence -1 is outside");
   expectError(gdn, 1, TensorView(fake, ScalarType::F32, {HV + 1, K, K}), ext, {}, "tensor 'trans' has shape");

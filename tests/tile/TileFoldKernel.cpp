@@ -8,7 +8,7 @@
 namespace dgps_fold_check {
 
 int64_t firstSlot(const FoldArgs& a, int64_t n) {
-  return dgps::tile::first_segment_slot(a.cu, n, a.seqLen, a.C, a.L);
+  return dgps::tile::first_segment_slot(a.cu, n, a.seqLen, a.C, a.L, 1);  // one row per token
 }
 
 int64_t segmentCount(const FoldArgs& a, int64_t n) {

@@ -1,5 +1,6 @@
-// CPU check of the sequence-parallel state pass printed from tile IR (every package with a chunk forward of one
-// step per token has it; docs/architecture.md "Long sequences: the segmented state pass"). The package's
+// CPU check of the sequence-parallel state pass printed from tile IR (every package with a chunk forward has it;
+// docs/architecture.md "Long sequences: the segmented state pass"; with several Householder steps per token the
+// walks run over the T·n_h step rows and the corrected walk maps q and o, docs/math.md §3.7). The package's
 // kernels.cu is compiled for the CPU emulator of tests/emu and launched with LaunchContract.h forwardGeometry /
 // segmentGeometry. Per problem, on fresh seeded inputs and NaN-poisoned outputs and workspace:
 //   1. the forward's roles before state_output (precond_summary and precond_scan where the spec has a
@@ -138,7 +139,7 @@ bool runForward(const dgps::Spec& spec, const Loaded& pkg, const Config& cfg, co
   f.write_key = pkg.writeKey;
   dgps::launch::ProblemShape ls;
   ls.B = p.B;
-  ls.T = p.T;
+  ls.T = p.T * dgps::householderSteps(spec);  // the kernels' row axis: T·n_h steps (abi.h)
   ls.N = N;
   ls.H = p.H;
   ls.HV = HV;
@@ -169,7 +170,7 @@ bool runForward(const dgps::Spec& spec, const Loaded& pkg, const Config& cfg, co
   a.cu_seqlens = cuv.empty() ? nullptr : cuv.data();
   a.workspace = ws.data();
   a.batch = p.B;
-  a.seq_len = p.T;
+  a.seq_len = p.T * dgps::householderSteps(spec);
   a.num_seqs = N;
   a.heads_qk = p.H;
   a.heads_v = HV;
@@ -177,7 +178,7 @@ bool runForward(const dgps::Spec& spec, const Loaded& pkg, const Config& cfg, co
   dgps::set_index_divisors(a, cfg.chunk);  // after the shape fields (abi.h)
   dgps_emu::setWorkspaceOffsets(a, W);  // the plan's region offsets, as the runtime passes them
   // full chunks load q and k by tensor copies (the partial last chunk by cp.async), as on an sm_90 GPU
-  if (dgps_emu::encodeRowMaps(a, a.batch * p.T, p.H, K, cfg.chunk, 1, HV, V, cfg.block_v,
+  if (dgps_emu::encodeRowMaps(a, a.batch * p.T, p.H, K, cfg.chunk, dgps::householderSteps(spec), HV, V, cfg.block_v,
                               spec.decay.kind == dgps::DecayKind::Diagonal)) dgps_emu::encodeWorkspaceMaps(a, W, ls, cfg.chunk);
   a.o = out.oPlain.data();
   a.final_state = ref.has_final_state ? out.sPlain.data() : nullptr;
@@ -285,7 +286,7 @@ int run(int argc, char** argv) {
   if (!parsed.ok()) return fail("cannot parse " + pkg + "/spec.yaml");
   dgps::Spec spec = *parsed.spec;
   if (text.str().find("dgps_" + spec.name + "_fwd_segment_summary(") == std::string::npos)
-    return fail(pkg + "/kernels.cu has no segment kernels (a spec with several steps per token has none)");
+    return fail(pkg + "/kernels.cu has no segment kernels; recompile it with dgpsc compile");
   const int writeKey = dgps_emu::packageWriteKeyOf(pkg);
   int rebuiltKey = 0;
   if (!rebuilt.empty()) {

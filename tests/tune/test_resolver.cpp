@@ -4,9 +4,11 @@
 // and candidate pruning against device limits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
+#include "RuntimeTestUtil.h"
 #include "TuneTestUtil.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/tune/RuntimeTrialBackend.h"
@@ -165,10 +167,10 @@ TEST_F(Resolver, RuntimeHookUsesTheResolver) {
 // segment length for a package without segmented kernels cannot launch and falls back to the default.
 TEST_F(Resolver, ATunedSegmentLengthReachesTheRuntime) {
   tunetest::ScopedEnv env("DGPS_SEGMENT_CHUNKS", nullptr);
-  // several Householder steps per token: no launch.forward_segmented (every one-step chunk forward has one)
-  const std::string gdp = tunetest::shippedPackage("gated_deltaproduct");
-  if (gdp.empty()) GTEST_SKIP() << "generated/gated_deltaproduct is absent";
-  pkg_ = Package::open(gdp);
+  // generated/gdn without launch.forward_segmented (every shipped chunk forward has one)
+  const std::string gdn = tunetest::shippedPackage("gdn");
+  if (gdn.empty()) GTEST_SKIP() << "generated/gdn is absent";
+  pkg_ = Package::open(test::writePackageWithoutSegmentKernels(gdn, tmp_ / "no_segments"));
   ASSERT_TRUE(pkg_.manifest().launch.forward_segmented.empty());
   TileConfig bad = cfg(64, 4, 1);
   bad.segment_chunks = 32;
@@ -338,6 +340,32 @@ TEST_F(Resolver, CandidatesArePrunedByDeviceLimitsWithReasons) {
   fp.max_threads_per_block = 128;  // 8 warps cannot launch
   for (const auto& p : tune::forwardCandidates(pkg_, shape, fp).pruned)
     EXPECT_NE(p.reason.find("threads"), std::string::npos) << p.reason;
+}
+
+// Several Householder steps per token: the segment lengths the tuner searches count chunks of the kernels' rows
+// (T·n_h), as Runtime::segmentChunks does, not chunks of tokens.
+TEST_F(Resolver, SegmentLengthsOfSeveralStepsPerTokenCountStepRows) {
+  const std::string gdp = tunetest::shippedPackage("gated_deltaproduct");
+  if (gdp.empty()) GTEST_SKIP() << "generated/gated_deltaproduct is absent";
+  const Package pkg = Package::open(gdp);
+  ASSERT_EQ(pkg.spec().solve.steps, 2);
+  const tuning::TuneProblem shape = tune::tuningShape(problem(1, 32768));
+  tuning::TuneProblem rows = shape;
+  rows.shape.T *= 2;
+  const TileConfig c = pkg.manifest().default_config;
+  const std::vector<int> want = tuning::segmentLengthCandidates(c, rows, 132);
+  ASSERT_FALSE(want.empty());
+  ASSERT_NE(want, tuning::segmentLengthCandidates(c, shape, 132)) << "the shape must tell rows from tokens";
+  std::vector<int> got;
+  for (const TileConfig& k : tune::forwardCandidates(pkg, shape, fakeH200(pkg)).kept) {
+    TileConfig plain = k;
+    plain.segment_chunks = c.segment_chunks;
+    if (plain == c) got.push_back(k.segment_chunks);
+  }
+  std::sort(got.begin(), got.end());
+  std::vector<int> sorted = want;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(got, sorted);
 }
 
 TEST_F(Resolver, BackendRefusesUnusableOptions) {

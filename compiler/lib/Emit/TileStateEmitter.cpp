@@ -408,7 +408,7 @@ void emitWalkBody(std::ostringstream& os, StateWalkOp walk, const launch::Featur
     os << "  const int64_t Ls = a.segment_chunks;  // chunks per segment\n";
     os << "  const int64_t vt = bid % VT, sh = bid / VT, hv = sh % HV, slot = sh / HV, h = hv / ratio;\n";
     os << "  int64_t n = 0, seg = 0;\n";
-    os << "  if (!t::slot_to_segment(a.cu_seqlens, a.num_seqs, a.seq_len, C, Ls, slot, n, seg)) return;  // slack "
+    os << "  if (!t::slot_to_segment(a.cu_seqlens, a.num_seqs, a.seq_len, C, Ls, dgps::cfg::ROW_STEPS, slot, n, seg)) return;  // slack "
           "slot\n";
     os << "  const dev::Seq sq = dev::seq_of(a, n);\n";
     os << "  // the segment's chunks [c0, nch) of the sequence\n";
@@ -645,7 +645,7 @@ FailureOr<std::string> emitTileFoldKernel(func::FuncOp fn, const std::string& sy
         "reinterpret_cast<const float*>(ws + W.seg_trans), "
         "reinterpret_cast<const float*>(ws + W.seg_ext), a.initial_state, reinterpret_cast<float*>(ws + W.seg_start), "
      << (fold.getWriteFinal() ? "a.final_state" : "nullptr")
-     << ", n, t::first_segment_slot(a.cu_seqlens, n, a.seq_len, C, Ls), t::segment_count(sq.len, C, Ls), hv, HV, V, "
+     << ", n, t::first_segment_slot(a.cu_seqlens, n, a.seq_len, C, Ls, dgps::cfg::ROW_STEPS), t::segment_count(sq.len, C, Ls), hv, HV, V, "
         "(int)vt * FC, dev::tid());\n";
   os << "}\n";
   return os.str();

@@ -4,6 +4,8 @@
 //                      start into "seg_ext" and M from the identity with the value term dropped into "seg_trans"
 //   segment_fold    -> @<name>_segment_fold: one tile.state_fold (start states and final state)
 //   state_output    -> @<name>_segment_state_output: the walk from the folded start "seg_start", writing o
+//                      (with several steps per token through the row map of q and o, as in state_output; the
+//                      summaries' walks read neither, so they are the one-step walks over the step rows)
 // A preconditioner's in-kernel rebuild (chunk.accum_apply / chunk.hypergrad_apply of the write key, or of the
 // query in the corrected walk) becomes the walks' rescale, as in state_output (StateWalkLowering.h setRescale):
 // the rebuild reads the precond_scan role's chunk-start states "pst", which exist for every chunk before the state
@@ -33,7 +35,8 @@ namespace {
 /// The ops that chunk_local already folded into the workspace (token record, blocks, gated operands): a
 /// walk reads their results from there, so they need no lowering of their own.
 bool preparedByChunkLocal(Operation& op) {
-  return isa<ch::LoadOp, ch::L2NormOp, ch::GateCumsumOp, ch::WYRecomputeOp, ch::GainScaleOp, ch::YieldOp>(op);
+  return isa<ch::LoadOp, ch::L2NormOp, ch::GateCumsumOp, ch::WYRecomputeOp, ch::GainScaleOp, ch::SpreadStepsOp,
+             ch::YieldOp>(op);
 }
 
 InFlightDiagnostic unknownOp(Operation& op, StringRef role, StringRef covers) {
@@ -48,6 +51,7 @@ struct SegmentKernels {
   ch::SegmentFoldOp fold;
   ch::SegmentStatePassOp rerun;
   ch::OutputOp output;
+  ch::GatherStepsOp gather;  ///< o from each token's last step (several steps per token)
   Operation* summaryApply = nullptr;  ///< the preconditioner's rebuild in segment_summary, if any
   Operation* outputApply = nullptr;   ///< the same in the corrected walk's kernel
   bool writesFinal = false, writesO = false;
@@ -107,14 +111,18 @@ LogicalResult inspectOutput(ch::KernelOp k, SegmentKernels& s) {
       s.output = o;
       continue;
     }
+    if (auto g = dyn_cast<ch::GatherStepsOp>(op); g && s.output && !s.gather && g.getInput() == s.output.getResult()) {
+      s.gather = g;
+      continue;
+    }
     if (auto st = dyn_cast<ch::StoreOp>(op); st && s.output && st.getName() == "o" &&
-                                             st.getValue() == s.output.getResult()) {
+                                             st.getValue() == (s.gather ? s.gather.getResult() : s.output.getResult())) {
       s.writesO = true;
       continue;
     }
     return unknownOp(op, "state_output",
-                     "the prepared operands, one preconditioner apply, one segment_state_pass, one output and the "
-                     "store of \"o\"");
+                     "the prepared operands, one preconditioner apply, one segment_state_pass, one output, its "
+                     "gather_steps and the store of \"o\"");
   }
   if (!s.rerun || !s.output || !s.writesO)
     return k.emitOpError("segmented state_output needs chunk.segment_state_pass, chunk.output and a store of \"o\"");
@@ -194,8 +202,10 @@ struct LowerSegmentRolesToTilePass : public dgps::impl::LowerSegmentRolesToTileB
     rerun.writeOutput = true;
     FailureOr<StateWalkOp> walk =
         buildStateWalk(body, s.rerun.getLoc(), s.rerun, f, s.rerun.getW(), s.rerun.getGate(), rerun);
-    if (failed(walk) || (s.outputApply && failed(setRescale(*walk, s.outputApply, s.rerun.getWriteKey(),
-                                                            s.output.getQuery(), f, true))))
+    if (failed(walk) ||
+        (s.outputApply &&
+         failed(setRescale(*walk, s.outputApply, s.rerun.getWriteKey(), s.output.getQuery(), f, true))) ||
+        failed(setRowMap(*walk, s.output, s.gather, s.writesO)))
       return fail();
     body.create<func::ReturnOp>(s.outputKernel.getLoc());
 

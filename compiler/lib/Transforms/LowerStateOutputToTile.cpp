@@ -85,31 +85,6 @@ LogicalResult inspect(ch::KernelOp kernel, WalkPlan& p) {
   return success();
 }
 
-/// The spread_steps that places the query on the step axis, looking through its l2norm; null if none.
-ch::SpreadStepsOp querySpread(Value query) {
-  if (auto n = query.getDefiningOp<ch::L2NormOp>()) query = n.getInput();
-  return query.getDefiningOp<ch::SpreadStepsOp>();
-}
-
-/// Several steps per token (chunk.spread_steps / gather_steps in the kernel): the walk's rows are steps, and
-/// q and o go through a row map (TileStateOps.td). The query must be spread and o gathered with the same n.
-LogicalResult setRowMap(WalkPlan p, StateWalkOp walk) {  // by value: op getters are not const
-  ch::SpreadStepsOp q = p.output ? querySpread(p.output.getQuery()) : nullptr;
-  if (!q && !p.gather) return success();
-  if (!q || !p.gather || !p.writesO)
-    return (q ? q.getOperation() : p.gather.getOperation())->emitOpError()
-           << "has no tile lowering without its pair: a state walk over several steps per token reads the query "
-              "spread onto the steps (chunk.spread_steps) and writes o gathered from them (chunk.gather_steps)";
-  if (q.getSteps() != p.gather.getSteps())
-    return p.gather.emitOpError() << "has steps = " << p.gather.getSteps() << " but the query's spread_steps has "
-                                  << q.getSteps();
-  Builder b(walk.getContext());
-  walk.setRowStepsAttr(b.getI64IntegerAttr(q.getSteps()));
-  walk.setQueryPhaseAttr(b.getI64IntegerAttr(q.getStep()));
-  walk.setOutputPhaseAttr(b.getI64IntegerAttr(p.gather.getStep()));
-  return success();
-}
-
 struct LowerStateOutputToTilePass : public dgps::impl::LowerStateOutputToTileBase<LowerStateOutputToTilePass> {
   using LowerStateOutputToTileBase::LowerStateOutputToTileBase;
   void runOnOperation() override {
@@ -139,7 +114,7 @@ struct LowerStateOutputToTilePass : public dgps::impl::LowerStateOutputToTileBas
           buildStateWalk(body, kernel.getLoc(), p.pass, f, p.pass.getW(), p.pass.getGate(), ends);
       const Value query = p.output ? p.output.getQuery() : Value();
       if (failed(walk) || (p.apply && failed(setRescale(*walk, p.apply, p.pass.getWriteKey(), query, f, false))) ||
-          failed(setRowMap(p, *walk))) {
+          failed(setRowMap(*walk, p.output, p.gather, p.writesO))) {
         fn.erase();
         return signalPassFailure();
       }

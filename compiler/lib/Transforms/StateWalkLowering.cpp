@@ -137,6 +137,30 @@ LogicalResult setRescale(StateWalkOp walk, Operation* apply, Value writeKey, Val
   return success();
 }
 
+
+/// The spread_steps that places the query on the step axis, looking through its l2norm; null if none.
+static ch::SpreadStepsOp querySpread(Value query) {
+  if (auto n = query.getDefiningOp<ch::L2NormOp>()) query = n.getInput();
+  return query.getDefiningOp<ch::SpreadStepsOp>();
+}
+
+LogicalResult setRowMap(StateWalkOp walk, ch::OutputOp output, ch::GatherStepsOp gather, bool writesO) {
+  ch::SpreadStepsOp q = output ? querySpread(output.getQuery()) : nullptr;
+  if (!q && !gather) return success();
+  if (!q || !gather || !writesO)
+    return (q ? q.getOperation() : gather.getOperation())->emitOpError()
+           << "has no tile lowering without its pair: a state walk over several steps per token reads the query "
+              "spread onto the steps (chunk.spread_steps) and writes o gathered from them (chunk.gather_steps)";
+  if (q.getSteps() != gather.getSteps())
+    return gather.emitOpError() << "has steps = " << gather.getSteps() << " but the query's spread_steps has "
+                                << q.getSteps();
+  Builder b(walk.getContext());
+  walk.setRowStepsAttr(b.getI64IntegerAttr(q.getSteps()));
+  walk.setQueryPhaseAttr(b.getI64IntegerAttr(q.getStep()));
+  walk.setOutputPhaseAttr(b.getI64IntegerAttr(gather.getStep()));
+  return success();
+}
+
 }  // namespace dgps::tile
 
 namespace dgps {

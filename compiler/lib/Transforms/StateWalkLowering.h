@@ -4,6 +4,7 @@
 // walk's rescale (a preconditioner's in-chunk rebuild of the write key or the query).
 #pragma once
 
+#include "dgps/Dialect/Chunk/IR/Chunk.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
 #include "dgps/dsl/LaunchContract.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -49,5 +50,13 @@ mlir::FailureOr<StateWalkOp> buildStateWalk(mlir::OpBuilder& b, mlir::Location l
 /// naming what does not fit.
 mlir::LogicalResult setRescale(StateWalkOp walk, mlir::Operation* apply, mlir::Value writeKey, mlir::Value query,
                                const launch::FeatureSet& f, bool segment);
+
+/// Several steps per token (chunk.spread_steps / gather_steps in the kernel): the walk's rows are steps, and q and
+/// o go through a row map (TileStateOps.td row_steps, query_phase, output_phase). `output` is the kernel's
+/// read-out (null: none), `gather` the gather_steps of its result (null: none), `writesO` whether the kernel stores
+/// o. Nothing to do when neither the query is spread nor o gathered; fails with an error when only one is, or when
+/// their step counts differ. The state_output walk and a segment's corrected walk take the same map: its rows are
+/// absolute, so it reads the same from any chunk on.
+mlir::LogicalResult setRowMap(StateWalkOp walk, chunk::OutputOp output, chunk::GatherStepsOp gather, bool writesO);
 
 }  // namespace dgps::tile

@@ -230,8 +230,8 @@ int compile(const CompileOptions& o) {
   }
 
   // Every kernel role from the tile IR. A spec with several Householder steps per token (solve.steps > 1) runs
-  // the step ops as row maps in chunk_local and state_output; it has no preconditioner roles and no
-  // sequence-parallel kernels (a row-mapped walk is a whole-sequence walk).
+  // the step ops as row maps in chunk_local, state_output and the segments' corrected walk; it has no
+  // preconditioner roles.
   const bool oneStep = dgps::householderSteps(canonical) == 1;
   std::string writeKey;
   if (!chooseWriteKey(o, canonical, writeKey)) return 1;
@@ -246,9 +246,9 @@ int compile(const CompileOptions& o) {
   if (mlir::failed(lowerChunkRole(ctx, o, *module, dgps::createLowerStateOutputToTile(stateOutputOptions), tileModule)))
     return 1;
   // The sequence-parallel state pass's kernels are extra symbols beside the plain roles (which they leave
-  // unchanged), so every package with a chunk forward of one step per token gets them (a preconditioned one
-  // too: its walks take the preconditioned write key in the form --write-key chose).
-  if (oneStep && mlir::failed(lowerSegmentRoles(ctx, o, *fused, writeKey, tileModule)))
+  // unchanged), so every package with a chunk forward gets them (a preconditioned one too: its walks take the
+  // preconditioned write key in the form --write-key chose; several steps per token: the walks run over the steps).
+  if (mlir::failed(lowerSegmentRoles(ctx, o, *fused, writeKey, tileModule)))
     return 1;
   // The workspace the roles pass data through, declared from what they read and write (tile.workspace): the
   // emitter prints the kernels' offsets and the manifest's buffer sizes from it.

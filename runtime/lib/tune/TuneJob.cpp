@@ -167,7 +167,10 @@ tuning::CandidateSet forwardCandidates(const Package& package, const tuning::Tun
   const tuning::CandidateSet set = tuning::generateCandidates(t, shape, device, opt);
   // long shapes: the segment length of the segmented state pass is searched too (Candidates.h)
   if (package.manifest().launch.forward_segmented.empty()) return set;
-  return tuning::withSegmentLengths(set, shape, device.sm_count);
+  // a segment length counts chunks of the kernels' rows: T·n_h with several Householder steps per token
+  tuning::TuneProblem rows = shape;
+  rows.shape.T *= householderSteps(package.layer());
+  return tuning::withSegmentLengths(set, rows, device.sm_count);
 }
 
 namespace {

@@ -50,8 +50,8 @@ func.func @walk_map_of_gated_query() {
 
 // -----
 
-func.func @walk_map_in_segment() {
-  // expected-error @+1 {{a row-mapped walk is a whole-sequence walk (no segment regions)}}
+func.func @walk_map_without_output() {
+  // expected-error @+1 {{maps the rows of q and o but writes no o}}
   tile.state_walk start zero query "q" write_key "k" read_key "k" values "v" record "tok" solve "tb" readout "aqk" value_form residual_lower carry uniform end_region "seg_ext" {row_steps = 2 : i64, query_phase = 1 : i64, output_phase = 1 : i64}
   return
 }

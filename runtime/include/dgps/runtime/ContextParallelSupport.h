@@ -28,7 +28,8 @@ struct ContextParallelSupport {
 /// segment_summary, preceded by precond_summary and precond_scan for a preconditioner) and either no
 /// preconditioner, an ema_sq_squash one (pgdn, pkda, pdn, atq: its piece summary is per channel
 /// A_end = Γ A_start + Σ) or an unclamped hypergrad_ogd one (osdn, osdn_apf: d_end = M d_start + e, M K×K).
-/// Refused: no segment kernels (several Householder steps per token); a clamped hypergrad_ogd preconditioner (the
+/// Refused: no segment kernels (a package compiled before they existed); several Householder steps per token
+/// (features.steps > 1: a piece's k, v and beta rows are not split by steps); a clamped hypergrad_ogd preconditioner (the
 /// clamp is a projection: its d-scan has no affine summary); no io.varlen or io.initial_state (or
 /// io.initial_precond_state with a preconditioner), which a rank's piece needs. Pure: reads the manifest only.
 ContextParallelSupport contextParallelSupport(const Manifest& manifest);

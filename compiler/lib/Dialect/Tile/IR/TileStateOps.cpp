@@ -16,7 +16,8 @@ LogicalResult expectSource(Operation* op, const char* slot, StringRef value, std
   return op->emitOpError() << slot << " reads \"" << value << "\"; expected one of " << list;
 }
 
-/// The row map: all three attributes or none, n in 2..4, phases in [0, n), and a query read from the input.
+/// The row map: all three attributes or none, n in 2..4, phases in [0, n), a query read from the input and an o
+/// written (a segment's corrected walk may take one: its rows are absolute, so the map is the same from any chunk).
 LogicalResult verifyRowMap(StateWalkOp w) {
   const bool any = w.getRowSteps() || w.getQueryPhase() || w.getOutputPhase();
   if (!any) return success();
@@ -31,8 +32,9 @@ LogicalResult verifyRowMap(StateWalkOp w) {
   if (w.getQuery() != "q")
     return w.emitOpError() << "maps the rows of the query, which must then be the input \"q\" (got \"" << w.getQuery()
                          << "\")";
-  if (w.getStart() == StateStart::region || w.getEndRegion())
-    return w.emitOpError("a row-mapped walk is a whole-sequence walk (no segment regions)");
+  if (!w.getWriteOutput())
+    return w.emitOpError("maps the rows of q and o but writes no o: a walk without a read-out (a segment summary's) "
+                         "reads no per-token tensor and takes no row map");
   return success();
 }
 

@@ -75,8 +75,8 @@ CandidateSet generateCandidates(const Tunables& tunables, const TuneProblem& pro
 
 /// The segment lengths (TileConfig::segment_chunks) the tuner tries beside a forward configuration `config`
 /// on a package with the segmented state pass (docs/architecture.md, "Long sequences"). Empty for a short
-/// problem: NT = ⌈T / chunk⌉ < segment::kMinSegmentedChunks (dsl/SegmentScan.h; T: tokens per sequence, or
-/// the packed total with varlen), where the plain pass is the only sensible choice. Otherwise
+/// problem: NT = ⌈T / chunk⌉ < segment::kMinSegmentedChunks (dsl/SegmentScan.h; T: rows per sequence — tokens, or
+/// T·n_h with several Householder steps per token, as TuneJob passes it — or the packed total with varlen), where the plain pass is the only sensible choice. Otherwise
 /// {0 (the plain pass), L/2, L, 2L} without repeats and without lengths >= NT (nothing to split), with L the
 /// runtime rule's segment length (segment::chooseSegmentChunks for work N · HV · ⌈V / BV⌉ on `smCount` SMs)
 /// taken also where the rule itself would keep the plain pass: L = max(⌈NT / ⌈2 · smCount / work⌉⌉, 16). The

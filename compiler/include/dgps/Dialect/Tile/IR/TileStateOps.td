@@ -120,7 +120,9 @@ def Tile_StateWalkOp : Tile_Op<"state_walk"> {
     token (docs/math.md §3.7), while the input query "q" and the output o have one row per token. Row r reads
     the query of token r / n when r mod n == query_phase (else a zero query row), and o's token row r / n is
     written from row r when r mod n == output_phase (other rows are not stored). The other operands (keys,
-    values, workspace) have one row per step. runtime/device/dgps/tile/row_map.cuh.
+    values, workspace) have one row per step. runtime/device/dgps/tile/row_map.cuh. A mapped walk writes o
+    (a walk without a read-out reads no per-token tensor); rows are absolute, so a segment's corrected walk
+    (start region) takes the same map.
   }];
   let arguments = (ins Tile_StateStart:$start, StrAttr:$query, StrAttr:$write_key, OptionalAttr<StrAttr>:$read_key,
                        StrAttr:$values, StrAttr:$record, OptionalAttr<StrAttr>:$solve, StrAttr:$readout,
