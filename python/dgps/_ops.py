@@ -83,8 +83,23 @@ def forward_fake(key: str, q, k, v, g, beta, precond_g, precond_beta, precond_ce
     return _forward_outputs(_OPS[key], q, v, cu_seqlens, want_final)
 
 
+# Positions in a decode's per-token tuple (q, k, v, g, beta, precond_g, precond_beta) of the tensors with one row
+# per Householder step (info["steps"] rows per token: [B,T*n_h,...]).
+STEP_ROWS = (1, 2, 4)
+
+
+def token_rows(per_token, t, steps, contiguous=True):
+    """Token t of each [B,T,...] tensor (rows t*steps .. t*steps+steps-1 of the per-step ones); contiguous copies
+    (each its own aligned tensor) unless `contiguous` is False (views, for shape checks)."""
+    def rows(i, x):
+        r = x[:, t * steps:(t + 1) * steps] if i in STEP_ROWS else x[:, t:t + 1]
+        return r.contiguous() if contiguous else r
+    return tuple(None if x is None else rows(i, x) for i, x in enumerate(per_token))
+
+
 def decode_impl(key: str, q, k, v, g, beta, precond_g, precond_beta, precond_center, state, precond_state):
-    """T = q.shape[1] single-token steps, in order, on [B,T,...] inputs; state rows are updated in place."""
+    """T = q.shape[1] single-token steps, in order, on [B,T,...] inputs (k, v and beta with info["steps"] rows per
+    token); state rows are updated in place."""
     op = _OPS[key]
     B, T = q.shape[0], q.shape[1]
     HV, V = v.shape[2], v.shape[3]
@@ -98,8 +113,7 @@ def decode_impl(key: str, q, k, v, g, beta, precond_g, precond_beta, precond_cen
         # Token t of every row, each its own contiguous (and so aligned) tensor: [B,1,...] slices of the
         # packed [B,T,...] inputs would be strided.
         outs = [q.new_empty((B, 1, HV, V)) for _ in range(T)]
-        steps = [(tuple(None if x is None else x[:, t:t + 1].contiguous() for x in per_token), outs[t])
-                 for t in range(T)]
+        steps = [(token_rows(per_token, t, op.info["steps"]), outs[t]) for t in range(T)]
     for (qt, kt, vt, gt, bt, pgt, pbt), ot in steps:
         tensors = dict(q=qt, k=kt, v=vt, g=gt, beta=bt, precond_g=pgt, precond_beta=pbt,
                        precond_center=precond_center, state=state, precond_state=pstate, o=ot)

@@ -192,7 +192,8 @@ class Op:
                state_pool=None, state_indices=None, precond_state_pool=None, scale=None, check_indices=True):
         """Decode 1 <= T <= 8 new tokens per sequence against a caller-owned state pool, in place.
 
-        q, k [B,T,H,K], v [B,T,HV,V], per-token gates [B,T,...] as in forward. ``state_pool``
+        q, k [B,T,H,K], v [B,T,HV,V], per-token gates [B,T,...] as in forward (with several Householder steps per
+        token, info["steps"] = n_h, k, v and beta carry T*n_h rows, as in forward). ``state_pool``
         [P,HV,K,V] f32 (and ``precond_state_pool`` [P,H,K] f32 for preconditioned specs) hold one row per
         serving slot; ``state_indices`` [B] int (int32 or int64) maps batch entry b to its row, -1 for a
         padding entry (skipped: its row is untouched and its output rows are 0). Valid indices must be
@@ -341,7 +342,7 @@ class Op:
     def _prevalidate_decode(self, per_row, center, state_pool, precond_state_pool, B):
         q, v = per_row[0], per_row[2]
         if q.dim() == 4 and v.dim() == 4 and q.shape[1] > 1:
-            per_row = [None if x is None else x[:, :1] for x in per_row]
+            per_row = list(_ops.token_rows(per_row, 0, self.info["steps"], contiguous=False))
         shape_o = (B, 1, v.shape[2], v.shape[3]) if v.dim() == 4 else tuple(v.shape)
         state = _Shaped(state_pool, (B,) + tuple(state_pool.shape[1:]))
         pstate = None if precond_state_pool is None else _Shaped(precond_state_pool,

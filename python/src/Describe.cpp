@@ -47,6 +47,8 @@ py::dict describePackage(const Package& package) {
   d["varlen"] = m.io.varlen;
   d["has_forward"] = m.has_forward;
   d["has_decode"] = m.has_decode;
+  // Householder steps per token (solve.steps): k, v and beta carry this many rows per token
+  d["steps"] = m.features.steps;
   // the context-parallel forward (and the sequence-parallel state pass) need the segment kernels
   d["segment_kernels"] = !m.launch.forward_segmented.empty();
   // the runtime's one rule (contextParallelSupport): whether cp_group= is accepted, why not, and whether the

@@ -86,8 +86,10 @@ def test_decode_views_pass_validation(recording, name, T):
     assert o.shape == (2, T, HV, K)
     launches = [l for l in recording.launches if l[0] == "decode"]
     assert len(launches) == T  # one single-token step per new token
+    n = op.info["steps"]  # k, v and beta carry n rows per token (several Householder steps per token)
     for _, views in launches:
         assert views["q"][2] == (2, 1, H, K) and views["state"][2] == (2, HV, K, K)
+        assert views["k"][2] == (2, n, H, K) and views["v"][2] == (2, n, HV, K)
 
 
 def test_forward_conversions(recording):

@@ -101,8 +101,10 @@ def _decode_specs():
     return out
 
 
-def _steps(x, start, stop):
-    return {n: t[:, start:stop] for n, t in x.items() if n in ("q", "k", "v", "g", "beta", "precond_g", "precond_beta")}
+def _steps(x, start, stop, rows=1):
+    """Tokens [start, stop) of the per-token inputs; k, v and beta carry `rows` rows per token (info["steps"])."""
+    return {n: t[:, start * rows:stop * rows] if n in ("k", "v", "beta") else t[:, start:stop]
+            for n, t in x.items() if n in ("q", "k", "v", "g", "beta", "precond_g", "precond_beta")}
 
 
 @pytest.mark.parametrize("name", _decode_specs())
@@ -113,7 +115,8 @@ def test_decode_pool_equals_forward(name):
     x = spec_inputs(op, B=B, T=T, seed=31)
     q, k, v, kw = forward_args(x)
     full_o, full_s, full_p = op(q, k, v, output_final_state=True, **kw)
-    pre = {n: (t[:, :T0] if n in _steps(x, 0, 1) else t) for n, t in x.items()}
+    nh = op.info["steps"]
+    pre = {**x, **_steps(x, 0, T0, nh)}
     pq, pk, pv, pkw = forward_args(pre)
     _, s0, p0 = op(pq, pk, pv, output_final_state=True, **pkw)
 
@@ -130,7 +133,7 @@ def test_decode_pool_equals_forward(name):
     order = torch.tensor([0, 0, 1, 2], device="cuda")  # entry -> sequence (padding borrows sequence 0's)
     t, outs = T0, []
     for n_tok in steps:
-        step = {n: tt.index_select(0, order).clone() for n, tt in _steps(x, t, t + n_tok).items()}
+        step = {n: tt.index_select(0, order).clone() for n, tt in _steps(x, t, t + n_tok, nh).items()}
         for tt in step.values():
             tt[1].normal_()  # the padding entry's inputs are garbage
         if "g" in step:

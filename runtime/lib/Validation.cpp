@@ -360,20 +360,26 @@ DecodeProblem validateDecode(const Spec& spec, const DecodeTensors& t) {
                     " (use forward for several tokens)");
   }
   const std::size_t off = p.time_dim ? 1 : 0;
-  if (!t.v.given()) c.fail("v", p.time_dim ? "is required: expected [B,1,HV,V]; got none" : "is required: expected [B,HV,V]; got none");
-  if (t.v.shape.size() != rank) {
-    c.fail("v", std::string("expected ") + (p.time_dim ? "[B,1,HV,V]" : "[B,HV,V]") + " (same rank as q), got " +
-                    shapeStr(t.v.shape));
+  // Several Householder steps per token (docs/math.md §3.7): k, v and beta carry the token's n_h rows, [B,n_h,...]
+  // whatever q's rank (the forward's layout at T = 1); q, g and o stay per token.
+  const std::int64_t S = householderSteps(spec);
+  const std::string nS = std::to_string(S);
+  const std::string vLayout = S > 1 ? "[B," + nS + ",HV,V]" : p.time_dim ? "[B,1,HV,V]" : "[B,HV,V]";
+  const std::size_t vRank = S > 1 ? 4 : rank, voff = S > 1 ? 1 : off;
+  if (!t.v.given()) c.fail("v", "is required: expected " + vLayout + "; got none");
+  if (t.v.shape.size() != vRank) {
+    c.fail("v", "expected " + vLayout + (S > 1 ? " (one row per Householder step)" : " (same rank as q)") +
+                    ", got " + shapeStr(t.v.shape));
   }
   p.batch = t.q.shape[0];
   p.heads_qk = t.q.shape[1 + off];
   p.key_dim = t.q.shape[2 + off];
-  p.heads_v = t.v.shape[1 + off];
-  p.value_dim = t.v.shape[2 + off];
+  p.heads_v = t.v.shape[1 + voff];
+  p.value_dim = t.v.shape[2 + voff];
   if (p.batch < 1) c.fail("q", "B (dim 0) must be >= 1, got " + std::to_string(p.batch));
   p.input_dtype = checkActivationDtype(c, spec, t.q);
   checkHeadsAndDims(c, spec, p.heads_qk, p.key_dim, p.heads_v, p.value_dim, p.time_dim ? "2 of q" : "1 of q",
-                    p.time_dim ? "2 of v" : "1 of v");
+                    voff ? "2 of v" : "1 of v");
   const std::int64_t B = p.batch, H = p.heads_qk, HV = p.heads_v, K = p.key_dim, V = p.value_dim;
   // Per-token shapes [B,1,...] or [B,...] (the optional time dim of q).
   auto tok = [&](std::initializer_list<std::int64_t> rest) {
@@ -383,18 +389,29 @@ DecodeProblem validateDecode(const Spec& spec, const DecodeTensors& t) {
     return s;
   };
   auto lay = [&](const char* with_time, const char* without_time) { return p.time_dim ? with_time : without_time; };
+  // The per-step tensors: [B,n_h,...] with several steps, else per token.
+  auto stepRows = [&](std::initializer_list<std::int64_t> rest) {
+    if (S == 1) return tok(rest);
+    Dims s{B};
+    s.push(S);
+    for (std::int64_t x : rest) s.push(x);
+    return s;
+  };
+  const std::string kLayout = S > 1 ? "[B," + nS + ",H,K]" : lay("[B,1,H,K]", "[B,H,K]");
+  const std::string betaLayout = S > 1 ? "[B," + nS + ",HV]" : lay("[B,1,HV]", "[B,HV]");
   const bool precond = hasPrecond(spec);
   const Slot slots[] = {
       {"q", &t.q, true, true, tok({H, K}), lay("[B,1,H,K]", "[B,H,K]"), "query of the new token", "", Kind::Activation},
-      {"k", &t.k, true, true, tok({H, K}), lay("[B,1,H,K]", "[B,H,K]"), "key of the new token", "", Kind::Activation},
-      {"v", &t.v, true, true, tok({HV, V}), lay("[B,1,HV,V]", "[B,HV,V]"), "value of the new token", "",
-       Kind::Activation},
+      {"k", &t.k, true, true, stepRows({H, K}), kLayout.c_str(),
+       S > 1 ? "keys of the new token's Householder steps" : "key of the new token", "", Kind::Activation},
+      {"v", &t.v, true, true, stepRows({HV, V}), vLayout.c_str(),
+       S > 1 ? "values of the new token's Householder steps" : "value of the new token", "", Kind::Activation},
       {"g", &t.g, spec.decay.kind != DecayKind::None, true,
        spec.decay.kind == DecayKind::Diagonal ? tok({HV, K}) : tok({HV}),
        spec.decay.kind == DecayKind::Diagonal ? lay("[B,1,HV,K]", "[B,HV,K]") : lay("[B,1,HV]", "[B,HV]"),
        decayMeaning(spec), "decay is none", Kind::Float32},
-      {"beta", &t.beta, spec.gain.kind == GainKind::Scalar, true, tok({HV}), lay("[B,1,HV]", "[B,HV]"), "gain scalar",
-       "gain is none", Kind::Float32},
+      {"beta", &t.beta, spec.gain.kind == GainKind::Scalar, true, stepRows({HV}), betaLayout.c_str(),
+       S > 1 ? "gain scalar per Householder step" : "gain scalar", "gain is none", Kind::Float32},
       {"precond_g", &t.precond_g, specTakesPrecondGate(spec), true, tok({H}), lay("[B,1,H]", "[B,H]"),
        usesSquash(spec) ? "log-decay of the squash accumulator" : "log retention of the hypergradient state",
        precond ? "the preconditioner has no gate/retention input" : "precond is none", Kind::Float32},

@@ -162,10 +162,13 @@ GpuOutputs gpuDecode(Runtime& rt, const Package& pkg, const ReferenceInputs& in,
   return out;
 }
 
-ReferenceInputs sliceTokens(const ReferenceInputs& in, std::int64_t t0, std::int64_t t1) {
+ReferenceInputs sliceTokens(const ReferenceInputs& in, std::int64_t t0_tokens, std::int64_t t1_tokens,
+                            std::int64_t steps) {
   ReferenceInputs out;
   for (const auto& kv : in) {
     const Tensor& x = kv.second;
+    const bool perStep = kv.first == "k" || kv.first == "v" || kv.first == "beta";
+    const std::int64_t t0 = perStep ? t0_tokens * steps : t0_tokens, t1 = perStep ? t1_tokens * steps : t1_tokens;
     const bool per_token = kv.first != "precond_center" && kv.first != "initial_state" &&
                            kv.first != "initial_precond_state" && kv.first != "cu_seqlens";
     if (!per_token) {

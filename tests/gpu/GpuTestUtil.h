@@ -50,7 +50,9 @@ GpuOutputs gpuForward(Runtime& rt, const Package& pkg, const ReferenceInputs& in
 GpuOutputs gpuDecode(Runtime& rt, const Package& pkg, const ReferenceInputs& inputs, void* stream = nullptr);
 
 /// Tokens [t0, t1) of every per-token input (batch-major, B must be 1 for varlen-free slicing of T).
-ReferenceInputs sliceTokens(const ReferenceInputs& in, std::int64_t t0, std::int64_t t1);
+/// With `steps` Householder steps per token (solve.steps) k, v and beta carry `steps` rows per token: their rows
+/// [t0·steps, t1·steps) are taken.
+ReferenceInputs sliceTokens(const ReferenceInputs& in, std::int64_t t0, std::int64_t t1, std::int64_t steps = 1);
 
 /// A copy of the package in `dir` whose spec has gva_ratio `ratio` (spec hash and manifest updated): the
 /// kernels read HV/H at run time, so GVA needs no new source.

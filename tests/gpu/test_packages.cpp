@@ -219,8 +219,9 @@ TEST_F(PackageTest, ForwardThenDecodeEqualsForwardOverOneMoreToken) {
       GpuOutputs whole = gputest::gpuForward(*rt_, *pkg_, in);
       ReferenceOutputs ref = runReference(spec, in);
 
-      GpuOutputs prefix = gputest::gpuForward(*rt_, *pkg_, gputest::sliceTokens(in, 0, T));
-      ReferenceInputs step = gputest::sliceTokens(in, T, T + 1);
+      const std::int64_t steps = householderSteps(spec);  // k, v and beta rows per token
+      GpuOutputs prefix = gputest::gpuForward(*rt_, *pkg_, gputest::sliceTokens(in, 0, T, steps));
+      ReferenceInputs step = gputest::sliceTokens(in, T, T + 1, steps);
       step.erase("initial_state");
       step.erase("initial_precond_state");
       step.emplace("initial_state", prefix.final_state);

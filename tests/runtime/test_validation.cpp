@@ -377,16 +377,24 @@ DecodeTensors decodeTensors(const Spec& spec, std::int64_t B, std::int64_t H, st
     s.insert(s.end(), rest.begin(), rest.end());
     return s;
   };
+  // several Householder steps per token: k, v and beta carry the token's n_h rows, [B, n_h, ...]
+  const std::int64_t S = householderSteps(spec);
+  auto steps = [&](std::vector<std::int64_t> rest) {
+    if (S == 1) return tok(rest);
+    std::vector<std::int64_t> s = {B, S};
+    s.insert(s.end(), rest.begin(), rest.end());
+    return s;
+  };
   DecodeTensors t;
   int i = 0;
   const ScalarType act = ScalarType::BF16;
   t.q = TensorView(fakePtr(i++), act, tok({H, K}));
-  t.k = TensorView(fakePtr(i++), act, tok({H, K}));
-  t.v = TensorView(fakePtr(i++), act, tok({HV, V}));
+  t.k = TensorView(fakePtr(i++), act, steps({H, K}));
+  t.v = TensorView(fakePtr(i++), act, steps({HV, V}));
   t.o = TensorView(fakePtr(i++), act, tok({HV, V}));
   if (spec.decay.kind == DecayKind::Scalar) t.g = TensorView(fakePtr(i++), ScalarType::F32, tok({HV}));
   if (spec.decay.kind == DecayKind::Diagonal) t.g = TensorView(fakePtr(i++), ScalarType::F32, tok({HV, K}));
-  if (spec.gain.kind == GainKind::Scalar) t.beta = TensorView(fakePtr(i++), ScalarType::F32, tok({HV}));
+  if (spec.gain.kind == GainKind::Scalar) t.beta = TensorView(fakePtr(i++), ScalarType::F32, steps({HV}));
   if (specTakesPrecondGate(spec)) t.precond_g = TensorView(fakePtr(i++), ScalarType::F32, tok({H}));
   if (specTakesPrecondGain(spec)) t.precond_beta = TensorView(fakePtr(i++), ScalarType::F32, tok({H}));
   if (specTakesPrecondCenter(spec)) t.precond_center = TensorView(fakePtr(i++), ScalarType::F32, {H});
@@ -425,6 +433,38 @@ TEST(Validation, DecodeShapes) {
       bad.precond_state = TensorView();
       EXPECT_HAS(errorOf([&] { validateDecode(spec, bad); }), "tensor 'precond_state' is required");
     }
+  }
+}
+
+// Decode of several Householder steps per token (Gated DeltaProduct, n_h = 2): k, v and beta carry the token's two
+// rows ([B,2,...], with q of either rank), q, g and o one; a per-token k or beta, or a v without the step axis,
+// is one error naming the tensor and the layout with its step count.
+TEST(Validation, DecodeOfHouseholderStepsTakesTheTokensStepRows) {
+  Spec gdp = shippedSpec("gated_deltaproduct");
+  ASSERT_EQ(householderSteps(gdp), 2);
+  const std::int64_t B = 3, H = 2, HV = H * gdp.gva_ratio, K = gdp.key_dims.front(), V = gdp.value_dims.front();
+  for (bool time_dim : {true, false}) {
+    SCOPED_TRACE(time_dim ? "q [B,1,H,K]" : "q [B,H,K]");
+    const DecodeTensors t = decodeTensors(gdp, B, H, K, V, time_dim);
+    ASSERT_EQ(t.k.shape, (std::vector<std::int64_t>{B, 2, H, K}));
+    const DecodeProblem p = validateDecode(gdp, t);
+    EXPECT_EQ(p.heads_v, HV);
+    EXPECT_EQ(p.value_dim, V);
+    DecodeTensors bad = t;
+    bad.k = TensorView(bad.k.data, bad.k.dtype, {B, 1, H, K});
+    std::string msg = errorOf([&] { validateDecode(gdp, bad); });
+    EXPECT_HAS(msg, "tensor 'k': expected shape [B,2,H,K] = " + shapeToString({B, 2, H, K}));
+    EXPECT_HAS(msg, "Householder steps");
+    bad = t;
+    bad.beta = TensorView(bad.beta.data, bad.beta.dtype, {B, HV});
+    EXPECT_HAS(errorOf([&] { validateDecode(gdp, bad); }),
+               "tensor 'beta': expected shape [B,2,HV] = " + shapeToString({B, 2, HV}));
+    bad = t;
+    bad.v = TensorView(bad.v.data, bad.v.dtype, {B, HV, V});
+    EXPECT_HAS(errorOf([&] { validateDecode(gdp, bad); }), "expected [B,2,HV,V] (one row per Householder step)");
+    bad = t;
+    bad.g = TensorView(bad.g.data, bad.g.dtype, {B, 2, HV});  // the decay is per token
+    EXPECT_HAS(errorOf([&] { validateDecode(gdp, bad); }), "tensor 'g': expected shape");
   }
 }
 

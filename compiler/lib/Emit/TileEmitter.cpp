@@ -33,15 +33,17 @@ const std::map<std::string, Field>& decodeFields() {
   return f;
 }
 
-/// Row offset (in elements) of a view's or scalar's index, for a tensor whose trailing extent is `inner`.
-std::string indexExpr(Index at, const std::string& inner) {
+/// Row offset (in elements) of a view's or scalar's index, for a tensor whose trailing extent is `inner`; with a
+/// Householder `step` j the tensor has DGPS_ROW_STEPS rows per token ([B, n_h, ...]) and the row is step j's.
+std::string indexExpr(Index at, const std::string& inner, std::optional<uint64_t> step = std::nullopt) {
+  const std::string b = step ? "(b * dgps::cfg::ROW_STEPS + " + std::to_string(*step) + ")" : "b";
   std::string row;
   switch (at) {
     case Index::none: return "";
     case Index::h: row = "h"; break;
-    case Index::bh: row = "(b * H + h)"; break;
-    case Index::bhv: row = "(b * HV + hv)"; break;
-    case Index::bh_first: row = "(b * HV + h * ratio)"; break;
+    case Index::bh: row = "(" + b + " * H + h)"; break;
+    case Index::bhv: row = "(" + b + " * HV + hv)"; break;
+    case Index::bh_first: row = "(" + b + " * HV + h * ratio)"; break;
   }
   return inner.empty() ? row : row + " * " + inner;
 }
@@ -111,7 +113,7 @@ class Emitter {
       os_ << "static_cast<" << cv << "uint16_t*>(a." << op.getName().str() << ")";
     else
       os_ << "a." << op.getName().str();
-    os_ << " + " << indexExpr(op.getIndex(), inner);
+    os_ << " + " << indexExpr(op.getIndex(), inner, op.getStep());
     // A view over V is read and written at the CTA's value-tile window.
     if (hasV) os_ << " + col0";
     os_ << ";\n";
@@ -127,7 +129,7 @@ class Emitter {
                               << " of the decode arguments";
     const std::string field = "a." + op.getName().str();
     if (isArg) return field;
-    const std::string elem = field + "[" + indexExpr(op.getIndex(), "") + "]";
+    const std::string elem = field + "[" + indexExpr(op.getIndex(), "", op.getStep()) + "]";
     if (op.getAbsent())
       return "(" + field + " != nullptr ? " + elem + " : " + cudaFloatLiteral(op.getAbsent()->convertToDouble()) + ")";
     return elem;

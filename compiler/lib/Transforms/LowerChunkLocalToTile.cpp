@@ -154,7 +154,7 @@ class ChunkLocalBuilder {
     const StringRef name = l.getName();
     const bool keyHead = t.hasDim(ch::Dim::H);
     if (name == "precond_center") {
-      map_[l.getResult()] = {b_.create<LoadScalarOp>(loc_, f32_, name, Index::h, b_.getF32FloatAttr(0.f)), {}};
+      map_[l.getResult()] = {b_.create<LoadScalarOp>(loc_, f32_, name, Index::h, b_.getF32FloatAttr(0.f), IntegerAttr()), {}};
       return success();
     }
     Type type;
@@ -263,7 +263,7 @@ class ChunkLocalBuilder {
     if (kkt && kkt.getGain() && map_[kkt.getGain()].tile != gain_)
       return kkt.emitOpError("gain is not the kernel's loaded \"beta\"");
     Value beta = gain_ ? gain_ : fill(1.0);
-    Value scale = b_.create<LoadScalarOp>(loc_, f32_, "scale", Index::none, FloatAttr());
+    Value scale = b_.create<LoadScalarOp>(loc_, f32_, "scale", Index::none, FloatAttr(), IntegerAttr());
     // Raw (unpreconditioned) query and write key: the record's factors and the gated operands use them.
     Value qIn = qk.getQuery(), kwIn = qk.getWriteKey();
     if (apply && apply->getResult(0) == qIn) qIn = apply->getOperand(0);

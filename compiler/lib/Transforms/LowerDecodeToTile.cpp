@@ -33,6 +33,10 @@ constexpr int64_t kValueTile = 32;
 /// registers) gets no bound: it would only make ptxas spend more.
 constexpr int32_t kKeyHeadCtasPerSm[] = {/*dense*/ 4, /*padded*/ 3, /*wide*/ 2};
 
+/// Householder steps per token a decode takes: each step's normalised key and the query are shared [K] vectors,
+/// and the decode CTA has four (TileEmitter.cpp kSmemVectors, the launch contract's decode shared memory).
+constexpr int64_t kMaxDecodeSteps = 3;
+
 /// Builds the tile ops of one decode function; one method per stage of the step.
 class DecodeBuilder {
  public:
@@ -47,7 +51,8 @@ class DecodeBuilder {
   }
 
   void build() {
-    Value scale = b_.create<LoadScalarOp>(loc_, f32_, "scale", Index::none, FloatAttr());
+    if (dgps::householderSteps(s_) > 1) return buildSteps();
+    Value scale = b_.create<LoadScalarOp>(loc_, f32_, "scale", Index::none, FloatAttr(), IntegerAttr());
     Value k = b_.create<LoadOp>(loc_, regK_, view("k", Index::bh, {Extent::K}, act_));
     Value q = b_.create<LoadOp>(loc_, regK_, view("q", Index::bh, {Extent::K}, act_));
     auto [kh, qh] = normalised(k, q);
@@ -69,12 +74,98 @@ class DecodeBuilder {
     valueTiles(sKh, sKw, sQr, kwq);
   }
 
+  /// Several Householder steps per token (solve.steps = n_h, docs/math.md §3.7; the delta rule without a
+  /// preconditioner): S ← D S, then for j = 0 .. n_h − 1 e_j = β_j(v_j − Sᵀk̂_j), S ← S + k̂_j e_jᵀ; o = Sᵀq̂ after
+  /// the last. k, v and β carry n_h rows per token ([B, n_h, ...]: views and scalars at `step` j).
+  void buildSteps() {
+    const int64_t n = dgps::householderSteps(s_);
+    Value scale = b_.create<LoadScalarOp>(loc_, f32_, "scale", Index::none, FloatAttr(), IntegerAttr());
+    SmallVector<Value> ks;
+    for (int64_t j = 0; j < n; ++j) ks.push_back(b_.create<LoadOp>(loc_, regK_, view("k", Index::bh, {Extent::K}, act_, j)));
+    Value q = b_.create<LoadOp>(loc_, regK_, view("q", Index::bh, {Extent::K}, act_));
+    if (s_.qk_l2norm) {
+      // the n_h + 1 norms, two to a CTA reduction
+      SmallVector<Value> xs(ks.begin(), ks.end());
+      xs.push_back(q);
+      SmallVector<Value> normed;
+      for (size_t i = 0; i < xs.size(); i += 2) {
+        if (i + 1 == xs.size()) {
+          normed.push_back(b_.create<MulOp>(loc_, regK_, xs[i], invNorm(sum(b_.create<MulOp>(loc_, regK_, xs[i], xs[i])))));
+          break;
+        }
+        Value a2 = b_.create<MulOp>(loc_, regK_, xs[i], xs[i]);
+        auto [sa, sb] = sums(a2, b_.create<MulOp>(loc_, regK_, xs[i + 1], xs[i + 1]));
+        normed.push_back(b_.create<MulOp>(loc_, regK_, xs[i], invNorm(sa)));
+        normed.push_back(b_.create<MulOp>(loc_, regK_, xs[i + 1], invNorm(sb)));
+      }
+      q = normed.back();
+      ks.assign(normed.begin(), normed.end() - 1);
+    }
+    Value qs = b_.create<MulOp>(loc_, regK_, q, scale);
+    SmallVector<Value> sKs;
+    for (Value k : ks) sKs.push_back(b_.create<CopyOp>(loc_, smemK_, k));
+    Value sQ = b_.create<CopyOp>(loc_, smemK_, qs);
+    // o = (S after the last step's predecessors)ᵀ q + (k̂_last·q) e_last, as in the one-step read-out
+    Value kq = sum(b_.create<MulOp>(loc_, regK_, ks.back(), qs));
+    stepTiles(sKs, sQ, kq);
+  }
+
+  /// Per value tile of several steps per token: the decay once, then the steps in order, each a contraction of
+  /// the current state with its key (the last also with q) and a rank-1 update; a barrier keeps two contractions'
+  /// shared scratch apart (TileOps.td tile.contract).
+  void stepTiles(ArrayRef<Value> sKs, Value sQ, Value kq) {
+    auto loop = b_.create<ForValueTilesOp>(loc_);
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(&loop.getBody().emplaceBlock());
+    Value sv = view("state", Index::bhv, {Extent::K, Extent::V}, f32_);
+    Value st = decayed(b_.create<LoadOp>(loc_, frag_, sv));
+    const int64_t n = static_cast<int64_t>(sKs.size());
+    for (int64_t j = 0; j < n; ++j) {
+      const bool last = j + 1 == n;
+      if (j > 0) b_.create<BarrierOp>(loc_);
+      Value v = b_.create<LoadOp>(loc_, regV_, view("v", Index::bhv, {Extent::V}, act_, j));
+      SmallVector<Value> with{sKs[j]};
+      SmallVector<Type> types{regV_};
+      if (last) {
+        with.push_back(sQ);
+        types.push_back(regV_);
+      }
+      auto c = b_.create<ContractOp>(loc_, types, st, with);
+      Value e = b_.create<SubOp>(loc_, regV_, v, c.getResult(0));
+      if (s_.gain.kind == dgps::GainKind::Scalar) e = b_.create<MulOp>(loc_, regV_, e, scalar("beta", Index::bhv, j));
+      if (last) {
+        Value o = b_.create<AddOp>(loc_, regV_, c.getResult(1), b_.create<MulOp>(loc_, regV_, e, kq));
+        b_.create<StoreOp>(loc_, o, view("o", Index::bhv, {Extent::V}, act_));
+      }
+      st = b_.create<OuterAddOp>(loc_, frag_, st, sKs[j], e);
+    }
+    b_.create<StoreOp>(loc_, st, sv);
+  }
+
+  /// D S: the token's decay of the state fragment `st` (scalar or per key channel; none: st).
+  Value decayed(Value st) {
+    if (s_.decay.kind == dgps::DecayKind::Scalar)
+      return b_.create<MulOp>(loc_, frag_, st, b_.create<ExpOp>(loc_, scalar("g", Index::bhv)));
+    if (s_.decay.kind == dgps::DecayKind::Diagonal) {
+      Value g = b_.create<LoadOp>(loc_, regK_, view("g", Index::bhv, {Extent::K}, f32_));
+      Value sDec = b_.create<CopyOp>(loc_, smemK_, b_.create<ExpOp>(loc_, g));
+      b_.create<BarrierOp>(loc_);
+      return b_.create<RowScaleOp>(loc_, frag_, st, sDec);
+    }
+    return st;
+  }
+
  private:
   Value constant(double x) { return b_.create<ConstantOp>(loc_, f32_, b_.getF32FloatAttr((float)x)); }
-  Value scalar(const char* name, Index at) { return b_.create<LoadScalarOp>(loc_, f32_, name, at, FloatAttr()); }
-  Value view(const char* name, Index at, std::initializer_list<Extent> dims, Type elem) {
-    return b_.create<ViewOp>(loc_, TileType::get(b_.getContext(), dims, elem, Space::global, Layout::row), name, at);
+  /// One element of a kernel tensor; `step` >= 0 picks Householder step `step` of the token's rows.
+  Value scalar(const char* name, Index at, int64_t step = -1) {
+    return b_.create<LoadScalarOp>(loc_, f32_, name, at, FloatAttr(), stepAttr(step));
   }
+  Value view(const char* name, Index at, std::initializer_list<Extent> dims, Type elem, int64_t step = -1) {
+    return b_.create<ViewOp>(loc_, TileType::get(b_.getContext(), dims, elem, Space::global, Layout::row), name, at,
+                             stepAttr(step));
+  }
+  IntegerAttr stepAttr(int64_t step) { return step < 0 ? IntegerAttr() : b_.getI64IntegerAttr(step); }
 
   /// Σ_d x_d (one CTA-wide reduction).
   Value sum(Value x) { return b_.create<ReduceSumOp>(loc_, TypeRange{f32_}, ValueRange{x}).getResult(0); }
@@ -107,7 +198,7 @@ class DecodeBuilder {
     if (sq.has_gain) w = b_.create<MulOp>(loc_, regK_, w, scalar("precond_beta", Index::bh));
     a = b_.create<AddOp>(loc_, regK_, a, w);
     b_.create<StoreOp>(loc_, a, pv);
-    Value c = b_.create<LoadScalarOp>(loc_, f32_, "precond_center", Index::h, b_.getF32FloatAttr(0.f));
+    Value c = b_.create<LoadScalarOp>(loc_, f32_, "precond_center", Index::h, b_.getF32FloatAttr(0.f), IntegerAttr());
     Value r = b_.create<SubOp>(loc_, regK_, b_.create<LogOp>(loc_, b_.create<AddOp>(loc_, regK_, a, constant(sq.eps))), c);
     Value den = b_.create<AddOp>(loc_, regK_, b_.create<AbsOp>(loc_, r), constant(1.0));
     Value sgn = b_.create<DivOp>(loc_, regK_, r, den);
@@ -146,15 +237,7 @@ class DecodeBuilder {
     OpBuilder::InsertionGuard guard(b_);
     b_.setInsertionPointToStart(&loop.getBody().emplaceBlock());
     Value sv = view("state", Index::bhv, {Extent::K, Extent::V}, f32_);
-    Value st = b_.create<LoadOp>(loc_, frag_, sv);
-    if (s_.decay.kind == dgps::DecayKind::Scalar) {
-      st = b_.create<MulOp>(loc_, frag_, st, b_.create<ExpOp>(loc_, scalar("g", Index::bhv)));
-    } else if (s_.decay.kind == dgps::DecayKind::Diagonal) {
-      Value g = b_.create<LoadOp>(loc_, regK_, view("g", Index::bhv, {Extent::K}, f32_));
-      Value sDec = b_.create<CopyOp>(loc_, smemK_, b_.create<ExpOp>(loc_, g));
-      b_.create<BarrierOp>(loc_);
-      st = b_.create<RowScaleOp>(loc_, frag_, st, sDec);
-    }
+    Value st = decayed(b_.create<LoadOp>(loc_, frag_, sv));
     Value v = b_.create<LoadOp>(loc_, regV_, view("v", Index::bhv, {Extent::V}, act_));
     Value e = v, readOut;
     if (s_.solve.kind == dgps::SolveKind::Delta) {
@@ -183,9 +266,12 @@ struct LowerDecodeToTilePass : public dgps::impl::LowerDecodeToTileBase<LowerDec
     for (auto rec : llvm::to_vector(module.getOps<dgps::ir::RecurrenceOp>())) {
       const dgps::Spec spec = dgps::ir::exportSpec(rec);
       if (!dgps::hasKernel(spec, dgps::KernelKind::Decode)) continue;
-      if (dgps::householderSteps(spec) > 1) {
-        rec.emitError() << "the decode lowering takes one delta-rule step per token; solve.steps "
-                        << dgps::householderSteps(spec) << " (Gated DeltaProduct) is not lowered to tile IR yet";
+      // the steps' keys and q live in the decode CTA's shared [K] vectors (TileEmitter.cpp kSmemVectors = 4)
+      if (dgps::householderSteps(spec) > kMaxDecodeSteps) {
+        rec.emitError() << "decode of solve.steps = " << dgps::householderSteps(spec)
+                        << " Householder steps per token: the decode CTA holds the keys of at most "
+                        << kMaxDecodeSteps << " steps and the query in shared memory; list only chunk_forward in "
+                                              "kernels for this spec";
         return signalPassFailure();
       }
       OpBuilder b(rec);

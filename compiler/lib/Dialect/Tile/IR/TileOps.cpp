@@ -1,5 +1,6 @@
 // Verifiers of the tile ops: memory spaces, layouts and shapes of operands and results (TileOps.td).
 #include "dgps/Dialect/Tile/IR/Tile.h"
+#include "dgps/dsl/Spec.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -40,18 +41,31 @@ LogicalResult expectSmemK(Operation* op, Value v, const char* what) {
 
 }  // namespace
 
+/// A Householder step index (tile.view / tile.load_scalar `step`): only on a per-token row (bh, bhv, bh_first), in
+/// [0, kMaxHouseholderSteps).
+static LogicalResult verifyStep(Operation* op, Index at, std::optional<uint64_t> step) {
+  if (!step) return success();
+  if (at != Index::bh && at != Index::bhv && at != Index::bh_first)
+    return op->emitOpError() << "step " << *step << " at " << stringifyIndex(at)
+                             << ": a step selects a row of a per-token tensor (bh, bhv or bh_first)";
+  if (*step >= uint64_t(dgps::kMaxHouseholderSteps))
+    return op->emitOpError() << "step is " << *step << "; expected 0.." << dgps::kMaxHouseholderSteps - 1
+                             << " (a Householder step of the token)";
+  return success();
+}
+
 LogicalResult ViewOp::verify() {
   if (getType().getSpace() != Space::global) return emitOpError("result must be a global tile");
   if (getIndex() == Index::none) return emitOpError("a view needs coordinates (h, bh, bhv or bh_first)");
   if (getIndex() == Index::bhv && !(*this)->getParentOfType<ForValueTilesOp>())
     return emitOpError("a view at bhv must be inside tile.for_value_tiles");
-  return success();
+  return verifyStep(*this, getIndex(), getStep());
 }
 
 LogicalResult LoadScalarOp::verify() {
   if (getIndex() == Index::bhv && !(*this)->getParentOfType<ForValueTilesOp>())
     return emitOpError("a load at bhv must be inside tile.for_value_tiles");
-  return success();
+  return verifyStep(*this, getIndex(), getStep());
 }
 
 /// The register tile a global view of `view` loads into: V becomes the CTA's BV window.

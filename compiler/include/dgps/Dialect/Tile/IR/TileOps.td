@@ -30,8 +30,11 @@ def Tile_ViewOp : Tile_Op<"view", [Pure]> {
     `%k = tile.view "k" at bh : !tile.tile<[K], bf16, global, row>` is row (b, h) of the argument
     `k` of shape [B, H, K]. `name` is a field of the kernel's argument struct; the emitter checks it.
     A view at `bhv` must be inside `tile.for_value_tiles` (the value head is the loop's).
+    With `step` = j (several Householder steps per token, docs/math.md §3.7) the tensor has n_h rows per token,
+    [B, n_h, H, K], and the view is row j of the token's: (b · n_h + j, h). n_h is the package's
+    DGPS_ROW_STEPS; j is in [0, 4).
   }];
-  let arguments = (ins StrAttr:$name, Tile_Index:$index);
+  let arguments = (ins StrAttr:$name, Tile_Index:$index, OptionalAttr<I64Attr>:$step);
   let results = (outs Tile_AnyTile:$result);
   let assemblyFormat = "$name `at` $index attr-dict `:` type($result)";
 }
@@ -51,9 +54,11 @@ def Tile_LoadScalarOp : Tile_Op<"load_scalar", [Pure]> {
   let summary = "one f32 element of a kernel tensor at the CTA's coordinates, or a kernel scalar";
   let description = [{
     `tile.load_scalar "g" at bhv : f32` reads g[b, hv]; `at none` reads the scalar argument itself
-    (e.g. "scale"). With `absent`, a null tensor pointer reads as that value.
+    (e.g. "scale"). With `absent`, a null tensor pointer reads as that value. `step` as in tile.view
+    (e.g. the gain β of Householder step j: beta[b, j, hv] of [B, n_h, HV]).
   }];
-  let arguments = (ins StrAttr:$name, Tile_Index:$index, OptionalAttr<F32Attr>:$absent);
+  let arguments = (ins StrAttr:$name, Tile_Index:$index, OptionalAttr<F32Attr>:$absent,
+                       OptionalAttr<I64Attr>:$step);
   let results = (outs F32:$result);
   let assemblyFormat = "$name `at` $index attr-dict `:` type($result)";
 }
