@@ -499,7 +499,7 @@ std::int64_t Runtime::segmentChunks(const Package& package, const ForwardProblem
   if (config.segment_chunks >= 0) {
     // a tuned segment length (the record's, for a T bucket): a sequence it would not split runs plain
     const std::int64_t C = config.chunk > 0 ? config.chunk : 64;
-    const std::int64_t NT = (p.seq_len + C - 1) / C;
+    const std::int64_t NT = (p.rows() + C - 1) / C;  // chunks of the kernels' rows (T·n_h steps)
     return config.segment_chunks < NT ? config.segment_chunks : 0;
   }
   return autoSegmentChunks(forwardDefaultInputs(package, p, impl_->smCount(p.device)), config);

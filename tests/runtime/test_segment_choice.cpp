@@ -136,6 +136,13 @@ TEST(SegmentChoice, ATunedSegmentLengthInTheConfigurationIsApplied) {
   EXPECT_EQ(rt.segmentChunks(gdn, p, c, LaunchOptions()), 0);
   c.segment_chunks = -2;
   EXPECT_THROW(gdn.checkConfig(c), RuntimeError);
+  // several Householder steps per token: a tuned length counts chunks of the step rows (2·T), as the tuner's
+  const Package gdp = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/gated_deltaproduct");
+  ForwardProblem pd = p;
+  pd.row_steps = 2;
+  TileConfig dc = gdp.manifest().default_config;
+  dc.segment_chunks = int((pd.seq_len + dc.chunk - 1) / dc.chunk);  // >= the chunks of T, < those of 2·T
+  EXPECT_EQ(rt.segmentChunks(gdp, pd, dc, LaunchOptions()), dc.segment_chunks);
   TileConfig pc = none.manifest().default_config;
   pc.segment_chunks = 0;
   EXPECT_NO_THROW(none.checkConfig(pc)) << "the plain pass is every package's";

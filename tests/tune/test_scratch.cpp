@@ -81,6 +81,30 @@ TEST_F(ScratchPgdn, TilingRepeatsTheSliceAlongBAndT) {
   EXPECT_NO_THROW(validateReferenceInputs(pkg_.spec(), full));
 }
 
+// Several Householder steps per token (gated_deltaproduct, n_h = 2): k, v and beta get two rows per full token,
+// tiled whole tokens at a time (step j of a full token is step j of its slice token), and the reference accepts
+// the result as a T-token problem.
+TEST(Scratch, TilingKeepsTheStepRowsOfEachToken) {
+  const std::string dir = tunetest::shippedPackage("gated_deltaproduct");
+  if (dir.empty()) GTEST_SKIP() << "generated/gated_deltaproduct is absent";
+  const Package pkg = Package::open(dir);
+  const ReferenceInputs slice = generateInputs(pkg.spec(), shapeOf(2, 250, 2, 64), 77, ScalarType::BF16);
+  ASSERT_EQ(slice.at("k").dim(1), 500);
+  const ReferenceInputs full = tune::tileInputs(slice, 3, 700);
+  EXPECT_EQ(full.at("q").shape(), (std::vector<std::int64_t>{3, 700, 2, 64}));
+  EXPECT_EQ(full.at("k").shape(), (std::vector<std::int64_t>{3, 1400, 2, 64}));
+  EXPECT_EQ(full.at("v").shape(), (std::vector<std::int64_t>{3, 1400, 2, 64}));
+  EXPECT_EQ(full.at("beta").shape(), (std::vector<std::int64_t>{3, 1400, 2}));
+  EXPECT_EQ(full.at("g").shape(), (std::vector<std::int64_t>{3, 700, 2}));
+  // full token 2·250 + 7 of batch 2 is slice token 7 of batch 0: its step 1 is slice row 15
+  const std::int64_t t = 507, b = 2;
+  EXPECT_EQ(full.at("beta").get((b * 1400 + 2 * t + 1) * 2 + 1), slice.at("beta").get((0 * 500 + 15) * 2 + 1));
+  EXPECT_NO_THROW(validateReferenceInputs(pkg.spec(), full));
+  ReferenceInputs odd = slice;
+  odd.at("k") = Tensor(ScalarType::BF16, {2, 499, 2, 64});
+  EXPECT_THROW(tune::tileInputs(odd, 3, 700), DataError);
+}
+
 TEST_F(ScratchPgdn, TilingRefusesVarlen) {
   ReferenceInputs in = slice_;
   in.emplace("cu_seqlens", Tensor(ScalarType::I64, {3}));

@@ -40,6 +40,10 @@ void copyRows(const Tensor& in, Tensor& out, std::int64_t rows, std::size_t row_
 }  // namespace
 
 ReferenceInputs tileInputs(const ReferenceInputs& slice, std::int64_t batch, std::int64_t tokens) {
+  // The slice's tokens are q's rows; a tensor with n times as many rows carries n rows per token (k, v and beta with
+  // several Householder steps per token) and is tiled to tokens·n rows, whole tokens at a time.
+  auto q = slice.find("q");
+  const std::int64_t sliceTokens = q != slice.end() && q->second.rank() >= 2 ? q->second.dim(1) : 0;
   ReferenceInputs out;
   for (const auto& kv : slice) {
     const std::string& name = kv.first;
@@ -51,12 +55,16 @@ ReferenceInputs tileInputs(const ReferenceInputs& slice, std::int64_t batch, std
       const std::int64_t Bs = t.dim(0), Ts = t.dim(1);
       std::int64_t inner = 1;
       for (std::size_t i = 2; i < t.rank(); ++i) inner *= t.dim(i);
+      if (sliceTokens < 1 || Ts % sliceTokens != 0)
+        throw DataError("tileInputs: tensor '" + name + "' has " + std::to_string(Ts) +
+                        " rows, not a multiple of q's " + std::to_string(sliceTokens) + " tokens");
+      const std::int64_t rows = tokens * (Ts / sliceTokens);  // rows per token: 1, or the Householder steps
       shape[0] = batch;
-      shape[1] = tokens;
+      shape[1] = rows;
       Tensor full(t.dtype(), shape);
       const std::size_t row = std::size_t(inner) * elementSize(t.dtype());
-      copyRows(t, full, batch * tokens, row, [&](std::int64_t r) {
-        const std::int64_t b = r / tokens, tt = r % tokens;
+      copyRows(t, full, batch * rows, row, [&](std::int64_t r) {
+        const std::int64_t b = r / rows, tt = r % rows;
         return (b % Bs) * Ts + (tt % Ts);
       });
       out.emplace(name, std::move(full));

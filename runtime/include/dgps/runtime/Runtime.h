@@ -159,7 +159,8 @@ class Runtime {
   /// preconditioner start: the folded one of the preconditioner round for a continued fragment. The workspace
   /// (ForwardTensors::workspace, or the runtime's) must hold forwardSummaryWorkspaceBytes. Throws
   /// RuntimeError{InvalidArgument} (nothing launched) when contextParallelSupport refuses the package
-  /// (ContextParallelSupport.h: no segment kernels, a clamped hypergrad_ogd preconditioner), `sequence` is outside
+  /// (ContextParallelSupport.h: no segment kernels, several Householder steps per token, a clamped hypergrad_ogd
+  /// preconditioner), `sequence` is outside
   /// [0, N), options.segment_chunks is set (the summary chooses L), or trans / ext is not a contiguous f32 tensor
   /// of that shape on the tensors' device; otherwise as forward.
   void forwardSummary(const Package& package, const ForwardTensors& tensors, std::int64_t sequence,

@@ -34,7 +34,9 @@ ReferenceProblem sliceShape(const ReferenceProblem& full);
 /// Tiles slice inputs (Reference.h names, per-token tensors [Bs, Ts, ...]) to `batch` x `tokens`:
 /// per-token tensors (q, k, v, g, beta, precond_g, precond_beta) as full[b, t] = in[b % Bs, t % Ts];
 /// per-sequence states (initial_state, initial_precond_state) as full[n] = in[n % Bs]; anything else
-/// (precond_center) is copied. Throws DataError for cu_seqlens (varlen slices are not tiled).
+/// (precond_center) is copied. A per-token tensor with n rows per token of q (k, v and beta with n Householder
+/// steps per token) gets tokens·n rows, tiled a slice at a time. Throws DataError for cu_seqlens (varlen slices are
+/// not tiled) and for a per-token tensor whose rows are not a multiple of q's.
 ReferenceInputs tileInputs(const ReferenceInputs& slice, std::int64_t batch, std::int64_t tokens);
 
 /// Device copies of one forward call's inputs and the outputs the package's spec produces (o always;
