@@ -57,7 +57,8 @@ double mathForwardFlopsPerTokenHead(const Spec& spec, std::int64_t K_, std::int6
 }
 
 double decodeFlopsPerHead(const Spec& spec, std::int64_t K, std::int64_t V) {
-  const double products = spec.solve.kind == SolveKind::Delta ? 3.0 : 2.0;
+  // the delta rule: Sᵀk and the rank-1 update per Householder step, and the read-out Sᵀq
+  const double products = spec.solve.kind == SolveKind::Delta ? 2.0 * householderSteps(spec) + 1.0 : 2.0;
   return products * 2.0 * double(K) * double(V);
 }
 

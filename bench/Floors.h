@@ -35,7 +35,8 @@ double decodeBytesFloor(const Spec& spec, const BenchShape& shape);
 
 /// docs/math.md §4.4 FLOPs per token and value head for chunk length `chunk`.
 double mathForwardFlopsPerTokenHead(const Spec& spec, std::int64_t K, std::int64_t V, int chunk);
-/// FLOPs of one decode step per sequence and value head.
+/// FLOPs of one decode step per sequence and value head: 2KV per matrix-vector product, 2·n_h + 1 of them for the
+/// delta rule with n_h Householder steps per token (Sᵀk and the update per step, the read-out), 2 otherwise.
 double decodeFlopsPerHead(const Spec& spec, std::int64_t K, std::int64_t V);
 
 /// Both floors for `package` at `shape` when run with `config` (its chunk only matters for the

@@ -56,6 +56,15 @@
 
 namespace {
 
+/// o's shape: q's rows (tokens) with v's last two dims (value heads, V). v may carry several rows per token
+/// (Householder steps), o never does.
+std::vector<std::int64_t> outputShape(const std::vector<std::int64_t>& q, const std::vector<std::int64_t>& v) {
+  std::vector<std::int64_t> o = q;
+  o[o.size() - 2] = v[v.size() - 2];
+  o[o.size() - 1] = v[v.size() - 1];
+  return o;
+}
+
 using namespace dgps;
 using namespace dgps::bench;
 
@@ -124,7 +133,8 @@ class FakeViews {
       views_[kv.first] = TensorView(reinterpret_cast<void*>(next), dt, kv.second, 0);
       next += 0x100000;
     }
-    views_["o"] = TensorView(reinterpret_cast<void*>(next), activation, views_.at("v").shape, 0);
+    views_["o"] = TensorView(reinterpret_cast<void*>(next), activation,
+                             outputShape(views_.at("q").shape, views_.at("v").shape), 0);
   }
   TensorView operator()(const std::string& name) const {
     auto it = views_.find(name);
@@ -328,7 +338,7 @@ void registerGpu(const std::shared_ptr<const Package>& pkg) {
     const std::string suffix = "/checks:" + std::to_string(checks);
     if (m.has_forward) {
       auto set = std::make_shared<DeviceSet>(uploadInputs(forwardHostInputs(spec, tinyForward(spec), 64, 7), 0));
-      addOutput(*set, "o", ScalarType::BF16, set->at("v").shape(), 0);
+      addOutput(*set, "o", ScalarType::BF16, outputShape(set->at("q").shape(), set->at("v").shape()), 0);
       ForwardTensors t = forwardFrom([&](const std::string& n) { return set->view(n); });
       const ForwardProblem p = validateForward(*pkg, t);
       Runtime& rt = checks ? *gpu().checked : *gpu().unchecked;
@@ -346,7 +356,7 @@ void registerGpu(const std::shared_ptr<const Package>& pkg) {
     if (m.has_decode) {
       for (std::int64_t B : {1, 8, 32}) {
         auto set = std::make_shared<DeviceSet>(uploadInputs(decodeHostInputs(spec, decodeShape(spec, B), 8, 7), 0));
-        addOutput(*set, "o", ScalarType::BF16, set->at("v").shape(), 0);
+        addOutput(*set, "o", ScalarType::BF16, outputShape(set->at("q").shape(), set->at("v").shape()), 0);
         const DecodeTensors t = decodeFrom([&](const std::string& n) { return set->view(n); });
         Runtime& rt = checks ? *gpu().checked : *gpu().unchecked;
         benchmark::RegisterBenchmark(("gpu/decode/" + name + "/B" + std::to_string(B) + suffix).c_str(),

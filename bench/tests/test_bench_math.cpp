@@ -131,6 +131,8 @@ TEST(BenchFloors, MathFlopsMatchMathMd44) {
                   mathForwardFlopsPerTokenHead(shippedSpec("gdn"), 128, 128, 64),
               1.09, 0.005);  // "ATK costs +9% of the tensor-core FLOPs"
   EXPECT_DOUBLE_EQ(decodeFlopsPerHead(shippedSpec("gdn"), 128, 128), 6.0 * 128 * 128);
+  // two Householder steps: Sᵀk and the rank-1 update twice, then the read-out
+  EXPECT_DOUBLE_EQ(decodeFlopsPerHead(shippedSpec("gated_deltaproduct"), 128, 128), 10.0 * 128 * 128);
 }
 
 // A same-run FLA file as scripts/fla_bench.py writes it (values made up for the test, not measurements).

@@ -215,6 +215,14 @@ class Op:
         if not 1 <= T <= 8:
             raise native.InvalidArgument(f"dgps.decode: {T} tokens per step; decode takes 1 <= T <= 8 "
                                          "(use the chunked forward for prompts)")
+        # k, v and beta carry info["steps"] rows per token: checked before any launch, so a wrong row count
+        # never leaves the pool half updated
+        n = self.info["steps"]
+        for name, x in (("k", k), ("v", v), ("beta", beta)):
+            if isinstance(x, torch.Tensor) and (x.dim() < 2 or x.shape[1] != T * n):
+                raise native.InvalidArgument(
+                    f"dgps.decode: tensor '{name}': expected {T * n} rows in dim 1 ({T} tokens"
+                    + (f" x {n} Householder steps" if n > 1 else "") + f"), got shape {list(x.shape)}")
         preconditioned = self.info["precond"] != "none"
         if state_pool is None:
             raise native.InvalidArgument("dgps.decode: state_pool [P,HV,K,V] f32 is required")

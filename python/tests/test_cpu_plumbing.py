@@ -92,6 +92,17 @@ def test_decode_views_pass_validation(recording, name, T):
         assert views["k"][2] == (2, n, H, K) and views["v"][2] == (2, n, HV, K)
 
 
+def test_decode_refuses_per_token_keys_for_several_steps(recording):
+    """Gated DeltaProduct's k, v, beta carry 2 rows per token; one row per token is one error before any launch."""
+    op = load("gated_deltaproduct", recording)
+    x = generate_inputs(op, 2, 2, 2, 64, 64, seed=4, initial_state=False)
+    q, k, v = x.pop("q"), x.pop("k"), x.pop("v")
+    pool = torch.zeros(2, v.shape[2], 64, 64)
+    with pytest.raises(dgps.InvalidArgument, match="tensor 'k': expected 4 rows in dim 1 \\(2 tokens x 2 Householder"):
+        op.decode(q, k[:, :2], v, **x, state_pool=pool)
+    assert recording.launches == [] and not pool.any()
+
+
 def test_forward_conversions(recording):
     """Strided q is copied, bf16 gates become f32, the default centre is filled in, contiguous f32 inputs
     cross without a copy, and no final state is made unless asked for."""

@@ -68,11 +68,14 @@ std::vector<OutputSlot> outputSlots(const dgps::Spec& spec, const dgps::TensorMa
     }
     return out;
   }
-  if ((q->rank() != 3 && q->rank() != 4) || v->rank() != q->rank()) return out;
+  // v is [B,1,HV,V] or [B,HV,V] like q, or [B,n_h,HV,V] with several Householder steps per token
+  if ((q->rank() != 3 && q->rank() != 4) || (v->rank() != q->rank() && v->rank() != 4)) return out;
   const std::size_t off = q->rank() == 4 ? 1 : 0;
-  const std::int64_t B = q->dim(0), H = q->dim(1 + off), K = q->dim(2 + off), HV = v->dim(1 + off),
-                     V = v->dim(2 + off);
-  out.push_back({"o", q->dtype(), v->shape(), "", 0});
+  const std::int64_t B = q->dim(0), H = q->dim(1 + off), K = q->dim(2 + off), HV = v->dim(v->rank() - 2),
+                     V = v->dim(v->rank() - 1);
+  // o is one token's, in q's rank
+  out.push_back({"o", q->dtype(), off ? std::vector<std::int64_t>{B, 1, HV, V} : std::vector<std::int64_t>{B, HV, V},
+                 "", 0});
   // The decode state is updated in place: it starts as initial_state (or zeros) and is reported as
   // final_state; likewise the preconditioner state.
   // A seeded state keeps the input's dtype and shape, so validation sees what will be launched.

@@ -126,7 +126,9 @@ inline void set_index_divisors(ForwardArgs& a, int64_t chunk) {
 }
 #endif
 
-/// Single-token decode: q,k [B,1,H,K] (or [B,H,K]), v [B,1,HV,V]; states are updated in place.
+/// Single-token decode: q,k [B,1,H,K] (or [B,H,K]), v [B,1,HV,V]; states are updated in place. With n_h
+/// Householder steps per token (DGPS_ROW_STEPS) k [B,n_h,H,K], v [B,n_h,HV,V] and beta [B,n_h,HV] hold the token's
+/// steps.
 struct DecodeArgs {
   const void* q;
   const void* k;

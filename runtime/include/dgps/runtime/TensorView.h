@@ -56,7 +56,8 @@ struct ForwardTensors {
 };
 
 /// Tensors of one single-token decode step. q,k,v,o may be [B,1,H*,D] or [B,H*,D]; the per-token inputs
-/// (g, beta, precond_g, precond_beta) then carry the same optional time dim of 1.
+/// (g, beta, precond_g, precond_beta) then carry the same optional time dim of 1. With n_h > 1 Householder steps
+/// per token (solve.steps) k, v and beta are [B,n_h,...] (the token's steps) whatever q's rank.
 struct DecodeTensors {
   TensorView q, k, v;
   TensorView g, beta, precond_g, precond_beta, precond_center;
