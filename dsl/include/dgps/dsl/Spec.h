@@ -114,6 +114,9 @@ struct PrecondSpec {
 
 /// Most Householder steps per token a spec may ask for (solve.steps).
 inline constexpr int kMaxHouseholderSteps = 4;
+/// Most Householder steps per token a spec with the decode kernel may ask for: the decode CTA keeps each step's
+/// normalised key and the query in its four shared [K] vectors (compiler/lib/Emit/TileEmitter.cpp kSmemVectors).
+inline constexpr int kMaxDecodeHouseholderSteps = 3;
 
 struct SolveSpec {
   SolveKind kind = SolveKind::Delta;
