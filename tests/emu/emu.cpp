@@ -2,6 +2,8 @@
 #include "emu_hooks.h"
 
 #include <sys/mman.h>
+#include <algorithm>
+#include <random>
 
 #include <cmath>
 #include <cstdio>
@@ -641,6 +643,45 @@ void tensor_copy(void* dst, const uint64_t* map, const int* coords, int rank, vo
   wake(m.waiters);
 }
 
+namespace {
+
+/// How the scheduler resumes a block's ready threads, from DGPS_EMU_ORDER:
+///   forward (the default): round robin from thread 0;  reverse: round robin from the last thread;
+///   shuffle: round robin in a permutation drawn per block from DGPS_EMU_SEED (default 1);
+///   greedy / greedy-reverse: always the first (last) ready thread, so its warp runs on until every one of its
+///   lanes waits at a CTA barrier before the next warp moves.
+/// A kernel missing a barrier reads a value before or after its writer ran depending on this order: round robin
+/// lets every thread finish its reads before any warp is one collective further, while greedy runs one warp far
+/// ahead (a missing barrier between two uses of one shared scratch shows there). A check run under several orders
+/// catches races that the default order alone lets pass.
+struct Schedule {
+  std::vector<unsigned> order;
+  bool greedy = false;
+};
+
+Schedule schedule_order(unsigned block, unsigned long long bid) {
+  Schedule s;
+  s.order.resize(block);
+  for (unsigned t = 0; t < block; ++t) s.order[t] = t;
+  const char* env = getenv("DGPS_EMU_ORDER");
+  const std::string mode = env == nullptr ? "forward" : env;
+  if (mode == "forward") return s;
+  if (mode == "reverse" || mode == "greedy-reverse") std::reverse(s.order.begin(), s.order.end());
+  s.greedy = mode == "greedy" || mode == "greedy-reverse";
+  if (mode == "shuffle") {
+    const char* seed = getenv("DGPS_EMU_SEED");
+    std::mt19937_64 rng((seed != nullptr ? std::strtoull(seed, nullptr, 10) : 1ull) * 0x9E3779B97F4A7C15ull + bid);
+    std::shuffle(s.order.begin(), s.order.end(), rng);
+  } else if (mode != "reverse" && !s.greedy) {
+    fprintf(stderr, "emu: DGPS_EMU_ORDER is '%s'; expected forward, reverse, shuffle, greedy or greedy-reverse\n",
+            mode.c_str());
+    std::exit(2);
+  }
+  return s;
+}
+
+}  // namespace
+
 bool launch(const std::function<void()>& kernel, unsigned long long grid, unsigned block, size_t smem, char* err,
             size_t errlen) {
   if (block == 0 || block > (unsigned)kMaxThreads || block % 32 != 0) {
@@ -671,16 +712,18 @@ bool launch(const std::function<void()>& kernel, unsigned long long grid, unsign
       init_fiber(blk.fibers[t], g_stacks + (size_t)t * kStack);
     }
     g_block = &blk;
+    const Schedule sched = schedule_order(block, b);
     for (;;) {
       bool progress = false, all_done = true;
-      for (auto& f : blk.fibers) {
+      for (unsigned t : sched.order) {
+        Fiber& f = blk.fibers[t];
         if (f.state == kDone) continue;
         all_done = false;
         if (f.state != kReady) continue;
         progress = true;
         g_cur = &f;
         dgps_emu_switch(&g_sched_sp, f.sp);
-        if (!blk.error.empty()) break;
+        if (!blk.error.empty() || sched.greedy) break;  // greedy: scan again from the first thread
       }
       if (!blk.error.empty()) {
         std::snprintf(err, errlen, "emu: block %llu: %s", b, blk.error.c_str());

@@ -68,7 +68,8 @@ void encode_tensor_map(uint64_t map[16], const void* base, int rank, const unsig
 /// Tensor copies issued since the process started (a test's evidence that the copy path ran).
 unsigned long long tensor_copies_issued();
 
-/// Runs `kernel` (called once per thread) over grid x block threads with `smem` bytes of dynamic shared
+/// Runs `kernel` (called once per thread) over grid x block threads (resumed in the order DGPS_EMU_ORDER names:
+/// forward, reverse, shuffle, greedy or greedy-reverse; emu.cpp schedule_order) with `smem` bytes of dynamic shared
 /// memory (filled with 0xFF so reads of unwritten smem give NaN). Returns false and fills `err` on a detected
 /// error (deadlock, divergent collective).
 bool launch(const std::function<void()>& kernel, unsigned long long grid, unsigned block, size_t smem, char* err,
