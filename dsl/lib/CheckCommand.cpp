@@ -2,6 +2,7 @@
 
 #include "dgps/dsl/Canonical.h"
 #include "dgps/dsl/Classify.h"
+#include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/dsl/Signature.h"
 #include "dgps/dsl/SpecParser.h"
 
@@ -35,6 +36,10 @@ int runCheckCommand(const std::string& path, std::ostream& out, std::ostream& er
       return 1;
     }
     const Spec& s = *r.spec;
+    if (std::optional<Diagnostic> refusal = kernelsRefusal(s)) {  // valid, but dgpsc compile refuses it
+      refusal->severity = Severity::Warning;
+      err << formatDiagnostic(*refusal) << " (dgpsc compile refuses this spec)\n";
+    }
     out << "# spec: " << path << "\n";
     out << "# class: " << classify(s) << "\n";
     out << "# hash: " << specHash(s) << "\n";

@@ -14,4 +14,21 @@ launch::FeatureSet deviceFeatures(const Spec& s) {
   return f;
 }
 
+std::optional<Diagnostic> kernelsRefusal(const Spec& s) {
+  if (householderSteps(s) > 1 && s.decay.kind == DecayKind::Diagonal) {
+    Diagnostic d;
+    d.severity = Severity::Error;
+    d.file = s.solve.loc.file;
+    d.line = s.solve.loc.line;
+    d.column = s.solve.loc.column;
+    d.path = "solve.steps";
+    d.message = "solve.steps " + std::to_string(s.solve.steps) +
+                " with decay.kind diagonal: the tile kernels run several Householder steps per token with scalar "
+                "or no decay only (the float64 reference and the chunk IR take it: dgps-spec reference, dgpsc plan)";
+    d.expected = "decay.kind: scalar or none, or solve.steps: 1";
+    return d;
+  }
+  return std::nullopt;
+}
+
 }  // namespace dgps

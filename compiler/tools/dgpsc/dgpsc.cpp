@@ -31,6 +31,7 @@
 // 2 bad command line. Nothing escapes main.
 #include <cmath>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -173,6 +174,10 @@ int compile(const CompileOptions& o) {
   dgps::ParseResult parsed = dgps::parseSpecFile(o.spec);
   for (const dgps::Diagnostic& d : parsed.diagnostics) std::cerr << dgps::formatDiagnostic(d) << "\n";
   if (!parsed.ok()) return 1;
+  if (std::optional<dgps::Diagnostic> refusal = dgps::kernelsRefusal(*parsed.spec)) {
+    std::cerr << dgps::formatDiagnostic(*refusal) << "\n";
+    return 1;
+  }
 
   mlir::DialectRegistry registry;
   dgps::registerDialects(registry);

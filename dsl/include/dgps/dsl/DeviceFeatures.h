@@ -6,6 +6,9 @@
 // (runtime/lib/DefaultConfig.cpp).
 #pragma once
 
+#include <optional>
+
+#include "dgps/dsl/Diagnostic.h"
 #include "dgps/dsl/Spec.h"
 
 namespace dgps {
@@ -83,5 +86,12 @@ constexpr bool rawKOwnTile(const FeatureSet& f, bool segment = false) {
 /// clamp_max (its d-scan stays per token). Explicit, so reordering a dsl enum cannot
 /// shift the codes tile.launch_features and the launch contract read.
 launch::FeatureSet deviceFeatures(const Spec& spec);
+
+/// What the tile kernels cannot run of a valid spec, as a Diagnostic (severity Error, at the spec key that asks
+/// for it); nullopt when `dgpsc compile` can print every kernel the spec lists. The language, the chunk IR executor
+/// and the float64 reference take such a spec (dgps-spec reference, dgpsc plan); dgpsc compile refuses it with
+/// this diagnostic and dgpsc check prints it as a warning. Today: per-channel decay (decay.kind diagonal) with
+/// several Householder steps per token, whose state walks would need the gated query on the step rows.
+std::optional<Diagnostic> kernelsRefusal(const Spec& spec);
 
 }  // namespace dgps
