@@ -14,20 +14,38 @@ launch::FeatureSet deviceFeatures(const Spec& s) {
   return f;
 }
 
+namespace {
+
+Diagnostic atSolveSteps(const Spec& s, std::string message, std::string expected) {
+  Diagnostic d;
+  d.severity = Severity::Error;
+  d.file = s.solve.loc.file;
+  d.line = s.solve.loc.line;
+  d.column = s.solve.loc.column;
+  d.path = "solve.steps";
+  d.message = std::move(message);
+  d.expected = std::move(expected);
+  return d;
+}
+
+}  // namespace
+
 std::optional<Diagnostic> kernelsRefusal(const Spec& s) {
-  if (householderSteps(s) > 1 && s.decay.kind == DecayKind::Diagonal) {
-    Diagnostic d;
-    d.severity = Severity::Error;
-    d.file = s.solve.loc.file;
-    d.line = s.solve.loc.line;
-    d.column = s.solve.loc.column;
-    d.path = "solve.steps";
-    d.message = "solve.steps " + std::to_string(s.solve.steps) +
-                " with decay.kind diagonal: the tile kernels run several Householder steps per token with scalar "
-                "or no decay only (the float64 reference and the chunk IR take it: dgps-spec reference, dgpsc plan)";
-    d.expected = "decay.kind: scalar or none, or solve.steps: 1";
-    return d;
-  }
+  const std::string steps = "solve.steps " + std::to_string(householderSteps(s));
+  if (householderSteps(s) > 1 && s.decay.kind == DecayKind::Diagonal)
+    return atSolveSteps(s,
+                        steps + " with decay.kind diagonal: the tile kernels run several Householder steps per token "
+                                "with scalar or no decay only (the float64 reference and the chunk IR take it: "
+                                "dgps-spec reference, dgpsc plan)",
+                        "decay.kind: scalar or none, or solve.steps: 1");
+  if (householderSteps(s) > kMaxDecodeHouseholderSteps && hasKernel(s, KernelKind::Decode))
+    return atSolveSteps(s,
+                        steps + " with the decode kernel: the decode CTA holds the keys of at most " +
+                            std::to_string(kMaxDecodeHouseholderSteps) +
+                            " steps and the query in shared memory (kernels lists decode, or leaves it out: the "
+                            "default is [chunk_forward, decode])",
+                        "solve.steps: 1.." + std::to_string(kMaxDecodeHouseholderSteps) +
+                            ", or kernels: [chunk_forward]");
   return std::nullopt;
 }
 

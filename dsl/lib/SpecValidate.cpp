@@ -412,15 +412,6 @@ class Validator {
             "solve.steps: 1, or precond.kind: none");
       return;
     }
-    if (s_.solve.steps > kMaxDecodeHouseholderSteps && hasKernel(s_, KernelKind::Decode)) {
-      error("solve.steps",
-            "solve.steps " + std::to_string(s_.solve.steps) + " with the decode kernel: the decode CTA holds the keys "
-            "of at most " + std::to_string(kMaxDecodeHouseholderSteps) +
-                " steps and the query in shared memory (kernels lists decode, or leaves it out: the default is "
-                "[chunk_forward, decode])",
-            "solve.steps: 1.." + std::to_string(kMaxDecodeHouseholderSteps) + ", or kernels: [chunk_forward]");
-      return;
-    }
     if (s_.solve.kind == SolveKind::Delta) checkWriteEigenvalue(unstable, allowNote);
     if (usesHypergrad(s_)) checkDScan(unstable, allowNote);
   }

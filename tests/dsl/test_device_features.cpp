@@ -64,6 +64,46 @@ TEST(DeviceFeatures, AHypergradClampIsItsOwnFeature) {
 
 // The roles the launch contract (LaunchContract.h forwardRoles) derives from deviceFeatures(spec) are the roles the committed package lists
 // (written by the compiler's plan, checked against the same rules only at emit time).
+// kernelsRefusal: valid specs the tile kernels cannot run, each one error at solve.steps; others compile.
+TEST(DeviceFeatures, KernelsRefuseWhatNoTileKernelRuns) {
+  const std::string head = "name: t\ngain: {kind: scalar, range: [0, 1]}\nprecond: none\n";
+  struct Case {
+    const char* label;
+    std::string text;
+    const char* refusal;  // substring of the message, or null: compiles
+  };
+  const Case cases[] = {
+      {"gdp", head + "decay: scalar\nsolve: {kind: delta, steps: 2}\n", nullptr},
+      {"three steps with decode", head + "decay: none\nsolve: {kind: delta, steps: 3}\n", nullptr},
+      {"four steps, forward only", head + "decay: scalar\nsolve: {kind: delta, steps: 4}\nkernels: [chunk_forward]\n",
+       nullptr},
+      {"kda", head + "decay: diagonal\nsolve: delta\n", nullptr},
+      {"four steps, default kernels", head + "decay: scalar\nsolve: {kind: delta, steps: 4}\n",
+       "solve.steps 4 with the decode kernel"},
+      {"four steps, decode listed", head + "decay: none\nsolve: {kind: delta, steps: 4}\nkernels: [decode]\n",
+       "solve.steps 4 with the decode kernel"},
+      {"diagonal decay, two steps", head + "decay: diagonal\nsolve: {kind: delta, steps: 2}\nkernels: [chunk_forward]\n",
+       "solve.steps 2 with decay.kind diagonal"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.label);
+    const ParseResult r = parseSpecString(c.text, "t.yaml");
+    ASSERT_TRUE(r.ok()) << (r.diagnostics.empty() ? "" : formatDiagnostic(r.diagnostics[0]));
+    const std::optional<Diagnostic> d = kernelsRefusal(*r.spec);
+    if (c.refusal == nullptr) {
+      EXPECT_FALSE(d.has_value()) << formatDiagnostic(*d);
+      continue;
+    }
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(d->severity, Severity::Error);
+    EXPECT_EQ(d->path, "solve.steps");
+    EXPECT_EQ(d->file, "t.yaml");
+    EXPECT_EQ(d->line, 5);  // the solve line of the text above
+    EXPECT_NE(d->message.find(c.refusal), std::string::npos) << d->message;
+    EXPECT_FALSE(d->expected.empty());
+  }
+}
+
 TEST(DeviceFeatures, ShippedSpecsGiveTheirPackagesRoles) {
   namespace fs = std::filesystem;
   int checked = 0;

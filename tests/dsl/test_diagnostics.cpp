@@ -182,9 +182,6 @@ const std::vector<BadCase>& badCases() {
        "does not apply: solve.kind is linear"},
       {"steps_with_precond", H3 + "precond: {kind: diagonal}\nsolve: {kind: delta, steps: 2}\n", 5, 29,
        "solve.steps", "with a diagonal preconditioner"},
-      // decode keeps each step's key in shared memory: four steps need kernels without decode (the default has it)
-      {"steps_four_with_decode", H3 + "precond: none\nsolve: {kind: delta, steps: 4}\n", 5, 29, "solve.steps",
-       "solve.steps 4 with the decode kernel: the decode CTA holds the keys of at most 3 steps"},
       // ---- keys that do not apply ----
       {"range_without_gain", "name: t\ndecay: none\ngain: {kind: none, range: [0, 1]}\nprecond: none\nsolve: delta\n",
        3, 20, "gain.range", "does not apply: gain.kind is none"},

@@ -2,7 +2,6 @@
 // with a decode kernel becomes `func.func @<name>_decode` over typed tiles (Passes.td has the before/after).
 // Every per-model choice is made here and shows up as different tile ops; the emitted CUDA has no branch
 // on decay, gain, preconditioner or solve kinds.
-#include <cassert>
 #include <cmath>
 #include <utility>
 
@@ -263,9 +262,14 @@ struct LowerDecodeToTilePass : public dgps::impl::LowerDecodeToTileBase<LowerDec
     for (auto rec : llvm::to_vector(module.getOps<dgps::ir::RecurrenceOp>())) {
       const dgps::Spec spec = dgps::ir::exportSpec(rec);
       if (!dgps::hasKernel(spec, dgps::KernelKind::Decode)) continue;
-      // each step's key and q live in the decode CTA's shared [K] vectors (TileEmitter.cpp kSmemVectors = 4): the
-      // recurrence's verifier (the spec validator) refuses more than kMaxDecodeHouseholderSteps with decode
-      assert(dgps::householderSteps(spec) <= dgps::kMaxDecodeHouseholderSteps);
+      // each step's key and q live in the decode CTA's shared [K] vectors (TileEmitter.cpp kSmemVectors = 4); dgpsc
+      // compile refuses such a spec first (kernelsRefusal), IR given to dgps-opt gets this error
+      if (dgps::householderSteps(spec) > dgps::kMaxDecodeHouseholderSteps) {
+        rec.emitError() << "decode of solve.steps = " << dgps::householderSteps(spec)
+                        << " Householder steps per token: the decode CTA holds the keys of at most "
+                        << dgps::kMaxDecodeHouseholderSteps << " steps and the query in shared memory";
+        return signalPassFailure();
+      }
       OpBuilder b(rec);
       b.setInsertionPointAfter(rec);
       auto fn = b.create<func::FuncOp>(rec.getLoc(), (rec.getSymName() + "_decode").str(), b.getFunctionType({}, {}));

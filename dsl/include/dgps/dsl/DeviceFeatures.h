@@ -91,7 +91,8 @@ launch::FeatureSet deviceFeatures(const Spec& spec);
 /// for it); nullopt when `dgpsc compile` can print every kernel the spec lists. The language, the chunk IR executor
 /// and the float64 reference take such a spec (dgps-spec reference, dgpsc plan); dgpsc compile refuses it with
 /// this diagnostic and dgpsc check prints it as a warning. Today: per-channel decay (decay.kind diagonal) with
-/// several Householder steps per token, whose state walks would need the gated query on the step rows.
+/// several Householder steps per token, whose state walks would need the gated query on the step rows; and more
+/// than kMaxDecodeHouseholderSteps steps with the decode kernel.
 std::optional<Diagnostic> kernelsRefusal(const Spec& spec);
 
 }  // namespace dgps

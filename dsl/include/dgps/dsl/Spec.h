@@ -114,8 +114,9 @@ struct PrecondSpec {
 
 /// Most Householder steps per token a spec may ask for (solve.steps).
 inline constexpr int kMaxHouseholderSteps = 4;
-/// Most Householder steps per token a spec with the decode kernel may ask for: the decode CTA keeps each step's
-/// normalised key and the query in its four shared [K] vectors (compiler/lib/Emit/TileEmitter.cpp kSmemVectors).
+/// Most Householder steps per token the decode kernel takes: the decode CTA keeps each step's normalised key and
+/// the query in its four shared [K] vectors (compiler/lib/Emit/TileEmitter.cpp kSmemVectors); dgpsc compile refuses
+/// more with decode listed (DeviceFeatures.h kernelsRefusal).
 inline constexpr int kMaxDecodeHouseholderSteps = 3;
 
 struct SolveSpec {
