@@ -4,17 +4,19 @@
 # and the benchmarks, optionally times flash-linear-attention beside us, and prints a short table last.
 # Full logs go to $OUT (or ./gpu-logs).
 #
-#   bash scripts/gpu_suite.sh [--skip-build] [--no-tests] [--no-bench] [--fla DIR] [--shapes LIST]
+#   bash scripts/gpu_suite.sh [--skip-build] [--no-tests] [--no-bench] [--fla DIR] [--shapes LIST] [--packages LIST]
 #
 # --fla DIR: DIR holds a git-ignored copy of flash-linear-attention's fla/ package; scripts/fla_bench.py times
 #   FLA at the same shapes first and dgps-bench prints FLA's same-run times beside ours (--dgps_fla).
 # --shapes LIST: dgps-bench's --dgps_shapes syntax (default: dgps-bench's standard shapes, bench/Shapes.h).
+# --packages LIST: only these packages (dgps-bench --dgps_packages; FLA times only the same-named ops), e.g. the
+#   long-sequence scaling table of docs/performance.md, whose T = 1M rows take long for every package.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 logs=${OUT:-$root/gpu-logs}
 mkdir -p "$logs"
 build=${DGPS_BUILD_DIR:-$root/build-gpu}
-skip_build=0 run_tests=1 run_bench=1 fla="" shapes=""
+skip_build=0 run_tests=1 run_bench=1 fla="" shapes="" packages=""
 while (($#)); do
   case "$1" in
     --skip-build) skip_build=1 ;;
@@ -22,6 +24,7 @@ while (($#)); do
     --no-bench) run_bench=0 ;;
     --fla) fla=$2; shift ;;
     --shapes) shapes=$2; shift ;;
+    --packages) packages=$2; shift ;;
     *) echo "gpu_suite: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -46,11 +49,12 @@ if ((run_tests)); then
 fi
 bench_args=()
 [[ -n "$shapes" ]] && bench_args+=("--dgps_shapes=$shapes")
+[[ -n "$packages" ]] && bench_args+=("--dgps_packages=$packages")
 if ((run_bench)) && [[ -n "$fla" && -d "$fla/fla" ]]; then
   # FLA first, at the same shapes: its Triton autotuning must not overlap our timings.
   fla_shapes=${shapes:-"forward:B=8,T=4096,H=16,K=128,V=128;forward:B=1,T=32768,H=16,K=128,V=128;decode:B=256,H=16,K=128,V=128;decode:B=1,H=16,K=128,V=128;decode:B=8,H=16,K=128,V=128;decode:B=32,H=16,K=128,V=128;forward:B=1,T=32768,H=2,HV=8,K=128,V=128;forward:B=1,T=32768,H=16,HV=64,K=128,V=128"}
   PYTHONUNBUFFERED=1 timeout "${DGPS_FLA_TIMEOUT:-300}" python3 "$root/scripts/fla_bench.py" "$fla" "$logs/fla.json" \
-    --shapes "$fla_shapes" > "$logs/fla.log" 2>&1 || echo "gpu_suite: fla_bench failed (see fla.log); FLA columns stay empty"
+    --shapes "$fla_shapes" ${packages:+--ops "$packages"} > "$logs/fla.log" 2>&1 || echo "gpu_suite: fla_bench failed (see fla.log); FLA columns stay empty"
   [[ -s "$logs/fla.json" ]] && bench_args+=("--dgps_fla=$logs/fla.json")
 fi
 if ((run_bench)) && [[ -x "$build/bench/dgps-bench" ]]; then
