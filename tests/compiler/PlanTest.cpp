@@ -2,6 +2,7 @@
 // preconditioned write key / query included), the cost estimate (bytes from launch_rules.h), the emitted
 // manifest (deterministic, consistent with the plan) and the emitter's refusal of a plan without tile functions.
 #include <regex>
+#include <set>
 
 #include "CompilerTestUtil.h"
 #include "dgps/Dialect/Chunk/IR/Chunk.h"
@@ -59,29 +60,49 @@ TEST_P(PlanOfSpec, BytesAreTheLaunchRulesLayoutsCount) {
   if (f.precond == 1 && f.source == 1) in = {spec.precond.hypergrad.has_retention, false};
   CostPoint at = costPointOf(fn);
   launch::ProblemShape shape = representativeShape(at);
-  DeviceTraffic d = deviceTraffic(f, in, shape, t);
-  EXPECT_EQ(p.cost().getBytesPerTokenHead(), std::llround(d.bytes())) << spec.name;
+  EXPECT_EQ(p.cost().getBytesPerTokenHead(), std::llround(deviceTraffic(f, in, shape, t).bytes())) << spec.name;
   // The workspace regions written are exactly those the tile roles declare (tile.workspace of this plan lowered to
-  // tile IR with the write key rebuilt, as the cost model counts it), each of its catalog size, padding included.
-  const double tokenHeads = double(shape.B) * double(shape.T) * double(shape.HV);
-  double written = 0;
-  for (const BufferTraffic& b : d.buffers) written += b.written;
-  mlir::OwningOpRef<mlir::ModuleOp> tiles = p.module().clone();
-  LowerChunkLocalToTileOptions local;
-  local.writeKey_ = "rebuilt";
-  LowerStateOutputToTileOptions walk;
-  walk.writeKey_ = "rebuilt";
-  ASSERT_TRUE(mlir::succeeded(runPass(*p.c.ctx, *tiles, createLowerChunkLocalToTile(local))));
-  ASSERT_TRUE(mlir::succeeded(runPass(*p.c.ctx, *tiles, createLowerPrecondRolesToTile())));
-  ASSERT_TRUE(mlir::succeeded(runPass(*p.c.ctx, *tiles, createLowerStateOutputToTile(walk))));
-  ASSERT_TRUE(mlir::succeeded(runPass(*p.c.ctx, *tiles, createDeclareTileWorkspace())));
-  const std::vector<tile::WorkspaceRegion> declared = tile::workspaceOf(*tiles);
-  ASSERT_FALSE(declared.empty()) << spec.name;
-  double declaredBytes = 0;
-  for (const tile::WorkspaceRegion& r : declared)
-    declaredBytes += double(launch::align_up(tile::regionBytes(r, shape, t), 256));
-  EXPECT_NEAR(written * tokenHeads, declaredBytes, 1.0) << spec.name;
-  EXPECT_EQ(d.buffers.size(), declared.size()) << spec.name;
+  // tile IR), each of its catalog size, padding included: with the write key rebuilt (as chunk.plan counts it) and
+  // in the form dgpsc compile picks (auto: the package's manifest counts that one, estimatePlan's writeKey).
+  int autoKey = 0;
+  std::string error;
+  ASSERT_TRUE(writeKeyCode("auto", f, &autoKey, &error)) << error;
+  for (int writeKey : {launch::kWriteKeyRebuilt, autoKey}) {
+    launch::FeatureSet fk = f;
+    fk.write_key = writeKey;
+    DeviceTraffic d = deviceTraffic(fk, in, shape, t);
+    EXPECT_EQ(std::llround(estimatePlan(fn, at, writeKey).bytes()), std::llround(d.bytes())) << spec.name;
+    const double tokenHeads = double(shape.B) * double(shape.T) * double(shape.HV);
+    double written = 0;
+    for (const BufferTraffic& b : d.buffers) written += b.written;
+    mlir::OwningOpRef<mlir::ModuleOp> tiles = p.module().clone();
+    LowerChunkLocalToTileOptions local;
+    local.writeKey_ = writeKeyName(writeKey);
+    LowerStateOutputToTileOptions walk;
+    walk.writeKey_ = writeKeyName(writeKey);
+    ASSERT_TRUE(mlir::succeeded(runPass(*p.c.ctx, *tiles, createLowerChunkLocalToTile(local))));
+    ASSERT_TRUE(mlir::succeeded(runPass(*p.c.ctx, *tiles, createLowerPrecondRolesToTile())));
+    ASSERT_TRUE(mlir::succeeded(runPass(*p.c.ctx, *tiles, createLowerStateOutputToTile(walk))));
+    ASSERT_TRUE(mlir::succeeded(runPass(*p.c.ctx, *tiles, createDeclareTileWorkspace())));
+    const std::vector<tile::WorkspaceRegion> declared = tile::workspaceOf(*tiles);
+    ASSERT_FALSE(declared.empty()) << spec.name;
+    double declaredBytes = 0;
+    for (const tile::WorkspaceRegion& r : declared)
+      declaredBytes += double(launch::align_up(tile::regionBytes(r, shape, t), 256));
+    EXPECT_NEAR(written * tokenHeads, declaredBytes, 1.0) << spec.name << " write key " << writeKeyName(writeKey);
+    EXPECT_EQ(d.buffers.size(), declared.size()) << spec.name << " write key " << writeKeyName(writeKey);
+    // state_output's workspace reads are the regions its tile function names (a stored write key or query
+    // replaces the rebuild's second read of pst)
+    auto so = tiles->lookupSymbol<mlir::func::FuncOp>(spec.name + "_state_output");
+    ASSERT_TRUE(so) << spec.name;
+    std::set<std::string> soReads;
+    for (const tile::RegionUse& u : tile::regionUses(so))
+      if (!u.write) soReads.insert(u.region);
+    for (const BufferTraffic& b : d.buffers)
+      EXPECT_EQ(b.reader.find("state_output") != std::string::npos, soReads.count(b.name) == 1)
+          << spec.name << " write key " << writeKeyName(writeKey) << ": region " << b.name << " read by "
+          << b.reader;
+  }
 
   // The plan names each global buffer the kernels exchange. No preconditioned operand (P⊙k for ATK, P⊙q
   // for ATQ) is among them: every kernel that needs one applies the preconditioner from the chunk-start

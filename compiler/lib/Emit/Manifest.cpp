@@ -1,6 +1,7 @@
 // manifest.yaml and spec.yaml of a generated package, the plan summary they are built from, and
 // writing the package directory.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "dgps/Dialect/Tile/IR/Workspace.h"
 #include "dgps/Emit/Package.h"
 #include "dgps/Transforms/Passes.h"
+#include "dgps/Transforms/PlanCost.h"
 #include "dgps/Emit/TileEmitter.h"
 #include "dgps/dsl/Canonical.h"
 #include "dgps/dsl/DeviceFeatures.h"
@@ -72,12 +74,18 @@ FailureOr<int> writeKeyOf(const Spec& spec, ModuleOp tileModule) {
   return stored->write_key;
 }
 
-}  // namespace
-
-FailureOr<PlanSummary> summarizePlan(const Spec& spec, ModuleOp plan) {
+/// The forward of a kernel plan (the function --chunk-partition-kernels costed), or null.
+func::FuncOp planFunction(ModuleOp plan) {
   func::FuncOp fn;
   for (func::FuncOp f : plan.getOps<func::FuncOp>())
     if (f->hasAttr(chunk::kPlanAttr)) fn = f;
+  return fn;
+}
+
+}  // namespace
+
+FailureOr<PlanSummary> summarizePlan(const Spec& spec, ModuleOp plan) {
+  func::FuncOp fn = planFunction(plan);
   if (!fn) {
     plan.emitError() << "is not a kernel plan: no function carries " << chunk::kPlanAttr
                      << " (run --chunk-partition-kernels first)";
@@ -263,6 +271,12 @@ FailureOr<PackageFiles> emitPackage(const Spec& spec, ModuleOp plan, ModuleOp ti
   FailureOr<int> writeKey = writeKeyOf(spec, tileModule);
   if (failed(writeKey)) return failure();
   summary->write_key = *writeKey;
+  // chunk.plan counts the write key rebuilt (the form is chosen after partitioning); the manifest's bytes are those
+  // of the kernels this package ships
+  if (summary->write_key != launch::kWriteKeyRebuilt) {
+    func::FuncOp fn = planFunction(plan);
+    summary->bytes_per_token_head = std::llround(estimatePlan(fn, costPointOf(fn), summary->write_key).bytes());
+  }
   // The workspace the roles pass data through: the tile module's declaration (verified with the module).
   if (hasKernel(spec, KernelKind::ChunkForward)) {
     summary->workspace = tile::workspaceOf(tileModule);

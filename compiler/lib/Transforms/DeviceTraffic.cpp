@@ -80,12 +80,13 @@ DeviceTraffic deviceTraffic(const launch::FeatureSet& f, const PrecondInputs& in
 
   // Workspace buffers: each region's size is the workspace catalog's (Dialect/Tile/IR/Workspace.h, the regions the
   // tile roles declare), 256-byte padding included; which regions a forward of `f` uses is estimated here from
-  // its features, before the roles are lowered to tile IR (the stored write key "pwk" is a tile-IR choice made
-  // later and is not counted). Each is written once by its producer. Reads: state_output runs one CTA per
-  // (sequence, value head, value tile) and every CTA loads the whole chunk tile, so its workspace reads count
-  // once per value tile (L2 may absorb the repeats; these are the loads issued); chunk_local runs one CTA per
-  // (slot, value head) and reads the key head's pst / pcoef, so those count once per value head (HV/H per key
-  // head). pst has a second reader: state_output rebuilds the preconditioned operand from it.
+  // its features, f.write_key included (the stored write key "pwk" or query "pwq": a tile-IR choice the plan is
+  // first costed without, estimatePlan's `writeKey`). Each is written once by its producer. Reads: state_output
+  // runs one CTA per (sequence, value head, value tile) and every CTA loads the whole chunk tile, so its workspace
+  // reads count once per value tile (L2 may absorb the repeats; these are the loads issued); chunk_local runs one
+  // CTA per (slot, value head) and reads the key head's pst / pcoef, so those count once per value head (HV/H per
+  // key head). pst has a second reader where state_output rebuilds the preconditioned operand from it. A pwk that
+  // only the segment walks read (write_key segments) counts its write here: the plan is the unsegmented forward.
   struct Buf {
     const char* name;
     bool used;
@@ -99,7 +100,8 @@ DeviceTraffic deviceTraffic(const launch::FeatureSet& f, const PrecondInputs& in
   const Buf bufs[] = {
       {"psum", squash, kPrecondSummary, kPrecondScan, 1.0},
       {"pgam", squash, kPrecondSummary, kPrecondScan, 1.0},
-      {"pst", pre, kPrecondScan, kChunkLocal, ratio, kStateOutput, ratio * valueTiles},
+      {"pst", pre, kPrecondScan, kChunkLocal, ratio, walkRebuilds(f, false) ? kStateOutput : -1,
+       ratio * valueTiles},
       {"pcoef", hypergrad, kPrecondScan, kChunkLocal, ratio},
       {"tb", f.solve == 1, kChunkLocal, kStateOutput, valueTiles},
       {"aqk", true, kChunkLocal, kStateOutput, valueTiles},
@@ -110,12 +112,14 @@ DeviceTraffic deviceTraffic(const launch::FeatureSet& f, const PrecondInputs& in
       {"pdec", f.decay == 2, kChunkLocal, kStateOutput, valueTiles},
       {"hgtri", hypergradChunked(f), kPrecondSummary, kPrecondScan, 1.0},
       {"hgvec", hypergradChunked(f), kPrecondSummary, kPrecondScan, 1.0},
+      {"pwk", storesKw(f) && !needOpW(f), kChunkLocal, kStateOutput, walkRebuildsKw(f, false) ? 0.0 : valueTiles},
+      {"pwq", needPwq(f), kChunkLocal, kStateOutput, valueTiles},
   };
   for (const Buf& b : bufs) {
     if (!b.used) continue;
     const double size = double(align_up(tile::regionBytes(*tile::workspaceCatalogEntry(b.name), s, t), 256));
     const double reads = b.reads + (b.reader2 >= 0 ? b.reads2 : 0.0);
-    std::string readers = roleName(b.reader);
+    std::string readers = b.reads > 0 ? roleName(b.reader) : "segment walks";
     if (b.reader2 >= 0) readers += std::string(", ") + roleName(b.reader2);
     d.buffers.push_back({b.name, roleName(b.writer), readers, size / tokenHeads, size * reads / tokenHeads});
     add(b.writer, size);
@@ -141,7 +145,7 @@ DeviceTraffic deviceTraffic(const launch::FeatureSet& f, const PrecondInputs& in
   // state_output: the raw q / k where no prepared operand replaces them or a preconditioner reads the key
   // (once per value tile), v once, o written once.
   double so = 0;
-  if (!needOpQ(f)) so += K * 2 * valueTiles;
+  if (!needOpQ(f) && !needPwq(f)) so += K * 2 * valueTiles;
   if (rawKInKTile(f)) so += K * 2 * valueTiles;
   if (rawKOwnTile(f)) so += K * 2 * valueTiles;
   so += V * 2 + V * 2;

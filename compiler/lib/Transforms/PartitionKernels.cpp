@@ -109,6 +109,10 @@ struct PartitionKernelsPass : dgps::impl::PartitionKernelsBase<PartitionKernelsP
         remark << " " << b.name << " " << formatBytes(b.written + b.read) << " B";
       for (const std::string& e : cost.extraBuffers) remark << "; outside the launch contract's workspace: " << e;
       remark << ")";
+      const dgps::launch::FeatureSet f = dgps::featuresOf(fn);
+      if (dgps::launch::rebuildsKw(f) || dgps::launch::rebuildsQ(f))
+        remark << "; the preconditioned operand counted rebuilt (the package's manifest counts the form dgpsc "
+                  "compile --write-key gives its kernels)";
     }
   }
 };

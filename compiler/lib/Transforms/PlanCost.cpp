@@ -149,7 +149,7 @@ static bool isLibraryBuffer(Value v) {
                  isPreconditionerApply(def));
 }
 
-PlanCost estimatePlan(func::FuncOp fn, const CostPoint& at) {
+PlanCost estimatePlan(func::FuncOp fn, const CostPoint& at, int writeKey) {
   PlanCost cost;
   cost.at = at;
   launch::TileConfig tile;
@@ -160,7 +160,9 @@ PlanCost estimatePlan(func::FuncOp fn, const CostPoint& at) {
     tile = {static_cast<int>(t.getChunk()), static_cast<int>(t.getBlockV()), static_cast<int>(t.getWarps()),
             static_cast<int>(t.getStages())};
   }
-  DeviceTraffic traffic = deviceTraffic(featuresOf(fn), precondInputsOf(fn), representativeShape(at), tile);
+  launch::FeatureSet features = featuresOf(fn);
+  features.write_key = writeKey;
+  DeviceTraffic traffic = deviceTraffic(features, precondInputsOf(fn), representativeShape(at), tile);
   cost.buffers = traffic.buffers;
   for (KernelOp kernel : kernels) {
     KernelCost kc;

@@ -293,7 +293,8 @@ struct PlanOptions {
   bool tokenPrecondScan = false;  ///< keep OSDN's d-scan token by token (no --chunk-parallel-precond-scan)
 };
 
-void printPlan(const char* what, mlir::func::FuncOp fn, const dgps::PlanCost& cost, std::ostream& os) {
+void printPlan(const char* what, mlir::func::FuncOp fn, const dgps::PlanCost& cost, std::ostream& os,
+               int writeKey = dgps::launch::kWriteKeyRebuilt) {
   const dgps::CostPoint& at = cost.at;
   os << what << " " << fn.getSymName().str() << ": " << std::llround(cost.bytes()) << " bytes, "
      << std::llround(cost.flops()) << " FLOPs per token-head (K=" << at.K << " V=" << at.V << " C=" << at.C
@@ -301,6 +302,7 @@ void printPlan(const char* what, mlir::func::FuncOp fn, const dgps::PlanCost& co
   bool segmented = false;
   for (const dgps::KernelCost& k : cost.kernels) segmented |= k.role == "segment_summary";
   if (segmented) os << " L=" << at.segmentChunks << " chunks per segment";
+  if (writeKey != dgps::launch::kWriteKeyRebuilt) os << ", write key " << dgps::writeKeyName(writeKey);
   os << ")\n";
   for (const dgps::KernelCost& k : cost.kernels)
     os << "  " << k.role << ": " << std::llround(k.bytes) << " B, " << std::llround(k.flops) << " FLOPs\n";
@@ -349,10 +351,15 @@ int plan(const PlanOptions& o) {
     llvm::outs() << "\n";
     llvm::outs().flush();
   }
+  // the forward is costed with the write key dgpsc compile picks by default (--write-key auto), as its manifest is
+  int writeKey = dgps::launch::kWriteKeyRebuilt;
+  std::string ignored;
+  if (!dgps::writeKeyCode("auto", dgps::deviceFeatures(*parsed.spec), &writeKey, &ignored))
+    writeKey = dgps::launch::kWriteKeyRebuilt;
   for (mlir::func::FuncOp fn : module->getOps<mlir::func::FuncOp>()) {
     dgps::CostPoint at = dgps::costPointOf(fn);
     if (!fn->hasAttr(dgps::chunk::kBackwardOfAttr)) {
-      printPlan("forward", fn, dgps::estimatePlan(fn, at), std::cout);
+      printPlan("forward", fn, dgps::estimatePlan(fn, at, writeKey), std::cout, writeKey);
       continue;
     }
     dgps::BackwardCost cost = dgps::estimateBackwardPlan(fn, at);

@@ -98,8 +98,11 @@ double flopsPerTokenHead(mlir::Operation* op, const CostPoint& at);
 /// point B = 1, T = 32768, HV = 16, V / BV = 1 on 132 SMs (the shape segmenting is for).
 CostPoint costPointOf(mlir::func::FuncOp fn);
 
-/// The estimate of a partitioned function (one entry per chunk.kernel, in order).
-PlanCost estimatePlan(mlir::func::FuncOp fn, const CostPoint& at);
+/// The estimate of a partitioned function (one entry per chunk.kernel, in order). `writeKey` is the package's
+/// write-key form (DeviceFeatures.h FeatureSet::write_key), a choice of the tile lowerings after partitioning:
+/// --chunk-partition-kernels costs the plan with the key rebuilt (chunk.plan), the package's manifest with the
+/// form its kernels take (a stored key adds the pwk region and drops state_output's second read of pst).
+PlanCost estimatePlan(mlir::func::FuncOp fn, const CostPoint& at, int writeKey = launch::kWriteKeyRebuilt);
 
 /// The estimate of a partitioned backward (--chunk-partition-backward; BackwardCost.cpp). No device
 /// kernels exist for it yet, so bytes are counted from the IR: per kernel, each value read from device
