@@ -930,18 +930,6 @@ extern "C" __global__ void __launch_bounds__(128, dgps::cfg::KP > 128 ? 2 : dgps
   for (int it = 0; it < ntile; ++it) {
     const int64_t hv = hv0 + it / VT;
     const int col0 = (int)(vt0 + it % VT) * BV;
-    if (it > 0)
-    {
-      const int64_t hv = hv0 + (it) / VT;
-      const int col0 = (int)(vt0 + (it) % VT) * BV;
-      (void)hv;
-      (void)col0;
-      const float* const t5 = a.g + (b * HV + hv) * K;
-      t1 = t::load_split<KP, NT, Codec>(t5, K);
-      const uint16_t* const t6 = static_cast<const uint16_t*>(a.v) + (b * HV + hv) * V + col0;
-      t2 = t::load_quad<BV, NT, Codec>(t6, V - col0);
-      t3 = a.beta[(b * HV + hv)];
-    }
     float* const t4 = a.state + (b * HV + hv) * (int64_t)K * V + col0;
     const SplitK t52 = t::exp(t1);
     float* const t53 = smem + 3 * KP;
@@ -959,6 +947,17 @@ extern "C" __global__ void __launch_bounds__(128, dgps::cfg::KP > 128 ? 2 : dgps
     const Frag t62 = t::outer_add(t54, t48, t58);
     t::store_frag(t62, t4, V, K, V - col0);
     if (it + 1 < ntile) {
+      {
+        const int64_t hv = hv0 + (it + 1) / VT;
+        const int col0 = (int)(vt0 + (it + 1) % VT) * BV;
+        (void)hv;
+        (void)col0;
+        const float* const t5 = a.g + (b * HV + hv) * K;
+        t1 = t::load_split<KP, NT, Codec>(t5, K);
+        const uint16_t* const t6 = static_cast<const uint16_t*>(a.v) + (b * HV + hv) * V + col0;
+        t2 = t::load_quad<BV, NT, Codec>(t6, V - col0);
+        t3 = a.beta[(b * HV + hv)];
+      }
       t0 = t0_next;
       if (it + 2 < ntile)
       {

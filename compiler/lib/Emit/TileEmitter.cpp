@@ -323,22 +323,20 @@ class Emitter {
     os_ << pad(indent + 1) << "const int64_t hv = hv0 + it / VT;\n";
     os_ << pad(indent + 1) << "const int col0 = (int)(vt0 + it % VT) * BV;\n";
     SmallVector<Operation*> frags = reads(op, true), small = reads(op, false);
-    if (keyHead) {
-      // The next tile's fragments (read at the end of the iteration before, or ahead of the prologue) stream in
-      // while this one computes; its small reads wait for its start.
-      if (!small.empty()) {
-        os_ << pad(indent + 1) << "if (it > 0)\n";
-        if (failed(readBlock(small, "it", "", indent + 1))) return failure();
-      }
-    }
+    // A key-head loop's reads of this tile were issued at the end of the iteration before (or ahead of the
+    // prologue): the fragments two tiles ahead, the small reads (gates, v) one tile ahead.
     if (failed(block(op.getBody().front(), indent + 1))) return failure();
-    if (keyHead && !frags.empty()) {
-      // this tile's stores are issued: the next tile's fragments move in and the one after it starts streaming
+    if (keyHead && !(frags.empty() && small.empty())) {
+      // this tile's stores are issued: the next tile's small reads start, its fragments move in, and the tile
+      // after it starts streaming
       os_ << pad(indent + 1) << "if (it + 1 < ntile) {\n";
+      if (!small.empty() && failed(readBlock(small, "it + 1", "", indent + 2))) return failure();
       for (Operation* f : frags)
         os_ << pad(indent + 2) << name(f->getResult(0)) << " = " << name(f->getResult(0)) << "_next;\n";
-      os_ << pad(indent + 2) << "if (it + 2 < ntile)\n";
-      if (failed(readBlock(frags, "it + 2", "_next", indent + 2))) return failure();
+      if (!frags.empty()) {
+        os_ << pad(indent + 2) << "if (it + 2 < ntile)\n";
+        if (failed(readBlock(frags, "it + 2", "_next", indent + 2))) return failure();
+      }
       os_ << pad(indent + 1) << "}\n";
     }
     if (keyHead) {
