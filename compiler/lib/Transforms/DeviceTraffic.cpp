@@ -146,7 +146,10 @@ DeviceTraffic deviceTraffic(const launch::FeatureSet& f, const PrecondInputs& in
   // (once per value tile), v once, o written once.
   double so = 0;
   if (!needOpQ(f) && !needPwq(f)) so += K * 2 * valueTiles;
-  if (rawKInKTile(f)) so += K * 2 * valueTiles;
+  // the raw key: the delta read key, the unpreconditioned write key, or a rebuild's scan input (TileStateEmitter.cpp
+  // emitStageLoads; a linear solve whose write key chunk_local stored loads none)
+  const bool rawKeyRead = !needOpK(f) && (f.solve == 1 || (!needOpW(f) && !rebuildsKw(f)) || walkRebuilds(f, false));
+  if (rawKeyRead) so += K * 2 * valueTiles;
   if (rawKOwnTile(f)) so += K * 2 * valueTiles;
   so += V * 2 + V * 2;
   add(kStateOutput, BT * HV * so);
