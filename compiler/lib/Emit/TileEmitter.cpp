@@ -250,7 +250,8 @@ class Emitter {
   /// A key-head loop (a CTA walks all value tiles of its group) also issues the second tile's state fragments
   /// here: its prologue (the preconditioner's read-out and a second reduction) is a chain of dependent
   /// latencies, and two tiles in flight instead of one keep the CTA's share of bandwidth busy across it. The
-  /// loop then keeps one tile ahead (loop()): no more fragments are live than with a one-tile read-ahead.
+  /// loop then keeps one tile ahead (loop()); the prologue holds two tiles' fragments, as the loop always did
+  /// (ptxas: the same registers at K = 128, runtime.jit_check).
   LogicalResult readAhead(Block& body, int indent) {
     for (auto loop : body.getOps<ForValueTilesOp>()) {
       SmallVector<Operation*> all = reads(loop, true);
