@@ -30,6 +30,11 @@ Diagnostic atSolveSteps(const Spec& s, std::string message, std::string expected
 
 }  // namespace
 
+std::string decodeStepLimitReason() {
+  return "the decode CTA holds the keys of at most " + std::to_string(kMaxDecodeHouseholderSteps) +
+         " steps and the query in shared memory";
+}
+
 std::optional<Diagnostic> kernelsRefusal(const Spec& s) {
   const std::string steps = "solve.steps " + std::to_string(householderSteps(s));
   if (householderSteps(s) > 1 && s.decay.kind == DecayKind::Diagonal)
@@ -40,10 +45,8 @@ std::optional<Diagnostic> kernelsRefusal(const Spec& s) {
                         "decay.kind: scalar or none, or solve.steps: 1");
   if (householderSteps(s) > kMaxDecodeHouseholderSteps && hasKernel(s, KernelKind::Decode))
     return atSolveSteps(s,
-                        steps + " with the decode kernel: the decode CTA holds the keys of at most " +
-                            std::to_string(kMaxDecodeHouseholderSteps) +
-                            " steps and the query in shared memory (kernels lists decode, or leaves it out: the "
-                            "default is [chunk_forward, decode])",
+                        steps + " with the decode kernel: " + decodeStepLimitReason() +
+                            " (kernels lists decode, or leaves it out: the default is [chunk_forward, decode])",
                         "solve.steps: 1.." + std::to_string(kMaxDecodeHouseholderSteps) +
                             ", or kernels: [chunk_forward]");
   return std::nullopt;

@@ -7,6 +7,7 @@
 
 #include "dgps/Dialect/DGPS/IR/SpecConversion.h"
 #include "dgps/Dialect/Tile/IR/Tile.h"
+#include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/Transforms/Passes.h"
 #include "mlir/IR/Builders.h"
 
@@ -266,8 +267,7 @@ struct LowerDecodeToTilePass : public dgps::impl::LowerDecodeToTileBase<LowerDec
       // compile refuses such a spec first (kernelsRefusal), IR given to dgps-opt gets this error
       if (dgps::householderSteps(spec) > dgps::kMaxDecodeHouseholderSteps) {
         rec.emitError() << "decode of solve.steps = " << dgps::householderSteps(spec)
-                        << " Householder steps per token: the decode CTA holds the keys of at most "
-                        << dgps::kMaxDecodeHouseholderSteps << " steps and the query in shared memory";
+                        << " Householder steps per token: " << dgps::decodeStepLimitReason();
         return signalPassFailure();
       }
       OpBuilder b(rec);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "dgps/dsl/Diagnostic.h"
 #include "dgps/dsl/Spec.h"
@@ -94,5 +95,9 @@ launch::FeatureSet deviceFeatures(const Spec& spec);
 /// several Householder steps per token, whose state walks would need the gated query on the step rows; and more
 /// than kMaxDecodeHouseholderSteps steps with the decode kernel.
 std::optional<Diagnostic> kernelsRefusal(const Spec& spec);
+
+/// Why the decode kernel takes at most kMaxDecodeHouseholderSteps steps per token (kernelsRefusal's reason, and
+/// LowerDecodeToTile's error for tile IR given to dgps-opt).
+std::string decodeStepLimitReason();
 
 }  // namespace dgps
