@@ -837,17 +837,6 @@ extern "C" __global__ void __launch_bounds__(128, dgps::cfg::KP > 128 ? 2 : dgps
     t1 = t::load_quad<BV, NT, Codec>(t4, V - col0);
     t2 = a.beta[(b * HV + hv)];
   }
-  // The second value tile's state fragments, in flight across the prologue too.
-  Frag t0_next;
-  if (ntile > 1)
-  {
-    const int64_t hv = hv0 + (1) / VT;
-    const int col0 = (int)(vt0 + (1) % VT) * BV;
-    (void)hv;
-    (void)col0;
-    float* const t3 = a.state + (b * HV + hv) * (int64_t)K * V + col0;
-    t0_next = t::load_frag<KP, BV, NT>(t3, V, K, V - col0);
-  }
   // The prologue's reads, issued before its maths and reductions.
   const float t5 = a.scale;
   const uint16_t* const t6 = static_cast<const uint16_t*>(a.k) + (b * H + h) * K;
@@ -901,6 +890,26 @@ extern "C" __global__ void __launch_bounds__(128, dgps::cfg::KP > 128 ? 2 : dgps
   for (int it = 0; it < ntile; ++it) {
     const int64_t hv = hv0 + it / VT;
     const int col0 = (int)(vt0 + it % VT) * BV;
+    Frag t0_next;
+    if (it + 1 < ntile)
+    {
+      const int64_t hv = hv0 + (it + 1) / VT;
+      const int col0 = (int)(vt0 + (it + 1) % VT) * BV;
+      (void)hv;
+      (void)col0;
+      float* const t3 = a.state + (b * HV + hv) * (int64_t)K * V + col0;
+      t0_next = t::load_frag<KP, BV, NT>(t3, V, K, V - col0);
+    }
+    if (it > 0)
+    {
+      const int64_t hv = hv0 + (it) / VT;
+      const int col0 = (int)(vt0 + (it) % VT) * BV;
+      (void)hv;
+      (void)col0;
+      const uint16_t* const t4 = static_cast<const uint16_t*>(a.v) + (b * HV + hv) * V + col0;
+      t1 = t::load_quad<BV, NT, Codec>(t4, V - col0);
+      t2 = a.beta[(b * HV + hv)];
+    }
     float* const t3 = a.state + (b * HV + hv) * (int64_t)K * V + col0;
     Quad t50, t51;
     t::contract(t0, t45, t47, scratch, t50, t51);
@@ -912,27 +921,7 @@ extern "C" __global__ void __launch_bounds__(128, dgps::cfg::KP > 128 ? 2 : dgps
     t::store_quad<BV, NT, Codec>(t55, t56, V - col0);
     const Frag t57 = t::outer_add(t0, t46, t53);
     t::store_frag(t57, t3, V, K, V - col0);
-    if (it + 1 < ntile) {
-      {
-        const int64_t hv = hv0 + (it + 1) / VT;
-        const int col0 = (int)(vt0 + (it + 1) % VT) * BV;
-        (void)hv;
-        (void)col0;
-        const uint16_t* const t4 = static_cast<const uint16_t*>(a.v) + (b * HV + hv) * V + col0;
-        t1 = t::load_quad<BV, NT, Codec>(t4, V - col0);
-        t2 = a.beta[(b * HV + hv)];
-      }
-      t0 = t0_next;
-      if (it + 2 < ntile)
-      {
-        const int64_t hv = hv0 + (it + 2) / VT;
-        const int col0 = (int)(vt0 + (it + 2) % VT) * BV;
-        (void)hv;
-        (void)col0;
-        float* const t3 = a.state + (b * HV + hv) * (int64_t)K * V + col0;
-        t0_next = t::load_frag<KP, BV, NT>(t3, V, K, V - col0);
-      }
-    }
+    if (it + 1 < ntile) t0 = t0_next;
     dgps::dev::sync_threads();
   }
 }

@@ -846,17 +846,6 @@ extern "C" __global__ void __launch_bounds__(128, dgps::cfg::KP > 128 ? 2 : dgps
     t2 = t::load_quad<BV, NT, Codec>(t5, V - col0);
     t3 = a.beta[(b * HV + hv)];
   }
-  // The second value tile's state fragments, in flight across the prologue too.
-  Frag t0_next;
-  if (ntile > 1)
-  {
-    const int64_t hv = hv0 + (1) / VT;
-    const int col0 = (int)(vt0 + (1) % VT) * BV;
-    (void)hv;
-    (void)col0;
-    float* const t4 = a.state + (b * HV + hv) * (int64_t)K * V + col0;
-    t0_next = t::load_frag<KP, BV, NT>(t4, V, K, V - col0);
-  }
   // The prologue's reads, issued before its maths and reductions.
   const float t6 = a.scale;
   const uint16_t* const t7 = static_cast<const uint16_t*>(a.k) + (b * H + h) * K;
@@ -910,6 +899,27 @@ extern "C" __global__ void __launch_bounds__(128, dgps::cfg::KP > 128 ? 2 : dgps
   for (int it = 0; it < ntile; ++it) {
     const int64_t hv = hv0 + it / VT;
     const int col0 = (int)(vt0 + it % VT) * BV;
+    Frag t0_next;
+    if (it + 1 < ntile)
+    {
+      const int64_t hv = hv0 + (it + 1) / VT;
+      const int col0 = (int)(vt0 + (it + 1) % VT) * BV;
+      (void)hv;
+      (void)col0;
+      float* const t4 = a.state + (b * HV + hv) * (int64_t)K * V + col0;
+      t0_next = t::load_frag<KP, BV, NT>(t4, V, K, V - col0);
+    }
+    if (it > 0)
+    {
+      const int64_t hv = hv0 + (it) / VT;
+      const int col0 = (int)(vt0 + (it) % VT) * BV;
+      (void)hv;
+      (void)col0;
+      t1 = a.g[(b * HV + hv)];
+      const uint16_t* const t5 = static_cast<const uint16_t*>(a.v) + (b * HV + hv) * V + col0;
+      t2 = t::load_quad<BV, NT, Codec>(t5, V - col0);
+      t3 = a.beta[(b * HV + hv)];
+    }
     float* const t4 = a.state + (b * HV + hv) * (int64_t)K * V + col0;
     const float t51 = t::exp(t1);
     const Frag t52 = t::mul(t0, t51);
@@ -923,28 +933,7 @@ extern "C" __global__ void __launch_bounds__(128, dgps::cfg::KP > 128 ? 2 : dgps
     t::store_quad<BV, NT, Codec>(t58, t59, V - col0);
     const Frag t60 = t::outer_add(t52, t47, t56);
     t::store_frag(t60, t4, V, K, V - col0);
-    if (it + 1 < ntile) {
-      {
-        const int64_t hv = hv0 + (it + 1) / VT;
-        const int col0 = (int)(vt0 + (it + 1) % VT) * BV;
-        (void)hv;
-        (void)col0;
-        t1 = a.g[(b * HV + hv)];
-        const uint16_t* const t5 = static_cast<const uint16_t*>(a.v) + (b * HV + hv) * V + col0;
-        t2 = t::load_quad<BV, NT, Codec>(t5, V - col0);
-        t3 = a.beta[(b * HV + hv)];
-      }
-      t0 = t0_next;
-      if (it + 2 < ntile)
-      {
-        const int64_t hv = hv0 + (it + 2) / VT;
-        const int col0 = (int)(vt0 + (it + 2) % VT) * BV;
-        (void)hv;
-        (void)col0;
-        float* const t4 = a.state + (b * HV + hv) * (int64_t)K * V + col0;
-        t0_next = t::load_frag<KP, BV, NT>(t4, V, K, V - col0);
-      }
-    }
+    if (it + 1 < ntile) t0 = t0_next;
     dgps::dev::sync_threads();
   }
 }

@@ -866,17 +866,6 @@ extern "C" __global__ void __launch_bounds__(128, dgps::cfg::KP > 128 ? 2 : dgps
     t2 = t::load_quad<BV, NT, Codec>(t6, V - col0);
     t3 = a.beta[(b * HV + hv)];
   }
-  // The second value tile's state fragments, in flight across the prologue too.
-  Frag t0_next;
-  if (ntile > 1)
-  {
-    const int64_t hv = hv0 + (1) / VT;
-    const int col0 = (int)(vt0 + (1) % VT) * BV;
-    (void)hv;
-    (void)col0;
-    float* const t4 = a.state + (b * HV + hv) * (int64_t)K * V + col0;
-    t0_next = t::load_frag<KP, BV, NT>(t4, V, K, V - col0);
-  }
   // The prologue's reads, issued before its maths and reductions.
   const float t7 = a.scale;
   const uint16_t* const t8 = static_cast<const uint16_t*>(a.k) + (b * H + h) * K;
@@ -930,6 +919,28 @@ extern "C" __global__ void __launch_bounds__(128, dgps::cfg::KP > 128 ? 2 : dgps
   for (int it = 0; it < ntile; ++it) {
     const int64_t hv = hv0 + it / VT;
     const int col0 = (int)(vt0 + it % VT) * BV;
+    Frag t0_next;
+    if (it + 1 < ntile)
+    {
+      const int64_t hv = hv0 + (it + 1) / VT;
+      const int col0 = (int)(vt0 + (it + 1) % VT) * BV;
+      (void)hv;
+      (void)col0;
+      float* const t4 = a.state + (b * HV + hv) * (int64_t)K * V + col0;
+      t0_next = t::load_frag<KP, BV, NT>(t4, V, K, V - col0);
+    }
+    if (it > 0)
+    {
+      const int64_t hv = hv0 + (it) / VT;
+      const int col0 = (int)(vt0 + (it) % VT) * BV;
+      (void)hv;
+      (void)col0;
+      const float* const t5 = a.g + (b * HV + hv) * K;
+      t1 = t::load_split<KP, NT, Codec>(t5, K);
+      const uint16_t* const t6 = static_cast<const uint16_t*>(a.v) + (b * HV + hv) * V + col0;
+      t2 = t::load_quad<BV, NT, Codec>(t6, V - col0);
+      t3 = a.beta[(b * HV + hv)];
+    }
     float* const t4 = a.state + (b * HV + hv) * (int64_t)K * V + col0;
     const SplitK t52 = t::exp(t1);
     float* const t53 = smem + 3 * KP;
@@ -946,29 +957,7 @@ extern "C" __global__ void __launch_bounds__(128, dgps::cfg::KP > 128 ? 2 : dgps
     t::store_quad<BV, NT, Codec>(t60, t61, V - col0);
     const Frag t62 = t::outer_add(t54, t48, t58);
     t::store_frag(t62, t4, V, K, V - col0);
-    if (it + 1 < ntile) {
-      {
-        const int64_t hv = hv0 + (it + 1) / VT;
-        const int col0 = (int)(vt0 + (it + 1) % VT) * BV;
-        (void)hv;
-        (void)col0;
-        const float* const t5 = a.g + (b * HV + hv) * K;
-        t1 = t::load_split<KP, NT, Codec>(t5, K);
-        const uint16_t* const t6 = static_cast<const uint16_t*>(a.v) + (b * HV + hv) * V + col0;
-        t2 = t::load_quad<BV, NT, Codec>(t6, V - col0);
-        t3 = a.beta[(b * HV + hv)];
-      }
-      t0 = t0_next;
-      if (it + 2 < ntile)
-      {
-        const int64_t hv = hv0 + (it + 2) / VT;
-        const int col0 = (int)(vt0 + (it + 2) % VT) * BV;
-        (void)hv;
-        (void)col0;
-        float* const t4 = a.state + (b * HV + hv) * (int64_t)K * V + col0;
-        t0_next = t::load_frag<KP, BV, NT>(t4, V, K, V - col0);
-      }
-    }
+    if (it + 1 < ntile) t0 = t0_next;
     dgps::dev::sync_threads();
   }
 }

@@ -247,11 +247,6 @@ class Emitter {
  public:
   /// The first tile's reads of every tile.for_value_tiles in `body`, issued before anything else
   /// (TileOps.td: the loop's reads go ahead; the verifier made that legal), then the prologue's own reads.
-  /// A key-head loop (a CTA walks all value tiles of its group) also issues the second tile's state fragments
-  /// here: its prologue (the preconditioner's read-out and a second reduction) is a chain of dependent
-  /// latencies, and two tiles in flight instead of one keep the CTA's share of bandwidth busy across it. The
-  /// loop then keeps one tile ahead (loop()); the prologue holds two tiles' fragments, as the loop always did
-  /// (ptxas, pgdn at K = 128: 112 → 114 registers, and 128 where the cap binds; no spill, runtime.jit_check).
   LogicalResult readAhead(Block& body, int indent) {
     for (auto loop : body.getOps<ForValueTilesOp>()) {
       SmallVector<Operation*> all = reads(loop, true);
@@ -261,12 +256,6 @@ class Emitter {
       declare(all, "", indent);
       if (failed(readBlock(all, "0", "", indent))) return failure();
       for (Operation* op : all) hoisted_.insert(op);
-      SmallVector<Operation*> frags = reads(loop, true);
-      if (!isKeyHead(loop) || frags.empty()) continue;
-      os_ << pad(indent) << "// The second value tile's state fragments, in flight across the prologue too.\n";
-      declare(frags, "_next", indent);
-      os_ << pad(indent) << "if (ntile > 1)\n";
-      if (failed(readBlock(frags, "1", "_next", indent))) return failure();
     }
     return prologueReads(body, indent);
   }
@@ -324,23 +313,23 @@ class Emitter {
     os_ << pad(indent + 1) << "const int64_t hv = hv0 + it / VT;\n";
     os_ << pad(indent + 1) << "const int col0 = (int)(vt0 + it % VT) * BV;\n";
     SmallVector<Operation*> frags = reads(op, true), small = reads(op, false);
-    // A key-head loop's reads of this tile were issued at the end of the iteration before (or ahead of the
-    // prologue): the fragments two tiles ahead, the small reads (gates, v) one tile ahead.
-    if (failed(block(op.getBody().front(), indent + 1))) return failure();
-    if (keyHead && !(frags.empty() && small.empty())) {
-      // this tile's stores are issued: the next tile's small reads start, its fragments move in, and the tile
-      // after it starts streaming
-      os_ << pad(indent + 1) << "if (it + 1 < ntile) {\n";
-      if (!small.empty() && failed(readBlock(small, "it + 1", "", indent + 2))) return failure();
-      for (Operation* f : frags)
-        os_ << pad(indent + 2) << name(f->getResult(0)) << " = " << name(f->getResult(0)) << "_next;\n";
-      if (!frags.empty()) {
-        os_ << pad(indent + 2) << "if (it + 2 < ntile)\n";
-        if (failed(readBlock(frags, "it + 2", "_next", indent + 2))) return failure();
-      }
-      os_ << pad(indent + 1) << "}\n";
-    }
     if (keyHead) {
+      // The next tile's fragments stream in while this one computes; its small reads wait for its start.
+      declare(frags, "_next", indent + 1);
+      if (!frags.empty()) {
+        os_ << pad(indent + 1) << "if (it + 1 < ntile)\n";
+        if (failed(readBlock(frags, "it + 1", "_next", indent + 1))) return failure();
+      }
+      if (!small.empty()) {
+        os_ << pad(indent + 1) << "if (it > 0)\n";
+        if (failed(readBlock(small, "it", "", indent + 1))) return failure();
+      }
+    }
+    if (failed(block(op.getBody().front(), indent + 1))) return failure();
+    if (keyHead) {
+      for (Operation* f : frags)
+        os_ << pad(indent + 1) << "if (it + 1 < ntile) " << name(f->getResult(0)) << " = " << name(f->getResult(0))
+            << "_next;\n";
       // Iterations reuse the shared vectors and the reduction scratch.
       os_ << pad(indent + 1) << "dgps::dev::sync_threads();\n";
     }
