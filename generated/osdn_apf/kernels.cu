@@ -5,7 +5,7 @@
 // (its regions are empty without one). The manifest's launch.workspace sizes are the same declaration's.
 namespace dgps_package {
 struct Workspace {
-  long long tb, aqk, tok, pst, pcoef, hgtri, hgvec, seg_ext, seg_trans, seg_start, total;
+  long long tb, aqk, tok, pst, pcoef, hgtri, hgvec, pwk, seg_ext, seg_trans, seg_start, total;
 };
 DGPS_HD inline Workspace workspace_layout(const dgps::launch::ProblemShape& s, const dgps::launch::TileConfig& t,
                                          long long L) {
@@ -26,6 +26,8 @@ DGPS_HD inline Workspace workspace_layout(const dgps::launch::ProblemShape& s, c
   off += dgps::launch::align_up(dgps::launch::chunkSlots(s, t.chunk) * s.H * ((long long)dgps::tile::feedbackTriFloats(t.chunk)) * 4LL, 256);
   w.hgvec = off;
   off += dgps::launch::align_up(dgps::launch::chunkSlots(s, t.chunk) * s.H * ((long long)dgps::tile::feedbackVecFloats(t.chunk)) * 4LL, 256);
+  w.pwk = off;
+  off += dgps::launch::align_up(dgps::launch::chunkSlots(s, t.chunk) * s.HV * (long long)t.chunk * (long long)dgps::launch::pad16((int)s.K) * 2LL, 256);
   w.seg_ext = off;
   off += dgps::launch::align_up((L >= 1 ? dgps::launch::segmentSlots(s, t.chunk, L) : 0) * s.HV * s.K * s.V * 4LL, 256);
   w.seg_trans = off;
@@ -45,9 +47,10 @@ DGPS_HD inline Workspace workspace_of(const dgps::ForwardArgs& a) {
   w.pcoef = a.workspace_offsets[4];
   w.hgtri = a.workspace_offsets[5];
   w.hgvec = a.workspace_offsets[6];
-  w.seg_ext = a.workspace_offsets[7];
-  w.seg_trans = a.workspace_offsets[8];
-  w.seg_start = a.workspace_offsets[9];
+  w.pwk = a.workspace_offsets[7];
+  w.seg_ext = a.workspace_offsets[8];
+  w.seg_trans = a.workspace_offsets[9];
+  w.seg_start = a.workspace_offsets[10];
   return w;
 }
 }  // namespace dgps_package
@@ -110,7 +113,6 @@ DGPS_HD constexpr StateOutputSmem state_output_smem() {
   m.tok = stage0;
   stage0 += (int)((C + 1) * 32);
   m.pst = stage0;
-  stage0 += (int)(KP * 4);
   m.dec = stage0;
   m.bar = stage0;
   stage0 += (int)(16);
@@ -122,7 +124,7 @@ DGPS_HD constexpr StateOutputSmem state_output_smem() {
 }
 DGPS_HD constexpr int state_output_threads() {
   using namespace dgps::cfg;
-  return (int)((BV / 16 + 4) * 32);
+  return (int)(BV / 16 * 32);
 }
 struct SegmentWalkSmem {
   int q, k, kw, kraw, v, tb, aqk, tok, pst, dec, bar, stage_bytes, stages, total;
@@ -148,7 +150,6 @@ DGPS_HD constexpr SegmentWalkSmem segment_walk_smem() {
   m.tok = stage0;
   stage0 += (int)((C + 1) * 32);
   m.pst = stage0;
-  stage0 += (int)(KP * 4);
   m.dec = stage0;
   m.bar = stage0;
   stage0 += (int)(16);
@@ -160,11 +161,11 @@ DGPS_HD constexpr SegmentWalkSmem segment_walk_smem() {
 }
 DGPS_HD constexpr int segment_summary_threads() {
   using namespace dgps::cfg;
-  return (int)((BV / 16 + 4) * 32);
+  return (int)(BV / 16 * 32);
 }
 DGPS_HD constexpr int segment_state_output_threads() {
   using namespace dgps::cfg;
-  return (int)((BV / 16 + 4) * 32);
+  return (int)(BV / 16 * 32);
 }
 struct DecodeSmem {
   int vec, part, scalar, total;
@@ -317,6 +318,7 @@ extern "C" __global__ void dgps_osdn_apf_fwd_chunk_local(DGPS_GRID_CONST dgps::F
     t::encode_bf16<C, KP, true>(t1, PQ);
   }
   dev::sync_threads();
+  t::store_rows16<C, K, NW * 32>(reinterpret_cast<uint16_t*>(ws + W.pwk) + sh * C * KP, t12, PQ);
   float* const t15 = dev::smem_at<float>(sm, L.A);
   {
     const uint16_t* const rows0[2] = {t1, t0};
@@ -340,10 +342,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
   constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::StateOutputSmem L = dgps_package::state_output_smem();
-  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), 0);
-  // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the consumers run chunk c (tile/warp_split.cuh); registers per consumer / producer thread after the hand-over
-  using Split = t::WarpSplit<NT / 32, 4, 224, 56>;
-  static_assert(Split::NT == dgps_package::state_output_threads(), "the launch's threads");
+  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   constexpr int64_t VT = (V + BV - 1) / BV;
   const int64_t bid = dev::block_x();
@@ -364,46 +363,25 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
   auto ws16 = [&](int64_t off, int64_t row_elems) {
     return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;
   };
+  const bool wc = t::stage_copies(a);  // raw q/k tiles by tensor copies
   auto stage = [&](int64_t c) {
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);
-    dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
+    t::load_core16<C, KP>(t::raw_copies(a), a.q_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);
+    t::load_core16<C, KP>(t::raw_copies(a), a.k_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
+    t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsw_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
+    t::load_value16<C, BV>(t::value_copies(a), a.v_rows, sbar, sq.bos + c * C, hv, v0, dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.aqk), ws16(W.aqk, C * C) + chunk * C * C, ct, NT);
+    t::stage_copy_arrive(wc, sbar, ct);
   };
-  if (Split::is_producer()) {
-    Split::producer_registers();
-    const int pt = Split::producer_thread();
-    // the scan's read-out (clamped_pre): P = the state before row i's step (no projection)
-    struct ScanReadout {
-      enum : bool { kDeferred = false };
-      DGPS_DEV float step(float s) const { return s; }
-      DGPS_DEV float operator()(float prev, float) const { return prev; }
-    };
-    const ScanReadout ro{};
-    auto produce = [&](int64_t c) {
-      unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
-      const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
-      const int Lr = (int)dev::lmin(C, sq.len - c * C);
-      dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, pt, Split::NTP);
-      dev::load_tile32<1, KP>(dev::smem_at<float>(st, L.pst), KP, reinterpret_cast<const float*>(ws + W.pst) + ((s0 + c) * H + h) * K, K, 1, K, pt, Split::NTP);
-      dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, pt, Split::NTP);
-      dev::cp_async_commit();
-      dev::cp_async_wait<0>();
-      Split::sync_producer();
-      float* const sTok = dev::smem_at<float>(st, L.tok);  // fields 4 and 5: the scan's a and b
-      t::channel_scan_rescale<C, K, KP, Codec, dev::Act<false>, true>(dev::smem_at<uint16_t>(st, L.kw), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, dev::smem_at<uint16_t>(st, L.kraw), Lr, ro, pt, Split::NTP);
-      if (kWG) dev::fence_proxy_async();
-    };
-    Split::producer_loop<STAGES>(0, nch, produce);
-    return;
-  }
-  Split::consumer_registers();
   // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
   float S[KP / 8][4];
   t::state_start<KP>(S, a.initial_state != nullptr ? a.initial_state + (n * HV + hv) * (int64_t)K * V : nullptr, K, V, vw);
+  t::stage_copy_init(wc, sm, L.stage_bytes, L.bar, STAGES);
   if (nch > 0) {
     stage(0);
     dev::cp_async_commit();
@@ -420,7 +398,8 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
       dev::cp_async_wait<0>();
     }
     if (kWG) dev::fence_proxy_async();
-    Split::sync_all();
+    dev::sync_threads();
+    t::stage_copy_wait(wc, dev::smem_at<uint64_t>(st, L.bar), c, 0, STAGES);
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
     const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged
@@ -433,7 +412,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
       if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
-      Split::sync_consumers();
+      dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
     uint32_t NA[C / 16][4];
@@ -442,9 +421,9 @@ extern "C" __global__ void __launch_bounds__(dgps_package::state_output_threads(
     t::state_times_rows<C, KP, kWG, true>(XQ, XR, S, sQ, sK);
     t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));
     t::lower_readout<C, PC, 8>(XQ, NA, N, sTok + 0, dev::smem_at<uint16_t>(st, L.aqk));
-    t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + (t0 * HV + hv) * V, HV * V, v0, V, Lr, ct, NT, [] { Split::sync_consumers(); });
+    t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + (t0 * HV + hv) * V, HV * V, v0, V, Lr, ct, NT, [] { dev::sync_threads(); });
     t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
-    Split::sync_all();  // this stage may be overwritten from here on
+    dev::sync_threads();  // this stage may be overwritten from here on
     if (STAGES == 1 && c + 1 < nch) {
       stage(c + 1);
       dev::cp_async_commit();
@@ -456,10 +435,10 @@ namespace dgps_package {
 // segment-summary CTAs per SM: the launch bound of segment_summary (launch_rules.h)
 DGPS_HD constexpr int segment_summary_ctas_per_sm() {
   using namespace dgps::cfg;
-  return dgps::launch::segmentSummaryCtasPerSm(kSummaryPairs && DGPS_USE_WGMMA, true, KP, C, STAGES, kInputF16, BV);
+  return dgps::launch::segmentSummaryCtasPerSm(kSummaryPairs && DGPS_USE_WGMMA, false, KP, C, STAGES, kInputF16, BV);
 }
 }  // namespace dgps_package
-static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_summary_walk(const dgps::ForwardArgs& a, int64_t bid, bool trans) {
+static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_summary_walk0(const dgps::ForwardArgs& a, int64_t bid) {
   namespace t = dgps::tile;
   namespace dev = dgps::dev;
   using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;
@@ -470,14 +449,11 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_summary_walk(co
   constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
-  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), a.segment_chunks);
+  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
   constexpr bool kSplitProduct = dgps_package::segment_summary_ctas_per_sm() * dgps_package::segment_summary_threads() >= 512;
-  // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the consumers run chunk c (tile/warp_split.cuh); registers per consumer / producer thread after the hand-over
-  using Split = t::WarpSplit<NT / 32, 4, 224, 56>;
-  static_assert(Split::NT == dgps_package::segment_state_output_threads(), "the launch's threads");
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
-  // tiles of M's K columns (a K x K state) where trans, else of the V value columns
-  const int64_t VT = trans ? (K + BV - 1) / BV : (V + BV - 1) / BV;
+  // tiles of the V value columns
+  constexpr int64_t VT = (V + BV - 1) / BV;
   const int64_t Ls = a.segment_chunks;  // chunks per segment
   const int64_t vt = bid % VT, sh = bid / VT, hv = sh % HV, slot = sh / HV, h = hv / ratio;
   int64_t n = 0, seg = 0;
@@ -500,51 +476,23 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_summary_walk(co
   auto ws16 = [&](int64_t off, int64_t row_elems) {
     return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;
   };
+  const bool wc = t::stage_copies(a);  // raw q/k tiles by tensor copies
   auto stage = [&](int64_t c) {
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    if (!trans) dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
+    t::load_core16<C, KP>(t::raw_copies(a), a.k_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
+    t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsw_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
+    t::load_value16<C, BV>(t::value_copies(a), a.v_rows, sbar, sq.bos + c * C, hv, v0, dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
+    t::stage_copy_arrive(wc, sbar, ct);
   };
-  if (Split::is_producer()) {
-    Split::producer_registers();
-    const int pt = Split::producer_thread();
-    // the scan's read-out (clamped_pre): P = the state before row i's step (no projection)
-    struct ScanReadout {
-      enum : bool { kDeferred = false };
-      DGPS_DEV float step(float s) const { return s; }
-      DGPS_DEV float operator()(float prev, float) const { return prev; }
-    };
-    const ScanReadout ro{};
-    auto produce = [&](int64_t c) {
-      unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
-      const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
-      const int Lr = (int)dev::lmin(C, sq.len - c * C);
-      dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, pt, Split::NTP);
-      dev::load_tile32<1, KP>(dev::smem_at<float>(st, L.pst), KP, reinterpret_cast<const float*>(ws + W.pst) + ((s0 + c) * H + h) * K, K, 1, K, pt, Split::NTP);
-      dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, pt, Split::NTP);
-      dev::cp_async_commit();
-      dev::cp_async_wait<0>();
-      Split::sync_producer();
-      float* const sTok = dev::smem_at<float>(st, L.tok);  // fields 4 and 5: the scan's a and b
-      t::channel_scan_rescale<C, K, KP, Codec, dev::Act<false>, true>(dev::smem_at<uint16_t>(st, L.kw), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, dev::smem_at<uint16_t>(st, L.kraw), Lr, ro, pt, Split::NTP);
-      if (kWG) dev::fence_proxy_async();
-    };
-    Split::producer_loop<STAGES>(c0, nch, produce);
-    return;
-  }
-  Split::consumer_registers();
-  // the value term is dropped: every stage's value tile is zero (the stage loader never writes it)
-  if (trans) for (int s = 0; s < STAGES; ++s) {
-    uint16_t* const z = dev::smem_at<uint16_t>(sm + s * L.stage_bytes, L.v);
-    for (int i = ct; i < C * PV; i += NT) z[i] = 0;
-  }
   // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
   float S[KP / 8][4];
-  if (trans) t::state_identity<KP>(S, K, K, vw);
-  else
-    t::state_start<KP>(S, nullptr, K, V, vw);
+  t::state_start<KP>(S, nullptr, K, V, vw);
+  t::stage_copy_init(wc, sm, L.stage_bytes, L.bar, STAGES);
   if (nch > c0) {
     stage(c0);
     dev::cp_async_commit();
@@ -560,7 +508,8 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_summary_walk(co
       dev::cp_async_wait<0>();
     }
     if (kWG) dev::fence_proxy_async();
-    Split::sync_all();
+    dev::sync_threads();
+    t::stage_copy_wait(wc, dev::smem_at<uint64_t>(st, L.bar), c, c0, STAGES);
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
     const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged
@@ -572,7 +521,7 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_summary_walk(co
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
       if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
-      Split::sync_consumers();
+      dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
     uint32_t NA[C / 16][4];
@@ -581,24 +530,132 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_summary_walk(co
     t::state_times_rows<C, KP, kWG, false, kSplitProduct>(XR, XQ, S, sK, sK);
     t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));
     t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
-    Split::sync_all();  // this stage may be overwritten from here on
+    dev::sync_threads();  // this stage may be overwritten from here on
     if (STAGES == 1 && c + 1 < nch) {
       stage(c + 1);
       dev::cp_async_commit();
     }
   }
-  if (trans) t::state_store<KP>(S, reinterpret_cast<float*>(ws + W.seg_trans) + (slot * HV + hv) * (int64_t)K * K, K, K, vw);
-  else
-    t::state_store<KP>(S, reinterpret_cast<float*>(ws + W.seg_ext) + (slot * HV + hv) * (int64_t)K * V, K, V, vw);
+  t::state_store<KP>(S, reinterpret_cast<float*>(ws + W.seg_ext) + (slot * HV + hv) * (int64_t)K * V, K, V, vw);
+}
+static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_summary_walk1(const dgps::ForwardArgs& a, int64_t bid) {
+  namespace t = dgps::tile;
+  namespace dev = dgps::dev;
+  using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;
+  constexpr int C = dgps::cfg::C, K = dgps::cfg::K, V = dgps::cfg::V, KP = dgps::cfg::KP, BV = dgps::cfg::BV;
+  constexpr int NCT = C / 8, STAGES = dgps::cfg::STAGES, PV = dgps::launch::bf16Pitch(BV), PC = dgps::launch::bf16Pitch(C);
+  constexpr int NT = BV / 16 * 32;  // consumer threads
+  // warpgroup MMA needs C = 32 or 64 (N of m64nCk16) and whole warpgroups (BV a multiple of 64)
+  constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
+  // The launch contract: the workspace and this walk's shared-memory layout (printed above).
+  constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
+  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
+  constexpr bool kSplitProduct = dgps_package::segment_summary_ctas_per_sm() * dgps_package::segment_summary_threads() >= 512;
+  const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
+  // tiles of M's K columns (a K x K state)
+  constexpr int64_t VT = (K + BV - 1) / BV;
+  const int64_t Ls = a.segment_chunks;  // chunks per segment
+  const int64_t vt = bid % VT, sh = bid / VT, hv = sh % HV, slot = sh / HV, h = hv / ratio;
+  int64_t n = 0, seg = 0;
+  if (!t::slot_to_segment(a.cu_seqlens, a.num_seqs, a.seq_len, C, Ls, dgps::cfg::ROW_STEPS, slot, n, seg)) return;  // slack slot
+  const dev::Seq sq = dev::seq_of(a, n);
+  // the segment's chunks [c0, nch) of the sequence
+  const int64_t s0 = dev::first_slot(a, n, sq.bos), c0 = seg * Ls, nch = dev::lmin((sq.len + C - 1) / C, c0 + Ls);
+  (void)W;
+  const int w = dev::warp(), ct = dev::tid(), v0 = (int)vt * BV, vw = v0 + 16 * w;
+  unsigned char* const sm = dev::dyn_smem();
+  unsigned char* const ws = static_cast<unsigned char*>(a.workspace);
+  const uint16_t* const vg = static_cast<const uint16_t*>(a.v);
+  uint16_t* const og = static_cast<uint16_t*>(a.o);
+  const uint16_t* const q0 = static_cast<const uint16_t*>(a.q) + (sq.bos * H + h) * K;
+  const uint16_t* const k0 = static_cast<const uint16_t*>(a.k) + (sq.bos * H + h) * K;
+  (void)og;
+  (void)q0;
+  (void)k0;
+  (void)vg;
+  const int64_t sh0 = s0 * HV + hv;  // workspace row (slot·HV + hv) of chunk 0; chunk c adds c·HV
+  auto ws16 = [&](int64_t off, int64_t row_elems) {
+    return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;
+  };
+  const bool wc = t::stage_copies(a);  // raw q/k tiles by tensor copies
+  auto stage = [&](int64_t c) {
+    unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
+    const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
+    const int Lr = (int)dev::lmin(C, sq.len - c * C);
+    t::load_core16<C, KP>(t::raw_copies(a), a.k_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
+    t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsw_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
+    t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
+    t::stage_copy_arrive(wc, sbar, ct);
+  };
+  // the value term is dropped: every stage's value tile is zero (the stage loader never writes it)
+  for (int s = 0; s < STAGES; ++s) {
+    uint16_t* const z = dev::smem_at<uint16_t>(sm + s * L.stage_bytes, L.v);
+    for (int i = ct; i < C * PV; i += NT) z[i] = 0;
+  }
+  // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
+  float S[KP / 8][4];
+  t::state_identity<KP>(S, K, K, vw);
+  t::stage_copy_init(wc, sm, L.stage_bytes, L.bar, STAGES);
+  if (nch > c0) {
+    stage(c0);
+    dev::cp_async_commit();
+  }
+  for (int64_t c = c0; c < nch; ++c) {
+    unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    const int Lr = (int)dev::lmin(C, sq.len - c * C);
+    if (STAGES == 2) {
+      if (c + 1 < nch) stage(c + 1);
+      dev::cp_async_commit();
+      dev::cp_async_wait<1>();
+    } else {
+      dev::cp_async_wait<0>();
+    }
+    if (kWG) dev::fence_proxy_async();
+    dev::sync_threads();
+    t::stage_copy_wait(wc, dev::smem_at<uint64_t>(st, L.bar), c, c0, STAGES);
+    uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
+    uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
+    const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged
+    uint16_t* const sV = dev::smem_at<uint16_t>(st, L.v);
+    const float* const sTok = dev::smem_at<float>(st, L.tok);  // record fields: 0 a_q, 1 c, 2 w, 3 b
+    (void)sQ;
+    (void)sK;
+    if (dgps::cfg::kInputF16) {
+      dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
+      dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
+      if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
+      dev::sync_threads();
+    }
+    float XQ[NCT][4], XR[NCT][4], N[NCT][4];
+    uint32_t NA[C / 16][4];
+    (void)XQ;
+    (void)XR;
+    t::state_times_rows<C, KP, kWG, false, kSplitProduct>(XR, XQ, S, sK, sK);
+    t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));
+    t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
+    dev::sync_threads();  // this stage may be overwritten from here on
+    if (STAGES == 1 && c + 1 < nch) {
+      stage(c + 1);
+      dev::cp_async_commit();
+    }
+  }
+  t::state_store<KP>(S, reinterpret_cast<float*>(ws + W.seg_trans) + (slot * HV + hv) * (int64_t)K * K, K, K, vw);
 }
 extern "C" __global__ void __launch_bounds__(dgps_package::segment_summary_threads(), dgps_package::segment_summary_ctas_per_sm()) dgps_osdn_apf_fwd_segment_summary(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (osdn_apf_segment_summary, grid segment: one CTA per segment slot, value head and tile; LaunchContract.h segmentRoleLaunch).
   if (a.segment_chunks < 1) return;  // launched only with a segment length
-  const int64_t bid = dgps::dev::block_x();
-  // the E walk's CTAs (every segment slot x value head x value tile), then the M walk's
-  const int64_t range = dgps::tile::segment_slots(a.cu_seqlens != nullptr, a.num_seqs, a.seq_len, dgps::cfg::C, a.segment_chunks) * a.heads_v * ((dgps::cfg::V + dgps::cfg::BV - 1) / dgps::cfg::BV);
-  const bool trans = bid >= range;
-  dgps_osdn_apf_fwd_segment_summary_walk(a, trans ? bid - range : bid, trans);
+  int64_t bid = dgps::dev::block_x();
+  {
+    const int64_t range = dgps::tile::segment_slots(a.cu_seqlens != nullptr, a.num_seqs, a.seq_len, dgps::cfg::C, a.segment_chunks) * a.heads_v * ((dgps::cfg::V + dgps::cfg::BV - 1) / dgps::cfg::BV);
+    if (bid < range) {
+      dgps_osdn_apf_fwd_segment_summary_walk0(a, bid);
+      return;
+    }
+    bid -= range;
+  }
+  dgps_osdn_apf_fwd_segment_summary_walk1(a, bid);
 }
 extern "C" __global__ void __launch_bounds__(dgps::launch::kSegmentFoldThreads) dgps_osdn_apf_fwd_segment_fold(DGPS_GRID_CONST dgps::ForwardArgs a) {
   // Generated from tile IR (osdn_apf_segment_fold, one CTA per sequence, value head and slab of kSegmentFoldCols value columns; LaunchContract.h segmentRoleLaunch).
@@ -628,10 +685,7 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_state_output_wa
   constexpr bool kWG = DGPS_USE_WGMMA && (C == 32 || C == 64) && (BV / 16) % 4 == 0;
   // The launch contract: the workspace and this walk's shared-memory layout (printed above).
   constexpr dgps_package::SegmentWalkSmem L = dgps_package::segment_walk_smem();
-  const dgps_package::Workspace W = dgps_package::workspace_layout(dev::shape_of<void>(a), dev::tile_of(), a.segment_chunks);
-  // producer warps after the consumer warps rebuild the rescaled operand of chunk c+1 while the consumers run chunk c (tile/warp_split.cuh); registers per consumer / producer thread after the hand-over
-  using Split = t::WarpSplit<NT / 32, 4, 224, 56>;
-  static_assert(Split::NT == dgps_package::segment_state_output_threads(), "the launch's threads");
+  const dgps_package::Workspace W = dgps_package::workspace_of(a);  // the host's offsets (abi.h)
   const int64_t H = a.heads_qk, HV = a.heads_v, ratio = HV / H;
   // tiles of the V value columns
   constexpr int64_t VT = (V + BV - 1) / BV;
@@ -657,46 +711,25 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_state_output_wa
   auto ws16 = [&](int64_t off, int64_t row_elems) {
     return reinterpret_cast<const uint16_t*>(ws + off) + sh0 * row_elems;
   };
+  const bool wc = t::stage_copies(a);  // raw q/k tiles by tensor copies
   auto stage = [&](int64_t c) {
     unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
+    uint64_t* const sbar = dev::smem_at<uint64_t>(st, L.bar);
     const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
     const int Lr = (int)dev::lmin(C, sq.len - c * C);
-    dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);
-    dev::load_tile16<C, BV>(dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
+    t::load_core16<C, KP>(t::raw_copies(a), a.q_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.q), q0 + rows, H * K, Lr, K, ct, NT);
+    t::load_core16<C, KP>(t::raw_copies(a), a.k_core, sbar, sq.bos + c * C, h, dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, ct, NT);
+    t::load_ws_core16<C, KP>(t::ws_copies(a), a.wsw_core, sbar, (sh0 + chunk) * C, dev::smem_at<uint16_t>(st, L.kw), ws16(W.pwk, C * KP) + chunk * C * KP, KP, Lr, K, ct, NT);
+    dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, ct, NT);
+    t::load_value16<C, BV>(t::value_copies(a), a.v_rows, sbar, sq.bos + c * C, hv, v0, dev::smem_at<uint16_t>(st, L.v), PV, vg + ((sq.bos + c * C) * HV + hv) * V + v0, HV * V, Lr, V - v0, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.tb), ws16(W.tb, C * C) + chunk * C * C, ct, NT);
     t::load_lower_tile<C, PC>(dev::smem_at<uint16_t>(st, L.aqk), ws16(W.aqk, C * C) + chunk * C * C, ct, NT);
+    t::stage_copy_arrive(wc, sbar, ct);
   };
-  if (Split::is_producer()) {
-    Split::producer_registers();
-    const int pt = Split::producer_thread();
-    // the scan's read-out (clamped_pre): P = the state before row i's step (no projection)
-    struct ScanReadout {
-      enum : bool { kDeferred = false };
-      DGPS_DEV float step(float s) const { return s; }
-      DGPS_DEV float operator()(float prev, float) const { return prev; }
-    };
-    const ScanReadout ro{};
-    auto produce = [&](int64_t c) {
-      unsigned char* const st = sm + (c % STAGES) * L.stage_bytes;
-      const int64_t rows = c * C * H * K, chunk = c * HV;  // raw q/k element step, workspace row step
-      const int Lr = (int)dev::lmin(C, sq.len - c * C);
-      dev::load_tile16_core<C, KP>(dev::smem_at<uint16_t>(st, L.k), k0 + rows, H * K, Lr, K, pt, Split::NTP);
-      dev::load_tile32<1, KP>(dev::smem_at<float>(st, L.pst), KP, reinterpret_cast<const float*>(ws + W.pst) + ((s0 + c) * H + h) * K, K, 1, K, pt, Split::NTP);
-      dev::load_tile32<C + 1, 8>(dev::smem_at<float>(st, L.tok), 8, reinterpret_cast<const float*>(ws16(W.tok, (C + 1) * 16)) + chunk * (C + 1) * 8, 8, C + 1, 8, pt, Split::NTP);
-      dev::cp_async_commit();
-      dev::cp_async_wait<0>();
-      Split::sync_producer();
-      float* const sTok = dev::smem_at<float>(st, L.tok);  // fields 4 and 5: the scan's a and b
-      t::channel_scan_rescale<C, K, KP, Codec, dev::Act<false>, true>(dev::smem_at<uint16_t>(st, L.kw), dev::smem_at<float>(st, L.pst), t::RowVec{sTok + 4, 8}, t::RowVec{sTok + 5, 8}, dev::smem_at<uint16_t>(st, L.kraw), Lr, ro, pt, Split::NTP);
-      if (kWG) dev::fence_proxy_async();
-    };
-    Split::producer_loop<STAGES>(c0, nch, produce);
-    return;
-  }
-  Split::consumer_registers();
   // the state Sᵀ of this warp's 16 value columns (tile/state_frag.cuh)
   float S[KP / 8][4];
   t::state_start<KP>(S, reinterpret_cast<const float*>(ws + W.seg_start) + (slot * HV + hv) * (int64_t)K * V, K, V, vw);
+  t::stage_copy_init(wc, sm, L.stage_bytes, L.bar, STAGES);
   if (nch > c0) {
     stage(c0);
     dev::cp_async_commit();
@@ -713,7 +746,8 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_state_output_wa
       dev::cp_async_wait<0>();
     }
     if (kWG) dev::fence_proxy_async();
-    Split::sync_all();
+    dev::sync_threads();
+    t::stage_copy_wait(wc, dev::smem_at<uint64_t>(st, L.bar), c, c0, STAGES);
     uint16_t* const sQ = dev::smem_at<uint16_t>(st, L.q);
     uint16_t* const sK = dev::smem_at<uint16_t>(st, L.k);
     const uint16_t* const sKw = dev::smem_at<uint16_t>(st, L.kw);  // == sK unless a gated write key is staged
@@ -726,7 +760,7 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_state_output_wa
       dev::f16_to_bf16_lin(sK, C * KP, ct, NT);
       dev::f16_to_bf16_tile<C, BV>(sV, PV, ct, NT);
       if (kWG) dev::fence_proxy_async();  // the converted tiles feed warpgroup MMA
-      Split::sync_consumers();
+      dev::sync_threads();
     }
     float XQ[NCT][4], XR[NCT][4], N[NCT][4];
     uint32_t NA[C / 16][4];
@@ -735,9 +769,9 @@ static __device__ __forceinline__ void dgps_osdn_apf_fwd_segment_state_output_wa
     t::state_times_rows<C, KP, kWG, true>(XQ, XR, S, sQ, sK);
     t::residual_lower<C, PV, PC, 8>(N, sV, w, sTok + 1, XR, dev::smem_at<uint16_t>(st, L.tb));
     t::lower_readout<C, PC, 8>(XQ, NA, N, sTok + 0, dev::smem_at<uint16_t>(st, L.aqk));
-    t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + (t0 * HV + hv) * V, HV * V, v0, V, Lr, ct, NT, [] { Split::sync_consumers(); });
+    t::store_rows<C, PV, BV, (V * 2) % 32 != 0, Codec>(XQ, sV, w, og + (t0 * HV + hv) * V, HV * V, v0, V, Lr, ct, NT, [] { dev::sync_threads(); });
     t::state_rank_update<C, KP, 8, kWG>(S, NA, N, sTok + 2, sKw);
-    Split::sync_all();  // this stage may be overwritten from here on
+    dev::sync_threads();  // this stage may be overwritten from here on
     if (STAGES == 1 && c + 1 < nch) {
       stage(c + 1);
       dev::cp_async_commit();

@@ -28,8 +28,8 @@ namespace dgps {
 
 bool parseSummaryPairs(const char* value) {
   const std::string v = value ? value : "";
-  if (v.empty() || v == "0") return false;
-  if (v == "1") return true;
+  if (v == "0") return false;
+  if (v.empty() || v == "1") return true;
   throw RuntimeError(RuntimeErrorCode::InvalidArgument,
                      "environment variable DGPS_SUMMARY_PAIRS is '" + v.substr(0, 64) + "'; expected 0 or 1");
 }
@@ -55,7 +55,7 @@ std::vector<std::string> variantDefines(std::int64_t key_dim, std::int64_t value
                                    "DGPS_BLOCK_V=" + std::to_string(c.block_v),
                                    "DGPS_WARPS=" + std::to_string(c.warps),
                                    "DGPS_STAGES=" + std::to_string(c.stages)};
-  // only when on: with the switch off the options (and so the binary cache keys) are what they were without it
+  // only when on: with the switch off the options (and so the binary cache keys) are the single-summary form's
   if (summaryPairsEnabled()) defines.push_back("DGPS_SUMMARY_PAIRS=1");
   return defines;
 }

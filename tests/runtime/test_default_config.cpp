@@ -8,6 +8,7 @@
 #include "dgps/dsl/SegmentScan.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Runtime.h"
+#include "RuntimeTestUtil.h"
 
 namespace dgps {
 namespace {
@@ -188,7 +189,7 @@ TEST(ForwardDefaultConfig, TheRuleCountsTwoSummariesPerSmOnlyWhereTheVariantRuns
   rule.summaryCtasPerSm = 2;
   EXPECT_EQ(autoSegmentChunks(in, c32), segment::chooseSegmentChunks(rule));
   EXPECT_GT(autoSegmentChunks(in, c32), 0);
-  in.summary_producers = true;  // OSDN's summary has a producer warpgroup: one per SM
+  in.summary_producers = true;  // a summary that rebuilds the write key (--write-key=rebuilt): one per SM
   EXPECT_EQ(autoSegmentChunks(in, c32), 0);
   in.summary_producers = false;
   EXPECT_EQ(autoSegmentChunks(in, TileConfig{32, 128, 4, 1}), 0) << "one stage: one per SM";
@@ -202,12 +203,23 @@ TEST(SummaryPairs, ProducersComeFromTheSpecAndTheManifestsWriteKey) {
   };
   EXPECT_FALSE(producers("gdn"));
   EXPECT_FALSE(producers("pgdn")) << "its write key is stored for the segment walks";
-  EXPECT_TRUE(producers("osdn")) << "its walks rebuild the write key in a producer warpgroup";
+  EXPECT_FALSE(producers("osdn")) << "its write key is stored for every walk";
+  // osdn's manifest with the write key absent (= rebuilt, dgpsc --write-key=rebuilt): its walks rebuild the key in a
+  // producer warpgroup; the answer follows the manifest, not the spec alone
+  test::TempDir dir;
+  const std::string from = std::string(DGPS_SOURCE_DIR) + "/generated/osdn/";
+  for (const char* f : {"spec.yaml", "kernels.cu"}) test::writeFile(dir / f, test::readFile(from + f));
+  std::string manifest = test::readFile(from + "manifest.yaml");
+  const std::string stored = ", write_key: stored}";
+  ASSERT_NE(manifest.find(stored), std::string::npos) << "generated/osdn stores its write key";
+  manifest.replace(manifest.find(stored), stored.size(), "}");
+  test::writeFile(dir / "manifest.yaml", manifest);
+  EXPECT_TRUE(summaryHasProducers(Package::open(dir.path())));
 }
 
-TEST(SummaryPairs, TheSwitchIsZeroOrOneAndNamedWhenWrong) {
-  EXPECT_FALSE(parseSummaryPairs(nullptr));
-  EXPECT_FALSE(parseSummaryPairs(""));
+TEST(SummaryPairs, TheSwitchIsOnUnlessZeroAndNamedWhenWrong) {
+  EXPECT_TRUE(parseSummaryPairs(nullptr)) << "on by default";
+  EXPECT_TRUE(parseSummaryPairs(""));
   EXPECT_FALSE(parseSummaryPairs("0"));
   EXPECT_TRUE(parseSummaryPairs("1"));
   for (const char* bad : {"yes", "2", " 1", "on"}) {

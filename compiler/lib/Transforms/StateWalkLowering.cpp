@@ -177,8 +177,10 @@ bool writeKeyCode(StringRef requested, const launch::FeatureSet& f, int* code, s
       *code = f.source == 0 && !launch::needOpQ(f) ? launch::kWriteKeyStored : launch::kWriteKeyRebuilt;
       return true;
     }
-    const bool store = launch::rebuildsKw(f) && f.source == 0;
-    *code = !store ? launch::kWriteKeyRebuilt : launch::needOpW(f) ? launch::kWriteKeyStored : kAutoScalarWriteKey;
+    // a key-side preconditioner of either source: the walks load what chunk_local formed for its KKT
+    *code = !launch::rebuildsKw(f) ? launch::kWriteKeyRebuilt
+            : launch::needOpW(f)   ? launch::kWriteKeyStored
+                                   : kAutoScalarWriteKey;
     return true;
   }
   if (requested != "stored" && requested != "segments") {

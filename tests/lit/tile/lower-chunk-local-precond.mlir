@@ -4,7 +4,7 @@
 // RUN: %dgps-opt %s -split-input-file --dgps-lower-chunk-local-to-tile | %FileCheck %s
 // write-key=auto: pgdn's walks take the write key chunk_local stores (every walk: write_key 1), so after
 // the pre-products barrier it writes the scanned tile to "pwk"; atq (query side) stores its scanned query
-// (write_key 1) to "pwq" at the same point; osdn (hypergrad_ogd) keeps rebuilding, with nothing stored.
+// (write_key 1) to "pwq" at the same point; osdn (hypergrad_ogd) stores its scanned key to "pwk" as pgdn does.
 // RUN: %dgps-opt %s -split-input-file --dgps-lower-chunk-local-to-tile=write-key=auto | %FileCheck %s --check-prefix=AUTO
 
 // PGDN (ema_sq_squash, key side): the in-chunk accumulator is a channel scan from the chunk-start state "pst",
@@ -211,8 +211,11 @@ module attributes {dgps.target = "sm_90a"} {
 // OSDN-APF (hypergrad_ogd with retention, pre timing): the scan steps by the workspace coefficients "pcoef"
 // (times rk²), decays by e^{precond_g} and reads out the state before each step.
 // AUTO-LABEL: func.func @osdn_apf_chunk_local()
-// AUTO-SAME: tile.launch_features = array<i32: 0, 1, 1, 0, 1, 1, 0>
-// AUTO-NOT: tile.store_rows
+// AUTO-SAME: tile.launch_features = array<i32: 0, 1, 1, 0, 1, 1, 0, 1>
+// AUTO: %[[KW:.*]] = tile.channel_scan
+// AUTO: tile.barrier
+// AUTO-NEXT: tile.store_rows %[[KW]] into "pwk"
+// AUTO-NEXT: tile.lower_products rows({{.*}}) cols %[[KW]]
 // CHECK-LABEL: func.func @osdn_apf_chunk_local()
 // CHECK-SAME: tile.launch_features = array<i32: 0, 1, 1, 0, 1, 1, 0>
 // CHECK: %[[K:.*]] = tile.chunk_rows "k"

@@ -33,7 +33,7 @@ void buildPipeline(mlir::OpPassManager& pm, Stage until = Stage::Plan);
 /// option `requested` (Passes.td). The option governs the walks' preconditioned operand: the write key P ⊙ k̂ of
 /// a key-side preconditioner or the query P ⊙ q̂ of a query-side one. rebuilt -> 0; stored -> 1; segments -> 2
 /// (key side only: stored, loaded by the segment walks only; not with per-channel decay, whose stored key is opw,
-/// which state_output reads too); auto -> 0 without a preconditioner or for hypergrad_ogd (unmeasured), 1 with
+/// which state_output reads too); auto -> 0 without a preconditioner, 1 with
 /// per-channel decay (the stored key replaces opw: no extra traffic), 1 for a query-side ema_sq_squash
 /// preconditioner with scalar or no decay (atq: the stored query "pwq"), kAutoScalarWriteKey otherwise. stored
 /// needs a preconditioner (on the query side, scalar or no decay). Returns false and sets *error (naming the
@@ -45,6 +45,9 @@ bool writeKeyCode(llvm::StringRef requested, const launch::FeatureSet& f, int* c
 /// K = V = 128, all-tile pgdn; docs/performance.md run 11): stored 0.759 ms, segments 0.797, rebuilt 0.782; at
 /// B = 1, T = 32768: stored 1.749, segments 1.754, rebuilt 2.226. state_output loads the key too: the extra 16 KB
 /// written and read per chunk costs less than the producer warpgroup's rebuild on the walk's critical path.
+/// OSDN's hypergradient preconditioner likewise (H100, run 26, shipped rebuilt beside stored): B = 8 0.836 ->
+/// 0.793 ms, B = 1, T = 32768 2.157 -> 2.032 (run 11 had found stored 2.3% slower at B = 8, before the parallel
+/// feedback scan).
 inline constexpr int kAutoScalarWriteKey = launch::kWriteKeyStored;
 
 /// The option value of a write-key code (rebuilt, stored, segments).

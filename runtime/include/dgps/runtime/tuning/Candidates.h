@@ -81,8 +81,8 @@ CandidateSet generateCandidates(const Tunables& tunables, const TuneProblem& pro
 /// runtime rule's segment length (segment::chooseSegmentChunks for work N · HV · ⌈V / BV⌉ on `smCount` SMs)
 /// taken also where the rule itself would keep the plain pass: L = max(⌈NT / ⌈2 · smCount / work⌉⌉, 16). The
 /// rule was measured on one shape; the tuner measures the neighbourhood on the shape at hand. The rule here counts
-/// one summary CTA per SM (with DGPS_SUMMARY_PAIRS=1 the runtime's may count two and pick another L; the
-/// neighbourhood still holds it in the measured cases, docs/architecture.md "Two summaries per SM"). smCount <= 0
+/// one summary CTA per SM (the runtime's counts two where they fit, DGPS_SUMMARY_PAIRS unset or 1, and may pick
+/// another L; the neighbourhood still holds it in the measured cases, docs/architecture.md "Two summaries per SM"). smCount <= 0
 /// counts as 132 (an H200).
 std::vector<int> segmentLengthCandidates(const TileConfig& config, const TuneProblem& problem, int smCount);
 
