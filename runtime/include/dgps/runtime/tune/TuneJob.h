@@ -33,8 +33,8 @@ namespace tune {
 
 /// "cg<codegen_version>-<16 hex digits>": the emitter version plus a hash of the package's kernel source
 /// and of the embedded device headers, so a record measured on other generated code (a newer dgpsc, an
-/// edited kernels.cu, another device library) is never reused silently; with DGPS_SUMMARY_PAIRS=1 (Runtime.h
-/// summaryPairsEnabled) the switch too.
+/// edited kernels.cu, another device library) is never reused silently; with two summaries per SM (Runtime.h
+/// summaryPairsEnabled, the default) the switch too.
 std::string codegenIdentity(const Package& package);
 
 /// The identity and limits of `device` as tuning records store them (tuning/Fingerprint.h): name,
