@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 
 #include "RuntimeTestUtil.h"
 #include "TuneTestUtil.h"
+#include "dgps/runtime/DefaultConfig.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/tune/RuntimeTrialBackend.h"
 #include "dgps/runtime/tune/TuningResolver.h"
@@ -343,7 +345,9 @@ TEST_F(Resolver, CandidatesArePrunedByDeviceLimitsWithReasons) {
 }
 
 // Several Householder steps per token: the segment lengths the tuner searches count chunks of the kernels' rows
-// (T·n_h), as Runtime::segmentChunks does, not chunks of tokens.
+// (T·n_h), as Runtime::segmentChunks does, not chunks of tokens; and they hold the length the runtime itself takes
+// for each configuration (DefaultConfig.h autoSegmentChunks, paired summaries counted), so a tuned record is never
+// chosen among lengths that leave out the untuned call's.
 TEST_F(Resolver, SegmentLengthsOfSeveralStepsPerTokenCountStepRows) {
   const std::string gdp = tunetest::shippedPackage("gated_deltaproduct");
   if (gdp.empty()) GTEST_SKIP() << "generated/gated_deltaproduct is absent";
@@ -353,19 +357,31 @@ TEST_F(Resolver, SegmentLengthsOfSeveralStepsPerTokenCountStepRows) {
   tuning::TuneProblem rows = shape;
   rows.shape.T *= 2;
   const TileConfig c = pkg.manifest().default_config;
-  const std::vector<int> want = tuning::segmentLengthCandidates(c, rows, 132);
-  ASSERT_FALSE(want.empty());
-  ASSERT_NE(want, tuning::segmentLengthCandidates(c, shape, 132)) << "the shape must tell rows from tokens";
-  std::vector<int> got;
-  for (const TileConfig& k : tune::forwardCandidates(pkg, shape, fakeH200(pkg)).kept) {
-    TileConfig plain = k;
-    plain.segment_chunks = c.segment_chunks;
-    if (plain == c) got.push_back(k.segment_chunks);
+  ASSERT_NE(tuning::segmentLengthCandidates(c, rows, 132), tuning::segmentLengthCandidates(c, shape, 132))
+      << "the shape must tell rows from tokens";
+  ForwardProblem p = problem(1, 32768);
+  p.row_steps = 2;
+  const ForwardDefaultInputs in = forwardDefaultInputs(pkg, p, 132);
+  const auto runtimes = [&](const TileConfig& k) { return autoSegmentChunks(in, k); };
+  std::map<std::vector<int>, std::vector<int>> lengthsOf;  // {chunk, block_v, warps, stages} -> segment lengths
+  for (const TileConfig& k : tune::forwardCandidates(pkg, shape, fakeH200(pkg)).kept)
+    lengthsOf[{k.chunk, k.block_v, k.warps, k.stages}].push_back(k.segment_chunks);
+  ASSERT_FALSE(lengthsOf.empty());
+  int split = 0;
+  for (auto& [key, got] : lengthsOf) {
+    const TileConfig k{key[0], key[1], key[2], key[3]};
+    std::vector<int> want = tuning::segmentLengthCandidates(k, rows, 132, runtimes);
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(got, want) << "chunk " << k.chunk << " block_v " << k.block_v;
+    const std::int64_t L = runtimes(k);
+    if (L > 0) {
+      ++split;
+      EXPECT_NE(std::find(got.begin(), got.end(), int(L)), got.end())
+          << "the runtime's own length " << L << " is not searched at chunk " << k.chunk << " block_v " << k.block_v;
+    }
   }
-  std::sort(got.begin(), got.end());
-  std::vector<int> sorted = want;
-  std::sort(sorted.begin(), sorted.end());
-  EXPECT_EQ(got, sorted);
+  EXPECT_GT(split, 0) << "the runtime splits this shape for some configuration";
 }
 
 TEST_F(Resolver, BackendRefusesUnusableOptions) {

@@ -233,6 +233,28 @@ TEST(Candidates, SegmentLengthsAroundTheRuleForLongShapes) {
   EXPECT_TRUE(segmentLengthCandidates(c, p, 132).empty()) << "decode has no state pass";
 }
 
+// With the runtime's own length for the configuration (TuneJob passes DefaultConfig.h autoSegmentChunks), the
+// neighbourhood is centred on it; a length the runtime would not take (0, or NT and beyond) falls back to the rule.
+TEST(Candidates, SegmentLengthsCentreOnTheRuntimesLength) {
+  const TileConfig c{32, 128, 4, 2};
+  TuneProblem p;
+  p.shape.B = p.shape.N = 1;
+  p.shape.H = p.shape.HV = 16;
+  p.shape.K = p.shape.V = 128;
+  p.shape.T = 32768;  // NT = 1024
+  const std::vector<int> plain = segmentLengthCandidates(c, p, 132);
+  int asked = 0;
+  const std::vector<int> got = segmentLengthCandidates(c, p, 132, [&](const TileConfig& k) {
+    ++asked;
+    EXPECT_EQ(k, c) << "asked about another configuration";
+    return std::int64_t(37);
+  });
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(got, (std::vector<int>{0, 18, 37, 74}));
+  for (std::int64_t none : {0, 1024, 5000})
+    EXPECT_EQ(segmentLengthCandidates(c, p, 132, [none](const TileConfig&) { return none; }), plain) << none;
+}
+
 // withSegmentLengths repeats every kept configuration once per length (short shapes unchanged), keeps the
 // pruned list, and orders the result by simplicity: the plain pass before any split, long segments first.
 TEST(Candidates, WithSegmentLengthsExpandsKeptConfigurations) {

@@ -7,6 +7,7 @@
 
 #include "LaunchPlan.h"
 #include "dgps/runtime/CudaDriver.h"
+#include "dgps/runtime/DefaultConfig.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Jit.h"
 #include "dgps/runtime/Runtime.h"
@@ -170,7 +171,10 @@ tuning::CandidateSet forwardCandidates(const Package& package, const tuning::Tun
   // a segment length counts chunks of the kernels' rows: T·n_h with several Householder steps per token
   tuning::TuneProblem rows = shape;
   rows.shape.T *= householderSteps(package.layer());
-  return tuning::withSegmentLengths(set, rows, device.sm_count);
+  // centred on the length the runtime itself takes for each configuration (paired summaries included)
+  const ForwardDefaultInputs in = forwardDefaultInputs(package, problem, device.sm_count);
+  return tuning::withSegmentLengths(set, rows, device.sm_count,
+                                    [in](const tuning::TileConfig& c) { return autoSegmentChunks(in, c); });
 }
 
 namespace {

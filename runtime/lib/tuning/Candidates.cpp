@@ -55,7 +55,8 @@ std::string staticRejection(const TileConfig& c, const TuneProblem& problem,
 
 }  // namespace
 
-std::vector<int> segmentLengthCandidates(const TileConfig& config, const TuneProblem& problem, int smCount) {
+std::vector<int> segmentLengthCandidates(const TileConfig& config, const TuneProblem& problem, int smCount,
+                                         const SegmentRuleLength& ruleLength) {
   const launch::ProblemShape& s = problem.shape;
   if (problem.kind != KernelFamily::Forward || config.chunk <= 0 || s.T <= 0) return {};
   const std::int64_t NT = (s.T + config.chunk - 1) / config.chunk;
@@ -69,6 +70,10 @@ std::vector<int> segmentLengthCandidates(const TileConfig& config, const TunePro
   rule.K = s.K;
   rule.C = config.chunk;
   std::int64_t L = segment::chooseSegmentChunks(rule);
+  if (ruleLength) {
+    const std::int64_t runtimes = ruleLength(config);
+    if (runtimes >= 1 && runtimes < NT) L = runtimes;
+  }
   if (L >= NT) {
     // the rule keeps the plain pass here (the GPU looks full enough); take its length formula anyway
     const std::int64_t segments = (2 * rule.smCount + work - 1) / work;
@@ -80,11 +85,12 @@ std::vector<int> segmentLengthCandidates(const TileConfig& config, const TunePro
   return out.size() > 1 ? out : std::vector<int>{};
 }
 
-CandidateSet withSegmentLengths(const CandidateSet& set, const TuneProblem& problem, int smCount) {
+CandidateSet withSegmentLengths(const CandidateSet& set, const TuneProblem& problem, int smCount,
+                                const SegmentRuleLength& ruleLength) {
   CandidateSet out;
   out.pruned = set.pruned;
   for (const TileConfig& c : set.kept) {
-    const std::vector<int> lengths = segmentLengthCandidates(c, problem, smCount);
+    const std::vector<int> lengths = segmentLengthCandidates(c, problem, smCount, ruleLength);
     if (lengths.empty()) out.kept.push_back(c);
     for (int L : lengths) {
       TileConfig withL = c;

@@ -78,17 +78,21 @@ CandidateSet generateCandidates(const Tunables& tunables, const TuneProblem& pro
 /// problem: NT = ⌈T / chunk⌉ < segment::kMinSegmentedChunks (dsl/SegmentScan.h; T: rows per sequence — tokens, or
 /// T·n_h with several Householder steps per token, as TuneJob passes it — or the packed total with varlen), where the plain pass is the only sensible choice. Otherwise
 /// {0 (the plain pass), L/2, L, 2L} without repeats and without lengths >= NT (nothing to split), with L the
-/// runtime rule's segment length (segment::chooseSegmentChunks for work N · HV · ⌈V / BV⌉ on `smCount` SMs)
-/// taken also where the rule itself would keep the plain pass: L = max(⌈NT / ⌈2 · smCount / work⌉⌉, 16). The
-/// rule was measured on one shape; the tuner measures the neighbourhood on the shape at hand. The rule here counts
-/// one summary CTA per SM (the runtime's counts two where they fit, DGPS_SUMMARY_PAIRS unset or 1, and may pick
-/// another L; the neighbourhood still holds it in the measured cases, docs/architecture.md "Two summaries per SM"). smCount <= 0
-/// counts as 132 (an H200).
-std::vector<int> segmentLengthCandidates(const TileConfig& config, const TuneProblem& problem, int smCount);
+/// runtime's segment length for `config`: `ruleLength(config)` where given and in [1, NT) (TuneJob passes the
+/// runtime's own rule, DefaultConfig.h autoSegmentChunks, which counts the summary's grid and two summaries per SM
+/// where they pair, so the length a call without a record takes is always among those measured); else
+/// segment::chooseSegmentChunks for work N · HV · ⌈V / BV⌉ on `smCount` SMs, one summary CTA per SM, taken also
+/// where the rule itself would keep the plain pass: L = max(⌈NT / ⌈2 · smCount / work⌉⌉, 16). The rule was
+/// measured on a few shapes; the tuner measures the neighbourhood on the shape at hand. smCount <= 0 counts as 132
+/// (an H200).
+using SegmentRuleLength = std::function<std::int64_t(const TileConfig&)>;
+std::vector<int> segmentLengthCandidates(const TileConfig& config, const TuneProblem& problem, int smCount,
+                                         const SegmentRuleLength& ruleLength = {});
 
 /// `set` with every kept configuration repeated once per segmentLengthCandidates (those with an empty list
 /// kept as they are, segment_chunks unset), in simplicity order; the pruned list is unchanged.
-CandidateSet withSegmentLengths(const CandidateSet& set, const TuneProblem& problem, int smCount);
+CandidateSet withSegmentLengths(const CandidateSet& set, const TuneProblem& problem, int smCount,
+                                const SegmentRuleLength& ruleLength = {});
 
 /// A deliberately simple ranking model for the pre-filter, good only for discarding clearly poor
 /// tiles: waves of (sequence, value head, value tile) blocks, times the serial chunk steps of one
