@@ -798,7 +798,7 @@ extern "C" __global__ void __launch_bounds__(dgps_package::segment_state_output_
   int64_t bid = dgps::dev::block_x();
   dgps_pdn_fwd_segment_state_output_walk0(a, bid);
 }
-extern "C" __global__ void __launch_bounds__(128, dgps::cfg::KP > 128 ? 2 : dgps::cfg::K < dgps::cfg::KP ? 3 : 4) dgps_pdn_decode(dgps::DecodeArgs a) {
+extern "C" __global__ void __launch_bounds__(128, dgps::cfg::KP > 128 ? 2 : dgps::cfg::K < dgps::cfg::KP || dgps::cfg::V % 32 != 0 ? 3 : 4) dgps_pdn_decode(dgps::DecodeArgs a) {
   // Generated from tile IR (pdn_decode, grid key_head).
   namespace t = dgps::tile;
   using Codec = dgps::dev::Act<dgps::cfg::kInputF16>;

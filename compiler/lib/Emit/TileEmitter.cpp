@@ -401,15 +401,19 @@ class Emitter {
 };
 
 /// `__launch_bounds__(128, n) ` for the function's tile.min_ctas_per_sm (Tile.h; 128 threads: LaunchContract.h
-/// decodeLaunch's block), n picked by the key width at JIT time; empty without the attribute.
-FailureOr<std::string> launchBounds(func::FuncOp fn) {
+/// decodeLaunch's block), n picked by the key width at JIT time (a partial last value tile of `valueTile` columns
+/// counts as padded: its masks cost registers as the pad channels' do, and 4 CTAs spilled PKDA's decode at K = 128,
+/// V = 120); empty without the attribute.
+FailureOr<std::string> launchBounds(func::FuncOp fn, int64_t valueTile) {
   if (!fn->hasAttr(kMinCtasPerSmAttr)) return std::string();
   auto counts = fn->getAttrOfType<DenseI32ArrayAttr>(kMinCtasPerSmAttr);
   if (!counts || counts.size() != 3)  // the dialect verifies it; this guards an emitter run on unverified IR
     return fn.emitOpError() << kMinCtasPerSmAttr << " must be array<i32: dense, padded, wide>";
   auto n = [&](KeyWidth w) { return std::to_string(counts[static_cast<int>(w)]); };
-  return "__launch_bounds__(128, dgps::cfg::KP > 128 ? " + n(KeyWidth::wide) + " : dgps::cfg::K < dgps::cfg::KP ? " +
-         n(KeyWidth::padded) + " : " + n(KeyWidth::dense) + ") ";
+  return "__launch_bounds__(128, dgps::cfg::KP > 128 ? " + n(KeyWidth::wide) +
+         " : dgps::cfg::K < dgps::cfg::KP || dgps::cfg::V % " + std::to_string(valueTile) + " != 0 ? " +
+         n(KeyWidth::padded) + " : " +
+         n(KeyWidth::dense) + ") ";
 }
 
 }  // namespace
@@ -424,7 +428,7 @@ FailureOr<std::string> emitTileKernel(func::FuncOp fn, const std::string& symbol
   if (bv.getInt() != 32)
     return fn.emitOpError() << kValueTileAttr << " must be 32, the decode launch geometry's value tile";
   const bool keyHead = *symbolizeGrid(grid.getValue()) == Grid::key_head;
-  FailureOr<std::string> bounds = launchBounds(fn);
+  FailureOr<std::string> bounds = launchBounds(fn, bv.getInt());
   if (failed(bounds)) return failure();
   std::ostringstream os;
   os << "extern \"C\" __global__ void " << *bounds << symbol << "(dgps::DecodeArgs a) {\n";

@@ -28,10 +28,10 @@ constexpr int64_t kValueTile = 32;
 /// by the state's bytes: it needs warps resident to keep loads in flight. A key-head CTA walks several value
 /// tiles and reads the next one's state ahead (tile.for_value_tiles), which doubles the state fragment's
 /// registers; left alone ptxas gave such a decode 159 registers at K = 128 (3 CTAs of 128 threads per SM; 5-6%
-/// slower than the deleted hand-written decode's 128 registers, 4 CTAs). So it asks for 4 CTAs per SM up to K = 128 (no
-/// spills there), 3 for a padded K (the pad masks cost registers, and 4 CTAs spilled PKDA's decode at K = 120)
-/// and 2 beyond K = 128, where the state fragment alone needs more than 128 registers. A value-tile CTA (72-80
-/// registers) gets no bound: it would only make ptxas spend more.
+/// slower than the deleted hand-written decode's 128 registers, 4 CTAs). So it asks for 4 CTAs per SM up to K = 128
+/// (no spills there), 3 for a padded K or a partial last value tile (the masks cost registers: 4 CTAs spilled
+/// PKDA's decode at K = 120, and at K = 128, V = 120) and 2 beyond K = 128, where the state fragment alone needs
+/// more than 128 registers. A value-tile CTA (72-80 registers) gets no bound: it would only make ptxas spend more.
 constexpr int32_t kKeyHeadCtasPerSm[] = {/*dense*/ 4, /*padded*/ 3, /*wide*/ 2};
 
 /// Builds the tile ops of one decode function; one method per stage of the step.

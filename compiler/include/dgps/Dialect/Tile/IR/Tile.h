@@ -39,8 +39,8 @@ inline constexpr const char* kValueTileAttr = "tile.value_tile";
 /// key width: array<i32: dense, padded, wide> (KeyWidth; KP is K rounded up to 16, config.cuh). Each in
 /// [1, kMaxCtasPerSm] (the dialect verifies it). Absent: no bound, ptxas picks the registers.
 inline constexpr const char* kMinCtasPerSmAttr = "tile.min_ctas_per_sm";
-/// The key widths of kMinCtasPerSmAttr, in its order: K = KP <= 128, K < KP <= 128 (pad channels masked),
-/// KP > 128.
+/// The key widths of kMinCtasPerSmAttr, in its order: K = KP <= 128, K < KP <= 128 (pad channels masked; the
+/// emitter counts a partial last value tile here too), KP > 128.
 enum class KeyWidth { dense = 0, padded = 1, wide = 2 };
 /// The most CTAs of 128 threads an SM holds (2048 resident threads on sm_80 and sm_90).
 inline constexpr int kMaxCtasPerSm = 16;
