@@ -10,7 +10,7 @@
 #                  (the device tool's carry: .base and .deps); defaults: gdn,deltanet,kda,pgdn,pkda, the B8 T4096
 #                  and B1 T32768 forward shapes (dgps-bench's --dgps_shapes syntax), 2 passes; --skip-build reuses
 #                  both trees' dgps-bench from an earlier call on the same (warm) machine; --new-env NAME=VALUE
-#                  (repeatable) sets an environment variable for the new tree's passes only: an opt-in switch
+#                  (repeatable) sets an environment variable for the new tree's passes only: a switch
 #                  timed beside its default with BASE_REV = HEAD, e.g. --new-env DGPS_SUMMARY_PAIRS=0;
 #                  --env-only: no .base, this tree timed with and without the --new-env switches from one build
 #                  ($DGPS_BUILD_DIR when set, e.g. the GPU suite's, else $DGPS_COMPARE_ROOT/build-new)

@@ -63,9 +63,13 @@ bool splitsAt(const ForwardDefaultInputs& in, const TileConfig& wide) {
 }  // namespace
 
 bool summaryHasProducers(const Package& package) {
-  // the launch contract's own question (LaunchContract.h segmentRoleLaunch), with the manifest's write-key choice
-  launch::FeatureSet f = deviceFeatures(package.spec());
-  f.write_key = package.manifest().features.write_key;
+  // the launch contract's own question (LaunchContract.h segmentRoleLaunch), asked of the manifest's features: it
+  // needs the preconditioner, its side and the write key, so the forward's default reads no spec.yaml
+  const PackageFeatures& m = package.manifest().features;
+  launch::FeatureSet f;
+  f.precond = m.precond == PrecondKind::Diagonal ? 1 : 0;
+  f.side = m.precond_side == PrecondSide::Query ? 1 : 0;
+  f.write_key = m.write_key;
   return launch::walkRebuildsKw(f, true);
 }
 
@@ -80,7 +84,6 @@ ForwardDefaultInputs forwardDefaultInputs(const Package& package, const ForwardP
   in.sm_count = sm_count;
   in.f16 = problem.input_dtype == ScalarType::F16;
   in.summary_pairs = in.segmented && summaryPairsEnabled();
-  // only when on: the question reads the package's spec.yaml, everything else here the manifest alone
   if (in.summary_pairs) in.summary_producers = summaryHasProducers(package);
   return in;
 }

@@ -4,8 +4,9 @@
 // (segment_chunks = 0) and the float64 reference, for B = 1, T = 4096 and a packed batch with a 3000-token
 // document among short ones (one of 1 token), with initial and final states, at several L (1, a few, the
 // runtime's rule and one longer than the sequence). Fresh seeded inputs, NaN-poisoned outputs and workspace.
-// A preconditioned package runs precond_summary / precond_scan first and its segment walks rebuild the
-// preconditioned key (or query) from their chunk-start states; its final preconditioner state is checked too.
+// A preconditioned package runs precond_summary / precond_scan first and its segment walks load the preconditioned
+// key (or query) chunk_local stored, or rebuild it from the chunk-start states (--write-key=rebuilt); its final
+// preconditioner state is checked too.
 // Several Householder steps per token (gated_deltaproduct): the walks run over the T·n_h step rows and the
 // lengths L count chunks of rows. A package without launch.forward_segmented fails (every shipped chunk forward has
 // it). Skips without a GPU.
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <vector>
 
 #include "GpuTestUtil.h"
 #include "dgps/dsl/SegmentScan.h"
@@ -55,10 +57,16 @@ class SegmentedTest : public ::testing::Test {
     const GpuOutputs plain = gputest::gpuForward(*rt_, *pkg_, in, nullptr, &plainOpt, passWorkspace);
     const ErrorStats ep = compare(plain.o, ref.o);
     EXPECT_TRUE(ep.finite && ep.rel <= kTolRef) << "plain o: " << ep.str();
-    const std::int64_t C = pkg_->manifest().default_config.chunk;
+    // two segments and one longer than the sequence, counted in chunks of every chunk length the package tunes:
+    // a forced L runs at the runtime's wide configuration (chunk 32 where allowed), not the manifest default's
     const std::int64_t rows = s.seq_len * householderSteps(pkg_->spec());  // the kernels' row axis
-    const std::int64_t NT = (rows + C - 1) / C;
-    for (std::int64_t L : {std::int64_t(1), std::int64_t(3), std::int64_t(8), NT / 2 + 1, NT + 5}) {
+    std::vector<std::int64_t> lengths{1, 3, 8};
+    for (int C : pkg_->manifest().tunables.chunk) {
+      const std::int64_t NT = (rows + C - 1) / C;
+      for (std::int64_t L : {NT / 2 + 1, NT + 5})
+        if (std::find(lengths.begin(), lengths.end(), L) == lengths.end()) lengths.push_back(L);
+    }
+    for (std::int64_t L : lengths) {
       SCOPED_TRACE("L=" + std::to_string(L) + " chunks per segment");
       LaunchOptions opt;
       opt.segment_chunks = L;

@@ -2,9 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "dgps/runtime/DefaultConfig.h"
+#include "dgps/dsl/DeviceFeatures.h"
 #include "dgps/dsl/SegmentScan.h"
 #include "dgps/runtime/Error.h"
 #include "dgps/runtime/Runtime.h"
@@ -197,15 +199,23 @@ TEST(ForwardDefaultConfig, TheRuleCountsTwoSummariesPerSmOnlyWhereTheVariantRuns
   EXPECT_EQ(autoSegmentChunks(in, c32), 0) << "fp16 inputs: one per SM";
 }
 
-TEST(SummaryPairs, ProducersComeFromTheSpecAndTheManifestsWriteKey) {
+TEST(SummaryPairs, ProducersComeFromTheManifestsFeatures) {
   auto producers = [](const char* name) {
     return summaryHasProducers(Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/" + name));
   };
   EXPECT_FALSE(producers("gdn"));
   EXPECT_FALSE(producers("pgdn")) << "its write key is stored for the segment walks";
   EXPECT_FALSE(producers("osdn")) << "its write key is stored for every walk";
+  // the manifest's answer is the launch contract's over the whole spec, for every shipped package
+  for (const char* name : {"gdn", "kda", "pgdn", "pdn", "pkda", "atq", "osdn", "osdn_apf", "gated_deltaproduct"}) {
+    const Package pkg = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/" + name);
+    launch::FeatureSet f = deviceFeatures(pkg.spec());
+    f.write_key = pkg.manifest().features.write_key;
+    EXPECT_EQ(summaryHasProducers(pkg), launch::walkRebuildsKw(f, true)) << name;
+  }
   // osdn's manifest with the write key absent (= rebuilt, dgpsc --write-key=rebuilt): its walks rebuild the key in a
-  // producer warpgroup; the answer follows the manifest, not the spec alone
+  // producer warpgroup. spec.yaml is deleted after opening: the question is the manifest's, and the forward's default
+  // configuration and workspace are asked of the manifest alone
   test::TempDir dir;
   const std::string from = std::string(DGPS_SOURCE_DIR) + "/generated/osdn/";
   for (const char* f : {"spec.yaml", "kernels.cu"}) test::writeFile(dir / f, test::readFile(from + f));
@@ -214,7 +224,18 @@ TEST(SummaryPairs, ProducersComeFromTheSpecAndTheManifestsWriteKey) {
   ASSERT_NE(manifest.find(stored), std::string::npos) << "generated/osdn stores its write key";
   manifest.replace(manifest.find(stored), stored.size(), "}");
   test::writeFile(dir / "manifest.yaml", manifest);
-  EXPECT_TRUE(summaryHasProducers(Package::open(dir.path())));
+  const Package rebuilt = Package::open(dir.path());
+  ASSERT_EQ(std::remove((dir / "spec.yaml").c_str()), 0);
+  EXPECT_TRUE(summaryHasProducers(rebuilt));
+  ForwardProblem p;
+  p.batch = p.num_seqs = 1;
+  p.seq_len = 32768;
+  p.heads_qk = p.heads_v = 16;
+  p.key_dim = p.value_dim = 128;
+  p.input_dtype = ScalarType::BF16;
+  const ForwardDefaultInputs in = forwardDefaultInputs(rebuilt, p, 132);
+  EXPECT_EQ(in.summary_producers, in.summary_pairs) << "asked whenever pairs are on";
+  (void)forwardDefaultConfig(rebuilt.manifest(), in);
 }
 
 TEST(SummaryPairs, TheSwitchIsOnUnlessZeroAndNamedWhenWrong) {

@@ -398,9 +398,9 @@ int run(int argc, char** argv) {
                    "the tile walks' preconditioned operand, a key-side preconditioner's write key P*k or a query-side "
                    "one's query P*q: stored (chunk_local stores it, every walk loads it), segments (write key only: "
                    "stored; the segment walks load it, state_output rebuilds it; scalar decay only), rebuilt (every "
-                   "walk that reads it rebuilds it from pst in a producer warpgroup) or auto (stored for an "
-                   "ema_sq_squash preconditioner, key or query side, rebuilt for hypergrad_ogd and without a "
-                   "preconditioner; Passes.h kAutoScalarWriteKey); default auto")
+                   "walk that reads it rebuilds it from pst in a producer warpgroup) or auto (stored for every "
+                   "key-side preconditioner and a query-side ema_sq_squash one with scalar or no decay, rebuilt "
+                   "otherwise; Passes.h writeKeyCode); default auto")
       ->check(CLI::IsMember({"auto", "stored", "segments", "rebuilt"}));
 
   std::string checkSpec;

@@ -33,9 +33,10 @@ void buildPipeline(mlir::OpPassManager& pm, Stage until = Stage::Plan);
 /// option `requested` (Passes.td). The option governs the walks' preconditioned operand: the write key P ⊙ k̂ of
 /// a key-side preconditioner or the query P ⊙ q̂ of a query-side one. rebuilt -> 0; stored -> 1; segments -> 2
 /// (key side only: stored, loaded by the segment walks only; not with per-channel decay, whose stored key is opw,
-/// which state_output reads too); auto -> 0 without a preconditioner, 1 with
-/// per-channel decay (the stored key replaces opw: no extra traffic), 1 for a query-side ema_sq_squash
-/// preconditioner with scalar or no decay (atq: the stored query "pwq"), kAutoScalarWriteKey otherwise. stored
+/// which state_output reads too); auto -> for a key-side preconditioner (either source) 1 with per-channel decay
+/// (the stored key replaces opw: no extra traffic), else kAutoScalarWriteKey; for a query-side ema_sq_squash
+/// preconditioner with scalar or no decay 1 (atq: the stored query "pwq"); 0 otherwise (no preconditioner, or a
+/// query side with per-channel decay or hypergrad_ogd). stored
 /// needs a preconditioner (on the query side, scalar or no decay). Returns false and sets *error (naming the
 /// value and why) otherwise.
 bool writeKeyCode(llvm::StringRef requested, const launch::FeatureSet& f, int* code, std::string* error);

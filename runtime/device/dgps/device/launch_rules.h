@@ -108,8 +108,8 @@ DGPS_HD constexpr int valueTile(int V, int block_v) { return block_v < pad16(V) 
 /// (2 x 61 KiB for gdn, 2 x 77 KiB for pgdn at C = 32) fits in one SM's. Elsewhere ptxas spills under that cap (NVRTC
 /// 13.0): fp16 inputs 12 bytes at K = 128 (their in-place conversion of the k and v tiles), a value tile of 112
 /// columns (V = 112, no warpgroup MMA) 16 bytes. `pairs` is the variant's switch: NVRTC macro DGPS_SUMMARY_PAIRS
-/// (config.cuh cfg::kSummaryPairs) on an sm_90a target; the runtime sets it unless the environment variable
-/// DGPS_SUMMARY_PAIRS is 0 and counts the same CTAs per SM in its segment-length rule (dsl SegmentScan.h
+/// (config.cuh cfg::kSummaryPairs) on an sm_90a target; the runtime sets it from the environment variable
+/// DGPS_SUMMARY_PAIRS=1 and counts the same CTAs per SM in its segment-length rule (dsl SegmentScan.h
 /// kSummaryShareCost).
 DGPS_HD constexpr int segmentSummaryCtasPerSm(bool pairs, bool producers, int KP, int C, int stages, bool f16, int BV) {
   return pairs && !producers && KP <= 128 && C <= 32 && stages == 2 && !f16 && BV == 128 ? 2 : 1;

@@ -40,8 +40,8 @@ struct ForwardDefaultInputs {
 };
 
 /// Whether `package`'s segment summary runs a producer warpgroup (it then stays at one CTA per SM): the launch
-/// contract's question (DeviceFeatures.h walkRebuildsKw) over its spec.yaml and the manifest's write-key choice.
-/// Throws RuntimeError{Package} when the spec cannot be read.
+/// contract's question (DeviceFeatures.h walkRebuildsKw) over the manifest's features (preconditioner, side, write
+/// key); spec.yaml is not read.
 bool summaryHasProducers(const Package& package);
 
 /// The inputs of a validated forward call on a device with `sm_count` SMs.

@@ -108,9 +108,10 @@ std::string unsupportedDeviceMessage(ComputeCapability cc, const std::string& de
 void requireSupportedDevice(int device);
 
 /// Whether variants compile with two segment-summary CTAs per SM where they fit (runtime/device launch_rules.h
-/// segmentSummaryCtasPerSm): the environment variable DGPS_SUMMARY_PAIRS, read once; "1" or unset on, "0" off.
-/// On by default: timed beside the single form, it is 12-14% faster at B = 1, T = 32768 and nowhere slower
-/// (docs/performance.md run 26); "0" keeps one summary CTA per SM.
+/// segmentSummaryCtasPerSm): the environment variable DGPS_SUMMARY_PAIRS, read once; unset, empty or "1" on, "0"
+/// off. On by default: timed beside the single form at B = 1, T = 32768 it takes 11-13% less time for gdn, deltanet
+/// and gdn_gva (2 key / 8 value heads), about 2% less for pgdn and pdn, and is nowhere slower (docs/performance.md
+/// run 26); "0" keeps one summary CTA per SM.
 /// Throws RuntimeError{InvalidArgument} naming the value when it is anything else. Set it through this variable,
 /// not as -DDGPS_SUMMARY_PAIRS=1 in DGPS_NVRTC_OPTIONS: that pairs the kernels without the runtime's segment-length
 /// rule counting it.
