@@ -46,14 +46,15 @@ TEST(TileDecodeLaunchBound, TheLoweringDecidesItForAKeyHeadCtaOnly) {
 }
 
 TEST(TileDecodeLaunchBound, TheEmitterPrintsTheAttributeItFinds) {
-  // Counts unlike the lowering's and unlike each other, so a hard-coded bound or a swapped order shows.
+  // Counts unlike the lowering's and unlike each other, so a hard-coded bound or a swapped order shows; a partial
+  // last value tile (V not a multiple of the decode's 32-column tile) counts as padded.
   auto pgdn = lowerDecode("pgdn");
   mlir::Builder b(pgdn->c.ctx.get());
   pgdn->decode->setAttr(tile::kMinCtasPerSmAttr, b.getDenseI32ArrayAttr({7, 5, 1}));
   ASSERT_TRUE(mlir::succeeded(mlir::verify(*pgdn->module)));
   EXPECT_EQ(signature(pgdn->decode),
             "extern \"C\" __global__ void __launch_bounds__(128, dgps::cfg::KP > 128 ? 1 : dgps::cfg::K < "
-            "dgps::cfg::KP ? 5 : 7) k(dgps::DecodeArgs a) {");
+            "dgps::cfg::KP || dgps::cfg::V % 32 != 0 ? 5 : 7) k(dgps::DecodeArgs a) {");
   // Without the attribute the same function has no bound.
   pgdn->decode->removeAttr(tile::kMinCtasPerSmAttr);
   EXPECT_EQ(signature(pgdn->decode), "extern \"C\" __global__ void k(dgps::DecodeArgs a) {");
