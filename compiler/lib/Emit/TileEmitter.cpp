@@ -412,8 +412,7 @@ FailureOr<std::string> launchBounds(func::FuncOp fn, int64_t valueTile) {
   auto n = [&](KeyWidth w) { return std::to_string(counts[static_cast<int>(w)]); };
   return "__launch_bounds__(128, dgps::cfg::KP > 128 ? " + n(KeyWidth::wide) +
          " : dgps::cfg::K < dgps::cfg::KP || dgps::cfg::V % " + std::to_string(valueTile) + " != 0 ? " +
-         n(KeyWidth::padded) + " : " +
-         n(KeyWidth::dense) + ") ";
+         n(KeyWidth::padded) + " : " + n(KeyWidth::dense) + ") ";
 }
 
 }  // namespace
