@@ -3,7 +3,8 @@
 // (segment_summary, segment_fold, segment_state_output after chunk_local) against the plain forward
 // (segment_chunks = 0) and the float64 reference, for B = 1, T = 4096 and a packed batch with a 3000-token
 // document among short ones (one of 1 token), with initial and final states, at several L (1, a few, the
-// runtime's rule and one longer than the sequence). Fresh seeded inputs, NaN-poisoned outputs and workspace.
+// runtime's rule and one longer than the sequence), and at every chunk the package tunes. Fresh seeded inputs,
+// NaN-poisoned outputs and workspace.
 // A preconditioned package runs precond_summary / precond_scan first and its segment walks load the preconditioned
 // key (or query) chunk_local stored, or rebuild it from the chunk-start states (--write-key=rebuilt); its final
 // preconditioner state is checked too.
@@ -120,6 +121,38 @@ TEST_F(SegmentedTest, SegmentedForwardMatchesPlainAndReferenceOnAMixedVarlenBatc
   s.cu_seqlens = {0, 100, 3100, 3101, 3400, 3650};  // 100, 3000, 1, 299, 250 tokens
   s.seq_len = s.cu_seqlens.back();
   check(s, 4200, true);  // with a caller's workspace sized by forwardWorkspaceBytes (poisoned)
+}
+
+// A tuned record may pair any chunk of the package's tunables with a segment length (the tuner searches both), while
+// the forced lengths above run at the runtime's wide configuration only (chunk 64 for a sequential preconditioner
+// pass): here every tuned chunk runs the segmented pass explicitly, at the configuration that pairs two segment
+// summaries per SM where the chunk allows it (128-column value tiles, two stages).
+TEST_F(SegmentedTest, SegmentedForwardMatchesAtEveryTunedChunk) {
+  const ScalarType act = toScalarType(pkg_->spec().input_dtypes.front());
+  const ReferenceProblem s = shape(4096, dim());
+  const ReferenceInputs in = generateInputs(pkg_->spec(), s, 4400, act);
+  const ReferenceOutputs ref = runReference(pkg_->spec(), in);
+  const std::int64_t rows = s.seq_len * householderSteps(pkg_->spec());
+  const auto& tunables = pkg_->manifest().tunables;
+  for (int C : tunables.chunk) {
+    TileConfig c = pkg_->manifest().default_config;
+    c.chunk = C;
+    if (std::count(tunables.block_v.begin(), tunables.block_v.end(), 128)) c.block_v = 128;
+    if (std::count(tunables.stages.begin(), tunables.stages.end(), 2)) c.stages = 2;
+    const std::int64_t NT = (rows + C - 1) / C;
+    SCOPED_TRACE("chunk " + std::to_string(C) + ", L=" + std::to_string(NT / 4 + 1) + " chunks per segment");
+    LaunchOptions opt;
+    opt.config = c;
+    opt.segment_chunks = NT / 4 + 1;  // four segments, the last one shorter
+    const GpuOutputs seg = gputest::gpuForward(*rt_, *pkg_, in, nullptr, &opt);
+    const ErrorStats eo = compare(seg.o, ref.o);
+    EXPECT_TRUE(eo.finite && eo.rel <= kTolRef) << "o vs float64: " << eo.str();
+    if (ref.has_final_state) {
+      ASSERT_TRUE(seg.has_final_state);
+      const ErrorStats es = compare(seg.final_state, ref.final_state);
+      EXPECT_TRUE(es.finite && es.rel <= kTolRef) << "final_state vs float64: " << es.str();
+    }
+  }
 }
 
 // The runtime's rule picks the segmented pass for one long sequence on few heads, and the plain pass for a
