@@ -2,14 +2,21 @@
 
 namespace dgps {
 
-launch::FeatureSet deviceFeatures(const Spec& s) {
+launch::FeatureSet axisFeatures(DecayKind decay, GainKind gain, PrecondKind precond, PrecondSide side,
+                                PrecondSource source, SolveKind solve) {
   launch::FeatureSet f;
-  f.decay = s.decay.kind == DecayKind::None ? 0 : s.decay.kind == DecayKind::Scalar ? 1 : 2;
-  f.gain = s.gain.kind == GainKind::Scalar ? 1 : 0;
-  f.precond = s.precond.kind == PrecondKind::Diagonal ? 1 : 0;
-  f.side = s.precond.side == PrecondSide::Query ? 1 : 0;
-  f.source = s.precond.source == PrecondSource::HypergradOgd ? 1 : 0;
-  f.solve = s.solve.kind == SolveKind::Delta ? 1 : 0;
+  f.decay = decay == DecayKind::None ? 0 : decay == DecayKind::Scalar ? 1 : 2;
+  f.gain = gain == GainKind::Scalar ? 1 : 0;
+  f.precond = precond == PrecondKind::Diagonal ? 1 : 0;
+  f.side = side == PrecondSide::Query ? 1 : 0;
+  f.source = source == PrecondSource::HypergradOgd ? 1 : 0;
+  f.solve = solve == SolveKind::Delta ? 1 : 0;
+  return f;
+}
+
+launch::FeatureSet deviceFeatures(const Spec& s) {
+  launch::FeatureSet f =
+      axisFeatures(s.decay.kind, s.gain.kind, s.precond.kind, s.precond.side, s.precond.source, s.solve.kind);
   f.clamp = f.source == 1 && (s.precond.hypergrad.clamp_min || s.precond.hypergrad.clamp_max) ? 1 : 0;
   return f;
 }

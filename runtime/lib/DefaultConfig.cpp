@@ -63,12 +63,10 @@ bool splitsAt(const ForwardDefaultInputs& in, const TileConfig& wide) {
 }  // namespace
 
 bool summaryHasProducers(const Package& package) {
-  // the launch contract's own question (LaunchContract.h segmentRoleLaunch), asked of the manifest's features: it
-  // needs the preconditioner, its side and the write key, so the forward's default reads no spec.yaml
+  // the launch contract's own question (LaunchContract.h segmentRoleLaunch), asked of the manifest's features (the
+  // same axis codes as the compiler's, axisFeatures), so the forward's default reads no spec.yaml
   const PackageFeatures& m = package.manifest().features;
-  launch::FeatureSet f;
-  f.precond = m.precond == PrecondKind::Diagonal ? 1 : 0;
-  f.side = m.precond_side == PrecondSide::Query ? 1 : 0;
+  launch::FeatureSet f = axisFeatures(m.decay, m.gain, m.precond, m.precond_side, m.precond_source, m.solve);
   f.write_key = m.write_key;
   return launch::walkRebuildsKw(f, true);
 }

@@ -212,6 +212,11 @@ TEST(SummaryPairs, ProducersComeFromTheManifestsFeatures) {
     launch::FeatureSet f = deviceFeatures(pkg.spec());
     f.write_key = pkg.manifest().features.write_key;
     EXPECT_EQ(summaryHasProducers(pkg), launch::walkRebuildsKw(f, true)) << name;
+    const PackageFeatures& m = pkg.manifest().features;  // the manifest records the spec's axes
+    const launch::FeatureSet a = axisFeatures(m.decay, m.gain, m.precond, m.precond_side, m.precond_source, m.solve);
+    EXPECT_TRUE(a.decay == f.decay && a.gain == f.gain && a.precond == f.precond && a.side == f.side &&
+                a.source == f.source && a.solve == f.solve)
+        << name;
   }
   // osdn's manifest with the write key absent (= rebuilt, dgpsc --write-key=rebuilt): its walks rebuild the key in a
   // producer warpgroup. spec.yaml is deleted after opening: the question is the manifest's, and the forward's default

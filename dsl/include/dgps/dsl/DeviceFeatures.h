@@ -1,5 +1,5 @@
 // The spec's axes as the launch contract codes them (FeatureSet), the questions the contract asks of them, and the
-// one Spec -> FeatureSet mapping (deviceFeatures). Compile-time knowledge of the compiler: the launch contract
+// one axes -> FeatureSet mapping (axisFeatures; deviceFeatures for a Spec). Compile-time knowledge of the compiler: the launch contract
 // (LaunchContract.h), the tile lowerings and emitters and the manifest writer read it; the device library and the
 // runtime never do (a package's kernels.cu and manifest carry what it decided), except one question: whether a
 // segment summary has a producer warpgroup (walkRebuildsKw), which the runtime's segment-length rule needs
@@ -87,6 +87,12 @@ constexpr bool rawKOwnTile(const FeatureSet& f, bool segment = false) {
 /// clamp_max (its d-scan stays per token). Explicit, so reordering a dsl enum cannot
 /// shift the codes tile.launch_features and the launch contract read.
 launch::FeatureSet deviceFeatures(const Spec& spec);
+
+/// The same codes from the axes alone, as a package's manifest records them (runtime Package.h PackageFeatures:
+/// no clamp, which only chooses kernels already printed; write_key stays 0 for the caller to set).
+/// deviceFeatures(spec) is this plus the clamp.
+launch::FeatureSet axisFeatures(DecayKind decay, GainKind gain, PrecondKind precond, PrecondSide side,
+                                PrecondSource source, SolveKind solve);
 
 /// What the tile kernels cannot run of a valid spec, as a Diagnostic (severity Error, at the spec key that asks
 /// for it); nullopt when `dgpsc compile` can print every kernel the spec lists. The language, the chunk IR executor
