@@ -1,9 +1,9 @@
 // The spec's axes as the launch contract codes them (FeatureSet), the questions the contract asks of them, and the
-// one axes -> FeatureSet mapping (axisFeatures; deviceFeatures for a Spec). Compile-time knowledge of the compiler: the launch contract
-// (LaunchContract.h), the tile lowerings and emitters and the manifest writer read it; the device library and the
-// runtime never do (a package's kernels.cu and manifest carry what it decided), except one question: whether a
-// segment summary has a producer warpgroup (walkRebuildsKw), which the runtime's segment-length rule needs
-// (runtime/lib/DefaultConfig.cpp).
+// one axes -> FeatureSet mapping (axisFeatures; deviceFeatures for a Spec). Compile-time knowledge of the compiler:
+// the launch contract (LaunchContract.h), the tile lowerings and emitters and the manifest writer read it; the device
+// library and the runtime never do (a package's kernels.cu and manifest carry what it decided), except one question:
+// whether a segment summary has a producer warpgroup (walkRebuildsKw), which the runtime's segment-length rule needs
+// (runtime/lib/DefaultConfig.cpp, from the manifest's axes).
 #pragma once
 
 #include <optional>
