@@ -152,6 +152,11 @@ TEST_F(SegmentedTest, SegmentedForwardMatchesAtEveryTunedChunk) {
       const ErrorStats es = compare(seg.final_state, ref.final_state);
       EXPECT_TRUE(es.finite && es.rel <= kTolRef) << "final_state vs float64: " << es.str();
     }
+    if (ref.has_final_precond_state) {
+      ASSERT_TRUE(seg.has_final_precond_state);
+      const ErrorStats epr = compare(seg.final_precond_state, ref.final_precond_state);
+      EXPECT_TRUE(epr.finite && epr.rel <= kTolRef) << "final_precond_state vs float64: " << epr.str();
+    }
   }
 }
 

@@ -208,7 +208,8 @@ TEST(SummaryPairs, ProducersComeFromTheManifestsFeatures) {
   EXPECT_FALSE(producers("gdn"));
   EXPECT_FALSE(producers("pgdn")) << "its write key is stored for the segment walks";
   EXPECT_FALSE(producers("osdn")) << "its write key is stored for every walk";
-  // the manifest's answer is the launch contract's over the whole spec, for every shipped package
+  // the manifest's answer is the launch contract's over the whole spec, for the preconditioned packages and two plain
+  // ones
   for (const char* name : {"gdn", "kda", "pgdn", "pdn", "pkda", "atq", "osdn", "osdn_apf", "gated_deltaproduct"}) {
     const Package pkg = Package::open(std::string(DGPS_SOURCE_DIR) + "/generated/" + name);
     launch::FeatureSet f = deviceFeatures(pkg.spec());

@@ -265,11 +265,11 @@ TEST(WarmPath, TensorMapsAreEncodedOncePerPointers) {
   REQUIRE_FAKE_DRIVER();
   // gdn: q/k maps for chunk_local and the walks (bits 0, 1; bit 5 lets precond_summary use k_rows); pgdn also the
   // stored write-key rows pwk (bit 2); kda the workspace's opq, opk, opw and its per-channel gates (bit 4); at
-  // chunks of up to 32 rows also the value tiles' map (bit 3); kda offers chunk 64 only
+  // chunks of up to 32 rows also the value tiles' map (bit 3)
   for (auto [name, base, baseMaps, chunks] :
        {std::tuple<const char*, long long, long long, std::vector<int>>{"gdn", 35, 4, {64, 32}},
         {"pgdn", 39, 5, {64, 32}},
-        {"kda", 55, 8, {64}}}) {
+        {"kda", 55, 8, {64, 32}}}) {
     for (int chunk : chunks) {
       SCOPED_TRACE(std::string(name) + " chunk " + std::to_string(chunk));
       Fixture f(name);
